@@ -1,0 +1,165 @@
+"""Format-neutral description of a kinematic tree, as produced by the parsers.
+
+A parser (URDF, MJCF) turns its XML into a :class:`TreeDescription`: links with their
+inertia, and joints that connect a parent link to a child link, including ``fixed`` joints.
+:func:`treedyn.engine.model.build_model` turns a description into the compact-tree
+:class:`~treedyn.engine.model.Model` the algorithms run on: fixed joints merged into their
+parent body, joints ordered parents-first (depth-first, in document order), and every
+derived index array computed once.
+
+Conventions
+-----------
+* A joint's placement ``(rotation, translation)`` is the pose of the joint frame in the
+  parent link's frame at zero joint motion: ``p_parent = rotation @ p_joint + translation``.
+  The child link's frame IS the joint frame after the joint motion (URDF semantics; the
+  MJCF parser adds intermediate massless links where a body carries several joints).
+* ``axis`` is a unit vector in the joint frame (1-dof joints and planar normal).
+* ``ref`` is MuJoCo's joint reference: the joint displacement is ``q - ref``.
+* Link inertia: mass, centre of mass ``com`` in the link frame, and the rotational
+  inertia about the com expressed in the link frame (3x3, symmetric).
+"""
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+
+import numpy as np
+
+JOINT_TYPES = (
+    "fixed",
+    "revolute",
+    "continuous",
+    "prismatic",
+    "spherical",  # Pinocchio layout: q = (qx, qy, qz, qw)
+    "ball",  # MuJoCo layout: q = (qw, qx, qy, qz); reported as type "spherical"
+    "free",  # Pinocchio LOCAL: q = (x, y, z, qx, qy, qz, qw), v = (v_local, w_local)
+    "free_world",  # MuJoCo: q = (x, y, z, qw, qx, qy, qz), v = (v_world, w_local)
+    "planar",  # q = (x, y, theta) in the plane normal to the joint z axis, v local
+)
+
+
+@dataclass(frozen=True)
+class SourceRef:
+    """Where an element came from: file path and 1-based line (0 when unknown)."""
+
+    file: str = ""
+    line: int = 0
+    element: str = ""
+
+    def __str__(self) -> str:
+        where = self.file or "<model>"
+        if self.line:
+            where += f":{self.line}"
+        if self.element:
+            where += f": <{self.element}>"
+        return where
+
+
+@dataclass(frozen=True)
+class Inertia:
+    """Rigid-body inertia: mass, com (3,) and rotational inertia about the com (3, 3)."""
+
+    mass: float
+    com: np.ndarray  # (3,)
+    inertia: np.ndarray  # (3, 3), about the com, in the link frame
+
+    @staticmethod
+    def zero() -> "Inertia":
+        return Inertia(0.0, np.zeros(3), np.zeros((3, 3)))
+
+    def spatial(self) -> np.ndarray:
+        """6x6 spatial inertia about the link origin, motion ordered (angular, linear)."""
+        h = self.mass * self.com
+        hx = skew(h)
+        spatial = np.empty((6, 6))
+        spatial[:3, :3] = self.inertia - self.mass * skew(self.com) @ skew(self.com)
+        spatial[:3, 3:] = hx
+        spatial[3:, :3] = -hx
+        spatial[3:, 3:] = self.mass * np.eye(3)
+        return spatial
+
+    def transformed(self, rotation: np.ndarray, translation: np.ndarray) -> "Inertia":
+        """This inertia expressed in a frame where the link frame sits at (rotation, translation)."""
+        return Inertia(
+            self.mass,
+            rotation @ self.com + translation,
+            rotation @ self.inertia @ rotation.T,
+        )
+
+    @staticmethod
+    def from_spatial(spatial: np.ndarray) -> "Inertia":
+        mass = float(spatial[3, 3])
+        if mass <= 0.0:
+            return Inertia(mass, np.zeros(3), spatial[:3, :3].copy())
+        h = np.array([spatial[2, 4], spatial[0, 5], spatial[1, 3]])
+        com = h / mass
+        inertia = spatial[:3, :3] + mass * skew(com) @ skew(com)
+        return Inertia(mass, com, 0.5 * (inertia + inertia.T))
+
+
+@dataclass(frozen=True)
+class Mimic:
+    joint: str
+    multiplier: float = 1.0
+    offset: float = 0.0
+
+
+@dataclass
+class LinkSpec:
+    name: str
+    inertia: Inertia
+    source: SourceRef = field(default_factory=SourceRef)
+    has_inertial: bool = True  # False when the file gave no inertia for this link
+
+
+@dataclass
+class JointSpec:
+    name: str
+    type: str  # one of JOINT_TYPES
+    parent: str  # parent link name ("world" is never a link: roots have no JointSpec)
+    child: str
+    rotation: np.ndarray = field(default_factory=lambda: np.eye(3))  # (3, 3)
+    translation: np.ndarray = field(default_factory=lambda: np.zeros(3))  # (3,)
+    axis: np.ndarray = field(default_factory=lambda: np.array([1.0, 0.0, 0.0]))  # (3,)
+    ref: float = 0.0
+    armature: float = 0.0
+    lower: float = -np.inf  # position limits for 1-dof joints
+    upper: float = np.inf
+    neutral: np.ndarray | None = None  # optional q block for the neutral configuration
+    mimic: Mimic | None = None
+    source: SourceRef = field(default_factory=SourceRef)
+
+
+@dataclass
+class TreeDescription:
+    """Links and joints of one model. ``root`` names the root link(s) attached to the world.
+
+    A root link is welded to the world unless a joint connects it: the parsers express a
+    floating base as a ``free``/``free_world`` joint whose parent is ``world_link``.
+    """
+
+    name: str
+    format: str  # "urdf" or "mjcf"
+    links: list[LinkSpec]
+    joints: list[JointSpec]
+    world_link: str  # name of the link fixed to the world (URDF root, or MJCF "world")
+    gravity: np.ndarray = field(default_factory=lambda: np.array([0.0, 0.0, -9.81]))
+    source: str = ""
+    ignored: dict[str, int] = field(default_factory=dict)  # element kind -> count ignored
+
+    def with_free_flyer(self, name: str = "root_joint") -> "TreeDescription":
+        """A copy whose root link floats: a Pinocchio-LOCAL ``free`` joint to a new world link."""
+        world = "universe"
+        joint = JointSpec(name=name, type="free", parent=world, child=self.world_link)
+        return dataclasses.replace(
+            self,
+            links=[LinkSpec(world, Inertia.zero(), has_inertial=False)] + list(self.links),
+            joints=[joint] + list(self.joints),
+            world_link=world,
+        )
+
+
+def skew(vector: np.ndarray) -> np.ndarray:
+    """3x3 matrix with skew(a) @ b == cross(a, b)."""
+    x, y, z = vector
+    return np.array([[0.0, -z, y], [z, 0.0, -x], [-y, x, 0.0]])

@@ -1,0 +1,269 @@
+"""Joint models: one class per joint type, all operating on a batch of states.
+
+Each joint folds its constant placement into ``transform`` so an algorithm gets the full
+parent-to-child transform ``Xup = X_J(q) X_T`` as the pair ``(E, r)`` of
+:mod:`treedyn.engine.spatial`. Motion subspaces ``S`` are (6, nv) when constant and
+(N, 6, nv) when they depend on q. ``bias`` is the joint's velocity-product acceleration
+``c_J`` (zero, and never called, when ``has_bias`` is False).
+
+Coordinates (q block, v block) per type:
+
+=============  ===================================  =====================================
+type           q                                    v
+=============  ===================================  =====================================
+revolute       angle (q - ref)                      angular rate about ``axis``
+continuous     angle (one number, not cos/sin)      angular rate about ``axis``
+prismatic      displacement (q - ref)               rate along ``axis``
+spherical      (qx, qy, qz, qw)  Pinocchio          angular velocity, child frame
+ball           (qw, qx, qy, qz)  MuJoCo             angular velocity, child frame
+free           (x, y, z, qx, qy, qz, qw)            (linear, angular), child frame (LOCAL)
+free_world     (x, y, z, qw, qx, qy, qz)            (linear in parent frame, angular child)
+planar         (x, y, theta) in the plane of axis   (vx, vy, wz), child frame
+=============  ===================================  =====================================
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from .description import skew
+from .spatial import cross3, quaternion_matrix, rotate
+
+PUBLIC_TYPE = {
+    "revolute": "revolute",
+    "continuous": "continuous",
+    "prismatic": "prismatic",
+    "spherical": "spherical",
+    "ball": "spherical",
+    "free": "free",
+    "free_world": "free",
+    "planar": "planar",
+}
+
+
+class JointModel:
+    """Base: constant placement (rotation R_T, translation p_T) of the joint in its parent."""
+
+    type = ""
+    nq = 0
+    nv = 0
+    has_bias = False
+
+    def __init__(self, rotation: np.ndarray, translation: np.ndarray, axis: np.ndarray, ref: float):
+        self.rotation = np.asarray(rotation, dtype=float)  # (3, 3) joint frame in parent
+        self.translation = np.asarray(translation, dtype=float)  # (3,)
+        self.axis = np.asarray(axis, dtype=float)  # (3,) unit, joint frame
+        self.ref = float(ref)
+        self.E_T = self.rotation.T  # (3, 3) parent -> joint-frame coordinates
+
+    def neutral(self) -> np.ndarray:
+        return np.zeros(self.nq)
+
+    def random_configuration(self, rng: np.random.Generator, count: int, lower: np.ndarray,
+                             upper: np.ndarray) -> np.ndarray:
+        """Uniform within finite limits, else in [-pi, pi] (angles) or [-1, 1] (lengths)."""
+        low = np.where(np.isfinite(lower), lower, -np.pi)
+        high = np.where(np.isfinite(upper), upper, np.pi)
+        return rng.uniform(low, high, size=(count, self.nq))
+
+    def _constant_translation(self, count: int) -> np.ndarray:
+        return np.broadcast_to(self.translation, (count, 3))
+
+
+class RevoluteJoint(JointModel):
+    type = "revolute"
+    nq = nv = 1
+
+    def __init__(self, rotation, translation, axis, ref):
+        super().__init__(rotation, translation, axis, ref)
+        K = skew(self.axis)
+        K2 = K @ K
+        # E_J = Rot(axis, theta)^T = I - sin K + (1 - cos) K^2, folded with E_T:
+        self.E_const = (np.eye(3) + K2) @ self.E_T  # (3, 3)
+        self.E_sin = -K @ self.E_T  # (3, 3)
+        self.E_cos = -K2 @ self.E_T  # (3, 3)
+        self.S = np.concatenate([self.axis, np.zeros(3)])[:, None]  # (6, 1)
+
+    def neutral(self):
+        return np.array([self.ref])
+
+    def transform(self, qj):
+        theta = qj[:, 0] - self.ref
+        s = np.sin(theta)[:, None, None]
+        c = np.cos(theta)[:, None, None]
+        E = self.E_const + s * self.E_sin + c * self.E_cos
+        return E, self._constant_translation(len(qj))
+
+    def subspace(self, qj):
+        return self.S
+
+
+class ContinuousJoint(RevoluteJoint):
+    type = "continuous"
+
+
+class PrismaticJoint(JointModel):
+    type = "prismatic"
+    nq = nv = 1
+
+    def __init__(self, rotation, translation, axis, ref):
+        super().__init__(rotation, translation, axis, ref)
+        self.direction = self.rotation @ self.axis  # (3,) axis in parent coordinates
+        self.S = np.concatenate([np.zeros(3), self.axis])[:, None]  # (6, 1)
+
+    def neutral(self):
+        return np.array([self.ref])
+
+    def random_configuration(self, rng, count, lower, upper):
+        low = np.where(np.isfinite(lower), lower, -1.0)
+        high = np.where(np.isfinite(upper), upper, 1.0)
+        return rng.uniform(low, high, size=(count, 1))
+
+    def transform(self, qj):
+        E = np.broadcast_to(self.E_T, (len(qj), 3, 3))
+        return E, self.translation + (qj[:, :1] - self.ref) * self.direction
+
+    def subspace(self, qj):
+        return self.S
+
+
+def _random_quaternions(rng: np.random.Generator, count: int) -> np.ndarray:
+    """Uniform unit quaternions (count, 4) as (x, y, z, w)."""
+    quat = rng.normal(size=(count, 4))
+    return quat / np.linalg.norm(quat, axis=1, keepdims=True)
+
+
+class SphericalJoint(JointModel):
+    """Ball joint; ``scalar_first`` selects MuJoCo's (w, x, y, z) over Pinocchio's (x, y, z, w)."""
+
+    type = "spherical"
+    nq, nv = 4, 3
+    scalar_first = False
+    S = np.vstack([np.eye(3), np.zeros((3, 3))])  # (6, 3)
+
+    def neutral(self):
+        return np.array([1.0, 0, 0, 0]) if self.scalar_first else np.array([0, 0, 0, 1.0])
+
+    def random_configuration(self, rng, count, lower, upper):
+        quat = _random_quaternions(rng, count)
+        return np.roll(quat, 1, axis=1) if self.scalar_first else quat
+
+    def rotation_of(self, quat: np.ndarray) -> np.ndarray:
+        """Child-in-parent rotation (N, 3, 3) of a quaternion block (N, 4) in this layout."""
+        if self.scalar_first:
+            return quaternion_matrix(quat[:, 0], quat[:, 1], quat[:, 2], quat[:, 3])
+        return quaternion_matrix(quat[:, 3], quat[:, 0], quat[:, 1], quat[:, 2])
+
+    def transform(self, qj):
+        E = np.swapaxes(self.rotation_of(qj), 1, 2) @ self.E_T
+        return E, self._constant_translation(len(qj))
+
+    def subspace(self, qj):
+        return self.S
+
+
+class BallJoint(SphericalJoint):
+    type = "ball"
+    scalar_first = True
+
+
+class FreeJoint(JointModel):
+    """Pinocchio's free-flyer, LOCAL convention: v = (linear, angular) in the child frame."""
+
+    type = "free"
+    nq, nv = 7, 6
+    scalar_first = False
+    S = np.block([[np.zeros((3, 3)), np.eye(3)], [np.eye(3), np.zeros((3, 3))]])  # (6, 6)
+
+    def neutral(self):
+        rotation = [1.0, 0, 0, 0] if self.scalar_first else [0, 0, 0, 1.0]
+        return np.array([0.0, 0, 0] + rotation)
+
+    def random_configuration(self, rng, count, lower, upper):
+        quat = _random_quaternions(rng, count)
+        if self.scalar_first:
+            quat = np.roll(quat, 1, axis=1)
+        return np.hstack([rng.uniform(-1.0, 1.0, size=(count, 3)), quat])
+
+    def rotation_of(self, qj: np.ndarray) -> np.ndarray:
+        quat = qj[:, 3:7]
+        if self.scalar_first:
+            return quaternion_matrix(quat[:, 0], quat[:, 1], quat[:, 2], quat[:, 3])
+        return quaternion_matrix(quat[:, 3], quat[:, 0], quat[:, 1], quat[:, 2])
+
+    def transform(self, qj):
+        E = np.swapaxes(self.rotation_of(qj), 1, 2) @ self.E_T
+        return E, self.translation + qj[:, :3] @ self.rotation.T
+
+    def subspace(self, qj):
+        return self.S
+
+
+class FreeWorldJoint(FreeJoint):
+    """MuJoCo's free joint: v = (linear velocity in the parent frame, angular in the child).
+
+    With ``E_J = R^T`` the child's spatial velocity is ``(w, E_J v_lin)``, so
+    ``S = [[0, 1], [E_J, 0]]`` depends on q and the bias is ``(0, -w x E_J v_lin)``.
+    """
+
+    type = "free_world"
+    scalar_first = True
+    has_bias = True
+
+    def subspace(self, qj):
+        S = np.zeros((len(qj), 6, 6))
+        S[:, :3, 3:] = np.eye(3)
+        S[:, 3:, :3] = np.swapaxes(self.rotation_of(qj), 1, 2)
+        return S
+
+    def bias(self, qj, vj):
+        linear_child = rotate(np.swapaxes(self.rotation_of(qj), 1, 2), vj[:, :3])
+        bias = np.zeros((len(qj), 6))
+        bias[:, 3:] = -cross3(vj[:, 3:], linear_child)
+        return bias
+
+
+class PlanarJoint(JointModel):
+    """Planar joint in the plane normal to ``axis``: q = (x, y, theta), v local (vx, vy, wz).
+
+    For ``axis = z`` this is Pinocchio's JointModelPlanar (x, y in the joint's xy plane).
+    For another axis the in-plane directions are ``e1`` (x projected on the plane, or y when
+    x is parallel to the axis) and ``e2 = axis x e1``.
+    """
+
+    type = "planar"
+    nq = nv = 3
+
+    def __init__(self, rotation, translation, axis, ref):
+        super().__init__(rotation, translation, axis, ref)
+        seed = np.array([1.0, 0, 0]) if abs(self.axis[0]) < 0.9 else np.array([0, 1.0, 0])
+        e1 = seed - self.axis * (seed @ self.axis)
+        e1 /= np.linalg.norm(e1)
+        e2 = np.cross(self.axis, e1)
+        self.in_plane = np.stack([e1, e2])  # (2, 3)
+        revolute = RevoluteJoint(self.rotation, self.translation, self.axis, 0.0)
+        self.E_const, self.E_sin, self.E_cos = revolute.E_const, revolute.E_sin, revolute.E_cos
+        S = np.zeros((6, 3))
+        S[3:, 0] = e1
+        S[3:, 1] = e2
+        S[:3, 2] = self.axis
+        self.S = S  # (6, 3)
+
+    def random_configuration(self, rng, count, lower, upper):
+        return np.hstack([rng.uniform(-1.0, 1.0, size=(count, 2)),
+                          rng.uniform(-np.pi, np.pi, size=(count, 1))])
+
+    def transform(self, qj):
+        s = np.sin(qj[:, 2])[:, None, None]
+        c = np.cos(qj[:, 2])[:, None, None]
+        E = self.E_const + s * self.E_sin + c * self.E_cos
+        return E, self.translation + (qj[:, :2] @ self.in_plane) @ self.rotation.T
+
+    def subspace(self, qj):
+        return self.S
+
+
+JOINT_CLASSES = {
+    cls.type: cls
+    for cls in (RevoluteJoint, ContinuousJoint, PrismaticJoint, SphericalJoint, BallJoint,
+                FreeJoint, FreeWorldJoint, PlanarJoint)
+}

@@ -1,0 +1,235 @@
+"""The compact-tree model: static structure the algorithms run on.
+
+Joints (one per moving body) are stored parents-first in depth-first order, with flat
+integer arrays in the style of MuJoCo and Pinocchio. Body ``i`` is the rigid body moved by
+joint ``i``; its frame is joint ``i``'s frame after the joint motion. ``parent[i] == -1``
+means the body hangs from the world (the fixed root, or the free-flyer's parent).
+
+Everything derived from the tree (subtrees, nv_subtree, the dof parent array, the
+structural sparsity of M and its tree-ordered factor) is computed once by
+:func:`build_model`.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from .description import Inertia, JointSpec, Mimic, SourceRef, TreeDescription
+from .joints import JOINT_CLASSES, PUBLIC_TYPE, JointModel
+
+
+@dataclass(frozen=True)
+class Frame:
+    """A named link frame: rigidly attached to body ``joint`` (-1: the world) at a pose."""
+
+    name: str
+    joint: int
+    rotation: np.ndarray  # (3, 3) frame axes in the body frame
+    translation: np.ndarray  # (3,) frame origin in the body frame
+    source: SourceRef
+
+
+@dataclass(frozen=True)
+class Model:
+    name: str
+    format: str  # "urdf" or "mjcf"
+    source: str  # path of the model file
+    joint_names: tuple[str, ...]  # (nj,)
+    joint_types: tuple[str, ...]  # (nj,) engine types (see treedyn.engine.joints)
+    joint_models: tuple[JointModel, ...]  # (nj,)
+    joint_sources: tuple[SourceRef, ...]  # (nj,)
+    body_names: tuple[str, ...]  # (nj,) the link each joint moves
+    parent: np.ndarray  # (nj,) int, -1 for the world
+    idx_q: np.ndarray  # (nj,) int
+    nq_joint: np.ndarray  # (nj,) int
+    idx_v: np.ndarray  # (nj,) int
+    nv_joint: np.ndarray  # (nj,) int
+    nv_subtree: np.ndarray  # (nj,) int, dofs of joint i and all its descendants
+    subtree_end: np.ndarray  # (nj,) int, joints i .. subtree_end[i]-1 form i's subtree
+    dof_joint: np.ndarray  # (nv,) int, joint owning each dof
+    dof_parent: np.ndarray  # (nv,) int, previous dof on the path to the root, -1 at the root
+    nq: int
+    nv: int
+    body_inertia: np.ndarray  # (nj, 6, 6) spatial inertia about the body origin, body frame
+    body_mass: np.ndarray  # (nj,)
+    body_com: np.ndarray  # (nj, 3) in the body frame
+    body_rotational_inertia: np.ndarray  # (nj, 3, 3) about the com, body frame
+    armature: np.ndarray  # (nv,)
+    gravity: np.ndarray  # (3,) world frame
+    q_neutral: np.ndarray  # (nq,)
+    q_lower: np.ndarray  # (nq,) -inf where unlimited
+    q_upper: np.ndarray  # (nq,) +inf where unlimited
+    sparsity: np.ndarray  # (nv, nv) bool, dofs i, j couple only if one supports the other
+    frames: tuple[Frame, ...]  # every link of the description, merged or not
+    mimic: dict[str, Mimic]  # joint name -> mimic relation (reported, not enforced)
+    world_mass: float  # mass welded to the world (ignored by the dynamics)
+    description: TreeDescription
+
+    @property
+    def njoints(self) -> int:
+        return len(self.joint_names)
+
+    @property
+    def total_mass(self) -> float:
+        return float(self.body_mass.sum())
+
+    def public_type(self, joint: int) -> str:
+        """Joint type as the machine interface names it."""
+        return PUBLIC_TYPE[self.joint_types[joint]]
+
+    def joint_index(self, name: str) -> int:
+        return self.joint_names.index(name)
+
+    def frame(self, name: str) -> Frame:
+        for frame in self.frames:
+            if frame.name == name:
+                return frame
+        raise KeyError(name)
+
+    def random_configuration(self, rng: np.random.Generator, count: int) -> np.ndarray:
+        """(count, nq) random configurations within limits (unit quaternions where needed)."""
+        q = np.empty((count, self.nq))
+        for i, joint in enumerate(self.joint_models):
+            block = slice(self.idx_q[i], self.idx_q[i] + self.nq_joint[i])
+            q[:, block] = joint.random_configuration(rng, count, self.q_lower[block],
+                                                     self.q_upper[block])
+        return q
+
+
+class ModelError(ValueError):
+    """The description does not form a valid tree (the parsers report file and line)."""
+
+
+def build_model(description: TreeDescription) -> Model:
+    """Merge fixed joints, order joints depth-first parents-first, and derive every index."""
+    links = {link.name: link for link in description.links}
+    children: dict[str, list[JointSpec]] = {name: [] for name in links}
+    for joint in description.joints:
+        children[joint.parent].append(joint)
+
+    joints: list[JointSpec] = []
+    parents: list[int] = []
+    body_links: list[str] = []
+    inertias: list[np.ndarray] = []
+    frames: list[Frame] = []
+    world_inertia = np.zeros((6, 6))
+    identity, origin = np.eye(3), np.zeros(3)
+
+    def visit(link: str, body: int, rotation: np.ndarray, translation: np.ndarray) -> None:
+        """Attach ``link`` (posed at rotation/translation in body ``body``) and its subtree."""
+        nonlocal world_inertia
+        spec = links[link]
+        frames.append(Frame(link, body, rotation, translation, spec.source))
+        spatial = spec.inertia.transformed(rotation, translation).spatial()
+        if body >= 0:
+            inertias[body] += spatial
+        else:
+            world_inertia += spatial
+        for joint in children[link]:
+            placement_rotation = rotation @ joint.rotation
+            placement_translation = rotation @ joint.translation + translation
+            if joint.type == "fixed":
+                visit(joint.child, body, placement_rotation, placement_translation)
+                continue
+            joints.append(_placed(joint, placement_rotation, placement_translation))
+            parents.append(body)
+            body_links.append(joint.child)
+            inertias.append(np.zeros((6, 6)))
+            visit(joint.child, len(joints) - 1, identity, origin)
+
+    visit(description.world_link, -1, identity, origin)
+    return _assemble(description, joints, parents, body_links, inertias, frames,
+                     float(world_inertia[3, 3]))
+
+
+def _placed(joint: JointSpec, rotation: np.ndarray, translation: np.ndarray) -> JointSpec:
+    """The joint with its placement re-expressed in its moving parent body's frame."""
+    return JointSpec(**{**joint.__dict__, "rotation": rotation, "translation": translation})
+
+
+def _assemble(description, joints, parents, body_links, inertias, frames, world_mass) -> Model:
+    nj = len(joints)
+    parent = np.array(parents, dtype=int).reshape(nj)
+    models = tuple(JOINT_CLASSES[j.type](j.rotation, j.translation, j.axis, j.ref) for j in joints)
+    nq_joint = np.array([m.nq for m in models], dtype=int).reshape(nj)
+    nv_joint = np.array([m.nv for m in models], dtype=int).reshape(nj)
+    idx_q = np.concatenate([[0], np.cumsum(nq_joint)[:-1]]).astype(int)[:nj]
+    idx_v = np.concatenate([[0], np.cumsum(nv_joint)[:-1]]).astype(int)[:nj]
+    nq, nv = int(nq_joint.sum()), int(nv_joint.sum())
+
+    subtree_end = np.arange(1, nj + 1)
+    for i in reversed(range(nj)):
+        if parent[i] >= 0:
+            subtree_end[parent[i]] = max(subtree_end[parent[i]], subtree_end[i])
+    nv_subtree = np.array([nv_joint[i:subtree_end[i]].sum() for i in range(nj)], dtype=int)
+
+    dof_joint = np.repeat(np.arange(nj), nv_joint)
+    dof_parent = np.empty(nv, dtype=int)
+    for i in range(nj):
+        first = idx_v[i]
+        dof_parent[first] = idx_v[parent[i]] + nv_joint[parent[i]] - 1 if parent[i] >= 0 else -1
+        dof_parent[first + 1:first + nv_joint[i]] = np.arange(first, first + nv_joint[i] - 1)
+
+    sparsity = np.zeros((nv, nv), dtype=bool)
+    for i in range(nj):
+        dofs = slice(idx_v[i], idx_v[i] + nv_subtree[i])
+        sparsity[idx_v[i]:idx_v[i] + nv_joint[i], dofs] = True
+        sparsity[dofs, idx_v[i]:idx_v[i] + nv_joint[i]] = True
+
+    body_inertia = np.array(inertias).reshape(nj, 6, 6)
+    rigid = [Inertia.from_spatial(I) for I in body_inertia]
+    q_neutral = np.concatenate([j.neutral if j.neutral is not None else m.neutral()
+                                for j, m in zip(joints, models)] or [np.zeros(0)])
+    q_lower = np.full(nq, -np.inf)
+    q_upper = np.full(nq, np.inf)
+    armature = np.zeros(nv)
+    for i, joint in enumerate(joints):
+        if nq_joint[i] == 1:
+            q_lower[idx_q[i]], q_upper[idx_q[i]] = joint.lower, joint.upper
+        armature[idx_v[i]:idx_v[i] + nv_joint[i]] = joint.armature
+
+    return Model(
+        name=description.name,
+        format=description.format,
+        source=description.source,
+        joint_names=tuple(j.name for j in joints),
+        joint_types=tuple(j.type for j in joints),
+        joint_models=models,
+        joint_sources=tuple(j.source for j in joints),
+        body_names=tuple(body_links),
+        parent=parent,
+        idx_q=idx_q,
+        nq_joint=nq_joint,
+        idx_v=idx_v,
+        nv_joint=nv_joint,
+        nv_subtree=nv_subtree,
+        subtree_end=subtree_end,
+        dof_joint=dof_joint,
+        dof_parent=dof_parent,
+        nq=nq,
+        nv=nv,
+        body_inertia=body_inertia,
+        body_mass=np.array([r.mass for r in rigid]).reshape(nj),
+        body_com=np.array([r.com for r in rigid]).reshape(nj, 3),
+        body_rotational_inertia=np.array([r.inertia for r in rigid]).reshape(nj, 3, 3),
+        armature=armature,
+        gravity=np.asarray(description.gravity, dtype=float),
+        q_neutral=q_neutral,
+        q_lower=q_lower,
+        q_upper=q_upper,
+        sparsity=sparsity,
+        frames=tuple(frames),
+        mimic={j.name: j.mimic for j in joints if j.mimic is not None},
+        world_mass=world_mass,
+        description=description,
+    )
+
+
+def add_free_flyer(model: Model, name: str = "root_joint") -> Model:
+    """The same robot on a floating base: a Pinocchio-LOCAL ``free`` root joint.
+
+    The root link (and everything welded to it) becomes the free-flyer's body; the root
+    joint's q is (x, y, z, qx, qy, qz, qw) and v = (linear, angular) in the base frame.
+    """
+    return build_model(model.description.with_free_flyer(name))

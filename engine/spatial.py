@@ -1,0 +1,137 @@
+"""Batched spatial algebra (Featherstone's conventions, leading batch dimension N).
+
+* A spatial motion vector is ``(angular, linear)``, a spatial force ``(torque, force)``;
+  arrays are ``(N, 6)`` for one vector per state and ``(N, 6, k)`` for k columns.
+* A transform from frame ``p`` (parent) to frame ``i`` (child) is stored as the pair
+  ``(E, r)``: ``E`` (N, 3, 3) rotates p-coordinates into i-coordinates and ``r`` (N, 3) is
+  the origin of ``i`` expressed in ``p``. Its 6x6 motion matrix is
+  ``X = [[E, 0], [-E [r]x, E]]``; forces go back from ``i`` to ``p`` with ``X^T``.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+
+def cross3(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Row-wise cross product of (..., 3) arrays."""
+    a0, a1, a2 = a[..., 0], a[..., 1], a[..., 2]
+    b0, b1, b2 = b[..., 0], b[..., 1], b[..., 2]
+    return np.stack((a1 * b2 - a2 * b1, a2 * b0 - a0 * b2, a0 * b1 - a1 * b0), axis=-1)
+
+
+def rotate(E: np.ndarray, x: np.ndarray) -> np.ndarray:
+    """E @ x for E (N, 3, 3) and x (N, 3)."""
+    return np.einsum("nij,nj->ni", E, x)
+
+
+def rotate_transposed(E: np.ndarray, x: np.ndarray) -> np.ndarray:
+    """E^T @ x for E (N, 3, 3) and x (N, 3)."""
+    return np.einsum("nji,nj->ni", E, x)
+
+
+def motion_to_child(E: np.ndarray, r: np.ndarray, m: np.ndarray) -> np.ndarray:
+    """X @ m: a motion (N, 6) in the parent frame, expressed in the child frame."""
+    out = np.empty_like(m)
+    out[:, :3] = rotate(E, m[:, :3])
+    out[:, 3:] = rotate(E, m[:, 3:] - cross3(r, m[:, :3]))
+    return out
+
+
+def force_to_parent(E: np.ndarray, r: np.ndarray, f: np.ndarray) -> np.ndarray:
+    """X^T @ f: a force (N, 6) in the child frame, expressed in the parent frame."""
+    out = np.empty_like(f)
+    linear = rotate_transposed(E, f[:, 3:])
+    out[:, :3] = rotate_transposed(E, f[:, :3]) + cross3(r, linear)
+    out[:, 3:] = linear
+    return out
+
+
+def forces_to_parent(E: np.ndarray, r: np.ndarray, F: np.ndarray) -> np.ndarray:
+    """X^T @ F for force columns F (N, 6, k)."""
+    Et = np.swapaxes(E, 1, 2)
+    linear = Et @ F[:, 3:]
+    out = np.empty_like(F)
+    out[:, :3] = Et @ F[:, :3] + skew_batch(r) @ linear
+    out[:, 3:] = linear
+    return out
+
+
+def motion_cross(v: np.ndarray, m: np.ndarray) -> np.ndarray:
+    """v x m for motions (N, 6)."""
+    w = v[:, :3]
+    out = np.empty_like(m)
+    out[:, :3] = cross3(w, m[:, :3])
+    out[:, 3:] = cross3(w, m[:, 3:]) + cross3(v[:, 3:], m[:, :3])
+    return out
+
+
+def force_cross(v: np.ndarray, f: np.ndarray) -> np.ndarray:
+    """v x* f for a motion v and force f, both (N, 6)."""
+    w = v[:, :3]
+    out = np.empty_like(f)
+    out[:, :3] = cross3(w, f[:, :3]) + cross3(v[:, 3:], f[:, 3:])
+    out[:, 3:] = cross3(w, f[:, 3:])
+    return out
+
+
+def skew_batch(r: np.ndarray) -> np.ndarray:
+    """(N, 3) -> (N, 3, 3) with skew(r) @ b == cross(r, b)."""
+    out = np.zeros(r.shape[:-1] + (3, 3))
+    out[..., 0, 1] = -r[..., 2]
+    out[..., 0, 2] = r[..., 1]
+    out[..., 1, 0] = r[..., 2]
+    out[..., 1, 2] = -r[..., 0]
+    out[..., 2, 0] = -r[..., 1]
+    out[..., 2, 1] = r[..., 0]
+    return out
+
+
+def motion_matrix(E: np.ndarray, r: np.ndarray) -> np.ndarray:
+    """The 6x6 motion transform X (N, 6, 6) of the pair (E, r)."""
+    X = np.zeros(E.shape[:-2] + (6, 6))
+    X[..., :3, :3] = E
+    X[..., 3:, 3:] = E
+    X[..., 3:, :3] = -E @ skew_batch(r)
+    return X
+
+
+def inertia_to_parent(E: np.ndarray, r: np.ndarray, inertia: np.ndarray) -> np.ndarray:
+    """X^T I X: a spatial inertia (N, 6, 6) in the child frame, expressed in the parent frame."""
+    X = motion_matrix(E, r)
+    return np.swapaxes(X, 1, 2) @ inertia @ X
+
+
+def apply_subspace(S: np.ndarray, x: np.ndarray) -> np.ndarray:
+    """S @ x for a motion subspace S, (6, k) shared or (N, 6, k) per state, and x (N, k)."""
+    if S.ndim == 2:
+        return x @ S.T
+    return np.einsum("nik,nk->ni", S, x)
+
+
+def project_subspace(S: np.ndarray, f: np.ndarray) -> np.ndarray:
+    """S^T @ f for S (6, k) or (N, 6, k) and forces f (N, 6): returns (N, k)."""
+    if S.ndim == 2:
+        return f @ S
+    return np.einsum("nik,ni->nk", S, f)
+
+
+def project_columns(S: np.ndarray, F: np.ndarray) -> np.ndarray:
+    """S^T @ F for S (6, k) or (N, 6, k) and force columns F (N, 6, m): returns (N, k, m)."""
+    return np.swapaxes(S, -1, -2) @ F
+
+
+def quaternion_matrix(w: np.ndarray, x: np.ndarray, y: np.ndarray, z: np.ndarray) -> np.ndarray:
+    """Rotation matrices (N, 3, 3) of quaternions given by components (N,), normalised here."""
+    norm = np.sqrt(w * w + x * x + y * y + z * z)
+    w, x, y, z = w / norm, x / norm, y / norm, z / norm
+    R = np.empty(w.shape + (3, 3))
+    R[..., 0, 0] = 1 - 2 * (y * y + z * z)
+    R[..., 0, 1] = 2 * (x * y - z * w)
+    R[..., 0, 2] = 2 * (x * z + y * w)
+    R[..., 1, 0] = 2 * (x * y + z * w)
+    R[..., 1, 1] = 1 - 2 * (x * x + z * z)
+    R[..., 1, 2] = 2 * (y * z - x * w)
+    R[..., 2, 0] = 2 * (x * z - y * w)
+    R[..., 2, 1] = 2 * (y * z + x * w)
+    R[..., 2, 2] = 1 - 2 * (x * x + y * y)
+    return R

@@ -1,0 +1,84 @@
+"""Shared pieces of the algorithms: batch shapes, joint transforms, gravity, external forces.
+
+Every algorithm takes states with a leading batch dimension: ``q`` of shape (N, nq) runs
+N states at once, and a single state (nq,) is N = 1 with the batch axis dropped again on
+output.
+"""
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import numpy as np
+
+from .model import Model
+from .spatial import apply_subspace
+
+
+class Batch(NamedTuple):
+    count: int  # N
+    single: bool  # inputs were 1-D: squeeze the batch axis from the outputs
+
+
+def batch_of(model: Model, q: np.ndarray) -> Batch:
+    q = np.asarray(q)
+    return Batch(1 if q.ndim == 1 else q.shape[0], q.ndim == 1)
+
+
+def as_rows(x: np.ndarray | None, batch: Batch, width: int) -> np.ndarray:
+    """x as a float (N, width) array; None means zeros; a 1-D x is shared by every state."""
+    if x is None:
+        return np.zeros((batch.count, width))
+    x = np.asarray(x, dtype=float)
+    return np.broadcast_to(x, (batch.count, width)) if x.ndim == 1 else x
+
+
+def finish(x: np.ndarray, batch: Batch) -> np.ndarray:
+    return x[0] if batch.single else x
+
+
+class JointTransforms(NamedTuple):
+    E: list  # nj x (N, 3, 3): parent -> child coordinates
+    r: list  # nj x (N, 3): child origin in parent coordinates
+    S: list  # nj x (6, k) or (N, 6, k): motion subspaces
+    q: list  # nj x (N, nq_i): configuration blocks
+
+
+def joint_transforms(model: Model, q: np.ndarray) -> JointTransforms:
+    """Xup = X_J(q) X_T of every joint, and its motion subspace, for the batch q (N, nq)."""
+    E, r, S, blocks = [], [], [], []
+    for i, joint in enumerate(model.joint_models):
+        qj = q[:, model.idx_q[i]:model.idx_q[i] + model.nq_joint[i]]
+        Ei, ri = joint.transform(qj)
+        E.append(Ei)
+        r.append(ri)
+        S.append(joint.subspace(qj))
+        blocks.append(qj)
+    return JointTransforms(E, r, S, blocks)
+
+
+def joint_velocity(model: Model, transforms: JointTransforms, i: int, v: np.ndarray):
+    """(vJ, cJ): the joint's spatial velocity (N, 6) and its own bias acceleration (N, 6)."""
+    vj = v[:, model.idx_v[i]:model.idx_v[i] + model.nv_joint[i]]
+    vJ = apply_subspace(transforms.S[i], vj)
+    joint = model.joint_models[i]
+    cJ = joint.bias(transforms.q[i], vj) if joint.has_bias else None
+    return vJ, cJ
+
+
+def root_acceleration(model: Model, batch: Batch, gravity: np.ndarray | None) -> np.ndarray:
+    """The world's spatial acceleration (N, 6): minus gravity in its linear part."""
+    a0 = np.zeros((batch.count, 6))
+    a0[:, 3:] = -(model.gravity if gravity is None else np.asarray(gravity, dtype=float))
+    return a0
+
+
+def body_forces(model: Model, batch: Batch, fext: np.ndarray | None) -> np.ndarray | None:
+    """External wrenches as internal (torque, force) rows (N, nj, 6), or None when absent.
+
+    ``fext`` is (nj, 6) or (N, nj, 6) of ``[force, torque]`` per body (Pinocchio's Force
+    layout), in the body frame, about the body origin.
+    """
+    if fext is None:
+        return None
+    fext = np.broadcast_to(np.asarray(fext, dtype=float), (batch.count, model.njoints, 6))
+    return np.concatenate([fext[..., 3:], fext[..., :3]], axis=-1)

@@ -1,0 +1,65 @@
+"""Random kinematic trees (as TreeDescription) for identity tests, driven by a numpy Generator."""
+from __future__ import annotations
+
+import numpy as np
+
+from treedyn.engine import Inertia, JointSpec, LinkSpec, TreeDescription, build_model
+
+MOVING_TYPES = ("revolute", "continuous", "prismatic", "spherical", "ball", "planar", "fixed")
+ROOT_TYPES = ("free", "free_world")
+
+
+def random_rotation(rng: np.random.Generator) -> np.ndarray:
+    q, r = np.linalg.qr(rng.normal(size=(3, 3)))
+    q = q * np.sign(np.diag(r))
+    return q if np.linalg.det(q) > 0 else -q
+
+
+def random_inertia(rng: np.random.Generator) -> Inertia:
+    """A physically consistent inertia: principal moments from a random mass distribution."""
+    mass = rng.uniform(0.1, 5.0)
+    second_moments = rng.uniform(0.005, 0.3, size=3) * mass  # integral of x^2 etc.
+    principal = second_moments.sum() - second_moments  # satisfies the triangle inequality
+    R = random_rotation(rng)
+    return Inertia(mass, rng.uniform(-0.3, 0.3, size=3), R @ np.diag(principal) @ R.T)
+
+
+def random_description(rng: np.random.Generator, size: int, floating: str | None = None,
+                       armature: bool = True) -> TreeDescription:
+    """A tree of ``size`` joints with random types, placements, axes and inertias.
+
+    ``floating`` adds a root joint of that type ("free" or "free_world") first.
+    """
+    links = [LinkSpec("world", Inertia.zero())]
+    joints = []
+    if floating:
+        links.append(LinkSpec("base", random_inertia(rng)))
+        joints.append(JointSpec("root", floating, "world", "base",
+                                rotation=random_rotation(rng), translation=rng.normal(size=3)))
+    for k in range(size):
+        parent = links[rng.integers(0 if not floating else 1, len(links))].name
+        child = f"link{k}"
+        kind = MOVING_TYPES[rng.integers(len(MOVING_TYPES))]
+        if k == 0 and kind == "fixed":
+            kind = "revolute"
+        axis = rng.normal(size=3)
+        links.append(LinkSpec(child, random_inertia(rng)))
+        joints.append(JointSpec(
+            f"joint{k}", kind, parent, child,
+            rotation=random_rotation(rng), translation=rng.uniform(-0.5, 0.5, size=3),
+            axis=axis / np.linalg.norm(axis),
+            ref=rng.uniform(-1, 1) if kind in ("revolute", "prismatic") else 0.0,
+            armature=rng.uniform(0, 0.2) if armature and kind != "fixed" else 0.0))
+    return TreeDescription("random", "urdf", links, joints, "world",
+                           gravity=np.array([0.0, 0.0, -9.81]))
+
+
+def random_model(rng: np.random.Generator, size: int, floating: str | None = None, armature=True):
+    return build_model(random_description(rng, size, floating, armature))
+
+
+def random_state(model, rng: np.random.Generator, count: int):
+    q = model.random_configuration(rng, count)
+    v = rng.normal(size=(count, model.nv))
+    a = rng.normal(size=(count, model.nv))
+    return q, v, a
