@@ -49,10 +49,11 @@ def aba(model: Model, q, v=None, tau=None, fext=None, gravity=None) -> np.ndarra
         S = Xup.S[i]
         U[i] = IA[:, i] @ S  # (N, 6, k)
         D = np.swapaxes(S, -1, -2) @ U[i] + np.diag(model.armature[dofs])  # (N, k, k)
-        Dinv[i] = 1.0 / D if D.shape[-1] == 1 else np.linalg.inv(D)
+        Dinv[i] = invert_blocks(D)
         u[i] = tau[:, dofs] - project_subspace(S, pA[i])  # (N, k)
         if p >= 0:
-            UDinv = U[i] @ Dinv[i]  # (N, 6, k)
+            with np.errstate(invalid="ignore"):
+                UDinv = U[i] @ Dinv[i]  # (N, 6, k)
             Ia = IA[:, i] - UDinv @ np.swapaxes(U[i], 1, 2)
             pa = (pA[i] + np.einsum("nij,nj->ni", Ia, c[i])
                   + np.einsum("nik,nk->ni", UDinv, u[i]))
@@ -71,3 +72,21 @@ def aba(model: Model, q, v=None, tau=None, fext=None, gravity=None) -> np.ndarra
         acc[i] = a_pre + apply_subspace(Xup.S[i], qdd[:, dofs])
 
     return finish(qdd, batch)
+
+
+def invert_blocks(D: np.ndarray) -> np.ndarray:
+    """Inverses of the joint blocks D (N, k, k); a singular block gives inf/nan, not an error.
+
+    A singular D means the subtree of that joint has no inertia along some joint direction
+    (massless links): M is singular there and the accelerations are undefined.
+    """
+    with np.errstate(divide="ignore", invalid="ignore"):
+        if D.shape[-1] == 1:
+            return 1.0 / D
+        try:
+            return np.linalg.inv(D)
+        except np.linalg.LinAlgError:
+            singular = np.linalg.matrix_rank(D) < D.shape[-1]
+            out = np.full_like(D, np.nan)
+            out[~singular] = np.linalg.inv(D[~singular])
+            return out

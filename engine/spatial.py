@@ -13,10 +13,17 @@ import numpy as np
 
 
 def cross3(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """Row-wise cross product of (..., 3) arrays."""
+    """Row-wise cross product of (..., 3) arrays (broadcasting)."""
+    out = np.empty(np.broadcast_shapes(a.shape, b.shape))
     a0, a1, a2 = a[..., 0], a[..., 1], a[..., 2]
     b0, b1, b2 = b[..., 0], b[..., 1], b[..., 2]
-    return np.stack((a1 * b2 - a2 * b1, a2 * b0 - a0 * b2, a0 * b1 - a1 * b0), axis=-1)
+    np.multiply(a1, b2, out=out[..., 0])
+    out[..., 0] -= a2 * b1
+    np.multiply(a2, b0, out=out[..., 1])
+    out[..., 1] -= a0 * b2
+    np.multiply(a0, b1, out=out[..., 2])
+    out[..., 2] -= a1 * b0
+    return out
 
 
 def rotate(E: np.ndarray, x: np.ndarray) -> np.ndarray:
@@ -57,20 +64,16 @@ def forces_to_parent(E: np.ndarray, r: np.ndarray, F: np.ndarray) -> np.ndarray:
 
 
 def motion_cross(v: np.ndarray, m: np.ndarray) -> np.ndarray:
-    """v x m for motions (N, 6)."""
-    w = v[:, :3]
-    out = np.empty_like(m)
-    out[:, :3] = cross3(w, m[:, :3])
-    out[:, 3:] = cross3(w, m[:, 3:]) + cross3(v[:, 3:], m[:, :3])
+    """v x m for motions (N, 6): (w x m_ang, w x m_lin + v_lin x m_ang)."""
+    out = cross3(v[:, None, :3], m.reshape(-1, 2, 3)).reshape(m.shape)
+    out[:, 3:] += cross3(v[:, 3:], m[:, :3])
     return out
 
 
 def force_cross(v: np.ndarray, f: np.ndarray) -> np.ndarray:
-    """v x* f for a motion v and force f, both (N, 6)."""
-    w = v[:, :3]
-    out = np.empty_like(f)
-    out[:, :3] = cross3(w, f[:, :3]) + cross3(v[:, 3:], f[:, 3:])
-    out[:, 3:] = cross3(w, f[:, 3:])
+    """v x* f for a motion v and force f, both (N, 6): (w x n + v_lin x f, w x f)."""
+    out = cross3(v[:, None, :3], f.reshape(-1, 2, 3)).reshape(f.shape)
+    out[:, :3] += cross3(v[:, 3:], f[:, 3:])
     return out
 
 

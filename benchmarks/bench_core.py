@@ -1,0 +1,137 @@
+"""Per-state time of treedyn's inverse / mass / forward next to Pinocchio's, in one run.
+
+    python benchmarks/bench_core.py [--repeats 7] [--batch 10000] [--markdown]
+
+Models: a 7-dof arm (xarm7, fixed base) and a 30+-dof humanoid (talos_reduced,
+free-flyer), both from example-robot-data. For N = 1 and N = batch states it prints the
+median per-state time of each side and the ratio treedyn / Pinocchio (below 1: treedyn is
+faster). Pinocchio runs its C++ algorithms from Python: one call per state for N = 1 and
+for CRBA, and rneaInParallel / abaInParallel (1 thread and 2 threads) for batches.
+OPENBLAS_NUM_THREADS is pinned to 1 so both sides use one core unless stated.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import platform
+import site
+import statistics
+import time
+
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+
+import numpy as np  # noqa: E402
+import pinocchio as pin  # noqa: E402
+
+from treedyn.engine import aba, crba, rnea  # noqa: E402
+from treedyn.parsers import load_model  # noqa: E402
+
+MODELS = (
+    ("xarm7 (7 dof, fixed)", "xarm_description/urdf/xarm7.urdf", False),
+    ("talos_reduced (free-flyer)", "talos_data/robots/talos_reduced.urdf", True),
+)
+
+
+def robots_root() -> str:
+    for base in site.getsitepackages():
+        root = os.path.join(base, "cmeel.prefix", "share", "example-robot-data", "robots")
+        if os.path.isdir(root):
+            return root
+    raise SystemExit("example-robot-data is not installed: pip install example-robot-data")
+
+
+def median_time(function, repeats: int) -> float:
+    """Median wall time of ``function()`` over ``repeats`` runs, after one warm-up."""
+    function()
+    times = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        function()
+        times.append(time.perf_counter() - start)
+    return statistics.median(times)
+
+
+def pinocchio_state(model, pinmodel, q, v, a, tau):
+    """Pinocchio's (nq, N)/(nv, N) column arrays for the same states (joint orders match)."""
+    pq = np.empty((len(q), pinmodel.nq))
+    for i, name in enumerate(model.joint_names):
+        j = pinmodel.getJointId(name)
+        block = q[:, model.idx_q[i]:model.idx_q[i] + model.nq_joint[i]]
+        if model.joint_types[i] == "continuous":
+            block = np.column_stack([np.cos(block[:, 0]), np.sin(block[:, 0])])
+        pq[:, pinmodel.idx_qs[j]:pinmodel.idx_qs[j] + block.shape[1]] = block
+    return [np.asfortranarray(x.T) for x in (pq, v, a, tau)]
+
+
+def bench_model(label, path, free_flyer, batch, repeats):
+    model = load_model(path, free_flyer=free_flyer)
+    pinmodel = (pin.buildModelFromUrdf(path, pin.JointModelFreeFlyer()) if free_flyer
+                else pin.buildModelFromUrdf(path))
+    data = pinmodel.createData()
+    pool = pin.ModelPool(pinmodel, 2)
+    rng = np.random.default_rng(0)
+    q = model.random_configuration(rng, batch)
+    v, a, tau = (rng.normal(size=(batch, model.nv)) for _ in range(3))
+    pq, pv, pa, ptau = pinocchio_state(model, pinmodel, q, v, a, tau)
+    out = np.empty((pinmodel.nv, batch), order="F")
+    rows = []
+
+    def single(ours, theirs, name):
+        t_ours = median_time(ours, repeats)
+        t_pin = median_time(theirs, repeats)
+        rows.append((label, name, 1, t_ours * 1e6, t_pin * 1e6, "1 call", t_ours / t_pin))
+
+    q0, v0, a0, tau0 = q[0], v[0], a[0], tau[0]
+    p0 = [x[:, 0].copy() for x in (pq, pv, pa, ptau)]
+    single(lambda: rnea(model, q0, v0, a0), lambda: pin.rnea(pinmodel, data, p0[0], p0[1], p0[2]), "inverse")
+    single(lambda: crba(model, q0), lambda: pin.crba(pinmodel, data, p0[0]), "mass")
+    single(lambda: aba(model, q0, v0, tau0), lambda: pin.aba(pinmodel, data, p0[0], p0[1], p0[3]), "forward")
+
+    def batched(ours, theirs, name, how):
+        t_ours = median_time(ours, repeats) / batch
+        t_pin = median_time(theirs, repeats) / batch
+        rows.append((label, name, batch, t_ours * 1e6, t_pin * 1e6, how, t_ours / t_pin))
+
+    def crba_loop():
+        for n in range(batch):
+            pin.crba(pinmodel, data, pq[:, n])
+
+    for threads in (1, 2):
+        how = f"InParallel, {threads} thread{'s' if threads > 1 else ''}"
+        batched(lambda: rnea(model, q, v, a),
+                lambda: pin.rneaInParallel(threads, pool, pq, pv, pa, out), "inverse", how)
+        batched(lambda: aba(model, q, v, tau),
+                lambda: pin.abaInParallel(threads, pool, pq, pv, ptau, out), "forward", how)
+    batched(lambda: crba(model, q), crba_loop, "mass", "loop of crba calls")
+    return rows
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--batch", type=int, default=10_000)
+    parser.add_argument("--repeats", type=int, default=7)
+    parser.add_argument("--markdown", action="store_true", help="print a README table")
+    args = parser.parse_args()
+    root = robots_root()
+    rows = []
+    for label, relative, free_flyer in MODELS:
+        rows += bench_model(label, os.path.join(root, relative), free_flyer, args.batch, args.repeats)
+    header = ("model", "algorithm", "N", "treedyn us/state", "Pinocchio us/state",
+              "Pinocchio path", "ratio")
+    print(f"# {platform.processor() or platform.machine()}, {os.cpu_count()} cores, "
+          f"Python {platform.python_version()}, numpy {np.__version__}, "
+          f"pinocchio {pin.__version__}, OPENBLAS_NUM_THREADS={os.environ['OPENBLAS_NUM_THREADS']}, "
+          f"median of {args.repeats}")
+    if args.markdown:
+        print("| " + " | ".join(header) + " |")
+        print("|" + "---|" * len(header))
+        for row in rows:
+            print(f"| {row[0]} | {row[1]} | {row[2]} | {row[3]:.2f} | {row[4]:.2f} | {row[5]} | {row[6]:.1f}x |")
+    else:
+        for row in [header] + [(*r[:3], f"{r[3]:.2f}", f"{r[4]:.2f}", r[5], f"{r[6]:.1f}x") for r in rows]:
+            print("  ".join(f"{str(cell):<26}" if k in (0, 5) else f"{str(cell):>18}"
+                            for k, cell in enumerate(row)))
+
+
+if __name__ == "__main__":
+    main()
