@@ -13,8 +13,8 @@ import numpy as np
 
 
 def cross3(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """Row-wise cross product of (..., 3) arrays (broadcasting)."""
-    out = np.empty(np.broadcast_shapes(a.shape, b.shape))
+    """Row-wise cross product of (..., 3) arrays of equal rank (size-1 axes broadcast)."""
+    out = np.empty(tuple(map(max, a.shape, b.shape)))
     a0, a1, a2 = a[..., 0], a[..., 1], a[..., 2]
     b0, b1, b2 = b[..., 0], b[..., 1], b[..., 2]
     np.multiply(a1, b2, out=out[..., 0])

@@ -1,0 +1,80 @@
+"""treedyn.parsers: model files to a :class:`TreeDescription`, and on to a :class:`Model`.
+
+The format of a file is decided by its suffix, then by its root element: ``.urdf`` is
+URDF; ``.xml`` is URDF when its root is ``<robot>`` and MJCF when it is ``<mujoco>``.
+Every problem with the file (missing, unreadable, not XML, invalid model) is a
+:class:`ParseError` naming the file. To add a format, map its root element to a parser in
+``ROOT_PARSERS`` (and a suffix that alone decides it in ``SUFFIX_ROOTS``).
+"""
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+from lxml import etree
+
+from treedyn.engine.description import TreeDescription
+from treedyn.engine.model import Model, build_model
+
+from .errors import ParseError
+from .urdf import parse_urdf, parse_urdf_string
+
+
+def _mjcf_unavailable(path: str) -> TreeDescription:
+    raise ParseError("MJCF support is not available yet", path)
+
+
+# root element -> parser taking a path
+ROOT_PARSERS: dict[str, Callable[[str], TreeDescription]] = {
+    "robot": parse_urdf,
+    "mujoco": _mjcf_unavailable,
+}
+# suffix -> the root element it implies, or "" to read the root element from the file
+SUFFIX_ROOTS = {".urdf": "robot", ".xml": ""}
+
+
+def load_description(path: str) -> TreeDescription:
+    """The description of the model file at ``path``, in the format its content shows."""
+    path = str(path)
+    suffix = Path(path).suffix.lower()
+    if suffix not in SUFFIX_ROOTS:
+        raise ParseError(_unsupported_suffix(suffix), path)
+    implied = SUFFIX_ROOTS[suffix]
+    root, line = (implied, 0) if implied else _root_tag(path)
+    parser = ROOT_PARSERS.get(root)
+    if parser is None:
+        expected = " or ".join(f"<{tag}>" for tag in ROOT_PARSERS)
+        raise ParseError(f"root element is <{root}>, expected {expected}", path, line)
+    return parser(path)
+
+
+def load_model(path: str, free_flyer: bool = False) -> Model:
+    """The compact-tree model of a file; ``free_flyer`` floats the URDF root (``root_joint``)."""
+    description = load_description(path)
+    if free_flyer:
+        description = description.with_free_flyer()
+    return build_model(description)
+
+
+def _root_tag(path: str) -> tuple[str, int]:
+    """(name, line) of the root element, read without parsing the rest of the file."""
+    try:
+        with open(path, "rb") as stream:
+            for _event, element in etree.iterparse(stream, events=("start",),
+                                                   resolve_entities=False, no_network=True):
+                return etree.QName(element).localname, element.sourceline or 0
+    except OSError as error:
+        raise ParseError(f"cannot read file ({error.strerror})", path) from None
+    except etree.XMLSyntaxError as error:
+        raise ParseError(f"not well-formed XML ({error.msg})", path, error.lineno or 0) from None
+    raise ParseError("not well-formed XML (no root element)", path)
+
+
+def _unsupported_suffix(suffix: str) -> str:
+    expected = ", ".join(SUFFIX_ROOTS)
+    if suffix == ".xacro":
+        return f"xacro files must be expanded first (xacro FILE > robot.urdf); expected {expected}"
+    return f"unsupported file type {suffix or '(no suffix)'!r}, expected {expected}"
+
+
+__all__ = ["ParseError", "load_description", "load_model", "parse_urdf", "parse_urdf_string"]

@@ -1,0 +1,397 @@
+"""URDF parser: a ``<robot>`` file to a format-neutral :class:`TreeDescription`.
+
+The semantics are Pinocchio's (``pin.buildModelFromUrdf``, which reads URDF with urdfdom):
+
+* ``<origin xyz rpy>``: translation ``xyz`` and fixed-axis roll-pitch-yaw,
+  ``R = Rz(yaw) @ Ry(pitch) @ Rx(roll)``. A missing origin is the identity, a missing
+  attribute is zeros.
+* A joint's ``<origin>`` places the joint frame in the parent link's frame; the child
+  link's frame is the joint frame after the joint motion.
+* ``<axis xyz>`` defaults to (1, 0, 0) and is normalised; a zero-length axis is an error
+  for the joint types that use it.
+* Joint types: revolute, continuous, prismatic, fixed (merged by ``build_model``),
+  floating (type ``free``: Pinocchio's LOCAL free-flyer) and planar (see ``JOINT_TYPES``).
+  ``<limit lower upper>`` bounds revolute and prismatic joints (both default to 0, as in
+  the URDF specification); continuous and the other joints are unlimited.
+* ``<inertial>``: ``<mass value>``, the centre of mass at the origin's ``xyz`` and the
+  ``<inertia>`` tensor given in the frame rotated by the origin's ``rpy``, so that in the
+  link frame ``I = R I_urdf R^T``. A link without ``<inertial>`` has zero inertia and
+  ``has_inertial=False``. Mass, inertia and their attributes are required inside
+  ``<inertial>`` (as in urdfdom); a negative mass is left to the diagnostics.
+* ``<mimic joint multiplier offset>`` is recorded; the joint stays independent, like
+  Pinocchio's default.
+* Joint order: urdfdom keeps the joints in a map keyed by name, so Pinocchio visits the
+  children of a link in byte-wise order of their joint names. ``joints`` is listed
+  depth-first from the root in that order, which ``build_model`` reproduces.
+* ``<visual>``, ``<collision>``, ``<material>``, ``<gazebo>``, ``<transmission>``,
+  ``<sensor>`` and unknown tags are ignored; the top-level ones are counted in
+  ``TreeDescription.ignored``.
+"""
+from __future__ import annotations
+
+import math
+import re
+from collections import Counter
+from pathlib import Path
+
+import numpy as np
+from lxml import etree
+
+from treedyn.engine.description import (
+    Inertia, JointSpec, LinkSpec, Mimic, SourceRef, TreeDescription,
+)
+
+from .errors import ParseError
+
+GRAVITY = (0.0, 0.0, -9.81)
+
+# URDF joint type -> engine joint type. For "planar" Pinocchio ignores <axis> and always
+# moves in the joint frame's xy plane; our engine honours the axis as the plane normal,
+# which is the same motion for the default-free case of axis (0, 0, 1).
+JOINT_TYPES = {
+    "revolute": "revolute",
+    "continuous": "continuous",
+    "prismatic": "prismatic",
+    "fixed": "fixed",
+    "floating": "free",
+    "planar": "planar",
+}
+AXIS_TYPES = ("revolute", "continuous", "prismatic", "planar")
+LIMITED_TYPES = ("revolute", "prismatic")
+INERTIA_ATTRIBUTES = ("ixx", "ixy", "ixz", "iyy", "iyz", "izz")
+
+_NUMBER = re.compile(r"[+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?")
+_NON_FINITE = re.compile(r"[+-]?(?:nan|inf|infinity)", re.IGNORECASE)
+
+
+def parse_urdf(path: str) -> TreeDescription:
+    """The description of the URDF file at ``path``; ParseError if unreadable or invalid."""
+    try:
+        with open(path, "rb") as stream:
+            data = stream.read()
+    except OSError as error:
+        raise ParseError(f"cannot read file ({error.strerror})", str(path)) from None
+    return _parse(read_xml(data, str(path)), str(path))
+
+
+def parse_urdf_string(text: str, path: str = "<string>") -> TreeDescription:
+    """The description of URDF ``text``; ``path`` names it in errors and ``source``."""
+    return _parse(read_xml(text.encode("utf-8"), path, encoding="utf-8"), path)
+
+
+def read_xml(data: bytes, path: str, encoding: str | None = None) -> etree._Element:
+    """Root element of an XML document (no comments, entities left unresolved).
+
+    ``encoding`` overrides the document's own declaration (for text already decoded).
+    """
+    parser = etree.XMLParser(encoding=encoding, remove_comments=True, remove_pis=True,
+                             resolve_entities=False, no_network=True)
+    try:
+        return etree.fromstring(data, parser)
+    except etree.XMLSyntaxError as error:
+        raise ParseError(f"not well-formed XML ({error.msg})", path, error.lineno or 0) from None
+
+
+def rpy_matrix(roll: float, pitch: float, yaw: float) -> np.ndarray:
+    """URDF's fixed-axis roll-pitch-yaw: ``Rz(yaw) @ Ry(pitch) @ Rx(roll)`` (3, 3)."""
+    cr, sr = math.cos(roll), math.sin(roll)
+    cp, sp = math.cos(pitch), math.sin(pitch)
+    cy, sy = math.cos(yaw), math.sin(yaw)
+    return np.array([
+        [cy * cp, cy * sp * sr - sy * cr, cy * sp * cr + sy * sr],
+        [sy * cp, sy * sp * sr + cy * cr, sy * sp * cr - cy * sr],
+        [-sp, cp * sr, cp * cr],
+    ])
+
+
+def _parse(robot: etree._Element, path: str) -> TreeDescription:
+    if robot.tag != "robot":
+        raise ParseError(f"root element is <{_tag_name(robot)}>, expected <robot>", path,
+                         _line(robot))
+    name = robot.get("name") or Path(path).stem
+    links: dict[str, LinkSpec] = {}
+    joints: dict[str, JointSpec] = {}
+    elements: dict[str, etree._Element] = {}  # joint name -> its <joint> element
+    ignored: Counter[str] = Counter()
+    for element in robot.iterchildren(etree.Element):
+        if element.tag == "link":
+            _add_unique(links, _link(element, path))
+        elif element.tag == "joint":
+            joint = _add_unique(joints, _joint(element, path))
+            elements[joint.name] = element
+        else:
+            ignored[_tag_name(element)] += 1
+    robot_source = SourceRef(path, _line(robot), f'robot name="{name}"')
+    root, order = _tree(links, list(joints.values()), elements, robot_source)
+    return TreeDescription(
+        name=name,
+        format="urdf",
+        links=list(links.values()),
+        joints=order,
+        world_link=root,
+        gravity=np.array(GRAVITY),
+        source=path,
+        ignored=dict(ignored),
+    )
+
+
+def _add_unique(table: dict, spec):
+    """Add a LinkSpec/JointSpec under its name; a second one with that name is an error."""
+    first = table.get(spec.name)
+    if first is not None:
+        kind = "link" if isinstance(spec, LinkSpec) else "joint"
+        raise ParseError.at(spec.source, f'duplicate {kind} name "{spec.name}" '
+                                         f"(first defined at line {first.source.line})")
+    table[spec.name] = spec
+    return spec
+
+
+# -- elements -------------------------------------------------------------------------
+
+
+def _link(element: etree._Element, path: str) -> LinkSpec:
+    source = _named_source(element, path)
+    name = element.get("name")
+    inertial = element.find("inertial")
+    if inertial is None:
+        return LinkSpec(name, Inertia.zero(), source, has_inertial=False)
+    return LinkSpec(name, _inertia(inertial, source), source)
+
+
+def _inertia(inertial: etree._Element, owner: SourceRef) -> Inertia:
+    rotation, com = _pose(inertial.find("origin"), owner)
+    mass = _number(_child(inertial, "mass", owner), "value", None, owner)
+    tensor_element = _child(inertial, "inertia", owner)
+    ixx, ixy, ixz, iyy, iyz, izz = (_number(tensor_element, key, None, owner)
+                                    for key in INERTIA_ATTRIBUTES)
+    tensor = np.array([[ixx, ixy, ixz], [ixy, iyy, iyz], [ixz, iyz, izz]])
+    return Inertia(mass, com, rotation @ tensor @ rotation.T)
+
+
+def _joint(element: etree._Element, path: str) -> JointSpec:
+    source = _named_source(element, path)
+    kind = element.get("type")
+    if kind is None:
+        raise ParseError.at(source, "type attribute is missing")
+    if kind not in JOINT_TYPES:
+        raise ParseError.at(source, f'unknown joint type "{kind}" '
+                                    f"(expected one of {', '.join(JOINT_TYPES)})")
+    rotation, translation = _pose(element.find("origin"), source)
+    lower, upper = _limits(element.find("limit"), kind, source)
+    return JointSpec(
+        name=element.get("name"),
+        type=JOINT_TYPES[kind],
+        parent=_link_reference(element, "parent", source),
+        child=_link_reference(element, "child", source),
+        rotation=rotation,
+        translation=translation,
+        axis=_axis(element.find("axis"), kind, source),
+        lower=lower,
+        upper=upper,
+        mimic=_mimic(element.find("mimic"), source),
+        source=source,
+    )
+
+
+def _link_reference(joint: etree._Element, role: str, owner: SourceRef) -> str:
+    element = _child(joint, role, owner)
+    link = element.get("link")
+    if not link:
+        raise _error(element, owner, f"<{role}> has no link attribute")
+    return link
+
+
+def _axis(element: etree._Element | None, kind: str, owner: SourceRef) -> np.ndarray:
+    """Unit axis in the joint frame; only the joints that move along it need a non-zero one."""
+    if element is None:
+        return np.array([1.0, 0.0, 0.0])
+    axis = _numbers(element, "xyz", 3, (1.0, 0.0, 0.0), owner)
+    length = float(np.linalg.norm(axis))
+    if length == 0.0:
+        if kind in AXIS_TYPES:
+            raise _error(element, owner, "axis has zero length")
+        return np.array([1.0, 0.0, 0.0])
+    return axis / length
+
+
+def _limits(element: etree._Element | None, kind: str, owner: SourceRef) -> tuple[float, float]:
+    """(lower, upper) position limits; every number given is checked, whatever the type."""
+    if element is None:
+        return -math.inf, math.inf
+    lower = _number(element, "lower", 0.0, owner)
+    upper = _number(element, "upper", 0.0, owner)
+    _number(element, "effort", 0.0, owner)
+    _number(element, "velocity", 0.0, owner)
+    if kind not in LIMITED_TYPES:
+        return -math.inf, math.inf
+    return lower, upper
+
+
+def _mimic(element: etree._Element | None, owner: SourceRef) -> Mimic | None:
+    if element is None:
+        return None
+    joint = element.get("joint")
+    if not joint:
+        raise _error(element, owner, "<mimic> has no joint attribute")
+    return Mimic(joint, _number(element, "multiplier", 1.0, owner),
+                 _number(element, "offset", 0.0, owner))
+
+
+def _pose(origin: etree._Element | None, owner: SourceRef) -> tuple[np.ndarray, np.ndarray]:
+    """(rotation, translation) of an ``<origin>``; identity when absent."""
+    if origin is None:
+        return np.eye(3), np.zeros(3)
+    translation = _numbers(origin, "xyz", 3, (0.0, 0.0, 0.0), owner)
+    roll, pitch, yaw = _numbers(origin, "rpy", 3, (0.0, 0.0, 0.0), owner)
+    return rpy_matrix(roll, pitch, yaw), translation
+
+
+# -- numbers and sources --------------------------------------------------------------
+
+
+def _numbers(element: etree._Element, attribute: str, count: int, default,
+             owner: SourceRef) -> np.ndarray:
+    """The ``count`` finite numbers of a space-separated attribute; ``default`` if absent.
+
+    ``default=None`` makes the attribute required.
+    """
+    text = element.get(attribute)
+    if text is None:
+        if default is None:
+            raise _error(element, owner, f"<{element.tag}> has no {attribute} attribute")
+        return np.array(default, dtype=float)
+    words = text.split()
+    problem = _number_problem(words, count)
+    if problem:
+        raise _error(element, owner, f'{element.tag} {attribute}="{text}": {problem}')
+    return np.array([float(word) for word in words])
+
+
+def _number(element: etree._Element, attribute: str, default: float | None,
+            owner: SourceRef) -> float:
+    fallback = None if default is None else (default,)
+    return float(_numbers(element, attribute, 1, fallback, owner)[0])
+
+
+def _number_problem(words: list[str], count: int) -> str:
+    """Why ``words`` are not ``count`` finite numbers ("" when they are)."""
+    if len(words) != count:
+        expected = "1 number" if count == 1 else f"{count} numbers separated by spaces"
+        return f"expected {expected}, got {len(words)}"
+    for word in words:
+        if _NON_FINITE.fullmatch(word):
+            return f'"{word}" is not finite'
+        if not _NUMBER.fullmatch(word):
+            return f'"{word}" is not a number'
+        if not math.isfinite(float(word)):
+            return f'"{word}" is not finite (out of double range)'
+    return ""
+
+
+def _child(element: etree._Element, tag: str, owner: SourceRef) -> etree._Element:
+    """The required first ``<tag>`` child of ``element``."""
+    child = element.find(tag)
+    if child is None:
+        raise _error(element, owner, f"<{element.tag}> has no <{tag}>")
+    return child
+
+
+def _named_source(element: etree._Element, path: str) -> SourceRef:
+    """SourceRef of a ``<link>``/``<joint>``, which must have a non-empty name."""
+    name = element.get("name")
+    if not name:
+        raise ParseError("name attribute is missing", path, _line(element), element.tag)
+    return SourceRef(path, _line(element), f'{element.tag} name="{name}"')
+
+
+def _error(element: etree._Element, owner: SourceRef, problem: str) -> ParseError:
+    """A problem found in ``element`` (a part of ``owner``), located at its own line."""
+    return ParseError(problem, owner.file, _line(element) or owner.line, owner.element)
+
+
+def _line(element: etree._Element) -> int:
+    return element.sourceline or 0
+
+
+def _tag_name(element: etree._Element) -> str:
+    """Tag as written: ``prefix:name`` for namespaced tags (e.g. ``xacro:macro``)."""
+    name = etree.QName(element).localname
+    return f"{element.prefix}:{name}" if element.prefix else name
+
+
+# -- tree -----------------------------------------------------------------------------
+
+
+def _tree(links: dict[str, LinkSpec], joints: list[JointSpec],
+          elements: dict[str, etree._Element], robot: SourceRef) -> tuple[str, list[JointSpec]]:
+    """(root link, joints depth-first with siblings in byte-wise joint-name order).
+
+    Checks that the joints form one tree over the links: references resolve, every link
+    has at most one parent joint, exactly one link has none, and there is no cycle.
+    """
+    parent_joint = _parent_joints(links, joints, elements)
+    if not links:
+        raise ParseError.at(robot, "no <link> elements")
+    roots = [name for name in links if name not in parent_joint]
+    if len(roots) > 1:
+        raise ParseError.at(robot, f"several root links ({', '.join(roots)}): every link "
+                                   "but the root needs a parent joint")
+    children: dict[str, list[JointSpec]] = {name: [] for name in links}
+    for joint in sorted(joints, key=lambda joint: joint.name.encode("utf-8")):
+        children[joint.parent].append(joint)
+    order = _depth_first(roots[0], children) if roots else []
+    reached = set(roots) | {joint.child for joint in order}
+    if len(reached) < len(links):
+        start = next(name for name in links if name not in reached)
+        raise _cycle_error(start, parent_joint, no_root=not roots)
+    return roots[0], order
+
+
+def _parent_joints(links: dict[str, LinkSpec], joints: list[JointSpec],
+                   elements: dict[str, etree._Element]) -> dict[str, JointSpec]:
+    """child link -> its joint, checking that the links exist.
+
+    A ``<mimic>`` naming a missing joint is kept as written: urdfdom and Pinocchio accept it.
+    """
+    parent_joint: dict[str, JointSpec] = {}
+    for joint in joints:
+        element = elements[joint.name]
+        for role in ("parent", "child"):
+            link = getattr(joint, role)
+            if link not in links:
+                raise _error(element.find(role), joint.source,
+                             f'{role} link "{link}" is not defined')
+        first = parent_joint.get(joint.child)
+        if first is not None:
+            raise ParseError.at(joint.source, f'link "{joint.child}" already has parent joint '
+                                              f'"{first.name}" (line {first.source.line})')
+        parent_joint[joint.child] = joint
+    return parent_joint
+
+
+def _depth_first(root: str, children: dict[str, list[JointSpec]]) -> list[JointSpec]:
+    order: list[JointSpec] = []
+    stack = list(reversed(children[root]))
+    while stack:
+        joint = stack.pop()
+        order.append(joint)
+        stack.extend(reversed(children[joint.child]))
+    return order
+
+
+def _cycle_error(start: str, parent_joint: dict[str, JointSpec], no_root: bool) -> ParseError:
+    """The error naming the cycle met walking up the parent joints from link ``start``."""
+    position = {start: 0}  # link -> its index in the walk
+    walk = [start]
+    link = parent_joint[start].parent
+    while link not in position:
+        position[link] = len(walk)
+        walk.append(link)
+        link = parent_joint[link].parent
+    cycle = walk[position[link]:] + [link]  # child -> parent, first link repeated
+    joints = [parent_joint[child] for child in cycle[:-1]]
+    first = min(joints, key=lambda joint: joint.source.line)
+    names = ", ".join(f'"{joint.name}"' for joint in reversed(joints))
+    links = " -> ".join(reversed(cycle))
+    prefix = "no root link: " if no_root else ""
+    return ParseError.at(first.source, f"{prefix}the joints form a cycle: {links} (via {names})")

@@ -1,0 +1,387 @@
+"""URDF parser: agreement with Pinocchio, conventions, and error reports.
+
+Tolerances
+----------
+* joint names, order, nq/nv: exact; total mass: relative 1e-12.
+* M(q) and tau against Pinocchio: absolute 1e-10 on the hand-written fixtures; on
+  example-robot-data 1e-10 relative to the largest entry (values reach ~1e3).
+* rpy matrices: 1e-14; the two-link arm torques: 1e-6 (the reference has 7 digits).
+
+Pinocchio (``pin``) and example-robot-data come with the ``test`` extra; the tests that
+need them are skipped when they are missing.
+"""
+from __future__ import annotations
+
+import importlib.metadata
+import math
+import pickle
+import re
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from treedyn.engine import build_model, crba, rnea
+from treedyn.parsers import ParseError, load_description, load_model, parse_urdf
+from treedyn.parsers.urdf import parse_urdf_string, rpy_matrix
+
+FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
+URDF = FIXTURES / "urdf"
+BROKEN = URDF / "broken"
+TWO_LINK_ARM = FIXTURES / "two_link_arm.urdf"
+
+
+def _example_robot_data() -> list[Path]:
+    try:
+        distribution = importlib.metadata.distribution("example-robot-data")
+    except importlib.metadata.PackageNotFoundError:
+        return []
+    robots = Path(distribution.locate_file("cmeel.prefix/share/example-robot-data/robots"))
+    return sorted(robots.rglob("*.urdf"))
+
+
+ROBOTS = _example_robot_data()
+
+
+def _robot_id(path: Path) -> str:
+    return f"{path.parts[-3]}/{path.name}"
+
+
+@pytest.fixture(scope="module")
+def pin():
+    return pytest.importorskip("pinocchio")
+
+
+def _pinocchio_model(pin, path: Path, free_flyer: bool = False):
+    """Pinocchio's model of ``path``; skips the test when Pinocchio itself cannot load it."""
+    try:
+        if free_flyer:
+            return pin.buildModelFromUrdf(str(path), pin.JointModelFreeFlyer())
+        return pin.buildModelFromUrdf(str(path))
+    except ValueError as error:
+        pytest.skip(f"Pinocchio cannot load it: {error}")
+
+
+def _pinocchio_q(model, q: np.ndarray) -> np.ndarray:
+    """Our q in Pinocchio's layout: one angle becomes (cos, sin) for continuous and planar."""
+    blocks = []
+    for i, kind in enumerate(model.joint_types):
+        block = q[model.idx_q[i]:model.idx_q[i] + model.nq_joint[i]]
+        if kind in ("continuous", "planar"):
+            block = np.concatenate([block[:-1], [math.cos(block[-1]), math.sin(block[-1])]])
+        blocks.append(block)
+    return np.concatenate(blocks)
+
+
+def _assert_dynamics_match(pin, path: Path, free_flyer: bool, tolerance: float, relative: bool):
+    """M(q) and tau(q, v, a) equal Pinocchio's at a random state."""
+    reference = _pinocchio_model(pin, path, free_flyer)
+    model = load_model(str(path), free_flyer=free_flyer)
+    rng = np.random.default_rng(7)
+    q = model.random_configuration(rng, 1)[0]
+    v, a = rng.normal(size=model.nv), rng.normal(size=model.nv)
+    data = reference.createData()
+    q_pin = _pinocchio_q(model, q)
+    mass_matrix = pin.crba(reference, data, q_pin)
+    mass_matrix = np.triu(mass_matrix) + np.triu(mass_matrix, 1).T
+    tau = pin.rnea(reference, data, q_pin, v, a)
+    scale = max(1.0, np.abs(mass_matrix).max(), np.abs(tau).max()) if relative else 1.0
+    np.testing.assert_allclose(crba(model, q), mass_matrix, rtol=0, atol=tolerance * scale)
+    np.testing.assert_allclose(rnea(model, q, v, a), tau, rtol=0, atol=tolerance * scale)
+
+
+def _line_of(path: Path, text: str) -> int:
+    """The 1-based number of the one line of ``path`` that contains ``text``."""
+    lines = [number for number, line in enumerate(path.read_text().splitlines(), start=1)
+             if text in line]
+    assert len(lines) == 1, f"{path.name} must have exactly one line with {text!r}"
+    return lines[0]
+
+
+# -- Pinocchio agreement --------------------------------------------------------------
+
+
+@pytest.mark.skipif(not ROBOTS, reason="example-robot-data is not installed")
+@pytest.mark.parametrize("path", ROBOTS, ids=_robot_id)
+def test_example_robot_data_structure_matches_pinocchio(pin, path):
+    reference = _pinocchio_model(pin, path)
+    model = load_model(str(path))
+    assert model.joint_names == tuple(reference.names[1:])
+    kinds = [joint.shortname() for joint in reference.joints[1:]]
+    extra_q = sum(kind.startswith("JointModelRUB") or kind == "JointModelPlanar"
+                  for kind in kinds)
+    assert (model.nq, model.nv) == (reference.nq - extra_q, reference.nv)
+    # Pinocchio keeps the mass welded to the world in inertias[0]; we report it apart.
+    pin_mass = sum(inertia.mass for inertia in reference.inertias)
+    assert model.total_mass + model.world_mass == pytest.approx(pin_mass, rel=1e-12)
+    assert model.world_mass == pytest.approx(reference.inertias[0].mass, rel=1e-12, abs=1e-12)
+    assert model.total_mass == pytest.approx(sum(i.mass for i in reference.inertias[1:]),
+                                             rel=1e-12, abs=1e-12)
+
+
+@pytest.mark.skipif(not ROBOTS, reason="example-robot-data is not installed")
+@pytest.mark.parametrize("path", ROBOTS, ids=_robot_id)
+def test_example_robot_data_dynamics_match_pinocchio(pin, path):
+    _assert_dynamics_match(pin, path, free_flyer=True, tolerance=1e-10, relative=True)
+
+
+@pytest.mark.parametrize("free_flyer", [False, True], ids=["fixed", "free_flyer"])
+@pytest.mark.parametrize("name", ["rotated.urdf", "features.urdf"])
+def test_rotations_and_joint_types_match_pinocchio(pin, name, free_flyer):
+    """rotated.urdf: rotated joint and inertial origins, unaligned axes, a fixed joint
+    between moving bodies; features.urdf: floating, planar (normal z) and continuous."""
+    _assert_dynamics_match(pin, URDF / name, free_flyer, tolerance=1e-10, relative=False)
+
+
+def test_siblings_follow_bytewise_joint_name_order(pin):
+    model = load_model(str(URDF / "rotated.urdf"))
+    expected = ("Zeta", "a_shoulder", "elbow", "_tool", "slide")
+    assert model.joint_names == expected
+    assert model.joint_names == tuple(pin.buildModelFromUrdf(str(URDF / "rotated.urdf")).names[1:])
+    description = parse_urdf(str(URDF / "rotated.urdf"))
+    assert [joint.name for joint in description.joints] == [
+        "Z_camera", "Zeta", "a_shoulder", "elbow", "wrist_mount", "_tool", "slide"]
+
+
+def test_rpy_matrix_is_fixed_axis_roll_pitch_yaw(pin):
+    rng = np.random.default_rng(3)
+    for roll, pitch, yaw in rng.uniform(-math.pi, math.pi, size=(20, 3)):
+        rx = np.array([[1, 0, 0], [0, math.cos(roll), -math.sin(roll)],
+                       [0, math.sin(roll), math.cos(roll)]])
+        ry = np.array([[math.cos(pitch), 0, math.sin(pitch)], [0, 1, 0],
+                       [-math.sin(pitch), 0, math.cos(pitch)]])
+        rz = np.array([[math.cos(yaw), -math.sin(yaw), 0], [math.sin(yaw), math.cos(yaw), 0],
+                       [0, 0, 1]])
+        matrix = rpy_matrix(roll, pitch, yaw)
+        np.testing.assert_allclose(matrix, rz @ ry @ rx, atol=1e-14)
+        np.testing.assert_allclose(matrix, pin.rpy.rpyToMatrix(roll, pitch, yaw), atol=1e-14)
+
+
+# -- conventions ----------------------------------------------------------------------
+
+
+def test_two_link_arm_inverse_dynamics():
+    model = load_model(str(TWO_LINK_ARM))
+    assert model.joint_names == ("joint1", "joint2")
+    assert model.total_mass == 2.0 and model.world_mass == 0.0
+    np.testing.assert_allclose(model.body_com, [[0, 0, -0.5], [0, 0, -0.5]], atol=1e-15)
+    box = np.diag([101 / 1200, 101 / 1200, 1 / 600])
+    np.testing.assert_allclose(model.body_rotational_inertia, [box, box], rtol=1e-14)
+    tau = rnea(model, np.array([math.pi / 6, math.pi / 3]), np.array([1.0, -0.5]),
+               np.array([0.4, -0.2]), gravity=np.array([0.0, 0.0, -9.81]))
+    np.testing.assert_allclose(tau, [13.337760, 5.504846], rtol=0, atol=1e-6)
+
+
+def test_two_link_arm_description():
+    description = parse_urdf(str(TWO_LINK_ARM))
+    assert (description.name, description.format) == ("two_link_arm", "urdf")
+    assert description.source == str(TWO_LINK_ARM)
+    assert description.world_link == "base"
+    np.testing.assert_array_equal(description.gravity, [0.0, 0.0, -9.81])
+    base, link1, link2 = description.links
+    assert base.has_inertial is False and base.inertia.mass == 0.0
+    assert link1.has_inertial
+    assert link1.source.line == _line_of(TWO_LINK_ARM, '<link name="link1">')
+    assert link1.source.element == 'link name="link1"'
+    joint1, joint2 = description.joints
+    np.testing.assert_array_equal(joint1.axis, [0.0, -1.0, 0.0])
+    np.testing.assert_array_equal(joint2.translation, [0.0, 0.0, -1.0])
+    assert (joint2.lower, joint2.upper) == (-3.14159265358979, 3.14159265358979)
+    assert joint2.source.file == str(TWO_LINK_ARM)
+    assert joint2.source.line == _line_of(TWO_LINK_ARM, '<joint name="joint2"')
+
+
+def test_inertia_given_in_rotated_inertial_frame():
+    text = """<robot name="r"><link name="a"><inertial>
+        <origin xyz="1 2 3" rpy="0.3 -0.7 1.1"/><mass value="2"/>
+        <inertia ixx="1" ixy="0.1" ixz="0.2" iyy="2" iyz="0.3" izz="3"/>
+        </inertial></link></robot>"""
+    inertia = parse_urdf_string(text).links[0].inertia
+    rotation = rpy_matrix(0.3, -0.7, 1.1)
+    tensor = np.array([[1, 0.1, 0.2], [0.1, 2, 0.3], [0.2, 0.3, 3]])
+    assert inertia.mass == 2.0
+    np.testing.assert_array_equal(inertia.com, [1.0, 2.0, 3.0])
+    np.testing.assert_allclose(inertia.inertia, rotation @ tensor @ rotation.T, atol=1e-15)
+
+
+def test_features():
+    description = parse_urdf(str(URDF / "features.urdf"))
+    joints = {joint.name: joint for joint in description.joints}
+    links = {link.name: link for link in description.links}
+    assert description.world_link == "world"
+    assert description.ignored == {"material": 1, "transmission": 2, "gazebo": 2,
+                                   "xacro:property": 1}
+    assert joints["float"].type == "free"
+    assert joints["table"].type == "planar"
+    np.testing.assert_array_equal(joints["table"].axis, [0.0, 0.0, 1.0])  # normalised
+    assert (joints["left"].type, joints["left"].lower, joints["left"].upper) == (
+        "continuous", -math.inf, math.inf)  # continuous ignores <limit>
+    assert (joints["right"].lower, joints["right"].upper) == (0.0, 0.0)  # URDF defaults
+    assert joints["right"].mimic.joint == "left"
+    assert (joints["right"].mimic.multiplier, joints["right"].mimic.offset) == (-2.0, 0.5)
+    assert links["puck"].inertia.mass == -0.5  # reported by check-inertia, not here
+    assert not links["left_wheel"].has_inertial and links["body"].has_inertial
+    model = build_model(description)
+    assert model.joint_names == ("float", "left", "right", "table")
+    assert (model.nq, model.nv) == (7 + 1 + 1 + 3, 6 + 1 + 1 + 3)
+    assert model.mimic["right"].joint == "left"
+
+
+def test_number_syntax_and_defaults():
+    text = """<robot name="n">
+      <link name="a"/><link name="b"/>
+      <joint name="j" type="prismatic"><parent link="a"/><child link="b"/>
+        <origin xyz="+.5 -2. 1e-3"/><axis xyz=" 0   0
+          3 "/><limit lower="-1E+1" upper="2.5e0" effort="1" velocity="1"/></joint>
+      <joint name="k" type="fixed"><parent link="b"/><child link="c"/>
+        <axis xyz="0 0 0"/></joint><link name="c"/>
+    </robot>"""
+    joint, fixed = parse_urdf_string(text).joints
+    np.testing.assert_array_equal(joint.translation, [0.5, -2.0, 0.001])
+    np.testing.assert_array_equal(joint.rotation, np.eye(3))
+    np.testing.assert_array_equal(joint.axis, [0.0, 0.0, 1.0])
+    assert (joint.lower, joint.upper) == (-10.0, 2.5)
+    assert fixed.type == "fixed"  # a zero axis is harmless where no axis is used
+
+
+def test_parse_string_with_declared_encoding():
+    text = ('<?xml version="1.0" encoding="ISO-8859-1"?>\n'
+            '<robot name="caf\u00e9"><link name="b\u00e9"/></robot>')
+    description = parse_urdf_string(text, "mine.urdf")
+    assert (description.name, description.links[0].name) == ("caf\u00e9", "b\u00e9")
+    assert description.source == "mine.urdf"
+
+
+def test_robot_without_name_takes_the_file_stem(tmp_path):
+    path = tmp_path / "nameless.urdf"
+    path.write_text('<robot><link name="base"/></robot>')
+    assert parse_urdf(str(path)).name == "nameless"
+
+
+# -- errors ---------------------------------------------------------------------------
+
+# fixture -> (element of the error, words of the problem); the line is marked in the file
+# by the comment "<!-- error -->".
+BROKEN_CASES = {
+    "not_xml": ("", "not well-formed XML"),
+    "not_robot": ("", "root element is <model>, expected <robot>"),
+    "empty_robot": ('robot name="empty_robot"', "no <link> elements"),
+    "link_without_name": ("link", "name attribute is missing"),
+    "joint_without_name": ("joint", "name attribute is missing"),
+    "joint_without_type": ('joint name="elbow"', "type attribute is missing"),
+    "joint_without_child": ('joint name="elbow"', "<joint> has no <child>"),
+    "duplicate_link": ('link name="tip"', 'duplicate link name "tip" (first defined at line 3)'),
+    "duplicate_joint": ('joint name="j"', 'duplicate joint name "j" (first defined at line 5)'),
+    "two_roots": ('robot name="two_roots"', "several root links (base, orphan)"),
+    "cycle": ('joint name="b_to_c"', 'cycle: b -> c -> b (via "b_to_c", "c_to_b")'),
+    "cycle_no_root": ('joint name="a_to_b"', "no root link: the joints form a cycle: a -> b"),
+    "missing_parent": ('joint name="j"', 'parent link "bsae" is not defined'),
+    "missing_child": ('joint name="j"', 'child link "tip" is not defined'),
+    "two_parents": ('joint name="j2"', 'link "tip" already has parent joint "j1" (line 5)'),
+    "unknown_type": ('joint name="j"', 'unknown joint type "hinge"'),
+    "zero_axis": ('joint name="elbow"', "axis has zero length"),
+    "axis_nan": ('joint name="elbow"', 'axis xyz="0 nan 1": "nan" is not finite'),
+    "origin_xyz_count": ('joint name="elbow"', "expected 3 numbers separated by spaces, got 2"),
+    "origin_rpy_word": ('joint name="elbow"', '"zero" is not a number'),
+    "limit_overflow": ('joint name="elbow"', '"-1e999" is not finite'),
+    "mass_inf": ('link name="tip"', 'mass value="inf": "inf" is not finite'),
+    "inertia_word": ('link name="tip"', 'inertia iyy="1,0": "1,0" is not a number'),
+    "inertia_missing_attribute": ('link name="tip"', "<inertia> has no izz attribute"),
+    "inertial_origin_count": ('link name="tip"', 'origin rpy="0 0 0 0": expected 3 numbers'),
+    "inertial_without_mass": ('link name="base"', "<inertial> has no <mass>"),
+}
+
+
+def _marked_line(path: Path) -> int:
+    return _line_of(path, "<!-- error -->")
+
+
+def test_every_broken_fixture_has_a_case():
+    assert sorted(path.stem for path in BROKEN.glob("*.urdf")) == sorted(BROKEN_CASES)
+
+
+@pytest.mark.parametrize("name", sorted(BROKEN_CASES))
+def test_broken_fixture_reports_file_line_and_element(name):
+    path = BROKEN / f"{name}.urdf"
+    element, problem = BROKEN_CASES[name]
+    with pytest.raises(ParseError) as caught:
+        load_description(str(path))
+    error = caught.value
+    line = _marked_line(path)
+    assert (error.file, error.line, error.element) == (str(path), line, element)
+    assert problem in error.problem
+    message = str(error)
+    assert "\n" not in message
+    prefix = f"{path}:{line}: " + (f"<{element}>: " if element else "")
+    assert message.startswith(prefix) and message.endswith(error.problem)
+
+
+def test_parse_error_format():
+    error = ParseError("axis has zero length", "arm.urdf", 42, 'joint name="elbow"')
+    assert str(error) == 'arm.urdf:42: <joint name="elbow">: axis has zero length'
+    assert isinstance(error, ValueError)
+    assert str(ParseError("cannot read file", "arm.urdf")) == "arm.urdf: cannot read file"
+    assert str(ParseError("bad", "arm.urdf", 3)) == "arm.urdf:3: bad"
+    assert str(ParseError("MJCF support is not available yet")) == (
+        "MJCF support is not available yet")
+    copy = pickle.loads(pickle.dumps(error))
+    assert (copy.file, copy.line, copy.element, copy.problem, str(copy)) == (
+        error.file, error.line, error.element, error.problem, str(error))
+
+
+def test_string_errors_name_the_given_path():
+    with pytest.raises(ParseError, match=r"^<string>:1: not well-formed XML"):
+        parse_urdf_string("<robot")
+    with pytest.raises(ParseError, match=r'^mine\.urdf:1: <link name="a">: <inertial> has no'):
+        parse_urdf_string('<robot name="r"><link name="a"><inertial/></link></robot>',
+                          "mine.urdf")
+
+
+# -- dispatch -------------------------------------------------------------------------
+
+
+def test_xml_with_robot_root_is_urdf(tmp_path):
+    path = tmp_path / "arm.xml"
+    shutil.copy(TWO_LINK_ARM, path)
+    description = load_description(str(path))
+    assert (description.format, description.name) == ("urdf", "two_link_arm")
+
+
+def test_xml_with_mujoco_root_is_not_available_yet(tmp_path):
+    path = tmp_path / "scene.xml"
+    path.write_text('<mujoco model="m"><worldbody/></mujoco>')
+    with pytest.raises(ParseError, match=re.escape(f"{path}: MJCF support is not available yet")):
+        load_model(str(path))
+
+
+@pytest.mark.parametrize("name, content, problem", [
+    ("other.xml", "<sdf version='1.6'/>", ":1: root element is <sdf>, expected <robot> or "
+                                          "<mujoco>"),
+    ("broken.xml", "<robot>\n<link>\n</robot>", ":3: not well-formed XML"),
+    ("empty.xml", "", ": not well-formed XML"),
+    ("model.sdf", "<sdf/>", ": unsupported file type '.sdf'"),
+    ("arm.urdf.xacro", "<robot/>", ": xacro files must be expanded first"),
+    ("noext", "<robot/>", ": unsupported file type '(no suffix)'"),
+])
+def test_unsupported_files(tmp_path, name, content, problem):
+    path = tmp_path / name
+    path.write_text(content)
+    with pytest.raises(ParseError) as caught:
+        load_description(str(path))
+    assert str(caught.value).startswith(f"{path}{problem}")
+
+
+@pytest.mark.parametrize("name", ["missing.urdf", "missing.xml"])
+def test_missing_file(tmp_path, name):
+    path = tmp_path / name
+    with pytest.raises(ParseError) as caught:
+        load_description(str(path))
+    assert str(caught.value) == f"{path}: cannot read file (No such file or directory)"
+
+
+def test_load_model_with_free_flyer():
+    model = load_model(str(TWO_LINK_ARM), free_flyer=True)
+    assert model.joint_names == ("root_joint", "joint1", "joint2")
+    assert model.public_type(0) == "free"
+    assert (model.nq, model.nv) == (9, 8)
