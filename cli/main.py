@@ -1,0 +1,409 @@
+"""The ``dyn`` command line: a thin typer app over :mod:`treedyn.engine`.
+
+The machine interface (commands, options, JSON keys, exit codes) is fixed by
+``interface.md``. Every bad usage or bad input ends in :func:`run` as one line on stderr and
+exit code 2. The parsers (lxml) and tabulate are imported only by the commands that need
+them, so ``dyn --help`` stays quick.
+"""
+import json
+import os
+import sys
+from dataclasses import dataclass
+from enum import Enum
+from typing import Annotated, Optional
+
+import numpy as np
+import typer
+
+from treedyn.engine import Model, aba, crba, external_forces, rnea
+
+from .inputs import Input, Layout, UsageError, parse_fext, parse_gravity, single_state
+from .output import (OUTPUT_FORMATS, CsvSink, JsonSink, NpzSink, Sink, TableSink, info_csv,
+                     info_document, info_table, sparsity_document, sparsity_table)
+
+try:
+    from typer._click.exceptions import ClickException
+except ImportError:  # typer releases that use the click package itself
+    from click.exceptions import ClickException
+
+SEED_EXAMPLE = ("dyn inverse fixtures/two_link_arm.urdf --q 0.5236,1.0472 --v 1,-0.5 --a 0.4,-0.2"
+                " --format json")
+
+
+def examples(*lines: str) -> str:
+    """An 'Examples:' epilog that click prints as is (\\b: no re-wrapping)."""
+    return "\b\nExamples:\n" + "".join(f"  {line}\n" for line in lines)
+
+
+EXAMPLES = examples(
+    "dyn info fixtures/two_link_arm.urdf",
+    SEED_EXAMPLE,
+    "dyn forward fixtures/two_link_arm.urdf --degrees --q joint1=30,joint2=60 --tau 13.3,5.5",
+    "dyn mass robot.urdf --free-flyer --sparsity",
+    "dyn inverse robot.urdf --input states.jsonl --output tau.csv",
+    "cat states.csv | dyn forward robot.urdf --input - --format json",
+)
+
+INFO_EXAMPLES = examples(
+    "dyn info fixtures/two_link_arm.urdf",
+    "dyn info robot.urdf --free-flyer --format json",
+)
+INVERSE_EXAMPLES = examples(
+    SEED_EXAMPLE,
+    "dyn inverse fixtures/two_link_arm.urdf --degrees --q joint1=30,joint2=60",
+    "dyn inverse fixtures/two_link_arm.urdf --fext link2=0,0,-10,0,0,0",
+    "dyn inverse robot.urdf --input states.csv --output tau.npz",
+)
+FORWARD_EXAMPLES = examples(
+    "dyn forward fixtures/two_link_arm.urdf --q 0.5236,1.0472 --v 1,-0.5 --tau 13.3,5.5",
+    "dyn forward robot.urdf --free-flyer --input states.jsonl --format json",
+)
+MASS_EXAMPLES = examples(
+    "dyn mass fixtures/two_link_arm.urdf --q 0.5236,1.0472",
+    "dyn mass robot.urdf --free-flyer --sparsity --format json",
+)
+
+app = typer.Typer(
+    add_completion=False,
+    rich_markup_mode=None,
+    pretty_exceptions_enable=False,
+    context_settings={"help_option_names": ["-h", "--help"]},
+    epilog=EXAMPLES,
+)
+
+
+class Format(str, Enum):
+    table = "table"
+    json = "json"
+    csv = "csv"
+
+
+ModelArg = Annotated[str, typer.Argument(
+    metavar="MODEL", show_default=False, help="URDF or MJCF model file.")]
+FreeFlyerOpt = Annotated[bool, typer.Option(
+    "--free-flyer", help="URDF: add a floating root joint 'root_joint' (type free, q = "
+    "[x, y, z, qx, qy, qz, qw], v = [linear, angular] in the base frame).")]
+FormatOpt = Annotated[Optional[Format], typer.Option(
+    "--format", "-f", case_sensitive=False, show_default=False,
+    help="Output format on stdout. Default: table on a terminal, json otherwise.")]
+InfoFormatOpt = Annotated[Optional[Format], typer.Option(
+    "--format", "-f", case_sensitive=False, show_default=False,
+    help="Output format (default: table).")]
+GravityOpt = Annotated[Optional[str], typer.Option(
+    "--gravity", metavar="GX,GY,GZ", show_default=False,
+    help="Override the model's gravity (URDF default 0,0,-9.81) in m/s^2.")]
+DegreesOpt = Annotated[bool, typer.Option(
+    "--degrees", help="Angles in degrees: the q of revolute and continuous joints and the "
+    "planar angle; v and a of every rotational dof (hinges, spherical and free angular "
+    "velocity) in deg/s and deg/s^2, also in --input files and in the a that 'forward' "
+    "prints. tau, forces, lengths and M stay SI.")]
+InputOpt = Annotated[Optional[str], typer.Option(
+    "--input", "-i", metavar="FILE", show_default=False,
+    help="Many states: JSON Lines (.jsonl: objects with q, v, a, tau, fext), CSV (.csv: "
+    "columns q0.. v0.. a0.. tau0.. or q:<joint> ...) or .npz (arrays q (N x nq), v, a, tau "
+    "(N x nv)); '-' reads stdin. Output: one result per state, in order.")]
+OutputOpt = Annotated[Optional[str], typer.Option(
+    "--output", "-o", metavar="FILE", show_default=False,
+    help="Write results to FILE; the format follows the extension: .jsonl, .csv or .npz.")]
+FextOpt = Annotated[Optional[list[str]], typer.Option(
+    "--fext", metavar="BODY=FX,FY,FZ,TX,TY,TZ", show_default=False,
+    help="External wrench on a link (any link, also one merged by a fixed joint), in that "
+    "link's frame about its origin. Repeatable; added to every state.")]
+
+
+def vector_option(kind: str, text: str) -> object:
+    return Annotated[Optional[str], typer.Option(
+        f"--{kind}", metavar=kind.upper(), show_default=False, help=text)]
+
+
+QOpt = vector_option("q", "Configuration: nq numbers 'q0,q1,...', or joint=value pairs for "
+                     "1-dof joints (the others stay neutral). Default: neutral.")
+VOpt = vector_option("v", "Velocity: nv numbers, or joint=value pairs. Default: zeros.")
+AOpt = vector_option("a", "Acceleration: nv numbers, or joint=value pairs. Default: zeros.")
+TauOpt = vector_option("tau", "Joint forces: nv numbers, or joint=value pairs. "
+                       "Default: zeros.")
+
+
+@dataclass
+class Request:
+    """One dynamics command as typed: everything needed to compute and print it."""
+
+    command: str  # "inverse", "forward" or "mass"
+    model: str
+    free_flyer: bool
+    vectors: dict  # kind -> text or None
+    fext: Optional[list]
+    input: Optional[str]
+    output: Optional[str]
+    format: Optional[Format]
+    gravity: Optional[str]
+    degrees: bool
+    sparsity: bool = False
+
+
+RESULT_KEY = {"inverse": "tau", "forward": "a", "mass": "M"}
+
+
+def show_version(value: bool) -> None:
+    if value:
+        from importlib.metadata import PackageNotFoundError, version
+
+        try:
+            number = version("treedyn")
+        except PackageNotFoundError:
+            number = "(not installed)"
+        print(f"dyn (treedyn) {number}")
+        raise typer.Exit()
+
+
+@app.callback()
+def main(version: Annotated[bool, typer.Option(
+        "--version", is_eager=True, help="Print the version and exit.",
+        callback=show_version)] = False) -> None:
+    """dyn: rigid-body dynamics of URDF and MJCF robot models.
+
+    Inverse dynamics (RNEA), forward dynamics (ABA) and the mass matrix (CRBA) for one
+    state given on the command line or many states from a file. Results go to stdout,
+    errors to stderr as one line (exit code 2).
+    """
+
+
+@app.command(short_help="The compact tree: joints, bodies, total mass, gravity.",
+             epilog=INFO_EXAMPLES)
+def info(model: ModelArg, free_flyer: FreeFlyerOpt = False, fmt: InfoFormatOpt = None,
+         gravity: GravityOpt = None) -> None:
+    """The compact tree: joints in tree order, bodies, total mass, gravity.
+
+    Each joint shows its type, parent joint ('world' at a root), where its coordinates
+    start in q (idx_q, nq) and v (idx_v, nv), and nv_subtree, the dofs it supports.
+    Links welded by fixed joints are listed with the body they are merged into.
+    """
+    document = info_document(load(model, free_flyer), parse_gravity(gravity))
+    if fmt is Format.json:
+        print(json.dumps(document))
+    elif fmt is Format.csv:
+        info_csv(document, sys.stdout)
+    else:
+        print(info_table(document))
+
+
+@app.command(short_help="Inverse dynamics (RNEA): tau from q, v, a (and f_ext).",
+             epilog=INVERSE_EXAMPLES)
+def inverse(model: ModelArg, q: QOpt = None, v: VOpt = None, a: AOpt = None,
+            fext: FextOpt = None, input_file: InputOpt = None,
+            output_file: OutputOpt = None, fmt: FormatOpt = None, gravity: GravityOpt = None,
+            degrees: DegreesOpt = False,
+            free_flyer: FreeFlyerOpt = False) -> None:
+    """Inverse dynamics (RNEA): tau = M(q) a + h(q, v) - sum J^T f_ext.
+
+    JSON: {"tau": [nv numbers]} per state (a single state also lists "dofs").
+    """
+    solve(Request("inverse", model, free_flyer, {"q": q, "v": v, "a": a}, fext,
+                  input_file, output_file, fmt, gravity, degrees))
+
+
+@app.command(short_help="Forward dynamics (ABA): a from q, v, tau (and f_ext).",
+             epilog=FORWARD_EXAMPLES)
+def forward(model: ModelArg, q: QOpt = None, v: VOpt = None, tau: TauOpt = None,
+            fext: FextOpt = None, input_file: InputOpt = None,
+            output_file: OutputOpt = None, fmt: FormatOpt = None, gravity: GravityOpt = None,
+            degrees: DegreesOpt = False,
+            free_flyer: FreeFlyerOpt = False) -> None:
+    """Forward dynamics (ABA): a = M(q)^-1 (tau - h(q, v) + sum J^T f_ext).
+
+    JSON: {"a": [nv numbers]} per state (a single state also lists "dofs").
+    """
+    solve(Request("forward", model, free_flyer, {"q": q, "v": v, "tau": tau}, fext,
+                  input_file, output_file, fmt, gravity, degrees))
+
+
+@app.command(short_help="Mass matrix M(q) (CRBA); --sparsity adds its pattern.",
+             epilog=MASS_EXAMPLES)
+def mass(model: ModelArg, q: QOpt = None,
+         sparsity: Annotated[bool, typer.Option(
+             "--sparsity", help="Add the structural pattern of M (1 where the tree lets dofs "
+             "i and j couple), its nnz and the nnz of the tree-ordered L^T D L factor.")] = False,
+         input_file: InputOpt = None, output_file: OutputOpt = None, fmt: FormatOpt = None,
+         gravity: Annotated[Optional[str], typer.Option(
+             "--gravity", metavar="GX,GY,GZ", show_default=False,
+             help="Accepted like the other commands; M does not depend on gravity.")] = None,
+         degrees: DegreesOpt = False, free_flyer: FreeFlyerOpt = False) -> None:
+    """The joint-space mass matrix M(q) (CRBA), full and symmetric.
+
+    JSON: {"M": [[nv numbers] x nv]} per state (a single state also lists "dofs").
+    """
+    parse_gravity(gravity)
+    solve(Request("mass", model, free_flyer, {"q": q}, None, input_file, output_file, fmt, None,
+                  degrees, sparsity))
+
+
+def load(path: str, free_flyer: bool) -> Model:
+    """The model at ``path``; any problem with the file becomes one UsageError line."""
+    from treedyn.engine import ModelError
+    from treedyn.parsers import ParseError, load_model
+
+    try:
+        return load_model(path, free_flyer=free_flyer)
+    except ParseError as error:
+        raise UsageError(str(error)) from None
+    except ModelError as error:
+        raise UsageError(f"{path}: {error}") from None
+    except OSError as error:
+        raise UsageError(f"{path}: cannot read ({error.strerror or error})") from None
+
+
+def solve(request: Request) -> None:
+    """Read the state(s), run the engine once per chunk and stream the results."""
+    model = load(request.model, request.free_flyer)
+    layout = Layout.of(model, request.degrees)
+    gravity = parse_gravity(request.gravity)
+    wrenches = parse_fext(request.fext, model)
+    kinds = tuple(request.vectors)
+    if request.input is None:
+        chunks = [single_state(layout, request.vectors, wrenches)]
+    else:
+        given = [f"--{kind}" for kind, text in request.vectors.items() if text is not None]
+        if given:
+            raise UsageError(f"dyn: {' and '.join(given)} cannot be combined with --input "
+                             "(put the vectors in the input file)")
+        chunks = Input.open(request.input).chunks(layout, kinds, wrenches)
+    sink = open_sink(request, layout, single=request.input is None)
+    try:
+        for states in chunks:
+            sink.write(compute(request.command, layout, states, gravity), states)
+    except BaseException:
+        sink.abort()
+        raise
+    sink.close()
+
+
+def compute(command: str, layout: Layout, states, gravity) -> np.ndarray:
+    """One batched engine call for a chunk of states; non-finite results are errors."""
+    model = layout.model
+    fext = (external_forces(model, states.wrenches, states.count) if states.wrenches
+            else None)
+    with np.errstate(all="ignore"):
+        try:
+            if command == "inverse":
+                result = rnea(model, states.q, states.v, states.a, fext, gravity)
+            elif command == "forward":
+                result = aba(model, states.q, states.v, states.tau, fext, gravity)
+                result = result / layout.v_scale
+            else:
+                result = crba(model, states.q)
+        except np.linalg.LinAlgError:
+            raise UsageError(f"{states.where(0)}: {SINGULAR}") from None
+    finite = np.isfinite(result.reshape(states.count, -1)).all(axis=1)
+    if not finite.all():
+        where = states.where(int(np.argmin(finite)))
+        problem = SINGULAR if command == "forward" else "the result is not finite"
+        raise UsageError(f"{where}: {problem}")
+    return result
+
+
+SINGULAR = ("forward dynamics is singular here (a joint moves no mass or inertia?); "
+            "see dyn check-inertia")
+
+
+def open_sink(request: Request, layout: Layout, single: bool) -> Sink:
+    """Where the results go: --output FILE (format from its extension) or stdout."""
+    key = RESULT_KEY[request.command]
+    labels = layout.v_labels
+    if request.output is not None:
+        kind = output_format(request.output, request.format)
+    else:
+        kind = request.format.value if request.format else (
+            "table" if sys.stdout.isatty() else "json")
+    if request.sparsity and kind == "csv":
+        raise UsageError("dyn: --sparsity is written in json, npz and table formats, not csv")
+    sparsity = sparsity_document(layout.model) if request.sparsity else None
+    path = request.output
+    stream = sys.stdout if path is None else open_output(path, binary=kind == "npz")
+    if kind == "json":
+        extra = {"dofs": list(labels)} if single else {}
+        if sparsity:
+            extra["sparsity"] = sparsity
+        return JsonSink(stream, key, extra, path)
+    if kind == "csv":
+        return CsvSink(stream, csv_header(key, labels), path)
+    if kind == "npz":
+        shape = (layout.model.nv,) * (2 if key == "M" else 1)
+        extra = {"sparsity": np.array(sparsity["pattern"], dtype=np.int8)} if sparsity else {}
+        return NpzSink(stream, key, shape, labels, extra, path)
+    footer = sparsity_table(sparsity, layout.v_names) if sparsity else ""
+    return TableSink(stream, key, layout.v_names, units(request.command, layout), single,
+                     footer)
+
+
+def output_format(path: str, requested: Optional[Format]) -> str:
+    """The format --output's extension asks for (an explicit --format must agree)."""
+    kind = OUTPUT_FORMATS.get(os.path.splitext(path)[1].lower())
+    if kind is None:
+        raise UsageError(f"{path}: unknown output format "
+                         f"'{os.path.splitext(path)[1] or path}' (use .jsonl, .csv or .npz)")
+    if requested is not None and requested.value != kind:
+        raise UsageError(f"dyn: --format {requested.value} conflicts with --output {path}; "
+                         "the extension decides the file's format")
+    return kind
+
+
+def open_output(path: str, binary: bool):
+    try:
+        if binary:
+            return open(path, "wb")
+        return open(path, "w", encoding="utf-8", newline="")
+    except OSError as error:
+        raise UsageError(f"{path}: cannot write ({error.strerror or error})") from None
+
+
+def csv_header(key: str, labels) -> list[str]:
+    """tau:<joint> (tau:<joint>:<k> for multi-dof joints); M:<row dof>|<column dof>."""
+    if key == "M":
+        return [f"M:{row}|{column}" for row in labels for column in labels]
+    return [f"{key}:{label}" for label in labels]
+
+
+def units(command: str, layout: Layout) -> list[str]:
+    """Unit of each dof of the result, for tables."""
+    angular = layout.angular
+    if command == "inverse":
+        return ["N m" if rotation else "N" for rotation in angular]
+    return [("deg/s^2" if layout.degrees else "rad/s^2") if rotation else "m/s^2"
+            for rotation in angular]
+
+
+def fail(message: str) -> None:
+    """Print one error line on stderr and exit with code 2."""
+    print(" ".join(message.splitlines()), file=sys.stderr)
+    sys.exit(2)
+
+
+def click_message(error: ClickException) -> str:
+    """A click/typer usage error as one line naming the command."""
+    context = getattr(error, "ctx", None)
+    program = context.command_path if context is not None else "dyn"
+    return f"{program}: {error.format_message()} (see '{program} --help')"
+
+
+def run(argv: Optional[list] = None) -> None:
+    """Console entry point: run the app; one-line errors with exit code 2."""
+    args = sys.argv[1:] if argv is None else list(argv)
+    command = typer.main.get_command(app)
+    try:
+        code = command.main(args=args or ["--help"], prog_name="dyn", standalone_mode=False)
+    except UsageError as error:
+        fail(str(error))
+    except ClickException as error:
+        fail(click_message(error))
+    except KeyboardInterrupt:
+        sys.exit(130)
+    except Exception as error:
+        if os.environ.get("DYN_TRACEBACK"):
+            raise
+        fail(f"dyn: internal error: {type(error).__name__}: {error} "
+             "(set DYN_TRACEBACK=1 to see where)")
+    sys.exit(code if isinstance(code, int) else 0)
+
+
+if __name__ == "__main__":
+    run()

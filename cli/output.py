@@ -1,0 +1,235 @@
+"""Writing results for ``dyn``: JSON (Lines), CSV, .npz and tables for people.
+
+Machine formats print every number repr-exact (``json.dumps`` and ``str`` of a Python
+float are both ``repr``). A *sink* receives the results chunk by chunk, so large inputs
+stream: ``write(result, states)`` per chunk, then ``close()`` (or ``abort()`` on error).
+``tabulate`` is imported only when a table is printed.
+"""
+from __future__ import annotations
+
+import csv
+import json
+import os
+import sys
+from collections.abc import Sequence
+
+import numpy as np
+
+OUTPUT_FORMATS = {".jsonl": "json", ".ndjson": "json", ".json": "json", ".csv": "csv",
+                  ".npz": "npz"}
+FLOAT_FORMAT = ".6g"
+
+
+def warn(message: str) -> None:
+    """A warning line on stderr (results stay on stdout)."""
+    print(f"dyn: warning: {message}", file=sys.stderr)
+
+
+def table(rows, headers, **options) -> str:
+    from tabulate import tabulate
+
+    return tabulate(rows, headers=headers, floatfmt=FLOAT_FORMAT, **options)
+
+
+class Sink:
+    """Receives results chunk by chunk. ``path`` is the file created for them, if any."""
+
+    def __init__(self, stream, path: str | None = None):
+        self.stream, self.path = stream, path
+
+    def write(self, result: np.ndarray, states) -> None:
+        raise NotImplementedError
+
+    def close(self) -> None:
+        if self.path is None:
+            self.stream.flush()
+        else:
+            self.stream.close()
+
+    def abort(self) -> None:
+        """Stop after an error: close, and remove a file this run created."""
+        if self.path is not None:
+            self.stream.close()
+            os.remove(self.path)
+
+
+class JsonSink(Sink):
+    """One JSON object per state and line: ``{"<key>": value, **extra}``."""
+
+    def __init__(self, stream, key: str, extra: dict | None = None, path: str | None = None):
+        super().__init__(stream, path)
+        self.head = json.dumps(key) + ": "
+        self.tail = ", " + json.dumps(extra)[1:-1] if extra else ""
+
+    def write(self, result, states) -> None:
+        lines = ["{" + self.head + json.dumps(row) + self.tail + "}" for row in result.tolist()]
+        self.stream.write("\n".join(lines) + "\n")
+        self.stream.flush()
+
+
+class CsvSink(Sink):
+    """A header row, then one row per state (matrices flattened row-major)."""
+
+    def __init__(self, stream, header: Sequence[str], path: str | None = None):
+        super().__init__(stream, path)
+        self.writer = csv.writer(stream, lineterminator="\n")
+        self.writer.writerow(header)
+
+    def write(self, result, states) -> None:
+        self.writer.writerows(result.reshape(len(result), -1).tolist())
+        self.stream.flush()
+
+
+class NpzSink(Sink):
+    """Collects every chunk and saves ``{key: (N, ...), "dofs": labels, **extra}`` on close."""
+
+    def __init__(self, stream, key: str, shape: tuple[int, ...], labels: Sequence[str],
+                 extra: dict | None = None, path: str | None = None):
+        super().__init__(stream, path)
+        self.key, self.shape, self.parts = key, shape, []
+        self.extra = {"dofs": np.array(labels, dtype=str), **(extra or {})}
+
+    def write(self, result, states) -> None:
+        self.parts.append(result)
+
+    def close(self) -> None:
+        data = np.concatenate(self.parts) if self.parts else np.empty((0, *self.shape))
+        np.savez(self.stream, **{self.key: data, **self.extra})
+        super().close()
+
+
+class TableSink(Sink):
+    """Tables for people: a vector as dof/value/unit rows, a matrix with labelled rows."""
+
+    def __init__(self, stream, key: str, labels: Sequence[str], units: Sequence[str] | None,
+                 single: bool, footer: str = ""):
+        super().__init__(stream)
+        self.key, self.labels, self.units = key, list(labels), units
+        self.single, self.footer = single, footer
+
+    def write(self, result, states) -> None:
+        if result.ndim == 3:
+            for i, matrix in enumerate(result):
+                title = "" if self.single else f"state {states.where(i)}\n"
+                self.stream.write(title + matrix_table(matrix, self.labels) + "\n\n")
+        elif self.single:
+            rows = [[label, value, unit]
+                    for label, value, unit in zip(self.labels, result[0], self.units)]
+            self.stream.write(table(rows, ["dof", self.key, "unit"]) + "\n")
+        else:
+            rows = [[states.where(i), *row] for i, row in enumerate(result)]
+            self.stream.write(table(rows, ["state", *self.labels]) + "\n")
+
+    def close(self) -> None:
+        if self.footer:
+            self.stream.write(self.footer + "\n")
+        super().close()
+
+
+def matrix_table(matrix: np.ndarray, labels: Sequence[str]) -> str:
+    rows = [[label, *row] for label, row in zip(labels, matrix)]
+    return table(rows, ["", *labels])
+
+
+# ----------------------------------------------------------------------------- info
+
+def info_document(model, gravity: np.ndarray | None) -> dict:
+    """What ``dyn info --format json`` prints (the keys of interface.md, and a few more)."""
+    joints = []
+    for j, name in enumerate(model.joint_names):
+        joint = {"name": name, "type": model.public_type(j),
+                 "parent": (model.joint_names[model.parent[j]] if model.parent[j] >= 0
+                            else "world"),
+                 "idx_q": int(model.idx_q[j]), "nq": int(model.nq_joint[j]),
+                 "idx_v": int(model.idx_v[j]), "nv": int(model.nv_joint[j]),
+                 "nv_subtree": int(model.nv_subtree[j]), "body": model.body_names[j]}
+        mimic = model.mimic.get(name)
+        if mimic is not None:
+            joint["mimic"] = {"joint": mimic.joint, "multiplier": float(mimic.multiplier),
+                              "offset": float(mimic.offset)}
+        joints.append(joint)
+    bodies = [{"name": body, "joint": model.joint_names[j], "mass": float(model.body_mass[j]),
+               "com": model.body_com[j].tolist(),
+               "links": [f.name for f in model.frames if f.joint == j]}
+              for j, body in enumerate(model.body_names)]
+    return {
+        "name": model.name, "format": model.format, "source": model.source,
+        "nq": int(model.nq), "nv": int(model.nv),
+        "gravity": (model.gravity if gravity is None else gravity).tolist(),
+        "total_mass": model.total_mass,
+        "joints": joints, "bodies": bodies,
+        "world_links": [f.name for f in model.frames if f.joint < 0],
+        "world_mass": float(model.world_mass),
+        "ignored": dict(model.description.ignored),
+    }
+
+
+JOINT_COLUMNS = ("name", "type", "parent", "idx_q", "nq", "idx_v", "nv", "nv_subtree", "body")
+
+
+def info_csv(document: dict, stream) -> None:
+    """The joints of ``info`` as CSV, one row per joint in tree order."""
+    writer = csv.writer(stream, lineterminator="\n")
+    writer.writerow(JOINT_COLUMNS)
+    writer.writerows([joint[c] for c in JOINT_COLUMNS] for joint in document["joints"])
+
+
+def info_table(document: dict) -> str:
+    d = document
+    joints = table([[joint[c] for c in JOINT_COLUMNS] for joint in d["joints"]],
+                   JOINT_COLUMNS)
+    bodies = table([[b["name"], b["joint"], b["mass"], ", ".join(b["links"])]
+                    for b in d["bodies"]], ["body", "joint", "mass [kg]", "links"])
+    mimics = [f"  {j['name']} = {j['mimic']['multiplier']:g} * {j['mimic']['joint']} "
+              f"+ {j['mimic']['offset']:g}" for j in d["joints"] if "mimic" in j]
+    ignored = ", ".join(f"{count} <{tag}>" for tag, count in sorted(d["ignored"].items()))
+    lines = [
+        f"model {d['name']} ({d['format']}, {d['source']}): nq={d['nq']}, nv={d['nv']}, "
+        f"{len(d['joints'])} joints",
+        "", "joints in tree order:", joints,
+        "", "bodies (links welded by fixed joints are merged into their body):", bodies,
+        "",
+        f"welded to the world: {', '.join(d['world_links']) or 'nothing'} "
+        f"(mass {d['world_mass']:g} kg, no effect on the dynamics)",
+        f"total mass: {d['total_mass']:g} kg",
+        "gravity: " + ", ".join(f"{g:g}" for g in d["gravity"]) + " m/s^2",
+        "mimic joints (reported, not enforced):" + ("" if mimics else " none"),
+        *mimics,
+        f"ignored by the parser: {ignored or 'nothing'}",
+    ]
+    return "\n".join(lines)
+
+
+# ----------------------------------------------------------------------------- sparsity
+
+def sparsity_document(model) -> dict:
+    """The structural pattern of M and the size of its tree-ordered L^T D L factor."""
+    pattern = model.sparsity.astype(int)
+    nnz, nv = int(pattern.sum()), int(model.nv)
+    return {
+        "pattern": pattern.tolist(),
+        "nnz": nnz,
+        # Row i of the factor holds i's ancestor-or-self dofs: the lower half of the pattern.
+        "nnz_factor": (nnz + nv) // 2,
+        "density": nnz / nv ** 2 if nv else 0.0,
+        "nv_subtree": {name: int(n) for name, n in zip(model.joint_names, model.nv_subtree)},
+    }
+
+
+def sparsity_table(document: dict, labels: Sequence[str]) -> str:
+    """The pattern drawn with '#' (dofs i, j can couple) and '.', then the counts."""
+    pattern = document["pattern"]
+    nv = len(pattern)
+    digits = len(str(max(nv - 1, 0)))
+    width = max((len(label) for label in labels), default=0)
+    ruler = " " * (digits + width + 3) + "".join(str(k % 10) for k in range(nv))
+    rows = [f"{i:>{digits}} {label:<{width}}  " + "".join("#" if x else "." for x in row)
+            for i, (label, row) in enumerate(zip(labels, pattern))]
+    subtree = table(list(document["nv_subtree"].items()), ["joint", "nv_subtree"])
+    return "\n".join([
+        "sparsity pattern of M (# where dofs i and j can couple: one supports the other):",
+        ruler, *rows, "",
+        f"nnz: {document['nnz']} of {nv * nv} (density {100 * document['density']:.1f} %); "
+        f"tree-ordered L^T D L factor: {document['nnz_factor']} nonzeros incl. diagonal",
+        "", subtree,
+    ])

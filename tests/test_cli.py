@@ -1,0 +1,556 @@
+"""The ``dyn`` command line against references: the engine, the seed's numbers, and itself.
+
+Most tests run ``python -m treedyn.cli.main`` in a subprocess (stdout is a pipe, so the
+default format is JSON). Numbers are compared with the engine called on the same inputs,
+exactly where the CLI must be repr-exact.
+"""
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+import math
+import subprocess
+import sys
+import sysconfig
+from pathlib import Path
+from unittest import mock
+
+import numpy as np
+import pytest
+
+from treedyn.engine import aba, crba, rnea
+from treedyn.parsers import load_model
+
+ROOT = Path(__file__).resolve().parents[1]
+ARM = ROOT / "fixtures" / "two_link_arm.urdf"
+TOOL_ARM = ROOT / "tests" / "data" / "arm_with_tool.urdf"  # the arm plus welded tool/mount
+FEATURES = ROOT / "fixtures" / "urdf" / "features.urdf"
+ROBOTS = Path(sysconfig.get_paths()["purelib"]) / "cmeel.prefix/share/example-robot-data/robots"
+SOLO = ROBOTS / "solo_description" / "robots" / "solo12.urdf"
+
+SEED_Q = [math.pi / 6, math.pi / 3]
+SEED_V = [1.0, -0.5]
+SEED_A = [0.4, -0.2]
+SEED_TAU = [13.337760, 5.504846]
+
+
+def dyn(*args, stdin: bytes | str | None = None, check: bool = True,
+        fresh: bool = False) -> subprocess.CompletedProcess:
+    """Run ``dyn ARGS`` (in this interpreter, or a fresh one); by default require exit 0."""
+    data = stdin.encode() if isinstance(stdin, str) else stdin
+    args = [str(arg) for arg in args]
+    if fresh:
+        result = subprocess.run([sys.executable, "-m", "treedyn.cli.main", *args],
+                                input=data, capture_output=True, cwd=ROOT, timeout=60)
+    else:
+        result = run_here(args, data)
+    if check:
+        assert result.returncode == 0, result.stderr.decode()
+    return result
+
+
+def run_here(args: list[str], stdin: bytes | None) -> subprocess.CompletedProcess:
+    """``treedyn.cli.main.run(args)`` with stdin, stdout and stderr redirected (quick)."""
+    from treedyn.cli.main import run
+
+    stdout, stderr = io.StringIO(), io.StringIO()
+    reader = io.TextIOWrapper(io.BufferedReader(io.BytesIO(stdin or b"")), newline="")
+    with (mock.patch.object(sys, "stdin", reader), contextlib.redirect_stdout(stdout),
+          contextlib.redirect_stderr(stderr), pytest.raises(SystemExit) as exit_info):
+        run(args)
+    code = exit_info.value.code
+    return subprocess.CompletedProcess(args, 0 if code is None else code,
+                                       stdout.getvalue().encode(), stderr.getvalue().encode())
+
+
+def dyn_json(*args, **kwargs):
+    return json.loads(dyn(*args, **kwargs).stdout)
+
+
+def json_lines(result: subprocess.CompletedProcess) -> list[dict]:
+    return [json.loads(line) for line in result.stdout.decode().splitlines()]
+
+
+def numbers(values) -> str:
+    """A vector as the CLI takes it, repr-exact."""
+    return ",".join(repr(float(x)) for x in values)
+
+
+def assert_usage_error(result: subprocess.CompletedProcess, *fragments: str) -> str:
+    """Exit code 2, nothing on stdout, one stderr line (no traceback) holding ``fragments``."""
+    stderr = result.stderr.decode()
+    assert result.returncode == 2, (result.returncode, stderr)
+    assert "Traceback" not in stderr and "internal error" not in stderr
+    lines = stderr.strip().splitlines()
+    assert len(lines) == 1, stderr
+    assert result.stdout == b""
+    for fragment in fragments:
+        assert fragment in lines[0], lines[0]
+    return lines[0]
+
+
+@pytest.fixture(scope="module")
+def arm():
+    return load_model(str(ARM))
+
+
+@pytest.fixture(scope="module")
+def tool_arm():
+    return load_model(str(TOOL_ARM))
+
+
+@pytest.fixture(scope="module")
+def solo():
+    if not SOLO.exists():
+        pytest.skip("example-robot-data is not installed")
+    return load_model(str(SOLO), free_flyer=True)
+
+
+@pytest.fixture(scope="module")
+def solo_state(solo):
+    rng = np.random.default_rng(7)
+    q = solo.random_configuration(rng, 1)[0]
+    return q, rng.normal(size=solo.nv), rng.normal(size=solo.nv)
+
+
+# ----------------------------------------------------------------------------- help
+
+def test_no_arguments_prints_help_with_examples():
+    out = dyn(fresh=True).stdout.decode()
+    assert "Usage: dyn" in out
+    assert "Examples:" in out
+    assert ("dyn inverse fixtures/two_link_arm.urdf --q 0.5236,1.0472 --v 1,-0.5 "
+            "--a 0.4,-0.2 --format json") in out
+    for command in ("info", "inverse", "forward", "mass"):
+        assert f"  {command} " in out
+
+
+@pytest.mark.parametrize("command", ["info", "inverse", "forward", "mass"])
+def test_command_help_has_examples(command):
+    out = dyn(command, "--help").stdout.decode()
+    assert f"Usage: dyn {command}" in out
+    assert "Examples:" in out and f"dyn {command} " in out
+
+
+def test_version():
+    assert dyn("--version", fresh=True).stdout.decode().startswith("dyn (treedyn) ")
+
+
+# ----------------------------------------------------------------------------- inverse
+
+@pytest.mark.parametrize("model", [ARM, TOOL_ARM])
+def test_inverse_matches_seed_numbers_and_engine(model):
+    out = dyn_json("inverse", model, "--q", numbers(SEED_Q), "--v", numbers(SEED_V),
+                   "--a", numbers(SEED_A), "--format", "json")
+    np.testing.assert_allclose(out["tau"], SEED_TAU, atol=1e-6)
+    engine = rnea(load_model(str(model)), np.array([SEED_Q]), np.array([SEED_V]),
+                  np.array([SEED_A]))[0]
+    assert out["tau"] == engine.tolist()  # repr-exact: not a digit lost
+    assert out["dofs"] == ["joint1", "joint2"]
+
+
+def test_default_format_is_json_off_a_terminal_and_a_table_on_one():
+    out = dyn_json("inverse", ARM, "--q", numbers(SEED_Q))
+    assert set(out) >= {"tau"}
+
+    class Terminal(io.StringIO):
+        def isatty(self):
+            return True
+
+    from treedyn.cli.main import run
+
+    terminal = Terminal()
+    with contextlib.redirect_stdout(terminal), pytest.raises(SystemExit):
+        run(["inverse", str(ARM), "--q", numbers(SEED_Q), "--v", numbers(SEED_V),
+             "--a", numbers(SEED_A)])
+    table = terminal.getvalue()
+    assert "joint1" in table and "13.3378" in table and "N m" in table
+
+
+def test_inverse_on_a_free_flyer_matches_engine(solo, solo_state):
+    q, v, a = solo_state
+    out = dyn_json("inverse", SOLO, "--free-flyer", "--q", numbers(q), "--v", numbers(v),
+                   "--a", numbers(a))
+    assert out["tau"] == rnea(solo, q[None], v[None], a[None])[0].tolist()
+    assert out["dofs"][:7] == [f"root_joint:{k}" for k in range(6)] + ["FL_HAA"]
+
+
+def test_gravity_override(arm):
+    out = dyn_json("inverse", ARM, "--q", numbers(SEED_Q), "--gravity", "0,0,0")
+    expected = rnea(arm, np.array([SEED_Q]), None, None, gravity=np.zeros(3))[0]
+    assert out["tau"] == expected.tolist()
+
+
+def test_named_values_equal_full_vectors():
+    full = dyn_json("inverse", ARM, "--q", f"0,{SEED_Q[1]!r}", "--a", "0,0.25")
+    named = dyn_json("inverse", ARM, "--q", f"joint2={SEED_Q[1]!r}", "--a", "joint2=0.25")
+    assert named["tau"] == full["tau"]
+
+
+def test_degrees_equal_radians():
+    radians = dyn_json("inverse", ARM, "--q", numbers(SEED_Q), "--v", numbers(SEED_V),
+                       "--a", numbers(SEED_A))
+    degrees = dyn_json("inverse", ARM, "--degrees", "--q", "joint1=30,joint2=60",
+                       "--v", numbers(np.degrees(SEED_V)), "--a", numbers(np.degrees(SEED_A)))
+    np.testing.assert_allclose(degrees["tau"], radians["tau"], rtol=1e-14)
+
+
+def test_forward_prints_degrees_with_degrees():
+    tau = numbers(SEED_TAU)
+    radians = dyn_json("forward", ARM, "--q", numbers(SEED_Q), "--v", numbers(SEED_V),
+                       "--tau", tau)
+    degrees = dyn_json("forward", ARM, "--degrees", "--q", "30,60",
+                       "--v", numbers(np.degrees(SEED_V)), "--tau", tau)
+    np.testing.assert_allclose(degrees["a"], np.degrees(radians["a"]), rtol=1e-13)
+
+
+# ----------------------------------------------------------------------------- fext
+
+def tool_wrench_on_link2(wrench: np.ndarray) -> np.ndarray:
+    """The tool-frame wrench of arm_with_tool.urdf moved by hand onto link2's origin.
+
+    The tool frame sits at (0, 0, -1) in link2, turned by pitch pi/2 (URDF rpy).
+    """
+    c, s = math.cos(math.pi / 2), math.sin(math.pi / 2)
+    R = np.array([[c, 0, s], [0, 1, 0], [-s, 0, c]])
+    p = np.array([0.0, 0.0, -1.0])
+    force = R @ wrench[:3]
+    return np.concatenate([force, R @ wrench[3:] + np.cross(p, force)])
+
+
+def test_fext_on_a_link_merged_by_a_fixed_joint(tool_arm):
+    wrench = np.array([1.0, -2.0, 3.0, 0.5, -0.25, 0.75])
+    out = dyn_json("inverse", TOOL_ARM, "--q", numbers(SEED_Q), "--v", numbers(SEED_V),
+                   "--fext", f"tool={numbers(wrench)}")
+    fext = np.zeros((1, 2, 6))
+    fext[0, 1] = tool_wrench_on_link2(wrench)
+    expected = rnea(tool_arm, np.array([SEED_Q]), np.array([SEED_V]), None, fext)[0]
+    np.testing.assert_allclose(out["tau"], expected, rtol=1e-13, atol=1e-13)
+    forward = dyn_json("forward", TOOL_ARM, "--q", numbers(SEED_Q), "--v", numbers(SEED_V),
+                       "--fext", f"tool={numbers(wrench)}")
+    np.testing.assert_allclose(
+        forward["a"], aba(tool_arm, np.array([SEED_Q]), np.array([SEED_V]), None, fext)[0],
+        rtol=1e-12, atol=1e-12)
+
+
+def test_repeated_fext_adds_and_json_fext_matches():
+    half = numbers([0.5, 0, -5, 0, 0.1, 0])
+    twice = dyn_json("inverse", TOOL_ARM, "--fext", f"tool={half}", "--fext", f"tool={half}")
+    once = dyn_json("inverse", TOOL_ARM, "--fext", f"tool={numbers([1, 0, -10, 0, 0.2, 0])}")
+    np.testing.assert_allclose(twice["tau"], once["tau"], rtol=1e-15)
+    line = json.dumps({"fext": {"tool": [1, 0, -10, 0, 0.2, 0]}})
+    from_file = json_lines(dyn("inverse", TOOL_ARM, "--input", "-", stdin=line + "\n"))
+    assert from_file[0]["tau"] == once["tau"]
+
+
+def test_fext_on_a_link_welded_to_the_world_warns():
+    result = dyn("inverse", TOOL_ARM, "--fext", "mount=1,2,3,4,5,6")
+    assert "no effect" in result.stderr.decode()
+    assert json.loads(result.stdout)["tau"] == [0.0, 0.0]
+
+
+# ----------------------------------------------------------------------------- forward, mass
+
+def test_forward_inverts_inverse(solo, solo_state):
+    q, v, a = solo_state
+    common = ["--free-flyer", "--q", numbers(q), "--v", numbers(v)]
+    tau = dyn_json("inverse", SOLO, *common, "--a", numbers(a))["tau"]
+    back = dyn_json("forward", SOLO, *common, "--tau", numbers(tau))["a"]
+    np.testing.assert_allclose(back, a, rtol=1e-9, atol=1e-9)
+
+
+def test_seed_forward_recovers_the_acceleration():
+    tau = dyn_json("inverse", ARM, "--q", numbers(SEED_Q), "--v", numbers(SEED_V),
+                   "--a", numbers(SEED_A))["tau"]
+    a = dyn_json("forward", ARM, "--q", numbers(SEED_Q), "--v", numbers(SEED_V),
+                 "--tau", numbers(tau))["a"]
+    np.testing.assert_allclose(a, SEED_A, atol=1e-12)
+
+
+def test_mass_matches_engine(arm):
+    out = dyn_json("mass", ARM, "--q", numbers(SEED_Q))
+    assert out["M"] == crba(arm, np.array([SEED_Q]))[0].tolist()
+    assert "sparsity" not in out
+
+
+def test_mass_sparsity_is_the_structure_of_m_on_a_branched_tree(solo, solo_state):
+    q = solo_state[0]
+    out = dyn_json("mass", SOLO, "--free-flyer", "--q", numbers(q), "--sparsity")
+    M = np.array(out["M"])
+    pattern = np.array(out["sparsity"]["pattern"])
+    assert M.shape == pattern.shape == (18, 18)
+    assert np.array_equal(pattern, (np.abs(M) > 0).astype(int))
+    assert out["sparsity"]["nnz"] == pattern.sum() < 18 * 18
+    ancestors = 0  # pairs (i, j) with j an ancestor-or-self dof of i, walked on the tree
+    for i in range(solo.nv):
+        j = i
+        while j >= 0:
+            ancestors += 1
+            j = solo.dof_parent[j]
+    assert out["sparsity"]["nnz_factor"] == ancestors
+
+
+def test_mass_sparsity_table_draws_the_pattern():
+    out = dyn("mass", ARM, "--sparsity", "--format", "table").stdout.decode()
+    assert "joint1" in out and "##" in out and "nnz: 4" in out
+
+
+# ----------------------------------------------------------------------------- info
+
+def test_info_json_has_the_interface_keys(arm):
+    info = dyn_json("info", ARM, "--format", "json")
+    assert {"name", "format", "nq", "nv", "gravity", "total_mass", "joints",
+            "bodies"} <= set(info)
+    assert (info["name"], info["format"], info["nq"], info["nv"]) == ("two_link_arm", "urdf",
+                                                                      2, 2)
+    assert info["gravity"] == [0.0, 0.0, -9.81]
+    assert info["total_mass"] == pytest.approx(2.0)
+    assert [(j["name"], j["type"], j["parent"], j["idx_q"], j["nq"], j["idx_v"], j["nv"],
+             j["nv_subtree"]) for j in info["joints"]] == [
+        ("joint1", "revolute", "world", 0, 1, 0, 1, 2),
+        ("joint2", "revolute", "joint1", 1, 1, 1, 1, 1)]
+
+
+def test_info_lists_merged_links_mimic_and_free_flyer():
+    info = dyn_json("info", TOOL_ARM, "--format", "json", "--free-flyer", "--gravity", "0,0,-1")
+    assert info["joints"][0] == {"name": "root_joint", "type": "free", "parent": "world",
+                                      "idx_q": 0, "nq": 7, "idx_v": 0, "nv": 6,
+                                      "nv_subtree": 8, "body": "base"}
+    assert info["gravity"] == [0.0, 0.0, -1.0]
+    assert ["link2", "tool"] == next(b["links"] for b in info["bodies"] if b["name"] == "link2")
+    if FEATURES.exists():
+        features = dyn_json("info", FEATURES, "--format", "json")
+        mimics = [j["mimic"] for j in features["joints"] if "mimic" in j]
+        assert mimics and set(mimics[0]) == {"joint", "multiplier", "offset"}
+
+
+def test_info_table_is_the_default():
+    out = dyn("info", TOOL_ARM).stdout.decode()
+    assert "joint2" in out and "nv_subtree" in out and "tool" in out and "total mass" in out
+
+
+# ----------------------------------------------------------------------------- batches
+
+STATES = [
+    {"q": SEED_Q, "v": SEED_V, "a": SEED_A},
+    {"q": [0.1, -0.7], "a": [1.5, 0.0]},
+    {},
+    {"q": {"joint2": 0.3}, "v": [0.25, 2.0]},
+]
+
+
+def single_results(states) -> list[list[float]]:
+    results = []
+    for state in states:
+        args = []
+        for kind in ("q", "v", "a"):
+            if isinstance(state.get(kind), dict):
+                args += [f"--{kind}", ",".join(f"{k}={v!r}" for k, v in state[kind].items())]
+            elif kind in state:
+                args += [f"--{kind}", numbers(state[kind])]
+        results.append(dyn_json("inverse", ARM, *args)["tau"])
+    return results
+
+
+def full_arrays(states):
+    q = np.zeros((len(states), 2))
+    v, a = np.zeros_like(q), np.zeros_like(q)
+    for row, state in enumerate(states):
+        if isinstance(state.get("q"), dict):
+            q[row, 1] = state["q"]["joint2"]
+        elif "q" in state:
+            q[row] = state["q"]
+        v[row] = state.get("v", [0, 0])
+        a[row] = state.get("a", [0, 0])
+    return q, v, a
+
+
+def test_jsonl_csv_npz_and_stdin_agree_with_single_states(tmp_path):
+    expected = single_results(STATES)
+    jsonl = tmp_path / "states.jsonl"
+    jsonl.write_text("\n".join(json.dumps(s) for s in STATES) + "\n\n")
+    q, v, a = full_arrays(STATES)
+    csv_path = tmp_path / "states.csv"
+    csv_path.write_text("time,q0,q1,v0,v1,a0,a1\n" + "".join(
+        f"{k},{numbers(np.concatenate([q[k], v[k], a[k]]))}\n" for k in range(len(q))))
+    npz = tmp_path / "states.npz"
+    np.savez(npz, q=q, v=v, a=a)
+    outputs = {
+        "jsonl": json_lines(dyn("inverse", ARM, "--input", jsonl)),
+        "csv": json_lines(dyn("inverse", ARM, "--input", csv_path)),
+        "npz": json_lines(dyn("inverse", ARM, "-i", npz, "--format", "json")),
+        "stdin jsonl": json_lines(dyn("inverse", ARM, "-i", "-", stdin=jsonl.read_bytes())),
+        "stdin csv": json_lines(dyn("inverse", ARM, "-i", "-", stdin=csv_path.read_bytes())),
+        "stdin npz": json_lines(dyn("inverse", ARM, "-i", "-", stdin=npz.read_bytes(),
+                                    fresh=True)),
+    }
+    for name, lines in outputs.items():
+        assert [line["tau"] for line in lines] == expected, name
+
+
+def test_csv_with_joint_named_columns(tmp_path):
+    path = tmp_path / "named.csv"
+    path.write_text("v:joint1,q:joint2,note\n0.5,0.3,x\n")
+    out = json_lines(dyn("inverse", ARM, "--input", path))
+    assert out[0]["tau"] == dyn_json("inverse", ARM, "--q", "joint2=0.3", "--v", "0.5,0")["tau"]
+
+
+def test_output_files_by_extension(tmp_path, arm):
+    source = tmp_path / "states.jsonl"
+    source.write_text("\n".join(json.dumps(s) for s in STATES) + "\n")
+    q, v, a = full_arrays(STATES)
+    expected = rnea(arm, q, v, a)
+    for suffix in (".jsonl", ".csv", ".npz"):
+        target = tmp_path / f"tau{suffix}"
+        assert dyn("inverse", ARM, "-i", source, "-o", target).stdout == b""
+        if suffix == ".npz":
+            tau = np.load(target)["tau"]
+        elif suffix == ".csv":
+            lines = target.read_text().splitlines()
+            assert lines[0] == "tau:joint1,tau:joint2"
+            tau = np.array([[float(x) for x in line.split(",")] for line in lines[1:]])
+        else:
+            tau = np.array([json.loads(line)["tau"] for line in target.read_text().splitlines()])
+        np.testing.assert_array_equal(tau, expected)
+
+
+def test_mass_and_forward_batches(tmp_path, arm):
+    q, v, _ = full_arrays(STATES)
+    tau = np.array([[1.0, 2.0], [0.0, -1.0], [3.0, 0.5], [0.0, 0.0]])
+    source = tmp_path / "states.npz"
+    np.savez(source, q=q, v=v, tau=tau)
+    mass = tmp_path / "M.npz"
+    dyn("mass", ARM, "-i", source, "-o", mass)
+    np.testing.assert_array_equal(np.load(mass)["M"], crba(arm, q))
+    forward = json_lines(dyn("forward", ARM, "-i", source))
+    np.testing.assert_array_equal([line["a"] for line in forward], aba(arm, q, v, tau))
+    csv = dyn("mass", ARM, "-i", source, "--format", "csv").stdout.decode().splitlines()
+    assert csv[0] == "M:joint1|joint1,M:joint1|joint2,M:joint2|joint1,M:joint2|joint2"
+    assert len(csv) == 1 + len(q)
+
+
+def test_large_input_streams_in_chunks_with_one_engine_call_each(tmp_path, monkeypatch, capsys):
+    from treedyn.cli import inputs, main
+
+    count = inputs.CHUNK + 5
+    rng = np.random.default_rng(3)
+    q, v = rng.normal(size=(count, 2)), rng.normal(size=(count, 2))
+    path = tmp_path / "many.csv"
+    path.write_text("q0,q1,v0,v1\n" + "".join(f"{numbers(np.concatenate(row))}\n"
+                                              for row in zip(q, v)))
+    calls = []
+
+    def counting_rnea(model, q, *args, **kwargs):
+        calls.append(len(q))
+        return rnea(model, q, *args, **kwargs)
+
+    monkeypatch.setattr(main, "rnea", counting_rnea)
+    with pytest.raises(SystemExit) as exit_info:
+        main.run(["inverse", str(ARM), "--input", str(path), "--format", "json"])
+    assert exit_info.value.code == 0
+    assert calls == [inputs.CHUNK, 5]
+    lines = capsys.readouterr().out.splitlines()
+    assert len(lines) == count
+    arm = load_model(str(ARM))
+    np.testing.assert_array_equal([json.loads(lines[k])["tau"] for k in (0, count - 1)],
+                                  rnea(arm, q[[0, -1]], v[[0, -1]]))
+
+
+def test_start_up_does_not_import_heavy_modules():
+    probe = ("import sys\n"
+             "from treedyn.cli.main import run\n"
+             "assert 'lxml' not in sys.modules and 'tabulate' not in sys.modules\n"
+             f"sys.argv = ['dyn', 'inverse', {str(ARM)!r}, '--q', '0.1,0.2', '-f', 'json']\n"
+             "try:\n    run()\nexcept SystemExit as e:\n    assert e.code == 0\n"
+             "print([m for m in ('scipy', 'tabulate') if m in sys.modules])\n")
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, check=True)
+    assert out.stdout.decode().strip().endswith("[]"), out.stdout
+
+
+# ----------------------------------------------------------------------------- errors
+
+@pytest.mark.parametrize("args, fragments", [
+    (["inverse", ARM, "--q", "1,2,3"], ["--q has 3 numbers", "needs nq=2"]),
+    (["forward", ARM, "--tau", "1"], ["--tau has 1 numbers", "needs nv=2"]),
+    (["inverse", ARM, "--v", "1,nan"], ["--v", "nan"]),
+    (["inverse", ARM, "--a", "inf,0"], ["--a", "inf"]),
+    (["inverse", ARM, "--q", "jiont1=0.5"], ["unknown joint 'jiont1'", "'joint1'"]),
+    (["inverse", ARM, "--q", "0.5,abc"], ["'abc' is not a number"]),
+    (["inverse", TOOL_ARM, "--fext", "tol=1,2,3,4,5,6"], ["unknown body 'tol'", "'tool'"]),
+    (["inverse", TOOL_ARM, "--fext", "tool=1,2,3"], ["needs 6"]),
+    (["inverse", ARM, "--gravity", "0,-9.81"], ["--gravity"]),
+    (["inverse", "no/such/model.urdf"], ["no/such/model.urdf"]),
+    (["inverse", ARM, "--input", "states.txt"], ["states.txt", "unknown input format"]),
+    (["inverse", ARM, "--input", "missing.jsonl"], ["missing.jsonl"]),
+    (["inverse", ARM, "--output", "tau.txt"], ["tau.txt", "unknown output format"]),
+    (["inverse", ARM, "--output", "no/such/dir/tau.csv"], ["no/such/dir/tau.csv"]),
+    (["inverse", ARM, "--q", "0,0", "--input", "-"], ["--input"]),
+    (["inverse", ARM, "--output", "tau.csv", "--format", "json"], ["conflicts"]),
+    (["inverse", ARM, "--bogus"], ["--bogus"]),
+    (["inverse", ARM, "--format", "xml"], ["--format"]),
+    (["frobnicate"], ["frobnicate"]),
+    (["mass", ARM, "--sparsity", "--format", "csv"], ["--sparsity"]),
+])
+def test_usage_errors_exit_2_with_one_line(args, fragments):
+    assert_usage_error(dyn(*args, check=False), *fragments)
+
+
+@pytest.mark.parametrize("args", [
+    ["inverse", ARM, "--q", "1,2,3"],
+    ["inverse", ARM, "--bogus"],
+    ["mass", ROOT / "no_such_model.urdf"],
+])
+def test_errors_in_a_fresh_process(args):
+    assert_usage_error(dyn(*args, check=False, fresh=True))
+
+
+def test_invalid_model_reports_file_and_line(tmp_path):
+    bad = tmp_path / "bad.urdf"
+    bad.write_text('<robot name="r">\n  <link name="a"/>\n  <joint name="j" type="revolute">\n'
+                   '    <parent link="a"/>\n  </joint>\n</robot>\n')
+    line = assert_usage_error(dyn("info", bad, check=False), str(bad))
+    assert f"{bad}:3" in line
+
+
+@pytest.mark.parametrize("suffix, content, fragments", [
+    (".jsonl", '{"q": [0, 0]}\n{"q": [0, 0, 0]}\n', ["states.jsonl:2", "needs nq=2"]),
+    (".jsonl", '{"q": [0, 0]}\n\n{"q": [0, 0\n', ["states.jsonl:3", "not valid JSON"]),
+    (".jsonl", '{"q": [0, NaN]}\n', ["states.jsonl:1", "nan"]),
+    (".jsonl", '{"q": {"joint7": 1}}\n', ["states.jsonl:1", "unknown joint 'joint7'"]),
+    (".jsonl", '{"fext": {"tol": [0, 0, 0, 0, 0, 0]}}\n', ["states.jsonl:1", "'tool'"]),
+    (".jsonl", '[0, 0]\n', ["states.jsonl:1", "JSON object"]),
+    (".csv", "q0,q1\n0,0\n0,x\n", ["states.csv:3", "'q1'", "'x'"]),
+    (".csv", "q0,q1\n0,0\n0\n", ["states.csv:3", "fields"]),
+    (".csv", "q0\n0\n", ["states.csv:1", "needs nq=2"]),
+    (".csv", "q:joint1,q:jiont2\n0,0\n", ["states.csv:1", "unknown joint 'jiont2'"]),
+])
+def test_bad_input_rows_name_the_line(tmp_path, suffix, content, fragments):
+    path = tmp_path / f"states{suffix}"
+    path.write_text(content)
+    output = tmp_path / "out.jsonl"
+    assert_usage_error(dyn("inverse", TOOL_ARM, "-i", path, "-o", output, check=False),
+                       *fragments)
+    assert not output.exists()
+
+
+def test_bad_npz_inputs(tmp_path):
+    path = tmp_path / "states.npz"
+    np.savez(path, q=np.zeros((3, 5)))
+    assert_usage_error(dyn("mass", ARM, "-i", path, check=False), "states.npz", "nq=2")
+    q = np.zeros((3, 2))
+    q[1, 0] = np.nan
+    np.savez(path, q=q)
+    assert_usage_error(dyn("mass", ARM, "-i", path, check=False), "states.npz", "q[1]")
+    path.write_bytes(b"not a zip")
+    assert_usage_error(dyn("mass", ARM, "-i", path, check=False), "states.npz")
+    buffer = io.BytesIO()
+    np.savez(buffer, v=np.zeros((2, 2)), a=np.zeros((3, 2)))
+    assert_usage_error(dyn("inverse", ARM, "-i", "-", stdin=buffer.getvalue(), check=False),
+                       "different numbers of states")
+
+
+def test_singular_forward_dynamics_is_an_error_not_nan():
+    if not FEATURES.exists():
+        pytest.skip("fixtures/urdf/features.urdf is missing")
+    assert_usage_error(dyn("forward", FEATURES, check=False), "singular")
