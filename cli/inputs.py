@@ -31,19 +31,6 @@ CHUNK = 4096
 KINDS = ("q", "v", "a", "tau")
 DEGREE = math.pi / 180.0
 
-# Names of the v components of multi-dof joints, by engine joint type (treedyn.engine.joints).
-V_PARTS = {
-    "free": ("vx", "vy", "vz", "wx", "wy", "wz"),
-    "free_world": ("vx", "vy", "vz", "wx", "wy", "wz"),
-    "spherical": ("wx", "wy", "wz"),
-    "ball": ("wx", "wy", "wz"),
-    "planar": ("vx", "vy", "wz"),
-}
-# Entries that --degrees converts: angles in q, angular rates in v (and a).
-ANGLE_Q = {"revolute": (0,), "continuous": (0,), "planar": (2,)}
-ANGULAR_V = {"revolute": (0,), "continuous": (0,), "spherical": (0, 1, 2), "ball": (0, 1, 2),
-             "free": (3, 4, 5), "free_world": (3, 4, 5), "planar": (2,)}
-
 STDIN = "<stdin>"
 INPUT_FORMATS = {".jsonl": "jsonl", ".ndjson": "jsonl", ".json": "jsonl", ".csv": "csv",
                  ".npz": "npz"}
@@ -84,12 +71,11 @@ class Layout:
         angle_q = np.zeros(model.nq, dtype=bool)
         angular = np.zeros(model.nv, dtype=bool)
         for j, name in enumerate(model.joint_names):
-            kind = model.joint_types[j]
+            joint = model.joint_models[j]
             v_labels += _labels(name, model.nv_joint[j])
-            parts = V_PARTS.get(kind)
-            v_names += [name] if parts is None else [f"{name}.{p}" for p in parts]
-            angle_q[[model.idx_q[j] + k for k in ANGLE_Q.get(kind, ())]] = True
-            angular[[model.idx_v[j] + k for k in ANGULAR_V.get(kind, ())]] = True
+            v_names += [f"{name}.{p}" for p in joint.v_parts] if joint.v_parts else [name]
+            angle_q[[model.idx_q[j] + k for k in joint.angle_q]] = True
+            angular[[model.idx_v[j] + k for k in joint.angular_v]] = True
         factor = DEGREE if degrees else 1.0
         return Layout(model, tuple(v_labels), tuple(v_names), angular,
                       np.where(angle_q, factor, 1.0), np.where(angular, factor, 1.0),

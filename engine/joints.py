@@ -47,6 +47,9 @@ class JointModel:
     nq = 0
     nv = 0
     has_bias = False
+    v_parts: tuple[str, ...] = ()  # names of the v components of a multi-dof joint
+    angle_q: tuple[int, ...] = ()  # q entries that are angles (radians)
+    angular_v: tuple[int, ...] = ()  # v entries that are angular rates (rad/s)
 
     def __init__(self, rotation: np.ndarray, translation: np.ndarray, axis: np.ndarray, ref: float):
         self.rotation = np.asarray(rotation, dtype=float)  # (3, 3) joint frame in parent
@@ -72,6 +75,7 @@ class JointModel:
 class RevoluteJoint(JointModel):
     type = "revolute"
     nq = nv = 1
+    angle_q = angular_v = (0,)
 
     def __init__(self, rotation, translation, axis, ref):
         super().__init__(rotation, translation, axis, ref)
@@ -137,6 +141,8 @@ class SphericalJoint(JointModel):
 
     type = "spherical"
     nq, nv = 4, 3
+    v_parts = ("wx", "wy", "wz")
+    angular_v = (0, 1, 2)
     scalar_first = False
     S = np.vstack([np.eye(3), np.zeros((3, 3))])  # (6, 3)
 
@@ -171,6 +177,8 @@ class FreeJoint(JointModel):
 
     type = "free"
     nq, nv = 7, 6
+    v_parts = ("vx", "vy", "vz", "wx", "wy", "wz")
+    angular_v = (3, 4, 5)
     scalar_first = False
     S = np.block([[np.zeros((3, 3)), np.eye(3)], [np.eye(3), np.zeros((3, 3))]])  # (6, 6)
 
@@ -232,6 +240,9 @@ class PlanarJoint(JointModel):
 
     type = "planar"
     nq = nv = 3
+    v_parts = ("vx", "vy", "wz")
+    angle_q = (2,)
+    angular_v = (2,)
 
     def __init__(self, rotation, translation, axis, ref):
         super().__init__(rotation, translation, axis, ref)
