@@ -17,17 +17,14 @@ from treedyn.engine.description import TreeDescription
 from treedyn.engine.model import Model, build_model
 
 from .errors import ParseError
+from .mjcf import parse_mjcf
 from .urdf import parse_urdf, parse_urdf_string
-
-
-def _mjcf_unavailable(path: str) -> TreeDescription:
-    raise ParseError("MJCF support is not available yet", path)
 
 
 # root element -> parser taking a path
 ROOT_PARSERS: dict[str, Callable[[str], TreeDescription]] = {
     "robot": parse_urdf,
-    "mujoco": _mjcf_unavailable,
+    "mujoco": parse_mjcf,
 }
 # suffix -> the root element it implies, or "" to read the root element from the file
 SUFFIX_ROOTS = {".urdf": "robot", ".xml": ""}
@@ -49,8 +46,15 @@ def load_description(path: str) -> TreeDescription:
 
 
 def load_model(path: str, free_flyer: bool = False) -> Model:
-    """The compact-tree model of a file; ``free_flyer`` floats the URDF root (``root_joint``)."""
+    """The compact-tree model of a file; ``free_flyer`` floats the URDF root (``root_joint``).
+
+    MJCF models say themselves which bodies float (``<freejoint>``): ``free_flyer`` is a
+    URDF option and a ParseError for them.
+    """
     description = load_description(path)
+    if free_flyer and description.format != "urdf":
+        raise ParseError("--free-flyer applies to URDF models; an MJCF model floats a body "
+                         "with <freejoint>", str(path))
     if free_flyer:
         description = description.with_free_flyer()
     return build_model(description)
@@ -77,4 +81,5 @@ def _unsupported_suffix(suffix: str) -> str:
     return f"unsupported file type {suffix or '(no suffix)'!r}, expected {expected}"
 
 
-__all__ = ["ParseError", "load_description", "load_model", "parse_urdf", "parse_urdf_string"]
+__all__ = ["ParseError", "load_description", "load_model", "parse_mjcf", "parse_urdf",
+           "parse_urdf_string"]

@@ -348,11 +348,14 @@ def test_xml_with_robot_root_is_urdf(tmp_path):
     assert (description.format, description.name) == ("urdf", "two_link_arm")
 
 
-def test_xml_with_mujoco_root_is_not_available_yet(tmp_path):
+def test_xml_with_mujoco_root_is_mjcf(tmp_path):
     path = tmp_path / "scene.xml"
-    path.write_text('<mujoco model="m"><worldbody/></mujoco>')
-    with pytest.raises(ParseError, match=re.escape(f"{path}: MJCF support is not available yet")):
-        load_model(str(path))
+    path.write_text('<mujoco model="m"><worldbody><body><freejoint/>'
+                    '<geom size="0.1"/></body></worldbody></mujoco>')
+    assert load_description(str(path)).format == "mjcf"
+    assert load_model(str(path)).nv == 6
+    with pytest.raises(ParseError, match=re.escape(f"{path}: --free-flyer applies to URDF")):
+        load_model(str(path), free_flyer=True)
 
 
 @pytest.mark.parametrize("name, content, problem", [

@@ -1,0 +1,242 @@
+"""Triangle-mesh files as MuJoCo reads them: STL (binary and ASCII), OBJ and MuJoCo's ``.msh``.
+
+Only what the mass properties need is kept: vertex positions and triangle indices.
+
+Conventions
+-----------
+* Vertex coordinates are single precision in every supported format; they are returned as
+  float64 arrays holding the float32 values, exactly as MuJoCo's compiler sees them.
+* STL: repeated vertices (bit-identical float triples) are merged, as MuJoCo's STL
+  decoder does; faces then index the merged vertices. A file is binary when its size is
+  ``84 + 50 * n`` for the face count ``n`` stored at byte 80; otherwise it is read as
+  ASCII if it starts with ``solid``. MuJoCo itself reads binary STL only; ASCII STL is
+  accepted here with its numbers rounded to float32, so an ASCII file gives the same
+  result as its binary equivalent. Both need 1 to 200000 faces and coordinates within
+  2**30, like MuJoCo.
+* OBJ (MuJoCo reads it with tinyobjloader): every ``v`` line is a vertex (extra numbers
+  such as colours are ignored), faces are those of the first group or object that has any
+  (a later ``o``/``g`` line ends it); ``f`` indices are 1-based or negative (relative),
+  texture and normal indices are skipped. A quad is split along its shorter diagonal
+  (along the 2nd-4th corners on a tie) and a larger polygon into a fan from its first
+  corner.
+* ``.msh`` (MuJoCo's legacy binary format): int32 counts ``nvertex, nnormal, ntexcoord,
+  nface`` followed by float32 positions, normals, texture coordinates and int32 face
+  indices; the file size must match exactly. ``nface`` may be 0 (the convex hull is then
+  used). Normals and texture coordinates are skipped.
+* Problems are reported as :class:`MeshFileError` with a one-line message; the MJCF parser
+  turns it into a ParseError located at the ``<mesh>`` element.
+"""
+from __future__ import annotations
+
+import re
+import struct
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+MAX_STL_FACES = 200000
+MAX_COORDINATE = 2.0 ** 30
+MESH_SUFFIXES = (".stl", ".obj", ".msh")
+
+
+class MeshFileError(ValueError):
+    """A mesh file that cannot be read or is invalid (message without the file name)."""
+
+
+@dataclass(frozen=True)
+class MeshData:
+    """Vertices (n, 3) float64 holding float32 values, faces (m, 3) int64 (m may be 0)."""
+
+    vertices: np.ndarray
+    faces: np.ndarray
+
+
+def read_mesh_file(path: str, content_type: str | None = None) -> MeshData:
+    """The mesh in the file at ``path``; the format comes from ``content_type`` or the suffix."""
+    kind = _format_of(path, content_type)
+    try:
+        data = Path(path).read_bytes()
+    except OSError as error:
+        raise MeshFileError(f"cannot read mesh file ({error.strerror})") from None
+    if not data:
+        raise MeshFileError("mesh file is empty")
+    readers = {"stl": read_stl, "obj": read_obj, "msh": read_msh}
+    return readers[kind](data)
+
+
+def _format_of(path: str, content_type: str | None) -> str:
+    """"stl", "obj" or "msh" from a MuJoCo content type or, without one, the file suffix."""
+    types = {"model/stl": "stl", "model/obj": "obj", "model/vnd.mujoco.msh": "msh"}
+    if content_type:
+        if content_type not in types:
+            raise MeshFileError(f'unsupported mesh content_type "{content_type}" '
+                                f"(supported: {', '.join(types)})")
+        return types[content_type]
+    suffix = Path(path).suffix.lower()
+    if suffix not in MESH_SUFFIXES:
+        raise MeshFileError(f'unsupported mesh file type "{suffix or "(none)"}" '
+                            f"(supported: {', '.join(MESH_SUFFIXES)})")
+    return suffix[1:]
+
+
+def read_stl(data: bytes) -> MeshData:
+    """Binary or ASCII STL bytes to a mesh with repeated vertices merged."""
+    if _is_binary_stl(data):
+        count = struct.unpack_from("<i", data, 80)[0]
+        records = np.frombuffer(data, dtype=np.uint8, count=50 * count, offset=84)
+        records = records.reshape(count, 50)[:, 12:48].copy()
+        corners = records.view("<f4").reshape(count * 3, 3)
+    elif data.lstrip()[:5].lower() == b"solid":
+        corners = _ascii_stl_corners(data)
+    else:
+        raise MeshFileError("not a valid STL file: the face count at byte 80 does not match "
+                            "the file size, and the file does not start with 'solid'")
+    faces_count = len(corners) // 3
+    if not 1 <= faces_count <= MAX_STL_FACES:
+        raise MeshFileError(f"STL file has {faces_count} faces; expected 1 to {MAX_STL_FACES}")
+    if np.any(np.abs(corners) > MAX_COORDINATE):
+        raise MeshFileError("STL vertex coordinate exceeds 2^30 in magnitude")
+    return _merge_repeated(corners.astype(np.float32))
+
+
+def _is_binary_stl(data: bytes) -> bool:
+    """MuJoCo's test: the face count at byte 80 matches the file size."""
+    if len(data) < 84:
+        return False
+    count = struct.unpack_from("<i", data, 80)[0]
+    return count >= 0 and len(data) == 84 + 50 * count
+
+
+_ASCII_TOKEN = re.compile(rb"\S+")
+
+
+def _ascii_stl_corners(data: bytes) -> np.ndarray:
+    """Corner positions (3 * nface, 3) float32 of an ASCII STL, checked for triangles."""
+    words = _ASCII_TOKEN.findall(data)
+    corners: list[list[float]] = []
+    in_loop = 0
+    i = 0
+    while i < len(words):
+        word = words[i].lower()
+        if word == b"outer":
+            in_loop = 0
+        elif word == b"vertex":
+            if i + 3 >= len(words):
+                raise MeshFileError("ASCII STL: 'vertex' needs 3 numbers")
+            corners.append([_stl_number(w) for w in words[i + 1:i + 4]])
+            in_loop += 1
+            i += 3
+        elif word == b"endloop" and in_loop != 3:
+            raise MeshFileError(f"ASCII STL: a facet has {in_loop} vertices; only triangles "
+                                "are supported")
+        i += 1
+    if len(corners) % 3:
+        raise MeshFileError("ASCII STL: vertex count is not a multiple of 3")
+    return np.array(corners, dtype=np.float32).reshape(-1, 3)
+
+
+def _stl_number(word: bytes) -> float:
+    """A finite coordinate of an ASCII STL ``vertex`` line."""
+    try:
+        value = float(word)
+    except ValueError:
+        raise MeshFileError(f"ASCII STL: {word.decode(errors='replace')!r} is not a number") \
+            from None
+    if not np.isfinite(value):
+        raise MeshFileError(f"ASCII STL: {word.decode(errors='replace')!r} is not finite")
+    return value
+
+
+def _merge_repeated(corners: np.ndarray) -> MeshData:
+    """Merge bit-identical float32 corners; vertices keep the order of first appearance."""
+    keys = np.ascontiguousarray(corners).view(np.dtype((np.void, 12))).ravel()
+    _, first, inverse = np.unique(keys, return_index=True, return_inverse=True)
+    order = np.argsort(first, kind="stable")
+    rank = np.empty_like(order)
+    rank[order] = np.arange(len(order))
+    vertices = corners[first[order]].astype(np.float64)
+    faces = rank[inverse.ravel()].reshape(-1, 3).astype(np.int64)
+    return MeshData(vertices, faces)
+
+
+def read_obj(data: bytes) -> MeshData:
+    """Wavefront OBJ bytes to a mesh: all vertices, the triangulated faces of the first group."""
+    vertices: list[list[float]] = []
+    faces: list[tuple[int, int, int]] = []
+    done = False  # the first group with faces has ended
+    for number, raw in enumerate(data.decode("utf-8", errors="replace").splitlines(), 1):
+        words = raw.split("#", 1)[0].split()
+        if not words:
+            continue
+        if words[0] == "v":
+            if len(words) < 4:
+                raise MeshFileError(f"OBJ line {number}: a vertex needs 3 coordinates")
+            vertices.append([_obj_number(word, number) for word in words[1:4]])
+        elif words[0] in ("o", "g") and faces:
+            done = True
+        elif words[0] == "f" and not done:
+            corners = [_obj_index(word, len(vertices), number) for word in words[1:]]
+            if len(corners) < 3:
+                raise MeshFileError(f"OBJ line {number}: a face needs at least 3 vertices")
+            faces.extend(_triangulated(corners, vertices))
+    points = np.array(vertices, dtype=np.float32).reshape(-1, 3).astype(np.float64)
+    return MeshData(points, np.array(faces, dtype=np.int64).reshape(-1, 3))
+
+
+def _obj_number(word: str, line: int) -> float:
+    """A finite coordinate of an OBJ ``v`` line."""
+    try:
+        value = float(word)
+    except ValueError:
+        raise MeshFileError(f"OBJ line {line}: {word!r} is not a number") from None
+    if not np.isfinite(value):
+        raise MeshFileError(f"OBJ line {line}: {word!r} is not finite")
+    return value
+
+
+def _obj_index(word: str, count: int, line: int) -> int:
+    """0-based vertex index of an ``f`` corner (``i``, ``i/t``, ``i//n``, ``i/t/n``)."""
+    text = word.split("/", 1)[0]
+    try:
+        index = int(text)
+    except ValueError:
+        raise MeshFileError(f"OBJ line {line}: {word!r} is not a vertex index") from None
+    index = index - 1 if index > 0 else count + index
+    if not 0 <= index < count:
+        raise MeshFileError(f"OBJ line {line}: vertex index {text} does not exist")
+    return index
+
+
+def _triangulated(corners: list[int], vertices: list[list[float]]) -> list[tuple[int, int, int]]:
+    """Triangles of one OBJ face, split as tinyobjloader does (see the module notes)."""
+    if len(corners) == 3:
+        return [tuple(corners)]
+    if len(corners) == 4:
+        p = np.array([vertices[i] for i in corners], dtype=np.float32).astype(np.float64)
+        a, b, c, d = corners
+        if np.sum((p[0] - p[2]) ** 2) < np.sum((p[1] - p[3]) ** 2):
+            return [(a, b, c), (a, c, d)]
+        return [(a, b, d), (b, c, d)]
+    return [(corners[0], corners[i], corners[i + 1]) for i in range(1, len(corners) - 1)]
+
+
+def read_msh(data: bytes) -> MeshData:
+    """MuJoCo's legacy binary ``.msh`` bytes to a mesh (normals and texcoords skipped)."""
+    if len(data) < 16:
+        raise MeshFileError("missing header in MSH file")
+    nvertex, nnormal, ntexcoord, nface = struct.unpack_from("<4i", data, 0)
+    if (nvertex < 4 or nface < 0 or nnormal < 0 or ntexcoord < 0
+            or nnormal not in (0, nvertex) or ntexcoord not in (0, nvertex)):
+        raise MeshFileError(f"invalid sizes in MSH file (nvertex={nvertex}, nnormal={nnormal}, "
+                            f"ntexcoord={ntexcoord}, nface={nface})")
+    expected = 16 + 12 * (nvertex + nnormal + nface) + 8 * ntexcoord
+    if len(data) != expected:
+        raise MeshFileError(f"unexpected MSH file size {len(data)} (expected {expected})")
+    vertices = np.frombuffer(data, dtype="<f4", count=3 * nvertex, offset=16)
+    offset = 16 + 12 * (nvertex + nnormal) + 8 * ntexcoord
+    faces = np.frombuffer(data, dtype="<i4", count=3 * nface, offset=offset)
+    faces = faces.reshape(nface, 3).astype(np.int64)
+    if nface and (faces.min() < 0 or faces.max() >= nvertex):
+        raise MeshFileError("MSH face refers to a vertex that does not exist")
+    return MeshData(vertices.reshape(nvertex, 3).astype(np.float64), faces)

@@ -1,0 +1,1387 @@
+"""MJCF parser: a MuJoCo ``<mujoco>`` file to a format-neutral :class:`TreeDescription`.
+
+The semantics are those of MuJoCo's compiler (checked against ``mujoco`` 4.0); q is
+MuJoCo's ``qpos`` and v its ``qvel``, in MuJoCo's joint order.
+
+Document
+--------
+* ``<include file>`` is replaced by the children of the included file's root element.
+  The file is looked up relative to the main model's directory first and then relative
+  to the including file's directory (MuJoCo's order). A file may be included once; an
+  include cycle, a repeated include, a missing or empty file is a ParseError.
+* Sections are read in MuJoCo's order (compiler, option, default, asset, ..., worldbody),
+  each kind in document order, so later settings win.
+
+Compiler and option
+-------------------
+``angle`` (degrees by default: euler, axisangle, hinge ref and hinge/ball range),
+``eulerseq``, ``autolimits``, ``inertiafromgeom`` (false/true/auto), ``inertiagrouprange``,
+``boundmass``, ``boundinertia``, ``balanceinertia``, ``settotalmass``, ``alignfree``,
+``fitaabb``, ``strippath``, ``meshdir``/``assetdir``. ``<option gravity>`` (default
+0 0 -9.81); ``<flag gravity="disable">`` makes it zero.
+
+Defaults
+--------
+``<default>`` classes nest; a class starts as a copy of its parent and its own attributes
+override. An element takes its ``class``, else the ``childclass`` of the nearest enclosing
+body or frame that has one, else ``main``. Attributes it sets override the class's, except
+that a shorter geom ``size`` (and actuator ``gear``) replaces only the leading numbers, and
+any orientation attribute replaces the class's orientation as a whole. ``<freejoint>``
+takes no defaults.
+
+Kinematic tree
+--------------
+* Bodies are numbered depth-first in document order (MuJoCo's body ids) and their joints
+  follow in that body order, each body's joints in document order (MuJoCo's joint ids).
+* A body's pose is ``pos`` and one orientation form (``quat`` w x y z, ``axisangle``,
+  ``euler``, ``xyaxes``, ``zaxis``); ``<frame>`` elements compose their pose into
+  everything they contain (bodies, joints, geoms, inertials). ``<replicate>`` repeats its
+  contents ``count`` times, copy i turned by ``i * euler`` and moved by ``offset`` (in the
+  previous copy's frame) from the previous one; names get ``sep`` and the copy number
+  (zero-padded to the digits of ``count``), inner suffixes first.
+* No joint: the body is welded to its parent (a ``fixed`` joint named ``<body>/weld``).
+* Joints of one body act in document order. A hinge rotates about its axis through its
+  ``pos`` anchor, a ball about its anchor, a slide translates along its axis; anchors and
+  axes are in the body frame after the earlier joints of the body. Each joint moves an
+  intermediate massless link ``<body>/<joint>`` whose frame is the body frame (after that
+  joint) shifted to the joint's anchor; a final fixed joint ``<body>/anchor`` leads to the
+  body's own link, which carries the inertia. When the last joint's anchor is the body
+  origin, that joint moves the body's link directly.
+* ``hinge`` -> ``revolute`` and ``slide`` -> ``prismatic`` with ``ref`` (q = ref at the
+  model pose, the neutral q); ``range`` applies to q when the joint is limited
+  (``limited`` true, or auto with ``autolimits`` and a range). ``ball`` -> ``ball``
+  (q = w x y z, neutral 1 0 0 0). ``free``/``<freejoint>`` -> ``free_world`` from the
+  world, allowed only alone in a child of the world, neutral = the body's pos and quat.
+* Joint armature adds the ``armature`` of actuators with a joint transmission times
+  gear[0]^2, and that of single-joint fixed tendons (and their actuators) times coef^2;
+  armature on other tendons is an error (it couples joints).
+* Unnamed bodies are named ``body<id>`` and unnamed joints ``joint<id>`` (MuJoCo's ids),
+  with ``_`` appended while the name is taken.
+
+Inertia
+-------
+* ``<inertial>``: ``mass``, ``pos``, orientation, ``diaginertia`` or ``fullinertia``.
+* From geoms where ``inertiafromgeom`` says so (true: always when the body has geoms with
+  mass; auto: when there is no ``<inertial>``): geoms whose ``group`` is in
+  ``inertiagrouprange`` and whose mass exceeds 1e-14. A geom's mass is ``mass``, or
+  ``density`` (1000) times its volume (its area with ``shellinertia``); sizes come from
+  ``size`` or ``fromto``. Mesh geoms use the mesh asset's ``inertia`` mode (legacy by
+  default) on the scaled STL/OBJ/``.msh``/XML vertices (see :mod:`.mesh` and
+  :func:`.mjcf_geometry.mesh_inertia`); a primitive type with a ``mesh`` is fitted to the
+  mesh's equivalent-inertia box (or its bounding box with ``fitaabb``).
+* Principal axes (meshes, bodies with several geoms, ``fullinertia``) are found with
+  MuJoCo's Jacobi iteration and its stopping rule, whose small residual MuJoCo drops
+  (:func:`.mjcf_geometry.principal_axes`); the compiled inertia is MuJoCo's to rounding.
+* The body's principal moments are raised to ``boundinertia`` and its mass to
+  ``boundmass``; moments violating A + B >= C are an error unless ``balanceinertia``
+  averages them. A body without any inertia takes MuJoCo's placeholder inertial frame
+  (its own ``pos``/orientation). A moving body needs mass and inertia (itself or a welded
+  descendant). ``settotalmass`` then scales all masses and inertias; ``alignfree`` (or
+  ``<freejoint align>``) moves a childless free body's frame to its inertial frame.
+
+Everything else (actuators, tendons, equality, sensors, contact, keyframes, visual,
+textures, materials, sites, cameras, lights, ...) is ignored and counted in
+``TreeDescription.ignored``. Not supported (a ParseError): ``<attach>``, ``<flexcomp>``,
+``<composite>``, sdf geoms, builtin meshes, and armature on tendons that couple joints.
+Errors are ParseError with file, line and element; NaN and infinite numbers are errors
+(MuJoCo only warns).
+"""
+from __future__ import annotations
+
+import math
+import os
+import re
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+from lxml import etree
+
+from treedyn.engine.description import (
+    Inertia, JointSpec, LinkSpec, SourceRef, TreeDescription,
+)
+
+from . import mjcf_geometry as geo
+from .errors import ParseError
+from .mesh import MeshData, MeshFileError, read_mesh_file
+
+GRAVITY = (0.0, 0.0, -9.81)
+WORLD = "world"
+ORIENTATION = ("quat", "axisangle", "xyaxes", "zaxis", "euler")
+PARTIAL = {("geom", "size"), ("actuator", "gear")}  # shorter values replace leading numbers
+ACTUATOR_TAGS = ("general", "motor", "position", "velocity", "damper", "intvelocity",
+                 "orientation", "pid", "cylinder", "muscle", "adhesion", "dcmotor", "plugin")
+DEFAULT_KINDS = {"joint": "joint", "geom": "geom", "mesh": "mesh", "tendon": "tendon",
+                 **{tag: "actuator" for tag in ACTUATOR_TAGS if tag != "plugin"}}
+SECTION_ORDER = ("compiler", "option", "size", "visual", "statistic", "default", "extension",
+                 "custom", "asset", "contact", "deformable", "equality", "tendon", "actuator",
+                 "sensor", "keyframe", "worldbody")
+COUNTED_SECTIONS = ("contact", "deformable", "equality", "tendon", "actuator", "sensor",
+                    "keyframe")
+IGNORED_BODY_ELEMENTS = ("site", "camera", "light", "plugin")
+UNSUPPORTED_BODY_ELEMENTS = ("attach", "composite", "flexcomp")
+JOINT_TYPES = ("free", "ball", "slide", "hinge")
+GEOM_TYPES = tuple(geo.SIZE_COUNT)
+ENGINE_TYPE = {"hinge": "revolute", "slide": "prismatic", "ball": "ball", "free": "free_world"}
+
+_NUMBER = re.compile(r"[+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?")
+_INTEGER = re.compile(r"[+-]?\d+")
+
+
+def parse_mjcf(path: str) -> TreeDescription:
+    """The description of the MJCF file at ``path``; ParseError if unreadable or invalid."""
+    path = str(path)
+    root = _Document(path).root
+    return _Builder(root, path).build()
+
+
+# -- document: XML nodes with their file, includes expanded ---------------------------
+
+
+@dataclass
+class Node:
+    """An XML element with the file it came from and its children, includes expanded."""
+
+    element: etree._Element
+    file: str
+    children: list["Node"] = field(default_factory=list)
+
+    @property
+    def tag(self) -> str:
+        return self.element.tag
+
+    @property
+    def line(self) -> int:
+        return self.element.sourceline or 0
+
+    def get(self, name: str, default: str | None = None) -> str | None:
+        return self.element.get(name, default)
+
+    def source(self) -> SourceRef:
+        name = self.get("name")
+        label = f'{self.tag} name="{name}"' if name else self.tag
+        return SourceRef(self.file, self.line, label)
+
+    def error(self, problem: str) -> ParseError:
+        return ParseError.at(self.source(), problem)
+
+
+class _Document:
+    """The main file with every ``<include>`` replaced by the included elements."""
+
+    def __init__(self, path: str):
+        self.model_dir = os.path.dirname(os.path.abspath(path))
+        self.included: dict[str, SourceRef] = {}
+        main = os.path.realpath(path)
+        self.included[main] = SourceRef(path, 0, "")
+        element = _read_xml(path, None)
+        self.root = self._node(element, path, os.path.dirname(os.path.abspath(path)), [main])
+
+    def _node(self, element: etree._Element, file: str, directory: str,
+              stack: list[str]) -> Node:
+        return Node(element, file, self._children(element, file, directory, stack))
+
+    def _children(self, element: etree._Element, file: str, directory: str,
+                  stack: list[str]) -> list[Node]:
+        """Child nodes of ``element``, each ``<include>`` replaced by what it includes."""
+        nodes: list[Node] = []
+        for child in element.iterchildren(etree.Element):
+            if child.tag == "include":
+                nodes.extend(self._include(Node(child, file), directory, stack))
+            else:
+                nodes.append(self._node(child, file, directory, stack))
+        return nodes
+
+    def _include(self, include: Node, directory: str, stack: list[str]) -> list[Node]:
+        if len(include.element):
+            raise include.error("<include> cannot have child elements")
+        name = include.get("file")
+        if not name:
+            raise include.error("file attribute is missing")
+        path = self._locate(include, name, directory)
+        real = os.path.realpath(path)
+        if real in stack:
+            cycle = " -> ".join(os.path.basename(p) for p in stack[stack.index(real):] + [real])
+            raise include.error(f"include cycle ({cycle})")
+        if real in self.included:
+            first = self.included[real]
+            where = f" (first included at {first.file}:{first.line})" if first.line else ""
+            raise include.error(f'file "{name}" is already included{where}')
+        self.included[real] = include.source()
+        root = _read_xml(path, include)
+        if next(root.iterchildren(etree.Element), None) is None:
+            raise include.error(f'included file "{name}" has no elements')
+        return self._children(root, path, os.path.dirname(path), stack + [real])
+
+    def _locate(self, include: Node, name: str, directory: str) -> str:
+        """The included file: absolute, else in the model directory, else beside the includer."""
+        if os.path.isabs(name):
+            candidates = [name]
+        else:
+            candidates = [os.path.join(self.model_dir, name), os.path.join(directory, name)]
+        for candidate in candidates:
+            if os.path.isfile(candidate):
+                return candidate
+        raise include.error(f'included file "{name}" not found (looked in '
+                            f"{' and '.join(dict.fromkeys(candidates))})")
+
+
+def _read_xml(path: str, include: Node | None) -> etree._Element:
+    """Root element of an XML file; errors name the file (and the include that asked)."""
+    try:
+        with open(path, "rb") as stream:
+            data = stream.read()
+    except OSError as error:
+        if include is not None:
+            raise include.error(f'cannot read included file "{path}" ({error.strerror})') \
+                from None
+        raise ParseError(f"cannot read file ({error.strerror})", path) from None
+    parser = etree.XMLParser(remove_comments=True, remove_pis=True, resolve_entities=False,
+                             no_network=True)
+    try:
+        return etree.fromstring(data, parser)
+    except etree.XMLSyntaxError as error:
+        raise ParseError(f"not well-formed XML ({error.msg})", path, error.lineno or 0) \
+            from None
+
+
+# -- attributes with their sources ----------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Value:
+    """An attribute's text and where it was written."""
+
+    text: str
+    source: SourceRef
+
+
+class Attributes:
+    """Resolved attributes of one element (its own merged over its default class)."""
+
+    def __init__(self, values: dict[str, Value], owner: SourceRef):
+        self.values = values
+        self.owner = owner
+
+    def has(self, key: str) -> bool:
+        return key in self.values
+
+    def text(self, key: str, default: str | None = None) -> str | None:
+        value = self.values.get(key)
+        return default if value is None else value.text
+
+    def error(self, key: str, problem: str) -> ParseError:
+        """The error about attribute ``key`` where it was written (else at the element)."""
+        value = self.values.get(key)
+        if value is None:
+            return ParseError(problem, self.owner.file, self.owner.line, self.owner.element)
+        return ParseError(f'{key}="{value.text}": {problem}', value.source.file,
+                          value.source.line or self.owner.line, self.owner.element)
+
+    def numbers(self, key: str, count: int, default=None, exact: bool = True) -> np.ndarray:
+        """``count`` finite numbers (``exact=False``: 1 to ``count``); ``default`` if absent."""
+        value = self.values.get(key)
+        if value is None:
+            if default is None:
+                raise ParseError(f"required attribute {key} is missing", self.owner.file,
+                                 self.owner.line, self.owner.element)
+            return np.array(default, dtype=float)
+        words = value.text.split()
+        if len(words) > count or (exact and len(words) < count) or not words:
+            expected = f"{count}" if exact else f"1 to {count}"
+            raise self.error(key, f"expected {expected} number{'s' if count > 1 else ''}, "
+                                  f"got {len(words)}")
+        for word in words:
+            if not _NUMBER.fullmatch(word):
+                problem = "is not finite" if _is_non_finite(word) else "is not a number"
+                raise self.error(key, f'"{word}" {problem}')
+        numbers = np.array([float(word) for word in words])
+        if not np.all(np.isfinite(numbers)):
+            raise self.error(key, "number out of double range")
+        return numbers
+
+    def number(self, key: str, default: float | None = None) -> float:
+        fallback = None if default is None else (default,)
+        return float(self.numbers(key, 1, fallback)[0])
+
+    def integers(self, key: str, count: int, default) -> list[int]:
+        value = self.values.get(key)
+        if value is None:
+            return list(default)
+        words = value.text.split()
+        if len(words) != count:
+            raise self.error(key, f"expected {count} integer{'s' if count > 1 else ''}, "
+                                  f"got {len(words)}")
+        for word in words:
+            if not _INTEGER.fullmatch(word):
+                raise self.error(key, f'"{word}" is not an integer')
+        return [int(word) for word in words]
+
+    def integer(self, key: str, default: int) -> int:
+        return self.integers(key, 1, (default,))[0]
+
+    def keyword(self, key: str, choices: tuple[str, ...], default: str) -> str:
+        text = self.text(key)
+        if text is None:
+            return default
+        if text not in choices:
+            raise self.error(key, f"expected one of {', '.join(choices)}")
+        return text
+
+    def boolean(self, key: str, default: bool) -> bool:
+        return self.keyword(key, ("false", "true"), "true" if default else "false") == "true"
+
+
+def _is_non_finite(word: str) -> bool:
+    """True for nan/inf spellings, which are rejected with their own message."""
+    return word.lower().lstrip("+-") in ("nan", "inf", "infinity")
+
+
+def _own_values(node: Node) -> dict[str, Value]:
+    source = node.source()
+    return {key: Value(text, source) for key, text in node.element.attrib.items()}
+
+
+def own_attributes(node: Node) -> Attributes:
+    """The element's own attributes (for elements that take no defaults)."""
+    return Attributes(_own_values(node), node.source())
+
+
+def merge_values(base: dict[str, Value], own: dict[str, Value], kind: str) -> dict[str, Value]:
+    """``own`` over a copy of ``base`` with MuJoCo's rules for orientation and partial vectors."""
+    merged = dict(base)
+    if any(key in own for key in ORIENTATION):
+        for key in ORIENTATION:
+            merged.pop(key, None)
+    for key, value in own.items():
+        if key in ("name", "class"):
+            continue
+        if (kind, key) in PARTIAL and key in merged:
+            words = value.text.split()
+            old = merged[key].text.split()
+            value = Value(" ".join(words + old[len(words):]), value.source)
+        merged[key] = value
+    return merged
+
+
+# -- compiler settings ------------------------------------------------------------------
+
+
+@dataclass
+class Compiler:
+    """The ``<compiler>`` settings that matter for the tree, with MuJoCo's defaults."""
+
+    degree: bool = True
+    eulerseq: str = "xyz"
+    autolimits: bool = True
+    inertiafromgeom: str = "auto"
+    inertiagrouprange: tuple[int, int] = (0, 5)
+    boundmass: float = 0.0
+    boundinertia: float = 0.0
+    balanceinertia: bool = False
+    settotalmass: float = -1.0
+    alignfree: bool = False
+    fitaabb: bool = False
+    strippath: bool = False
+    meshdir: str = ""
+
+    def read(self, node: Node) -> None:
+        """Apply one ``<compiler>`` element (later elements override earlier ones)."""
+        attrs = own_attributes(node)
+        if attrs.text("coordinate", "local") == "global":
+            raise attrs.error("coordinate", "global coordinates are not supported by MuJoCo")
+        attrs.keyword("coordinate", ("local", "global"), "local")
+        self.degree = attrs.keyword("angle", ("radian", "degree"),
+                                    "degree" if self.degree else "radian") == "degree"
+        sequence = attrs.text("eulerseq", self.eulerseq)
+        if len(sequence) != 3 or any(c not in "xyzXYZ" for c in sequence):
+            raise attrs.error("eulerseq", "expected 3 letters from x, y, z, X, Y, Z")
+        self.eulerseq = sequence
+        self.autolimits = attrs.boolean("autolimits", self.autolimits)
+        self.inertiafromgeom = attrs.keyword("inertiafromgeom", ("false", "true", "auto"),
+                                             self.inertiafromgeom)
+        self.inertiagrouprange = tuple(attrs.integers("inertiagrouprange", 2,
+                                                      self.inertiagrouprange))
+        self.boundmass = attrs.number("boundmass", self.boundmass)
+        self.boundinertia = attrs.number("boundinertia", self.boundinertia)
+        self.balanceinertia = attrs.boolean("balanceinertia", self.balanceinertia)
+        self.settotalmass = attrs.number("settotalmass", self.settotalmass)
+        self.alignfree = attrs.boolean("alignfree", self.alignfree)
+        self.fitaabb = attrs.boolean("fitaabb", self.fitaabb)
+        self.strippath = attrs.boolean("strippath", self.strippath)
+        if attrs.has("assetdir"):
+            self.meshdir = attrs.text("assetdir")
+        if attrs.has("meshdir"):
+            self.meshdir = attrs.text("meshdir")
+
+    def in_inertia_group(self, group: int) -> bool:
+        return self.inertiagrouprange[0] <= group <= self.inertiagrouprange[1]
+
+
+# -- defaults -----------------------------------------------------------------------------
+
+
+@dataclass
+class DefaultClass:
+    """A default class: per element kind, the attribute values it sets."""
+
+    name: str
+    values: dict[str, dict[str, Value]] = field(default_factory=dict)
+
+    def child(self, name: str) -> "DefaultClass":
+        return DefaultClass(name, {kind: dict(v) for kind, v in self.values.items()})
+
+    def resolve(self, kind: str, node: Node) -> Attributes:
+        """Attributes of ``node`` (a ``kind`` element) over this class's values."""
+        return Attributes(merge_values(self.values.get(kind, {}), _own_values(node), kind),
+                          node.source())
+
+
+class Defaults:
+    """All default classes by name, read from the ``<default>`` sections in order."""
+
+    def __init__(self):
+        self.classes: dict[str, DefaultClass] = {"main": DefaultClass("main")}
+
+    @property
+    def main(self) -> DefaultClass:
+        return self.classes["main"]
+
+    def read_top(self, node: Node) -> None:
+        name = node.get("class")
+        if name is not None and name != "main":
+            raise node.error('the top-level default class is "main" and cannot be renamed')
+        self._read(node, self.main)
+
+    def _read(self, node: Node, target: DefaultClass) -> None:
+        for child in node.children:
+            kind = DEFAULT_KINDS.get(child.tag)
+            if kind is not None:
+                target.values[kind] = merge_values(target.values.get(kind, {}),
+                                                   _own_values(child), kind)
+        for child in node.children:
+            if child.tag != "default":
+                continue
+            name = child.get("class")
+            if not name:
+                raise child.error("a nested default needs a non-empty class attribute")
+            if name in self.classes:
+                raise child.error(f'repeated default class name "{name}"')
+            self.classes[name] = target.child(name)
+            self._read(child, self.classes[name])
+
+    def find(self, name: str, node: Node, key: str = "class") -> DefaultClass:
+        found = self.classes.get(name)
+        if found is None:
+            raise node.error(f'{key}="{name}": unknown default class')
+        return found
+
+
+# -- the body tree --------------------------------------------------------------------
+
+Pose = tuple  # (pos (3,), quat (4,))
+IDENTITY_POSE: Pose = (np.zeros(3), geo.IDENTITY_QUAT)
+
+
+@dataclass
+class JointBuild:
+    """A compiled joint: type, anchor and axis in the body frame, limits in q units."""
+
+    node: Node
+    kind: str
+    pos: np.ndarray
+    axis: np.ndarray
+    ref: float = 0.0
+    limited: bool = False
+    range: tuple[float, float] = (0.0, 0.0)
+    armature: float = 0.0
+    align: str = "auto"
+    name: str = ""
+
+
+@dataclass
+class Inertial:
+    """MuJoCo's body inertial: mass, frame (ipos, iquat) and principal moments."""
+
+    mass: float
+    pos: np.ndarray
+    rotation: np.ndarray  # (3, 3) principal axes in the body frame (columns)
+    moments: np.ndarray  # (3,)
+
+    def properties(self) -> geo.MassProperties:
+        return geo.MassProperties(self.mass, self.pos,
+                                  self.rotation @ np.diag(self.moments) @ self.rotation.T)
+
+
+@dataclass
+class BodyBuild:
+    """A body being compiled: pose, joints, geoms and inertia (id = MuJoCo's body id)."""
+
+    node: Node | None
+    id: int
+    parent: "BodyBuild | None"
+    pose: Pose  # in the parent body's frame, frames included
+    own_pose: Pose  # from the body's own attributes (MuJoCo's placeholder inertial frame)
+    name: str = ""
+    mocap: bool = False
+    joints: list[JointBuild] = field(default_factory=list)
+    geoms: list[tuple[Attributes, Pose | None]] = field(default_factory=list)
+    inertial: Inertial | None = None  # explicit <inertial>
+    children: list["BodyBuild"] = field(default_factory=list)
+    inertia: Inertial | None = None  # compiled
+
+    @property
+    def static(self) -> bool:
+        """Welded to the world: no joints here or in any ancestor."""
+        body = self
+        while body is not None and body.id > 0:
+            if body.joints:
+                return False
+            body = body.parent
+        return True
+
+    def source(self) -> SourceRef:
+        if self.node is None:
+            return SourceRef()
+        return self.node.source()
+
+
+@dataclass
+class MeshAsset:
+    """A ``<mesh>`` asset; its file is checked at once, read on first use."""
+
+    node: Node
+    name: str
+    path: str | None
+    attrs: Attributes
+    data: geo.MeshInertia | None = None
+
+
+class _Builder:
+    """Reads the sections of one document and assembles the TreeDescription."""
+
+    def __init__(self, root: Node, path: str):
+        if root.tag != "mujoco":
+            raise ParseError(f"root element is <{root.tag}>, expected <mujoco>", path,
+                             root.line)
+        self.root = root
+        self.path = path
+        self.model_dir = os.path.dirname(os.path.abspath(path))
+        self.compiler = Compiler()
+        self.defaults = Defaults()
+        self.gravity = np.array(GRAVITY)
+        self.gravity_disabled = False
+        self.ignored: Counter[str] = Counter()
+        self.meshes: dict[str, MeshAsset] = {}
+        self.hfields: dict[str, np.ndarray] = {}
+        self.bodies: list[BodyBuild] = []
+        self.suffix = ""  # name suffix inside <replicate> copies
+
+    # -- sections --
+
+    def build(self) -> TreeDescription:
+        """Read every section in MuJoCo's order and compile the tree."""
+        sections: dict[str, list[Node]] = {tag: [] for tag in SECTION_ORDER}
+        for node in self.root.children:
+            if node.tag not in sections:
+                raise node.error(f"unknown element <{node.tag}> in <mujoco>")
+            sections[node.tag].append(node)
+        for node in sections["compiler"]:
+            self.compiler.read(node)
+        for node in sections["option"]:
+            self._option(node)
+        for tag in ("size", "visual", "statistic", "extension", "custom"):
+            self.ignored[tag] += len(sections[tag])
+        for node in sections["default"]:
+            self.defaults.read_top(node)
+        for node in sections["asset"]:
+            self._asset(node)
+        for tag in COUNTED_SECTIONS:
+            for node in sections[tag]:
+                self.ignored[tag] += len(node.children)
+        world = BodyBuild(None, 0, None, IDENTITY_POSE, IDENTITY_POSE, name=WORLD)
+        self.bodies.append(world)
+        for node in sections["worldbody"]:
+            if node.element.attrib:
+                raise node.error("<worldbody> cannot have attributes")
+            self._contents(node, world, None, self.defaults.main)
+        for attrs, _frame in world.geoms:
+            _GeomCompiler(self, attrs).validate()
+        self._name_bodies_and_joints()
+        self._actuator_armature(sections["tendon"], sections["actuator"])
+        for body in self.bodies[1:]:
+            body.inertia = self._body_inertia(body)
+        self._check_moving_bodies()
+        self._scale_total_mass()
+        return self._description()
+
+    def _option(self, node: Node) -> None:
+        """``gravity``, and the ``<flag gravity>`` switch (the last one given wins)."""
+        attrs = own_attributes(node)
+        self.gravity = attrs.numbers("gravity", 3, self.gravity)
+        for child in node.children:
+            if child.tag == "flag":
+                flags = own_attributes(child)
+                state = "disable" if self.gravity_disabled else "enable"
+                state = flags.keyword("gravity", ("enable", "disable"), state)
+                self.gravity_disabled = state == "disable"
+
+    def _asset(self, section: Node) -> None:
+        """Meshes and height fields are kept; other assets are counted as ignored."""
+        for node in section.children:
+            if node.tag == "mesh":
+                self._mesh_asset(node)
+            elif node.tag == "hfield":
+                attrs = own_attributes(node)
+                name = attrs.text("name") or Path(attrs.text("file", "")).stem
+                self.hfields[name] = attrs.numbers("size", 4)
+            else:
+                self.ignored[node.tag] += 1
+
+    def _mesh_asset(self, node: Node) -> None:
+        """Register a mesh (name defaults to the file's stem); its file must exist."""
+        own = own_attributes(node)
+        cls = self.defaults.find(own.text("class"), node) if own.has("class") \
+            else self.defaults.main
+        attrs = cls.resolve("mesh", node)
+        file = attrs.text("file")
+        name = node.get("name") or (Path(file).stem if file else "")
+        if not name:
+            raise node.error("a mesh needs a name or a file")
+        if name in self.meshes:
+            raise node.error(f'repeated mesh name "{name}" (first at line '
+                             f"{self.meshes[name].node.line})")
+        path = self._mesh_path(node, file) if file else None
+        self.meshes[name] = MeshAsset(node, name, path, attrs)
+
+    def _mesh_path(self, node: Node, file: str) -> str:
+        """MuJoCo's lookup: absolute file; absolute meshdir; model dir / meshdir / file."""
+        if self.compiler.strippath:
+            file = os.path.basename(file)
+        if os.path.isabs(file):
+            path = file
+        elif os.path.isabs(self.compiler.meshdir):
+            path = os.path.join(self.compiler.meshdir, file)
+        else:
+            path = os.path.join(self.model_dir, self.compiler.meshdir, file)
+        if not os.path.isfile(path):
+            raise node.error(f'mesh file "{file}" not found (looked for {path})')
+        return path
+
+    # -- kinematic tree --
+
+    def _contents(self, node: Node, body: BodyBuild, frame: Pose | None,
+                  cls: DefaultClass) -> None:
+        """Read the children of a body or frame ``node`` into ``body``."""
+        for child in node.children:
+            tag = child.tag
+            own_class = self.defaults.find(child.get("class"), child) \
+                if child.get("class") is not None else None
+            element_class = own_class or cls
+            if tag == "body":
+                self._body(child, body, frame, element_class)
+            elif tag == "frame":
+                self._frame(child, body, frame, element_class)
+            elif tag == "replicate":
+                self._replicate(child, body, frame, element_class)
+            elif tag == "joint":
+                self._joint(child, body, frame, element_class.resolve("joint", child))
+            elif tag == "freejoint":
+                self._freejoint(child, body)
+            elif tag == "geom":
+                attrs = element_class.resolve("geom", child)
+                body.geoms.append((attrs, frame))
+            elif tag == "inertial":
+                self._inertial(child, body, frame)
+            elif tag in IGNORED_BODY_ELEMENTS:
+                self.ignored[tag] += 1
+            elif tag in UNSUPPORTED_BODY_ELEMENTS:
+                raise child.error(f"<{tag}> is not supported")
+            else:
+                raise child.error(f"unknown element <{tag}> in <{node.tag}>")
+
+    def _childclass(self, node: Node, cls: DefaultClass) -> DefaultClass:
+        name = node.get("childclass")
+        return cls if name is None else self.defaults.find(name, node, "childclass")
+
+    def _frame(self, node: Node, body: BodyBuild, frame: Pose | None,
+               cls: DefaultClass) -> None:
+        """A ``<frame>``: its pose composes into everything it contains."""
+        attrs = own_attributes(node)
+        pose = (attrs.numbers("pos", 3, (0.0, 0.0, 0.0)), self._orientation(attrs))
+        inner = geo.compose(frame, pose) if frame is not None else pose
+        self._contents(node, body, inner, self._childclass(node, cls))
+
+    def _replicate(self, node: Node, body: BodyBuild, frame: Pose | None,
+                   cls: DefaultClass) -> None:
+        """``count`` copies of the contents, each offset and turned from the previous one.
+
+        Copy i sits at ``euler_quat(i * euler)`` and at the previous copy's position plus
+        the previous copy's rotation applied to ``offset``. Names get ``sep`` and the copy
+        number zero-padded to the digits of ``count``; inner replicates' suffixes come
+        first.
+        """
+        attrs = own_attributes(node)
+        if not attrs.has("count"):
+            raise node.error("required attribute count is missing")
+        count = attrs.integer("count", 0)
+        if count < 0:
+            raise attrs.error("count", "count cannot be negative")
+        offset = attrs.numbers("offset", 3, (0.0, 0.0, 0.0))
+        euler = attrs.numbers("euler", 3, (0.0, 0.0, 0.0))
+        for child in node.children:
+            if child.tag in ("joint", "freejoint"):
+                raise child.error("joints cannot be direct children of <replicate>; wrap them "
+                                  "in a <body>")
+        inner_class = self._childclass(node, cls)
+        outer_suffix = self.suffix
+        pos = np.zeros(3)
+        width = len(str(max(count, 1)))
+        for i in range(count):
+            quat = geo.euler_quat(i * euler, self.compiler.eulerseq, self.compiler.degree)
+            pose = (pos, quat)
+            self.suffix = f"{attrs.text('sep', '')}{i:0{width}d}{outer_suffix}"
+            self._contents(node, body, geo.compose(frame, pose) if frame is not None else pose,
+                           inner_class)
+            pos = pos + geo.quat_matrix(quat) @ offset
+        self.suffix = outer_suffix
+
+    def _named(self, name: str) -> str:
+        """An element's name inside the current replicate copies ("" stays unnamed)."""
+        return name + self.suffix if name else ""
+
+    def _body(self, node: Node, parent: BodyBuild, frame: Pose | None,
+              cls: DefaultClass) -> None:
+        """A child ``<body>``, numbered depth-first, with its contents."""
+        attrs = own_attributes(node)
+        own_pose = (attrs.numbers("pos", 3, (0.0, 0.0, 0.0)), self._orientation(attrs))
+        pose = geo.compose(frame, own_pose) if frame is not None else own_pose
+        body = BodyBuild(node, len(self.bodies), parent, pose, own_pose,
+                         name=self._named(attrs.text("name", "")),
+                         mocap=attrs.boolean("mocap", False))
+        self.bodies.append(body)
+        parent.children.append(body)
+        self._contents(node, body, None, self._childclass(node, cls))
+        self._check_joints(body)
+
+    def _orientation(self, attrs: Attributes) -> np.ndarray:
+        """Unit quaternion of an element's orientation attributes (identity if none)."""
+        given = [key for key in ORIENTATION if attrs.has(key)]
+        if len(given) > 1:
+            raise attrs.error(given[1], f"only one orientation attribute is allowed "
+                                        f"(also given: {given[0]})")
+        if not given:
+            return geo.IDENTITY_QUAT
+        key = given[0]
+        try:
+            if key == "quat":
+                quat = attrs.numbers("quat", 4)
+                if not np.any(quat):
+                    raise attrs.error("quat", "zero quaternion")
+                return geo.normalized(quat)
+            if key == "axisangle":
+                return geo.axisangle_quat(attrs.numbers(key, 4), self.compiler.degree)
+            if key == "euler":
+                return geo.euler_quat(attrs.numbers(key, 3), self.compiler.eulerseq,
+                                      self.compiler.degree)
+            if key == "xyaxes":
+                return geo.xyaxes_quat(attrs.numbers(key, 6))
+            return geo.zaxis_quat(attrs.numbers(key, 3))
+        except geo.GeometryError as error:
+            raise attrs.error(key, str(error)) from None
+
+    def _joint(self, node: Node, body: BodyBuild, frame: Pose | None,
+               attrs: Attributes) -> None:
+        """A ``<joint>`` (defaults applied): anchor and axis in the body frame, q units."""
+        if body.id == 0:
+            raise node.error("the world body cannot have joints")
+        kind = attrs.keyword("type", JOINT_TYPES, "hinge")
+        pos = attrs.numbers("pos", 3, (0.0, 0.0, 0.0))
+        axis = attrs.numbers("axis", 3, (0.0, 0.0, 1.0))
+        if frame is not None:
+            rotation = geo.quat_matrix(frame[1])
+            pos, axis = frame[0] + rotation @ pos, rotation @ axis
+        if kind in ("hinge", "slide"):
+            try:
+                axis = geo.normalized(axis)
+            except geo.GeometryError:
+                raise attrs.error("axis", "axis has zero length") from None
+        ref = attrs.number("ref", 0.0)
+        joint = JointBuild(node, kind, pos if kind != "free" else np.zeros(3), axis,
+                           ref=math.radians(ref) if kind == "hinge" and self.compiler.degree
+                           else ref,
+                           armature=attrs.number("armature", 0.0),
+                           name=self._named(node.get("name", "")))
+        if kind != "free":
+            self._limits(joint, attrs)
+        body.joints.append(joint)
+
+    def _limits(self, joint: JointBuild, attrs: Attributes) -> None:
+        """MuJoCo's limit rules; the range is converted to radians for hinge and ball joints."""
+        low, high = attrs.numbers("range", 2, (0.0, 0.0))
+        limited = attrs.keyword("limited", ("false", "true", "auto"), "auto")
+        has_range = not (low == 0 and high == 0)
+        if limited == "auto" and not self.compiler.autolimits and has_range:
+            raise attrs.error("range", 'a range needs limited="true" or "false" when the '
+                                       'compiler has autolimits="false"')
+        joint.limited = limited == "true" or (limited == "auto" and low < high)
+        if not joint.limited:
+            return
+        if joint.kind != "ball" and low >= high:
+            raise attrs.error("range", "range[0] must be smaller than range[1] for a "
+                                       "limited joint") if attrs.has("range") \
+                else joint.node.error("a limited joint needs a range")
+        if joint.kind == "ball" and low != 0:
+            raise attrs.error("range", "range[0] must be 0 for a ball joint")
+        if self.compiler.degree and joint.kind in ("hinge", "ball"):
+            low, high = math.radians(low), math.radians(high)
+        joint.range = (low, high)
+
+    def _freejoint(self, node: Node, body: BodyBuild) -> None:
+        """A ``<freejoint>``: a free joint that takes no defaults (armature 0)."""
+        if body.id == 0:
+            raise node.error("the world body cannot have joints")
+        attrs = own_attributes(node)
+        attrs.integer("group", 0)
+        align = attrs.keyword("align", ("false", "true", "auto"), "auto")
+        body.joints.append(JointBuild(node, "free", np.zeros(3), np.array([0.0, 0.0, 1.0]),
+                                      align=align, name=self._named(attrs.text("name", ""))))
+
+    def _check_joints(self, body: BodyBuild) -> None:
+        """MuJoCo's joint rules: free alone in a top-level body, <= 6 dofs, no ball+rotation."""
+        kinds = [joint.kind for joint in body.joints]
+        if "free" in kinds:
+            free = body.joints[kinds.index("free")]
+            if len(kinds) > 1:
+                raise free.node.error("a free joint must be the only joint of its body")
+            if body.parent.id != 0:
+                raise free.node.error("a free joint is allowed only in a child of the world "
+                                      "body (a top-level body)")
+        dofs = sum({"free": 6, "ball": 3}.get(kind, 1) for kind in kinds)
+        if dofs > 6:
+            raise body.node.error(f"body has {dofs} degrees of freedom; at most 6 are allowed")
+        for i, joint in enumerate(body.joints):
+            if joint.kind in ("ball", "hinge") and "ball" in kinds[:i]:
+                raise joint.node.error("a ball joint cannot be followed by another rotational "
+                                       "joint in the same body")
+        if body.mocap and (body.joints or body.parent.id != 0):
+            raise body.node.error("a mocap body must be a child of the world without joints")
+
+    def _inertial(self, node: Node, body: BodyBuild, frame: Pose | None) -> None:
+        """An explicit ``<inertial>``; ``fullinertia`` is diagonalised like MuJoCo does."""
+        if body.id == 0:
+            raise node.error("the world body cannot have an inertial")
+        attrs = own_attributes(node)
+        pos = attrs.numbers("pos", 3)
+        mass = attrs.number("mass")
+        if attrs.has("fullinertia"):
+            if attrs.has("diaginertia"):
+                raise attrs.error("fullinertia", "fullinertia and diaginertia cannot both be "
+                                                 "given")
+            given = [key for key in ORIENTATION if attrs.has(key)]
+            if given:
+                raise attrs.error(given[0], "fullinertia and an inertial orientation cannot "
+                                            "both be given")
+            xx, yy, zz, xy, xz, yz = attrs.numbers("fullinertia", 6)
+            moments, rotation = _principal(np.array([[xx, xy, xz], [xy, yy, yz],
+                                                     [xz, yz, zz]]))
+            if moments[2] < geo.EPS and self.compiler.boundinertia <= 0:
+                raise attrs.error("fullinertia", "inertia must have positive eigenvalues")
+        else:
+            moments = attrs.numbers("diaginertia", 3, (0.0, 0.0, 0.0))
+            rotation = geo.quat_matrix(self._orientation(attrs))
+        if frame is not None:
+            frame_rotation = geo.quat_matrix(frame[1])
+            pos, rotation = frame[0] + frame_rotation @ pos, frame_rotation @ rotation
+        body.inertial = Inertial(mass, pos, rotation, moments)
+
+    # -- names --
+
+    def _name_bodies_and_joints(self) -> None:
+        """MuJoCo names, unique per kind; unnamed ones get ``body<id>`` / ``joint<id>``."""
+        self._unique_names([(b.name, b) for b in self.bodies[1:]], "body",
+                           reserved={WORLD: self.bodies[0]})
+        joints = [joint for body in self.bodies for joint in body.joints]
+        self._unique_names([(j.name, j) for j in joints], "joint", reserved={})
+
+    @staticmethod
+    def _unique_names(items, prefix: str, reserved: dict) -> None:
+        """Check named items are unique, then name the unnamed ``<prefix><id>`` (+ ``_``)."""
+        taken = dict(reserved)
+        for name, item in items:
+            if not name:
+                continue
+            if name in taken:
+                first = taken[name]
+                line = first.node.line if first.node is not None else 0
+                raise item.node.error(f'repeated {prefix} name "{name}"'
+                                      + (f" (first at line {line})" if line else ""))
+            taken[name] = item
+        for index, (name, item) in enumerate(items, start=1 if prefix == "body" else 0):
+            if name:
+                continue
+            candidate = f"{prefix}{index}"
+            while candidate in taken:
+                candidate += "_"
+            item.name = candidate
+            taken[candidate] = item
+
+    # -- armature from actuators and tendons --
+
+    def _actuator_armature(self, tendons: list[Node], actuators: list[Node]) -> None:
+        """Joint armature contributed by actuators (armature * gear^2) and fixed tendons."""
+        joints = {joint.name: joint for body in self.bodies for joint in body.joints}
+        tendon_info: dict[str, tuple] = {}
+        for section in tendons:
+            for node in section.children:
+                name, *info = self._tendon(node, joints)
+                tendon_info[name] = tuple(info)
+        extra_tendon: Counter[str] = Counter()
+        for section in actuators:
+            for node in section.children:
+                self._one_actuator(node, joints, tendon_info, extra_tendon)
+        for name, (node, path, armature) in tendon_info.items():
+            total = armature + extra_tendon[name]
+            if total == 0:
+                continue
+            if path is None or len(path) != 1:
+                raise node.error("armature on a tendon that spans several joints (or a spatial "
+                                 "tendon) couples joints and is not supported")
+            joint, coef = path[0]
+            joints[joint].armature += total * coef * coef
+
+    def _tendon(self, node: Node, joints: dict[str, JointBuild]):
+        """(name, node, [(joint, coef)] or None for spatial, armature) of one tendon."""
+        cls = self.defaults.find(node.get("class"), node) if node.get("class") is not None \
+            else self.defaults.main
+        attrs = cls.resolve("tendon", node)
+        armature = attrs.number("armature", 0.0)
+        name = node.get("name", "")
+        path = None
+        if node.tag == "fixed":
+            path = []
+            for child in node.children:
+                if child.tag == "joint":
+                    entry = own_attributes(child)
+                    joint = entry.text("joint", "")
+                    if armature and joint not in joints:
+                        raise child.error(f'unknown joint "{joint}"')
+                    path.append((joint, entry.number("coef", 1.0)))
+        return name, node, path, armature
+
+    def _one_actuator(self, node: Node, joints: dict[str, JointBuild],
+                      tendons: dict, extra_tendon: Counter) -> None:
+        """Add one actuator's ``armature * gear[0]^2`` to its joint or tendon."""
+        if node.tag not in ACTUATOR_TAGS or node.tag == "plugin":
+            return
+        cls = self.defaults.find(node.get("class"), node) if node.get("class") is not None \
+            else self.defaults.main
+        attrs = cls.resolve("actuator", node)
+        armature = attrs.number("armature", 0.0)
+        if armature == 0:
+            return
+        gear = attrs.numbers("gear", 6, (1.0, 0, 0, 0, 0, 0), exact=False)[0]
+        target = attrs.text("joint") or attrs.text("jointinparent")
+        if target is not None:
+            if target not in joints:
+                raise node.error(f'unknown joint "{target}"')
+            joints[target].armature += armature * gear * gear
+        elif attrs.has("tendon") and attrs.text("tendon") in tendons:
+            extra_tendon[attrs.text("tendon")] += armature * gear * gear
+        else:
+            raise node.error("actuator armature is supported for joint and fixed-tendon "
+                             "transmissions only")
+
+    # -- inertia --
+
+    def _body_inertia(self, body: BodyBuild) -> Inertial:
+        """The body's compiled inertial (MuJoCo's inertiafromgeom, bounds and checks)."""
+        mode = self.compiler.inertiafromgeom
+        explicit = body.inertial is not None
+        infer = not explicit or mode == "true"
+        parts = [part for attrs, frame in body.geoms
+                 if (part := self._geom_inertial(body, attrs, frame, infer)) is not None]
+        inertial = body.inertial
+        if (mode == "true" or (mode == "auto" and not explicit)) and parts:
+            inertial = _inertial_of(parts)
+        if inertial is None:
+            inertial = Inertial(0.0, body.own_pose[0], geo.quat_matrix(body.own_pose[1]),
+                                np.zeros(3))
+        return self._bounded(body, inertial)
+
+    def _bounded(self, body: BodyBuild, inertial: Inertial) -> Inertial:
+        """boundmass/boundinertia, sign checks and A + B >= C (or balanceinertia)."""
+        mass = max(inertial.mass, self.compiler.boundmass)
+        moments = np.maximum(inertial.moments, self.compiler.boundinertia)
+        if mass < 0 or np.any(moments < 0):
+            raise body.node.error("mass and inertia cannot be negative")
+        a, b, c = moments
+        slack = 1e-12 * max(a, b, c)
+        if a + b < c - slack or a + c < b - slack or b + c < a - slack:
+            if not self.compiler.balanceinertia:
+                raise body.node.error(f"principal moments of inertia {a:g}, {b:g}, {c:g} "
+                                      "violate A + B >= C (compiler balanceinertia averages "
+                                      "them)")
+            moments = np.full(3, moments.sum() / 3)
+        return Inertial(mass, inertial.pos, inertial.rotation, moments)
+
+    def _geom_inertial(self, body: BodyBuild, attrs: Attributes, frame: Pose | None,
+                       infer: bool) -> Inertial | None:
+        """A geom's inertial in the body frame when it counts for the body's inertia."""
+        geom = _GeomCompiler(self, attrs)
+        if geom.kind in ("plane", "hfield") and not (body.static or body.mocap):
+            raise attrs.error("type", f"{geom.kind} geoms are allowed only in static bodies")
+        group = attrs.integer("group", 0)
+        if not (infer and self.compiler.in_inertia_group(group)):
+            geom.validate()
+            return None
+        part = geom.inertial()
+        if part is None or part.mass <= geo.EPS:
+            return None
+        if frame is None:
+            return part
+        rotation = geo.quat_matrix(frame[1])
+        return Inertial(part.mass, frame[0] + rotation @ part.pos, rotation @ part.rotation,
+                        part.moments)
+
+    def _check_moving_bodies(self) -> None:
+        """MuJoCo: a body with joints needs mass and inertia, itself or in a welded descendant."""
+        def valid(body: BodyBuild) -> bool:
+            inertia = body.inertia
+            if inertia.mass >= geo.MINVAL and np.all(inertia.moments >= geo.MINVAL):
+                return True
+            return any(valid(child) for child in body.children if not child.joints)
+
+        for body in self.bodies[1:]:
+            if body.joints and not valid(body):
+                raise body.node.error("a moving body needs positive mass and inertia (add "
+                                      "geoms, an <inertial>, or compiler boundmass/"
+                                      "boundinertia)")
+
+    def _scale_total_mass(self) -> None:
+        """settotalmass: scale every body's mass and inertia to the given total."""
+        target = self.compiler.settotalmass
+        if target <= 0:
+            return
+        total = sum(body.inertia.mass for body in self.bodies[1:])
+        scale = max(geo.MINVAL, target / max(geo.MINVAL, total))
+        for body in self.bodies[1:]:
+            inertia = body.inertia
+            body.inertia = Inertial(inertia.mass * scale, inertia.pos, inertia.rotation,
+                                    inertia.moments * scale)
+
+    def mesh(self, name: str, attrs: Attributes) -> geo.MeshInertia:
+        """The processed mesh asset ``name`` (loaded on first use)."""
+        asset = self.meshes.get(name)
+        if asset is None:
+            raise attrs.error("mesh", f'unknown mesh "{name}"')
+        if asset.data is None:
+            asset.data = _load_mesh(asset)
+        return asset.data
+
+    # -- description --
+
+    def _description(self) -> TreeDescription:
+        """Links (world, bodies, intermediate joint links) and joints in MuJoCo's order."""
+        links = [LinkSpec(WORLD, Inertia.zero(), SourceRef(self.path, 0, "worldbody"),
+                          has_inertial=False)]
+        joints: list[JointSpec] = []
+        for body in self.bodies[1:]:
+            self._align_free(body)
+            links.append(self._link(body))
+        taken = {link.name for link in links}
+        for body in self.bodies[1:]:
+            chain_links, chain_joints = self._joint_chain(body, taken)
+            links.extend(chain_links)
+            joints.extend(chain_joints)
+        return TreeDescription(
+            name=self.root.get("model") or Path(self.path).stem,
+            format="mjcf",
+            links=links,
+            joints=joints,
+            world_link=WORLD,
+            gravity=np.zeros(3) if self.gravity_disabled else np.array(self.gravity, float),
+            source=self.path,
+            ignored={kind: count for kind, count in sorted(self.ignored.items()) if count},
+        )
+
+    def _align_free(self, body: BodyBuild) -> None:
+        """alignfree: a childless free body's frame becomes its inertial frame."""
+        if len(body.joints) != 1 or body.joints[0].kind != "free" or body.children:
+            return
+        align = body.joints[0].align
+        if align == "false" or (align == "auto" and not self.compiler.alignfree):
+            return
+        inertia = body.inertia
+        body.pose = geo.compose(body.pose, (inertia.pos, geo.matrix_quat(inertia.rotation)))
+        body.inertia = Inertial(inertia.mass, np.zeros(3), np.eye(3), inertia.moments)
+
+    def _link(self, body: BodyBuild) -> LinkSpec:
+        """The body's link, carrying its compiled inertia."""
+        props = body.inertia.properties()
+        has_inertial = body.inertial is not None or body.inertia.mass > 0
+        return LinkSpec(body.name, Inertia(props.mass, props.com, props.inertia),
+                        body.source(), has_inertial=has_inertial)
+
+    def _joint_chain(self, body: BodyBuild,
+                     taken: set[str]) -> tuple[list[LinkSpec], list[JointSpec]]:
+        """Intermediate links and the joints from the parent body's link to this body's link.
+
+        Intermediate link names are made unique against ``taken`` (which they join) by
+        appending ``_``.
+        """
+        parent = body.parent.name
+        pos, quat = body.pose
+        rotation = geo.quat_matrix(quat)
+        if not body.joints:
+            return [], [JointSpec(f"{body.name}/weld", "fixed", parent, body.name, rotation,
+                                  pos, source=body.source())]
+        links: list[LinkSpec] = []
+        specs: list[JointSpec] = []
+        previous_link, previous_anchor = parent, None
+        for index, joint in enumerate(body.joints):
+            anchor = joint.pos if joint.kind in ("hinge", "ball") else np.zeros(3)
+            last = index == len(body.joints) - 1
+            child = body.name if last and not np.any(anchor) else f"{body.name}/{joint.name}"
+            if child != body.name:
+                while child in taken:
+                    child += "_"
+                taken.add(child)
+                links.append(LinkSpec(child, Inertia.zero(), joint.node.source(),
+                                      has_inertial=False))
+            if previous_anchor is None:
+                placement = (rotation, pos + rotation @ anchor)
+                if joint.kind == "free":
+                    placement = (np.eye(3), np.zeros(3))
+            else:
+                placement = (np.eye(3), anchor - previous_anchor)
+            specs.append(self._joint_spec(joint, body, previous_link, child, placement))
+            previous_link, previous_anchor = child, anchor
+        if previous_link != body.name:
+            specs.append(JointSpec(f"{body.name}/anchor", "fixed", previous_link, body.name,
+                                   np.eye(3), -previous_anchor, source=body.source()))
+        return links, specs
+
+    def _joint_spec(self, joint: JointBuild, body: BodyBuild, parent: str, child: str,
+                    placement) -> JointSpec:
+        """The JointSpec of one MuJoCo joint placed in ``parent`` at ``placement``."""
+        lower, upper = (joint.range if joint.limited and joint.kind in ("hinge", "slide")
+                        else (-math.inf, math.inf))
+        if joint.kind == "free":
+            neutral = np.concatenate([body.pose[0], body.pose[1]])
+        elif joint.kind == "ball":
+            neutral = geo.IDENTITY_QUAT.copy()
+        else:
+            neutral = np.array([joint.ref])
+        return JointSpec(
+            name=joint.name,
+            type=ENGINE_TYPE[joint.kind],
+            parent=parent,
+            child=child,
+            rotation=placement[0],
+            translation=placement[1],
+            axis=joint.axis if joint.kind in ("hinge", "slide") else np.array([0.0, 0.0, 1.0]),
+            ref=joint.ref if joint.kind in ("hinge", "slide") else 0.0,
+            armature=joint.armature,
+            lower=lower,
+            upper=upper,
+            neutral=neutral,
+            source=joint.node.source(),
+        )
+
+
+# -- geoms ------------------------------------------------------------------------------
+
+
+class _GeomCompiler:
+    """One geom's shape, pose and mass as MuJoCo's compiler derives them."""
+
+    def __init__(self, builder: _Builder, attrs: Attributes):
+        self.builder = builder
+        self.attrs = attrs
+        self.kind = attrs.keyword("type", GEOM_TYPES, "sphere")
+        self.size = attrs.numbers("size", 3, (0.0, 0.0, 0.0), exact=False)
+        if len(self.size) < 3:
+            self.size = np.concatenate([self.size, np.zeros(3 - len(self.size))])
+        self.shell = attrs.boolean("shellinertia", False)
+
+    def validate(self) -> None:
+        """Checks that do not need the mesh: shape attributes, pose and sizes."""
+        self._shape_and_pose(load_mesh=False)
+
+    def _shape_and_pose(self, load_mesh: bool):
+        """(size, pose, mesh or None): fromto, orientation, mesh fit; sizes checked."""
+        attrs = self.attrs
+        size = self.size.copy()
+        pos = attrs.numbers("pos", 3, (0.0, 0.0, 0.0))
+        quat = self.builder._orientation(attrs)
+        mesh_name = attrs.text("mesh")
+        if self.kind in ("mesh", "sdf") and not mesh_name:
+            raise attrs.error("type", "a mesh geom needs a mesh attribute")
+        if self.kind == "sdf":
+            raise attrs.error("type", "sdf geoms are not supported")
+        if (self.kind == "hfield") != attrs.has("hfield"):
+            raise attrs.error("hfield" if attrs.has("hfield") else "type",
+                              "the hfield attribute goes with (and only with) type hfield")
+        if attrs.has("fromto"):
+            size, pos, quat = self._fromto(size, pos)
+        mesh = None
+        if mesh_name is not None:
+            if attrs.has("fromto"):
+                raise attrs.error("fromto", "fromto cannot be used with a mesh")
+            if self.kind == "mesh" and self.shell:
+                raise attrs.error("shellinertia", "for mesh geoms, shell inertia is set by the "
+                                                  "mesh asset's inertia attribute")
+            if not load_mesh:
+                return size, (pos, quat), None
+            mesh = self.builder.mesh(mesh_name, attrs)
+            size, pos, quat = self._mesh_pose(mesh, size, pos, quat)
+        if self.kind == "hfield":
+            hfield = self.builder.hfields.get(attrs.text("hfield"))
+            if hfield is None:
+                raise attrs.error("hfield", "unknown hfield")
+            size = np.array([hfield[0], hfield[1], 0.25 * hfield[2] + 0.5 * hfield[3]])
+        self._check_size(size)
+        return size, (pos, quat), mesh
+
+    def _fromto(self, size: np.ndarray, pos: np.ndarray):
+        """(size, pos, quat) from ``fromto``: the segment's midpoint, z along from - to."""
+        attrs = self.attrs
+        if self.kind not in ("capsule", "cylinder", "ellipsoid", "box"):
+            raise attrs.error("fromto", "fromto needs a capsule, cylinder, ellipsoid or box")
+        if np.any(pos):
+            raise attrs.error("fromto", "pos and fromto cannot both be given")
+        ends = attrs.numbers("fromto", 6)
+        vector = ends[:3] - ends[3:]
+        half = float(np.linalg.norm(vector)) / 2
+        if half < geo.EPS:
+            raise attrs.error("fromto", "the two points are too close")
+        size = size.copy()
+        size[1] = half
+        if self.kind in ("ellipsoid", "box"):
+            size[2], size[1] = size[1], size[0]
+        return size, (ends[:3] + ends[3:]) / 2, geo.zaxis_quat(vector / (2 * half))
+
+    def _mesh_pose(self, mesh: geo.MeshInertia, size, pos, quat):
+        """Geom pose absorbing the mesh frame; a primitive type is fitted to the mesh."""
+        if self.kind == "mesh":
+            return size, pos, quat
+        fitscale = self.attrs.number("fitscale", 1.0)
+        try:
+            size, center, mesh_quat = geo.fitted_primitive(mesh, self.kind,
+                                                          self.builder.compiler.fitaabb,
+                                                          fitscale)
+        except geo.GeometryError as error:
+            raise self.attrs.error("type", str(error)) from None
+        pos, quat = geo.compose((pos, quat), (center, mesh_quat))
+        return size, pos, quat
+
+    def _check_size(self, size: np.ndarray) -> None:
+        """MuJoCo's size checks: the sizes a primitive uses must be positive."""
+        count = geo.SIZE_COUNT[self.kind]
+        if self.kind == "plane":
+            if size[2] <= 0:
+                raise self._size_error("plane size[2] (grid spacing) must be positive")
+            return
+        for i in range(count):
+            if size[i] <= 0:
+                raise self._size_error(f"size[{i}] must be positive for a {self.kind}")
+
+    def _size_error(self, problem: str) -> ParseError:
+        key = "fromto" if self.attrs.has("fromto") and not self.attrs.has("size") else "size"
+        return self.attrs.error(key, problem)
+
+    def inertial(self) -> Inertial | None:
+        """Mass, pose and principal moments (body frame, before enclosing frames), or None."""
+        attrs = self.attrs
+        size, (pos, quat), mesh = self._shape_and_pose(load_mesh=True)
+        if self.kind == "plane":
+            return None
+        is_mesh = mesh is not None and self.kind == "mesh"
+        volume = mesh.measure if is_mesh else geo.primitive_volume(self.kind, size, self.shell)
+        if attrs.has("mass"):
+            mass = attrs.number("mass")
+            if mass == 0 or volume <= geo.EPS:
+                return None
+            density = mass / volume
+        else:
+            density = attrs.number("density", 1000.0)
+            if density == 0:
+                return None
+            mass = density * volume
+        if mass < 0 or density < 0:
+            raise attrs.error("mass" if attrs.has("mass") else "density",
+                              "mass and density cannot be negative")
+        rotation = geo.quat_matrix(quat)
+        if is_mesh:
+            return Inertial(mass, pos + rotation @ mesh.com,
+                            rotation @ geo.quat_matrix(mesh.quat), density * mesh.principal)
+        moments = geo.primitive_inertia(self.kind, size, mass, self.shell)
+        return Inertial(mass, pos, rotation, moments)
+
+
+def _load_mesh(asset: MeshAsset) -> geo.MeshInertia:
+    """Read and process a mesh asset (file or XML vertices) into its mass properties."""
+    attrs = asset.attrs
+    if attrs.has("builtin"):
+        raise attrs.error("builtin", "procedural (builtin) meshes are not supported")
+    if asset.path is not None:
+        if attrs.has("vertex"):
+            raise attrs.error("vertex", "a mesh takes vertices from a file or from the XML, "
+                                        "not both")
+        try:
+            data = read_mesh_file(asset.path, attrs.text("content_type"))
+        except MeshFileError as error:
+            raise asset.node.error(f'mesh file "{asset.path}": {error}') from None
+    else:
+        data = _xml_mesh(attrs)
+    if len(data.vertices) < 4:
+        raise asset.node.error("a mesh needs at least 4 vertices")
+    mode = attrs.keyword("inertia", geo.MESH_INERTIA_MODES, "legacy")
+    scale = attrs.numbers("scale", 3, (1.0, 1.0, 1.0))
+    refpos = attrs.numbers("refpos", 3, (0.0, 0.0, 0.0))
+    refquat = attrs.numbers("refquat", 4, (1.0, 0.0, 0.0, 0.0))
+    try:
+        return geo.mesh_inertia(data.vertices, data.faces, mode, scale, refpos, refquat)
+    except geo.GeometryError as error:
+        raise asset.node.error(f'mesh "{asset.name}": {error}') from None
+
+
+def _xml_mesh(attrs: Attributes) -> MeshData:
+    """Vertices (float32, like MuJoCo) and faces given in the ``<mesh>`` element itself."""
+    if not attrs.has("vertex"):
+        raise ParseError("a mesh needs a file or a vertex attribute", attrs.owner.file,
+                         attrs.owner.line, attrs.owner.element)
+    words = attrs.text("vertex").split()
+    if len(words) % 3:
+        raise attrs.error("vertex", "the number of values must be a multiple of 3")
+    vertices = attrs.numbers("vertex", len(words)).astype(np.float32).astype(np.float64)
+    faces = np.zeros((0, 3), dtype=np.int64)
+    if attrs.has("face"):
+        face_words = attrs.text("face").split()
+        if len(face_words) % 3:
+            raise attrs.error("face", "the number of values must be a multiple of 3")
+        faces = np.array(attrs.integers("face", len(face_words), ()), dtype=np.int64)
+        faces = faces.reshape(-1, 3)
+        if len(faces) and (faces.min() < 0 or faces.max() >= len(vertices) // 3):
+            raise attrs.error("face", "a face refers to a vertex that does not exist")
+    return MeshData(vertices.reshape(-1, 3), faces)
+
+
+# -- inertia helpers --------------------------------------------------------------------
+
+
+def _principal(inertia: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(moments in decreasing order (3,), principal axes (3, 3) as columns), as MuJoCo."""
+    moments, quat = geo.principal_axes(inertia, geo.BODY_TOLERANCE)
+    return moments, geo.quat_matrix(quat)
+
+
+def _inertial_of(parts: list[Inertial]) -> Inertial:
+    """Body inertial from its geoms: one geom is copied, several are combined."""
+    if len(parts) == 1:
+        return parts[0]
+    total = geo.combine([part.properties() for part in parts])
+    moments, axes = _principal(total.inertia)
+    return Inertial(total.mass, total.com, axes, moments)

@@ -1,0 +1,384 @@
+"""treedyn's MJCF parser against MuJoCo (the reference, test-only).
+
+For every MJCF model gymnasium ships and every fixture in ``fixtures/mjcf``:
+
+* structure: nq, nv, joint names, joint order and joint types equal MuJoCo's; the neutral
+  q equals ``qpos0``; position limits equal ``jnt_range`` of limited hinges and slides;
+* inertia: every body's mass, centre of mass and rotational inertia equal MuJoCo's
+  ``body_mass``, ``body_ipos`` and ``body_iquat``/``body_inertia`` (relative 1e-9), and the
+  total mass equals ``sum(body_mass)``;
+* dynamics, at random states (unit quaternions for free and ball joints, hinges and
+  slides within their limits, normal velocities and accelerations): M equals
+  ``mj_fullM`` after ``mj_forward``; RNEA equals ``M a + qfrc_bias``; ABA recovers a.
+  The error measure is max|ours - ref| / max(1, max|ref|) and must be <= 1e-9. MuJoCo's
+  springs, dampers, constraints and actuation are disabled (they do not enter M or
+  qfrc_bias, but nothing else may either).
+
+Invalid models raise ParseError with the file, line and element; MuJoCo rejects them too
+(except NaN/inf numbers, which MuJoCo only warns about).
+"""
+from __future__ import annotations
+
+import glob
+import importlib.util
+import os
+import struct
+
+import numpy as np
+import pytest
+
+mujoco = pytest.importorskip("mujoco")
+
+from treedyn.engine import aba, build_model, crba, rnea  # noqa: E402
+from treedyn.parsers.errors import ParseError  # noqa: E402
+from treedyn.parsers.mesh import MeshFileError, read_mesh_file, read_msh, read_stl  # noqa: E402
+from treedyn.parsers.mjcf import parse_mjcf  # noqa: E402
+from treedyn.parsers.mjcf_geometry import quat_matrix  # noqa: E402
+
+TOL = 1e-9
+STATES = 4
+HERE = os.path.dirname(os.path.abspath(__file__))
+FIXTURES = os.path.join(os.path.dirname(HERE), "fixtures", "mjcf")
+ENGINE_TYPES = {0: "free_world", 1: "ball", 2: "prismatic", 3: "revolute"}
+
+
+def gymnasium_models() -> list[str]:
+    spec = importlib.util.find_spec("gymnasium")
+    if spec is None or not spec.submodule_search_locations:
+        return []
+    root = os.path.join(spec.submodule_search_locations[0], "envs", "mujoco", "assets")
+    return sorted(glob.glob(os.path.join(root, "*.xml")))
+
+
+def fixture_models() -> list[str]:
+    paths = sorted(glob.glob(os.path.join(FIXTURES, "*.xml")))
+    paths.append(os.path.join(FIXTURES, "include", "main.xml"))
+    return [path for path in paths if not path.endswith("_ascii.xml")]
+
+
+def reference(path: str):
+    """MuJoCo's model with every force outside M and qfrc_bias switched off."""
+    m = mujoco.MjModel.from_xml_path(path)
+    bits = mujoco.mjtDisableBit
+    m.opt.disableflags |= (bits.mjDSBL_SPRING | bits.mjDSBL_DAMPER | bits.mjDSBL_CONSTRAINT
+                           | bits.mjDSBL_ACTUATION)
+    return m
+
+
+def relative_error(ours: np.ndarray, ref: np.ndarray) -> float:
+    if ref.size == 0:
+        return 0.0
+    return float(np.max(np.abs(ours - ref)) / max(1.0, np.max(np.abs(ref))))
+
+
+def check_structure(m, model) -> None:
+    assert (model.nq, model.nv) == (m.nq, m.nv)
+    names = [mujoco.mj_id2name(m, mujoco.mjtObj.mjOBJ_JOINT, j) for j in range(m.njnt)]
+    expected = [name if name else f"joint{j}" for j, name in enumerate(names)]
+    assert list(model.joint_names) == expected
+    assert list(model.joint_types) == [ENGINE_TYPES[int(t)] for t in m.jnt_type]
+    assert list(model.idx_q) == list(m.jnt_qposadr)
+    assert list(model.idx_v) == list(m.jnt_dofadr)
+    np.testing.assert_allclose(model.q_neutral, m.qpos0, rtol=0, atol=1e-12)
+    for j in range(m.njnt):
+        if m.jnt_type[j] in (2, 3):
+            adr = m.jnt_qposadr[j]
+            limits = m.jnt_range[j] if m.jnt_limited[j] else (-np.inf, np.inf)
+            np.testing.assert_allclose([model.q_lower[adr], model.q_upper[adr]], limits,
+                                       rtol=1e-15, atol=0)
+
+
+def check_inertia(m, description, model) -> None:
+    links = {link.name: link for link in description.links}
+    for i in range(1, m.nbody):
+        name = mujoco.mj_id2name(m, mujoco.mjtObj.mjOBJ_BODY, i) or f"body{i}"
+        inertia = links[name].inertia
+        rotation = quat_matrix(m.body_iquat[i])
+        expected = rotation @ np.diag(m.body_inertia[i]) @ rotation.T
+        scale = max(m.body_mass[i], 1e-300)
+        assert abs(inertia.mass - m.body_mass[i]) <= TOL * scale, name
+        assert np.max(np.abs(inertia.com - m.body_ipos[i])) <= TOL * max(1.0, np.abs(
+            m.body_ipos[i]).max()), name
+        assert np.max(np.abs(inertia.inertia - expected)) <= TOL * max(
+            np.abs(expected).max(), 1e-300), name
+    total = model.total_mass + model.world_mass
+    assert abs(total - m.body_mass.sum()) <= 1e-12 * max(1.0, m.body_mass.sum())
+
+
+def check_dynamics(m, model, seed: int) -> None:
+    d = mujoco.MjData(m)
+    rng = np.random.default_rng(seed)
+    q_all = model.random_configuration(rng, STATES)
+    for q in q_all:
+        v = rng.normal(size=m.nv)
+        a = rng.normal(size=m.nv)
+        d.qpos[:] = q
+        d.qvel[:] = v
+        mujoco.mj_forward(m, d)
+        M = np.zeros((m.nv, m.nv))
+        mujoco.mj_fullM(m, d, M)
+        tau = M @ a + d.qfrc_bias
+        assert relative_error(crba(model, q), M) <= TOL
+        assert relative_error(rnea(model, q, v, a), tau) <= TOL
+        assert relative_error(aba(model, q, v, tau), a) <= TOL
+
+
+def compare_with_mujoco(path: str, seed: int = 0) -> None:
+    m = reference(path)
+    description = parse_mjcf(path)
+    model = build_model(description)
+    check_structure(m, model)
+    check_inertia(m, description, model)
+    check_dynamics(m, model, seed)
+
+
+GYMNASIUM = gymnasium_models()
+
+
+@pytest.mark.skipif(not GYMNASIUM, reason="gymnasium is not installed")
+@pytest.mark.parametrize("path", GYMNASIUM, ids=os.path.basename)
+def test_gymnasium_model_matches_mujoco(path):
+    compare_with_mujoco(path)
+
+
+@pytest.mark.parametrize("path", fixture_models(),
+                         ids=lambda p: os.path.relpath(p, FIXTURES))
+def test_fixture_matches_mujoco(path):
+    compare_with_mujoco(path, seed=1)
+
+
+# -- details ----------------------------------------------------------------------------
+
+
+def test_description_basics():
+    path = os.path.join(FIXTURES, "multijoint.xml")
+    description = parse_mjcf(path)
+    assert description.format == "mjcf"
+    assert description.source == path
+    assert description.world_link == "world"
+    assert description.name == "multijoint"
+    np.testing.assert_array_equal(description.gravity, [0.3, -0.2, -9.7])
+    links = {link.name for link in description.links}
+    # the last joint of "cart" is a slide, which needs no anchor link
+    assert {"cart/slide_x", "cart/hinge_a", "cart/hinge_b", "cart"} <= links
+    assert "cart/slide_z" not in links
+    fixed = {j.name: j for j in description.joints if j.type == "fixed"}
+    assert {"tip/anchor", "welded/weld", "static/weld"} <= set(fixed)
+    np.testing.assert_array_equal(fixed["tip/anchor"].translation, [-0.02, 0, 0])
+
+
+def test_unnamed_joint_gets_mujoco_id():
+    model = build_model(parse_mjcf(os.path.join(FIXTURES, "multijoint.xml")))
+    m = mujoco.MjModel.from_xml_path(os.path.join(FIXTURES, "multijoint.xml"))
+    unnamed = [j for j in range(m.njnt) if not mujoco.mj_id2name(m, mujoco.mjtObj.mjOBJ_JOINT, j)]
+    assert unnamed and all(model.joint_names[j] == f"joint{j}" for j in unnamed)
+
+
+def test_ignored_elements_are_counted():
+    description = parse_mjcf(os.path.join(FIXTURES, "armature.xml"))
+    assert description.ignored == {"actuator": 5, "tendon": 2}
+    for path in GYMNASIUM:
+        if os.path.basename(path) == "humanoid.xml":
+            ignored = parse_mjcf(path).ignored
+            assert ignored["actuator"] == 17 and ignored["tendon"] == 2
+
+
+def test_gravity_flag_disable():
+    np.testing.assert_array_equal(parse_mjcf(os.path.join(FIXTURES, "frames.xml")).gravity,
+                                  [0.0, 0.0, 0.0])
+
+
+def test_armature_from_actuators_and_tendons():
+    model = build_model(parse_mjcf(os.path.join(FIXTURES, "armature.xml")))
+    armature = dict(zip(model.joint_names, model.armature))
+    assert armature["ja"] == pytest.approx(0.1 + 0.02 * 3 ** 2)
+    # the main class's <motor armature> is the default of every actuator type
+    assert armature["jb"] == pytest.approx(0.01 * 5 ** 2 + 0.01 * 2 ** 2 + 0.02)
+    assert armature["jc"] == pytest.approx((0.3 + 0.02 * 0.5 ** 2) * 2 ** 2)
+
+
+def test_ascii_stl_gives_the_binary_result():
+    binary = parse_mjcf(os.path.join(FIXTURES, "meshes.xml"))
+    ascii_ = parse_mjcf(os.path.join(FIXTURES, "meshes_ascii.xml"))
+    for one, other in zip(binary.links, ascii_.links):
+        assert one.name == other.name
+        assert one.inertia.mass == other.inertia.mass
+        np.testing.assert_array_equal(one.inertia.com, other.inertia.com)
+        np.testing.assert_array_equal(one.inertia.inertia, other.inertia.inertia)
+    with pytest.raises(ValueError, match="ASCII"):
+        mujoco.MjModel.from_xml_path(os.path.join(FIXTURES, "meshes_ascii.xml"))
+
+
+def test_mesh_readers():
+    meshes = os.path.join(FIXTURES, "meshes")
+    stl = read_mesh_file(os.path.join(meshes, "lblock.stl"))
+    assert stl.vertices.shape == (12, 3) and stl.faces.shape == (20, 3)
+    text = read_mesh_file(os.path.join(meshes, "lblock_ascii.stl"))
+    np.testing.assert_array_equal(stl.vertices, text.vertices)
+    np.testing.assert_array_equal(stl.faces, text.faces)
+    assert read_mesh_file(os.path.join(meshes, "cloud.msh")).faces.shape == (0, 3)
+    assert read_mesh_file(os.path.join(meshes, "hull.msh")).faces.shape[1] == 3
+    with open(os.path.join(meshes, "lblock.stl"), "rb") as stream:
+        data = stream.read()
+    with pytest.raises(MeshFileError):
+        read_stl(data[:-10])
+    with pytest.raises(MeshFileError, match="only triangles"):
+        read_stl(b"solid x\nfacet normal 0 0 1\nouter loop\nvertex 0 0 0\nvertex 1 0 0\n"
+                 b"endloop\nendfacet\nendsolid x\n")
+    with pytest.raises(MeshFileError, match="size"):
+        read_msh(struct.pack("<4i", 4, 0, 0, 1) + b"\0" * 12)
+    obj = read_mesh_file(os.path.join(meshes, "tent.obj"))
+    assert obj.vertices.shape == (12, 3)  # every vertex, also the ignored object's
+    assert obj.faces.shape == (3 + 2 + 3 + 2 * 3, 3)  # pentagon, quads, triangles
+    with pytest.raises(MeshFileError, match="unsupported mesh file type"):
+        read_mesh_file("mesh.ply")
+
+
+# -- errors -----------------------------------------------------------------------------
+
+BODY = '<mujoco>\n<worldbody>\n<body name="b">\n{}\n</body>\n</worldbody>\n</mujoco>\n'
+
+# name -> (model text, line, element, problem fragment, does MuJoCo reject it too)
+INVALID = {
+    "unknown joint type": (BODY.format('<joint type="spin"/><geom size="1"/>'), 4, "joint",
+                           'type="spin"', True),
+    "non-numeric": (BODY.format('<joint pos="0 0 x"/><geom size="1"/>'), 4, "joint",
+                    '"x" is not a number', True),
+    "wrong count": (BODY.format('<joint axis="0 1"/><geom size="1"/>'), 4, "joint",
+                    "expected 3 numbers, got 2", True),
+    "nan": (BODY.format('<joint axis="0 nan 1"/><geom size="1"/>'), 4, "joint",
+            '"nan" is not finite', False),
+    "zero axis": (BODY.format('<joint axis="0 0 0"/><geom size="1"/>'), 4, "joint",
+                  "axis has zero length", True),
+    "missing mesh file": ('<mujoco>\n<asset>\n<mesh file="nope.stl"/>\n</asset>\n'
+                          '<worldbody/>\n</mujoco>\n', 3, "mesh", 'mesh file "nope.stl" not found',
+                          True),
+    "unknown mesh": (BODY.format('<joint/><geom type="mesh" mesh="nope"/>'), 4, "geom",
+                     'unknown mesh "nope"', True),
+    "unknown class": (BODY.format('<joint class="nope"/><geom size="1"/>'), 4, "joint",
+                      'class="nope": unknown default class', True),
+    "unknown childclass": ('<mujoco>\n<worldbody>\n<body childclass="nope">\n<joint/>'
+                           '<geom size="1"/>\n</body>\n</worldbody>\n</mujoco>\n', 3, "body",
+                           'childclass="nope": unknown default class', True),
+    "nested free joint": (BODY.format('<geom size="1"/>\n<body>\n<freejoint/><geom size="1"/>'
+                                      '</body>'), 6, "freejoint", "top-level body", True),
+    "free joint with another": (BODY.format('<freejoint/><joint/><geom size="1"/>'), 4,
+                                "freejoint", "only joint of its body", True),
+    "ball then hinge": (BODY.format('<joint type="ball"/><joint/><geom size="1"/>'), 4, "joint",
+                        "cannot be followed", True),
+    "joint in world": ('<mujoco>\n<worldbody>\n<joint/>\n</worldbody>\n</mujoco>\n', 3, "joint",
+                       "world body cannot have joints", True),
+    "zero quaternion": ('<mujoco>\n<worldbody>\n<body quat="0 0 0 0">\n<joint/><geom size="1"/>'
+                        '</body>\n</worldbody>\n</mujoco>\n', 3, "body", "zero quaternion", True),
+    "two orientations": ('<mujoco>\n<worldbody>\n<body quat="1 0 0 0" euler="0 0 1">\n<joint/>'
+                         '<geom size="1"/></body>\n</worldbody>\n</mujoco>\n', 3, "body",
+                         "only one orientation", True),
+    "fromto with pos": (BODY.format('<joint/><geom type="capsule" size="1" pos="1 0 0" '
+                                    'fromto="0 0 0 1 0 0"/>'), 4, "geom", "pos and fromto", True),
+    "plane in a moving body": (BODY.format('<joint/><geom size="1"/><geom type="plane" '
+                                           'size="1 1 1"/>'), 4, "geom", "static bodies", True),
+    "limited without range": (BODY.format('<joint limited="true"/><geom size="1"/>'), 4, "joint",
+                              "needs a range", True),
+    "range without limited": ('<mujoco>\n<compiler autolimits="false"/>\n<worldbody>\n<body>\n'
+                              '<joint range="0 1"/><geom size="1"/></body>\n</worldbody>\n'
+                              '</mujoco>\n', 5, "joint", "autolimits", True),
+    "massless moving body": (BODY.format('<joint/>'), 3, 'body name="b"',
+                             "needs positive mass", True),
+    "inertia violates A + B >= C": (BODY.format('<joint/><inertial pos="0 0 0" mass="1" '
+                                                'diaginertia="1 1 3"/>'), 3, 'body name="b"',
+                                    "A + B >= C", True),
+    "repeated joint name": (BODY.format('<joint name="j"/><joint name="j"/><geom size="1"/>'), 4,
+                            'joint name="j"', 'repeated joint name "j"', True),
+    "unknown element": (BODY.format('<joint/><geom size="1"/><sprocket/>'), 4, "sprocket",
+                        "unknown element <sprocket>", True),
+    "non-positive size": (BODY.format('<joint/><geom type="box" size="1 0 1"/>'), 4, "geom",
+                          "size[1] must be positive", True),
+    "too many dofs": (BODY.format('<joint/>' * 7 + '<geom size="1"/>'), 3, 'body name="b"',
+                      "at most 6", True),
+    "bad keyword": (BODY.format('<joint limited="yes"/><geom size="1"/>'), 4, "joint",
+                    'limited="yes"', True),
+    "global coordinates": ('<mujoco>\n<compiler coordinate="global"/>\n<worldbody/>\n'
+                           '</mujoco>\n', 2, "compiler", "global", True),
+    "missing include": ('<mujoco>\n<include file="missing.xml"/>\n</mujoco>\n', 2, "include",
+                        'included file "missing.xml" not found', True),
+    "not well-formed": ('<mujoco>\n<worldbody>\n<body>\n</worldbody>\n</mujoco>\n', 4, "",
+                        "not well-formed XML", True),
+    "joint directly in replicate": (BODY.format('<geom size="1"/><replicate count="2">'
+                                                '<joint/></replicate>'), 4, "joint",
+                                    "direct children of <replicate>", True),
+    "attach": (BODY.format('<joint/><geom size="1"/><attach model="m" prefix="p"/>'), 4,
+               "attach", "not supported", True),
+}
+
+
+@pytest.mark.parametrize("name", list(INVALID))
+def test_invalid_model(name, tmp_path):
+    text, line, element, problem, mujoco_rejects = INVALID[name]
+    path = str(tmp_path / "model.xml")
+    with open(path, "w") as stream:
+        stream.write(text)
+    with pytest.raises(ParseError) as caught:
+        parse_mjcf(path)
+    error = caught.value
+    assert (error.file, error.line, error.element) == (path, line, element)
+    assert problem in error.problem
+    assert "\n" not in str(error) and str(error).startswith(f"{path}:{line}: ")
+    if mujoco_rejects:
+        with pytest.raises(ValueError):
+            mujoco.MjModel.from_xml_path(path)
+
+
+def write(path, text: str) -> str:
+    """Write ``text`` to ``path`` (a pathlib.Path), creating folders; the path as str."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text)
+    return str(path)
+
+
+def test_include_cycle(tmp_path):
+    main = write(tmp_path / "main.xml", '<mujoco>\n<include file="a.xml"/>\n</mujoco>\n')
+    write(tmp_path / "a.xml", '<x>\n<include file="b.xml"/>\n</x>\n')
+    write(tmp_path / "b.xml", '<x>\n\n<include file="a.xml"/>\n</x>\n')
+    with pytest.raises(ParseError) as caught:
+        parse_mjcf(main)
+    error = caught.value
+    assert (error.file, error.line, error.element) == (str(tmp_path / "b.xml"), 3, "include")
+    assert "include cycle (a.xml -> b.xml -> a.xml)" in error.problem
+    with pytest.raises(ValueError):
+        mujoco.MjModel.from_xml_path(main)
+
+
+def test_repeated_include(tmp_path):
+    main = write(tmp_path / "main.xml", '<mujoco>\n<worldbody>\n<include file="a.xml"/>\n'
+                                        '<include file="a.xml"/>\n</worldbody>\n</mujoco>\n')
+    write(tmp_path / "a.xml", '<x><body><joint/><geom size="1"/></body></x>\n')
+    with pytest.raises(ParseError) as caught:
+        parse_mjcf(main)
+    assert caught.value.line == 4 and "already included" in caught.value.problem
+    with pytest.raises(ValueError):
+        mujoco.MjModel.from_xml_path(main)
+
+
+def test_error_in_included_file_names_that_file(tmp_path):
+    main = write(tmp_path / "main.xml", '<mujoco>\n<worldbody>\n<include file="sub/a.xml"/>\n'
+                                        '</worldbody>\n</mujoco>\n')
+    part = write(tmp_path / "sub" / "a.xml", '<x>\n<body>\n<joint axis="1 2"/>\n'
+                                             '<geom size="1"/></body>\n</x>\n')
+    with pytest.raises(ParseError) as caught:
+        parse_mjcf(main)
+    assert (caught.value.file, caught.value.line) == (part, 3)
+
+
+def test_error_in_default_class_points_at_the_default(tmp_path):
+    path = write(tmp_path / "model.xml", '<mujoco>\n<default>\n<joint axis="1 x 0"/>\n'
+                                         '</default>\n' + BODY.format('<joint/><geom size="1"/>')
+                 [len('<mujoco>\n'):])
+    with pytest.raises(ParseError) as caught:
+        parse_mjcf(path)
+    assert caught.value.line == 3 and '"x" is not a number' in caught.value.problem
+
+
+def test_unreadable_file(tmp_path):
+    with pytest.raises(ParseError) as caught:
+        parse_mjcf(str(tmp_path / "absent.xml"))
+    assert caught.value.line == 0 and "cannot read file" in caught.value.problem
