@@ -1,12 +1,18 @@
-"""Per-state time of treedyn's inverse / mass / forward next to Pinocchio's, in one run.
+"""Per-state time of treedyn's inverse / mass / forward next to Pinocchio's and MuJoCo's.
 
     python benchmarks/bench_core.py [--repeats 7] [--batch 10000] [--markdown]
 
-Models: a 7-dof arm (xarm7, fixed base) and a 30+-dof humanoid (talos_reduced,
-free-flyer), both from example-robot-data. For N = 1 and N = batch states it prints the
-median per-state time of each side and the ratio treedyn / Pinocchio (below 1: treedyn is
-faster). Pinocchio runs its C++ algorithms from Python: one call per state for N = 1 and
-for CRBA, and rneaInParallel / abaInParallel (1 thread and 2 threads) for batches.
+URDF models: a 7-dof arm (xarm7, fixed base) and a 30+-dof humanoid (talos_reduced,
+free-flyer), both from example-robot-data, against Pinocchio. MJCF model: gymnasium's
+humanoid.xml against MuJoCo (parse time too). For N = 1 and N = batch states it prints
+the median per-state time of each side and the ratio treedyn / reference (below 1:
+treedyn is faster), all measured in the same run.
+
+Pinocchio runs its C++ algorithms from Python: one call per state for N = 1 and for CRBA,
+and rneaInParallel / abaInParallel (1 thread and 2 threads) for batches. MuJoCo has no
+batched dynamics call, so it runs a Python loop over states: inverse = mj_inverse,
+mass = mj_fwdPosition + mj_fullM, forward = mj_forward, with contacts, constraints,
+springs, dampers and actuation disabled so it computes the same rigid-body quantities.
 OPENBLAS_NUM_THREADS is pinned to 1 so both sides use one core unless stated.
 """
 from __future__ import annotations
@@ -26,6 +32,7 @@ import pinocchio as pin  # noqa: E402
 from treedyn.engine import aba, crba, rnea  # noqa: E402
 from treedyn.parsers import load_model  # noqa: E402
 
+MJCF_MODEL = ("humanoid.xml (MJCF, gymnasium)", "humanoid.xml")
 MODELS = (
     ("xarm7 (7 dof, fixed)", "xarm_description/urdf/xarm7.urdf", False),
     ("talos_reduced (free-flyer)", "talos_data/robots/talos_reduced.urdf", True),
@@ -106,6 +113,64 @@ def bench_model(label, path, free_flyer, batch, repeats):
     return rows
 
 
+def gymnasium_assets() -> str:
+    import importlib.util
+
+    spec = importlib.util.find_spec("gymnasium")
+    if spec is None or not spec.submodule_search_locations:
+        raise SystemExit("gymnasium is not installed: pip install gymnasium")
+    return os.path.join(spec.submodule_search_locations[0], "envs", "mujoco", "assets")
+
+
+def bench_mjcf(label, path, batch, repeats):
+    """treedyn against MuJoCo on one MJCF model: parse time and per-state times."""
+    import mujoco
+
+    flags = mujoco.mjtDisableBit
+    rows = []
+    t_ours = median_time(lambda: load_model(path), repeats)
+    t_mj = median_time(lambda: mujoco.MjModel.from_xml_path(path), repeats)
+    rows.append((label, "parse", 1, t_ours * 1e6, t_mj * 1e6, "MjModel.from_xml_path",
+                 t_ours / t_mj))
+    model = load_model(path)
+    m = mujoco.MjModel.from_xml_path(path)
+    for bit in (flags.mjDSBL_CONTACT, flags.mjDSBL_CONSTRAINT, flags.mjDSBL_SPRING,
+                flags.mjDSBL_DAMPER, flags.mjDSBL_ACTUATION):
+        m.opt.disableflags |= bit
+    d = mujoco.MjData(m)
+    rng = np.random.default_rng(0)
+    q = model.random_configuration(rng, batch)
+    v, a, tau = (rng.normal(size=(batch, model.nv)) for _ in range(3))
+    dense = np.empty((m.nv, m.nv))
+
+    def mj_inverse(count):
+        for n in range(count):
+            d.qpos[:], d.qvel[:], d.qacc[:] = q[n], v[n], a[n]
+            mujoco.mj_inverse(m, d)
+
+    def mj_mass(count):
+        for n in range(count):
+            d.qpos[:] = q[n]
+            mujoco.mj_fwdPosition(m, d)
+            mujoco.mj_fullM(m, d, dense)
+
+    def mj_forward(count):
+        for n in range(count):
+            d.qpos[:], d.qvel[:], d.qfrc_applied[:] = q[n], v[n], tau[n]
+            mujoco.mj_forward(m, d)
+
+    for count in (1, batch):
+        cases = (("inverse", lambda: rnea(model, q[:count], v[:count], a[:count]), mj_inverse),
+                 ("mass", lambda: crba(model, q[:count]), mj_mass),
+                 ("forward", lambda: aba(model, q[:count], v[:count], tau[:count]), mj_forward))
+        for name, ours, theirs in cases:
+            t_ours = median_time(ours, repeats) / count
+            t_mj = median_time(lambda: theirs(count), repeats) / count
+            rows.append((label, name, count, t_ours * 1e6, t_mj * 1e6, "Python loop of mj_* calls",
+                         t_ours / t_mj))
+    return rows
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--batch", type=int, default=10_000)
@@ -116,11 +181,15 @@ def main() -> None:
     rows = []
     for label, relative, free_flyer in MODELS:
         rows += bench_model(label, os.path.join(root, relative), free_flyer, args.batch, args.repeats)
-    header = ("model", "algorithm", "N", "treedyn us/state", "Pinocchio us/state",
-              "Pinocchio path", "ratio")
+    import mujoco
+
+    rows += bench_mjcf(MJCF_MODEL[0], os.path.join(gymnasium_assets(), MJCF_MODEL[1]),
+                       args.batch, args.repeats)
+    header = ("model", "algorithm", "N", "treedyn us/state", "reference us/state",
+              "reference path", "ratio")
     print(f"# {platform.processor() or platform.machine()}, {os.cpu_count()} cores, "
           f"Python {platform.python_version()}, numpy {np.__version__}, "
-          f"pinocchio {pin.__version__}, OPENBLAS_NUM_THREADS={os.environ['OPENBLAS_NUM_THREADS']}, "
+          f"pinocchio {pin.__version__}, mujoco {mujoco.__version__}, OPENBLAS_NUM_THREADS={os.environ['OPENBLAS_NUM_THREADS']}, "
           f"median of {args.repeats}")
     if args.markdown:
         print("| " + " | ".join(header) + " |")
