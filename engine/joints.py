@@ -47,9 +47,11 @@ class JointModel:
     nq = 0
     nv = 0
     has_bias = False
+    q_parts: tuple[str, ...] = ("angle",)  # names of the q components
     v_parts: tuple[str, ...] = ()  # names of the v components of a multi-dof joint
     angle_q: tuple[int, ...] = ()  # q entries that are angles (radians)
     angular_v: tuple[int, ...] = ()  # v entries that are angular rates (rad/s)
+    velocity_frame = "joint axis"  # where v is expressed, for people reading a layout
 
     def __init__(self, rotation: np.ndarray, translation: np.ndarray, axis: np.ndarray, ref: float):
         self.rotation = np.asarray(rotation, dtype=float)  # (3, 3) joint frame in parent
@@ -108,6 +110,7 @@ class ContinuousJoint(RevoluteJoint):
 class PrismaticJoint(JointModel):
     type = "prismatic"
     nq = nv = 1
+    q_parts = ("displacement",)
 
     def __init__(self, rotation, translation, axis, ref):
         super().__init__(rotation, translation, axis, ref)
@@ -141,7 +144,9 @@ class SphericalJoint(JointModel):
 
     type = "spherical"
     nq, nv = 4, 3
+    q_parts = ("qx", "qy", "qz", "qw")
     v_parts = ("wx", "wy", "wz")
+    velocity_frame = "child frame"
     angular_v = (0, 1, 2)
     scalar_first = False
     S = np.vstack([np.eye(3), np.zeros((3, 3))])  # (6, 3)
@@ -169,6 +174,7 @@ class SphericalJoint(JointModel):
 
 class BallJoint(SphericalJoint):
     type = "ball"
+    q_parts = ("qw", "qx", "qy", "qz")
     scalar_first = True
 
 
@@ -177,7 +183,9 @@ class FreeJoint(JointModel):
 
     type = "free"
     nq, nv = 7, 6
+    q_parts = ("x", "y", "z", "qx", "qy", "qz", "qw")
     v_parts = ("vx", "vy", "vz", "wx", "wy", "wz")
+    velocity_frame = "child frame (LOCAL)"
     angular_v = (3, 4, 5)
     scalar_first = False
     S = np.block([[np.zeros((3, 3)), np.eye(3)], [np.eye(3), np.zeros((3, 3))]])  # (6, 6)
@@ -214,6 +222,8 @@ class FreeWorldJoint(FreeJoint):
     """
 
     type = "free_world"
+    q_parts = ("x", "y", "z", "qw", "qx", "qy", "qz")
+    velocity_frame = "linear: world frame; angular: body frame"
     scalar_first = True
     has_bias = True
 
@@ -240,7 +250,9 @@ class PlanarJoint(JointModel):
 
     type = "planar"
     nq = nv = 3
+    q_parts = ("x", "y", "theta")
     v_parts = ("vx", "vy", "wz")
+    velocity_frame = "child frame"
     angle_q = (2,)
     angular_v = (2,)
 
