@@ -18,6 +18,14 @@ trees = st.tuples(st.integers(0, 2**32 - 1), st.integers(1, 10),
 TOL = 1e-9
 
 
+def tree_and_states(tree, count):
+    """(model, q, v, a, rng) for a hypothesis-drawn (seed, size, floating) tree."""
+    seed, size, floating = tree
+    rng = np.random.default_rng(seed)
+    model = random_model(rng, size, floating)
+    return (model, *random_state(model, rng, count), rng)
+
+
 def close(actual, expected, tol=TOL):
     scale = max(1.0, float(np.max(np.abs(expected))))
     np.testing.assert_allclose(actual, expected, rtol=0, atol=tol * scale)
@@ -26,10 +34,7 @@ def close(actual, expected, tol=TOL):
 @settings(max_examples=60, deadline=None)
 @given(trees)
 def test_crba_equals_rnea_columns(tree):
-    seed, size, floating = tree
-    rng = np.random.default_rng(seed)
-    model = random_model(rng, size, floating)
-    q, v, _ = random_state(model, rng, 1)
+    model, q, v, _, rng = tree_and_states(tree, 1)
     M = crba(model, q[0])
     bias = rnea(model, q[0], v[0], np.zeros(model.nv))
     columns = np.column_stack([rnea(model, q[0], v[0], e) - bias for e in np.eye(model.nv)])
@@ -39,10 +44,7 @@ def test_crba_equals_rnea_columns(tree):
 @settings(max_examples=60, deadline=None)
 @given(trees)
 def test_mass_matrix_symmetric_positive_definite(tree):
-    seed, size, floating = tree
-    rng = np.random.default_rng(seed)
-    model = random_model(rng, size, floating)
-    q, _, _ = random_state(model, rng, 4)
+    model, q, _, _, rng = tree_and_states(tree, 4)
     M = crba(model, q)
     close(M, np.swapaxes(M, 1, 2), 1e-12)
     assert np.all(np.linalg.eigvalsh(M) > 0)
@@ -51,10 +53,7 @@ def test_mass_matrix_symmetric_positive_definite(tree):
 @settings(max_examples=60, deadline=None)
 @given(trees)
 def test_aba_inverts_rnea(tree):
-    seed, size, floating = tree
-    rng = np.random.default_rng(seed)
-    model = random_model(rng, size, floating)
-    q, v, a = random_state(model, rng, 3)
+    model, q, v, a, rng = tree_and_states(tree, 3)
     fext = rng.normal(size=(3, model.njoints, 6))
     tau = rnea(model, q, v, a, fext)
     close(aba(model, q, v, tau, fext), a)
@@ -63,10 +62,7 @@ def test_aba_inverts_rnea(tree):
 @settings(max_examples=40, deadline=None)
 @given(trees)
 def test_rnea_is_mass_matrix_plus_bias(tree):
-    seed, size, floating = tree
-    rng = np.random.default_rng(seed)
-    model = random_model(rng, size, floating)
-    q, v, a = random_state(model, rng, 2)
+    model, q, v, a, rng = tree_and_states(tree, 2)
     expected = np.einsum("nij,nj->ni", crba(model, q), a) + nonlinear_effects(model, q, v)
     close(rnea(model, q, v, a), expected)
 
@@ -74,10 +70,7 @@ def test_rnea_is_mass_matrix_plus_bias(tree):
 @settings(max_examples=40, deadline=None)
 @given(trees)
 def test_batch_equals_single_states(tree):
-    seed, size, floating = tree
-    rng = np.random.default_rng(seed)
-    model = random_model(rng, size, floating)
-    q, v, a = random_state(model, rng, 5)
+    model, q, v, a, rng = tree_and_states(tree, 5)
     tau = rnea(model, q, v, a)
     M = crba(model, q)
     acc = aba(model, q, v, tau)
@@ -90,10 +83,7 @@ def test_batch_equals_single_states(tree):
 @settings(max_examples=40, deadline=None)
 @given(trees)
 def test_sparsity_pattern_holds_numerically(tree):
-    seed, size, floating = tree
-    rng = np.random.default_rng(seed)
-    model = random_model(rng, size, floating)
-    q, _, _ = random_state(model, rng, 3)
+    model, q, _, _, rng = tree_and_states(tree, 3)
     M = crba(model, q)
     assert np.all(M[:, ~model.sparsity] == 0.0)
 
