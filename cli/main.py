@@ -15,8 +15,10 @@ from typing import Annotated, Optional
 import numpy as np
 import typer
 
-from treedyn.engine import Model, aba, crba, external_forces, rnea
+from treedyn.engine import aba, crba, external_forces, rnea
 
+from .common import FreeFlyerOpt, ModelArg, examples, load
+from .diagnostics import register as register_diagnostics
 from .inputs import Input, Layout, UsageError, parse_fext, parse_gravity, single_state
 from .output import (OUTPUT_FORMATS, CsvSink, JsonSink, NpzSink, Sink, TableSink, info_csv,
                      info_document, info_table, sparsity_document, sparsity_table)
@@ -30,11 +32,6 @@ SEED_EXAMPLE = ("dyn inverse fixtures/two_link_arm.urdf --q 0.5236,1.0472 --v 1,
                 " --format json")
 
 
-def examples(*lines: str) -> str:
-    """An 'Examples:' epilog that click prints as is (\\b: no re-wrapping)."""
-    return "\b\nExamples:\n" + "".join(f"  {line}\n" for line in lines)
-
-
 EXAMPLES = examples(
     "dyn info fixtures/two_link_arm.urdf",
     SEED_EXAMPLE,
@@ -42,6 +39,8 @@ EXAMPLES = examples(
     "dyn mass robot.urdf --free-flyer --sparsity",
     "dyn inverse robot.urdf --input states.jsonl --output tau.csv",
     "cat states.csv | dyn forward robot.urdf --input - --format json",
+    "dyn check-inertia robot.urdf --fix --format github",
+    "dyn verify robot.urdf --free-flyer",
 )
 
 INFO_EXAMPLES = examples(
@@ -78,11 +77,6 @@ class Format(str, Enum):
     csv = "csv"
 
 
-ModelArg = Annotated[str, typer.Argument(
-    metavar="MODEL", show_default=False, help="URDF or MJCF model file.")]
-FreeFlyerOpt = Annotated[bool, typer.Option(
-    "--free-flyer", help="URDF: add a floating root joint 'root_joint' (type free, q = "
-    "[x, y, z, qx, qy, qz, qw], v = [linear, angular] in the base frame).")]
 FormatOpt = Annotated[Optional[Format], typer.Option(
     "--format", "-f", case_sensitive=False, show_default=False,
     help="Output format on stdout. Default: table on a terminal, json otherwise.")]
@@ -163,8 +157,9 @@ def main(version: Annotated[bool, typer.Option(
     """dyn: rigid-body dynamics of URDF and MJCF robot models.
 
     Inverse dynamics (RNEA), forward dynamics (ABA) and the mass matrix (CRBA) for one
-    state given on the command line or many states from a file. Results go to stdout,
-    errors to stderr as one line (exit code 2).
+    state given on the command line or many states from a file; diagnostics of the model
+    (check-inertia, condition, verify). Results go to stdout, errors to stderr as one
+    line (exit code 2); checks that find errors exit 1.
     """
 
 
@@ -175,16 +170,18 @@ def info(model: ModelArg, free_flyer: FreeFlyerOpt = False, fmt: InfoFormatOpt =
     """The compact tree: joints in tree order, bodies, total mass, gravity.
 
     Each joint shows its type, parent joint ('world' at a root), where its coordinates
-    start in q (idx_q, nq) and v (idx_v, nv), and nv_subtree, the dofs it supports.
-    Links welded by fixed joints are listed with the body they are merged into.
+    start in q (idx_q, nq) and v (idx_v, nv), and nv_subtree, the dofs it supports; the
+    table view also draws the tree. Links welded by fixed joints are listed with the body
+    they are merged into.
     """
-    document = info_document(load(model, free_flyer), parse_gravity(gravity))
+    loaded = load(model, free_flyer)
+    document = info_document(loaded, parse_gravity(gravity))
     if fmt is Format.json:
         print(json.dumps(document))
     elif fmt is Format.csv:
         info_csv(document, sys.stdout)
     else:
-        print(info_table(document))
+        print(info_table(document, loaded))
 
 
 @app.command(short_help="Inverse dynamics (RNEA): tau from q, v, a (and f_ext).",
@@ -222,7 +219,9 @@ def forward(model: ModelArg, q: QOpt = None, v: VOpt = None, tau: TauOpt = None,
 def mass(model: ModelArg, q: QOpt = None,
          sparsity: Annotated[bool, typer.Option(
              "--sparsity", help="Add the structural pattern of M (1 where the tree lets dofs "
-             "i and j couple), its nnz and the nnz of the tree-ordered L^T D L factor.")] = False,
+             "i and j couple), its nnz, the tree-ordered L^T D L factor (nnz, MuJoCo's "
+             "M_rownnz/M_rowadr/M_colind layout, the fill-in a root-first order would "
+             "create) and a check of the pattern on M at random q.")] = False,
          input_file: InputOpt = None, output_file: OutputOpt = None, fmt: FormatOpt = None,
          gravity: Annotated[Optional[str], typer.Option(
              "--gravity", metavar="GX,GY,GZ", show_default=False,
@@ -237,19 +236,7 @@ def mass(model: ModelArg, q: QOpt = None,
                   degrees, sparsity))
 
 
-def load(path: str, free_flyer: bool) -> Model:
-    """The model at ``path``; any problem with the file becomes one UsageError line."""
-    from treedyn.engine import ModelError
-    from treedyn.parsers import ParseError, load_model
-
-    try:
-        return load_model(path, free_flyer=free_flyer)
-    except ParseError as error:
-        raise UsageError(str(error)) from None
-    except ModelError as error:
-        raise UsageError(f"{path}: {error}") from None
-    except OSError as error:
-        raise UsageError(f"{path}: cannot read ({error.strerror or error})") from None
+register_diagnostics(app)
 
 
 def solve(request: Request) -> None:

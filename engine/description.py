@@ -17,6 +17,8 @@ Conventions
 * ``ref`` is MuJoCo's joint reference: the joint displacement is ``q - ref``.
 * Link inertia: mass, centre of mass ``com`` in the link frame, and the rotational
   inertia about the com expressed in the link frame (3x3, symmetric).
+* Link geometry (for the diagnostics only, never for the dynamics): collision and visual
+  :class:`Shape` s posed in the link frame, as the file gives them.
 """
 from __future__ import annotations
 
@@ -104,12 +106,41 @@ class Mimic:
     offset: float = 0.0
 
 
+SHAPE_KINDS = ("box", "cylinder", "sphere", "capsule", "mesh")
+
+
+@dataclass(frozen=True)
+class Shape:
+    """A collision or visual shape of a link, posed in the link frame.
+
+    ``size`` by ``kind``: "box" (x, y, z full lengths), "cylinder" (radius, length along
+    the shape's z), "sphere" (radius,), "capsule" (radius, length of the cylindrical part
+    along z), "mesh" (empty: ``mesh`` names the file as written, scaled by ``scale``).
+    ``p_link = rotation @ p_shape + translation``.
+    """
+
+    kind: str  # one of SHAPE_KINDS
+    size: np.ndarray = field(default_factory=lambda: np.zeros(0))
+    rotation: np.ndarray = field(default_factory=lambda: np.eye(3))  # (3, 3)
+    translation: np.ndarray = field(default_factory=lambda: np.zeros(3))  # (3,)
+    role: str = "collision"  # or "visual"
+    mesh: str = ""
+    scale: np.ndarray = field(default_factory=lambda: np.ones(3))  # (3,)
+    source: SourceRef = field(default_factory=SourceRef)
+
+
 @dataclass
 class LinkSpec:
     name: str
     inertia: Inertia
     source: SourceRef = field(default_factory=SourceRef)
     has_inertial: bool = True  # False when the file gave no inertia for this link
+    # Where the inertia was written (URDF: the <inertial> element); empty when unknown.
+    inertial_source: SourceRef = field(default_factory=SourceRef)
+    # Rotation of the frame the file wrote the tensor in (URDF: <inertial><origin rpy>),
+    # so that the tensor as written is rotation.T @ inertia.inertia @ rotation.
+    inertial_rotation: np.ndarray = field(default_factory=lambda: np.eye(3))  # (3, 3)
+    geometry: tuple[Shape, ...] = ()  # collision and visual shapes, in document order
 
 
 @dataclass

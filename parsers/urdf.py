@@ -23,9 +23,13 @@ The semantics are Pinocchio's (``pin.buildModelFromUrdf``, which reads URDF with
 * Joint order: urdfdom keeps the joints in a map keyed by name, so Pinocchio visits the
   children of a link in byte-wise order of their joint names. ``joints`` is listed
   depth-first from the root in that order, which ``build_model`` reproduces.
-* ``<visual>``, ``<collision>``, ``<material>``, ``<gazebo>``, ``<transmission>``,
-  ``<sensor>`` and unknown tags are ignored; the top-level ones are counted in
-  ``TreeDescription.ignored``.
+* ``<collision>`` and ``<visual>`` geometry (box, cylinder, sphere, mesh, and the
+  non-standard capsule) is kept as ``LinkSpec.geometry`` for the diagnostics only; it is
+  read leniently: a shape with a missing or malformed size is left out, never an error.
+  The ``<inertial>`` element's location and its origin's rotation are kept as
+  ``LinkSpec.inertial_source`` and ``LinkSpec.inertial_rotation``.
+* ``<material>``, ``<gazebo>``, ``<transmission>``, ``<sensor>`` and unknown tags are
+  ignored; the top-level ones are counted in ``TreeDescription.ignored``.
 """
 from __future__ import annotations
 
@@ -38,7 +42,7 @@ import numpy as np
 from lxml import etree
 
 from treedyn.engine.description import (
-    Inertia, JointSpec, LinkSpec, Mimic, SourceRef, TreeDescription,
+    Inertia, JointSpec, LinkSpec, Mimic, Shape, SourceRef, TreeDescription,
 )
 
 from .errors import ParseError
@@ -152,20 +156,64 @@ def _add_unique(table: dict, spec):
 def _link(element: etree._Element, path: str) -> LinkSpec:
     source = _named_source(element, path)
     name = element.get("name")
+    geometry = _geometry(element, path)
     inertial = element.find("inertial")
     if inertial is None:
-        return LinkSpec(name, Inertia.zero(), source, has_inertial=False)
-    return LinkSpec(name, _inertia(inertial, source), source)
+        return LinkSpec(name, Inertia.zero(), source, has_inertial=False, geometry=geometry)
+    inertia, rotation = _inertia(inertial, source)
+    inertial_source = SourceRef(path, _line(inertial) or source.line,
+                                "inertial")
+    return LinkSpec(name, inertia, source, inertial_source=inertial_source,
+                    inertial_rotation=rotation, geometry=geometry)
 
 
-def _inertia(inertial: etree._Element, owner: SourceRef) -> Inertia:
+def _inertia(inertial: etree._Element, owner: SourceRef) -> tuple[Inertia, np.ndarray]:
+    """(inertia in the link frame, rotation of the frame the tensor was written in)."""
     rotation, com = _pose(inertial.find("origin"), owner)
     mass = _number(_child(inertial, "mass", owner), "value", None, owner)
     tensor_element = _child(inertial, "inertia", owner)
     ixx, ixy, ixz, iyy, iyz, izz = (_number(tensor_element, key, None, owner)
                                     for key in INERTIA_ATTRIBUTES)
     tensor = np.array([[ixx, ixy, ixz], [ixy, iyy, iyz], [ixz, iyz, izz]])
-    return Inertia(mass, com, rotation @ tensor @ rotation.T)
+    return Inertia(mass, com, rotation @ tensor @ rotation.T), rotation
+
+
+# Shape tag -> (attributes giving its size, in order); a box's single "size" has 3 numbers.
+SHAPE_SIZES = {"box": ("size",), "cylinder": ("radius", "length"), "sphere": ("radius",),
+               "capsule": ("radius", "length")}
+
+
+def _geometry(link: etree._Element, path: str) -> tuple[Shape, ...]:
+    """The link's <collision> and <visual> shapes that are well formed, in document order."""
+    shapes = []
+    for element in link.iterchildren("collision", "visual"):
+        shape = _shape(element, path)
+        if shape is not None:
+            shapes.append(shape)
+    return tuple(shapes)
+
+
+def _shape(element: etree._Element, path: str) -> Shape | None:
+    """One <collision>/<visual> as a Shape, or None when it is incomplete or malformed."""
+    geometry = element.find("geometry")
+    body = None if geometry is None else next(geometry.iterchildren(etree.Element), None)
+    if body is None or (body.tag not in SHAPE_SIZES and body.tag != "mesh"):
+        return None
+    source = SourceRef(path, _line(element), f"{element.tag}")
+    try:
+        rotation, translation = _pose(element.find("origin"), source)
+        if body.tag == "mesh":
+            filename = body.get("filename")
+            if not filename:
+                return None
+            return Shape("mesh", np.zeros(0), rotation, translation, element.tag, filename,
+                         _numbers(body, "scale", 3, (1.0, 1.0, 1.0), source), source)
+        count = 3 if body.tag == "box" else 1
+        size = np.concatenate([_numbers(body, key, count, None, source)
+                               for key in SHAPE_SIZES[body.tag]])
+    except ParseError:
+        return None
+    return Shape(body.tag, size, rotation, translation, element.tag, source=source)
 
 
 def _joint(element: etree._Element, path: str) -> JointSpec:

@@ -1,0 +1,281 @@
+"""Rendering the diagnostics: JSON documents, tables for people, GitHub annotations.
+
+JSON documents hold plain Python numbers (repr-exact through ``json.dumps``); values that
+are not finite become ``null``. ``tabulate`` is imported only when a table is printed.
+"""
+from __future__ import annotations
+
+import csv
+import math
+from collections import Counter
+from collections.abc import Sequence
+
+import numpy as np
+
+from .output import table
+
+SEVERITY_ORDER = {"error": 0, "warning": 1, "info": 2}
+
+
+def plain(value):
+    """``value`` with numpy types as Python ones and non-finite floats as None."""
+    if isinstance(value, dict):
+        return {str(k): plain(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple, np.ndarray)):
+        return [plain(v) for v in (value.tolist() if isinstance(value, np.ndarray) else value)]
+    if isinstance(value, (np.floating, np.integer, np.bool_)):
+        value = value.item()
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    return value
+
+
+# ----------------------------------------------------------------------------- check-inertia
+
+def finding_document(finding) -> dict:
+    document = {"body": finding.body, "check": finding.check, "severity": finding.severity,
+                "message": finding.message, "value": plain(finding.value),
+                "status": finding.status, "margin": plain(finding.margin),
+                "file": finding.source.file, "line": finding.source.line,
+                "scope": finding.scope, "details": plain(finding.details)}
+    if finding.links:
+        document["links"] = list(finding.links)
+    if finding.fix is not None:
+        document["fix"] = fix_document(finding.fix)
+    return document
+
+
+def fix_document(fix) -> dict:
+    return {"mass": plain(fix.mass), "com": plain(fix.com), "inertia": plain(fix.inertia),
+            "inertia_as_written": plain(fix.tensor_as_written()), "reason": fix.reason}
+
+
+def check_summary(report) -> dict:
+    """{check: {"pass": n, "fail": n, "skip": n, "errors": n, "warnings": n}}."""
+    summary: dict[str, Counter] = {}
+    for finding in report.findings:
+        counts = summary.setdefault(finding.check, Counter())
+        counts[finding.status] += 1
+        if finding.status == "fail":
+            counts["errors" if finding.severity == "error" else "warnings"] += 1
+    keys = ("pass", "fail", "skip", "errors", "warnings")
+    return {check: {key: counts[key] for key in keys} for check, counts in summary.items()}
+
+
+def inertia_document(report, model) -> dict:
+    return {"ok": report.ok, "model": model.name, "source": model.source,
+            "findings": [finding_document(f) for f in report.findings],
+            "summary": check_summary(report)}
+
+
+FINDING_COLUMNS = ("body", "check", "severity", "status", "value", "margin", "file", "line",
+                   "scope", "message")
+
+
+def inertia_csv(report, stream) -> None:
+    """One row per finding; list values (principal moments) joined with spaces."""
+    writer = csv.writer(stream, lineterminator="\n")
+    writer.writerow(FINDING_COLUMNS)
+    for finding in report.findings:
+        row = finding_document(finding)
+        value = row["value"]
+        row["value"] = " ".join(map(repr, value)) if isinstance(value, list) else value
+        writer.writerow(["" if row[c] is None else row[c] for c in FINDING_COLUMNS])
+
+
+def inertia_table(report, model, show_all: bool) -> str:
+    shown = [f for f in report.findings if show_all or f.status == "fail"]
+    shown.sort(key=lambda f: SEVERITY_ORDER[f.severity])
+    rows = [[f.severity, f.body + (" (body)" if f.scope == "body" else ""), f.check,
+             f"{_where(f.source)}", f.message] for f in shown]
+    errors = sum(f.severity == "error" for f in report.findings)
+    warnings = sum(f.severity == "warning" for f in report.findings)
+    summary = check_summary(report)
+    counts = table([[check, c["pass"], c["warnings"], c["errors"], c["skip"]]
+                    for check, c in summary.items()],
+                   ["check", "pass", "warning", "error", "skipped"])
+    lines = [f"check-inertia {model.name} ({model.format}, {model.source}): "
+             f"{len(report.findings)} findings", ""]
+    if rows:
+        lines += [table(rows, ["severity", "body", "check", "where", "message"],
+                        maxcolwidths=[None, None, None, None, 90]), ""]
+    elif not show_all:
+        lines += ["no errors or warnings", ""]
+    lines += [counts, "", _fixes(report, model.format), _verdict(errors, warnings, show_all)]
+    return "\n".join(line for line in lines if line is not None).replace("\n\n\n", "\n\n")
+
+
+def _verdict(errors: int, warnings: int, show_all: bool) -> str:
+    hint = "" if show_all else " (--all lists the passing checks too)"
+    status = "FAILED" if errors else "ok"
+    return f"{status}: {errors} error(s), {warnings} warning(s){hint}"
+
+
+def _fixes(report, fmt: str) -> str | None:
+    """The suggested inertias, one per link and reason (printed, never applied)."""
+    seen, blocks = set(), []
+    for finding in report.findings:
+        fix = finding.fix
+        if fix is None or (finding.body, fix.reason) in seen:
+            continue
+        seen.add((finding.body, fix.reason))
+        blocks.append(f"{finding.body} ({_where(finding.source)}, {finding.check}): "
+                      f"{fix.reason}\n  {fix_element(fix, fmt)}")
+    if not blocks:
+        return None
+    return "\n".join(["suggested inertias (--fix; not applied, paste to use):", *blocks, ""])
+
+
+def fix_element(fix, fmt: str) -> str:
+    """The fix in the file's own terms: URDF <mass>/<inertia>, MJCF <inertial> attributes.
+
+    The URDF tensor is written in the frame of the element's own <origin rpy>, so only the
+    <inertia> line needs replacing; the MJCF one is in the body frame.
+    """
+    t = fix.tensor_as_written()
+    t = np.where(np.abs(t) > 1e-12 * np.abs(t).max(initial=0.0), t, 0.0)  # rounding noise
+    if fmt == "mjcf":
+        return (f'<inertial mass="{fix.mass:.9g}" pos="{_vec(fix.com)}" fullinertia="'
+                f'{_vec([t[0, 0], t[1, 1], t[2, 2], t[0, 1], t[0, 2], t[1, 2]])}"/>')
+    return (f'<mass value="{fix.mass:.9g}"/> <inertia ixx="{t[0, 0]:.9g}" ixy="{t[0, 1]:.9g}" '
+            f'ixz="{t[0, 2]:.9g}" iyy="{t[1, 1]:.9g}" iyz="{t[1, 2]:.9g}" izz="{t[2, 2]:.9g}"/>')
+
+
+def _vec(values) -> str:
+    return " ".join(f"{float(v):.9g}" for v in values)
+
+
+def _where(source) -> str:
+    if not source.file:
+        return "-"
+    return f"{source.file}:{source.line}" if source.line else source.file
+
+
+def github_annotations(report) -> str:
+    """``::error file=...,line=...,title=...::message`` per error and warning."""
+    lines = []
+    for f in report.findings:
+        if f.status != "fail":
+            continue
+        kind = "error" if f.severity == "error" else "warning"
+        properties = f"file={_escape_property(f.source.file)}"
+        if f.source.line:
+            properties += f",line={f.source.line}"
+        properties += f",title={_escape_property(f'dyn check-inertia: {f.check} ({f.body})')}"
+        lines.append(f"::{kind} {properties}::{_escape_data(f'{f.body}: {f.message}')}")
+    return "\n".join(lines)
+
+
+def _escape_data(text: str) -> str:
+    return text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+
+
+def _escape_property(text: str) -> str:
+    return _escape_data(text).replace(":", "%3A").replace(",", "%2C")
+
+
+# ----------------------------------------------------------------------------- condition
+
+def condition_document(report, model, labels: Sequence[str], options) -> dict:
+    worst = report.worst
+    eigen = report.eigenvalues
+    return {
+        "model": model.name, "samples": int(len(report.q)), "seed": options.seed,
+        "cond": {"min": plain(float(np.min(report.cond))),
+                 "median": plain(float(np.median(report.cond))),
+                 "max": plain(float(report.cond[worst]))},
+        "worst": {"sample": worst, "q": plain(report.q[worst]), "cond": plain(report.cond[worst]),
+                  "lambda_min": plain(eigen[worst, 0]), "lambda_max": plain(eigen[worst, -1]),
+                  "weakest_direction": {label: plain(c) for label, c in
+                                        zip(labels, report.weakest)}},
+        "d_blocks": [{"joint": b.joint, "d_min": plain(b.d_min), "ratio": plain(b.ratio),
+                      "d_cond": plain(b.d_cond)} for b in report.blocks],
+        "mass_ratios": [{"parent": r.parent, "child": r.child, "parent_mass": r.parent_mass,
+                         "child_mass": r.child_mass, "ratio": plain(r.ratio)}
+                        for r in report.mass_ratios],
+        "thresholds": {"max_cond": options.max_cond, "max_mass_ratio": options.max_mass_ratio,
+                       "min_block_ratio": options.min_block_ratio},
+        "warnings": list(report.warnings),
+    }
+
+
+def condition_csv(report, q_names: Sequence[str], stream) -> None:
+    """One row per sampled configuration: cond(M), its extreme eigenvalues and q."""
+    writer = csv.writer(stream, lineterminator="\n")
+    writer.writerow(["sample", "cond", "lambda_min", "lambda_max", *[f"q:{n}" for n in q_names]])
+    for n, q in enumerate(report.q):
+        writer.writerow([n, *[float(x) for x in (report.cond[n], report.eigenvalues[n, 0],
+                                                 report.eigenvalues[n, -1])], *q.tolist()])
+
+
+def weakest_direction(vector: np.ndarray, names: Sequence[str], count: int = 4) -> str:
+    """The largest components of a unit vector, named: '+0.98 wrist_3, -0.2 wrist_2'."""
+    order = np.argsort(-np.abs(vector))[:count]
+    return ", ".join(f"{vector[i]:+.3g} {names[i]}" for i in order if abs(vector[i]) >= 1e-3)
+
+
+def condition_table(report, model, names: Sequence[str], q_names: Sequence[str], options,
+                    top: int = 10) -> str:
+    worst, eigen = report.worst, report.eigenvalues
+    blocks = sorted(report.blocks, key=lambda b: b.ratio)[:top]
+    block_rows = [[b.joint, b.d_min, b.ratio, b.d_cond] for b in blocks]
+    ratio_rows = [[r.parent, r.child, r.parent_mass, r.child_mass, r.ratio]
+                  for r in report.mass_ratios[:top]]
+    configuration = ", ".join(f"{name}={value:.4g}" for name, value in zip(q_names,
+                                                                            report.q[worst]))
+    lines = [
+        f"cond(M) of {model.name} over {len(report.q)} configurations (neutral first, then "
+        f"random within the limits, seed {options.seed}):",
+        f"  min {np.min(report.cond):.4g}, median {np.median(report.cond):.4g}, "
+        f"max {report.cond[worst]:.4g} (warning above {options.max_cond:.3g})",
+        f"worst configuration (sample {worst}): {configuration or '(no coordinates)'}",
+        f"weakest direction there (lambda_min = {eigen[worst, 0]:.4g}, lambda_max = "
+        f"{eigen[worst, -1]:.4g}): {weakest_direction(report.weakest, names)}",
+        "",
+        f"ABA's local D-blocks, worst over the samples (smallest {len(blocks)} of "
+        f"{len(report.blocks)}; ratio = lambda_min(D) / lambda_max(M), cond(M) >= 1/ratio):",
+        table(block_rows, ["joint", "lambda_min(D)", "ratio", "cond(D)"]),
+        "",
+        "parent/child body mass ratios (largest first):",
+        table(ratio_rows, ["parent", "child", "parent kg", "child kg", "ratio"])
+        if ratio_rows else "  (no parent/child pairs)",
+        "",
+        "warnings:" + ("" if report.warnings else " none"),
+        *[f"  {w}" for w in report.warnings],
+    ]
+    return "\n".join(lines)
+
+
+# ----------------------------------------------------------------------------- verify
+
+def verify_document(report, model, options) -> dict:
+    return {"ok": report.ok, "model": model.name, "states": report.states,
+            "seed": options.seed,
+            "identities": [{"name": r.name, "identity": r.identity,
+                            "residual": plain(r.residual), "tolerance": plain(r.tolerance),
+                            "status": r.status, "note": r.note} for r in report.results]}
+
+
+def verify_csv(report, stream) -> None:
+    writer = csv.writer(stream, lineterminator="\n")
+    writer.writerow(["name", "residual", "tolerance", "status", "identity", "note"])
+    for r in report.results:
+        writer.writerow([r.name, r.residual, r.tolerance, r.status, r.identity, r.note])
+
+
+def verify_table(report, model, options) -> str:
+    rows = [[r.status, r.name, _number(r.residual), _number(r.tolerance), r.note]
+            for r in report.results]
+    failed = sum(r.status == "fail" for r in report.results)
+    identities = [f"  {r.name}: {r.identity}" for r in report.results]
+    return "\n".join([
+        f"verify {model.name}: {report.states} random states (seed {options.seed}), "
+        f"nq={model.nq}, nv={model.nv}; residual = max|lhs - rhs| / max(1, max|rhs|)",
+        table(rows, ["status", "identity", "residual", "tolerance", "note"]),
+        "", "identities:", *identities, "",
+        f"{'FAILED' if failed else 'ok'}: {failed} of {len(rows)} identities failed",
+    ])
+
+
+def _number(value: float) -> str:
+    return "-" if not math.isfinite(value) else f"{value:.3g}"

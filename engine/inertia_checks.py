@@ -1,0 +1,779 @@
+"""Physical consistency of link inertias, link by link and body by body.
+
+Conventions
+-----------
+* A link's inertia is its mass ``m``, centre of mass ``c`` (3,) in the link frame and the
+  rotational inertia ``I`` (3, 3) about the com in the link frame (``LinkSpec.inertia``).
+* Principal moments are the eigenvalues of ``I`` in increasing order. The triangle
+  inequality is ``lambda_1 + lambda_2 >= lambda_3``; its *slack* ``lambda_1 + lambda_2 -
+  lambda_3`` is negative by the *deficit* when violated.
+* Pseudo-inertia (Wensing, Kim & Slotine 2017) about the link origin:
+  ``J = [[Sigma, h], [h^T, m]]`` with ``Ibar = I + m (|c|^2 1 - c c^T)`` (the inertia about
+  the origin), ``Sigma = 1/2 tr(Ibar) 1 - Ibar`` (the second moment of the mass about the
+  origin) and ``h = m c``. A mass distribution exists iff ``J >= 0``; ``J > 0`` rules out
+  point, rod and flat idealisations. Its smallest eigenvalue is reported in SI as is; the
+  verdict uses the dimensionless ``J_n = D J D / m`` with ``D = diag(1/l, 1/l, 1/l, 1)``,
+  ``l^2 = tr(Sigma) / m``, so it does not depend on the units of length.
+* Geometry (collision, else visual) enters as primitive solids in the link frame
+  (:class:`LinkGeometry`, meshes replaced by their bounding boxes): the *uniform inertia*
+  is the inertia the link's mass would have if it filled the solids at uniform density.
+* ``tolerance`` is relative: a relative violation up to it is accepted, a relative margin
+  below it is reported as degenerate.
+* Body checks use the compact tree: a body is a moving joint's link with every link welded
+  to it. "mass" follows MuJoCo's rule: a massless moving body is fine when its subtree
+  gives its joint mass and inertia (the joint's diagonal block of M, armature excluded, is
+  positive definite). "articulated-inertia" is ABA's local D-block relative to
+  ``lambda_max(M)`` (see :mod:`treedyn.engine.conditioning`). Both are evaluated at the
+  neutral configuration and a few random ones (worst case reported).
+
+Checks (one finding per link, or per body, and check; status pass, fail or skip)
+---------------------------------------------------------------------------------
+finite, mass (negative: error; moving body by MuJoCo's rule), inertia-pd (asymmetric or
+indefinite: error; semi-definite or nil: warning), triangle (deficit beyond the tolerance:
+error), pseudo-inertia (J not PSD: error; only PSD: warning), plausibility (inertia >= 100x
+the uniform inertia of the geometry: error; >= 10x, <= 1/100x or com far outside the
+geometry: warning), about-origin (implausible as written but plausible and consistent read
+about the link origin: error), orientation (axes match the geometry only without, or with
+the inverse of, the inertial rpy: error; exact geometry far off: warning), density (above
+``max_density``: warning), articulated-inertia (singular D-block: error; below
+``min_block_ratio``: warning), merged-pseudo-inertia (pseudo-inertia of a body with
+several massive links). The geometry checks' errors are warnings on a welded link holding
+under 1 % of its body's mass.
+"""
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from .conditioning import articulated_blocks, sample_configurations
+from .crba import crba
+from .description import Inertia, LinkSpec, Shape, SourceRef
+from .model import Model
+
+MINVAL = 1e-15  # MuJoCo's mjMINVAL: mass and inertia below this count as none
+SEVERITIES = ("error", "warning", "info")
+STATUSES = ("fail", "pass", "skip")
+LINK_CHECKS = ("finite", "mass", "inertia-pd", "triangle", "pseudo-inertia", "plausibility",
+               "about-origin", "orientation", "density")
+BODY_CHECKS = ("articulated-inertia", "merged-pseudo-inertia")
+CHECKS = LINK_CHECKS + BODY_CHECKS
+# Checks that compare with the geometry: their errors become warnings on a link welded to a
+# body it hardly changes (a sensor frame with a placeholder inertia, say).
+HEURISTIC_CHECKS = ("plausibility", "about-origin", "orientation", "density")
+NEGLIGIBLE_MASS = 0.01  # welded link mass / body mass below which the link hardly matters
+
+
+@dataclass(frozen=True)
+class LinkGeometry:
+    """A link's usable geometry: primitive solids posed in the link frame."""
+
+    role: str  # "collision", "visual", or "" when unknown
+    solids: tuple[Shape, ...]  # boxes, cylinders, spheres, capsules
+    exact: bool  # False when a mesh is stood in for by its bounding box
+    note: str = ""  # why the geometry is unknown
+
+
+@dataclass(frozen=True)
+class CheckOptions:
+    tolerance: float = 1e-6  # relative, for symmetry, definiteness and the triangle inequality
+    plausible_ratio: float = 10.0  # inertia / uniform inertia above this: warning
+    implausible_ratio: float = 100.0  # above this (or below its inverse): error / warning
+    max_density: float = 25000.0  # kg/m^3; denser than any metal: warning
+    min_block_ratio: float = 1e-8  # articulated-inertia warning threshold
+    samples: int = 8  # configurations for the body checks (the neutral one first)
+    seed: int = 0
+    fix: bool = False  # attach the nearest consistent inertia to failing findings
+
+
+@dataclass(frozen=True)
+class Fix:
+    """A suggested inertia (never applied): about the com, in the link frame."""
+
+    mass: float
+    com: np.ndarray  # (3,)
+    inertia: np.ndarray  # (3, 3)
+    rotation: np.ndarray  # (3, 3) frame the file writes the tensor in (URDF inertial rpy)
+    reason: str
+
+    def tensor_as_written(self) -> np.ndarray:
+        """The tensor in the frame the file writes it in (to paste into the same element)."""
+        return self.rotation.T @ self.inertia @ self.rotation
+
+
+@dataclass(frozen=True)
+class Finding:
+    body: str  # the link (original name for links merged by fixed joints) or body
+    check: str  # one of CHECKS
+    severity: str  # one of SEVERITIES
+    status: str  # one of STATUSES
+    message: str
+    value: object  # the measured value (float, list of floats or None)
+    margin: float | None  # distance to failing (positive: passes), unit per check
+    source: SourceRef  # the <inertial> (or <link>) element
+    scope: str = "link"  # "link" or "body" (a moving body of the compact tree)
+    links: tuple[str, ...] = ()  # for body findings: the links merged into the body
+    details: dict = field(default_factory=dict)
+    fix: Fix | None = None  # with CheckOptions.fix, on failing findings that have one
+
+
+@dataclass(frozen=True)
+class InertiaReport:
+    model: str
+    findings: tuple[Finding, ...]
+
+    @property
+    def ok(self) -> bool:
+        return not any(f.severity == "error" for f in self.findings)
+
+    def failed(self, check: str | None = None) -> list[Finding]:
+        return [f for f in self.findings
+                if f.status == "fail" and (check is None or f.check == check)]
+
+
+# ----------------------------------------------------------------------------- numbers
+
+def symmetric(matrix: np.ndarray) -> np.ndarray:
+    return 0.5 * (matrix + np.swapaxes(matrix, -1, -2))
+
+
+def principal_moments(inertia: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(moments ascending (3,), principal axes as columns (3, 3)) of the symmetric part."""
+    return np.linalg.eigh(symmetric(inertia))
+
+
+def triangle_slack(moments: np.ndarray) -> float:
+    """lambda_1 + lambda_2 - lambda_3 for ascending moments (negative: the deficit)."""
+    return float(moments[0] + moments[1] - moments[2])
+
+
+def parallel_axis(mass: float, com: np.ndarray) -> np.ndarray:
+    """m (|c|^2 1 - c c^T): what moving the reference point from the com to the origin adds."""
+    com = np.asarray(com, dtype=float)
+    return mass * (com @ com * np.eye(3) - np.outer(com, com))
+
+
+def second_moment(inertia: np.ndarray) -> np.ndarray:
+    """Sigma = 1/2 tr(I) 1 - I: the mass's second moment for a rotational inertia I."""
+    return 0.5 * np.trace(inertia) * np.eye(3) - inertia
+
+
+def pseudo_inertia(mass: float, com: np.ndarray, inertia: np.ndarray) -> np.ndarray:
+    """J (4, 4) about the link origin, from the inertia about the com (see module doc)."""
+    about_origin = symmetric(inertia) + parallel_axis(mass, com)
+    J = np.empty((4, 4))
+    J[:3, :3] = second_moment(about_origin)
+    J[:3, 3] = J[3, :3] = mass * np.asarray(com, dtype=float)
+    J[3, 3] = mass
+    return J
+
+
+def normalized_pseudo_inertia(J: np.ndarray) -> np.ndarray:
+    """J_n = D J D / m, D = diag(1/l, 1/l, 1/l, 1), l^2 = tr(Sigma)/m (J itself if m <= 0)."""
+    mass = J[3, 3]
+    spread = np.trace(J[:3, :3])
+    if mass <= 0 or spread <= 0:
+        return J
+    D = np.diag([np.sqrt(mass / spread)] * 3 + [1.0])
+    return D @ J @ D / mass
+
+
+def nearest_consistent(inertia: np.ndarray, margin: float = 1e-5) -> np.ndarray:
+    """The rotational inertia nearest (Frobenius) to ``inertia`` meeting the strict triangle
+    inequality: every ``sigma_k = (lambda_i + lambda_j - lambda_k) / 2 >= margin tr(I)``.
+
+    The feasible set is convex and rotation invariant, so the nearest point keeps the
+    principal axes; the moments are projected onto the polyhedral cone by trying every
+    set of active constraints (3 constraints: 8 sets) and keeping the closest feasible one.
+    """
+    moments, axes = principal_moments(inertia)
+    scale = max(abs(float(moments.sum())), np.finfo(float).tiny)
+    floor = margin * scale
+    A = 0.5 * np.ones((3, 3)) - np.eye(3)  # sigma = A @ moments
+    best, best_distance = None, np.inf
+    for active in itertools.product((False, True), repeat=3):
+        rows = A[list(active)]
+        candidate = moments
+        if rows.size:
+            candidate = moments - rows.T @ np.linalg.solve(rows @ rows.T,
+                                                           rows @ moments - floor)
+        if np.all(A @ candidate >= floor - 1e-12 * scale):
+            distance = float(np.linalg.norm(candidate - moments))
+            if distance < best_distance:
+                best, best_distance = candidate, distance
+    return axes @ np.diag(best) @ axes.T
+
+
+def equivalent_box(moments: np.ndarray, mass: float) -> np.ndarray:
+    """Edge lengths (3,) of the uniform box with these principal moments (0 where impossible).
+
+    A box of edges (a, b, c) has I_x = m (b^2 + c^2) / 12, so a^2 = 6 (I_y + I_z - I_x) / m.
+    """
+    if mass <= 0:
+        return np.zeros(3)
+    squares = 6.0 * (moments.sum() - 2.0 * moments) / mass
+    return np.sqrt(np.clip(squares, 0.0, None))
+
+
+@dataclass(frozen=True)
+class UniformInertia:
+    """Uniform-density mass properties of a set of solids, per unit mass."""
+
+    volume: float
+    centroid: np.ndarray  # (3,) link frame
+    inertia: np.ndarray  # (3, 3) per unit mass about the centroid, link frame
+    low: np.ndarray  # (3,) bounding box of the solids in the link frame
+    high: np.ndarray  # (3,)
+
+
+def solid_properties(shape: Shape) -> tuple[float, np.ndarray, np.ndarray]:
+    """(volume, centroid in the link frame, unit-mass inertia about it in the link frame)."""
+    size = np.asarray(shape.size, dtype=float)
+    if shape.kind == "box":
+        a, b, c = size
+        volume, local = a * b * c, np.diag([b * b + c * c, a * a + c * c, a * a + b * b]) / 12
+    elif shape.kind == "sphere":
+        r = size[0]
+        volume, local = 4.0 / 3.0 * np.pi * r ** 3, np.eye(3) * 0.4 * r * r
+    elif shape.kind == "cylinder":
+        r, length = size
+        side = (3 * r * r + length * length) / 12
+        volume, local = np.pi * r * r * length, np.diag([side, side, 0.5 * r * r])
+    elif shape.kind == "capsule":
+        volume, local = _capsule(size[0], size[1])
+    else:
+        raise ValueError(f"not a primitive solid: {shape.kind}")
+    R = shape.rotation
+    return float(volume), np.asarray(shape.translation, dtype=float), R @ local @ R.T
+
+
+def _capsule(r: float, length: float) -> tuple[float, np.ndarray]:
+    """Volume and unit-mass inertia of a capsule (cylinder of ``length`` along z + 2 caps)."""
+    v_cyl, v_caps = np.pi * r * r * length, 4.0 / 3.0 * np.pi * r ** 3
+    cyl_side, caps_side = (3 * r * r + length * length) / 12, 83 / 320 * r * r + (
+        length / 2 + 3 * r / 8) ** 2
+    volume = v_cyl + v_caps
+    side = (v_cyl * cyl_side + v_caps * caps_side) / volume
+    axial = (v_cyl * 0.5 * r * r + v_caps * 0.4 * r * r) / volume
+    return volume, np.diag([side, side, axial])
+
+
+def solid_corners(shape: Shape) -> np.ndarray:
+    """(8, 3) corners of the solid's bounding box in its own frame, posed in the link frame."""
+    size = np.asarray(shape.size, dtype=float)
+    if shape.kind == "box":
+        half = size / 2
+    elif shape.kind == "sphere":
+        half = np.full(3, size[0])
+    elif shape.kind == "cylinder":
+        half = np.array([size[0], size[0], size[1] / 2])
+    else:
+        half = np.array([size[0], size[0], size[1] / 2 + size[0]])
+    signs = np.array(list(itertools.product((-1.0, 1.0), repeat=3)))
+    return (signs * half) @ shape.rotation.T + shape.translation
+
+
+def uniform_inertia(solids: tuple[Shape, ...]) -> UniformInertia | None:
+    """Uniform-density properties of the union of ``solids`` (overlaps counted twice)."""
+    parts = [solid_properties(solid) for solid in solids]
+    volume = sum(part[0] for part in parts)
+    if not volume > 0:
+        return None
+    centroid = sum(part[0] * part[1] for part in parts) / volume
+    inertia = sum(part[0] * (part[2] + parallel_axis(1.0, part[1] - centroid))
+                  for part in parts) / volume
+    corners = np.vstack([solid_corners(solid) for solid in solids])
+    return UniformInertia(volume, centroid, inertia, corners.min(axis=0), corners.max(axis=0))
+
+
+# ----------------------------------------------------------------------------- link checks
+
+@dataclass(frozen=True)
+class LinkContext:
+    """What the link checks need to know about a link besides its inertia."""
+
+    link: LinkSpec
+    body: int  # the compact-tree body it belongs to (-1: welded to the world)
+    main: bool  # it is the body's own link (the one its joint moves)
+    geometry: LinkGeometry | None
+    source: SourceRef  # the <inertial> element, else the <link>
+    negligible: str = ""  # why the link hardly matters to its body ("" if it does)
+
+
+class _Checker:
+    """Runs every check; ``add`` records one finding."""
+
+    def __init__(self, model: Model, options: CheckOptions):
+        self.model, self.options = model, options
+        self.findings: list[Finding] = []
+        self.q = sample_configurations(model, options.samples, options.seed)
+        self.M = crba(model, self.q).reshape(len(self.q), model.nv, model.nv)
+        self.largest = np.linalg.eigvalsh(self.M)[:, -1] if model.nv else np.zeros(len(self.q))
+
+    def add(self, context: LinkContext, check: str, status: str, severity: str, message: str,
+            value=None, margin=None, details=None, fix=None, scope="link", links=()) -> None:
+        """Record a finding on ``context``'s link (or, with scope "body", its body).
+
+        ``fix`` is a callable making the suggested Fix, called only with CheckOptions.fix.
+        """
+        fix = fix() if callable(fix) and self.options.fix else None
+        if severity == "error" and check in HEURISTIC_CHECKS and context.negligible:
+            severity, message = "warning", f"{message} [warning only: {context.negligible}]"
+        self.findings.append(Finding(
+            body=context.link.name, check=check, severity=severity, status=status,
+            message=message, value=_plain(value),
+            margin=None if margin is None else float(margin), source=context.source,
+            scope=scope, links=tuple(links),
+            details={k: _plain(v) for k, v in (details or {}).items()}, fix=fix))
+
+    # -- link level --
+
+    def link(self, context: LinkContext) -> None:
+        inertia = context.link.inertia
+        values = np.concatenate([[inertia.mass], inertia.com, np.ravel(inertia.inertia)])
+        if not np.all(np.isfinite(values)):
+            self.add(context, "finite", "fail", "error",
+                     "mass, com or inertia is not a finite number")
+            return
+        self.add(context, "finite", "pass", "info", "all numbers finite")
+        self.mass(context)
+        if not context.link.has_inertial:
+            return
+        if inertia.mass == 0 and not np.any(inertia.inertia):
+            return
+        self.inertia_pd(context)
+        self.triangle(context)
+        self.pseudo_inertia(context)
+        self.geometry_checks(context)
+
+    def mass(self, context: LinkContext) -> None:
+        link, mass = context.link, context.link.inertia.mass
+        welded = ("welded to the world" if context.body < 0 else
+                  f"welded to body {self.model.body_names[context.body]}")
+        if mass < 0:
+            self.add(context, "mass", "fail", "error", f"negative mass {mass:g} kg",
+                     mass, mass, fix=lambda: _negative_mass_fix(link))
+        elif context.main:
+            self.moving_body_mass(context)
+        elif mass == 0 and np.any(link.inertia.inertia):
+            self.add(context, "mass", "fail", "warning",
+                     "zero mass but a non-zero inertia tensor (inertia needs mass)", mass, 0.0)
+        elif mass == 0:
+            note = "no <inertial>" if not link.has_inertial else "zero mass"
+            self.add(context, "mass", "pass", "info", f"{note}: a massless frame {welded}",
+                     mass, 0.0)
+        else:
+            self.add(context, "mass", "pass", "info", f"{mass:g} kg, {welded}", mass, mass)
+
+    def moving_body_mass(self, context: LinkContext) -> None:
+        """MuJoCo's rule for the link a joint moves (with the links welded to it)."""
+        model, j = self.model, context.body
+        body_mass = float(model.body_mass[j])
+        joint = model.joint_names[j]
+        if body_mass > MINVAL:
+            merged = "" if body_mass == context.link.inertia.mass else (
+                f" ({body_mass:g} kg with the links welded to it)")
+            self.add(context, "mass", "pass", "info",
+                     f"{context.link.inertia.mass:g} kg{merged}, moved by joint {joint}",
+                     context.link.inertia.mass, body_mass, details={"body_mass": body_mass})
+            return
+        dofs = slice(model.idx_v[j], model.idx_v[j] + model.nv_joint[j])
+        block = self.M[:, dofs, dofs] - np.diag(model.armature[dofs])
+        smallest = float(np.linalg.eigvalsh(block)[:, 0].min())
+        details = {"body_mass": body_mass, "joint": joint, "subtree_inertia": smallest}
+        if smallest > MINVAL:
+            self.add(context, "mass", "pass", "info",
+                     f"massless moving body, but its subtree gives joint {joint} mass and "
+                     f"inertia (smallest eigenvalue {smallest:.3g}; allowed, as in MuJoCo)",
+                     body_mass, smallest, details=details)
+        else:
+            self.add(context, "mass", "fail", "error",
+                     f"moving body without mass: joint {joint} moves no mass or inertia along "
+                     "some of its directions (M is singular there)", body_mass, smallest,
+                     details=details)
+
+    def inertia_pd(self, context: LinkContext) -> None:
+        inertia, tol = context.link.inertia.inertia, self.options.tolerance
+        asymmetry = float(np.linalg.norm(inertia - inertia.T) /
+                          max(np.linalg.norm(inertia), np.finfo(float).tiny))
+        moments, _ = principal_moments(inertia)
+        largest = float(moments[-1])
+        if negligible_inertia(context.link.inertia):
+            self.add(context, "inertia-pd", "fail", "warning",
+                     "zero rotational inertia (a point mass)", moments, 0.0,
+                     {"principal_moments": moments}, lambda: _consistent_fix(context, tol))
+            return
+        relative = float(moments[0] / largest) if largest > 0 else -np.inf
+        details = {"principal_moments": moments, "asymmetry": asymmetry}
+        text = "principal moments " + ", ".join(f"{m:.6g}" for m in moments) + " kg m^2"
+        fix = lambda: _consistent_fix(context, tol)  # noqa: E731
+        if asymmetry > tol:
+            self.add(context, "inertia-pd", "fail", "error",
+                     f"not symmetric (relative asymmetry {asymmetry:.3g})", moments, -asymmetry,
+                     details, fix)
+        elif relative < -tol:
+            self.add(context, "inertia-pd", "fail", "error",
+                     f"not positive definite: {text}", moments, relative, details, fix)
+        elif relative <= tol:
+            self.add(context, "inertia-pd", "fail", "warning",
+                     f"only semi-definite (a point mass, rod or zero inertia): {text}",
+                     moments, relative, details, fix)
+        else:
+            self.add(context, "inertia-pd", "pass", "info", f"positive definite: {text}",
+                     moments, relative, details)
+
+    def triangle(self, context: LinkContext) -> None:
+        moments, _ = principal_moments(context.link.inertia.inertia)
+        if negligible_inertia(context.link.inertia) or moments[-1] <= 0:
+            self.add(context, "triangle", "skip", "info", "no rotational inertia to check")
+            return
+        slack = triangle_slack(moments)
+        relative = slack / float(moments[-1])
+        details = {"principal_moments": moments, "deficit": max(-slack, 0.0),
+                   "deficit_percent": max(-relative, 0.0) * 100}
+        if relative < -self.options.tolerance:
+            self.add(context, "triangle", "fail", "error",
+                     f"triangle inequality violated: {moments[0]:.6g} + {moments[1]:.6g} < "
+                     f"{moments[2]:.6g} by {-slack:.3g} kg m^2 ({-relative * 100:.3g} %)",
+                     slack, relative, details,
+                     lambda: _consistent_fix(context, self.options.tolerance))
+        else:
+            self.add(context, "triangle", "pass", "info",
+                     f"{moments[0]:.6g} + {moments[1]:.6g} >= {moments[2]:.6g} "
+                     f"(slack {relative * 100:.3g} %)", slack, relative, details)
+
+    def pseudo_inertia(self, context: LinkContext) -> None:
+        link = context.link
+        J = pseudo_inertia(link.inertia.mass, link.inertia.com, link.inertia.inertia)
+        self.add_pseudo_inertia(context, J, "pseudo-inertia",
+                                lambda: _consistent_fix(context, self.options.tolerance))
+
+    def add_pseudo_inertia(self, context, J, check, fix, **extra) -> None:
+        tol = self.options.tolerance
+        smallest = float(np.linalg.eigvalsh(J)[0])
+        margin = float(np.linalg.eigvalsh(normalized_pseudo_inertia(J))[0])
+        details = {"eigenvalues": np.linalg.eigvalsh(J), "normalized_min": margin}
+        if J[3, 3] < 0 or margin < -tol:
+            self.add(context, check, "fail", "error",
+                     f"pseudo-inertia J is not positive semi-definite (smallest eigenvalue "
+                     f"{smallest:.3g}): no mass distribution has this inertia", smallest,
+                     margin, details, fix, **extra)
+        elif margin <= tol:
+            self.add(context, check, "fail", "warning",
+                     f"pseudo-inertia J is only semi-definite (smallest eigenvalue "
+                     f"{smallest:.3g}): a point, rod or flat idealisation", smallest,
+                     margin, details, fix, **extra)
+        else:
+            self.add(context, check, "pass", "info",
+                     f"pseudo-inertia J positive definite (smallest eigenvalue {smallest:.3g},"
+                     f" normalized {margin:.3g})", smallest, margin, details, **extra)
+
+    # -- geometry --
+
+    def geometry_checks(self, context: LinkContext) -> None:
+        geometry = context.geometry
+        uniform = uniform_inertia(geometry.solids) if geometry and geometry.solids else None
+        inertia = context.link.inertia
+        moments, _ = principal_moments(inertia.inertia)
+        consistent = (not negligible_inertia(inertia) and moments[0] > 0
+                      and triangle_slack(moments) >= -self.options.tolerance * moments[2])
+        why = ("the link has no mass" if inertia.mass <= 0 else
+               f"no usable geometry ({geometry.note})" if geometry and uniform is None else
+               "no geometry" if uniform is None else "")
+        if why:
+            for check in HEURISTIC_CHECKS:
+                self.add(context, check, "skip", "info", f"skipped: {why}")
+            return
+        self.density(context, uniform)
+        if not consistent:
+            for check in HEURISTIC_CHECKS[:3]:
+                self.add(context, check, "skip", "info",
+                         "skipped: the inertia itself is not physically consistent")
+            return
+        reading = origin_reading(context.link.inertia, uniform, self.options)
+        self.plausibility(context, uniform, reading)
+        self.about_origin(context, reading)
+        self.orientation(context, uniform)
+
+    def plausibility(self, context: LinkContext, uniform: UniformInertia,
+                     reading: "OriginReading") -> None:
+        inertia, options = context.link.inertia, self.options
+        role = context.geometry.role
+        reference = inertia.mass * uniform.inertia
+        ratio = reading.ratio_as_com
+        moments, _ = principal_moments(inertia.inertia)
+        box = np.sort(equivalent_box(moments, inertia.mass))
+        extent = np.sort(uniform.high - uniform.low)
+        outside = float(np.linalg.norm(inertia.com - np.clip(inertia.com, uniform.low,
+                                                             uniform.high)))
+        diagonal = float(np.linalg.norm(uniform.high - uniform.low))
+        details = {"ratio": ratio, "equivalent_box": box, "geometry_box": extent,
+                   "role": role, "com_outside": outside, "exact": context.geometry.exact}
+        sizes = (f"equivalent uniform box {_dims(box)} m vs {role} geometry box "
+                 f"{_dims(extent)} m")
+        margin = float(np.log10(options.implausible_ratio / ratio)) if ratio > 0 else None
+        fix = None if reading.explained else lambda: Fix(  # noqa: E731
+            inertia.mass, inertia.com, reference, context.link.inertial_rotation,
+            f"uniform density filling the {role} geometry, same mass")
+        see = " (see about-origin)" if reading.explained else ""
+        if ratio >= options.implausible_ratio:
+            self.add(context, "plausibility", "fail", "error",
+                     f"inertia is {ratio:.3g}x that of a uniform body filling the {role} "
+                     f"geometry ({sizes}): a units or origin mistake?{see}", ratio, margin,
+                     details, fix)
+        elif ratio >= options.plausible_ratio:
+            self.add(context, "plausibility", "fail", "warning",
+                     f"inertia is {ratio:.3g}x that of a uniform body filling the {role} "
+                     f"geometry ({sizes}){see}", ratio, margin, details, fix)
+        elif ratio <= 1.0 / options.implausible_ratio:
+            self.add(context, "plausibility", "fail", "warning",
+                     f"inertia is only {ratio:.3g}x that of a uniform body filling the {role} "
+                     f"geometry ({sizes}): a placeholder value?", ratio, margin, details, fix)
+        elif outside > max(diagonal, 0.01):
+            self.add(context, "plausibility", "fail", "warning",
+                     f"com lies {outside:.3g} m outside the {role} geometry's bounding box "
+                     f"(diagonal {diagonal:.3g} m)", ratio, margin, details)
+        else:
+            self.add(context, "plausibility", "pass", "info",
+                     f"inertia is {ratio:.3g}x that of a uniform body filling the {role} "
+                     f"geometry ({sizes})", ratio, margin, details)
+
+    def about_origin(self, context: LinkContext, reading: "OriginReading") -> None:
+        """The CAD-export mistake: the tensor is about the link origin, not the com."""
+        if reading.alternative is None:
+            self.add(context, "about-origin", "skip", "info",
+                     "com at the link origin: both readings agree")
+            return
+        inertia = context.link.inertia
+        details = {"ratio_as_com": reading.ratio_as_com,
+                   "ratio_as_origin": reading.ratio_as_origin,
+                   "consistent_as_origin": reading.consistent}
+        if reading.explained:
+            self.add(context, "about-origin", "fail", "error",
+                     f"the inertia fits the {context.geometry.role} geometry only when read "
+                     f"about the link origin instead of the com ({reading.ratio_as_com:.3g}x "
+                     f"vs {reading.ratio_as_origin:.3g}x the uniform inertia): a CAD export "
+                     "about the wrong point?", reading.ratio_as_origin, None, details,
+                     lambda: Fix(inertia.mass, inertia.com, reading.alternative,
+                                 context.link.inertial_rotation,
+                                 "the tensor read about the link origin, moved to the com"))
+        else:
+            state = "consistent" if reading.consistent else "inconsistent"
+            self.add(context, "about-origin", "pass", "info",
+                     f"read about the com: {reading.ratio_as_com:.3g}x the uniform inertia; "
+                     f"read about the origin it would be {state}", reading.ratio_as_origin,
+                     None, details)
+
+    def orientation(self, context: LinkContext, uniform: UniformInertia) -> None:
+        """Principal axes against the geometry's, and the inertial rpy applied wrongly."""
+        link = context.link
+        target = _shape_of(uniform.inertia)
+        if np.linalg.norm(target - np.eye(3) / 3) < 0.05:
+            self.add(context, "orientation", "skip", "info",
+                     "the geometry is too round to tell its axes apart")
+            return
+        distance = float(np.linalg.norm(_shape_of(link.inertia.inertia) - target))
+        R = link.inertial_rotation
+        candidates = {}
+        if not np.allclose(R, np.eye(3)):
+            written = R.T @ link.inertia.inertia @ R
+            candidates = {"without the inertial <origin rpy>": written,
+                          "with the inverse of the inertial <origin rpy>": R.T @ written @ R}
+        scored = sorted((float(np.linalg.norm(_shape_of(tensor) - target)), name, tensor)
+                        for name, tensor in candidates.items())
+        details = {"distance": distance, "candidates": {n: d for d, n, _ in scored}}
+        if scored and distance >= 0.15 and scored[0][0] <= 0.4 * distance:
+            best, name, tensor = scored[0]
+            self.add(context, "orientation", "fail", "error",
+                     f"principal axes disagree with the {context.geometry.role} geometry "
+                     f"(distance {distance:.3g}) but agree {name} (distance {best:.3g}): "
+                     "the rotation was applied wrongly", distance, -distance, details,
+                     lambda: Fix(link.inertia.mass, link.inertia.com, tensor, R,
+                                 f"the tensor {name}"))
+        elif distance >= 0.5 and context.geometry.exact:
+            self.add(context, "orientation", "fail", "warning",
+                     f"principal axes disagree with the {context.geometry.role} geometry "
+                     f"(distance {distance:.3g} between the normalized tensors)", distance,
+                     0.5 - distance, details)
+        else:
+            self.add(context, "orientation", "pass", "info",
+                     f"principal axes {'match' if distance < 0.5 else 'roughly match'} the "
+                     f"{context.geometry.role} geometry (distance {distance:.3g}"
+                     f"{'' if context.geometry.exact else ', meshes as bounding boxes'})",
+                     distance, 0.5 - distance, details)
+
+    def density(self, context: LinkContext, uniform: UniformInertia) -> None:
+        density = context.link.inertia.mass / uniform.volume
+        limit = self.options.max_density
+        text = (f"mass / {context.geometry.role} volume = {density:.4g} kg/m^3 "
+                f"(volume {uniform.volume:.3g} m^3)")
+        if density > limit:
+            self.add(context, "density", "fail", "warning",
+                     f"{text}: denser than any metal ({limit:g}); mass in the wrong unit?",
+                     density, limit - density)
+        else:
+            self.add(context, "density", "pass", "info", text, density, limit - density)
+
+    # -- body level --
+
+    def bodies(self, contexts: dict[str, LinkContext]) -> None:
+        model = self.model
+        blocks = articulated_blocks(model, self.q)
+        for j, name in enumerate(model.body_names):
+            context = contexts[name]
+            links = tuple(f.name for f in model.frames if f.joint == j)
+            self.articulated(context, j, blocks[j], links)
+            massive = [n for n in links if contexts[n].link.inertia.mass != 0]
+            if len(massive) >= 2:
+                rigid = Inertia.from_spatial(model.body_inertia[j])
+                J = pseudo_inertia(rigid.mass, rigid.com, rigid.inertia)
+                self.add_pseudo_inertia(context, J, "merged-pseudo-inertia", None,
+                                        scope="body", links=links)
+
+    def articulated(self, context: LinkContext, j: int, D: np.ndarray, links) -> None:
+        model = self.model
+        joint = model.joint_names[j]
+        low = np.linalg.eigvalsh(D)[:, 0]
+        with np.errstate(divide="ignore", invalid="ignore"):
+            ratios = np.where(self.largest > 0, low / self.largest, 0.0)
+        worst = int(np.argmin(ratios))
+        ratio = float(ratios[worst])
+        details = {"joint": joint, "joint_line": model.joint_sources[j].line,
+                   "d_min": float(low[worst]), "lambda_max": float(self.largest[worst]),
+                   "sample": worst}
+        margin = float(np.log10(ratio / self.options.min_block_ratio)) if ratio > 0 else None
+        extra = {"scope": "body", "links": links}
+        if ratio <= 1e-15:
+            self.add(context, "articulated-inertia", "fail", "error",
+                     f"joint {joint} moves (with its descendants free) no inertia along some "
+                     f"direction: ABA's D-block is singular (smallest eigenvalue "
+                     f"{low[worst]:.3g}), M is singular", ratio, margin, details, **extra)
+        elif ratio < self.options.min_block_ratio:
+            self.add(context, "articulated-inertia", "fail", "warning",
+                     f"joint {joint}: ABA's D-block is {ratio:.3g} of lambda_max(M) "
+                     f"({low[worst]:.3g} vs {self.largest[worst]:.3g}), so cond(M) >= "
+                     f"{1 / ratio:.3g}: a nearly singular chain", ratio, margin, details,
+                     **extra)
+        else:
+            self.add(context, "articulated-inertia", "pass", "info",
+                     f"joint {joint}: ABA's D-block is {ratio:.3g} of lambda_max(M)", ratio,
+                     margin, details, **extra)
+
+
+def check_inertia(model: Model, geometry: dict[str, LinkGeometry] | None = None,
+                  options: CheckOptions = CheckOptions()) -> InertiaReport:
+    """Every link and body check on ``model`` (its description's links, merged or not)."""
+    geometry = geometry or {}
+    checker = _Checker(model, options)
+    body_of = {frame.name: frame.joint for frame in model.frames}
+    contexts: dict[str, LinkContext] = {}
+    for link in model.description.links:
+        if link.name not in body_of or (not link.has_inertial and not link.source.line
+                                        and body_of[link.name] < 0):
+            continue  # a world link the parser or --free-flyer made up
+        body = body_of[link.name]
+        main = body >= 0 and model.body_names[body] == link.name
+        source = link.inertial_source if link.inertial_source.line else link.source
+        contexts[link.name] = LinkContext(link, body, main, geometry.get(link.name), source,
+                                          _negligible(model, link, body, main))
+        checker.link(contexts[link.name])
+    for j, name in enumerate(model.body_names):
+        if name not in contexts:
+            link = next(spec for spec in model.description.links if spec.name == name)
+            contexts[name] = LinkContext(link, j, True, None, link.source)
+    checker.bodies(contexts)
+    return InertiaReport(model.name, tuple(checker.findings))
+
+
+@dataclass(frozen=True)
+class OriginReading:
+    """The link's tensor read about the com (URDF) and about the link origin (CAD mistake)."""
+
+    ratio_as_com: float  # tr(I) / tr(uniform inertia of the geometry)
+    alternative: np.ndarray | None  # I - m (|c|^2 1 - c c^T); None when the com is at the origin
+    ratio_as_origin: float
+    consistent: bool  # the alternative is a physically consistent inertia
+    explained: bool  # implausible as written, consistent and plausible read about the origin
+
+
+def origin_reading(inertia: Inertia, uniform: UniformInertia,
+                   options: CheckOptions) -> OriginReading:
+    reference = float(np.trace(inertia.mass * uniform.inertia))
+    ratio = float(np.trace(inertia.inertia)) / reference
+    shift = parallel_axis(inertia.mass, inertia.com)
+    if np.trace(shift) <= 1e-3 * abs(np.trace(inertia.inertia)):
+        return OriginReading(ratio, None, ratio, True, False)
+    alternative = inertia.inertia - shift
+    moments, _ = principal_moments(alternative)
+    consistent = bool(moments[0] > 0 and
+                      triangle_slack(moments) >= -options.tolerance * moments[2])
+    ratio_origin = float(np.trace(alternative)) / reference
+    plausible = 1.0 / options.plausible_ratio < ratio_origin < options.plausible_ratio
+    explained = consistent and plausible and ratio >= options.plausible_ratio
+    return OriginReading(ratio, alternative, ratio_origin, consistent, explained)
+
+
+# ----------------------------------------------------------------------------- helpers
+
+def negligible_inertia(inertia: Inertia) -> bool:
+    """The rotational inertia is nil: below MINVAL + m (1 um)^2 in every direction."""
+    floor = MINVAL + 1e-12 * max(inertia.mass, 0.0)
+    return bool(np.all(np.abs(np.linalg.eigvalsh(symmetric(inertia.inertia))) <= floor))
+
+
+def _negligible(model: Model, link: LinkSpec, body: int, main: bool) -> str:
+    """Why a welded link hardly matters to the body it is welded to ("" if it matters)."""
+    if main or body < 0:
+        return ""
+    body_mass = float(model.body_mass[body])
+    if body_mass > 0 and abs(link.inertia.mass) <= NEGLIGIBLE_MASS * body_mass:
+        share = 100 * abs(link.inertia.mass) / body_mass
+        return f"{share:.2g} % of the mass of body {model.body_names[body]}"
+    return ""
+
+
+def _consistent_fix(context: LinkContext, tolerance: float) -> Fix | None:
+    """The nearest consistent inertia; for a nil one, the geometry's uniform inertia."""
+    link, inertia = context.link, context.link.inertia
+    if not inertia.mass > 0:
+        return None
+    if negligible_inertia(inertia):
+        geometry = context.geometry
+        uniform = uniform_inertia(geometry.solids) if geometry and geometry.solids else None
+        if uniform is None:
+            return None  # no size to go by
+        return Fix(inertia.mass, inertia.com, inertia.mass * uniform.inertia,
+                   link.inertial_rotation,
+                   f"uniform density filling the {geometry.role} geometry, same mass")
+    return Fix(inertia.mass, inertia.com, nearest_consistent(inertia.inertia, 10 * tolerance),
+               link.inertial_rotation, "nearest inertia (Frobenius) meeting the strict "
+               "triangle inequality, same mass and com")
+
+
+def _negative_mass_fix(link: LinkSpec) -> Fix:
+    inertia = link.inertia
+    tensor = inertia.inertia if np.trace(inertia.inertia) >= 0 else -inertia.inertia
+    return Fix(-inertia.mass, inertia.com, nearest_consistent(tensor), link.inertial_rotation,
+               "the sign of the mass flipped (a sign typo?)")
+
+
+def _shape_of(inertia: np.ndarray) -> np.ndarray:
+    """A rotational inertia normalized to unit trace (its shape, independent of size)."""
+    trace = np.trace(inertia)
+    return symmetric(inertia) / trace if trace > 0 else np.zeros((3, 3))
+
+
+def _dims(values: np.ndarray) -> str:
+    return " x ".join(f"{v:.3g}" for v in values)
+
+
+def _plain(value):
+    """Numbers and arrays as JSON-ready Python floats and lists."""
+    if isinstance(value, np.ndarray):
+        return value.tolist()
+    if isinstance(value, (np.floating, np.integer)):
+        return value.item()
+    if isinstance(value, dict):
+        return {k: _plain(v) for k, v in value.items()}
+    return value

@@ -1,0 +1,275 @@
+"""Self-check identities of RNEA, CRBA and ABA on one model at random states.
+
+Conventions
+-----------
+* States: ``q`` uniform within the joint limits (random unit quaternions), ``v``, ``a``,
+  ``tau`` and the external wrenches ``fext`` standard normal; ``fext`` rows are
+  (force, torque) on each body in its frame about its origin.
+* A residual is ``max |lhs - rhs| / max(1, max |rhs|)`` over the states (relative to the
+  size of the reference, absolute below 1). It passes when it is at most the tolerance
+  ``rtol``; the ABA identity, a forward error, is allowed ``max(rtol, 10 eps cond(M))``
+  per state, and states where M is singular are left out of it (and reported).
+* Floating-base identities apply to every root joint of type ``free`` (Pinocchio LOCAL:
+  linear velocity in the base frame) or ``free_world`` (MuJoCo: linear velocity in the
+  joint's reference frame); they are skipped on a fixed base.
+"""
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+
+import numpy as np
+
+from .aba import aba
+from .crba import crba
+from .factor import ltdl, ltdl_solve
+from .jacobian import body_jacobians, generalized_forces, placements
+from .model import Model
+from .rnea import rnea
+
+EPS = np.finfo(float).eps
+FLOATING = ("free", "free_world")
+
+
+@dataclass(frozen=True)
+class VerifyOptions:
+    samples: int = 8
+    seed: int = 0
+    rtol: float = 1e-9
+
+
+@dataclass(frozen=True)
+class IdentityResult:
+    name: str  # short id, e.g. "rnea-mass"
+    identity: str  # the identity, for people
+    residual: float  # NaN when skipped
+    tolerance: float
+    status: str  # "pass", "fail" or "skip"
+    note: str = ""
+
+
+@dataclass(frozen=True)
+class VerifyReport:
+    model: str
+    states: int
+    results: tuple[IdentityResult, ...]
+
+    @property
+    def ok(self) -> bool:
+        return all(result.status != "fail" for result in self.results)
+
+
+@dataclass(frozen=True)
+class States:
+    q: np.ndarray  # (N, nq)
+    v: np.ndarray  # (N, nv)
+    a: np.ndarray  # (N, nv)
+    tau: np.ndarray  # (N, nv)
+    fext: np.ndarray  # (N, nj, 6)
+
+
+def random_states(model: Model, count: int, seed: int) -> States:
+    rng = np.random.default_rng(seed)
+    q = model.random_configuration(rng, count)
+    v, a, tau = (rng.normal(size=(count, model.nv)) for _ in range(3))
+    return States(q, v, a, tau, rng.normal(size=(count, model.njoints, 6)))
+
+
+def residual(actual: np.ndarray, reference: np.ndarray) -> float:
+    """max |actual - reference| / max(1, max |reference|) (NaN anywhere gives inf)."""
+    difference = np.abs(np.asarray(actual) - np.asarray(reference))
+    if not np.all(np.isfinite(difference)):
+        return np.inf
+    scale = max(1.0, float(np.max(np.abs(reference), initial=0.0)))
+    return float(np.max(difference, initial=0.0)) / scale
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """What one identity check measured: its residual and tolerance, or why it was skipped."""
+
+    residual: float = float("nan")
+    tolerance: float = float("nan")
+    note: str = ""
+    skipped: bool = False
+
+
+def _skipped(note: str) -> Outcome:
+    return Outcome(note=note, skipped=True)
+
+
+def check_rnea_mass(model: Model, s: States, rtol: float) -> Outcome:
+    """RNEA(q, v, a, f) = M(q) a + RNEA(q, v, 0, f)."""
+    M = crba(model, s.q)
+    lhs = rnea(model, s.q, s.v, s.a, s.fext)
+    rhs = np.einsum("nij,nj->ni", M, s.a) + rnea(model, s.q, s.v, None, s.fext)
+    return Outcome(residual(lhs, rhs), rtol)
+
+
+def check_aba_rnea(model: Model, s: States, rtol: float) -> Outcome:
+    """ABA(q, v, RNEA(q, v, a, f), f) = a, states with singular M left out."""
+    eigenvalues = np.linalg.eigvalsh(crba(model, s.q))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        cond = np.where(eigenvalues[:, 0] > 0, eigenvalues[:, -1] / eigenvalues[:, 0], np.inf)
+    with np.errstate(all="ignore"):
+        a = aba(model, s.q, s.v, rnea(model, s.q, s.v, s.a, s.fext), s.fext)
+    usable = np.isfinite(cond) & np.all(np.isfinite(a), axis=1)
+    if not usable.any():
+        return _skipped(f"M is singular at all {len(cond)} states (see dyn check-inertia)")
+    ratios = [residual(a[n], s.a[n]) / max(rtol, 10 * EPS * cond[n])
+              for n in np.flatnonzero(usable)]
+    worst = int(np.flatnonzero(usable)[int(np.argmax(ratios))])
+    tolerance = max(rtol, 10 * EPS * cond[worst])
+    note = f"cond(M) up to {cond[usable].max():.3g}"
+    if not usable.all():
+        note += f"; M singular at {int((~usable).sum())} of {len(cond)} states, left out"
+    return Outcome(residual(a[worst], s.a[worst]), tolerance, note)
+
+
+def check_rnea_columns(model: Model, s: States, rtol: float) -> Outcome:
+    """RNEA(q, v, a + e_k) - RNEA(q, v, a) = M[:, k] for every dof k (one batched call)."""
+    count, nv = len(s.q), model.nv
+    M = crba(model, s.q)
+    base = rnea(model, s.q, s.v, s.a)
+    q = np.repeat(s.q, nv, axis=0)
+    v = np.repeat(s.v, nv, axis=0)
+    a = np.repeat(s.a, nv, axis=0) + np.tile(np.eye(nv), (count, 1))
+    columns = (rnea(model, q, v, a) - np.repeat(base, nv, axis=0)).reshape(count, nv, nv)
+    return Outcome(residual(np.swapaxes(columns, 1, 2), M), rtol)
+
+
+def check_external_force(model: Model, s: States, rtol: float) -> Outcome:
+    """RNEA with f minus RNEA without = -sum J_i^T f_i (J from forward kinematics)."""
+    change = rnea(model, s.q, s.v, s.a, s.fext) - rnea(model, s.q, s.v, s.a)
+    expected = -generalized_forces(body_jacobians(model, s.q), s.fext)
+    return Outcome(residual(change, expected), rtol)
+
+
+def check_crba_jacobians(model: Model, s: States, rtol: float) -> Outcome:
+    """M = sum_i J_i^T I_i J_i + diag(armature): kinetic energy body by body."""
+    J = body_jacobians(model, s.q)
+    energy = np.einsum("nisv,ist,nitw->nvw", J, model.body_inertia, J) + np.diag(model.armature)
+    return Outcome(residual(crba(model, s.q), energy), rtol)
+
+
+def check_factor(model: Model, s: States, rtol: float) -> Outcome:
+    """Solving M a = tau - h through the tree-ordered L^T D L factor gives ABA's a."""
+    M = crba(model, s.q)
+    with np.errstate(all="ignore"):
+        expected = aba(model, s.q, s.v, s.tau)
+        solved = ltdl_solve(model.dof_parent, ltdl(model.dof_parent, M),
+                            s.tau - rnea(model, s.q, s.v))
+    usable = np.all(np.isfinite(expected), axis=1)
+    if not usable.any():
+        return _skipped("M is singular at every state")
+    eigenvalues = np.linalg.eigvalsh(M[usable])
+    cond = float(np.max(eigenvalues[:, -1] / np.maximum(eigenvalues[:, 0], np.finfo(float).tiny)))
+    return Outcome(residual(solved[usable], expected[usable]),
+                   max(rtol, 10 * EPS * cond), f"cond(M) up to {cond:.3g}")
+
+
+def floating_roots(model: Model) -> list[int]:
+    return [j for j in range(model.njoints)
+            if model.parent[j] < 0 and model.joint_types[j] in FLOATING]
+
+
+def _base_frame_gravity(model: Model, root: int, q: np.ndarray, gravity: np.ndarray):
+    """Gravity (N, 3) in the frame the root joint's linear velocity is written in."""
+    if model.joint_types[root] == "free":
+        R, _ = placements(model, q)
+        return np.einsum("nji,j->ni", R[:, root], gravity)
+    return np.broadcast_to(model.joint_models[root].rotation.T @ gravity, (len(q), 3))
+
+
+def check_free_fall(model: Model, s: States, rtol: float) -> Outcome:
+    """v = 0, tau = 0: every floating tree falls rigidly: base a = (g, 0), joints a = 0."""
+    roots = floating_roots(model)
+    if not roots:
+        return _skipped("fixed base (add --free-flyer)")
+    with np.errstate(all="ignore"):
+        a = aba(model, s.q, None, None)
+    if not np.all(np.isfinite(a)):
+        return _skipped("M is singular at some state (see dyn check-inertia)")
+    values, references = [], []
+    for root in roots:
+        dofs = _subtree_dofs(model, root)
+        base = slice(model.idx_v[root], model.idx_v[root] + 6)
+        if np.any(model.armature[base]):
+            return _skipped("the floating joint has armature")
+        expected = np.zeros((len(s.q), len(dofs)))
+        expected[:, :3] = _base_frame_gravity(model, root, s.q, model.gravity)
+        values.append(a[:, dofs])
+        references.append(expected)
+    return Outcome(residual(np.hstack(values), np.hstack(references)), rtol)
+
+
+def check_zero_base_actuation(model: Model, s: States, rtol: float) -> Outcome:
+    """tau_base = 0, other tau random: the base still accelerates, and m c'' = m g."""
+    roots = floating_roots(model)
+    if not roots:
+        return _skipped("fixed base (add --free-flyer)")
+    tau = s.tau.copy()
+    for root in roots:
+        tau[:, model.idx_v[root]:model.idx_v[root] + 6] = 0.0
+    with np.errstate(all="ignore"):
+        a = aba(model, s.q, s.v, tau)
+    if not np.all(np.isfinite(a)):
+        return _skipped("M is singular at some state (see dyn check-inertia)")
+    momentum_rate = rnea(model, s.q, s.v, a, gravity=np.zeros(3)) - model.armature * a
+    values, references, moving = [], [], True
+    for root in roots:
+        base = slice(model.idx_v[root], model.idx_v[root] + 3)
+        mass = float(model.body_mass[root:model.subtree_end[root]].sum())
+        values.append(momentum_rate[:, base])
+        references.append(mass * _base_frame_gravity(model, root, s.q, model.gravity))
+        moving &= bool(np.all(np.abs(a[:, model.idx_v[root]:model.idx_v[root] + 6]).max(axis=1)
+                              > 0))
+    note = "" if moving else "a base did not accelerate"
+    value = residual(np.hstack(values), np.hstack(references)) if moving else np.inf
+    return Outcome(value, rtol, note)
+
+
+def check_armature(model: Model, s: States, rtol: float) -> Outcome:
+    """Adding armature d changes RNEA by d * a and CRBA by diag(d), and ABA still inverts."""
+    rng = np.random.default_rng(len(s.q))
+    extra = rng.uniform(0.1, 1.0, size=model.nv)
+    changed = dataclasses.replace(model, armature=model.armature + extra)
+    d_tau = rnea(changed, s.q, s.v, s.a) - rnea(model, s.q, s.v, s.a)
+    d_M = crba(changed, s.q) - crba(model, s.q)
+    value = max(residual(d_tau, extra * s.a), residual(d_M, np.broadcast_to(np.diag(extra),
+                                                                             d_M.shape)))
+    return Outcome(value,
+                   rtol)
+
+
+def _subtree_dofs(model: Model, root: int) -> np.ndarray:
+    return np.arange(model.idx_v[root], model.idx_v[root] + model.nv_subtree[root])
+
+
+IDENTITIES = {  # name -> (identity, check)
+    "rnea-mass": ("RNEA(q,v,a) = M(q) a + h(q,v)", check_rnea_mass),
+    "aba-rnea": ("ABA(q,v,RNEA(q,v,a)) = a", check_aba_rnea),
+    "rnea-columns": ("RNEA(a + e_k) - RNEA(a) = M[:, k] for every dof k", check_rnea_columns),
+    "external-force": ("an external force changes tau by -J^T f", check_external_force),
+    "crba-jacobians": ("M = sum J_i^T I_i J_i + armature (kinetic energy)",
+                       check_crba_jacobians),
+    "factor-aba": ("L^T D L solve of M a = tau - h equals ABA", check_factor),
+    "free-fall": ("tau = 0, v = 0: the floating base falls at g, joints still", check_free_fall),
+    "zero-base-actuation": ("tau_base = 0 still accelerates the floating base: total force "
+                            "m c'' = m g", check_zero_base_actuation),
+    "armature": ("armature d: RNEA changes by d a and CRBA by diag(d)", check_armature),
+}
+
+
+def verify(model: Model, options: VerifyOptions = VerifyOptions()) -> VerifyReport:
+    """Every identity of :data:`IDENTITIES` at ``options.samples`` random states."""
+    states = random_states(model, options.samples, options.seed)
+    results = []
+    for name, (identity, check) in IDENTITIES.items():
+        outcome = (check(model, states, options.rtol) if model.nv else
+                   _skipped("the model has no degrees of freedom"))
+        status = ("skip" if outcome.skipped else
+                  "pass" if outcome.residual <= outcome.tolerance else "fail")
+        results.append(IdentityResult(name, identity, outcome.residual, outcome.tolerance,
+                                      status, outcome.note))
+    return VerifyReport(model.name, options.samples, tuple(results))
