@@ -5,12 +5,18 @@ quaternions, normal velocities/accelerations/torques and external forces): tau (
 (CRBA) and a (ABA) agree to a max relative error of 1e-9, where the relative error is
 max|ours - pinocchio| / max(1, max|pinocchio|). Joints are mapped by name; Pinocchio's
 continuous joints take (cos, sin) and its planar joints (x, y, cos, sin).
+
+Accelerations of an ill-conditioned M (cond > 1e6, e.g. icub's neck, cond ~ 3e12) are
+only defined to about eps * cond(M): there ours are held to a backward error of 1e-9
+instead, max|M a - (tau - h)| / max(1, max|tau - h|) with Pinocchio's M and h (fext in h). Singular
+M (romeo's massless fingers) gives non-finite accelerations on both sides.
 """
 from __future__ import annotations
 
 import glob
 import os
 import site
+import zlib
 
 import numpy as np
 import pytest
@@ -101,7 +107,7 @@ def test_matches_pinocchio(path, free_flyer):
     assert model.nv == pinmodel.nv
     assert list(model.joint_names) == list(pinmodel.names)[1:]
     mapping = Mapping(model, pinmodel)
-    rng = np.random.default_rng(abs(hash((os.path.basename(path), free_flyer))) % 2**32)
+    rng = np.random.default_rng(zlib.crc32(f"{os.path.relpath(path, ROOT)}:{free_flyer}".encode()))
     q = model.random_configuration(rng, STATES)
     v, a, tau = (rng.normal(size=(STATES, model.nv)) for _ in range(3))
     fext = rng.normal(size=(STATES, model.njoints, 6))
@@ -122,7 +128,11 @@ def test_matches_pinocchio(path, free_flyer):
         if not np.all(np.isfinite(ref_a)):  # M singular (massless subtrees): both must say so
             assert not np.all(np.isfinite(ours_a[n]))
             continue
-        assert relative_error(ours_a[n], ref_a) <= TOL
+        if model.nv == 0 or np.linalg.cond(ref_M) <= 1e6:
+            assert relative_error(ours_a[n], ref_a) <= TOL
+        else:
+            bias = mapping.back(pin.rnea(pinmodel, data, pq, pv, np.zeros(pinmodel.nv), forces))
+            assert relative_error(ref_M @ ours_a[n], tau[n] - bias) <= TOL
 
 
 @pytest.mark.skipif(not URDFS, reason="example-robot-data is not installed")
