@@ -6,7 +6,7 @@ quaternions, normal velocities/accelerations/torques and external forces): tau (
 max|ours - pinocchio| / max(1, max|pinocchio|). Joints are mapped by name; Pinocchio's
 continuous joints take (cos, sin) and its planar joints (x, y, cos, sin).
 
-Accelerations of an ill-conditioned M (cond > 1e6, e.g. icub's neck, cond ~ 3e12) are
+Accelerations of an ill-conditioned M (cond > 1e8, e.g. icub's neck, cond ~ 3e12) are
 only defined to about eps * cond(M): there ours are held to a backward error of 1e-9
 instead, max|M a - (tau - h)| / max(1, max|tau - h|) with Pinocchio's M and h (fext in h). Singular
 M (romeo's massless fingers) gives non-finite accelerations on both sides.
@@ -128,7 +128,7 @@ def test_matches_pinocchio(path, free_flyer):
         if not np.all(np.isfinite(ref_a)):  # M singular (massless subtrees): both must say so
             assert not np.all(np.isfinite(ours_a[n]))
             continue
-        if model.nv == 0 or np.linalg.cond(ref_M) <= 1e6:
+        if model.nv == 0 or np.linalg.cond(ref_M) <= 1e8:
             assert relative_error(ours_a[n], ref_a) <= TOL
         else:
             bias = mapping.back(pin.rnea(pinmodel, data, pq, pv, np.zeros(pinmodel.nv), forces))
