@@ -135,6 +135,9 @@ class LinkSpec:
     inertia: Inertia
     source: SourceRef = field(default_factory=SourceRef)
     has_inertial: bool = True  # False when the file gave no inertia for this link
+    # The model body this link belongs to when it is an intermediate link of a joint chain
+    # inside one body (MJCF bodies with several joints); empty: the link is its own body.
+    body: str = ""
     # Where the inertia was written (URDF: the <inertial> element); empty when unknown.
     inertial_source: SourceRef = field(default_factory=SourceRef)
     # Rotation of the frame the file wrote the tensor in (URDF: <inertial><origin rpy>),

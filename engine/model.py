@@ -39,7 +39,7 @@ class Model:
     joint_types: tuple[str, ...]  # (nj,) engine types (see treedyn.engine.joints)
     joint_models: tuple[JointModel, ...]  # (nj,)
     joint_sources: tuple[SourceRef, ...]  # (nj,)
-    body_names: tuple[str, ...]  # (nj,) the link each joint moves
+    body_names: tuple[str, ...]  # (nj,) the body each joint moves (MJCF: the <body> name)
     parent: np.ndarray  # (nj,) int, -1 for the world
     idx_q: np.ndarray  # (nj,) int
     nq_joint: np.ndarray  # (nj,) int
@@ -134,7 +134,7 @@ def build_model(description: TreeDescription) -> Model:
                 continue
             joints.append(_placed(joint, placement_rotation, placement_translation))
             parents.append(body)
-            body_links.append(joint.child)
+            body_links.append(links[joint.child].body or joint.child)
             inertias.append(np.zeros((6, 6)))
             visit(joint.child, len(joints) - 1, identity, origin)
 

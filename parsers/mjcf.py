@@ -1149,7 +1149,7 @@ class _Builder:
                     child += "_"
                 taken.add(child)
                 links.append(LinkSpec(child, Inertia.zero(), joint.node.source(),
-                                      has_inertial=False))
+                                      has_inertial=False, body=body.name))
             if previous_anchor is None:
                 placement = (rotation, pos + rotation @ anchor)
                 if joint.kind == "free":

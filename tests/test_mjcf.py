@@ -80,6 +80,9 @@ def check_structure(m, model) -> None:
     assert list(model.idx_q) == list(m.jnt_qposadr)
     assert list(model.idx_v) == list(m.jnt_dofadr)
     np.testing.assert_allclose(model.q_neutral, m.qpos0, rtol=0, atol=1e-12)
+    bodies = [mujoco.mj_id2name(m, mujoco.mjtObj.mjOBJ_BODY, int(b)) or f"body{b}"
+              for b in m.jnt_bodyid]
+    assert list(model.body_names) == bodies
     for j in range(m.njnt):
         if m.jnt_type[j] in (2, 3):
             adr = m.jnt_qposadr[j]
