@@ -162,7 +162,21 @@ def info_document(model, gravity: np.ndarray | None) -> dict:
         "world_mass": float(model.world_mass),
         "ignored": dict(model.description.ignored),
         "tree": tree_document(model),
+        "layout": layout_document(model),
     }
+
+
+def layout_document(model) -> dict:
+    """Every entry of q and v: its index, joint and component (and, for v, its frame)."""
+    q_entries, v_entries = [], []
+    for j, name in enumerate(model.joint_names):
+        joint = model.joint_models[j]
+        for k, part in enumerate(joint.q_parts):
+            q_entries.append({"index": int(model.idx_q[j]) + k, "joint": name, "part": part})
+        for k, part in enumerate(joint.v_parts or ("rate",)):
+            v_entries.append({"index": int(model.idx_v[j]) + k, "joint": name, "part": part,
+                              "frame": joint.velocity_frame})
+    return {"q": q_entries, "v": v_entries}
 
 
 def tree_document(model) -> list[dict]:
@@ -235,6 +249,7 @@ def info_table(document: dict, model=None) -> str:
             *tree_lines(model)] if model is not None else []),
         "", "joints in tree order:", joints,
         "", "bodies (links welded by fixed joints are merged into their body):", bodies,
+        "", "coordinate layout (q = qpos, v = qvel):", layout_table(d["layout"]),
         "",
         f"welded to the world: {', '.join(d['world_links']) or 'nothing'} "
         f"(mass {d['world_mass']:g} kg, no effect on the dynamics)",
@@ -245,6 +260,20 @@ def info_table(document: dict, model=None) -> str:
         f"ignored by the parser: {ignored or 'nothing'}",
     ]
     return "\n".join(lines)
+
+
+def layout_table(layout: dict) -> str:
+    """q and v entries side by side: index, joint, component; v's frame once per joint."""
+    rows = []
+    for k in range(max(len(layout["q"]), len(layout["v"]))):
+        q = layout["q"][k] if k < len(layout["q"]) else None
+        v = layout["v"][k] if k < len(layout["v"]) else None
+        first_of_joint = v is not None and (k == 0 or layout["v"][k - 1]["joint"] != v["joint"])
+        rows.append([k,
+                     f"{q['joint']}.{q['part']}" if q else "",
+                     f"{v['joint']}.{v['part']}" if v else "",
+                     v["frame"] if first_of_joint else ""])
+    return table(rows, ["index", "q", "v", "v expressed in"])
 
 
 # ----------------------------------------------------------------------------- sparsity
