@@ -9,11 +9,16 @@ the median per-state time of each side and the ratio treedyn / reference (below 
 treedyn is faster), all measured in the same run.
 
 Pinocchio runs its C++ algorithms from Python: one call per state for N = 1 and for CRBA,
-and rneaInParallel / abaInParallel (1 thread and 2 threads) for batches. MuJoCo has no
+and rneaInParallel / abaInParallel (1 thread and 2 threads) for batches; treedyn runs its
+batches with the same number of threads (``treedyn.engine.kernels.configure``: chunks of
+states on a thread pool, numpy releasing the GIL), and its mass batches with 1 and 2
+threads against the single-threaded loop of crba calls. MuJoCo has no
 batched dynamics call, so it runs a Python loop over states: inverse = mj_inverse,
 mass = mj_fwdPosition + mj_fullM, forward = mj_forward, with contacts, constraints,
 springs, dampers and actuation disabled so it computes the same rigid-body quantities.
-OPENBLAS_NUM_THREADS is pinned to 1 so both sides use one core unless stated.
+OPENBLAS_NUM_THREADS is pinned to 1 (unless set in the environment) so BLAS never adds
+threads of its own: both sides use exactly the threads stated. The header reports what
+numpy's BLAS actually uses (threadpoolctl, when installed).
 """
 from __future__ import annotations
 
@@ -29,7 +34,7 @@ os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 import numpy as np  # noqa: E402
 import pinocchio as pin  # noqa: E402
 
-from treedyn.engine import aba, crba, rnea  # noqa: E402
+from treedyn.engine import aba, crba, kernels, rnea  # noqa: E402
 from treedyn.parsers import load_model  # noqa: E402
 
 MJCF_MODEL = ("humanoid.xml (MJCF, gymnasium)", "humanoid.xml")
@@ -104,12 +109,17 @@ def bench_model(label, path, free_flyer, batch, repeats):
             pin.crba(pinmodel, data, pq[:, n])
 
     for threads in (1, 2):
-        how = f"InParallel, {threads} thread{'s' if threads > 1 else ''}"
-        batched(lambda: rnea(model, q, v, a),
-                lambda: pin.rneaInParallel(threads, pool, pq, pv, pa, out), "inverse", how)
-        batched(lambda: aba(model, q, v, tau),
-                lambda: pin.abaInParallel(threads, pool, pq, pv, ptau, out), "forward", how)
-    batched(lambda: crba(model, q), crba_loop, "mass", "loop of crba calls")
+        plural = "s" if threads > 1 else ""
+        how = f"InParallel, {threads} thread{plural} (both)"
+        with kernels.configured(threads=threads):
+            batched(lambda: rnea(model, q, v, a),
+                    lambda: pin.rneaInParallel(threads, pool, pq, pv, pa, out), "inverse", how)
+            batched(lambda: aba(model, q, v, tau),
+                    lambda: pin.abaInParallel(threads, pool, pq, pv, ptau, out), "forward", how)
+    for threads in (1, 2):
+        with kernels.configured(threads=threads):
+            batched(lambda: crba(model, q), crba_loop, "mass",
+                    f"loop of crba calls (treedyn {threads} thread{'s' if threads > 1 else ''})")
     return rows
 
 
@@ -171,12 +181,27 @@ def bench_mjcf(label, path, batch, repeats):
     return rows
 
 
+def blas_threads() -> str:
+    """What numpy's BLAS really uses, from threadpoolctl when it is installed."""
+    try:
+        from threadpoolctl import threadpool_info
+    except ImportError:
+        return "threadpoolctl not installed"
+    pools = [f"{p.get('internal_api')} {p.get('num_threads')} threads" for p in threadpool_info()
+             if p.get("user_api") == "blas"]
+    return ", ".join(pools) or "no BLAS pool found"
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--batch", type=int, default=10_000)
     parser.add_argument("--repeats", type=int, default=7)
     parser.add_argument("--markdown", action="store_true", help="print a README table")
+    parser.add_argument("--threads", type=int, default=None,
+                        help="treedyn threads where not stated (default: its own setting)")
     args = parser.parse_args()
+    if args.threads:
+        kernels.configure(threads=args.threads)
     root = robots_root()
     rows = []
     for label, relative, free_flyer in MODELS:
@@ -189,8 +214,10 @@ def main() -> None:
               "reference path", "ratio")
     print(f"# {platform.processor() or platform.machine()}, {os.cpu_count()} cores, "
           f"Python {platform.python_version()}, numpy {np.__version__}, "
-          f"pinocchio {pin.__version__}, mujoco {mujoco.__version__}, OPENBLAS_NUM_THREADS={os.environ['OPENBLAS_NUM_THREADS']}, "
-          f"median of {args.repeats}")
+          f"pinocchio {pin.__version__}, mujoco {mujoco.__version__}, "
+          f"OPENBLAS_NUM_THREADS={os.environ['OPENBLAS_NUM_THREADS']} ({blas_threads()}), "
+          f"treedyn chunk {kernels.settings.chunk} states, {kernels.settings.threads} threads "
+          f"unless stated, median of {args.repeats}")
     if args.markdown:
         print("| " + " | ".join(header) + " |")
         print("|" + "---|" * len(header))

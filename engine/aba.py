@@ -1,77 +1,235 @@
 """Articulated Body Algorithm: forward dynamics a = M(q)^-1 (tau - h(q, v) + sum J^T f_ext).
 
-Three passes in each body's frame (LOCAL): (1) root to leaves, velocities ``vel``, bias
-accelerations ``c`` and bias forces ``pA``; (2) leaves to root, articulated inertias ``IA``
-with the local D-block elimination ``U = IA S``, ``D = S^T U + armature``,
-``u = tau - S^T pA``; (3) root to leaves, the joint accelerations
-``qdd = D^-1 (u - U^T a')``. M is never formed.
+Three sweeps in each body's frame (LOCAL), M is never formed:
+
+1. root to leaves (the RNEA forward sweep with zero joint accelerations): velocities
+   ``V``, bias accelerations ``A0`` (gravity-shifted, joint bias terms included) and the
+   bias forces ``pA = I A0 + V x* I V - f_ext``;
+2. leaves to root: articulated inertias ``IA`` with the local elimination ``U = IA S``,
+   ``D = S^T U + armature``, ``u = tau - S^T pA``; the parent receives
+   ``Xup^T (IA - U D^-1 U^T) Xup`` and ``Xup^T (pA + U D^-1 u)``;
+3. root to leaves: ``qdd = D^-1 (u - U^T Xup dA_parent)`` and ``dA = Xup dA_parent + S qdd``
+   where ``dA = A - A0`` is the acceleration caused by the joint accelerations (zero for
+   the world, so gravity only enters through ``A0``).
+
+Layout and frames as in :mod:`treedyn.engine.rnea`; articulated inertias are (21, N) spin
+coordinates per body (:mod:`treedyn.engine.compiled`): for a revolute joint ``U = IA S``
+is 6 of those rows, the rank-one ``U D^-1 U^T`` is subtracted row by row in the child
+frame, and ``Xup^T Ia Xup`` is a few rotation row updates (angle and double angle) and one
+(21, 21) BLAS call per group; a prismatic joint's shift is a (21, 63) call on
+``[Ia; d Ia; d^2 Ia]``. Singular blocks give inf/nan (``1 / 0``; Gauss-Jordan without
+pivoting for multi-dof joints), never an exception.
 """
 from __future__ import annotations
 
 import numpy as np
 
+from .compiled import FREE, FREE_PERM, GENERIC, P_SPIN, PINV_SPIN, REVOLUTE, S_ROW, U_ROWS, plan_of
+from .kernels import (accumulate, chunk_size, gather, gauss_jordan_inverse, load_coordinates,
+                      load_forces, load_rows, prepare_forces, run_chunks, spin_rotated, store_rows,
+                      workspace)
 from .model import Model
-from .spatial import (apply_subspace, force_cross, force_to_parent, inertia_to_parent,
-                      motion_cross, motion_to_child, project_subspace)
-from .state import as_rows, batch_of, body_forces, finish, joint_transforms, joint_velocity, root_acceleration
+from .rnea import _to_child, _to_parent, forward_sweep, work_shapes, world_acceleration
+from .spatial import apply_subspace, force_to_parent, inertia_to_parent, motion_to_child, project_subspace
+from .state import as_rows, batch_of, finish
 
 
 def aba(model: Model, q, v=None, tau=None, fext=None, gravity=None) -> np.ndarray:
     """Joint accelerations (N, nv) -- or (nv,) -- under joint forces ``tau``.
 
     Same arguments and frames as :func:`treedyn.engine.rnea.rnea`, with ``tau`` (N, nv)
-    in place of ``a``.
+    in place of ``a``. A singular joint block (a massless subtree) gives inf/nan.
     """
+    plan = plan_of(model)
     batch = batch_of(model, q)
     q = as_rows(q, batch, model.nq)
-    v = as_rows(v, batch, model.nv)
-    tau = as_rows(tau, batch, model.nv)
-    forces = body_forces(model, batch, fext)
-    Xup = joint_transforms(model, q)
-    zero = np.zeros((batch.count, 6))
-    nj = model.njoints
-    vel, c, pA = [zero] * nj, [zero] * nj, [zero] * nj
-    IA = np.repeat(model.body_inertia[None], batch.count, axis=0)  # (N, nj, 6, 6)
-    U, Dinv, u = [None] * nj, [None] * nj, [None] * nj
+    v = None if v is None else as_rows(v, batch, model.nv)
+    tau = None if tau is None else as_rows(tau, batch, model.nv)
+    forces = prepare_forces(plan, batch.count, fext)
+    a_world = world_acceleration(model, gravity)
+    out = np.empty((batch.count, model.nv))
+    capacity = chunk_size(plan, aba_shapes, batch.count)
 
-    for i in range(nj):
-        p = model.parent[i]
-        vJ, cJ = joint_velocity(model, Xup, i, v)
-        vel[i] = motion_to_child(Xup.E[i], Xup.r[i], vel[p] if p >= 0 else zero) + vJ
-        c[i] = motion_cross(vel[i], vJ) if cJ is None else motion_cross(vel[i], vJ) + cJ
-        pA[i] = force_cross(vel[i], vel[i] @ model.body_inertia[i].T)
-        if forces is not None:
-            pA[i] = pA[i] - forces[:, i]
+    def work(s0: int, s1: int) -> None:
+        W = workspace("aba", plan, capacity, aba_shapes).view(s1 - s0)
+        aba_chunk(plan, W, q[s0:s1], None if v is None else v[s0:s1],
+                  None if tau is None else tau[s0:s1], load_forces(plan, W, forces, s0, s1),
+                  a_world, out[s0:s1])
 
-    for i in reversed(range(nj)):
-        p = model.parent[i]
-        dofs = slice(model.idx_v[i], model.idx_v[i] + model.nv_joint[i])
-        S = Xup.S[i]
-        U[i] = IA[:, i] @ S  # (N, 6, k)
-        D = np.swapaxes(S, -1, -2) @ U[i] + np.diag(model.armature[dofs])  # (N, k, k)
-        Dinv[i] = invert_blocks(D)
-        u[i] = tau[:, dofs] - project_subspace(S, pA[i])  # (N, k)
-        if p >= 0:
-            with np.errstate(invalid="ignore"):
-                UDinv = U[i] @ Dinv[i]  # (N, 6, k)
-            Ia = IA[:, i] - UDinv @ np.swapaxes(U[i], 1, 2)
-            pa = (pA[i] + np.einsum("nij,nj->ni", Ia, c[i])
-                  + np.einsum("nik,nk->ni", UDinv, u[i]))
-            IA[:, p] += inertia_to_parent(Xup.E[i], Xup.r[i], Ia)
-            pA[p] = pA[p] + force_to_parent(Xup.E[i], Xup.r[i], pa)
+    run_chunks(batch.count, work, capacity)
+    return finish(out, batch)
 
-    a_world = root_acceleration(model, batch, gravity)
-    acc = [zero] * nj
-    qdd = np.empty((batch.count, model.nv))
-    for i in range(nj):
-        p = model.parent[i]
-        dofs = slice(model.idx_v[i], model.idx_v[i] + model.nv_joint[i])
-        a_pre = motion_to_child(Xup.E[i], Xup.r[i], acc[p] if p >= 0 else a_world) + c[i]
-        rhs = u[i] - np.einsum("nik,ni->nk", U[i], a_pre)
-        qdd[:, dofs] = np.einsum("njk,nk->nj", Dinv[i], rhs)
-        acc[i] = a_pre + apply_subspace(Xup.S[i], qdd[:, dofs])
 
-    return finish(qdd, batch)
+def aba_shapes(plan) -> dict:
+    nb, k, nrev = plan.nj + 1, plan.kmax, len(plan.rev_q)
+    shapes = work_shapes(plan)
+    shapes.update({"IA": (nb, 21), "U": (nb, 6), "Dinv": (nb,), "u": (nb,), "G": (k, 63),
+                   "T21": (k, 21), "K": (k, 42), "tspin": (k, 4),
+                   "C2": (nrev,), "S2": (nrev,)})
+    return shapes
+
+
+def aba_chunk(plan, W, q, v, tau, fx, a_world, out) -> None:
+    load_coordinates(plan, W, q, spin2=True)
+    has_v = load_rows(plan, v, W.qd, W.rows)
+    if not load_rows(plan, tau, W.tau, W.rows):
+        W.tau[...] = 0.0
+    generic = forward_sweep(plan, W, q, has_v, False, fx, a_world)  # V, A0, F = pA
+    W.IA[...] = plan.W0
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        articulated_sweep(plan, W, generic)
+        acceleration_sweep(plan, W, generic)
+    store_rows(plan, W.qdd, out, W.rows)
+
+
+def articulated_sweep(plan, W, generic: dict) -> None:
+    """Leaves to root: IA, U, D^-1, u per body; IA and pA passed on to the parents."""
+    IA, pA = W.IA, W.F
+    for g in reversed(plan.groups):
+        b, k = g.slots, g.size
+        if g.kind == GENERIC:
+            generic[b.start] = generic_articulated(g, W, *generic[b.start])
+            continue
+        if g.kind == FREE:
+            generic[b.start] = free_root_articulated(g, W)
+            continue
+        row = S_ROW[g.kind]
+        IAg, Ug, Dg, ug = IA[b], W.U[b], W.Dinv[b], W.u[b]
+        np.take(IAg, U_ROWS[g.kind], axis=1, out=Ug, mode="clip")  # U = IA S
+        np.add(Ug[:, row], g.armature, out=Dg)
+        np.divide(1.0, Dg, out=Dg)  # D^-1
+        np.subtract(W.tau[g.dofs], pA[b][:, row], out=ug)  # u = tau - S^T pA
+        if g.at_world:
+            continue
+        t1, t2, T6 = W.t1[:k], W.t2[:k], W.T6[:k]
+        # pa = pA + U D^-1 u, to the parent
+        pAg = pA[b]
+        np.multiply(ug, Dg, out=t1[:, 0])
+        np.multiply(Ug, t1[:, :1], out=T6)
+        pAg += T6
+        _to_parent(g, W, pAg, t1, t2)
+        np.matmul(g.XTt, pAg, out=T6)
+        accumulate(pA, g.parents, T6)
+        # Ia = IA - U D^-1 U^T (child frame, in place), then Xup^T Ia Xup to the parent
+        Ud = W.H[:k]
+        np.multiply(Ug, Dg[:, None], out=Ud)
+        G = W.G[:k]
+        subtract_rank_one(IAg, Ug, Ud, W.K[:k])
+        T21 = W.T21[:k]
+        if g.kind == REVOLUTE:
+            spin_rotated(IAg, W.CS[g.coords][:, None], W.SN[g.coords][:, None],
+                         W.C2[g.coords][:, None], W.S2[g.coords][:, None], G[:, :21], W.tspin[:k])
+            np.matmul(g.L_aba, G[:, :21], out=T21)  # L rot(Ia)
+        else:
+            d = W.DP[g.coords][:, None]
+            G[:, :21] = IAg
+            np.multiply(IAg, d, out=G[:, 21:42])
+            np.multiply(G[:, 21:42], d, out=G[:, 42:63])
+            np.matmul(g.L_aba, G, out=T21)  # [L, L L1, L L2] @ [Ia; d Ia; d^2 Ia]
+        accumulate(IA, g.parents, T21)
+
+
+# spin rows of U Ud^T (Ud = U / D), U = (a, b) angular/linear: rows 0-10 are one product
+# each, the xy rows 11-20 sums of two (see compiled.SPIN_TERMS)
+RANK1_LEFT, RANK1_RIGHT = [2, 5, 2, 0, 3, 0, 2, 1, 4, 1, 2], [2, 5, 5, 2, 5, 5, 3, 2, 5, 5, 4]
+XY_LEFT, XY_RIGHT = [0, 3, 0, 0, 1, 4, 1, 1, 0, 3], [0, 3, 3, 4, 1, 4, 4, 3, 1, 4]
+
+
+def subtract_rank_one(IA, U, Ud, scratch) -> None:
+    """IA -= spin(U Ud^T) in place for IA (k, 21, m), U and Ud (k, 6, m); scratch (k, 42, m)."""
+    left, right = scratch[:, :11], scratch[:, 11:22]
+    np.take(U, RANK1_LEFT, axis=1, out=left, mode="clip")
+    np.take(Ud, RANK1_RIGHT, axis=1, out=right, mode="clip")
+    np.multiply(left, right, out=left)
+    IA[:, :11] -= left
+    Q, R = scratch[:, 22:32], scratch[:, 32:42]
+    np.take(U, XY_LEFT, axis=1, out=Q, mode="clip")
+    np.take(Ud, XY_RIGHT, axis=1, out=R, mode="clip")
+    np.multiply(Q, R, out=Q)  # ax axd, bx bxd, ax bxd, ax byd | ay ayd, by byd, ay byd, ay bxd | ax ayd, bx byd
+    t = R[:, :3]
+    np.add(Q[:, 0:3], Q[:, 4:7], out=t)
+    IA[:, 11:14] -= t  # traces
+    np.subtract(Q[:, 0:3], Q[:, 4:7], out=t)
+    IA[:, 15:18] -= t  # spin-2 x
+    t = R[:, 3]
+    np.subtract(Q[:, 3], Q[:, 7], out=t)
+    IA[:, 14] -= t  # curl of 01
+    np.add(Q[:, 3], Q[:, 7], out=t)
+    IA[:, 20] -= t  # spin-2 y of 01
+    Q[:, 8:10] *= 2.0
+    IA[:, 18:20] -= Q[:, 8:10]  # spin-2 y of 00, 11
+
+
+def acceleration_sweep(plan, W, generic: dict) -> None:
+    """Root to leaves: qdd = D^-1 (u - U^T dA'), dA = dA' + S qdd (dA of the world is 0)."""
+    dA = W.A
+    dA[0] = 0.0
+    for g in plan.groups:
+        b, k = g.slots, g.size
+        if g.kind == GENERIC:
+            generic_acceleration(g, W, *generic[b.start])
+            continue
+        if g.kind == FREE:
+            Dinv, u = generic[b.start]
+            qdd = W.qdd[g.dofs]
+            np.sum(Dinv * u[None], axis=1, out=qdd)
+            np.take(qdd, FREE_PERM, axis=0, out=dA[b.start], mode="clip")
+            continue
+        dAg, qdd = dA[b], W.qdd[g.dofs]
+        if g.at_world:
+            dAg[...] = 0.0
+            np.multiply(W.u[b], W.Dinv[b], out=qdd)
+        else:
+            np.matmul(g.XT, gather(dA, g.parents, W.P6), out=dAg)
+            _to_child(g, W, dAg, W.t1[:k], W.t2[:k])
+            T6 = W.T6[:k]
+            np.multiply(W.U[b], dAg, out=T6)
+            dot = W.t1[:k, 0]
+            np.sum(T6, axis=1, out=dot)
+            np.subtract(W.u[b], dot, out=qdd)
+            qdd *= W.Dinv[b]
+        dAg[:, S_ROW[g.kind]] += qdd
+
+
+def free_root_articulated(g, W):
+    """D^-1 and u of Pinocchio's free-flyer on the world (S a permutation, D = S^T IA S)."""
+    i = g.slots.start
+    m = W.IA.shape[-1]
+    IA = np.matmul(PINV_SPIN, W.IA[i]).reshape(6, 6, m)
+    D = np.take(np.take(IA, FREE_PERM, axis=0), FREE_PERM, axis=1)
+    for j in range(6):
+        D[j, j] += g.armature_full[j]
+    u = W.tau[g.dofs] - np.take(W.F[i], FREE_PERM, axis=0)
+    return gauss_jordan_inverse(D), u
+
+
+def generic_articulated(g, W, E, r, S):
+    """Backward step of a generic joint in AoS math; returns what the third sweep needs."""
+    i, p = g.slots.start, g.parents.slots[0]
+    m = W.IA.shape[-1]
+    IA = (PINV_SPIN @ W.IA[i]).T.reshape(m, 6, 6)
+    U = IA @ S  # (m, 6, k)
+    D = np.swapaxes(S, -1, -2) @ U + np.diag(g.armature_full)
+    Dinv = np.ascontiguousarray(gauss_jordan_inverse(np.ascontiguousarray(D.transpose(1, 2, 0)))
+                                .transpose(2, 0, 1))
+    pA = W.F[i].T
+    u = W.tau[g.dofs].T - project_subspace(S, pA)  # (m, k)
+    if not g.at_world:
+        UDinv = U @ Dinv
+        Ia = IA - UDinv @ np.swapaxes(U, 1, 2)
+        pa = pA + np.einsum("nik,nk->ni", UDinv, u)
+        W.IA[p] += P_SPIN @ inertia_to_parent(E, r, Ia).reshape(m, 36).T
+        W.F[p] += force_to_parent(E, r, pa).T
+    return E, r, S, U, Dinv, u
+
+
+def generic_acceleration(g, W, E, r, S, U, Dinv, u) -> None:
+    i, p = g.slots.start, g.parents.slots[0]
+    dA_parent = motion_to_child(E, r, W.A[p].T)
+    rhs = u - np.einsum("nik,ni->nk", U, dA_parent)
+    qdd = np.einsum("njk,nk->nj", Dinv, rhs)
+    W.qdd[g.dofs] = qdd.T
+    W.A[i] = (dA_parent + apply_subspace(S, qdd)).T
 
 
 def invert_blocks(D: np.ndarray) -> np.ndarray:
