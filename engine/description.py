@@ -106,7 +106,7 @@ class Mimic:
     offset: float = 0.0
 
 
-SHAPE_KINDS = ("box", "cylinder", "sphere", "capsule", "mesh")
+SHAPE_KINDS = ("box", "cylinder", "sphere", "capsule", "ellipsoid", "mesh")
 
 
 @dataclass(frozen=True)
@@ -115,7 +115,8 @@ class Shape:
 
     ``size`` by ``kind``: "box" (x, y, z full lengths), "cylinder" (radius, length along
     the shape's z), "sphere" (radius,), "capsule" (radius, length of the cylindrical part
-    along z), "mesh" (empty: ``mesh`` names the file as written, scaled by ``scale``).
+    along z), "ellipsoid" (x, y, z semi-axes; MJCF only), "mesh" (empty: ``mesh`` names
+    the file as written, or resolved by the MJCF parser, scaled by ``scale``).
     ``p_link = rotation @ p_shape + translation``.
     """
 

@@ -70,7 +70,7 @@ class LinkGeometry:
     """A link's usable geometry: primitive solids posed in the link frame."""
 
     role: str  # "collision", "visual", or "" when unknown
-    solids: tuple[Shape, ...]  # boxes, cylinders, spheres, capsules
+    solids: tuple[Shape, ...]  # boxes, cylinders, spheres, capsules, ellipsoids
     exact: bool  # False when a mesh is stood in for by its bounding box
     note: str = ""  # why the geometry is unknown
 
@@ -242,6 +242,10 @@ def solid_properties(shape: Shape) -> tuple[float, np.ndarray, np.ndarray]:
         volume, local = np.pi * r * r * length, np.diag([side, side, 0.5 * r * r])
     elif shape.kind == "capsule":
         volume, local = _capsule(size[0], size[1])
+    elif shape.kind == "ellipsoid":
+        a, b, c = size ** 2
+        volume = 4.0 / 3.0 * np.pi * float(np.prod(size))
+        local = np.diag([b + c, a + c, a + b]) / 5
     else:
         raise ValueError(f"not a primitive solid: {shape.kind}")
     R = shape.rotation
@@ -268,6 +272,8 @@ def solid_corners(shape: Shape) -> np.ndarray:
         half = np.full(3, size[0])
     elif shape.kind == "cylinder":
         half = np.array([size[0], size[0], size[1] / 2])
+    elif shape.kind == "ellipsoid":
+        half = size[:3]
     else:
         half = np.array([size[0], size[0], size[1] / 2 + size[0]])
     signs = np.array(list(itertools.product((-1.0, 1.0), repeat=3)))

@@ -3,7 +3,8 @@
 The URDF parser keeps each link's ``<collision>`` and ``<visual>`` shapes as written
 (:class:`~treedyn.engine.description.Shape`). Here mesh shapes are replaced by the
 axis-aligned bounding box of their scaled vertices, in the mesh's own frame, so that the
-engine only ever sees boxes, cylinders, spheres and capsules posed in the link frame.
+engine only ever sees boxes, cylinders, spheres, capsules and ellipsoids (MJCF) posed in
+the link frame. The MJCF parser gives mesh files as resolved paths.
 
 Mesh files
 ----------
@@ -13,8 +14,8 @@ Mesh files
   paths are absolute or relative to the model's directory.
 * STL (binary and ASCII), Wavefront OBJ (``v`` lines) and COLLADA (.dae: the positions of
   every ``<instance_geometry>`` of the visual scene, through the node transforms, in
-  ``<unit meter>`` and with ``Y_UP``/``X_UP`` turned to z-up as assimp does) are read; other
-  formats and unreadable files make the link's geometry unknown.
+  ``<unit meter>`` and with ``Y_UP``/``X_UP`` turned to z-up as assimp does) and MuJoCo's
+  ``.msh`` are read; other formats and unreadable files make the link's geometry unknown.
 * A link's geometry is its collision shapes when every one of them can be used, else its
   visual shapes under the same condition, else unknown (partial geometry would make an
   inertia look too large).
@@ -30,7 +31,9 @@ import numpy as np
 from treedyn.engine.description import Shape, TreeDescription
 from treedyn.engine.inertia_checks import LinkGeometry
 
-PRIMITIVES = ("box", "cylinder", "sphere", "capsule")
+from .mesh import read_msh
+
+PRIMITIVES = ("box", "cylinder", "sphere", "capsule", "ellipsoid")
 
 
 def link_geometry(description: TreeDescription, model_path: str) -> dict[str, LinkGeometry]:
@@ -232,4 +235,10 @@ def _float_array(source) -> np.ndarray:
     return numbers[: len(numbers) // stride * stride].reshape(-1, stride)[:, :3]
 
 
-MESH_READERS = {".stl": stl_points, ".obj": obj_points, ".dae": dae_points}
+def msh_points(data: bytes) -> np.ndarray:
+    """Vertices (n, 3) of a MuJoCo ``.msh`` file (read by :func:`.mesh.read_msh`)."""
+    return read_msh(data).vertices
+
+
+MESH_READERS = {".stl": stl_points, ".obj": obj_points, ".dae": dae_points,
+                ".msh": msh_points}

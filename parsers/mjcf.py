@@ -79,6 +79,22 @@ Inertia
   descendant). ``settotalmass`` then scales all masses and inertias; ``alignfree`` (or
   ``<freejoint align>``) moves a childless free body's frame to its inertial frame.
 
+Geometry
+--------
+Every body's link keeps its geoms as ``LinkSpec.geometry`` (for the diagnostics only), in
+document order and posed in the link frame (enclosing frames, ``fromto`` and ``alignfree``
+applied): primitives with the :class:`~treedyn.engine.description.Shape` sizes (MuJoCo's
+half sizes doubled where the Shape wants full lengths; ellipsoids keep their semi-axes),
+mesh geoms as their mesh file (meshdir/assetdir applied) with the asset's scale, refpos
+and refquat folded into the pose, primitives fitted to a mesh as the fitted primitive.
+Planes and height fields are left out. A geom is "visual" when its contype and
+conaffinity (after defaults) are both 0, else "collision". Geoms of a body with several
+joints belong to the body's own link, not to the chain's intermediate links.
+``LinkSpec.inertial_source`` is the ``<inertial>`` element when the compiled inertia is the
+explicit one, else the body, and ``inertial_rotation`` the frame its tensor is written in
+(the inertial's orientation for ``diaginertia``, the enclosing frames' for
+``fullinertia``).
+
 Everything else (actuators, tendons, equality, sensors, contact, keyframes, visual,
 textures, materials, sites, cameras, lights, ...) is ignored and counted in
 ``TreeDescription.ignored``. Not supported (a ParseError): ``<attach>``, ``<flexcomp>``,
@@ -88,6 +104,7 @@ Errors are ParseError with file, line and element; NaN and infinite numbers are 
 """
 from __future__ import annotations
 
+import dataclasses
 import math
 import os
 import re
@@ -99,7 +116,7 @@ import numpy as np
 from lxml import etree
 
 from treedyn.engine.description import (
-    Inertia, JointSpec, LinkSpec, SourceRef, TreeDescription,
+    Inertia, JointSpec, LinkSpec, Shape, SourceRef, TreeDescription,
 )
 
 from . import mjcf_geometry as geo
@@ -528,8 +545,15 @@ class BodyBuild:
     joints: list[JointBuild] = field(default_factory=list)
     geoms: list[tuple[Attributes, Pose | None]] = field(default_factory=list)
     inertial: Inertial | None = None  # explicit <inertial>
+    inertial_node: Node | None = None  # its element
+    # Rotation (body frame) of the frame the explicit tensor is written in: the inertial's
+    # orientation for diaginertia, the enclosing frames' for fullinertia.
+    inertial_written: np.ndarray = field(default_factory=lambda: np.eye(3))
     children: list["BodyBuild"] = field(default_factory=list)
     inertia: Inertial | None = None  # compiled
+    uses_inertial: bool = False  # the compiled inertia is the explicit <inertial>'s
+    # Pose of the link frame in the body frame (alignfree moves it to the inertial frame).
+    link_offset: Pose = IDENTITY_POSE
 
     @property
     def static(self) -> bool:
@@ -888,13 +912,18 @@ class _Builder:
                                                      [xz, yz, zz]]))
             if moments[2] < geo.EPS and self.compiler.boundinertia <= 0:
                 raise attrs.error("fullinertia", "inertia must have positive eigenvalues")
+            written = np.eye(3)
         else:
             moments = attrs.numbers("diaginertia", 3, (0.0, 0.0, 0.0))
             rotation = geo.quat_matrix(self._orientation(attrs))
+            written = rotation
         if frame is not None:
             frame_rotation = geo.quat_matrix(frame[1])
             pos, rotation = frame[0] + frame_rotation @ pos, frame_rotation @ rotation
+            written = frame_rotation @ written
         body.inertial = Inertial(mass, pos, rotation, moments)
+        body.inertial_node = node
+        body.inertial_written = written
 
     # -- names --
 
@@ -1005,6 +1034,7 @@ class _Builder:
         inertial = body.inertial
         if (mode == "true" or (mode == "auto" and not explicit)) and parts:
             inertial = _inertial_of(parts)
+        body.uses_inertial = explicit and inertial is body.inertial
         if inertial is None:
             inertial = Inertial(0.0, body.own_pose[0], geo.quat_matrix(body.own_pose[1]),
                                 np.zeros(3))
@@ -1114,15 +1144,41 @@ class _Builder:
         if align == "false" or (align == "auto" and not self.compiler.alignfree):
             return
         inertia = body.inertia
-        body.pose = geo.compose(body.pose, (inertia.pos, geo.matrix_quat(inertia.rotation)))
+        body.link_offset = (inertia.pos, geo.matrix_quat(inertia.rotation))
+        body.pose = geo.compose(body.pose, body.link_offset)
         body.inertia = Inertial(inertia.mass, np.zeros(3), np.eye(3), inertia.moments)
 
     def _link(self, body: BodyBuild) -> LinkSpec:
-        """The body's link, carrying its compiled inertia."""
+        """The body's link: compiled inertia, where it was written, and the body's geoms.
+
+        When the compiled inertia is the explicit ``<inertial>`` (not replaced by geoms),
+        ``inertial_source`` is that element and ``inertial_rotation`` the frame its tensor
+        was written in (in the link frame); otherwise they are the body and the identity.
+        """
         props = body.inertia.properties()
         has_inertial = body.inertial is not None or body.inertia.mass > 0
+        to_link = _inverse(body.link_offset)
+        inertial_source, written = body.source(), np.eye(3)
+        if body.uses_inertial:
+            inertial_source = body.inertial_node.source()
+            written = geo.quat_matrix(to_link[1]) @ body.inertial_written
         return LinkSpec(body.name, Inertia(props.mass, props.com, props.inertia),
-                        body.source(), has_inertial=has_inertial)
+                        body.source(), has_inertial=has_inertial,
+                        inertial_source=inertial_source, inertial_rotation=written,
+                        geometry=self._geometry(body, to_link))
+
+    def _geometry(self, body: BodyBuild, to_link: Pose) -> tuple[Shape, ...]:
+        """The body's geoms as Shapes in its link frame, in document order.
+
+        ``to_link`` is the pose of the body frame in the link frame.
+        """
+        shapes = []
+        for attrs, frame in body.geoms:
+            shape = _GeomCompiler(self, attrs).shape()
+            if shape is not None:
+                outer = geo.compose(to_link, frame) if frame is not None else to_link
+                shapes.append(_placed(shape, outer))
+        return tuple(shapes)
 
     def _joint_chain(self, body: BodyBuild,
                      taken: set[str]) -> tuple[list[LinkSpec], list[JointSpec]]:
@@ -1320,6 +1376,64 @@ class _GeomCompiler:
         moments = geo.primitive_inertia(self.kind, size, mass, self.shell)
         return Inertial(mass, pos, rotation, moments)
 
+    def shape(self) -> Shape | None:
+        """The geom as a Shape in the body frame (before enclosing frames); None for a plane
+        or height field.
+
+        MuJoCo's half sizes become the Shape conventions: box full edge lengths, capsule
+        and cylinder (radius, full length), sphere (radius,), ellipsoid semi-axes. A mesh
+        geom is its mesh file (see :meth:`_mesh_shape`); a primitive fitted to a mesh is
+        the fitted primitive (the mesh itself if the mesh cannot be read). The role is
+        "visual" when the geom collides with nothing (contype = conaffinity = 0), else
+        "collision"; MuJoCo gives geom groups no collision meaning.
+        """
+        if self.kind in ("plane", "hfield"):
+            return None
+        attrs = self.attrs
+        colliding = attrs.integer("contype", 1) != 0 or attrs.integer("conaffinity", 1) != 0
+        role = "collision" if colliding else "visual"
+        if self.kind == "mesh":
+            return self._mesh_shape(self._shape_and_pose(load_mesh=False)[1], role)
+        try:
+            size, (pos, quat), _ = self._shape_and_pose(load_mesh=True)
+        except ParseError:
+            if not attrs.has("mesh"):
+                raise
+            return self._mesh_shape(self._shape_and_pose(load_mesh=False)[1], role)
+        return Shape(self.kind, _shape_size(self.kind, size), geo.quat_matrix(quat), pos,
+                     role, source=attrs.owner)
+
+    def _mesh_shape(self, pose: Pose, role: str) -> Shape:
+        """The geom's mesh asset as a "mesh" Shape: its file, scale and the geom ``pose``.
+
+        MuJoCo places a file vertex v at ``scale * (R(refquat)^T (v - refpos))`` in the geom
+        frame and a Shape at ``rotation @ (scale * v) + translation``, so refpos and refquat
+        fold into the pose (refquat only with a uniform scale). Without such a file (vertices
+        in the XML, or a turned mesh with a non-uniform scale) ``mesh`` names the asset
+        instead, which no file matches: the link's geometry is then unknown.
+        """
+        name = self.attrs.text("mesh")
+        asset = self.builder.meshes.get(name)
+        if asset is None:
+            raise self.attrs.error("mesh", f'unknown mesh "{name}"')
+        scale = asset.attrs.numbers("scale", 3, (1.0, 1.0, 1.0))
+        refpos = asset.attrs.numbers("refpos", 3, (0.0, 0.0, 0.0))
+        try:
+            refquat = geo.normalized(asset.attrs.numbers("refquat", 4, (1.0, 0.0, 0.0, 0.0)))
+        except geo.GeometryError:
+            raise asset.attrs.error("refquat", "zero quaternion") from None
+        turned = not np.array_equal(geo.quat_matrix(refquat), np.eye(3))
+        file = asset.path
+        if file is None:
+            file = f"{name} (vertices in the XML)"
+        elif turned and not scale[0] == scale[1] == scale[2]:
+            file = f"{name} (refquat with a non-uniform scale)"
+        inverse = refquat * np.array([1.0, -1.0, -1.0, -1.0])
+        inner = (-scale * (geo.quat_matrix(refquat).T @ refpos), inverse)
+        pos, quat = geo.compose(pose, inner)
+        return Shape("mesh", np.zeros(0), geo.quat_matrix(quat), pos, role, file, scale,
+                     self.attrs.owner)
+
 
 def _load_mesh(asset: MeshAsset) -> geo.MeshInertia:
     """Read and process a mesh asset (file or XML vertices) into its mass properties."""
@@ -1367,6 +1481,33 @@ def _xml_mesh(attrs: Attributes) -> MeshData:
         if len(faces) and (faces.min() < 0 or faces.max() >= len(vertices) // 3):
             raise attrs.error("face", "a face refers to a vertex that does not exist")
     return MeshData(vertices.reshape(-1, 3), faces)
+
+
+# -- geometry helpers -------------------------------------------------------------------
+
+
+def _shape_size(kind: str, size: np.ndarray) -> np.ndarray:
+    """A primitive's Shape size from MuJoCo's half sizes (see _GeomCompiler.shape)."""
+    if kind == "box":
+        return 2 * size[:3]
+    if kind == "sphere":
+        return size[:1].copy()
+    if kind in ("capsule", "cylinder"):
+        return np.array([size[0], 2 * size[1]])
+    return size[:3].copy()
+
+
+def _inverse(pose: Pose) -> Pose:
+    """The pose of the parent frame in the child frame of ``pose``."""
+    pos, quat = pose
+    return -(geo.quat_matrix(quat).T @ pos), quat * np.array([1.0, -1.0, -1.0, -1.0])
+
+
+def _placed(shape: Shape, pose: Pose) -> Shape:
+    """``shape``, posed in a frame F, re-posed in the frame in which F has ``pose``."""
+    rotation = geo.quat_matrix(pose[1])
+    return dataclasses.replace(shape, rotation=rotation @ shape.rotation,
+                               translation=pose[0] + rotation @ shape.translation)
 
 
 # -- inertia helpers --------------------------------------------------------------------
