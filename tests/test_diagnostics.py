@@ -31,6 +31,7 @@ from hypothesis import strategies as st
 from lxml import etree
 
 from random_trees import random_description, random_model, random_rotation
+from reference_models import gymnasium_models, robots_root
 from treedyn.engine import Inertia, JointSpec, LinkSpec, TreeDescription, build_model, crba
 from treedyn.engine.conditioning import analyze, articulated_blocks
 from treedyn.engine.description import Shape
@@ -48,14 +49,6 @@ BROKEN = ROOT / "fixtures" / "broken"
 ARM = ROOT / "fixtures" / "two_link_arm.urdf"
 
 
-def robots_root() -> str:
-    import site
-
-    for base in site.getsitepackages() + [site.getusersitepackages()]:
-        root = os.path.join(base, "cmeel.prefix", "share", "example-robot-data", "robots")
-        if os.path.isdir(root):
-            return root
-    return ""
 
 
 ROBOTS = robots_root()
@@ -351,13 +344,6 @@ def test_every_robot_gets_a_verdict_and_passes_verify(path):
         assert (not singular or pin_singular) and (not pin_singular or flagged)
 
 
-def gymnasium_models() -> list[str]:
-    try:
-        import gymnasium
-    except ImportError:
-        return []
-    folder = os.path.join(os.path.dirname(gymnasium.__file__), "envs", "mujoco", "assets")
-    return sorted(glob.glob(os.path.join(folder, "*.xml")))
 
 
 GYM = gymnasium_models()

@@ -9,7 +9,6 @@
 """
 from __future__ import annotations
 
-import glob
 import importlib.util
 import os
 
@@ -19,6 +18,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from random_trees import random_model, random_state
+from reference_models import gymnasium_models
 from treedyn.engine import aba, crba, rnea
 from treedyn.engine.factor import (eliminate, factor_nnz, factor_structure, fill_in, ltdl,
                                    ltdl_solve)
@@ -36,13 +36,6 @@ def relative_error(ours, reference) -> float:
                  max(1.0, float(np.max(np.abs(reference), initial=0.0))))
 
 
-def gymnasium_models() -> list[str]:
-    try:
-        import gymnasium
-    except ImportError:
-        return []
-    folder = os.path.join(os.path.dirname(gymnasium.__file__), "envs", "mujoco", "assets")
-    return sorted(glob.glob(os.path.join(folder, "*.xml")))
 
 
 GYM = gymnasium_models()

@@ -20,7 +20,6 @@ Invalid models raise ParseError with the file, line and element; MuJoCo rejects 
 from __future__ import annotations
 
 import glob
-import importlib.util
 import os
 import struct
 
@@ -29,6 +28,7 @@ import pytest
 
 mujoco = pytest.importorskip("mujoco")
 
+from reference_models import gymnasium_models  # noqa: E402
 from treedyn.engine import aba, build_model, crba, rnea  # noqa: E402
 from treedyn.parsers.errors import ParseError  # noqa: E402
 from treedyn.parsers.mesh import MeshFileError, read_mesh_file, read_msh, read_stl  # noqa: E402
@@ -42,12 +42,6 @@ FIXTURES = os.path.join(os.path.dirname(HERE), "fixtures", "mjcf")
 ENGINE_TYPES = {0: "free_world", 1: "ball", 2: "prismatic", 3: "revolute"}
 
 
-def gymnasium_models() -> list[str]:
-    spec = importlib.util.find_spec("gymnasium")
-    if spec is None or not spec.submodule_search_locations:
-        return []
-    root = os.path.join(spec.submodule_search_locations[0], "envs", "mujoco", "assets")
-    return sorted(glob.glob(os.path.join(root, "*.xml")))
 
 
 def fixture_models() -> list[str]:

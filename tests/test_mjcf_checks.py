@@ -13,8 +13,6 @@
 """
 from __future__ import annotations
 
-import glob
-import importlib.util
 import json
 import os
 from pathlib import Path
@@ -26,6 +24,7 @@ from lxml import etree
 mujoco = pytest.importorskip("mujoco")
 
 from test_diagnostics import dyn  # noqa: E402
+from reference_models import gymnasium_models  # noqa: E402
 from treedyn.engine.description import Shape  # noqa: E402
 from treedyn.engine.inertia_checks import check_inertia, solid_properties  # noqa: E402
 from treedyn.parsers import load_model  # noqa: E402
@@ -42,12 +41,6 @@ SKIPPED_TYPES = (0, 1)  # plane, hfield
 GEOMETRY_CHECKS = ("plausibility", "orientation", "density")
 
 
-def gymnasium_models() -> list[str]:
-    spec = importlib.util.find_spec("gymnasium")
-    if spec is None or not spec.submodule_search_locations:
-        return []
-    root = os.path.join(spec.submodule_search_locations[0], "envs", "mujoco", "assets")
-    return sorted(glob.glob(os.path.join(root, "*.xml")))
 
 
 def fixture_models() -> list[str]:

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import glob
 import os
-import site
 import zlib
 
 import numpy as np
@@ -23,6 +22,7 @@ import pytest
 
 pin = pytest.importorskip("pinocchio")
 
+from reference_models import robots_root  # noqa: E402
 from treedyn.engine import aba, crba, rnea  # noqa: E402
 from treedyn.parsers import load_model  # noqa: E402
 
@@ -30,12 +30,6 @@ TOL = 1e-9
 STATES = 4
 
 
-def robots_root() -> str:
-    for base in site.getsitepackages() + [site.getusersitepackages()]:
-        root = os.path.join(base, "cmeel.prefix", "share", "example-robot-data", "robots")
-        if os.path.isdir(root):
-            return root
-    return ""
 
 
 def pinocchio_loadable(path: str) -> bool:
