@@ -116,9 +116,19 @@ def build_model(description: TreeDescription) -> Model:
     world_inertia = np.zeros((6, 6))
     identity, origin = np.eye(3), np.zeros(3)
 
-    def visit(link: str, body: int, rotation: np.ndarray, translation: np.ndarray) -> None:
-        """Attach ``link`` (posed at rotation/translation in body ``body``) and its subtree."""
-        nonlocal world_inertia
+    # Depth-first, children in description order, with an explicit stack (a 1000-body
+    # chain is deeper than Python's recursion limit). An entry attaches ``link``, posed at
+    # (rotation, translation) in body ``body``; ``joint`` is the moving joint that creates
+    # that body first, or None when the link is welded to ``body``.
+    stack = [(description.world_link, -1, identity, origin, None)]
+    while stack:
+        link, body, rotation, translation, joint = stack.pop()
+        if joint is not None:
+            joints.append(joint)
+            parents.append(body)
+            body_links.append(links[link].body or link)
+            inertias.append(np.zeros((6, 6)))
+            body, rotation, translation = len(joints) - 1, identity, origin
         spec = links[link]
         frames.append(Frame(link, body, rotation, translation, spec.source))
         spatial = spec.inertia.transformed(rotation, translation).spatial()
@@ -126,19 +136,15 @@ def build_model(description: TreeDescription) -> Model:
             inertias[body] += spatial
         else:
             world_inertia += spatial
-        for joint in children[link]:
-            placement_rotation = rotation @ joint.rotation
-            placement_translation = rotation @ joint.translation + translation
-            if joint.type == "fixed":
-                visit(joint.child, body, placement_rotation, placement_translation)
-                continue
-            joints.append(_placed(joint, placement_rotation, placement_translation))
-            parents.append(body)
-            body_links.append(links[joint.child].body or joint.child)
-            inertias.append(np.zeros((6, 6)))
-            visit(joint.child, len(joints) - 1, identity, origin)
+        for child in reversed(children[link]):
+            placement_rotation = rotation @ child.rotation
+            placement_translation = rotation @ child.translation + translation
+            if child.type == "fixed":
+                stack.append((child.child, body, placement_rotation, placement_translation, None))
+            else:
+                stack.append((child.child, body, identity, origin,
+                              _placed(child, placement_rotation, placement_translation)))
 
-    visit(description.world_link, -1, identity, origin)
     return _assemble(description, joints, parents, body_links, inertias, frames,
                      float(world_inertia[3, 3]))
 

@@ -212,3 +212,23 @@ def test_fixed_link_force_equals_body_force():
     tau0 = rnea(model, np.zeros(1), None, None)
     tau = rnea(model, np.zeros(1), None, None, fext[0])
     np.testing.assert_allclose(tau - tau0, [-1.0], atol=1e-12)
+
+
+def test_deep_chain_builds_and_matches_its_mass_matrix_columns():
+    """A 1500-joint chain (deeper than Python's recursion limit) builds; CRBA = RNEA columns."""
+    count = 1500
+    body = Inertia(1.0, np.array([0, 0, -0.1]), np.eye(3) * 0.01)
+    links = [LinkSpec("l0", Inertia.zero())] + [LinkSpec(f"l{k + 1}", body) for k in range(count)]
+    joints = [JointSpec(f"j{k}", "revolute" if k % 3 else "fixed", f"l{k}", f"l{k + 1}",
+                        translation=np.array([0, 0, -0.2]), axis=np.array([0, 1.0, 0]))
+              for k in range(count)]
+    model = build_model(TreeDescription("chain", "urdf", links, joints, "l0"))
+    assert model.njoints == model.nv == 1000
+    assert list(model.parent[:3]) == [-1, 0, 1] and model.nv_subtree[0] == 1000
+    q = np.random.default_rng(0).uniform(-1, 1, model.nq)
+    M = crba(model, q)
+    bias = rnea(model, q)
+    for k in (0, 499, 999):
+        e = np.zeros(model.nv)
+        e[k] = 1.0
+        close(M[:, k], rnea(model, q, None, e) - bias)
