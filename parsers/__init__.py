@@ -17,8 +17,17 @@ from treedyn.engine.description import TreeDescription
 from treedyn.engine.model import Model, build_model
 
 from .errors import ParseError
-from .mjcf import parse_mjcf
 from .urdf import parse_urdf, parse_urdf_string
+
+
+def parse_mjcf(path: str) -> TreeDescription:
+    """The description of the MJCF file at ``path`` (see :mod:`treedyn.parsers.mjcf`).
+
+    Imported on first use: a URDF command does not pay for the MJCF compiler's modules.
+    """
+    from .mjcf import parse_mjcf as parse
+
+    return parse(path)
 
 
 # root element -> parser taking a path
