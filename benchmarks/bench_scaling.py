@@ -1,0 +1,275 @@
+"""Per-state cost of RNEA, ABA and CRBA against the number of bodies, on generated robots.
+
+    python benchmarks/bench_scaling.py [--bodies 10 30 100 300 1000] [--batch 2000]
+        [--repeats 5] [--threads 1] [--no-pinocchio] [--markdown]
+
+Two families of fixed-base robots with ``n`` bodies, each moved by a revolute joint about a
+random unit axis, with a random joint placement and a random physically consistent inertia
+(seeded, so every run builds the same robots):
+
+* chain: body k hangs from body k-1 (depth n, the worst case for per-level overhead and
+  for CRBA, whose mass matrix is dense: O(n^2) per state);
+* tree: a binary tree in heap order, body k hangs from body (k-1)//2 (depth log2 n).
+
+Each robot is written as a URDF string, parsed by ``treedyn.parsers.parse_urdf_string`` +
+``build_model``, and (unless ``--no-pinocchio``) written to a temp file for
+``pin.buildModelFromUrdf``. Times are medians over ``--repeats`` calls (after a warm-up) of
+one batched call on ``--batch`` random states, divided by the number of states. CRBA
+batches are capped so the (N, n, n) output stays under ~256 MB (33 states for 1000
+bodies); the cap is printed. Pinocchio: ``rneaInParallel`` / ``abaInParallel`` with
+``--threads`` threads on a ``ModelPool``, and a loop of ``crba`` calls; treedyn runs with
+the same number of threads (``kernels.configure``; with more than one thread its chunk is
+set to batch / threads so every thread gets a chunk). OPENBLAS_NUM_THREADS is pinned to 1
+unless set in the environment.
+
+The slopes are least-squares fits of log(time per state) against log(bodies) over all
+sizes, and over the two largest sizes (the asymptotic growth). Issue 5's goal: RNEA and ABA
+slope <= 1.1 (linear in bodies); CRBA is expected to grow up to 2 for chains (dense M) and
+close to n log n for trees (M has nnz ~ n log n).
+"""
+from __future__ import annotations
+
+import argparse
+import math
+import os
+import platform
+import sys
+import tempfile
+
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+
+import numpy as np  # noqa: E402
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from bench_core import median_time  # noqa: E402
+
+from treedyn.engine import aba, build_model, crba, kernels, rnea  # noqa: E402
+from treedyn.parsers import parse_urdf_string  # noqa: E402
+
+CRBA_BYTES = 256 << 20
+# treedyn.engine.build_model visits the tree recursively (one Python frame per joint, a few
+# more per level): a 1000-body chain exceeds Python's default limit of 1000 frames.
+RECURSION_LIMIT = 20_000
+SHAPES = ("chain", "tree")
+
+
+def random_rotation(rng: np.random.Generator) -> np.ndarray:
+    q, r = np.linalg.qr(rng.normal(size=(3, 3)))
+    q = q * np.sign(np.diag(r))
+    return q if np.linalg.det(q) > 0 else -q
+
+
+def rpy(R: np.ndarray) -> tuple[float, float, float]:
+    """URDF roll-pitch-yaw (R = Rz(yaw) Ry(pitch) Rx(roll)) of a rotation matrix."""
+    pitch = math.asin(max(-1.0, min(1.0, -R[2, 0])))
+    roll = math.atan2(R[2, 1], R[2, 2])
+    yaw = math.atan2(R[1, 0], R[0, 0])
+    return roll, pitch, yaw
+
+
+def fmt(values) -> str:
+    return " ".join(f"{x:.9g}" for x in values)
+
+
+def link_xml(name: str, rng: np.random.Generator) -> str:
+    mass = rng.uniform(0.1, 5.0)
+    second_moments = rng.uniform(0.005, 0.3, size=3) * mass
+    principal = second_moments.sum() - second_moments  # triangle inequality holds
+    R = random_rotation(rng)
+    I = R @ np.diag(principal) @ R.T
+    com = rng.uniform(-0.3, 0.3, size=3)
+    return (f'  <link name="{name}"><inertial><origin xyz="{fmt(com)}" rpy="0 0 0"/>'
+            f'<mass value="{mass:.9g}"/><inertia ixx="{I[0, 0]:.9g}" ixy="{I[0, 1]:.9g}" '
+            f'ixz="{I[0, 2]:.9g}" iyy="{I[1, 1]:.9g}" iyz="{I[1, 2]:.9g}" izz="{I[2, 2]:.9g}"/>'
+            f'</inertial></link>\n')
+
+
+def robot_urdf(shape: str, bodies: int, seed: int = 0) -> str:
+    """A fixed-base robot of ``bodies`` revolute-jointed bodies: a chain or a binary tree."""
+    rng = np.random.default_rng([seed, bodies, SHAPES.index(shape)])
+    parts = [f'<robot name="{shape}{bodies}">\n', link_xml("base", rng)]
+    for k in range(bodies):
+        parent = "base" if k == 0 else f"b{k - 1 if shape == 'chain' else (k - 1) // 2}"
+        axis = rng.normal(size=3)
+        axis /= np.linalg.norm(axis)
+        parts.append(link_xml(f"b{k}", rng))
+        parts.append(
+            f'  <joint name="j{k}" type="revolute"><parent link="{parent}"/><child link="b{k}"/>'
+            f'<origin xyz="{fmt(rng.uniform(-0.5, 0.5, size=3))}" '
+            f'rpy="{fmt(rpy(random_rotation(rng)))}"/><axis xyz="{fmt(axis)}"/>'
+            f'<limit lower="-3" upper="3" effort="100" velocity="10"/></joint>\n')
+    parts.append("</robot>\n")
+    return "".join(parts)
+
+
+def slope(bodies, times) -> float:
+    return float(np.polyfit(np.log(bodies), np.log(times), 1)[0])
+
+
+def bench_robot(shape, bodies, args, work):
+    text = robot_urdf(shape, bodies)
+    model = build_model(parse_urdf_string(text, f"{shape}{bodies}.urdf"))
+    assert model.nv == bodies, (model.nv, bodies)
+    rng = np.random.default_rng(1)
+    batch = args.batch
+    q = model.random_configuration(rng, batch)
+    v, a, tau = (rng.normal(size=(batch, model.nv)) for _ in range(3))
+    crba_batch = max(1, min(batch, CRBA_BYTES // (8 * bodies * bodies)))
+    qc = q[:crba_batch]
+    chunk = -(-batch // args.threads) if args.threads > 1 else None
+    times = {}
+    with kernels.configured(threads=args.threads, chunk=chunk):
+        times["rnea"] = median_time(lambda: rnea(model, q, v, a), args.repeats) / batch
+        times["aba"] = median_time(lambda: aba(model, q, v, tau), args.repeats) / batch
+        chunk_c = -(-crba_batch // args.threads) if args.threads > 1 else None
+        with kernels.configured(chunk=chunk_c):
+            times["crba"] = median_time(lambda: crba(model, qc), args.repeats) / crba_batch
+    row = {"shape": shape, "bodies": bodies, "crba_batch": crba_batch, "treedyn": times}
+    if args.pinocchio and bodies <= args.pinocchio_max_bodies:
+        row["pinocchio"], row["error"] = bench_pinocchio(model, text, q, v, a, tau, crba_batch,
+                                                         args, work, f"{shape}{bodies}")
+    return row
+
+
+def bench_pinocchio(model, text, q, v, a, tau, crba_batch, args, work, name):
+    import pinocchio as pin
+
+    path = os.path.join(work, name + ".urdf")
+    with open(path, "w") as stream:
+        stream.write(text)
+    pm = pin.buildModelFromUrdf(path)
+    data = pm.createData()
+    pool = pin.ModelPool(pm, args.threads)
+    # Same joints, possibly another depth-first order: map treedyn's dofs by joint name.
+    perm = np.array([model.idx_v[model.joint_names.index(pm.names[j])]
+                     for j in range(1, pm.njoints)])
+    pq, pv, pa, pt = (np.asfortranarray(x[:, perm].T) for x in (q, v, a, tau))
+    out = np.empty((pm.nv, len(q)), order="F")
+    batch = len(q)
+
+    def crba_loop():
+        for n in range(crba_batch):
+            pin.crba(pm, data, pq[:, n])
+
+    times = {
+        "rnea": median_time(lambda: pin.rneaInParallel(args.threads, pool, pq, pv, pa, out),
+                            args.repeats) / batch,
+        "aba": median_time(lambda: pin.abaInParallel(args.threads, pool, pq, pv, pt, out),
+                           args.repeats) / batch,
+        "crba": median_time(crba_loop, args.repeats) / crba_batch,
+    }
+    # Agreement on a few states (treedyn's RNEA and ABA against Pinocchio's).
+    k = min(batch, 64)
+    pin.rneaInParallel(args.threads, pool, pq[:, :k], pv[:, :k], pa[:, :k], out[:, :k])
+    ours = rnea(model, q[:k], v[:k], a[:k])[:, perm]
+    error = float(np.max(np.abs(ours - out[:, :k].T)) / np.max(np.abs(out[:, :k])))
+    pin.abaInParallel(args.threads, pool, pq[:, :k], pv[:, :k], pt[:, :k], out[:, :k])
+    ours = aba(model, q[:k], v[:k], tau[:k])[:, perm]
+    error = max(error, float(np.max(np.abs(ours - out[:, :k].T)) / np.max(np.abs(out[:, :k]))))
+    return times, error
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--bodies", type=int, nargs="+", default=[10, 30, 100, 300, 1000])
+    parser.add_argument("--shapes", nargs="+", default=list(SHAPES), choices=SHAPES)
+    parser.add_argument("--batch", type=int, default=2000)
+    parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--threads", type=int, default=1,
+                        help="threads of both treedyn and Pinocchio's InParallel calls")
+    parser.add_argument("--no-pinocchio", dest="pinocchio", action="store_false")
+    parser.add_argument("--pinocchio-max-bodies", type=int, default=300,
+                        help="skip Pinocchio above this size: its Data grows faster than "
+                        "quadratically with the chain length (createData() for a 300-body "
+                        "chain takes ~1.7 GB, for 1000 bodies it exhausts 23 GB)")
+    parser.add_argument("--markdown", action="store_true", help="print README tables")
+    args = parser.parse_args()
+    if max(args.bodies) > 500:
+        sys.setrecursionlimit(max(sys.getrecursionlimit(), RECURSION_LIMIT))
+
+    rows = []
+    with tempfile.TemporaryDirectory(prefix="bench_scaling_") as work:
+        for shape in args.shapes:
+            for bodies in args.bodies:
+                rows.append(bench_robot(shape, bodies, args, work))
+                print(f"  done {shape} {bodies}", file=sys.stderr, flush=True)
+
+    versions = f"numpy {np.__version__}"
+    if args.pinocchio:
+        import pinocchio as pin
+
+        versions += f", pinocchio {pin.__version__}"
+    print(f"# {platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}, "
+          f"{versions}, OPENBLAS_NUM_THREADS={os.environ['OPENBLAS_NUM_THREADS']}, "
+          f"{args.threads} thread(s) on both sides; revolute joints with random axes; "
+          f"batch {args.batch} states (CRBA capped at {CRBA_BYTES >> 20} MB of output), "
+          f"median of {args.repeats}; times in us per state"
+          + (f"; Pinocchio up to {args.pinocchio_max_bodies} bodies" if args.pinocchio else ""))
+    if sys.getrecursionlimit() > 1000:
+        print(f"# note: sys.setrecursionlimit({sys.getrecursionlimit()}) was needed: "
+              "treedyn's build_model recurses once per tree level (RecursionError on a "
+              "1000-body chain at Python's default limit)")
+    algorithms = ("rnea", "aba", "crba")
+    head = ["shape", "bodies"] + [f"{alg} us" for alg in algorithms]
+    if args.pinocchio:
+        head += [f"pin {alg} us" for alg in algorithms] + [f"{alg} ratio" for alg in algorithms]
+        head += ["max rel. error"]
+    head += ["crba N"]
+    table = []
+    for row in rows:
+        t = row["treedyn"]
+        cells = [row["shape"], str(row["bodies"])] + [f"{t[alg] * 1e6:.2f}" for alg in algorithms]
+        if args.pinocchio and "pinocchio" in row:
+            p = row["pinocchio"]
+            cells += [f"{p[alg] * 1e6:.2f}" for alg in algorithms]
+            cells += [f"{t[alg] / p[alg]:.2f}x" for alg in algorithms]
+            cells += [f"{row['error']:.1e}"]
+        elif args.pinocchio:
+            cells += ["(skipped)"] * 7
+        cells += [str(row["crba_batch"])]
+        table.append(cells)
+    print_table(head, table, args.markdown)
+    print()
+
+    head = ["shape", "algorithm", "treedyn slope (all)", "treedyn slope (largest two)"]
+    if args.pinocchio:
+        head += ["pinocchio slope (all)", "pinocchio slope (largest two)"]
+    head += ["goal"]
+    table = []
+    for shape in args.shapes:
+        subset = [row for row in rows if row["shape"] == shape]
+        bodies = [row["bodies"] for row in subset]
+        if len(bodies) < 2:
+            continue
+        for alg in algorithms:
+            cells = [shape, alg]
+            for side in ("treedyn", "pinocchio") if args.pinocchio else ("treedyn",):
+                points = [(row["bodies"], row[side][alg]) for row in subset if side in row]
+                if len(points) < 2:
+                    cells += ["-", "-"]
+                    continue
+                sizes, times = zip(*points)
+                cells += [f"{slope(sizes, times):.2f}", f"{slope(sizes[-2:], times[-2:]):.2f}"]
+            if alg == "crba":
+                cells.append("growth (up to 2 expected for chains)")
+            else:
+                all_slope = slope(bodies, [row["treedyn"][alg] for row in subset])
+                cells.append(f"<= 1.1: {'yes' if all_slope <= 1.1 else 'no'}")
+            table.append(cells)
+    print_table(head, table, args.markdown)
+
+
+def print_table(head, rows, markdown: bool) -> None:
+    if markdown:
+        print("| " + " | ".join(head) + " |")
+        print("|" + "---|" * len(head))
+        for row in rows:
+            print("| " + " | ".join(row) + " |")
+    else:
+        widths = [max(len(str(r[k])) for r in [head] + rows) for k in range(len(head))]
+        for row in [head] + rows:
+            print("  ".join(str(cell).ljust(w) for cell, w in zip(row, widths)))
+
+
+if __name__ == "__main__":
+    main()
