@@ -8,6 +8,15 @@ problem raises :class:`UsageError` with a one-line message that names where it h
 Coordinates are named by joint: a 1-dof joint by its name, entry ``k`` of a multi-dof joint
 by ``<joint>:<k>`` (``root_joint:3``); :class:`Layout` holds the dof names, the
 human-readable component names (``root_joint.wx``) and the ``--degrees`` factors.
+
+Memory stays bounded by the chunk, whatever the number of states: text inputs are parsed a
+chunk at a time into preallocated blocks, and ``.npz`` members are read row-block by
+row-block from the zip archive (``np.load(mmap_mode=...)`` cannot map a member of an .npz,
+so each member's .npy header is parsed and its rows streamed through ``zipfile``, which
+also decompresses ``savez_compressed`` members on the fly). A piped ``.npz`` on stdin is
+first spooled to a temporary file. When a row is bad, the good rows before it are yielded
+as a last chunk and then the :class:`UsageError` is raised, so output can end exactly at
+the bad row.
 """
 from __future__ import annotations
 
@@ -27,7 +36,7 @@ from treedyn.engine import Model
 
 from .output import warn
 
-CHUNK = 4096
+CHUNK = 16384  # states per chunk at most (callers may ask for fewer)
 KINDS = ("q", "v", "a", "tau")
 DEGREE = math.pi / 180.0
 
@@ -240,8 +249,10 @@ def single_state(layout: Layout, vectors: dict[str, str | None],
 class Input:
     """An opened ``--input``: a text stream (JSON Lines, CSV) or a binary .npz file."""
 
-    def __init__(self, name: str, kind: str, stream):
+    def __init__(self, name: str, kind: str, stream, owned: bool = True):
         self.name, self.kind, self.stream = name, kind, stream
+        self.owned = owned  # close the stream when done (not for the process's stdin)
+        self.total: int | None = None  # number of states, once known (.npz)
 
     @staticmethod
     def open(path: str) -> "Input":
@@ -259,36 +270,49 @@ class Input:
             raise UsageError(f"{path}: cannot read ({error.strerror})") from None
         return Input(path, kind, stream)
 
-    def chunks(self, layout: Layout, kinds: Sequence[str],
-               wrenches: dict[str, np.ndarray]) -> Iterator[States]:
-        """States in input order, CHUNK at a time, with the command-line wrenches added."""
-        reader = {"jsonl": _jsonl_chunks, "csv": _csv_chunks, "npz": _npz_chunks}[self.kind]
+    def chunks(self, layout: Layout, kinds: Sequence[str], wrenches: dict[str, np.ndarray],
+               size: int = CHUNK) -> Iterator[States]:
+        """States in input order, ``size`` at a time, with the command-line wrenches added."""
+        reader = {"jsonl": _jsonl_chunks, "csv": _csv_chunks, "npz": self._npz}[self.kind]
         try:
-            yield from reader(self.stream, self.name, layout, kinds, wrenches)
+            yield from reader(self.stream, self.name, layout, kinds, wrenches, size)
         except UnicodeDecodeError:
             raise UsageError(f"{self.name}: not UTF-8 text") from None
         finally:
-            if self.name != STDIN:
+            if self.owned:
                 self.stream.close()
+
+    def _npz(self, stream, name, layout, kinds, wrenches, size) -> Iterator[States]:
+        """The .npz reader; the number of states is known once the headers are read."""
+        members = _npz_members(stream, name, layout, kinds)
+        self.total = members[0].count
+        return _npz_chunks(members, name, layout, wrenches, size)
 
 
 def _sniff_stdin() -> Input:
-    """stdin as .npz (zip magic), JSON Lines (starts with '{') or CSV."""
+    """stdin as .npz (zip magic, spooled to a temporary file), JSON Lines ('{') or CSV."""
     if sys.stdin is None or not hasattr(sys.stdin, "buffer"):
         raise UsageError("dyn: --input -: no standard input")
     raw = sys.stdin.buffer
     head = raw.peek(256) if hasattr(raw, "peek") else b""
     if head.startswith(b"PK"):
-        return Input(STDIN, "npz", io.BytesIO(raw.read()))
+        import shutil
+        import tempfile
+
+        spool = tempfile.TemporaryFile()
+        shutil.copyfileobj(raw, spool, 1 << 20)
+        spool.seek(0)
+        return Input(STDIN, "npz", spool)
     text = io.TextIOWrapper(raw, encoding="utf-8", newline="")
-    return Input(STDIN, "csv" if head.lstrip()[:1] not in (b"{", b"") else "jsonl", text)
+    kind = "csv" if head.lstrip()[:1] not in (b"{", b"") else "jsonl"
+    return Input(STDIN, kind, text, owned=False)
 
 
 class _Chunk:
-    """Accumulates up to CHUNK parsed rows of a text input."""
+    """Accumulates up to ``size`` parsed rows of a text input in preallocated blocks."""
 
-    def __init__(self, name: str, layout: Layout, wrenches: dict[str, np.ndarray]):
-        self.name, self.layout, self.cli_wrenches = name, layout, wrenches
+    def __init__(self, name: str, layout: Layout, wrenches: dict[str, np.ndarray], size: int):
+        self.name, self.layout, self.cli_wrenches, self.size = name, layout, wrenches, size
         self.reset()
 
     def reset(self) -> None:
@@ -297,14 +321,14 @@ class _Chunk:
         self.wrenches: dict[str, np.ndarray] = {}
 
     def vector(self, kind: str) -> np.ndarray:
-        """The (CHUNK, width) block of ``kind``, created with defaults on first use."""
+        """The (size, width) block of ``kind``, created with defaults on first use."""
         if kind not in self.vectors:
-            self.vectors[kind] = np.tile(self.layout.default(kind), (CHUNK, 1))
+            self.vectors[kind] = np.tile(self.layout.default(kind), (self.size, 1))
         return self.vectors[kind]
 
     def wrench(self, name: str) -> np.ndarray:
         if name not in self.wrenches:
-            self.wrenches[name] = np.zeros((CHUNK, 6))
+            self.wrenches[name] = np.zeros((self.size, 6))
         return self.wrenches[name]
 
     def take(self) -> States:
@@ -317,52 +341,96 @@ class _Chunk:
         self.reset()
         return States(q=q, wrenches=wrenches, where=lambda i: f"{name}:{lines[i]}", **vectors)
 
+    def flush(self) -> Iterator[States]:
+        """The rows so far as States (none if empty). Arrays are checked for finite numbers
+        here, a chunk at a time: at the first bad row, the rows before it, then the error."""
+        n = len(self.lines)
+        if not n:
+            return
+        bad, problem = n, None
+        for kind, block in self.vectors.items():
+            finite = np.isfinite(block[:bad]).all(axis=1)
+            if not finite.all():
+                bad, problem = int(np.argmin(finite)), kind
+        if problem is None:
+            yield self.take()
+            return
+        where = f'{self.name}:{self.lines[bad]}: "{problem}"'
+        values = self.vectors[problem][bad]
+        del self.lines[bad:]
+        if bad:
+            yield self.take()
+        check_finite(values, where)
+
 
 # ----------------------------------------------------------------------------- JSON Lines
 
-def _jsonl_chunks(stream, name, layout, kinds, wrenches) -> Iterator[States]:
-    chunk = _Chunk(name, layout, wrenches)
+def _jsonl_chunks(stream, name, layout, kinds, wrenches, size) -> Iterator[States]:
+    """Chunks of a JSON Lines stream; at a bad line, the good lines before it, then the error."""
+    chunk = _Chunk(name, layout, wrenches, size)
     known_links: set[str] = set()
     for number, line in enumerate(stream, 1):
         if not line.strip():
             continue
-        where = f"{name}:{number}"
         try:
-            state = json.loads(line)
-        except ValueError as error:
-            raise UsageError(f"{where}: not valid JSON ({getattr(error, 'msg', error)})") from None
-        if not isinstance(state, dict):
-            raise UsageError(f"{where}: expected a JSON object like {{\"q\": [...]}}")
-        row = len(chunk.lines)
-        for kind in kinds:
-            if kind in state:
-                _json_vector(state[kind], kind, layout, chunk.vector(kind)[row], where)
-        if "fext" in state:
-            _json_fext(state["fext"], layout.model, chunk, row, known_links, where)
+            _jsonl_row(line, f"{name}:{number}", layout, kinds, chunk, known_links)
+        except UsageError:
+            yield from chunk.flush()
+            raise
         chunk.lines.append(number)
-        if len(chunk.lines) == CHUNK:
-            yield chunk.take()
-    if chunk.lines:
-        yield chunk.take()
+        if len(chunk.lines) == size:
+            yield from chunk.flush()
+    yield from chunk.flush()
+
+
+def _jsonl_row(line: str, where: str, layout: Layout, kinds, chunk: _Chunk,
+               known_links: set[str]) -> None:
+    """Parse one JSON line into the next row of ``chunk`` (UsageError naming ``where``)."""
+    try:
+        state = DECODER.decode(line)
+    except ValueError as error:
+        raise UsageError(f"{where}: not valid JSON ({getattr(error, 'msg', error)})") from None
+    if not isinstance(state, dict):
+        raise UsageError(f"{where}: expected a JSON object like {{\"q\": [...]}}")
+    row = len(chunk.lines)
+    for kind in kinds:
+        if kind in state:
+            _json_vector(state[kind], kind, layout, chunk.vector(kind)[row], where)
+    if "fext" in state:
+        _json_fext(state["fext"], layout.model, chunk, row, known_links, where)
+
+
+DECODER = json.JSONDecoder()
+NUMBER_TYPES = frozenset((int, float))  # JSON numbers; not bool
 
 
 def _is_number(x) -> bool:
-    return type(x) in (int, float)
+    return type(x) in NUMBER_TYPES
+
+
+def _all_numbers(values: list) -> bool:
+    return all(map(NUMBER_TYPES.__contains__, map(type, values)))
 
 
 def _json_vector(value, kind: str, layout: Layout, out: np.ndarray, where: str) -> None:
-    """Write a JSON array (or {joint: value} object) of ``kind`` into ``out`` (one row)."""
-    scale = layout.scale(kind)
-    if isinstance(value, list):
-        if len(value) != layout.width(kind):
+    """Write a JSON array (or {joint: value} object) of ``kind`` into ``out`` (one row).
+
+    Arrays are checked for finite numbers later, a chunk at a time (:meth:`_Chunk.flush`).
+    """
+    if type(value) is list:
+        if len(value) != len(out):
             raise UsageError(f'{where}: "{kind}" has {len(value)} numbers, {layout.need(kind)}')
-        if not all(map(_is_number, value)):
+        if not _all_numbers(value):
             bad = next(x for x in value if not _is_number(x))
             raise UsageError(f'{where}: "{kind}" holds {json.dumps(bad)}, not a number')
-        values = np.array(value, dtype=float)
-        check_finite(values, f'{where}: "{kind}"')
-        out[:] = values * scale
+        try:
+            out[:] = value
+        except OverflowError:
+            raise UsageError(f'{where}: "{kind}" holds a number too large for a float') from None
+        if layout.degrees:
+            out *= layout.scale(kind)
     elif isinstance(value, dict):
+        scale = layout.scale(kind)
         for joint, x in value.items():
             i = layout.index(joint, kind, f'{where}: "{kind}"')
             if not _is_number(x) or not math.isfinite(x):
@@ -435,108 +503,202 @@ def _csv_plan(header: list[str], name: str, layout: Layout,
     return list(plan.values())
 
 
-def _csv_chunks(stream, name, layout, kinds, wrenches) -> Iterator[States]:
+def _csv_chunks(stream, name, layout, kinds, wrenches, size) -> Iterator[States]:
+    """Chunks of a CSV stream; at a bad row, the good rows before it, then the error."""
     reader = csv.reader(stream)
     header = next(reader, None)
     if header is None:
         return
     plan = _csv_plan(header, name, layout, kinds)
+    convert = _CsvConverter([t.strip() for t in header], plan, name, layout, wrenches)
     rows: list[list[str]] = []
     lines: list[int] = []
     for row in reader:
         if not row:
             continue
         if len(row) != len(header):
+            yield from convert.rows(rows, lines)
             raise UsageError(f"{name}:{reader.line_num}: {len(row)} fields, "
                              f"the header has {len(header)}")
         rows.append(row)
         lines.append(reader.line_num)
-        if len(rows) == CHUNK:
-            yield _csv_states(rows, lines, header, plan, name, layout, wrenches)
+        if len(rows) == size:
+            yield from convert.rows(rows, lines)
             rows, lines = [], []
-    if rows:
-        yield _csv_states(rows, lines, header, plan, name, layout, wrenches)
+    yield from convert.rows(rows, lines)
 
 
-def _csv_states(rows, lines, header, plan, name, layout, wrenches) -> States:
-    cells = np.array(rows, dtype=str)
-    vectors = {}
-    for entry in plan:
-        block = cells[:, entry.columns]
+class _CsvConverter:
+    """Turns a block of CSV rows (strings) into States, in engine units."""
+
+    def __init__(self, header: list[str], plan: list[_Columns], name: str, layout: Layout,
+                 wrenches: dict[str, np.ndarray]):
+        self.header, self.plan, self.name = header, plan, name
+        self.layout, self.wrenches = layout, wrenches
+        self.used = sorted(c for entry in plan for c in entry.columns)
+        self.every_column = self.used == list(range(len(header)))
+        self.position = {c: k for k, c in enumerate(self.used)}
+
+    def rows(self, rows: list[list[str]], lines: list[int]) -> Iterator[States]:
+        """The States of ``rows`` (none if empty); at a bad cell, the rows before it, then
+        the error naming the cell's line and column."""
+        if not rows:
+            return
+        values = self.values(rows)
+        finite = np.isfinite(values).all(axis=1)
+        if finite.all():
+            yield self.states(values, lines)
+            return
+        bad = int(np.argmin(finite))
+        if bad:
+            yield self.states(values[:bad], lines[:bad])
+        raise _bad_cell(rows[bad], lines[bad], self.header, self.used, self.name)
+
+    def values(self, rows: list[list[str]]) -> np.ndarray:
+        """The used columns as floats, (n, len(used)); unreadable cells become NaN."""
+        if self.every_column:
+            picked = rows
+        else:
+            picked = [[row[c] for c in self.used] for row in rows]
         try:
-            values = block.astype(float)
+            return np.array(picked, dtype=float).reshape(len(rows), len(self.used))
         except ValueError:
-            raise _bad_cell(block, lines, header, entry.columns, name) from None
-        if not np.isfinite(values).all():
-            raise _bad_cell(block, lines, header, entry.columns, name)
-        vector = np.tile(layout.default(entry.kind), (len(rows), 1))
-        vector[:, entry.targets] = values * layout.scale(entry.kind)[entry.targets]
-        vectors[entry.kind] = vector
-    q = vectors.pop("q", np.tile(layout.model.q_neutral, (len(rows), 1)))
-    return States(q=q, wrenches=dict(wrenches), where=lambda i: f"{name}:{lines[i]}", **vectors)
+            return np.array([[_number(cell) for cell in row] for row in picked],
+                            dtype=float).reshape(len(rows), len(self.used))
+
+    def states(self, values: np.ndarray, lines: list[int]) -> States:
+        layout, name = self.layout, self.name
+        vectors = {}
+        for entry in self.plan:
+            columns = [self.position[c] for c in entry.columns]
+            vector = np.tile(layout.default(entry.kind), (len(values), 1))
+            vector[:, entry.targets] = values[:, columns] * layout.scale(entry.kind)[entry.targets]
+            vectors[entry.kind] = vector
+        q = vectors.pop("q", np.tile(layout.model.q_neutral, (len(values), 1)))
+        return States(q=q, wrenches=dict(self.wrenches), where=lambda i: f"{name}:{lines[i]}",
+                      **vectors)
 
 
-def _bad_cell(block, lines, header, columns, name) -> UsageError:
-    """The error for the first cell of ``block`` that is not a finite number."""
-    for r, row in enumerate(block):
-        for c, cell in enumerate(row):
-            try:
-                ok = math.isfinite(float(cell))
-            except ValueError:
-                ok = False
-            if not ok:
-                return UsageError(f"{name}:{lines[r]}: column '{header[columns[c]].strip()}': "
-                                  f"'{cell}' is not a finite number")
-    return UsageError(f"{name}: unreadable numbers")
+def _number(cell: str) -> float:
+    """A CSV cell as a float; NaN when it is not a number (reported as such)."""
+    try:
+        return float(cell)
+    except ValueError:
+        return math.nan
+
+
+def _bad_cell(row, line: int, header, columns, name) -> UsageError:
+    """The error for the first cell of ``row`` (in ``columns``) that is not a finite number."""
+    for c in columns:
+        if not math.isfinite(_number(row[c])):
+            return UsageError(f"{name}:{line}: column '{header[c].strip()}': "
+                              f"'{row[c]}' is not a finite number")
+    return UsageError(f"{name}:{line}: unreadable numbers")
 
 
 # ----------------------------------------------------------------------------- .npz
 
-def _npz_chunks(stream, name, layout, kinds, wrenches) -> Iterator[States]:
-    arrays = _npz_arrays(stream, name, layout, kinds)
-    count = len(next(iter(arrays.values())))
-    for start in range(0, count, CHUNK):
-        stop = min(start + CHUNK, count)
+@dataclass
+class _Member:
+    """One array of an .npz, read a block of rows at a time (or held whole if it must be)."""
+
+    kind: str
+    shape: tuple
+    dtype: np.dtype
+    stream: object = None  # the member's file, positioned at its first row
+    whole: np.ndarray | None = None  # Fortran-ordered arrays are loaded at once
+
+    @property
+    def count(self) -> int:
+        return 1 if len(self.shape) == 1 else self.shape[0]
+
+    @property
+    def width(self) -> int:
+        return self.shape[-1] if self.shape else 0
+
+    def read(self, start: int, stop: int) -> np.ndarray:
+        """Rows [start, stop) as a (stop - start, width) array (rows are read in order)."""
+        if self.whole is not None:
+            return self.whole.reshape(self.count, self.width)[start:stop]
+        size = (stop - start) * self.width * self.dtype.itemsize
+        data = self.stream.read(size)
+        if len(data) != size:
+            raise UsageError(f"array {self.kind} is truncated")
+        return np.frombuffer(data, dtype=self.dtype).reshape(stop - start, self.width)
+
+
+def _npz_chunks(members: list[_Member], name, layout, wrenches, size) -> Iterator[States]:
+    """Chunks of the .npz arrays; at a non-finite row, the rows before it, then the error."""
+    count = members[0].count
+    for start in range(0, count, size):
+        stop = min(start + size, count)
         vectors = {}
-        for kind, array in arrays.items():
-            block = np.asarray(array[start:stop], dtype=float)
-            bad = np.flatnonzero(~np.isfinite(block).all(axis=1))
-            if bad.size:
-                raise UsageError(f"{name}: {kind}[{start + bad[0]}] holds a non-finite number")
-            vectors[kind] = block * layout.scale(kind)
-        q = vectors.pop("q", np.tile(layout.model.q_neutral, (stop - start, 1)))
-        yield States(q=q, wrenches=dict(wrenches),
-                     where=lambda i, s=start: f"{name}: state {s + i}", **vectors)
+        bad = None
+        for member in members:
+            try:
+                block = member.read(start, stop).astype(float)
+            except (OSError, EOFError, ValueError) as error:
+                raise UsageError(f"{name}: not a readable .npz file ({error})") from None
+            except UsageError as error:
+                raise UsageError(f"{name}: {error}") from None
+            rows = np.flatnonzero(~np.isfinite(block).all(axis=1))
+            if rows.size and (bad is None or rows[0] < bad[1]):
+                bad = (member.kind, int(rows[0]))
+            vectors[member.kind] = block * layout.scale(member.kind)
+        if bad is not None:
+            vectors = {kind: block[:bad[1]] for kind, block in vectors.items()}
+            stop = start + bad[1]
+        if stop > start:
+            q = vectors.pop("q", np.tile(layout.model.q_neutral, (stop - start, 1)))
+            yield States(q=q, wrenches=dict(wrenches),
+                         where=lambda i, s=start: f"{name}: state {s + i}", **vectors)
+        if bad is not None:
+            raise UsageError(f"{name}: {bad[0]}[{stop}] holds a non-finite number")
 
 
-def _npz_arrays(stream, name, layout, kinds) -> dict[str, np.ndarray]:
-    """The arrays of the kinds in use, checked: 2-D numeric, right width, same length."""
+def _npz_members(stream, name, layout, kinds) -> list[_Member]:
+    """The arrays of the kinds in use, checked: numeric, right width, same length."""
     import zipfile
 
     if not zipfile.is_zipfile(stream):
         raise UsageError(f"{name}: not an .npz (zip) archive")
     stream.seek(0)
     try:
-        archive = np.load(stream, allow_pickle=False)
-        names = list(archive.files)
-        arrays = {kind: archive[kind] for kind in kinds if kind in names}
+        archive = zipfile.ZipFile(stream)
+        names = [n.removesuffix(".npy") for n in archive.namelist()]
+        members = [_open_member(archive, kind) for kind in kinds if kind in names]
     except (OSError, ValueError, EOFError, zipfile.BadZipFile) as error:
         raise UsageError(f"{name}: not a readable .npz file ({error})") from None
-    if not arrays:
+    if not members:
         raise UsageError(f"{name}: has none of the arrays {', '.join(kinds)} "
                          f"(it has: {', '.join(names) or 'nothing'})")
-    counts = set()
-    for kind, array in arrays.items():
-        if array.ndim == 1:
-            array = arrays[kind] = array[None]
-        width = layout.width(kind)
-        if (array.ndim != 2 or array.shape[1] != width
-                or not (np.issubdtype(array.dtype, np.floating)
-                        or np.issubdtype(array.dtype, np.integer))):
-            raise UsageError(f"{name}: array {kind} is {array.dtype} {array.shape}, "
-                             f"{layout.need(kind)}: expected (N, {width}) numbers")
-        counts.add(len(array))
-    if len(counts) > 1:
-        shapes = ", ".join(f"{k} {a.shape}" for k, a in arrays.items())
+    for member in members:
+        width = layout.width(member.kind)
+        if (len(member.shape) not in (1, 2) or member.width != width
+                or member.dtype.kind not in "fiu"):
+            raise UsageError(f"{name}: array {member.kind} is {member.dtype} {member.shape}, "
+                             f"{layout.need(member.kind)}: expected (N, {width}) numbers")
+    if len({member.count for member in members}) > 1:
+        shapes = ", ".join(f"{m.kind} {m.shape}" for m in members)
         raise UsageError(f"{name}: arrays have different numbers of states ({shapes})")
-    return arrays
+    return members
+
+
+def _open_member(archive, kind: str) -> _Member:
+    """The member ``kind``.npy, its header parsed and its data ready to stream."""
+    from numpy.lib import format as npy
+
+    stream = archive.open(f"{kind}.npy")
+    version = npy.read_magic(stream)
+    if version == (1, 0):
+        shape, fortran, dtype = npy.read_array_header_1_0(stream)
+    elif version == (2, 0):
+        shape, fortran, dtype = npy.read_array_header_2_0(stream)
+    else:
+        stream = archive.open(f"{kind}.npy")
+        whole = npy.read_array(stream, allow_pickle=False)
+        return _Member(kind, whole.shape, whole.dtype, whole=whole)
+    if fortran and len(shape) > 1:
+        whole = npy.read_array(archive.open(f"{kind}.npy"), allow_pickle=False)
+        return _Member(kind, shape, dtype, whole=whole)
+    return _Member(kind, tuple(shape), np.dtype(dtype), stream=stream)

@@ -19,9 +19,10 @@ from treedyn.engine import aba, crba, external_forces, rnea
 
 from .common import FreeFlyerOpt, ModelArg, examples, load
 from .diagnostics import register as register_diagnostics
-from .inputs import Input, Layout, UsageError, parse_fext, parse_gravity, single_state
+from .inputs import (CHUNK, Input, Layout, UsageError, parse_fext, parse_gravity,
+                     single_state)
 from .output import (OUTPUT_FORMATS, CsvSink, JsonSink, NpzSink, Sink, TableSink, info_csv,
-                     info_document, info_table, sparsity_document, sparsity_table)
+                     info_document, info_table, set_quiet, sparsity_document, sparsity_table)
 
 try:
     from typer._click.exceptions import ClickException
@@ -41,6 +42,7 @@ EXAMPLES = examples(
     "cat states.csv | dyn forward robot.urdf --input - --format json",
     "dyn check-inertia robot.urdf --fix --format github",
     "dyn verify robot.urdf --free-flyer",
+    "dyn bench robot.urdf --free-flyer",
 )
 
 INFO_EXAMPLES = examples(
@@ -103,6 +105,8 @@ FextOpt = Annotated[Optional[list[str]], typer.Option(
     "--fext", metavar="BODY=FX,FY,FZ,TX,TY,TZ", show_default=False,
     help="External wrench on a link (any link, also one merged by a fixed joint), in that "
     "link's frame about its origin. Repeatable; added to every state.")]
+QuietOpt = Annotated[bool, typer.Option(
+    "--quiet", help="No progress bar and no warnings on stderr (errors are still printed).")]
 
 
 def vector_option(kind: str, text: str) -> object:
@@ -133,6 +137,7 @@ class Request:
     gravity: Optional[str]
     degrees: bool
     sparsity: bool = False
+    quiet: bool = False
 
 
 RESULT_KEY = {"inverse": "tau", "forward": "a", "mass": "M"}
@@ -190,13 +195,13 @@ def inverse(model: ModelArg, q: QOpt = None, v: VOpt = None, a: AOpt = None,
             fext: FextOpt = None, input_file: InputOpt = None,
             output_file: OutputOpt = None, fmt: FormatOpt = None, gravity: GravityOpt = None,
             degrees: DegreesOpt = False,
-            free_flyer: FreeFlyerOpt = False) -> None:
+            free_flyer: FreeFlyerOpt = False, quiet: QuietOpt = False) -> None:
     """Inverse dynamics (RNEA): tau = M(q) a + h(q, v) - sum J^T f_ext.
 
     JSON: {"tau": [nv numbers]} per state (a single state also lists "dofs").
     """
     solve(Request("inverse", model, free_flyer, {"q": q, "v": v, "a": a}, fext,
-                  input_file, output_file, fmt, gravity, degrees))
+                  input_file, output_file, fmt, gravity, degrees, quiet=quiet))
 
 
 @app.command(short_help="Forward dynamics (ABA): a from q, v, tau (and f_ext).",
@@ -205,13 +210,13 @@ def forward(model: ModelArg, q: QOpt = None, v: VOpt = None, tau: TauOpt = None,
             fext: FextOpt = None, input_file: InputOpt = None,
             output_file: OutputOpt = None, fmt: FormatOpt = None, gravity: GravityOpt = None,
             degrees: DegreesOpt = False,
-            free_flyer: FreeFlyerOpt = False) -> None:
+            free_flyer: FreeFlyerOpt = False, quiet: QuietOpt = False) -> None:
     """Forward dynamics (ABA): a = M(q)^-1 (tau - h(q, v) + sum J^T f_ext).
 
     JSON: {"a": [nv numbers]} per state (a single state also lists "dofs").
     """
     solve(Request("forward", model, free_flyer, {"q": q, "v": v, "tau": tau}, fext,
-                  input_file, output_file, fmt, gravity, degrees))
+                  input_file, output_file, fmt, gravity, degrees, quiet=quiet))
 
 
 @app.command(short_help="Mass matrix M(q) (CRBA); --sparsity adds its pattern.",
@@ -226,42 +231,124 @@ def mass(model: ModelArg, q: QOpt = None,
          gravity: Annotated[Optional[str], typer.Option(
              "--gravity", metavar="GX,GY,GZ", show_default=False,
              help="Accepted like the other commands; M does not depend on gravity.")] = None,
-         degrees: DegreesOpt = False, free_flyer: FreeFlyerOpt = False) -> None:
+         degrees: DegreesOpt = False, free_flyer: FreeFlyerOpt = False,
+         quiet: QuietOpt = False) -> None:
     """The joint-space mass matrix M(q) (CRBA), full and symmetric.
 
     JSON: {"M": [[nv numbers] x nv]} per state (a single state also lists "dofs").
     """
     parse_gravity(gravity)
     solve(Request("mass", model, free_flyer, {"q": q}, None, input_file, output_file, fmt, None,
-                  degrees, sparsity))
+                  degrees, sparsity, quiet))
 
 
 register_diagnostics(app)
 
 
+@app.command(short_help="Throughput table (states/s) of inverse, forward and mass.",
+             epilog=examples("dyn bench fixtures/two_link_arm.urdf",
+                             "dyn bench robot.urdf --free-flyer --states 16384"))
+def bench(model: ModelArg, free_flyer: FreeFlyerOpt = False,
+          states: Annotated[int, typer.Option(
+              "--states", "-n", min=1, help="Batch size of the batched rows.")] = CHUNK,
+          seconds: Annotated[float, typer.Option(
+              "--seconds", min=0.01, help="Time spent on each row (best of the runs).")] = 0.3,
+          fmt: InfoFormatOpt = None) -> None:
+    """Throughput of RNEA (inverse), ABA (forward) and CRBA (mass) on MODEL.
+
+    Random states (seeded) at N=1 and at a batch of --states, with 1 and 2 engine threads:
+    states/s and microseconds per state, so jobs can be sized. Engine time only: reading
+    and writing files adds to it (time 'dyn inverse --input' on a sample of your data).
+    """
+    from .bench import run_bench
+
+    run_bench(load(model, free_flyer), states, seconds,
+              fmt.value if fmt is not None else "table")
+
+
 def solve(request: Request) -> None:
     """Read the state(s), run the engine once per chunk and stream the results."""
+    set_quiet(request.quiet)
     model = load(request.model, request.free_flyer)
     layout = Layout.of(model, request.degrees)
     gravity = parse_gravity(request.gravity)
     wrenches = parse_fext(request.fext, model)
-    kinds = tuple(request.vectors)
     if request.input is None:
-        chunks = [single_state(layout, request.vectors, wrenches)]
-    else:
-        given = [f"--{kind}" for kind, text in request.vectors.items() if text is not None]
-        if given:
-            raise UsageError(f"dyn: {' and '.join(given)} cannot be combined with --input "
-                             "(put the vectors in the input file)")
-        chunks = Input.open(request.input).chunks(layout, kinds, wrenches)
-    sink = open_sink(request, layout, single=request.input is None)
+        states = single_state(layout, request.vectors, wrenches)
+        result = compute(request.command, layout, states, gravity)
+        sink = open_sink(request, layout, single=True)
+        sink.put(result, states)
+        sink.close()
+        return
+    given = [f"--{kind}" for kind, text in request.vectors.items() if text is not None]
+    if given:
+        raise UsageError(f"dyn: {' and '.join(given)} cannot be combined with --input "
+                         "(put the vectors in the input file)")
+    stream(request, layout, gravity, wrenches)
+
+
+def stream(request: Request, layout: Layout, gravity, wrenches) -> None:
+    """Many states: chunks in, results out as they are computed, progress on stderr.
+
+    On an error, the states before the bad one are computed and written, the output is
+    ended cleanly and the error says how many states it holds (a file that received no
+    state is removed).
+    """
+    from .progress import Progress, wanted
+
+    source = Input.open(request.input)
+    size = chunk_states(request.command, layout)
+    chunks = source.chunks(layout, tuple(request.vectors), wrenches, size)
+    sink = open_sink(request, layout, single=False)
+    progress = Progress(wanted(request.quiet))
     try:
         for states in chunks:
-            sink.write(compute(request.command, layout, states, gravity), states)
-    except BaseException:
-        sink.abort()
-        raise
+            sink.put(checked(request.command, layout, states, gravity, sink), states)
+            progress.advance(states.count, source.total)
+    except BaseException as error:
+        progress.close()
+        raise stopped(sink, error) from None
+    progress.close()
     sink.close()
+
+
+def chunk_states(command: str, layout: Layout) -> int:
+    """States per chunk: inputs.CHUNK, fewer when a chunk's results would pass ~8 MB
+    (mass matrices of large models), so memory stays small whatever the output format."""
+    nv = max(layout.model.nv, 1)
+    per_state = 8 * (nv * nv if command == "mass" else nv)
+    return max(64, min(CHUNK, (8 << 20) // per_state))
+
+
+def checked(command: str, layout: Layout, states, gravity, sink: Sink) -> np.ndarray:
+    """compute(); if state k of the chunk fails, the k results before it are written first."""
+    try:
+        return compute(command, layout, states, gravity)
+    except PartialResult as error:
+        if len(error.result):
+            sink.put(error.result, states)
+        raise UsageError(str(error)) from None
+
+
+def stopped(sink: Sink, error: BaseException) -> BaseException:
+    """End the output after an error; a UsageError then also says what the output holds."""
+    if sink.count == 0:
+        sink.abort()
+        return error
+    sink.close()
+    if not isinstance(error, UsageError):
+        return error
+    held = "saved in" if isinstance(sink, NpzSink) else "written to"
+    return UsageError(f"{error}; stopped there: the {sink.count} states before it are "
+                      f"{held} {sink.where()}")
+
+
+class PartialResult(UsageError):
+    """State k of a chunk gave no valid result; ``result`` holds the k before it."""
+
+    def __init__(self, message: str, result: np.ndarray):
+        super().__init__(message)
+        self.result = result
 
 
 def compute(command: str, layout: Layout, states, gravity) -> np.ndarray:
@@ -282,9 +369,9 @@ def compute(command: str, layout: Layout, states, gravity) -> np.ndarray:
             raise UsageError(f"{states.where(0)}: {SINGULAR}") from None
     finite = np.isfinite(result.reshape(states.count, -1)).all(axis=1)
     if not finite.all():
-        where = states.where(int(np.argmin(finite)))
+        bad = int(np.argmin(finite))
         problem = SINGULAR if command == "forward" else "the result is not finite"
-        raise UsageError(f"{where}: {problem}")
+        raise PartialResult(f"{states.where(bad)}: {problem}", result[:bad])
     return result
 
 
@@ -376,6 +463,7 @@ def run(argv: Optional[list] = None) -> None:
     """Console entry point: run the app; one-line errors with exit code 2."""
     args = sys.argv[1:] if argv is None else list(argv)
     command = typer.main.get_command(app)
+    set_quiet(False)
     try:
         code = command.main(args=args or ["--help"], prog_name="dyn", standalone_mode=False)
     except UsageError as error:

@@ -2,8 +2,10 @@
 
 Machine formats print every number repr-exact (``json.dumps`` and ``str`` of a Python
 float are both ``repr``). A *sink* receives the results chunk by chunk, so large inputs
-stream: ``write(result, states)`` per chunk, then ``close()`` (or ``abort()`` on error).
-``tabulate`` is imported only when a table is printed.
+stream: ``put(result, states)`` per chunk, then ``close()``. After an error, ``close()``
+still ends what was written cleanly (every state written is complete), and ``abort()``
+removes an output file that received no state. ``tabulate`` is imported only when a table
+is printed.
 """
 from __future__ import annotations
 
@@ -20,9 +22,18 @@ OUTPUT_FORMATS = {".jsonl": "json", ".ndjson": "json", ".json": "json", ".csv": 
 FLOAT_FORMAT = ".6g"
 
 
+QUIET = {"on": False}  # --quiet: no warnings (errors are always printed)
+
+
+def set_quiet(quiet: bool) -> None:
+    """Silence (or restore) warnings for the command being run."""
+    QUIET["on"] = quiet
+
+
 def warn(message: str) -> None:
-    """A warning line on stderr (results stay on stdout)."""
-    print(f"dyn: warning: {message}", file=sys.stderr)
+    """A warning line on stderr (results stay on stdout), unless --quiet."""
+    if not QUIET["on"]:
+        print(f"dyn: warning: {message}", file=sys.stderr)
 
 
 def table(rows, headers, **options) -> str:
@@ -36,9 +47,19 @@ class Sink:
 
     def __init__(self, stream, path: str | None = None):
         self.stream, self.path = stream, path
+        self.count = 0  # states written so far
+
+    def put(self, result: np.ndarray, states) -> None:
+        """Write the results of a chunk of states and count them."""
+        self.write(result, states)
+        self.count += len(result)
 
     def write(self, result: np.ndarray, states) -> None:
         raise NotImplementedError
+
+    def where(self) -> str:
+        """Where the results go, for messages: the file name or 'stdout'."""
+        return "stdout" if self.path is None else self.path
 
     def close(self) -> None:
         if self.path is None:
@@ -47,7 +68,7 @@ class Sink:
             self.stream.close()
 
     def abort(self) -> None:
-        """Stop after an error: close, and remove a file this run created."""
+        """Stop after an error before any state was written: remove the file created."""
         if self.path is not None:
             self.stream.close()
             os.remove(self.path)
@@ -81,21 +102,48 @@ class CsvSink(Sink):
 
 
 class NpzSink(Sink):
-    """Collects every chunk and saves ``{key: (N, ...), "dofs": labels, **extra}`` on close."""
+    """Saves ``{key: (N, ...), "dofs": labels, **extra}`` (uncompressed, like np.savez).
+
+    An .npz cannot be appended to and its arrays need their length up front, so the chunks
+    are spooled as raw rows to a temporary file next to the output, then copied into the
+    archive's ``key``.npy member on close: memory stays one chunk, whatever N.
+    """
 
     def __init__(self, stream, key: str, shape: tuple[int, ...], labels: Sequence[str],
                  extra: dict | None = None, path: str | None = None):
+        import tempfile
+
         super().__init__(stream, path)
-        self.key, self.shape, self.parts = key, shape, []
+        self.key, self.shape = key, shape
         self.extra = {"dofs": np.array(labels, dtype=str), **(extra or {})}
+        folder = os.path.dirname(os.path.abspath(path)) if path else None
+        self.spool = tempfile.TemporaryFile(dir=folder)
 
     def write(self, result, states) -> None:
-        self.parts.append(result)
+        np.ascontiguousarray(result, dtype=np.float64).tofile(self.spool)
 
     def close(self) -> None:
-        data = np.concatenate(self.parts) if self.parts else np.empty((0, *self.shape))
-        np.savez(self.stream, **{self.key: data, **self.extra})
+        import shutil
+        import zipfile
+
+        from numpy.lib import format as npy
+
+        header = {"descr": npy.dtype_to_descr(np.dtype(np.float64)), "fortran_order": False,
+                  "shape": (self.count, *self.shape)}
+        self.spool.seek(0)
+        with zipfile.ZipFile(self.stream, "w", zipfile.ZIP_STORED, allowZip64=True) as archive:
+            with archive.open(f"{self.key}.npy", "w", force_zip64=True) as member:
+                npy.write_array_header_2_0(member, header)
+                shutil.copyfileobj(self.spool, member, 1 << 20)
+            for name, array in self.extra.items():
+                with archive.open(f"{name}.npy", "w", force_zip64=True) as member:
+                    npy.write_array(member, np.asanyarray(array), allow_pickle=False)
+        self.spool.close()
         super().close()
+
+    def abort(self) -> None:
+        self.spool.close()
+        super().abort()
 
 
 class TableSink(Sink):

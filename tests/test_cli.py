@@ -535,12 +535,16 @@ def test_invalid_model_reports_file_and_line(tmp_path):
     (".csv", "q:joint1,q:jiont2\n0,0\n", ["states.csv:1", "unknown joint 'jiont2'"]),
 ])
 def test_bad_input_rows_name_the_line(tmp_path, suffix, content, fragments):
+    """The states before the bad row are written (and said so); with none, no file is left."""
     path = tmp_path / f"states{suffix}"
     path.write_text(content)
     output = tmp_path / "out.jsonl"
-    assert_usage_error(dyn("inverse", TOOL_ARM, "-i", path, "-o", output, check=False),
-                       *fragments)
-    assert not output.exists()
+    line = assert_usage_error(dyn("inverse", TOOL_ARM, "-i", path, "-o", output, check=False),
+                              *fragments)
+    if "the 1 states before it are written to" in line:
+        assert len(output.read_text().splitlines()) == 1
+    else:
+        assert not output.exists()
 
 
 def test_bad_npz_inputs(tmp_path):
@@ -550,7 +554,10 @@ def test_bad_npz_inputs(tmp_path):
     q = np.zeros((3, 2))
     q[1, 0] = np.nan
     np.savez(path, q=q)
-    assert_usage_error(dyn("mass", ARM, "-i", path, check=False), "states.npz", "q[1]")
+    result = dyn("mass", ARM, "-i", path, check=False)
+    assert len(result.stdout.splitlines()) == 1  # state 0, before the bad one
+    result.stdout = b""
+    assert_usage_error(result, "states.npz", "q[1]", "the 1 states before it are written to stdout")
     path.write_bytes(b"not a zip")
     assert_usage_error(dyn("mass", ARM, "-i", path, check=False), "states.npz")
     buffer = io.BytesIO()

@@ -1,0 +1,70 @@
+"""A progress bar on stderr for long batches: states done and states/s.
+
+Shown only when stderr is a terminal (and stdout is not the same terminal, where results
+would scroll through it), not with ``--quiet``, and only once a batch has run for
+:data:`DELAY` seconds, so short batches print nothing. ``rich`` is imported when the bar
+first appears, never on the single-state path. ``DYN_PROGRESS_DELAY`` (seconds) overrides
+the delay, e.g. ``0`` in tests.
+"""
+from __future__ import annotations
+
+import os
+import sys
+import time
+
+DELAY = 1.0
+
+
+def wanted(quiet: bool) -> bool:
+    """Whether a bar may be drawn: stderr is a terminal, stdout is not it, no --quiet."""
+    if quiet:
+        return False
+    try:
+        return sys.stderr.isatty() and not sys.stdout.isatty()
+    except (AttributeError, ValueError):
+        return False
+
+
+class Progress:
+    """Counts states; draws a rich bar on stderr once the batch has run for ``delay`` s."""
+
+    def __init__(self, enabled: bool, delay: float | None = None):
+        self.enabled = enabled
+        self.delay = float(os.environ.get("DYN_PROGRESS_DELAY", DELAY)) if delay is None \
+            else delay
+        self.start = time.perf_counter()
+        self.done = 0
+        self.bar = None
+        self.task = None
+
+    def advance(self, count: int, total: int | None = None) -> None:
+        """``count`` more states are done (of ``total``, when the input knows it)."""
+        self.done += count
+        if not self.enabled:
+            return
+        elapsed = time.perf_counter() - self.start
+        if self.bar is None and elapsed >= self.delay:
+            self.show()
+        if self.bar is not None:
+            self.bar.update(self.task, completed=self.done, total=total,
+                            rate=self.done / elapsed if elapsed > 0 else 0.0, elapsed=elapsed)
+
+    def show(self) -> None:
+        """Start drawing (imports rich)."""
+        from rich.console import Console
+        from rich.progress import BarColumn, TextColumn
+        from rich.progress import Progress as Bar
+
+        self.bar = Bar(TextColumn("dyn"), BarColumn(),
+                       TextColumn("{task.completed:,} states"),
+                       TextColumn("{task.fields[rate]:,.0f} states/s"),
+                       TextColumn("{task.fields[elapsed]:.1f} s"),
+                       console=Console(stderr=True), transient=False)
+        self.bar.start()
+        self.task = self.bar.add_task("states", total=None, rate=0.0, elapsed=0.0)
+
+    def close(self) -> None:
+        """Stop drawing; the last line (states, states/s) stays on the terminal."""
+        if self.bar is not None:
+            self.bar.stop()
+            self.bar = None
