@@ -192,6 +192,19 @@ def blas_threads() -> str:
     return ", ".join(pools) or "no BLAS pool found"
 
 
+def print_table(head, rows, markdown: bool) -> None:
+    """Rows of strings as a Markdown table, or as aligned columns."""
+    if markdown:
+        print("| " + " | ".join(head) + " |")
+        print("|" + "---|" * len(head))
+        for row in rows:
+            print("| " + " | ".join(row) + " |")
+    else:
+        widths = [max(len(str(r[k])) for r in [head] + rows) for k in range(len(head))]
+        for row in [head] + rows:
+            print("  ".join(str(cell).ljust(w) for cell, w in zip(row, widths)))
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--batch", type=int, default=10_000)

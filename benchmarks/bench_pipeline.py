@@ -52,7 +52,7 @@ import time
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from bench_core import robots_root  # noqa: E402
+from bench_core import print_table, robots_root  # noqa: E402
 
 TALOS = "talos_data/robots/talos_reduced.urdf"
 TARGETS = {"inverse": 0.8, "forward": 0.8, "mass": 1.0}
@@ -254,18 +254,6 @@ def header(args, env) -> str:
             f"Pinocchio 2 threads; talos_reduced --free-flyer, {args.states} states; "
             f"batch: median of {args.repeats} runs after a warm-up, "
             f"latency: median of {args.latency_repeats}")
-
-
-def print_table(head, rows, markdown: bool) -> None:
-    if markdown:
-        print("| " + " | ".join(head) + " |")
-        print("|" + "---|" * len(head))
-        for row in rows:
-            print("| " + " | ".join(row) + " |")
-    else:
-        widths = [max(len(str(r[k])) for r in [head] + rows) for k in range(len(head))]
-        for row in [head] + rows:
-            print("  ".join(str(cell).ljust(w) for cell, w in zip(row, widths)))
 
 
 def main() -> None:

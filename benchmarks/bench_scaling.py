@@ -41,7 +41,7 @@ os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 import numpy as np  # noqa: E402
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from bench_core import median_time  # noqa: E402
+from bench_core import median_time, print_table  # noqa: E402
 
 from treedyn.engine import aba, build_model, crba, kernels, rnea  # noqa: E402
 from treedyn.parsers import parse_urdf_string  # noqa: E402
@@ -257,18 +257,6 @@ def main() -> None:
                 cells.append(f"<= 1.1: {'yes' if all_slope <= 1.1 else 'no'}")
             table.append(cells)
     print_table(head, table, args.markdown)
-
-
-def print_table(head, rows, markdown: bool) -> None:
-    if markdown:
-        print("| " + " | ".join(head) + " |")
-        print("|" + "---|" * len(head))
-        for row in rows:
-            print("| " + " | ".join(row) + " |")
-    else:
-        widths = [max(len(str(r[k])) for r in [head] + rows) for k in range(len(head))]
-        for row in [head] + rows:
-            print("  ".join(str(cell).ljust(w) for cell, w in zip(row, widths)))
 
 
 if __name__ == "__main__":
