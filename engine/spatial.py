@@ -118,10 +118,6 @@ def project_subspace(S: np.ndarray, f: np.ndarray) -> np.ndarray:
     return np.einsum("nik,ni->nk", S, f)
 
 
-def project_columns(S: np.ndarray, F: np.ndarray) -> np.ndarray:
-    """S^T @ F for S (6, k) or (N, 6, k) and force columns F (N, 6, m): returns (N, k, m)."""
-    return np.swapaxes(S, -1, -2) @ F
-
 
 def quaternion_matrix(w: np.ndarray, x: np.ndarray, y: np.ndarray, z: np.ndarray) -> np.ndarray:
     """Rotation matrices (N, 3, 3) of quaternions given by components (N,), normalised here."""

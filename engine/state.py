@@ -64,21 +64,3 @@ def joint_velocity(model: Model, transforms: JointTransforms, i: int, v: np.ndar
     cJ = joint.bias(transforms.q[i], vj) if joint.has_bias else None
     return vJ, cJ
 
-
-def root_acceleration(model: Model, batch: Batch, gravity: np.ndarray | None) -> np.ndarray:
-    """The world's spatial acceleration (N, 6): minus gravity in its linear part."""
-    a0 = np.zeros((batch.count, 6))
-    a0[:, 3:] = -(model.gravity if gravity is None else np.asarray(gravity, dtype=float))
-    return a0
-
-
-def body_forces(model: Model, batch: Batch, fext: np.ndarray | None) -> np.ndarray | None:
-    """External wrenches as internal (torque, force) rows (N, nj, 6), or None when absent.
-
-    ``fext`` is (nj, 6) or (N, nj, 6) of ``[force, torque]`` per body (Pinocchio's Force
-    layout), in the body frame, about the body origin.
-    """
-    if fext is None:
-        return None
-    fext = np.broadcast_to(np.asarray(fext, dtype=float), (batch.count, model.njoints, 6))
-    return np.concatenate([fext[..., 3:], fext[..., :3]], axis=-1)
