@@ -1,4 +1,4 @@
-"""Shared pieces of the algorithms: batch shapes, joint transforms, gravity, external forces.
+"""Shared pieces of the algorithms: batch shapes and the per-joint transforms of a batch.
 
 Every algorithm takes states with a leading batch dimension: ``q`` of shape (N, nq) runs
 N states at once, and a single state (nq,) is N = 1 with the batch axis dropped again on
