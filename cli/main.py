@@ -107,6 +107,11 @@ FextOpt = Annotated[Optional[list[str]], typer.Option(
     "link's frame about its origin. Repeatable; added to every state.")]
 QuietOpt = Annotated[bool, typer.Option(
     "--quiet", help="No progress bar and no warnings on stderr (errors are still printed).")]
+SchedulerOpt = Annotated[Optional[str], typer.Option(
+    "--scheduler", metavar="ADDRESS", show_default=False,
+    help="Run on a Dask cluster: tcp://HOST:8786, or 'local' (2 worker processes here). "
+    "Needs --input .npz files (a glob such as 'logs/*.npz') and --output DIR/; writes "
+    "DIR/<input stem>.npz per input. Optional extra: pip install 'treedyn[dask]'.")]
 
 
 def vector_option(kind: str, text: str) -> object:
@@ -138,6 +143,7 @@ class Request:
     degrees: bool
     sparsity: bool = False
     quiet: bool = False
+    scheduler: Optional[str] = None
 
 
 RESULT_KEY = {"inverse": "tau", "forward": "a", "mass": "M"}
@@ -195,13 +201,15 @@ def inverse(model: ModelArg, q: QOpt = None, v: VOpt = None, a: AOpt = None,
             fext: FextOpt = None, input_file: InputOpt = None,
             output_file: OutputOpt = None, fmt: FormatOpt = None, gravity: GravityOpt = None,
             degrees: DegreesOpt = False,
-            free_flyer: FreeFlyerOpt = False, quiet: QuietOpt = False) -> None:
+            free_flyer: FreeFlyerOpt = False, quiet: QuietOpt = False,
+            scheduler: SchedulerOpt = None) -> None:
     """Inverse dynamics (RNEA): tau = M(q) a + h(q, v) - sum J^T f_ext.
 
     JSON: {"tau": [nv numbers]} per state (a single state also lists "dofs").
     """
     solve(Request("inverse", model, free_flyer, {"q": q, "v": v, "a": a}, fext,
-                  input_file, output_file, fmt, gravity, degrees, quiet=quiet))
+                  input_file, output_file, fmt, gravity, degrees, quiet=quiet,
+                  scheduler=scheduler))
 
 
 @app.command(short_help="Forward dynamics (ABA): a from q, v, tau (and f_ext).",
@@ -210,13 +218,15 @@ def forward(model: ModelArg, q: QOpt = None, v: VOpt = None, tau: TauOpt = None,
             fext: FextOpt = None, input_file: InputOpt = None,
             output_file: OutputOpt = None, fmt: FormatOpt = None, gravity: GravityOpt = None,
             degrees: DegreesOpt = False,
-            free_flyer: FreeFlyerOpt = False, quiet: QuietOpt = False) -> None:
+            free_flyer: FreeFlyerOpt = False, quiet: QuietOpt = False,
+            scheduler: SchedulerOpt = None) -> None:
     """Forward dynamics (ABA): a = M(q)^-1 (tau - h(q, v) + sum J^T f_ext).
 
     JSON: {"a": [nv numbers]} per state (a single state also lists "dofs").
     """
     solve(Request("forward", model, free_flyer, {"q": q, "v": v, "tau": tau}, fext,
-                  input_file, output_file, fmt, gravity, degrees, quiet=quiet))
+                  input_file, output_file, fmt, gravity, degrees, quiet=quiet,
+                  scheduler=scheduler))
 
 
 @app.command(short_help="Mass matrix M(q) (CRBA); --sparsity adds its pattern.",
@@ -232,14 +242,14 @@ def mass(model: ModelArg, q: QOpt = None,
              "--gravity", metavar="GX,GY,GZ", show_default=False,
              help="Accepted like the other commands; M does not depend on gravity.")] = None,
          degrees: DegreesOpt = False, free_flyer: FreeFlyerOpt = False,
-         quiet: QuietOpt = False) -> None:
+         quiet: QuietOpt = False, scheduler: SchedulerOpt = None) -> None:
     """The joint-space mass matrix M(q) (CRBA), full and symmetric.
 
     JSON: {"M": [[nv numbers] x nv]} per state (a single state also lists "dofs").
     """
     parse_gravity(gravity)
     solve(Request("mass", model, free_flyer, {"q": q}, None, input_file, output_file, fmt, None,
-                  degrees, sparsity, quiet))
+                  degrees, sparsity, quiet, scheduler))
 
 
 register_diagnostics(app)
@@ -274,6 +284,8 @@ def solve(request: Request) -> None:
     gravity = parse_gravity(request.gravity)
     wrenches = parse_fext(request.fext, model)
     if request.input is None:
+        if request.scheduler is not None:
+            raise UsageError("dyn: --scheduler needs --input FILES.npz and --output DIR/")
         states = single_state(layout, request.vectors, wrenches)
         result = compute(request.command, layout, states, gravity)
         sink = open_sink(request, layout, single=True)
@@ -284,6 +296,10 @@ def solve(request: Request) -> None:
     if given:
         raise UsageError(f"dyn: {' and '.join(given)} cannot be combined with --input "
                          "(put the vectors in the input file)")
+    from .distributed import solve_many, wants_many
+
+    if wants_many(request):
+        return solve_many(request, layout, gravity, wrenches)
     stream(request, layout, gravity, wrenches)
 
 

@@ -1,0 +1,286 @@
+"""Many input files, and ``--scheduler``: the dynamics commands on a Dask cluster.
+
+``dyn inverse MODEL --input 'logs/*.npz' --output out/ --scheduler tcp://HOST:8786`` (or
+``--scheduler local`` for a :class:`distributed.LocalCluster` of 2 single-threaded worker
+processes on this machine) expands the pattern here, reads the .npz headers to count the
+states of each file, and submits one task per file, or per block of about
+:data:`ROWS_PER_TASK` states of a large file. A task loads the model once per worker process
+(cached by path and ``--free-flyer``), reads its rows of the .npz, runs the same chunks
+through the same batched engine calls as the single-machine path (blocks start on chunk
+boundaries) and writes ``out/<input stem>.npz``, or a raw part file that a last task per
+file assembles into it. The arrays are those ``--output FILE.npz`` holds (``tau``, ``a`` or
+``M``, and ``dofs``), so the numbers are identical. Input and output paths must be visible
+to the workers at the same path (a shared file system; always true for ``local``).
+
+Without ``--scheduler`` a pattern (or an --output directory) runs the single-machine
+streaming path once per file, writing ``out/<input stem>.npz``.
+
+Dask is imported only here and only when ``--scheduler`` is given.
+"""
+from __future__ import annotations
+
+import glob
+import os
+import shutil
+from dataclasses import replace
+
+import numpy as np
+
+from .inputs import INPUT_FORMATS, Input, Layout, UsageError, _npz_members
+
+ROWS_PER_TASK = 100_000  # states per task at most (rounded down to whole chunks)
+EXTRA = "--scheduler needs the optional extra: pip install 'treedyn[dask]'"
+_MODELS: dict = {}  # (path, free_flyer) -> Model, per worker process
+
+
+def wants_many(request) -> bool:
+    """--scheduler, a glob pattern that names no file as is, or an --output directory."""
+    if getattr(request, "scheduler", None) is not None:
+        return True
+    if request.input is None or request.input == "-":
+        return False
+    pattern = glob.has_magic(request.input) and not os.path.exists(request.input)
+    return pattern or (request.output is not None and is_directory(request.output))
+
+
+def is_directory(path: str) -> bool:
+    return path.endswith(("/", os.sep)) or os.path.isdir(path)
+
+
+def expand(pattern: str) -> list[str]:
+    files = sorted(glob.glob(pattern)) if glob.has_magic(pattern) else [pattern]
+    if not files:
+        raise UsageError(f"{pattern}: no file matches")
+    return files
+
+
+def targets(request, files: list[str]) -> list[str]:
+    """out/<stem>.npz for each input file (the output directory is created)."""
+    if request.output is None:
+        raise UsageError("dyn: several input files (or --scheduler) need --output DIR/ "
+                         "(one <input stem>.npz per input file)")
+    if not is_directory(request.output):
+        raise UsageError(f"dyn: --output {request.output} must be a directory (end it with "
+                         "/) with several input files or --scheduler: each input file "
+                         "gives DIR/<input stem>.npz")
+    if request.format is not None and request.format.value != "npz":
+        raise UsageError(f"dyn: --format {request.format.value} conflicts with --output "
+                         "DIR/: the files written there are .npz")
+    outputs = [os.path.join(request.output, os.path.splitext(os.path.basename(f))[0] + ".npz")
+               for f in files]
+    if len(set(outputs)) < len(outputs):
+        raise UsageError("dyn: two input files have the same stem; their outputs would "
+                         f"collide in {request.output}")
+    try:
+        os.makedirs(request.output, exist_ok=True)
+    except OSError as error:
+        raise UsageError(f"{request.output}: cannot create ({error.strerror or error})") from None
+    return outputs
+
+
+def solve_many(request, layout: Layout, gravity, wrenches) -> None:
+    """Entry point from :func:`treedyn.cli.main.solve` when :func:`wants_many` says so."""
+    if request.scheduler is not None:
+        require_dask()
+    files = expand(request.input)
+    outputs = targets(request, files)
+    if request.scheduler is None:
+        from .main import stream
+
+        for path, output in zip(files, outputs):
+            stream(replace(request, input=path, output=output), layout, gravity, wrenches)
+        return
+    for path in files:
+        if INPUT_FORMATS.get(os.path.splitext(path)[1].lower()) != "npz":
+            raise UsageError(f"{path}: --scheduler reads .npz inputs only")
+    client, cluster = connect(request.scheduler)
+    try:
+        run_on_cluster(client, request, layout, files, outputs)
+    finally:
+        client.close()
+        if cluster is not None:
+            cluster.close()
+
+
+def require_dask():
+    """The dask.distributed module, or the one-line error naming the optional extra."""
+    try:
+        import distributed
+    except ImportError:
+        raise UsageError(EXTRA) from None
+    return distributed
+
+
+def connect(address: str):
+    """A dask.distributed Client for ``address`` ('local': a LocalCluster here)."""
+    distributed = require_dask()
+    if address == "local":
+        import logging
+
+        cluster = distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
+                                           dashboard_address=None,
+                                           silence_logs=logging.CRITICAL)
+        return distributed.Client(cluster), cluster
+    try:
+        return distributed.Client(address, timeout="30s"), None
+    except (OSError, TimeoutError, ValueError) as error:
+        raise UsageError(f"dyn: --scheduler {address}: cannot connect ({error})") from None
+
+
+def run_on_cluster(client, request, layout: Layout, files, outputs) -> None:
+    """One task per file or block of rows, a last task per file assembling the parts."""
+    from .main import chunk_states
+
+    size = chunk_states(request.command, layout)
+    per_task = ROWS_PER_TASK // size * size if ROWS_PER_TASK >= size else ROWS_PER_TASK
+    kinds = tuple(request.vectors)
+    job = {"command": request.command, "model": os.path.abspath(request.model),
+           "free_flyer": request.free_flyer, "degrees": request.degrees,
+           "gravity": request.gravity, "fext": request.fext, "kinds": kinds, "size": size,
+           "sparsity": request.sparsity}
+    futures, written = [], []
+    for path, output in zip(files, outputs):
+        count = states_in(path, layout, kinds)
+        blocks = [(start, min(start + per_task, count))
+                  for start in range(0, count, per_task)] or [(0, 0)]
+        output = os.path.abspath(output)
+        if len(blocks) == 1:
+            written += [output, output + ".raw"]
+            futures.append(client.submit(solve_block, job, os.path.abspath(path), 0, count,
+                                         output, True, pure=False))
+            continue
+        parts = [f"{output}.part{k}" for k in range(len(blocks))]
+        written += [output, *parts]
+        pieces = [client.submit(solve_block, job, os.path.abspath(path), start, stop, part,
+                                False, pure=False)
+                  for (start, stop), part in zip(blocks, parts)]
+        futures.append(client.submit(assemble, job, pieces, output, pure=False))
+    try:
+        import distributed
+
+        distributed.wait(futures)  # every task ended: no file is written after the cleanup
+        client.gather(futures)
+    except BaseException:
+        client.cancel(futures)
+        for path in written:
+            if os.path.exists(path):
+                os.remove(path)
+        raise
+
+
+def states_in(path: str, layout: Layout, kinds) -> int:
+    """The number of states of an .npz, its arrays checked (headers only)."""
+    source = Input.open(path)
+    try:
+        return _npz_members(source.stream, path, layout, kinds)[0].count
+    finally:
+        source.stream.close()
+
+
+# ----------------------------------------------------------------------------- on a worker
+
+def worker_model(path: str, free_flyer: bool):
+    """The model, loaded once per worker process."""
+    key = (path, free_flyer)
+    if key not in _MODELS:
+        from .common import load
+
+        _MODELS[key] = load(path, free_flyer)
+    return _MODELS[key]
+
+
+def solve_block(job: dict, path: str, start: int, stop: int, target: str,
+                whole: bool) -> int:
+    """States [start, stop) of ``path``: computed chunk by chunk as the single-machine path
+    does, written to ``target`` (the .npz if ``whole``, else raw float64 rows)."""
+    from .inputs import parse_fext, parse_gravity
+    from .main import compute
+
+    model = worker_model(job["model"], job["free_flyer"])
+    layout = Layout.of(model, job["degrees"])
+    gravity = parse_gravity(job["gravity"])
+    wrenches = parse_fext(job["fext"], model)
+    source = Input.open(path)
+    try:
+        members = _npz_members(source.stream, path, layout, job["kinds"])
+        for member in members:  # move every member to row ``start``
+            if member.stream is not None and start:
+                member.stream.seek(start * member.width * member.dtype.itemsize, 1)
+        with open(target if not whole else target + ".raw", "wb") as out:
+            for begin in range(start, stop, job["size"]):
+                end = min(begin + job["size"], stop)
+                states = read_states(members, path, layout, wrenches, begin, end)
+                result = compute(job["command"], layout, states, gravity)
+                np.ascontiguousarray(result, dtype=np.float64).tofile(out)
+    finally:
+        source.stream.close()
+    if whole:
+        write_npz(job, layout, [target + ".raw"], stop - start, target)
+    return stop - start
+
+
+def read_states(members, path: str, layout: Layout, wrenches, begin: int, end: int):
+    """States [begin, end) (rows are read in order); a non-finite number is an error."""
+    from .inputs import States
+
+    vectors = {}
+    for member in members:
+        if member.whole is not None:
+            block = member.whole.reshape(member.count, member.width)[begin:end]
+        else:
+            try:
+                block = member.read(begin, end)
+            except (OSError, EOFError, ValueError) as error:
+                raise UsageError(f"{path}: not a readable .npz file ({error})") from None
+            except UsageError as error:
+                raise UsageError(f"{path}: {error}") from None
+        block = block.astype(float)
+        rows = np.flatnonzero(~np.isfinite(block).all(axis=1))
+        if rows.size:
+            raise UsageError(f"{path}: {member.kind}[{begin + int(rows[0])}] holds a "
+                             "non-finite number")
+        vectors[member.kind] = block * layout.scale(member.kind)
+    q = vectors.pop("q", np.tile(layout.model.q_neutral, (end - begin, 1)))
+    return States(q=q, wrenches=dict(wrenches),
+                  where=lambda i: f"{path}: state {begin + i}", **vectors)
+
+
+def assemble(job: dict, counts: list[int], target: str) -> int:
+    """Join the part files of one input (in order) into ``target``."""
+    parts = [f"{target}.part{k}" for k in range(len(counts))]
+    write_npz(job, None, parts, sum(counts), target)
+    return sum(counts)
+
+
+def write_npz(job: dict, layout: Layout | None, raws: list[str], count: int,
+              target: str) -> None:
+    """The archive ``--output FILE.npz`` writes: the result rows, ``dofs`` (and
+    ``sparsity`` for mass --sparsity); the raw files are removed."""
+    import zipfile
+
+    from numpy.lib import format as npy
+
+    from .main import RESULT_KEY
+
+    if layout is None:
+        layout = Layout.of(worker_model(job["model"], job["free_flyer"]), job["degrees"])
+    key = RESULT_KEY[job["command"]]
+    nv = layout.model.nv
+    shape = (nv, nv) if key == "M" else (nv,)
+    extra = {"dofs": np.array(layout.v_labels, dtype=str)}
+    if job["sparsity"]:
+        extra["sparsity"] = layout.model.sparsity.astype(np.int8)
+    header = {"descr": npy.dtype_to_descr(np.dtype(np.float64)), "fortran_order": False,
+              "shape": (count, *shape)}
+    with open(target, "wb") as stream, zipfile.ZipFile(
+            stream, "w", zipfile.ZIP_STORED, allowZip64=True) as archive:
+        with archive.open(f"{key}.npy", "w", force_zip64=True) as member:
+            npy.write_array_header_2_0(member, header)
+            for raw in raws:
+                with open(raw, "rb") as part:
+                    shutil.copyfileobj(part, member, 1 << 20)
+        for name, array in extra.items():
+            with archive.open(f"{name}.npy", "w", force_zip64=True) as member:
+                npy.write_array(member, np.asanyarray(array), allow_pickle=False)
+    for raw in raws:
+        os.remove(raw)

@@ -1,0 +1,147 @@
+"""``dyn ... --scheduler local``: the Dask path writes what the single-machine path writes.
+
+Each run starts a LocalCluster (2 worker processes, a few seconds); inputs are small
+generated .npz files. The chunk size (of both paths) and ``ROWS_PER_TASK`` are lowered so
+that a file is also split into row blocks, computed by different tasks and assembled: blocks
+start on chunk boundaries, so the engine sees the same batches as on one machine (ABA's
+results move by ~1e-14 with the batch composition, which is why the outputs can be equal).
+"""
+from __future__ import annotations
+
+import contextlib
+import io
+import sys
+import sysconfig
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from treedyn.parsers import load_model
+
+ROOT = Path(__file__).resolve().parents[1]
+ARM = ROOT / "fixtures" / "two_link_arm.urdf"
+ROBOTS = Path(sysconfig.get_paths()["purelib"]) / "cmeel.prefix/share/example-robot-data/robots"
+SOLO = ROBOTS / "solo_description" / "robots" / "solo12.urdf"
+
+
+def dyn(*args) -> tuple[int, str]:
+    """``treedyn.cli.main.run(args)`` in this process: (exit code, stderr)."""
+    from treedyn.cli.main import run
+
+    stderr = io.StringIO()
+    with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(stderr):
+        with pytest.raises(SystemExit) as exit_info:
+            run([str(arg) for arg in args])
+    return exit_info.value.code, stderr.getvalue()
+
+
+def states(model, count: int, seed: int) -> dict:
+    rng = np.random.default_rng(seed)
+    shape = (count, model.nv)
+    return {"q": model.random_configuration(rng, count), "v": rng.normal(size=shape),
+            "a": rng.normal(size=shape), "tau": rng.normal(size=shape)}
+
+
+def write_inputs(folder: Path, model, counts, compressed=False) -> list[Path]:
+    folder.mkdir()
+    save = np.savez_compressed if compressed else np.savez
+    paths = []
+    for k, count in enumerate(counts):
+        path = folder / f"log{k}.npz"
+        save(path, **states(model, count, seed=k))
+        paths.append(path)
+    return paths
+
+
+def assert_same_as_single(tmp_path, command, model_path, inputs, out, *options):
+    key = {"inverse": "tau", "forward": "a", "mass": "M"}[command]
+    for path in inputs:
+        single = tmp_path / f"single-{path.stem}.npz"
+        code, err = dyn(command, model_path, "--input", path, "--output", single, *options)
+        assert code == 0, err
+        with np.load(out / f"{path.stem}.npz") as got, np.load(single) as expected:
+            assert sorted(got.files) == sorted(expected.files)
+            for name in expected.files:
+                assert got[name].dtype == expected[name].dtype
+                assert np.array_equal(got[name], expected[name]), (path, name)
+            assert len(got[key]) == len(np.load(path)["q"])
+    leftovers = [p.name for p in out.iterdir() if not p.name.endswith(".npz")]
+    assert not leftovers
+
+
+@pytest.fixture(scope="module")
+def distributed():
+    return pytest.importorskip("distributed")
+
+
+def small_tasks(monkeypatch, chunk: int, per_task: int) -> None:
+    from treedyn.cli import distributed as module
+    from treedyn.cli import main
+
+    monkeypatch.setattr(main, "chunk_states", lambda command, layout: chunk)
+    monkeypatch.setattr(module, "ROWS_PER_TASK", per_task)
+
+
+def test_inverse_on_local_cluster_matches_single_machine(tmp_path, monkeypatch, distributed):
+    small_tasks(monkeypatch, chunk=32, per_task=128)  # log1 becomes 3 blocks
+    inputs = write_inputs(tmp_path / "logs", load_model(str(ARM)), [7, 300, 1])
+    out = tmp_path / "out"
+    code, err = dyn("inverse", ARM, "--input", tmp_path / "logs" / "*.npz",
+                    "--output", f"{out}/", "--scheduler", "local", "--fext",
+                    "link2=0,0,-10,0,0,0", "--quiet")
+    assert code == 0, err
+    assert_same_as_single(tmp_path, "inverse", ARM, inputs, out,
+                          "--fext", "link2=0,0,-10,0,0,0")
+
+
+@pytest.mark.skipif(not SOLO.exists(), reason="example-robot-data is not installed")
+def test_free_flyer_forward_and_mass_on_local_cluster(tmp_path, monkeypatch, distributed):
+    small_tasks(monkeypatch, chunk=16, per_task=48)  # log0 becomes 3 blocks
+    model = load_model(str(SOLO), free_flyer=True)
+    inputs = write_inputs(tmp_path / "logs", model, [120, 9], compressed=True)
+    for command, options in (("forward", ["--degrees"]), ("mass", ["--sparsity"])):
+        out = tmp_path / f"out-{command}"
+        code, err = dyn(command, SOLO, "--free-flyer", "--input",
+                        tmp_path / "logs" / "log*.npz", "--output", f"{out}/",
+                        "--scheduler", "local", *options)
+        assert code == 0, err
+        assert_same_as_single(tmp_path, command, SOLO, inputs, out, "--free-flyer", *options)
+
+
+def test_glob_without_scheduler_runs_each_file_here(tmp_path):
+    inputs = write_inputs(tmp_path / "logs", load_model(str(ARM)), [4, 11])
+    out = tmp_path / "out"
+    code, err = dyn("inverse", ARM, "--input", tmp_path / "logs" / "*.npz",
+                    "--output", f"{out}/")
+    assert code == 0, err
+    assert_same_as_single(tmp_path, "inverse", ARM, inputs, out)
+
+
+def test_missing_extra_is_one_line_exit_2(tmp_path, monkeypatch):
+    monkeypatch.setitem(sys.modules, "distributed", None)  # import distributed fails
+    inputs = write_inputs(tmp_path / "logs", load_model(str(ARM)), [3])
+    code, err = dyn("inverse", ARM, "--input", inputs[0], "--output", f"{tmp_path}/out/",
+                    "--scheduler", "local")
+    assert code == 2
+    assert err == "--scheduler needs the optional extra: pip install 'treedyn[dask]'\n"
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--output", "o.npz"], "must be a directory"),
+    (["--output", "o/", "--format", "csv"], "--format csv conflicts"),
+    ([], "need --output DIR/"),
+])
+def test_bad_usage_of_many_inputs_is_one_line_exit_2(tmp_path, args, message):
+    inputs = write_inputs(tmp_path / "logs", load_model(str(ARM)), [2, 2])
+    code, err = dyn("inverse", ARM, "--input", tmp_path / "logs" / "*.npz", *args)
+    assert code == 2
+    assert message in err and err.count("\n") == 1
+
+
+def test_scheduler_needs_npz_inputs(tmp_path, distributed):
+    path = tmp_path / "states.jsonl"
+    path.write_text('{"q": [0.1, 0.2]}\n')
+    code, err = dyn("inverse", ARM, "--input", path, "--output", f"{tmp_path}/out/",
+                    "--scheduler", "local")
+    assert code == 2 and "reads .npz inputs only" in err and err.count("\n") == 1
