@@ -379,3 +379,43 @@ def test_unreadable_file(tmp_path):
     with pytest.raises(ParseError) as caught:
         parse_mjcf(str(tmp_path / "absent.xml"))
     assert caught.value.line == 0 and "cannot read file" in caught.value.problem
+
+
+@pytest.mark.skipif(not GYMNASIUM, reason="gymnasium is not installed")
+def test_cli_takes_mujoco_qpos_and_qvel_unchanged():
+    """dyn inverse/forward on ant.xml (free joint) with MuJoCo's own qpos/qvel/qacc."""
+    import json
+    import subprocess
+    import sys
+
+    path = next(p for p in GYMNASIUM if os.path.basename(p) == "ant.xml")
+    m = mujoco.MjModel.from_xml_path(path)
+    for bit in (mujoco.mjtDisableBit.mjDSBL_SPRING, mujoco.mjtDisableBit.mjDSBL_DAMPER,
+                mujoco.mjtDisableBit.mjDSBL_CONSTRAINT, mujoco.mjtDisableBit.mjDSBL_ACTUATION):
+        m.opt.disableflags |= bit
+    d = mujoco.MjData(m)
+    rng = np.random.default_rng(5)
+    quat = rng.normal(size=4)
+    d.qpos[:] = np.concatenate([[0.1, -0.2, 0.6], quat / np.linalg.norm(quat),
+                                rng.uniform(-0.5, 0.5, m.nq - 7)])
+    d.qvel[:] = rng.normal(size=m.nv)
+    qacc = rng.normal(size=m.nv)
+    mujoco.mj_forward(m, d)
+    M = np.zeros((m.nv, m.nv))
+    mujoco.mj_fullM(m, d, M)
+    expected = M @ qacc + d.qfrc_bias
+
+    def dyn(*args):
+        result = subprocess.run([sys.executable, "-m", "treedyn.cli.main", *args, "--format", "json"],
+                                capture_output=True, text=True, check=True)
+        return json.loads(result.stdout)
+
+    def numbers(x):
+        return ",".join(repr(float(value)) for value in x)
+
+    tau = np.array(dyn("inverse", path, "--q", numbers(d.qpos), "--v", numbers(d.qvel),
+                       "--a", numbers(qacc))["tau"])
+    assert relative_error(tau, expected) <= 1e-9
+    acc = np.array(dyn("forward", path, "--q", numbers(d.qpos), "--v", numbers(d.qvel),
+                       "--tau", numbers(expected))["a"])
+    assert relative_error(acc, qacc) <= 1e-9
