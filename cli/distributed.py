@@ -138,19 +138,19 @@ def run_on_cluster(client, request, layout: Layout, files, outputs) -> None:
            "free_flyer": request.free_flyer, "degrees": request.degrees,
            "gravity": request.gravity, "fext": request.fext, "kinds": kinds, "size": size,
            "sparsity": request.sparsity}
-    futures, written = [], []
+    futures, written = [], []  # per input file: its final task, and the files it writes
     for path, output in zip(files, outputs):
         count = states_in(path, layout, kinds)
         blocks = [(start, min(start + per_task, count))
                   for start in range(0, count, per_task)] or [(0, 0)]
         output = os.path.abspath(output)
         if len(blocks) == 1:
-            written += [output, output + ".raw"]
+            written.append([output, output + ".raw"])
             futures.append(client.submit(solve_block, job, os.path.abspath(path), 0, count,
                                          output, True, pure=False))
             continue
         parts = [f"{output}.part{k}" for k in range(len(blocks))]
-        written += [output, *parts]
+        written.append([output, *parts])
         pieces = [client.submit(solve_block, job, os.path.abspath(path), start, stop, part,
                                 False, pure=False)
                   for (start, stop), part in zip(blocks, parts)]
@@ -160,12 +160,27 @@ def run_on_cluster(client, request, layout: Layout, files, outputs) -> None:
 
         distributed.wait(futures)  # every task ended: no file is written after the cleanup
         client.gather(futures)
+    except UsageError as error:
+        kept = keep_finished(futures, written)
+        raise UsageError(f"{error}; {kept} of {len(futures)} output files were completed and "
+                         "kept, the others removed") from None
     except BaseException:
         client.cancel(futures)
-        for path in written:
+        keep_finished(futures, written)
+        raise
+
+
+def keep_finished(futures, written) -> int:
+    """Remove the files of every input whose task did not finish; count those kept."""
+    kept = 0
+    for future, paths in zip(futures, written):
+        if future.status == "finished":
+            kept += 1
+            continue
+        for path in paths:
             if os.path.exists(path):
                 os.remove(path)
-        raise
+    return kept
 
 
 def states_in(path: str, layout: Layout, kinds) -> int:

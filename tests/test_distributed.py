@@ -145,3 +145,23 @@ def test_scheduler_needs_npz_inputs(tmp_path, distributed):
     code, err = dyn("inverse", ARM, "--input", path, "--output", f"{tmp_path}/out/",
                     "--scheduler", "local")
     assert code == 2 and "reads .npz inputs only" in err and err.count("\n") == 1
+
+
+def test_bad_row_keeps_the_files_that_finished(tmp_path, monkeypatch, distributed):
+    """A NaN in one file fails the run with one line; finished files stay, the bad one goes."""
+    small_tasks(monkeypatch, chunk=32, per_task=128)
+    model = load_model(str(ARM))
+    inputs = write_inputs(tmp_path / "logs", model, [5, 200])
+    bad = dict(np.load(inputs[1]))
+    bad["q"][150, 0] = np.nan
+    np.savez(inputs[1], **bad)
+    out = tmp_path / "out"
+    code, err = dyn("inverse", ARM, "--input", tmp_path / "logs" / "*.npz",
+                    "--output", f"{out}/", "--scheduler", "local", "--quiet")
+    assert code == 2 and len(err.strip().splitlines()) == 1, err
+    assert "log1.npz" in err and "1 of 2 output files were completed and kept" in err
+    assert sorted(p.name for p in out.iterdir()) == ["log0.npz"]
+    single = tmp_path / "single.npz"
+    assert dyn("inverse", ARM, "--input", inputs[0], "--output", single)[0] == 0
+    with np.load(out / "log0.npz") as got, np.load(single) as expected:
+        assert np.array_equal(got["tau"], expected["tau"])
