@@ -133,7 +133,7 @@ def test_missing_extra_is_one_line_exit_2(tmp_path, monkeypatch):
     ([], "need --output DIR/"),
 ])
 def test_bad_usage_of_many_inputs_is_one_line_exit_2(tmp_path, args, message):
-    inputs = write_inputs(tmp_path / "logs", load_model(str(ARM)), [2, 2])
+    write_inputs(tmp_path / "logs", load_model(str(ARM)), [2, 2])
     code, err = dyn("inverse", ARM, "--input", tmp_path / "logs" / "*.npz", *args)
     assert code == 2
     assert message in err and err.count("\n") == 1
