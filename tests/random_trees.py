@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import numpy as np
+from hypothesis import strategies as st
 
 from treedyn.engine import Inertia, JointSpec, LinkSpec, TreeDescription, build_model
 
@@ -63,3 +64,9 @@ def random_state(model, rng: np.random.Generator, count: int):
     v = rng.normal(size=(count, model.nv))
     a = rng.normal(size=(count, model.nv))
     return q, v, a
+
+
+def trees(max_size: int = 10):
+    """Hypothesis strategy for (seed, size, floating) of :func:`random_model`."""
+    return st.tuples(st.integers(0, 2**32 - 1), st.integers(1, max_size),
+                     st.sampled_from([None, "free", "free_world"]))

@@ -30,7 +30,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from lxml import etree
 
-from random_trees import random_description, random_model, random_rotation
+from random_trees import random_description, random_model, random_rotation, trees
 from reference_models import gymnasium_models, robots_root
 from treedyn.engine import Inertia, JointSpec, LinkSpec, TreeDescription, build_model, crba
 from treedyn.engine.conditioning import analyze, articulated_blocks
@@ -384,12 +384,11 @@ def test_body_jacobians_equal_pinocchios_local_jacobians():
 
 # ----------------------------------------------------------------------------- identities
 
-trees = st.tuples(st.integers(0, 2**32 - 1), st.integers(1, 8),
-                  st.sampled_from([None, "free", "free_world"]))
+TREES = trees(8)
 
 
 @settings(max_examples=25, deadline=None)
-@given(trees)
+@given(TREES)
 def test_verify_passes_on_random_trees(tree):
     seed, size, floating = tree
     model = random_model(np.random.default_rng(seed), size, floating)
@@ -401,7 +400,7 @@ def test_verify_passes_on_random_trees(tree):
 
 
 @settings(max_examples=25, deadline=None)
-@given(trees)
+@given(TREES)
 def test_d_blocks_bound_the_conditioning_and_match_the_factor(tree):
     seed, size, floating = tree
     rng = np.random.default_rng(seed)

@@ -9,12 +9,11 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from random_trees import random_description, random_model, random_state
+from random_trees import random_description, random_model, random_state, trees
 from treedyn.engine import (Inertia, JointSpec, LinkSpec, TreeDescription, aba, build_model, crba,
                             external_forces, generalized_gravity, nonlinear_effects, rnea)
 
-trees = st.tuples(st.integers(0, 2**32 - 1), st.integers(1, 10),
-                  st.sampled_from([None, "free", "free_world"]))
+TREES = trees(10)
 TOL = 1e-9
 
 
@@ -32,7 +31,7 @@ def close(actual, expected, tol=TOL):
 
 
 @settings(max_examples=60, deadline=None)
-@given(trees)
+@given(TREES)
 def test_crba_equals_rnea_columns(tree):
     model, q, v, _, rng = tree_and_states(tree, 1)
     M = crba(model, q[0])
@@ -42,7 +41,7 @@ def test_crba_equals_rnea_columns(tree):
 
 
 @settings(max_examples=60, deadline=None)
-@given(trees)
+@given(TREES)
 def test_mass_matrix_symmetric_positive_definite(tree):
     model, q, _, _, rng = tree_and_states(tree, 4)
     M = crba(model, q)
@@ -51,7 +50,7 @@ def test_mass_matrix_symmetric_positive_definite(tree):
 
 
 @settings(max_examples=60, deadline=None)
-@given(trees)
+@given(TREES)
 def test_aba_inverts_rnea(tree):
     model, q, v, a, rng = tree_and_states(tree, 3)
     fext = rng.normal(size=(3, model.njoints, 6))
@@ -60,7 +59,7 @@ def test_aba_inverts_rnea(tree):
 
 
 @settings(max_examples=40, deadline=None)
-@given(trees)
+@given(TREES)
 def test_rnea_is_mass_matrix_plus_bias(tree):
     model, q, v, a, rng = tree_and_states(tree, 2)
     expected = np.einsum("nij,nj->ni", crba(model, q), a) + nonlinear_effects(model, q, v)
@@ -68,7 +67,7 @@ def test_rnea_is_mass_matrix_plus_bias(tree):
 
 
 @settings(max_examples=40, deadline=None)
-@given(trees)
+@given(TREES)
 def test_batch_equals_single_states(tree):
     model, q, v, a, rng = tree_and_states(tree, 5)
     tau = rnea(model, q, v, a)
@@ -81,7 +80,7 @@ def test_batch_equals_single_states(tree):
 
 
 @settings(max_examples=40, deadline=None)
-@given(trees)
+@given(TREES)
 def test_sparsity_pattern_holds_numerically(tree):
     model, q, _, _, rng = tree_and_states(tree, 3)
     M = crba(model, q)

@@ -15,9 +15,8 @@ import os
 import numpy as np
 import pytest
 from hypothesis import given, settings
-from hypothesis import strategies as st
 
-from random_trees import random_model, random_state
+from random_trees import random_model, random_state, trees
 from reference_models import gymnasium_models
 from treedyn.engine import aba, crba, rnea
 from treedyn.engine.factor import (eliminate, factor_nnz, factor_structure, fill_in, ltdl,
@@ -72,12 +71,11 @@ def test_textbook_two_by_two_cholesky_example():
 
 # ----------------------------------------------------------------------------- random trees
 
-trees = st.tuples(st.integers(0, 2**32 - 1), st.integers(1, 10),
-                  st.sampled_from([None, "free", "free_world"]))
+TREES = trees(10)
 
 
 @settings(max_examples=40, deadline=None)
-@given(trees)
+@given(TREES)
 def test_factor_reproduces_m_and_solves_like_aba(tree):
     seed, size, floating = tree
     rng = np.random.default_rng(seed)
