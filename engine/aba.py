@@ -26,7 +26,7 @@ import numpy as np
 
 from .compiled import FREE, FREE_PERM, GENERIC, P_SPIN, PINV_SPIN, REVOLUTE, S_ROW, U_ROWS, plan_of
 from .kernels import (accumulate, chunk_size, gather, gauss_jordan_inverse, load_coordinates,
-                      load_forces, load_rows, prepare_forces, run_chunks, spin_rotated, store_rows,
+                      load_forces, load_rows, prepare_forces, run_chunks, spin_rotate, store_rows,
                       workspace)
 from .model import Model
 from .rnea import _to_child, _to_parent, forward_sweep, work_shapes, world_acceleration
@@ -53,7 +53,7 @@ def aba(model: Model, q, v=None, tau=None, fext=None, gravity=None) -> np.ndarra
     def work(s0: int, s1: int) -> None:
         W = workspace("aba", plan, capacity, aba_shapes).view(s1 - s0)
         aba_chunk(plan, W, q[s0:s1], None if v is None else v[s0:s1],
-                  None if tau is None else tau[s0:s1], load_forces(plan, W, forces, s0, s1),
+                  None if tau is None else tau[s0:s1], load_forces(plan, forces, s0, s1),
                   a_world, out[s0:s1])
 
     run_chunks(batch.count, work, capacity)
@@ -64,7 +64,7 @@ def aba_shapes(plan) -> dict:
     nb, k, nrev = plan.nj + 1, plan.kmax, len(plan.rev_q)
     shapes = work_shapes(plan)
     shapes.update({"IA": (nb, 21), "U": (nb, 6), "Dinv": (nb,), "u": (nb,), "G": (k, 63),
-                   "T21": (k, 21), "K": (k, 42), "tspin": (k, 4),
+                   "T21": (k, 21), "K": (k, 10), "tspin": (k, 8),
                    "C2": (nrev,), "S2": (nrev,)})
     return shapes
 
@@ -117,9 +117,9 @@ def articulated_sweep(plan, W, generic: dict) -> None:
         subtract_rank_one(IAg, Ug, Ud, W.K[:k])
         T21 = W.T21[:k]
         if g.kind == REVOLUTE:
-            spin_rotated(IAg, W.CS[g.coords][:, None], W.SN[g.coords][:, None],
-                         W.C2[g.coords][:, None], W.S2[g.coords][:, None], G[:, :21], W.tspin[:k])
-            np.matmul(g.L_aba, G[:, :21], out=T21)  # L rot(Ia)
+            spin_rotate(IAg, W.CS[g.coords][:, None], W.SN[g.coords][:, None],
+                        W.C2[g.coords][:, None], W.S2[g.coords][:, None], W.tspin[:k])
+            np.matmul(g.L_aba, IAg, out=T21)  # L rot(Ia); IA of the child is not needed again
         else:
             d = W.DP[g.coords][:, None]
             G[:, :21] = IAg
@@ -129,35 +129,46 @@ def articulated_sweep(plan, W, generic: dict) -> None:
         accumulate(IA, g.parents, T21)
 
 
-# spin rows of U Ud^T (Ud = U / D), U = (a, b) angular/linear: rows 0-10 are one product
-# each, the xy rows 11-20 sums of two (see compiled.SPIN_TERMS)
-RANK1_LEFT, RANK1_RIGHT = [2, 5, 2, 0, 3, 0, 2, 1, 4, 1, 2], [2, 5, 5, 2, 5, 5, 3, 2, 5, 5, 4]
-XY_LEFT, XY_RIGHT = [0, 3, 0, 0, 1, 4, 1, 1, 0, 3], [0, 3, 3, 4, 1, 4, 4, 3, 1, 4]
-
-
 def subtract_rank_one(IA, U, Ud, scratch) -> None:
-    """IA -= spin(U Ud^T) in place for IA (k, 21, m), U and Ud (k, 6, m); scratch (k, 42, m)."""
-    left, right = scratch[:, :11], scratch[:, 11:22]
-    np.take(U, RANK1_LEFT, axis=1, out=left, mode="clip")
-    np.take(Ud, RANK1_RIGHT, axis=1, out=right, mode="clip")
-    np.multiply(left, right, out=left)
-    IA[:, :11] -= left
-    Q, R = scratch[:, 22:32], scratch[:, 32:42]
-    np.take(U, XY_LEFT, axis=1, out=Q, mode="clip")
-    np.take(Ud, XY_RIGHT, axis=1, out=R, mode="clip")
-    np.multiply(Q, R, out=Q)  # ax axd, bx bxd, ax bxd, ax byd | ay ayd, by byd, ay byd, ay bxd | ax ayd, bx byd
-    t = R[:, :3]
-    np.add(Q[:, 0:3], Q[:, 4:7], out=t)
-    IA[:, 11:14] -= t  # traces
-    np.subtract(Q[:, 0:3], Q[:, 4:7], out=t)
-    IA[:, 15:18] -= t  # spin-2 x
-    t = R[:, 3]
-    np.subtract(Q[:, 3], Q[:, 7], out=t)
-    IA[:, 14] -= t  # curl of 01
-    np.add(Q[:, 3], Q[:, 7], out=t)
-    IA[:, 20] -= t  # spin-2 y of 01
-    Q[:, 8:10] *= 2.0
-    IA[:, 18:20] -= Q[:, 8:10]  # spin-2 y of 00, 11
+    """IA -= spin(U Ud^T) in place for IA (k, 21, m), U and Ud = U / D (k, 6, m).
+
+    U = (a, b) angular/linear; the spin rows (compiled.SPIN_TERMS) of the symmetric
+    U Ud^T: 0-2 are a_z ad_z, b_z bd_z, a_z bd_z; 3-10 the x then y parts of
+    (a ad_z, b bd_z, a bd_z, a_z bd); 11-20 sums and differences of xy products.
+    Products of strided row views (no gathers); scratch (k, 10, m).
+    """
+    k, m = IA.shape[0], IA.shape[-1]
+    t = scratch[:, 0:2]
+    np.multiply(U[:, 2::3], Ud[:, 2::3], out=t)
+    IA[:, 0:2] -= t
+    np.multiply(U[:, 2], Ud[:, 5], out=t[:, 0])
+    IA[:, 2] -= t[:, 0]
+    XY = IA[:, 3:11].reshape(k, 2, 4, m)  # [x | y][a ad_z, b bd_z, a bd_z, a_z bd]
+    for column, left, right in ((0, U[:, 0:2], Ud[:, 2:3]), (1, U[:, 3:5], Ud[:, 5:6]),
+                                (2, U[:, 0:2], Ud[:, 5:6]), (3, Ud[:, 3:5], U[:, 2:3])):
+        np.multiply(left, right, out=t)
+        XY[:, :, column] -= t
+    P1, P2, P3, P4, P5 = (scratch[:, r:r + 2] for r in (0, 2, 4, 6, 8))
+    np.multiply(U[:, 0::3], Ud[:, 0::3], out=P1)  # a_x ad_x, b_x bd_x
+    np.multiply(U[:, 1::3], Ud[:, 1::3], out=P2)  # a_y ad_y, b_y bd_y
+    np.multiply(U[:, 0:2], Ud[:, 3:5], out=P3)  # a_x bd_x, a_y bd_y
+    np.multiply(U[:, 0:2], Ud[:, 4:2:-1], out=P4)  # a_x bd_y, a_y bd_x
+    np.multiply(U[:, 0::3], Ud[:, 1::3], out=P5)  # a_x ad_y, b_x bd_y
+    P5 *= 2.0
+    IA[:, 18:20] -= P5  # spin-2 y of 00, 11
+    np.add(P1, P2, out=P5)
+    IA[:, 11:13] -= P5  # traces of 00, 11
+    np.subtract(P1, P2, out=P5)
+    IA[:, 15:17] -= P5  # spin-2 x of 00, 11
+    sums, differences = P1, P2  # (k, 2, m): rows (13, 20) and (17, 14)
+    np.add(P3[:, 0], P3[:, 1], out=sums[:, 0])  # 13: trace of 01
+    np.add(P4[:, 0], P4[:, 1], out=sums[:, 1])  # 20: spin-2 y of 01
+    np.subtract(P3[:, 0], P3[:, 1], out=differences[:, 0])
+    np.subtract(P4[:, 0], P4[:, 1], out=differences[:, 1])
+    IA[:, 13] -= sums[:, 0]
+    IA[:, 20] -= sums[:, 1]
+    IA[:, 17] -= differences[:, 0]  # spin-2 x of 01
+    IA[:, 14] -= differences[:, 1]  # curl of 01
 
 
 def acceleration_sweep(plan, W, generic: dict) -> None:

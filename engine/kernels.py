@@ -36,7 +36,10 @@ class Settings:
 
     threads: int = max(1, min(2, os.cpu_count() or 1))
     chunk: int = 4096  # states per chunk at most
-    memory: int = 48 << 20  # bytes of work arrays per thread at most (smaller chunks if needed)
+    # bytes of work arrays per thread at most (smaller chunks if needed): deep models need
+    # chunks of >= ~1000 states to amortise the per-body numpy calls (a 1000-body chain:
+    # ~200 KB per state in RNEA); models up to ~50 bodies stay far below it
+    memory: int = 256 << 20
 
 
 settings = Settings()
@@ -248,6 +251,20 @@ def spin_rotated(W: np.ndarray, c, s, c2, s2, out: np.ndarray, t: np.ndarray) ->
     return out
 
 
+def spin_rotate(W: np.ndarray, c, s, c2, s2, t: np.ndarray) -> np.ndarray:
+    """In place: spin coordinates W (k, 21, N) become those of R A R^T (see spin_rotated)."""
+    for (X, Y), cc, ss in (((SPIN1_X, SPIN1_Y), c, s), ((SPIN2_X, SPIN2_Y), c2, s2)):
+        x, y = W[:, X], W[:, Y]
+        t1, t2 = t[:, :x.shape[1]], t[:, 4:4 + x.shape[1]]
+        np.multiply(ss, y, out=t1)
+        np.multiply(ss, x, out=t2)
+        np.multiply(x, cc, out=x)
+        np.subtract(x, t1, out=x)
+        np.multiply(y, cc, out=y)
+        np.add(y, t2, out=y)
+    return W
+
+
 def cross_add(out: np.ndarray, a: np.ndarray, b: np.ndarray, t: np.ndarray, ia, ib, io):
     """out[io] += a[ia] x b[ib] over component axis 1, where ia/ib/io map x, y, z to rows.
 
@@ -387,7 +404,7 @@ def prepare_forces(plan, count: int, fext):
     return ("batch", np.broadcast_to(fext, (count, plan.nj, 6)))
 
 
-def load_forces(plan, W, forces, s0: int, s1: int):
+def load_forces(plan, forces, s0: int, s1: int):
     """The chunk's internal external forces, (nj + 1, 6, m) or broadcastable; None if absent."""
     if forces is None:
         return None
@@ -395,9 +412,14 @@ def load_forces(plan, W, forces, s0: int, s1: int):
     if kind == "shared":
         return data
     chunk = data[s0:s1][:, plan.slot_joint[1:]]  # (m, nj, 6)
-    W.Fx[0] = 0.0
-    np.matmul(plan.force_map, chunk.transpose(1, 2, 0), out=W.Fx[1:])
-    return W.Fx
+    Fx = workspace("fext", plan, s1 - s0, _force_shapes).view(s1 - s0).Fx  # (nj + 1, 6, m)
+    Fx[0] = 0.0
+    np.matmul(plan.force_map, chunk.transpose(1, 2, 0), out=Fx[1:])
+    return Fx
+
+
+def _force_shapes(plan) -> dict:
+    return {"Fx": (plan.nj + 1, 6)}
 
 
 # ------------------------------------------------------------------------ generic joints

@@ -55,7 +55,7 @@ def rnea(model: Model, q, v=None, a=None, fext=None, gravity=None) -> np.ndarray
     def work(s0: int, s1: int) -> None:
         W = workspace("rnea", plan, capacity, work_shapes).view(s1 - s0)
         rnea_chunk(plan, W, q[s0:s1], None if v is None else v[s0:s1],
-                   None if a is None else a[s0:s1], load_forces(plan, W, forces, s0, s1),
+                   None if a is None else a[s0:s1], load_forces(plan, forces, s0, s1),
                    a_world, out[s0:s1])
 
     run_chunks(batch.count, work, capacity)
@@ -82,7 +82,7 @@ def world_acceleration(model: Model, gravity) -> np.ndarray:
 def work_shapes(plan) -> dict:
     """Work arrays of one chunk (the trailing state axis is added by the workspace)."""
     nb, k = plan.nj + 1, plan.kmax
-    return {"V": (nb, 6), "A": (nb, 6), "F": (nb, 6), "Fx": (nb, 6), "H": (k, 6), "T6": (k, 6),
+    return {"V": (nb, 6), "A": (nb, 6), "F": (nb, 6), "H": (k, 6), "T6": (k, 6),
             "P6": (k, 6), "t1": (k, 2), "t2": (k, 2), "qd": (plan.nv,), "qdd": (plan.nv,),
             "tau": (plan.nv,), "rows": (plan.nv,), "TH": (len(plan.rev_q),), "SC": (3, len(plan.rev_q)), "SN": (len(plan.rev_q),),
             "CS": (len(plan.rev_q),), "DP": (len(plan.pri_q),)}
