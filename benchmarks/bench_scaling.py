@@ -47,9 +47,6 @@ from treedyn.engine import aba, build_model, crba, kernels, rnea  # noqa: E402
 from treedyn.parsers import parse_urdf_string  # noqa: E402
 
 CRBA_BYTES = 256 << 20
-# treedyn.engine.build_model visits the tree recursively (one Python frame per joint, a few
-# more per level): a 1000-body chain exceeds Python's default limit of 1000 frames.
-RECURSION_LIMIT = 20_000
 SHAPES = ("chain", "tree")
 
 
@@ -184,8 +181,6 @@ def main() -> None:
                         "chain takes ~1.7 GB, for 1000 bodies it exhausts 23 GB)")
     parser.add_argument("--markdown", action="store_true", help="print README tables")
     args = parser.parse_args()
-    if max(args.bodies) > 500:
-        sys.setrecursionlimit(max(sys.getrecursionlimit(), RECURSION_LIMIT))
 
     rows = []
     with tempfile.TemporaryDirectory(prefix="bench_scaling_") as work:
@@ -205,10 +200,6 @@ def main() -> None:
           f"batch {args.batch} states (CRBA capped at {CRBA_BYTES >> 20} MB of output), "
           f"median of {args.repeats}; times in us per state"
           + (f"; Pinocchio up to {args.pinocchio_max_bodies} bodies" if args.pinocchio else ""))
-    if sys.getrecursionlimit() > 1000:
-        print(f"# note: sys.setrecursionlimit({sys.getrecursionlimit()}) was needed: "
-              "treedyn's build_model recurses once per tree level (RecursionError on a "
-              "1000-body chain at Python's default limit)")
     algorithms = ("rnea", "aba", "crba")
     head = ["shape", "bodies"] + [f"{alg} us" for alg in algorithms]
     if args.pinocchio:
