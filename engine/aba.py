@@ -181,9 +181,8 @@ def acceleration_sweep(plan, W, generic: dict) -> None:
             generic_acceleration(g, W, *generic[b.start])
             continue
         if g.kind == FREE:
-            Dinv, u = generic[b.start]
             qdd = W.qdd[g.dofs]
-            np.sum(Dinv * u[None], axis=1, out=qdd)
+            qdd[...] = generic[b.start]
             np.take(qdd, FREE_PERM, axis=0, out=dA[b.start], mode="clip")
             continue
         dAg, qdd = dA[b], W.qdd[g.dofs]
@@ -202,16 +201,42 @@ def acceleration_sweep(plan, W, generic: dict) -> None:
         dAg[:, S_ROW[g.kind]] += qdd
 
 
-def free_root_articulated(g, W):
-    """D^-1 and u of Pinocchio's free-flyer on the world (S a permutation, D = S^T IA S)."""
+# spin coordinates -> the free joint's D (6, 6) in its (linear, angular) velocity order
+PINV_FREE = PINV_SPIN.reshape(6, 6, -1)[FREE_PERM][:, FREE_PERM].reshape(36, -1)  # (36, 21)
+
+
+def free_root_articulated(g, W) -> np.ndarray:
+    """qdd (6, m) of Pinocchio's free-flyer on the world: D qdd = u with D = S^T IA S.
+
+    S is a permutation, so D is IA in the free joint's (linear, angular) order, read
+    straight from the spin rows with a permuted PINV_SPIN; the world does not accelerate,
+    so qdd = D^-1 u needs no inverse, only a solve.
+    """
     i = g.slots.start
     m = W.IA.shape[-1]
-    IA = np.matmul(PINV_SPIN, W.IA[i]).reshape(6, 6, m)
-    D = np.take(np.take(IA, FREE_PERM, axis=0), FREE_PERM, axis=1)
+    D = np.matmul(PINV_FREE, W.IA[i]).reshape(6, 6, m)
     for j in range(6):
         D[j, j] += g.armature_full[j]
     u = W.tau[g.dofs] - np.take(W.F[i], FREE_PERM, axis=0)
-    return gauss_jordan_inverse(D), u
+    return solve_blocks(D, u)
+
+
+def solve_blocks(D: np.ndarray, u: np.ndarray) -> np.ndarray:
+    """x = D^-1 u for blocks D (k, k, m) and u (k, m), both overwritten.
+
+    Gaussian elimination without pivoting (D symmetric positive definite when regular); a
+    singular block gives inf/nan, never an exception.
+    """
+    k = D.shape[0]
+    for p in range(k - 1):
+        f = D[p + 1:, p] / D[p, p]  # (k - p - 1, m)
+        D[p + 1:, p + 1:] -= f[:, None] * D[p, p + 1:][None]
+        u[p + 1:] -= f * u[p]
+    x = np.empty_like(u)
+    for p in range(k - 1, -1, -1):
+        rest = u[p] - np.einsum("jm,jm->m", D[p, p + 1:], x[p + 1:]) if p < k - 1 else u[p]
+        np.divide(rest, D[p, p], out=x[p])
+    return x
 
 
 def generic_articulated(g, W, E, r, S):
