@@ -316,6 +316,8 @@ def stream(request: Request, layout: Layout, gravity, wrenches) -> None:
     size = chunk_states(request.command, layout)
     chunks = source.chunks(layout, tuple(request.vectors), wrenches, size)
     sink = open_sink(request, layout, single=False)
+    if isinstance(sink, NpzSink):  # the count is known once the first chunk is read
+        sink.total = lambda: source.total
     progress = Progress(wanted(request.quiet))
     try:
         for states in chunks:

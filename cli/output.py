@@ -104,45 +104,120 @@ class CsvSink(Sink):
 class NpzSink(Sink):
     """Saves ``{key: (N, ...), "dofs": labels, **extra}`` (uncompressed, like np.savez).
 
-    An .npz cannot be appended to and its arrays need their length up front, so the chunks
-    are spooled as raw rows to a temporary file next to the output, then copied into the
-    archive's ``key``.npy member on close: memory stays one chunk, whatever N.
+    An .npz cannot be appended to and its arrays need their length up front. When the
+    number of states is known (``total``: a count, or a function giving it once known, e.g.
+    the states of an .npz input, asked when the first chunk arrives) and the output is a
+    seekable file, the archive's ``key``.npy member is written as chunks arrive: its header
+    announces ``total`` rows and each chunk's rows go straight into it. Otherwise (and if
+    the count announced turns out wrong, e.g. a bad row stopped the run) the rows are spooled
+    to a temporary file next to the output and copied into the archive on close. Either way
+    memory stays one chunk, whatever N, and the archive ends with the true count.
     """
 
     def __init__(self, stream, key: str, shape: tuple[int, ...], labels: Sequence[str],
-                 extra: dict | None = None, path: str | None = None):
-        import tempfile
-
+                 extra: dict | None = None, path: str | None = None, total=None):
         super().__init__(stream, path)
         self.key, self.shape = key, shape
         self.extra = {"dofs": np.array(labels, dtype=str), **(extra or {})}
-        folder = os.path.dirname(os.path.abspath(path)) if path else None
-        self.spool = tempfile.TemporaryFile(dir=folder)
+        self.total = total  # int | Callable[[], int | None] | None: the states to come
+        self.spool = None  # the raw rows, when the count was not known up front
+        self.archive = self.member = None  # the archive written as chunks arrive
+        self.announced = 0  # rows the member's header announces
+        self.rows_at = 0  # offset of its first row in the output file
 
     def write(self, result, states) -> None:
-        np.ascontiguousarray(result, dtype=np.float64).tofile(self.spool)
+        rows = np.ascontiguousarray(result, dtype=np.float64)
+        if self.member is None and self.spool is None:
+            self.start()
+        if self.member is not None:
+            self.member.write(rows)
+        else:
+            rows.tofile(self.spool)
+
+    def start(self) -> None:
+        """At the first chunk: stream into the archive if the count is known, else spool."""
+        import tempfile
+        import zipfile
+
+        total = self.total() if callable(self.total) else self.total
+        if total and self.path is not None and self.stream.seekable():
+            self.archive = zipfile.ZipFile(self.stream, "w", zipfile.ZIP_STORED,
+                                           allowZip64=True)
+            self.member = self.archive.open(f"{self.key}.npy", "w", force_zip64=True)
+            self.announced = int(total)
+            self.header(self.member, self.announced)
+            self.rows_at = self.stream.tell()
+        else:
+            folder = os.path.dirname(os.path.abspath(self.path)) if self.path else None
+            self.spool = tempfile.TemporaryFile(dir=folder)
+
+    def header(self, member, count: int) -> None:
+        from numpy.lib import format as npy
+
+        npy.write_array_header_2_0(member, {
+            "descr": npy.dtype_to_descr(np.dtype(np.float64)), "fortran_order": False,
+            "shape": (count, *self.shape)})
 
     def close(self) -> None:
         import shutil
         import zipfile
 
-        from numpy.lib import format as npy
-
-        header = {"descr": npy.dtype_to_descr(np.dtype(np.float64)), "fortran_order": False,
-                  "shape": (self.count, *self.shape)}
-        self.spool.seek(0)
+        if self.member is not None:
+            with self.archive:
+                self.member.close()  # zipfile puts the member's size and CRC in its header
+                if self.count == self.announced:
+                    self.write_extra(self.archive)
+            if self.count == self.announced:
+                super().close()
+                return
+            self.respool()
         with zipfile.ZipFile(self.stream, "w", zipfile.ZIP_STORED, allowZip64=True) as archive:
             with archive.open(f"{self.key}.npy", "w", force_zip64=True) as member:
-                npy.write_array_header_2_0(member, header)
-                shutil.copyfileobj(self.spool, member, 1 << 20)
-            for name, array in self.extra.items():
-                with archive.open(f"{name}.npy", "w", force_zip64=True) as member:
-                    npy.write_array(member, np.asanyarray(array), allow_pickle=False)
-        self.spool.close()
+                self.header(member, self.count)
+                if self.spool is not None:
+                    self.spool.seek(0)
+                    shutil.copyfileobj(self.spool, member, 1 << 20)
+            self.write_extra(archive)
+        if self.spool is not None:
+            self.spool.close()
         super().close()
 
+    def respool(self) -> None:
+        """Not the count announced (the archive is closed): move the rows written to a
+        spool and empty the output, to write the archive again with the true count."""
+        import tempfile
+
+        self.archive = self.member = None
+        self.stream.flush()
+        self.spool = tempfile.TemporaryFile(dir=os.path.dirname(os.path.abspath(self.path)))
+        left = self.count * int(np.prod(self.shape, dtype=np.int64)) * 8
+        with open(self.path, "rb") as written:
+            written.seek(self.rows_at)
+            while left > 0:
+                data = written.read(min(left, 1 << 20))
+                if not data:
+                    raise OSError(f"{self.path}: rows missing while rewriting the archive")
+                self.spool.write(data)
+                left -= len(data)
+        self.stream.seek(0)
+        self.stream.truncate()
+
+    def write_extra(self, archive) -> None:
+        from numpy.lib import format as npy
+
+        for name, array in self.extra.items():
+            with archive.open(f"{name}.npy", "w", force_zip64=True) as member:
+                npy.write_array(member, np.asanyarray(array), allow_pickle=False)
+
     def abort(self) -> None:
-        self.spool.close()
+        if self.member is not None:
+            for part in (self.member, self.archive):
+                try:
+                    part.close()
+                except (OSError, ValueError):
+                    pass
+        if self.spool is not None:
+            self.spool.close()
         super().abort()
 
 

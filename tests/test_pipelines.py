@@ -311,3 +311,298 @@ def test_stdin_npz_is_streamed_from_a_spool(states, small_chunks):
     lines = json_lines(dyn("inverse", ARM, "-i", "-", "-f", "json", stdin=buffer.getvalue()))
     np.testing.assert_array_equal([line["tau"] for line in lines],
                                   rnea(load_model(str(ARM)), q, v, a))
+
+
+# ----------------------------------------------------------------------------- .npz files
+
+def savez_v2(path, **arrays) -> None:
+    """An uncompressed .npz whose members have version 2.0 .npy headers."""
+    import zipfile
+
+    from numpy.lib import format as npy
+
+    with zipfile.ZipFile(path, "w", zipfile.ZIP_STORED) as archive:
+        for name, array in arrays.items():
+            with archive.open(f"{name}.npy", "w", force_zip64=True) as member:
+                npy.write_array(member, array, version=(2, 0))
+
+
+def npz_variants(folder, q, v, a) -> dict:
+    """States saved in the ways an .npz can hold them: {label: path}."""
+    ints = np.round(q * 3).astype(np.int64)
+    variants = {
+        "v1": (np.savez, {"q": q, "v": v, "a": a}),
+        "v2": (savez_v2, {"q": q, "v": v, "a": a}),
+        "ints": (np.savez, {"q": ints, "v": v.astype(np.float32), "a": a.astype(">f8")}),
+        "compressed": (np.savez_compressed, {"q": q, "v": v, "a": a}),
+        "fortran": (np.savez, {"q": np.asfortranarray(q), "v": v, "a": a}),
+        "one_state": (np.savez, {"q": q[0], "v": v[0], "a": a[0]}),
+    }
+    files = {}
+    for label, (save, arrays) in variants.items():
+        files[label] = folder / f"{label}.npz"
+        save(files[label], **arrays)
+    return files
+
+
+def read_members(stream, layout, kinds=("q", "v", "a"), size: int = CHUNK):
+    """The members of an .npz as the reader opens them, and their rows read a block of
+    ``size`` at a time: ({kind: member}, {kind: rows})."""
+    from treedyn.cli.inputs import _npz_members
+
+    members = {m.kind: m for m in _npz_members(stream, "states.npz", layout, kinds)}
+    rows = {}
+    for kind, m in members.items():
+        blocks = [m.read(s, min(s + size, m.count)) for s in range(0, m.count, size)]
+        assert {block.dtype for block in blocks} == {m.dtype}
+        rows[kind] = np.concatenate(blocks).astype(m.dtype)  # concatenate drops '>'
+    return members, rows
+
+
+def test_npz_members_are_read_as_np_load_reads_them(tmp_path, arm, states):
+    """Members stored uncompressed in a file are read from it by offset (v1.0 and v2.0
+    headers, any number type); compressed ones through zipfile, Fortran-ordered ones whole,
+    and any member of an in-memory archive through zipfile: always np.load's rows exactly."""
+    from treedyn.cli.inputs import Layout
+
+    layout = Layout.of(arm)
+    for label, path in npz_variants(tmp_path, *states).items():
+        with np.load(path) as saved:
+            expected = {kind: saved[kind].reshape(-1, 2) for kind in ("q", "v", "a")}
+        with open(path, "rb") as stream:
+            members, from_file = read_members(stream, layout)
+        in_memory, from_memory = read_members(io.BytesIO(path.read_bytes()), layout)
+        for kind, rows in expected.items():
+            for got in (from_file[kind], from_memory[kind]):
+                assert got.dtype == rows.dtype, (label, kind)
+                np.testing.assert_array_equal(got, rows, err_msg=f"{label} {kind}")
+        stored = {kind: m.stored is not None for kind, m in members.items()}
+        assert stored == {"q": label not in ("compressed", "fortran"),
+                          "v": label != "compressed", "a": label != "compressed"}, label
+        assert not any(m.stored for m in in_memory.values())
+        if label != "one_state":
+            taus = json_lines(dyn("inverse", ARM, "-i", path, "-f", "json"))
+            np.testing.assert_array_equal(
+                [line["tau"] for line in taus],
+                rnea(arm, *(expected[kind].astype(float) for kind in ("q", "v", "a"))))
+
+
+def corrupt(path, member: str, fraction: float = 0.5) -> None:
+    """Flip one bit of ``member``'s data in the .npz at ``path`` (at ``fraction`` of it)."""
+    import struct
+    import zipfile
+
+    with zipfile.ZipFile(path) as archive:
+        info = archive.getinfo(member)
+    data = bytearray(path.read_bytes())
+    names, extra = struct.unpack("<HH", data[info.header_offset + 26:info.header_offset + 30])
+    data[info.header_offset + 30 + names + extra + int(info.compress_size * fraction)] ^= 1
+    path.write_bytes(data)
+
+
+def thousand_states(path, **save) -> tuple:
+    """1000 random states (16 kB per member: more than zipfile reads with the header)."""
+    rng = np.random.default_rng(4)
+    q, v, a = (rng.normal(size=(1000, 2)) for _ in range(3))
+    (np.savez_compressed if save.get("compressed") else np.savez)(path, q=q, v=v, a=a)
+    return q, v, a
+
+
+def test_a_corrupted_npz_member_is_an_error_not_used(tmp_path, arm, small_chunks):
+    """One flipped bit in the rows of a stored member: its CRC-32 does not match when its
+    last row is read, an error naming the file, from a file, stdin or an in-memory stream."""
+    from treedyn.cli.inputs import Layout, UsageError, _npz_chunks, _npz_members
+
+    path, target = tmp_path / "states.npz", tmp_path / "tau.npz"
+    thousand_states(path)
+    corrupt(path, "v.npy")
+    bad = "not a readable .npz file (Bad CRC-32 for file 'v.npy')"
+    result = dyn("inverse", ARM, "-i", path, "-f", "json", check=False)
+    assert len(result.stdout.splitlines()) == 994  # the chunks of 7 before the last one
+    result.stdout = b""
+    assert_usage_error(result, f"states.npz: {bad}",
+                       "the 994 states before it are written to stdout")
+    piped = dyn("inverse", ARM, "-i", "-", "-o", target, stdin=path.read_bytes(), check=False)
+    assert_usage_error(piped, f"<stdin>: {bad}", "the 994 states before it are saved in")
+    layout = Layout.of(arm)
+    members = _npz_members(io.BytesIO(path.read_bytes()), "states.npz", layout, ("q", "v"))
+    with pytest.raises(UsageError, match=r"states\.npz: .*Bad CRC-32 for file 'v\.npy'"):
+        list(_npz_chunks(members, "states.npz", layout, {}, 100))
+
+
+def test_a_corrupted_npz_member_in_one_chunk_leaves_no_output(tmp_path):
+    path, target = tmp_path / "states.npz", tmp_path / "tau.npz"
+    thousand_states(path)
+    corrupt(path, "a.npy", 0.9)
+    line = assert_usage_error(dyn("inverse", ARM, "-i", path, "-o", target, check=False),
+                              "states.npz: not a readable .npz file (Bad CRC-32 for file "
+                              "'a.npy')")
+    assert "stopped" not in line and not target.exists()
+    packed = tmp_path / "packed.npz"
+    thousand_states(packed, compressed=True)
+    corrupt(packed, "v.npy", 0.3)
+    assert_usage_error(dyn("inverse", ARM, "-i", packed, "-o", target, check=False),
+                       "packed.npz: not a readable .npz file (")
+
+
+def test_npz_rows_read_from_a_later_row_are_still_checked(tmp_path, arm):
+    """A block read from a later row on (as a distributed worker reads its share) gives
+    the same rows; the CRC-32 is completed from the file when the last row is read."""
+    from treedyn.cli.inputs import Layout, UsageError, _npz_members
+
+    layout = Layout.of(arm)
+    path = tmp_path / "states.npz"
+    q, v, _ = thousand_states(path)
+    with open(path, "rb") as stream:
+        members, _ = read_members(stream, layout, ("q", "v"))
+        np.testing.assert_array_equal(members["v"].read(990, 1000), v[990:])
+    corrupt(path, "v.npy", 0.2)
+    with open(path, "rb") as stream:
+        _, rows = read_members(stream, layout, ("q",))  # q is intact
+        np.testing.assert_array_equal(rows["q"], q)
+    with open(path, "rb") as stream:
+        first, second = _npz_members(stream, "states.npz", layout, ("q", "v"))
+        np.testing.assert_array_equal(first.read(500, 1000), q[500:])
+        np.testing.assert_array_equal(second.read(500, 600), v[500:600])
+        with pytest.raises(UsageError, match="Bad CRC-32 for file 'v.npy'"):
+            second.read(600, 1000)
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="ru_maxrss units are Linux's")
+def test_npz_input_memory_does_not_grow_with_the_input(tmp_path):
+    """1.2M states (58 MB of .npz) in the same peak RSS as 20k: stored members are read a
+    block at a time, nothing of the file is kept or mapped."""
+    rows = np.random.default_rng(5).uniform(-1, 1, size=(1000, 6))
+    small, large = tmp_path / "small.npz", tmp_path / "large.npz"
+    for path, count in ((small, 20_000), (large, 1_200_000)):
+        states = np.tile(rows, (count // 1000, 1))
+        np.savez(path, q=states[:, :2], v=states[:, 2:4], a=states[:, 4:])
+    out = tmp_path / "tau.npz"
+    base = peak_rss_mb(["inverse", str(ARM), "-i", str(small), "-o", str(out)])
+    peak = peak_rss_mb(["inverse", str(ARM), "-i", str(large), "-o", str(out)])
+    with np.load(out) as saved:
+        assert saved["tau"].shape == (1_200_000, 2)
+    assert peak < base + 16, (base, peak)
+
+
+@pytest.fixture
+def npz_total(monkeypatch):
+    """.npz outputs told the number of states of their .npz input (the ``total`` of their
+    NpzSink), or not (``.told = False``), whatever cli/main.py passes; ``.sinks`` lists
+    the sinks made."""
+    from types import SimpleNamespace
+
+    from treedyn.cli import main
+    from treedyn.cli.output import NpzSink
+
+    hint = SimpleNamespace(told=True, sinks=[], sources=[])
+    opened, start = main.Input.open, NpzSink.start
+
+    def input_open(path):
+        hint.sources.append(opened(path))
+        return hint.sources[-1]
+
+    def sink_start(sink):
+        source = hint.sources[-1]
+        sink.total = (lambda: source.total) if hint.told else None
+        hint.sinks.append(sink)
+        start(sink)
+
+    monkeypatch.setattr(main.Input, "open", staticmethod(input_open))
+    monkeypatch.setattr(NpzSink, "start", sink_start)
+    return hint
+
+
+def npz_contents(path) -> dict:
+    """Every array of an .npz, and the raw bytes of its members."""
+    import zipfile
+
+    with np.load(path) as saved, zipfile.ZipFile(path) as archive:
+        assert archive.testzip() is None
+        return {"arrays": {name: saved[name] for name in saved.files},
+                "bytes": {name: archive.read(name) for name in archive.namelist()}}
+
+
+@pytest.mark.parametrize("command, options", [("inverse", ()), ("forward", ()),
+                                              ("mass", ("--sparsity",))])
+def test_npz_output_told_the_count_equals_the_spooled_output(tmp_path, states, small_chunks,
+                                                             npz_total, command, options):
+    """Told the number of states, the .npz output is written as chunks arrive; the archive
+    holds the same arrays, byte for byte, as the one spooled and copied on close."""
+    q, v, a = states
+    source = tmp_path / "states.npz"
+    np.savez(source, q=q, v=v, a=a, tau=a)
+    outputs = {}
+    for told in (True, False):
+        npz_total.told = told
+        outputs[told] = tmp_path / f"told_{told}.npz"
+        dyn(command, ARM, "-i", source, "-o", outputs[told], *options)
+        sink = npz_total.sinks[-1]
+        assert (sink.announced, sink.spool is None) == ((COUNT, True) if told else (0, False))
+    told, spooled = npz_contents(outputs[True]), npz_contents(outputs[False])
+    assert told["bytes"] == spooled["bytes"]
+    assert sorted(told["arrays"]) == sorted(spooled["arrays"]) == sorted(
+        [{"inverse": "tau", "forward": "a", "mass": "M"}[command], "dofs"]
+        + (["sparsity"] if options else []))
+    for name, array in spooled["arrays"].items():
+        assert told["arrays"][name].dtype == array.dtype
+        np.testing.assert_array_equal(told["arrays"][name], array)
+
+
+def test_npz_output_told_the_count_ends_at_a_bad_row(tmp_path, arm, states, small_chunks,
+                                                     npz_total):
+    """Fewer states than announced (a bad row stops the run): the archive is rewritten with
+    the true count, a valid .npz of exactly the states before the bad row."""
+    q, v, a = (x.copy() for x in states)
+    v[10, 1] = np.inf
+    source, target = tmp_path / "states.npz", tmp_path / "tau.npz"
+    np.savez(source, q=q, v=v, a=a)
+    assert_usage_error(dyn("inverse", ARM, "-i", source, "-o", target, check=False),
+                       "v[10]", "the 10 states before it are saved in")
+    assert npz_total.sinks[-1].announced == COUNT
+    saved = npz_contents(target)["arrays"]
+    assert sorted(saved) == ["dofs", "tau"] and saved["dofs"].tolist() == ["joint1", "joint2"]
+    np.testing.assert_array_equal(saved["tau"], rnea(arm, q[:10], v[:10], a[:10]))
+    assert not [p for p in os.listdir(tmp_path) if p not in ("states.npz", "tau.npz")]
+
+
+@pytest.mark.parametrize("total, chunks", [(10, (4, 6)), (10, (4, 3)), (10, (4, 8)),
+                                           (10, ()), (None, (4, 6)), (lambda: 10, (4, 6)),
+                                           (lambda: None, (3,))])
+def test_npz_sink_ends_with_the_states_it_received(tmp_path, total, chunks):
+    """Whatever the count announced (none, right, too many, too few), the archive holds
+    the states received and the extra arrays."""
+    from treedyn.cli.output import NpzSink
+
+    path = tmp_path / "out.npz"
+    rng = np.random.default_rng(6)
+    blocks = [rng.normal(size=(n, 3, 3)) for n in chunks]
+    sink = NpzSink(open(path, "wb"), "M", (3, 3), ["a", "b", "c"],
+                   {"sparsity": np.eye(3, dtype=np.int8)}, str(path), total=total)
+    for block in blocks:
+        sink.put(block, None)
+    told = total() if callable(total) else total
+    assert (sink.member is not None) == bool(told and chunks)
+    sink.close()
+    saved = npz_contents(path)["arrays"]
+    np.testing.assert_array_equal(saved["M"], np.concatenate(blocks) if blocks
+                                  else np.zeros((0, 3, 3)))
+    assert saved["dofs"].tolist() == ["a", "b", "c"]
+    np.testing.assert_array_equal(saved["sparsity"], np.eye(3, dtype=np.int8))
+    assert os.listdir(tmp_path) == ["out.npz"]
+
+
+def test_npz_sink_told_the_count_aborts_cleanly(tmp_path):
+    """abort() after the archive was started (an error before any state counted) removes
+    the file and leaves no zip object to finish it later."""
+    import gc
+
+    from treedyn.cli.output import NpzSink
+
+    path = tmp_path / "out.npz"
+    sink = NpzSink(open(path, "wb"), "tau", (2,), ["a", "b"], None, str(path), total=5)
+    sink.start()
+    sink.abort()
+    del sink
+    gc.collect()
+    assert os.listdir(tmp_path) == []
