@@ -73,8 +73,9 @@ class Inertia:
         """6x6 spatial inertia about the link origin, motion ordered (angular, linear)."""
         h = self.mass * self.com
         hx = skew(h)
+        c = skew(self.com)
         spatial = np.empty((6, 6))
-        spatial[:3, :3] = self.inertia - self.mass * skew(self.com) @ skew(self.com)
+        spatial[:3, :3] = self.inertia - self.mass * c @ c
         spatial[:3, 3:] = hx
         spatial[3:, :3] = -hx
         spatial[3:, 3:] = self.mass * np.eye(3)
@@ -95,7 +96,8 @@ class Inertia:
             return Inertia(mass, np.zeros(3), spatial[:3, :3].copy())
         h = np.array([spatial[2, 4], spatial[0, 5], spatial[1, 3]])
         com = h / mass
-        inertia = spatial[:3, :3] + mass * skew(com) @ skew(com)
+        c = skew(com)
+        inertia = spatial[:3, :3] + mass * c @ c
         return Inertia(mass, com, 0.5 * (inertia + inertia.T))
 
 

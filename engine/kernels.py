@@ -22,7 +22,6 @@ from __future__ import annotations
 import os
 import threading
 from contextlib import contextmanager
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 import numpy as np
@@ -80,13 +79,15 @@ def configured(threads: int | None = None, chunk: int | None = None, memory: int
         settings.threads, settings.chunk, settings.memory = saved
 
 
-_pool: ThreadPoolExecutor | None = None
+_pool = None  # concurrent.futures.ThreadPoolExecutor, made on first use
 _pool_key = (0, 0)
 _pool_lock = threading.Lock()
 
 
-def _executor(threads: int) -> ThreadPoolExecutor:
+def _executor(threads: int):
     """The shared pool; a new one after a fork (threads do not survive it) or a resize."""
+    from concurrent.futures import ThreadPoolExecutor  # imports logging: not for one state
+
     global _pool, _pool_key
     key = (threads, os.getpid())
     with _pool_lock:

@@ -32,6 +32,8 @@ class Frame:
 
 @dataclass(frozen=True)
 class Model:
+    """The compact tree of one robot, as :func:`build_model` derives it (fields below)."""
+
     name: str
     format: str  # "urdf" or "mjcf"
     source: str  # path of the model file

@@ -254,7 +254,7 @@ def _axis(element: etree._Element | None, kind: str, owner: SourceRef) -> np.nda
     if element is None:
         return np.array([1.0, 0.0, 0.0])
     axis = _numbers(element, "xyz", 3, (1.0, 0.0, 0.0), owner)
-    length = float(np.linalg.norm(axis))
+    length = math.sqrt(axis.dot(axis))  # np.linalg.norm's own formula, without its overhead
     if length == 0.0:
         if kind in AXIS_TYPES:
             raise _error(element, owner, "axis has zero length")
@@ -290,7 +290,7 @@ def _pose(origin: etree._Element | None, owner: SourceRef) -> tuple[np.ndarray, 
     if origin is None:
         return np.eye(3), np.zeros(3)
     translation = _numbers(origin, "xyz", 3, (0.0, 0.0, 0.0), owner)
-    roll, pitch, yaw = _numbers(origin, "rpy", 3, (0.0, 0.0, 0.0), owner)
+    roll, pitch, yaw = _floats(origin, "rpy", 3, (0.0, 0.0, 0.0), owner)
     return rpy_matrix(roll, pitch, yaw), translation
 
 
@@ -303,22 +303,32 @@ def _numbers(element: etree._Element, attribute: str, count: int, default,
 
     ``default=None`` makes the attribute required.
     """
-    text = element.get(attribute)
-    if text is None:
-        if default is None:
-            raise _error(element, owner, f"<{element.tag}> has no {attribute} attribute")
-        return np.array(default, dtype=float)
-    words = text.split()
-    problem = _number_problem(words, count)
-    if problem:
-        raise _error(element, owner, f'{element.tag} {attribute}="{text}": {problem}')
-    return np.array([float(word) for word in words])
+    return np.array(_floats(element, attribute, count, default, owner), dtype=float)
 
 
 def _number(element: etree._Element, attribute: str, default: float | None,
             owner: SourceRef) -> float:
     fallback = None if default is None else (default,)
-    return float(_numbers(element, attribute, 1, fallback, owner)[0])
+    return float(_floats(element, attribute, 1, fallback, owner)[0])
+
+
+def _floats(element: etree._Element, attribute: str, count: int, default,
+            owner: SourceRef) -> list[float] | tuple[float, ...]:
+    """:func:`_numbers` as a list of floats (``default`` itself when absent)."""
+    text = element.get(attribute)
+    if text is None:
+        if default is None:
+            raise _error(element, owner, f"<{element.tag}> has no {attribute} attribute")
+        return default
+    words = text.split()
+    # The common case in one pass; _number_problem then says what is wrong, word by word
+    # (a word that is a _NUMBER never matches _NON_FINITE).
+    if len(words) == count and all(map(_NUMBER.fullmatch, words)):
+        values = [float(word) for word in words]
+        if all(map(math.isfinite, values)):
+            return values
+    raise _error(element, owner, f'{element.tag} {attribute}="{text}": '
+                                 f"{_number_problem(words, count)}")
 
 
 def _number_problem(words: list[str], count: int) -> str:
