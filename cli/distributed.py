@@ -26,7 +26,7 @@ from dataclasses import replace
 
 import numpy as np
 
-from .inputs import INPUT_FORMATS, Input, Layout, UsageError, _npz_members
+from .inputs import INPUT_FORMATS, Input, Layout, UsageError, _npz_members, pop_q
 
 ROWS_PER_TASK = 100_000  # states per task at most (rounded down to whole chunks)
 EXTRA = "--scheduler needs the optional extra: pip install 'treedyn[dask]'"
@@ -255,7 +255,7 @@ def read_states(members, path: str, layout: Layout, wrenches, begin: int, end: i
             raise UsageError(f"{path}: {member.kind}[{begin + int(rows[0])}] holds a "
                              "non-finite number")
         vectors[member.kind] = block * layout.scale(member.kind)
-    q = vectors.pop("q", np.tile(layout.model.q_neutral, (end - begin, 1)))
+    q = pop_q(vectors, layout, end - begin)
     return States(q=q, wrenches=dict(wrenches),
                   where=lambda i: f"{path}: state {begin + i}", **vectors)
 

@@ -338,7 +338,7 @@ class _Chunk:
         wrenches = {link: block[:n] for link, block in self.wrenches.items()}
         for link, wrench in self.cli_wrenches.items():
             wrenches[link] = wrenches.get(link, 0.0) + wrench
-        q = vectors.pop("q", np.tile(self.layout.model.q_neutral, (n, 1)))
+        q = pop_q(vectors, self.layout, n)
         self.reset()
         return States(q=q, wrenches=wrenches, where=lambda i: f"{name}:{lines[i]}", **vectors)
 
@@ -575,9 +575,16 @@ class _CsvConverter:
             vector = np.tile(layout.default(entry.kind), (len(values), 1))
             vector[:, entry.targets] = values[:, columns] * layout.scale(entry.kind)[entry.targets]
             vectors[entry.kind] = vector
-        q = vectors.pop("q", np.tile(layout.model.q_neutral, (len(values), 1)))
+        q = pop_q(vectors, layout, len(values))
         return States(q=q, wrenches=dict(self.wrenches), where=lambda i: f"{name}:{lines[i]}",
                       **vectors)
+
+
+def pop_q(vectors: dict, layout, count: int) -> np.ndarray:
+    """The chunk's q, taken out of ``vectors``; the neutral configuration if it has none."""
+    if "q" in vectors:
+        return vectors.pop("q")
+    return np.tile(layout.model.q_neutral, (count, 1))
 
 
 def _number(cell: str) -> float:
@@ -741,8 +748,7 @@ def _npz_chunks(members: list[_Member], name, layout, wrenches, size) -> Iterato
             vectors = {kind: block[:bad[1]] for kind, block in vectors.items()}
             stop = start + bad[1]
         if stop > start:
-            q = (vectors.pop("q") if "q" in vectors
-                 else np.tile(layout.model.q_neutral, (stop - start, 1)))
+            q = pop_q(vectors, layout, stop - start)
             yield States(q=q, wrenches=dict(wrenches),
                          where=lambda i, s=start: f"{name}: state {s + i}", **vectors)
         if bad is not None:
