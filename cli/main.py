@@ -307,10 +307,14 @@ def solve(request: Request) -> None:
 def stream(request: Request, layout: Layout, gravity, wrenches) -> None:
     """Many states: chunks in, results out as they are computed, progress on stderr.
 
-    On an error, the states before the bad one are computed and written, the output is
-    ended cleanly and the error says how many states it holds (a file that received no
-    state is removed).
+    A chunk is computed on a worker thread while the next one is read and the previous
+    one written (numpy releases the GIL in the engine, so parsing and writing overlap it);
+    results are written in input order. On an error, the states before the bad one are
+    computed and written, the output is ended cleanly and the error says how many states
+    it holds (a file that received no state is removed).
     """
+    from concurrent.futures import ThreadPoolExecutor
+
     from .progress import Progress, wanted
 
     source = Input.open(request.input)
@@ -320,15 +324,46 @@ def stream(request: Request, layout: Layout, gravity, wrenches) -> None:
     if isinstance(sink, NpzSink):  # the count is known once the first chunk is read
         sink.total = lambda: source.total
     progress = Progress(wanted(request.quiet))
+    worker = ThreadPoolExecutor(1, thread_name_prefix="dyn-compute")
     try:
-        for states in chunks:
-            sink.put(checked(request.command, layout, states, gravity, sink), states)
-            progress.advance(states.count, source.total)
+        pending = None  # (future, states) of the chunk being computed
+        for states in ahead(chunks):
+            done = None if pending is None else (collect(pending, sink), pending[1])
+            pending = None if states is None else (
+                worker.submit(compute, request.command, layout, states, gravity), states)
+            if done is not None:
+                sink.put(*done)
+                progress.advance(done[1].count, source.total)
     except BaseException as error:
         progress.close()
         raise stopped(sink, error) from None
+    finally:
+        worker.shutdown(wait=True)
     progress.close()
     sink.close()
+
+
+def ahead(chunks):
+    """The chunks, then None; a read error (a bad row) is raised one step late, after the
+    None, so that the chunk still being computed is written first."""
+    try:
+        yield from chunks
+    except Exception as error:  # noqa: BLE001 -- re-raised below, after the last chunk
+        yield None
+        raise error from None
+    yield None
+
+
+def collect(pending, sink: Sink) -> np.ndarray:
+    """The result of a chunk; if state k of it failed, the k results before it are written
+    and the error raised."""
+    future, states = pending
+    try:
+        return future.result()
+    except PartialResult as error:
+        if len(error.result):
+            sink.put(error.result, states)
+        raise UsageError(str(error)) from None
 
 
 def chunk_states(command: str, layout: Layout) -> int:
@@ -337,16 +372,6 @@ def chunk_states(command: str, layout: Layout) -> int:
     nv = max(layout.model.nv, 1)
     per_state = 8 * (nv * nv if command == "mass" else nv)
     return max(64, min(CHUNK, (8 << 20) // per_state))
-
-
-def checked(command: str, layout: Layout, states, gravity, sink: Sink) -> np.ndarray:
-    """compute(); if state k of the chunk fails, the k results before it are written first."""
-    try:
-        return compute(command, layout, states, gravity)
-    except PartialResult as error:
-        if len(error.result):
-            sink.put(error.result, states)
-        raise UsageError(str(error)) from None
 
 
 def stopped(sink: Sink, error: BaseException) -> BaseException:
