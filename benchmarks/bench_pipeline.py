@@ -3,6 +3,7 @@ a Python script over Pinocchio's parallel API, and the start-up latency of one s
 
     python benchmarks/bench_pipeline.py [--states 100000] [--repeats 3]
         [--latency-repeats 10] [--blas-threads 1] [--treedyn-threads N] [--markdown]
+        [--no-bytecode-cache]
 
 Model: Talos (``talos_data/robots/talos_reduced.urdf`` from example-robot-data) with a
 free-flyer root. ``--states`` random states (random unit quaternion for the root, joints
@@ -30,6 +31,12 @@ Latency (target: ``dyn inverse MODEL --free-flyer --q ...`` <= 0.6x of ``python 
 pinocchio"``): medians of ``--latency-repeats`` runs of that command and of a few reference
 commands that show where start-up goes, then ``python -X importtime`` of the single-state
 command (the ten largest cumulative imports) for whoever trims start-up next.
+
+Every child process runs with a bytecode cache (PYTHONDONTWRITEBYTECODE removed,
+PYTHONPYCACHEPREFIX set to a temporary folder that the warm-up runs fill), as Python runs
+after a pip install, which compiles modules once; without it, an environment that sets
+PYTHONDONTWRITEBYTECODE (this one does) recompiles every Python module of both sides on
+every run. ``--no-bytecode-cache`` keeps the environment as it is.
 
 OPENBLAS_NUM_THREADS (and OMP_NUM_THREADS, MKL_NUM_THREADS) are set for every child process
 from ``--blas-threads`` (default 1: the only threads are the ones each side asks for,
@@ -128,12 +135,15 @@ np.savez(output_file, **{{"inverse": "tau", "forward": "a", "mass": "M"}[task]: 
 '''
 
 
-def child_env(args) -> dict:
+def child_env(args, pycache: str) -> dict:
     env = dict(os.environ)
     for name in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
         env[name] = str(args.blas_threads)
     if args.treedyn_threads:
         env["TREEDYN_THREADS"] = str(args.treedyn_threads)
+    if not args.no_bytecode_cache:  # as after a pip install: modules are not recompiled
+        env.pop("PYTHONDONTWRITEBYTECODE", None)
+        env["PYTHONPYCACHEPREFIX"] = pycache
     return env
 
 
@@ -251,7 +261,9 @@ def header(args, env) -> str:
             f"numpy {np.__version__}, pinocchio {pin.__version__}; "
             f"OPENBLAS_NUM_THREADS={env['OPENBLAS_NUM_THREADS']} (also OMP/MKL) for every "
             f"process, TREEDYN_THREADS={env.get('TREEDYN_THREADS', 'unset (dyn default)')}, "
-            f"Pinocchio 2 threads; talos_reduced --free-flyer, {args.states} states; "
+            f"Pinocchio 2 threads; bytecode cache: "
+            f"{'as the environment has it' if args.no_bytecode_cache else 'on (PYTHONPYCACHEPREFIX, filled by the warm-up runs)'}; "
+            f"talos_reduced --free-flyer, {args.states} states; "
             f"batch: median of {args.repeats} runs after a warm-up, "
             f"latency: median of {args.latency_repeats}")
 
@@ -270,9 +282,12 @@ def main() -> None:
     parser.add_argument("--skip-batch", action="store_true")
     parser.add_argument("--skip-latency", action="store_true")
     parser.add_argument("--markdown", action="store_true", help="print README tables")
+    parser.add_argument("--no-bytecode-cache", action="store_true",
+                        help="keep the environment's PYTHONDONTWRITEBYTECODE (compile every run)")
     args = parser.parse_args()
     os.environ["OPENBLAS_NUM_THREADS"] = str(args.blas_threads)
-    env = child_env(args)
+    pycache = tempfile.TemporaryDirectory(prefix="bench_pipeline_pycache_")
+    env = child_env(args, pycache.name)
 
     from treedyn.parsers import load_model
 
