@@ -24,7 +24,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from .compiled import FREE, FREE_PERM, GENERIC, P_SPIN, PINV_SPIN, REVOLUTE, S_ROW, U_ROWS, plan_of
+from .compiled import (FREE, FREE_PERM, GENERIC, KEPT, NSPIN, P_SPIN, PINV_SPIN, REVOLUTE, S_ROW,
+                       U_ROWS, plan_of)
 from .kernels import (accumulate, chunk_size, gather, gauss_jordan_inverse, load_coordinates,
                       load_forces, load_rows, prepare_forces, run_chunks, spin_rotate, store_rows,
                       workspace)
@@ -64,7 +65,7 @@ def aba_shapes(plan) -> dict:
     nb, k, nrev = plan.nj + 1, plan.kmax, len(plan.rev_q)
     shapes = work_shapes(plan)
     shapes.update({"IA": (nb, 21), "U": (nb, 6), "Dinv": (nb,), "u": (nb,), "G": (k, 63),
-                   "T21": (k, 21), "K": (k, 10), "tspin": (k, 8),
+                   "T21": (k, 21), "K": (k, 10), "tspin": (k, 6),
                    "C2": (nrev,), "S2": (nrev,)})
     return shapes
 
@@ -114,12 +115,13 @@ def articulated_sweep(plan, W, generic: dict) -> None:
         Ud = W.H[:k]
         np.multiply(Ug, Dg[:, None], out=Ud)
         G = W.G[:k]
-        subtract_rank_one(IAg, Ug, Ud, W.K[:k])
+        rows = KEPT if g.kept_rows else NSPIN
+        subtract_rank_one(IAg, Ug, Ud, W.K[:k], rows)
         T21 = W.T21[:k]
         if g.kind == REVOLUTE:
             spin_rotate(IAg, W.CS[g.coords][:, None], W.SN[g.coords][:, None],
-                        W.C2[g.coords][:, None], W.S2[g.coords][:, None], W.tspin[:k])
-            np.matmul(g.L_aba, IAg, out=T21)  # L rot(Ia); IA of the child is not needed again
+                        W.C2[g.coords][:, None], W.S2[g.coords][:, None], W.tspin[:k], rows)
+            np.matmul(g.L_aba, IAg[:, :rows], out=T21)  # L rot(Ia); the child's IA is done
         else:
             d = W.DP[g.coords][:, None]
             G[:, :21] = IAg
@@ -129,24 +131,23 @@ def articulated_sweep(plan, W, generic: dict) -> None:
         accumulate(IA, g.parents, T21)
 
 
-def subtract_rank_one(IA, U, Ud, scratch) -> None:
+def subtract_rank_one(IA, U, Ud, scratch, rows: int = 21) -> None:
     """IA -= spin(U Ud^T) in place for IA (k, 21, m), U and Ud = U / D (k, 6, m).
 
-    U = (a, b) angular/linear; the spin rows (compiled.SPIN_TERMS) of the symmetric
-    U Ud^T: 0-2 are a_z ad_z, b_z bd_z, a_z bd_z; 3-10 the x then y parts of
-    (a ad_z, b bd_z, a bd_z, a_z bd); 11-20 sums and differences of xy products.
-    Products of strided row views (no gathers); scratch (k, 10, m).
+    U = (a, b) angular/linear; the spin rows (compiled.SPIN_TERMS): 0 is b_z bd_z, 1-4
+    and 9-14 sums and differences of xy products, 5-8 the x then y parts of
+    (b bd_z, a bd_z), 15-16 a_z ad_z, a_z bd_z, 17-20 the x then y parts of
+    (a ad_z, a_z bd). ``rows=KEPT`` skips 15-20 (zero after the update when U = IA e_z
+    and D = U_z, a revolute joint without armature). Products of strided row views, no
+    gathers; scratch (k, 10, m).
     """
     k, m = IA.shape[0], IA.shape[-1]
     t = scratch[:, 0:2]
-    np.multiply(U[:, 2::3], Ud[:, 2::3], out=t)
-    IA[:, 0:2] -= t
-    np.multiply(U[:, 2], Ud[:, 5], out=t[:, 0])
-    IA[:, 2] -= t[:, 0]
-    XY = IA[:, 3:11].reshape(k, 2, 4, m)  # [x | y][a ad_z, b bd_z, a bd_z, a_z bd]
-    for column, left, right in ((0, U[:, 0:2], Ud[:, 2:3]), (1, U[:, 3:5], Ud[:, 5:6]),
-                                (2, U[:, 0:2], Ud[:, 5:6]), (3, Ud[:, 3:5], U[:, 2:3])):
-        np.multiply(left, right, out=t)
+    np.multiply(U[:, 5], Ud[:, 5], out=t[:, 0])
+    IA[:, 0] -= t[:, 0]
+    XY = IA[:, 5:9].reshape(k, 2, 2, m)  # [x | y][b bd_z, a bd_z]
+    for column, left in ((0, U[:, 3:5]), (1, U[:, 0:2])):
+        np.multiply(left, Ud[:, 5:6], out=t)
         XY[:, :, column] -= t
     P1, P2, P3, P4, P5 = (scratch[:, r:r + 2] for r in (0, 2, 4, 6, 8))
     np.multiply(U[:, 0::3], Ud[:, 0::3], out=P1)  # a_x ad_x, b_x bd_x
@@ -155,20 +156,28 @@ def subtract_rank_one(IA, U, Ud, scratch) -> None:
     np.multiply(U[:, 0:2], Ud[:, 4:2:-1], out=P4)  # a_x bd_y, a_y bd_x
     np.multiply(U[:, 0::3], Ud[:, 1::3], out=P5)  # a_x ad_y, b_x bd_y
     P5 *= 2.0
-    IA[:, 18:20] -= P5  # spin-2 y of 00, 11
+    IA[:, 12:14] -= P5  # spin-2 y of 00, 11
     np.add(P1, P2, out=P5)
-    IA[:, 11:13] -= P5  # traces of 00, 11
+    IA[:, 1:3] -= P5  # traces of 00, 11
     np.subtract(P1, P2, out=P5)
-    IA[:, 15:17] -= P5  # spin-2 x of 00, 11
-    sums, differences = P1, P2  # (k, 2, m): rows (13, 20) and (17, 14)
-    np.add(P3[:, 0], P3[:, 1], out=sums[:, 0])  # 13: trace of 01
-    np.add(P4[:, 0], P4[:, 1], out=sums[:, 1])  # 20: spin-2 y of 01
-    np.subtract(P3[:, 0], P3[:, 1], out=differences[:, 0])
-    np.subtract(P4[:, 0], P4[:, 1], out=differences[:, 1])
-    IA[:, 13] -= sums[:, 0]
-    IA[:, 20] -= sums[:, 1]
-    IA[:, 17] -= differences[:, 0]  # spin-2 x of 01
-    IA[:, 14] -= differences[:, 1]  # curl of 01
+    IA[:, 9:11] -= P5  # spin-2 x of 00, 11
+    sums, differences = P1, P2  # (k, 2, m): rows (3, 14) and (11, 4)
+    np.add(P3[:, 0], P3[:, 1], out=sums[:, 0])  # trace of 01
+    np.add(P4[:, 0], P4[:, 1], out=sums[:, 1])  # spin-2 y of 01
+    np.subtract(P3[:, 0], P3[:, 1], out=differences[:, 0])  # spin-2 x of 01
+    np.subtract(P4[:, 0], P4[:, 1], out=differences[:, 1])  # curl of 01
+    IA[:, 3] -= sums[:, 0]
+    IA[:, 14] -= sums[:, 1]
+    IA[:, 11] -= differences[:, 0]
+    IA[:, 4] -= differences[:, 1]
+    if rows <= KEPT:
+        return
+    np.multiply(U[:, 2:3], Ud[:, 2::3], out=t)  # a_z ad_z, a_z bd_z
+    IA[:, 15:17] -= t
+    XY = IA[:, 17:21].reshape(k, 2, 2, m)  # [x | y][a ad_z, a_z bd]
+    for column, left, right in ((0, U[:, 0:2], Ud[:, 2:3]), (1, Ud[:, 3:5], U[:, 2:3])):
+        np.multiply(left, right, out=t)
+        XY[:, :, column] -= t
 
 
 def acceleration_sweep(plan, W, generic: dict) -> None:

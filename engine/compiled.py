@@ -47,19 +47,27 @@ FREE_PERM = np.array([3, 4, 5, 0, 1, 2])  # free joint: v = (linear, angular) <-
 # ---------------------------------------------------------------------------------------
 # The spin basis of symmetric 6x6 matrices. Cartesian index 3 * b + alpha: b = 0 angular,
 # 1 linear; alpha = x, y, z. Each entry: list of (coefficient, i, j) terms on A[i, j].
+# Rows 0-14 are the ones that stay in the articulated inertia IA - U D^-1 U^T of a revolute
+# joint about z without armature (that update zeroes every entry in row or column 2);
+# rows 15-20 are those entries.
 SPIN_TERMS = (
-    ((1, 2, 2),), ((1, 5, 5),), ((1, 2, 5),),  # 0-2: zz of blocks 00, 11, 01 (invariant)
-    ((1, 0, 2),), ((1, 3, 5),), ((1, 0, 5),), ((1, 2, 3),),  # 3-6: spin-1 pairs, x part
-    ((1, 1, 2),), ((1, 4, 5),), ((1, 1, 5),), ((1, 2, 4),),  # 7-10: spin-1 pairs, y part
-    ((1, 0, 0), (1, 1, 1)), ((1, 3, 3), (1, 4, 4)),  # 11-12: xy traces of 00, 11
-    ((1, 0, 3), (1, 1, 4)), ((1, 0, 4), (-1, 1, 3)),  # 13-14: trace and curl of 01
-    ((1, 0, 0), (-1, 1, 1)), ((1, 3, 3), (-1, 4, 4)), ((1, 0, 3), (-1, 1, 4)),  # 15-17
-    ((2, 0, 1),), ((2, 3, 4),), ((1, 0, 4), (1, 1, 3)),  # 18-20: spin-2 pairs, y part
+    ((1, 5, 5),),  # 0: zz of block 11 (invariant)
+    ((1, 0, 0), (1, 1, 1)), ((1, 3, 3), (1, 4, 4)),  # 1-2: xy traces of 00, 11
+    ((1, 0, 3), (1, 1, 4)), ((1, 0, 4), (-1, 1, 3)),  # 3-4: trace and curl of 01
+    ((1, 3, 5),), ((1, 0, 5),),  # 5-6: spin-1 pairs, x part
+    ((1, 4, 5),), ((1, 1, 5),),  # 7-8: spin-1 pairs, y part
+    ((1, 0, 0), (-1, 1, 1)), ((1, 3, 3), (-1, 4, 4)), ((1, 0, 3), (-1, 1, 4)),  # 9-11: spin-2 x
+    ((2, 0, 1),), ((2, 3, 4),), ((1, 0, 4), (1, 1, 3)),  # 12-14: spin-2 pairs, y part
+    ((1, 2, 2),), ((1, 2, 5),),  # 15-16: zz of 00 and 01 (invariant)
+    ((1, 0, 2),), ((1, 2, 3),),  # 17-18: spin-1 pairs, x part
+    ((1, 1, 2),), ((1, 2, 4),),  # 19-20: spin-1 pairs, y part
 )
 NSPIN = 21
-SPIN1_X, SPIN1_Y = slice(3, 7), slice(7, 11)  # rotate by theta
-SPIN2_X, SPIN2_Y = slice(15, 18), slice(18, 21)  # rotate by 2 theta
-INVARIANT = (slice(0, 3), slice(11, 15))
+KEPT = 15  # rows 0-14: all an articulated inertia past a revolute joint without armature has
+# (x rows, y rows, angle multiple): pairs turned by theta or 2 theta under a rotation about z
+ROTATING = ((slice(5, 7), slice(7, 9), 1), (slice(9, 12), slice(12, 15), 2),
+            (slice(17, 19), slice(19, 21), 1))
+INVARIANT = (slice(0, 5), slice(15, 17))
 
 
 def _spin_matrices() -> tuple[np.ndarray, np.ndarray]:
@@ -164,7 +172,7 @@ class Group:
     inertia: np.ndarray  # (k, 6, 6) body inertia, internal frame
     armature: np.ndarray  # (k, 1) (1-dof kinds)
     L: np.ndarray  # (k, 21, 21) spin(XT^T A XT) = L spin(A)
-    L_aba: np.ndarray  # revolute: L; prismatic (k, 21, 63) [L, L L1, L L2]
+    L_aba: np.ndarray  # revolute: L, or L[:, :, :KEPT] if kept_rows; prismatic (k, 21, 63) [L, L L1, L L2]
     L_crba: np.ndarray  # revolute: L; prismatic (k, 21, 63) [L, L L1, L L2]
     joint: object = None  # generic: the JointModel
     q_block: slice | None = None  # generic: its q columns
@@ -172,6 +180,7 @@ class Group:
     dof_count: int = 1
     armature_full: np.ndarray | None = None  # generic: (nv_j,)
     E_T: np.ndarray | None = None  # free root: its placement, world -> joint frame
+    kept_rows: bool = False  # revolute, no armature: ABA's Ia has spin rows 0-14 only
 
     @property
     def size(self) -> int:
@@ -307,8 +316,10 @@ def build_plan(model: Model) -> Plan:
             coords = slice(len(pri_q), len(pri_q) + k)
             pri_q += [model.idx_q[j] for j in members]
             pri_ref += [model.joint_models[j].ref for j in members]
+        arm = np.array([model.armature[model.idx_v[j]] for j in members])[:, None]
+        kept_rows = kind == REVOLUTE and not np.any(arm)
         if kind == REVOLUTE:
-            L_aba = L_crba = L
+            L_aba, L_crba = (L[:, :, :KEPT] if kept_rows else L), L
         elif kind == PRISMATIC:
             L_aba = np.concatenate([L, L @ L1, L @ L2], axis=2)
             L_crba = L_aba
@@ -316,13 +327,13 @@ def build_plan(model: Model) -> Plan:
             L_aba = L_crba = L
         first_dof = dof_start[members[0]]
         ndof = int(sum(model.nv_joint[j] for j in members))
-        arm = np.array([model.armature[model.idx_v[j]] for j in members])[:, None]
         group = Group(
             kind=kind, level=int(level), slots=slice(position + 1, end + 1), joints=members,
             parents=_parents(pslots), at_world=bool(np.all(pslots == 0)),
             dofs=slice(first_dof, first_dof + ndof), coords=coords, XT=XT,
             XTt=np.ascontiguousarray(np.swapaxes(XT, 1, 2)), inertia=inertia_int[position + 1:end + 1],
-            armature=arm, L=L, L_aba=np.ascontiguousarray(L_aba), L_crba=np.ascontiguousarray(L_crba))
+            armature=arm, L=L, L_aba=np.ascontiguousarray(L_aba), L_crba=np.ascontiguousarray(L_crba),
+            kept_rows=kept_rows)
         if kind in (GENERIC, FREE):
             j = int(members[0])
             group.joint = model.joint_models[j]

@@ -26,7 +26,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .compiled import INVARIANT, SPIN1_X, SPIN1_Y, SPIN2_X, SPIN2_Y, Parents
+from .compiled import INVARIANT, ROTATING, Parents
 
 
 @dataclass
@@ -240,7 +240,8 @@ def spin_rotated(W: np.ndarray, c, s, c2, s2, out: np.ndarray, t: np.ndarray) ->
     """Spin coordinates (k, 21, N) of R A R^T, R = blockdiag(Rz(theta), Rz(theta)), into out."""
     for rows in INVARIANT:
         out[:, rows] = W[:, rows]
-    for (X, Y), cc, ss in (((SPIN1_X, SPIN1_Y), c, s), ((SPIN2_X, SPIN2_Y), c2, s2)):
+    for X, Y, multiple in ROTATING:
+        cc, ss = (c, s) if multiple == 1 else (c2, s2)
         x, y, ox, oy = W[:, X], W[:, Y], out[:, X], out[:, Y]
         tt = t[:, :x.shape[1]]
         np.multiply(cc, x, out=ox)
@@ -252,11 +253,15 @@ def spin_rotated(W: np.ndarray, c, s, c2, s2, out: np.ndarray, t: np.ndarray) ->
     return out
 
 
-def spin_rotate(W: np.ndarray, c, s, c2, s2, t: np.ndarray) -> np.ndarray:
-    """In place: spin coordinates W (k, 21, N) become those of R A R^T (see spin_rotated)."""
-    for (X, Y), cc, ss in (((SPIN1_X, SPIN1_Y), c, s), ((SPIN2_X, SPIN2_Y), c2, s2)):
+def spin_rotate(W: np.ndarray, c, s, c2, s2, t: np.ndarray, rows: int = 21) -> np.ndarray:
+    """In place: spin coordinates W (k, 21, N) become those of R A R^T (see spin_rotated);
+    ``rows=KEPT`` turns only rows 0-14 (the others are known to be zero); t (k, 6, N)."""
+    for X, Y, multiple in ROTATING:
+        if X.start >= rows:
+            continue
+        cc, ss = (c, s) if multiple == 1 else (c2, s2)
         x, y = W[:, X], W[:, Y]
-        t1, t2 = t[:, :x.shape[1]], t[:, 4:4 + x.shape[1]]
+        t1, t2 = t[:, :x.shape[1]], t[:, 3:3 + x.shape[1]]
         np.multiply(ss, y, out=t1)
         np.multiply(ss, x, out=t2)
         np.multiply(x, cc, out=x)
