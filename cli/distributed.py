@@ -27,6 +27,7 @@ from dataclasses import replace
 import numpy as np
 
 from .inputs import INPUT_FORMATS, Input, Layout, UsageError, _npz_members, pop_q
+from .progress import Progress, wanted
 
 ROWS_PER_TASK = 100_000  # states per task at most (rounded down to whole chunks)
 EXTRA = "--scheduler needs the optional extra: pip install 'treedyn[dask]'"
@@ -139,6 +140,7 @@ def run_on_cluster(client, request, layout: Layout, files, outputs) -> None:
            "gravity": request.gravity, "fext": request.fext, "kinds": kinds, "size": size,
            "sparsity": request.sparsity}
     futures, written = [], []  # per input file: its final task, and the files it writes
+    states = {}  # computing task -> its number of states, for the progress bar
     for path, output in zip(files, outputs):
         count = states_in(path, layout, kinds)
         blocks = [(start, min(start + per_task, count))
@@ -148,16 +150,23 @@ def run_on_cluster(client, request, layout: Layout, files, outputs) -> None:
             written.append([output, output + ".raw"])
             futures.append(client.submit(solve_block, job, os.path.abspath(path), 0, count,
                                          output, True, pure=False))
+            states[futures[-1]] = count
             continue
         parts = [f"{output}.part{k}" for k in range(len(blocks))]
         written.append([output, *parts])
         pieces = [client.submit(solve_block, job, os.path.abspath(path), start, stop, part,
                                 False, pure=False)
                   for (start, stop), part in zip(blocks, parts)]
+        states.update({piece: stop - start for piece, (start, stop) in zip(pieces, blocks)})
         futures.append(client.submit(assemble, job, pieces, output, pure=False))
+    progress = Progress(wanted(request.quiet))
     try:
         import distributed
 
+        total = sum(states.values())
+        for done in distributed.as_completed(list(states)):
+            if done.status == "finished":
+                progress.advance(states[done], total)
         distributed.wait(futures)  # every task ended: no file is written after the cleanup
         client.gather(futures)
     except UsageError as error:
@@ -168,6 +177,8 @@ def run_on_cluster(client, request, layout: Layout, files, outputs) -> None:
         client.cancel(futures)
         keep_finished(futures, written)
         raise
+    finally:
+        progress.close()
 
 
 def keep_finished(futures, written) -> int:

@@ -165,3 +165,17 @@ def test_bad_row_keeps_the_files_that_finished(tmp_path, monkeypatch, distribute
     assert dyn("inverse", ARM, "--input", inputs[0], "--output", single)[0] == 0
     with np.load(out / "log0.npz") as got, np.load(single) as expected:
         assert np.array_equal(got["tau"], expected["tau"])
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="pty")
+def test_progress_bar_counts_the_states_of_every_task(tmp_path, distributed):
+    from test_pipelines import run_on_terminal
+
+    write_inputs(tmp_path / "logs", load_model(str(ARM)), [250_000, 3])  # 3 tasks
+    out = tmp_path / "out"
+    args = ["inverse", str(ARM), "--input", str(tmp_path / "logs" / "*.npz"),
+            "--output", f"{out}/", "--scheduler", "local"]
+    code, shown = run_on_terminal(args)
+    assert code == 0 and "states/s" in shown and "250,003 states" in shown, shown
+    code, quiet = run_on_terminal(args + ["--quiet"])
+    assert code == 0 and quiet == "", quiet
