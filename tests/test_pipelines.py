@@ -606,3 +606,17 @@ def test_npz_sink_told_the_count_aborts_cleanly(tmp_path):
     del sink
     gc.collect()
     assert os.listdir(tmp_path) == []
+
+
+def test_dyn_pins_blas_to_one_thread_unless_told_otherwise():
+    """The engine's own threads each run small BLAS calls; BLAS threads on top oversubscribe."""
+    code = ("import os, treedyn.cli.main, numpy; "
+            "print(os.environ['OPENBLAS_NUM_THREADS'], os.environ['OMP_NUM_THREADS'])")
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS")}
+    pinned = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True,
+                            text=True, check=True)
+    assert pinned.stdout.split() == ["1", "1"]
+    chosen = subprocess.run([sys.executable, "-c", code], env={**env, "OPENBLAS_NUM_THREADS": "2"},
+                            capture_output=True, text=True, check=True)
+    assert chosen.stdout.split() == ["2", "1"]
