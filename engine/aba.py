@@ -275,21 +275,3 @@ def generic_acceleration(g, W, E, r, S, U, Dinv, u) -> None:
     qdd = np.einsum("njk,nk->nj", Dinv, rhs)
     W.qdd[g.dofs] = qdd.T
     W.A[i] = (dA_parent + apply_subspace(S, qdd)).T
-
-
-def invert_blocks(D: np.ndarray) -> np.ndarray:
-    """Inverses of the joint blocks D (N, k, k); a singular block gives inf/nan, not an error.
-
-    A singular D means the subtree of that joint has no inertia along some joint direction
-    (massless links): M is singular there and the accelerations are undefined.
-    """
-    with np.errstate(divide="ignore", invalid="ignore"):
-        if D.shape[-1] == 1:
-            return 1.0 / D
-        try:
-            return np.linalg.inv(D)
-        except np.linalg.LinAlgError:
-            singular = np.linalg.matrix_rank(D) < D.shape[-1]
-            out = np.full_like(D, np.nan)
-            out[~singular] = np.linalg.inv(D[~singular])
-            return out
