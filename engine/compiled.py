@@ -172,7 +172,8 @@ class Group:
     inertia: np.ndarray  # (k, 6, 6) body inertia, internal frame
     armature: np.ndarray  # (k, 1) (1-dof kinds)
     L: np.ndarray  # (k, 21, 21) spin(XT^T A XT) = L spin(A)
-    L_aba: np.ndarray  # revolute: L, or L[:, :, :KEPT] if kept_rows; prismatic (k, 21, 63) [L, L L1, L L2]
+    # revolute: L, or L[:, :, :KEPT] if kept_rows; prismatic (k, 21, 63) [L, L L1, L L2]
+    L_aba: np.ndarray
     L_crba: np.ndarray  # revolute: L; prismatic (k, 21, 63) [L, L L1, L L2]
     joint: object = None  # generic: the JointModel
     q_block: slice | None = None  # generic: its q columns
