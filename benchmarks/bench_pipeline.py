@@ -257,12 +257,13 @@ def bench_latency(args, env, urdf, model):
 def header(args, env) -> str:
     import pinocchio as pin
 
+    cache = ("as the environment has it" if args.no_bytecode_cache
+             else "on (PYTHONPYCACHEPREFIX, filled by the warm-up runs)")
     return (f"# {platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}, "
             f"numpy {np.__version__}, pinocchio {pin.__version__}; "
             f"OPENBLAS_NUM_THREADS={env['OPENBLAS_NUM_THREADS']} (also OMP/MKL) for every "
             f"process, TREEDYN_THREADS={env.get('TREEDYN_THREADS', 'unset (dyn default)')}, "
-            f"Pinocchio 2 threads; bytecode cache: "
-            f"{'as the environment has it' if args.no_bytecode_cache else 'on (PYTHONPYCACHEPREFIX, filled by the warm-up runs)'}; "
+            f"Pinocchio 2 threads; bytecode cache: {cache}; "
             f"talos_reduced --free-flyer, {args.states} states; "
             f"batch: median of {args.repeats} runs after a warm-up, "
             f"latency: median of {args.latency_repeats}")
