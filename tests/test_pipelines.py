@@ -620,3 +620,24 @@ def test_dyn_pins_blas_to_one_thread_unless_told_otherwise():
     chosen = subprocess.run([sys.executable, "-c", code], env={**env, "OPENBLAS_NUM_THREADS": "2"},
                             capture_output=True, text=True, check=True)
     assert chosen.stdout.split() == ["2", "1"]
+
+
+def test_npz_output_of_an_npz_input_is_written_in_place(tmp_path, states, small_chunks,
+                                                        monkeypatch):
+    """dyn tells an .npz output the number of states of its .npz input (no spool)."""
+    from treedyn.cli.output import NpzSink
+
+    seen, start = [], NpzSink.start
+
+    def recording(sink):
+        start(sink)
+        seen.append((sink.announced, sink.spool is None))
+
+    monkeypatch.setattr(NpzSink, "start", recording)
+    q, v, a = states
+    source, target = tmp_path / "states.npz", tmp_path / "tau.npz"
+    np.savez(source, q=q, v=v, a=a)
+    dyn("inverse", ARM, "-i", source, "-o", target)
+    assert seen == [(len(q), True)]
+    with np.load(target) as saved:
+        np.testing.assert_array_equal(saved["tau"], rnea(load_model(str(ARM)), q, v, a))
