@@ -16,7 +16,8 @@ Layout and frames as in :mod:`treedyn.engine.rnea`; articulated inertias are (21
 coordinates per body (:mod:`treedyn.engine.compiled`): for a revolute joint ``U = IA S``
 is 6 of those rows, the rank-one ``U D^-1 U^T`` is subtracted row by row in the child
 frame, and ``Xup^T Ia Xup`` is a few rotation row updates (angle and double angle) and one
-(21, 21) BLAS call per group; a prismatic joint's shift is a (21, 63) call on
+(21, 21) BLAS call per group -- (21, 15) without armature, where Ia keeps 15 non-zero spin
+rows (compiled.KEPT); a prismatic joint's shift is a (21, 63) call on
 ``[Ia; d Ia; d^2 Ia]``. Singular blocks give inf/nan (``1 / 0``; Gauss-Jordan without
 pivoting for multi-dof joints), never an exception.
 """

@@ -64,10 +64,10 @@ SPIN_TERMS = (
 )
 NSPIN = 21
 KEPT = 15  # rows 0-14: all an articulated inertia past a revolute joint without armature has
-# (x rows, y rows, angle multiple): pairs turned by theta or 2 theta under a rotation about z
+# (x rows, y rows, angle multiple): pairs turned by theta or 2 theta under a rotation about
+# z; the other 7 rows (0-4, 15-16) do not change under it
 ROTATING = ((slice(5, 7), slice(7, 9), 1), (slice(9, 12), slice(12, 15), 2),
             (slice(17, 19), slice(19, 21), 1))
-INVARIANT = (slice(0, 5), slice(15, 17))
 
 
 def _spin_matrices() -> tuple[np.ndarray, np.ndarray]:

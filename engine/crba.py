@@ -46,7 +46,7 @@ def crba(model: Model, q) -> np.ndarray:
 
 def crba_shapes(plan) -> dict:
     nb, k, nrev, nv = plan.nj + 1, plan.kmax, len(plan.rev_q), plan.nv
-    return {"IC": (nb, 21), "G": (k, 63), "T21": (k, 21), "t1": (k, 4), "F": (nv, 6),
+    return {"IC": (nb, 21), "G": (k, 63), "T21": (k, 21), "t1": (k, 6), "F": (nv, 6),
             "FT": (nv, 6), "t6": (nv, 2), "TH": (nrev,), "SC": (3, nrev), "SN": (nrev,), "CS": (nrev,),
             "C2": (nrev,), "S2": (nrev,), "DP": (len(plan.pri_q),)}
 

@@ -26,7 +26,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .compiled import INVARIANT, ROTATING, Parents
+from .compiled import ROTATING, Parents
 
 
 @dataclass
@@ -237,25 +237,16 @@ def shift_to_parent(X: np.ndarray, d: np.ndarray, t: np.ndarray):
 
 
 def spin_rotated(W: np.ndarray, c, s, c2, s2, out: np.ndarray, t: np.ndarray) -> np.ndarray:
-    """Spin coordinates (k, 21, N) of R A R^T, R = blockdiag(Rz(theta), Rz(theta)), into out."""
-    for rows in INVARIANT:
-        out[:, rows] = W[:, rows]
-    for X, Y, multiple in ROTATING:
-        cc, ss = (c, s) if multiple == 1 else (c2, s2)
-        x, y, ox, oy = W[:, X], W[:, Y], out[:, X], out[:, Y]
-        tt = t[:, :x.shape[1]]
-        np.multiply(cc, x, out=ox)
-        np.multiply(ss, y, out=tt)
-        np.subtract(ox, tt, out=ox)
-        np.multiply(ss, x, out=oy)
-        np.multiply(cc, y, out=tt)
-        np.add(oy, tt, out=oy)
-    return out
+    """Spin coordinates (k, 21, N) of R A R^T, R = blockdiag(Rz(theta), Rz(theta)), into out
+    (W unchanged); t (k, 6, N)."""
+    np.copyto(out, W)
+    return spin_rotate(out, c, s, c2, s2, t)
 
 
 def spin_rotate(W: np.ndarray, c, s, c2, s2, t: np.ndarray, rows: int = 21) -> np.ndarray:
-    """In place: spin coordinates W (k, 21, N) become those of R A R^T (see spin_rotated);
-    ``rows=KEPT`` turns only rows 0-14 (the others are known to be zero); t (k, 6, N)."""
+    """In place: spin coordinates W (k, 21, N) become those of R A R^T,
+    R = blockdiag(Rz(theta), Rz(theta)); t (k, 6, N). ``rows=KEPT`` turns only rows 0-14
+    (the others are known to be zero). The invariant rows are left as they are."""
     for X, Y, multiple in ROTATING:
         if X.start >= rows:
             continue
