@@ -18,8 +18,11 @@ is 6 of those rows, the rank-one ``U D^-1 U^T`` is subtracted row by row in the 
 frame, and ``Xup^T Ia Xup`` is a few rotation row updates (angle and double angle) and one
 (21, 21) BLAS call per group -- (21, 15) without armature, where Ia keeps 15 non-zero spin
 rows (compiled.KEPT); a prismatic joint's shift is a (21, 63) call on
-``[Ia; d Ia; d^2 Ia]``. Singular blocks give inf/nan (``1 / 0``; Gauss-Jordan without
-pivoting for multi-dof joints), never an exception.
+``[Ia; d Ia; d^2 Ia]``. IA is never initialised up front: a body without children starts
+from its own inertia W0 when its group comes up, and a body's first child writes W0 plus its
+contribution (after a revolute joint without armature, as a W0 column of that matmul
+applied to ``[rot(Ia); 1]``, straight into the parents' rows). Singular blocks give
+inf/nan (``1 / 0``; Gauss-Jordan without pivoting for multi-dof joints), never an exception.
 """
 from __future__ import annotations
 
@@ -77,7 +80,6 @@ def aba_chunk(plan, W, q, v, tau, fx, a_world, out) -> None:
     if not load_rows(plan, tau, W.tau, W.rows):
         W.tau[...] = 0.0
     generic = forward_sweep(plan, W, q, has_v, False, fx, a_world)  # V, A0, F = pA
-    W.IA[...] = plan.W0
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
         articulated_sweep(plan, W, generic)
         acceleration_sweep(plan, W, generic)
@@ -86,11 +88,13 @@ def aba_chunk(plan, W, q, v, tau, fx, a_world, out) -> None:
 
 def articulated_sweep(plan, W, generic: dict) -> None:
     """Leaves to root: IA, U, D^-1, u per body; IA and pA passed on to the parents."""
-    IA, pA = W.IA, W.F
+    IA, pA, W0 = W.IA, W.F, plan.W0
     for g in reversed(plan.groups):
         b, k = g.slots, g.size
+        if g.leaves is not None:  # no child wrote their IA: it is their own inertia
+            IA[g.leaves] = W0[g.leaves]
         if g.kind == GENERIC:
-            generic[b.start] = generic_articulated(g, W, *generic[b.start])
+            generic[b.start] = generic_articulated(g, W, W0, *generic[b.start])
             continue
         if g.kind == FREE:
             generic[b.start] = free_root_articulated(g, W)
@@ -122,6 +126,10 @@ def articulated_sweep(plan, W, generic: dict) -> None:
         if g.kind == REVOLUTE:
             spin_rotate(IAg, W.CS[g.coords][:, None], W.SN[g.coords][:, None],
                         W.C2[g.coords][:, None], W.S2[g.coords][:, None], W.tspin[:k], rows)
+            if g.L_first is not None:  # [L | W0_parent] [rot(Ia); 1] into the parents
+                IAg[:, rows] = 1.0  # a spin row known to be zero; the child's IA is done
+                np.matmul(g.L_first, IAg[:, :rows + 1], out=IA[g.parents.read])
+                continue
             np.matmul(g.L_aba, IAg[:, :rows], out=T21)  # L rot(Ia); the child's IA is done
         else:
             d = W.DP[g.coords][:, None]
@@ -129,7 +137,19 @@ def articulated_sweep(plan, W, generic: dict) -> None:
             np.multiply(IAg, d, out=G[:, 21:42])
             np.multiply(G[:, 21:42], d, out=G[:, 42:63])
             np.matmul(g.L_aba, G, out=T21)  # [L, L L1, L L2] @ [Ia; d Ia; d^2 Ia]
-        accumulate(IA, g.parents, T21)
+        contribute(IA, W0, g, T21)
+
+
+def contribute(IA, W0, g, T) -> None:
+    """IA[parent] += T per member, or IA[parent] = W0[parent] + T for its first child."""
+    parents = g.parents
+    if parents.contiguous and (g.first.all() or not g.first.any()):
+        target = IA[parents.read]
+        np.add(W0[parents.read] if g.first[0] else target, T, out=target)
+        return
+    for member, slot in enumerate(parents.slots):  # few members: row adds beat fancy indexing
+        target = IA[slot]
+        np.add(W0[slot] if g.first[member] else target, T[member], out=target)
 
 
 def subtract_rank_one(IA, U, Ud, scratch, rows: int = 21) -> None:
@@ -249,7 +269,7 @@ def solve_blocks(D: np.ndarray, u: np.ndarray) -> np.ndarray:
     return x
 
 
-def generic_articulated(g, W, E, r, S):
+def generic_articulated(g, W, W0, E, r, S):
     """Backward step of a generic joint in AoS math; returns what the third sweep needs."""
     i, p = g.slots.start, g.parents.slots[0]
     m = W.IA.shape[-1]
@@ -264,7 +284,8 @@ def generic_articulated(g, W, E, r, S):
         UDinv = U @ Dinv
         Ia = IA - UDinv @ np.swapaxes(U, 1, 2)
         pa = pA + np.einsum("nik,nk->ni", UDinv, u)
-        W.IA[p] += P_SPIN @ inertia_to_parent(E, r, Ia).reshape(m, 36).T
+        T = P_SPIN @ inertia_to_parent(E, r, Ia).reshape(m, 36).T
+        np.add(W0[p] if g.first[0] else W.IA[p], T, out=W.IA[p])
         W.F[p] += force_to_parent(E, r, pa).T
     return E, r, S, U, Dinv, u
 

@@ -182,6 +182,13 @@ class Group:
     armature_full: np.ndarray | None = None  # generic: (nv_j,)
     E_T: np.ndarray | None = None  # free root: its placement, world -> joint frame
     kept_rows: bool = False  # revolute, no armature: ABA's Ia has spin rows 0-14 only
+    # ABA leaves to root: members whose parent receives its first articulated inertia from
+    # them (that write also brings the parent's own W0), and members without children
+    first: np.ndarray | None = None  # (k,) bool
+    leaves: np.ndarray | None = None  # (l,) slots of the members that have no children
+    # kept revolute, every parent distinct, contiguous and first: (k, 21, KEPT + 1)
+    # [L_aba | W0 of the parent], applied to [Ia; 1] straight into the parents' rows
+    L_first: np.ndarray | None = None
 
     @property
     def size(self) -> int:
@@ -347,6 +354,7 @@ def build_plan(model: Model) -> Plan:
         groups.append(group)
         position = end
 
+    _first_contributions(groups, W0, nj)
     group_of_slot = [None] * (nj + 1)
     row_in_group = np.zeros(nj + 1, dtype=int)
     for g in groups:
@@ -372,6 +380,34 @@ def build_plan(model: Model) -> Plan:
         generic_dofs=max([g.dof_count for g in groups if g.kind == GENERIC] or [0]),
         Q=Q, own_cols=own_cols, subtree_cols=subtree_cols, group_of_slot=group_of_slot,
         row_in_group=row_in_group)
+
+
+def _first_contributions(groups: list[Group], W0: np.ndarray, nj: int) -> None:
+    """Set each group's ``first``, ``leaves`` and ``L_first`` for ABA's backward sweep.
+
+    ABA starts every articulated inertia from the body's own W0 and adds the children's
+    contributions. Instead of writing W0 into all of them first, a body without children
+    copies its W0 when its group comes up, and the first child to contribute to a body
+    (in the sweep's order, leaves to root) writes W0 plus its contribution.
+    """
+    children = np.zeros(nj + 1, dtype=int)
+    for g in groups:
+        if not g.at_world:
+            np.add.at(children, g.parents.slots, 1)
+    written = np.zeros(nj + 1, dtype=bool)
+    for g in reversed(groups):
+        slots = np.arange(g.slots.start, g.slots.stop)
+        leaves = slots[children[slots] == 0]
+        g.leaves = leaves if len(leaves) else None
+        g.first = np.zeros(g.size, dtype=bool)
+        if g.at_world:
+            continue
+        for member, parent in enumerate(g.parents.slots):
+            g.first[member] = not written[parent]
+            written[parent] = True
+        if g.kept_rows and g.parents.contiguous and g.first.all():
+            g.L_first = np.ascontiguousarray(
+                np.concatenate([g.L_aba, W0[g.parents.read]], axis=2))
 
 
 # ---------------------------------------------------------------------------------------
