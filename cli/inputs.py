@@ -21,6 +21,7 @@ then the :class:`UsageError` is raised, so output can end exactly at the bad row
 """
 from __future__ import annotations
 
+import codecs
 import csv
 import io
 import json
@@ -48,6 +49,11 @@ INPUT_FORMATS = {".jsonl": "jsonl", ".ndjson": "jsonl", ".json": "jsonl", ".csv"
 
 class UsageError(Exception):
     """Bad usage or bad input: reported as one line on stderr with exit code 2."""
+
+
+class CorruptInput(UsageError):
+    """The input file turned out to be damaged while it was read (a failed CRC-32, a broken
+    compressed stream): the states already read from it cannot be trusted."""
 
 
 def suggest(name: str, known: Sequence[str]) -> str:
@@ -265,8 +271,7 @@ class Input:
             raise UsageError(f"{path}: unknown input format '{suffix or path}' "
                              "(use .jsonl, .csv or .npz, or - for stdin)")
         try:
-            stream = (open(path, "rb") if kind == "npz"
-                      else open(path, encoding="utf-8", newline=""))
+            stream = open(path, "rb")  # text is decoded line by line (_text_lines)
         except OSError as error:
             raise UsageError(f"{path}: cannot read ({error.strerror})") from None
         return Input(path, kind, stream)
@@ -277,8 +282,6 @@ class Input:
         reader = {"jsonl": _jsonl_chunks, "csv": _csv_chunks, "npz": self._npz}[self.kind]
         try:
             yield from reader(self.stream, self.name, layout, kinds, wrenches, size)
-        except UnicodeDecodeError:
-            raise UsageError(f"{self.name}: not UTF-8 text") from None
         finally:
             if self.owned:
                 self.stream.close()
@@ -304,9 +307,22 @@ def _sniff_stdin() -> Input:
         shutil.copyfileobj(raw, spool, 1 << 20)
         spool.seek(0)
         return Input(STDIN, "npz", spool)
-    text = io.TextIOWrapper(raw, encoding="utf-8", newline="")
-    kind = "csv" if head.lstrip()[:1] not in (b"{", b"") else "jsonl"
-    return Input(STDIN, kind, text, owned=False)
+    kind = "csv" if head.removeprefix(codecs.BOM_UTF8).lstrip()[:1] not in (b"{", b"") else "jsonl"
+    return Input(STDIN, kind, raw, owned=False)
+
+
+def _text_lines(stream, name: str) -> Iterator[tuple[int, str]]:
+    """(line number, text) of a binary stream, decoded as UTF-8 line by line, so a bad byte
+    is reported with its line after the lines before it were used; a BOM (as spreadsheet
+    programs write) is dropped from the first line."""
+    for number, data in enumerate(stream, 1):
+        if number == 1:
+            data = data.removeprefix(codecs.BOM_UTF8)
+        try:
+            yield number, data.decode("utf-8")
+        except UnicodeDecodeError as error:
+            raise UsageError(f"{name}:{number}: not UTF-8 text (byte {data[error.start]:#04x} "
+                             f"at column {error.start + 1})") from None
 
 
 class _Chunk:
@@ -370,17 +386,17 @@ def _jsonl_chunks(stream, name, layout, kinds, wrenches, size) -> Iterator[State
     """Chunks of a JSON Lines stream; at a bad line, the good lines before it, then the error."""
     chunk = _Chunk(name, layout, wrenches, size)
     known_links: set[str] = set()
-    for number, line in enumerate(stream, 1):
-        if not line.strip():
-            continue
-        try:
+    try:
+        for number, line in _text_lines(stream, name):
+            if not line.strip():
+                continue
             _jsonl_row(line, f"{name}:{number}", layout, kinds, chunk, known_links)
-        except UsageError:
-            yield from chunk.flush()
-            raise
-        chunk.lines.append(number)
-        if len(chunk.lines) == size:
-            yield from chunk.flush()
+            chunk.lines.append(number)
+            if len(chunk.lines) == size:
+                yield from chunk.flush()
+    except UsageError:
+        yield from chunk.flush()  # the good lines before the bad one (none if flush failed)
+        raise
     yield from chunk.flush()
 
 
@@ -393,6 +409,10 @@ def _jsonl_row(line: str, where: str, layout: Layout, kinds, chunk: _Chunk,
         raise UsageError(f"{where}: not valid JSON ({getattr(error, 'msg', error)})") from None
     if not isinstance(state, dict):
         raise UsageError(f"{where}: expected a JSON object like {{\"q\": [...]}}")
+    if state and "fext" not in state and not any(kind in state for kind in kinds):
+        keys = ", ".join(f'"{key}"' for key in list(state)[:4])
+        raise UsageError(f"{where}: no {_or(kinds)} here, nothing to compute from (the object "
+                         f"has {keys}{', ...' if len(state) > 4 else ''})")
     row = len(chunk.lines)
     for kind in kinds:
         if kind in state:
@@ -403,6 +423,12 @@ def _jsonl_row(line: str, where: str, layout: Layout, kinds, chunk: _Chunk,
 
 DECODER = json.JSONDecoder()
 NUMBER_TYPES = frozenset((int, float))  # JSON numbers; not bool
+
+
+def _or(kinds: Sequence[str]) -> str:
+    """'"q", "v" or "a"' for messages."""
+    quoted = [f'"{kind}"' for kind in kinds]
+    return quoted[0] if len(quoted) == 1 else f"{', '.join(quoted[:-1])} or {quoted[-1]}"
 
 
 def _is_number(x) -> bool:
@@ -496,6 +522,11 @@ def _csv_plan(header: list[str], name: str, layout: Layout,
             raise UsageError(f"{where}: the same {kind} entry appears twice")
         entry.columns.append(column)
         entry.targets.append(target)
+    if not plan:
+        titles = ", ".join(f"'{t.strip()}'" for t in header[:4]) + (", ..." if len(header) > 4 else "")
+        forms = ", ".join(f"{kind}0.. or {kind}:<joint>" for kind in kinds)
+        raise UsageError(f"{name}:1: no column to compute from: the header has {titles}; "
+                         f"this command reads {forms} (comma-separated)")
     for entry in plan.values():
         if entry.positional and len(entry.targets) != layout.width(entry.kind):
             kind = entry.kind
@@ -506,7 +537,7 @@ def _csv_plan(header: list[str], name: str, layout: Layout,
 
 def _csv_chunks(stream, name, layout, kinds, wrenches, size) -> Iterator[States]:
     """Chunks of a CSV stream; at a bad row, the good rows before it, then the error."""
-    reader = csv.reader(stream)
+    reader = csv.reader(text for _, text in _text_lines(stream, name))
     header = next(reader, None)
     if header is None:
         return
@@ -514,18 +545,21 @@ def _csv_chunks(stream, name, layout, kinds, wrenches, size) -> Iterator[States]
     convert = _CsvConverter([t.strip() for t in header], plan, name, layout, wrenches)
     rows: list[list[str]] = []
     lines: list[int] = []
-    for row in reader:
-        if not row:
-            continue
-        if len(row) != len(header):
-            yield from convert.rows(rows, lines)
-            raise UsageError(f"{name}:{reader.line_num}: {len(row)} fields, "
-                             f"the header has {len(header)}")
-        rows.append(row)
-        lines.append(reader.line_num)
-        if len(rows) == size:
-            yield from convert.rows(rows, lines)
-            rows, lines = [], []
+    try:
+        for row in reader:
+            if not row:
+                continue
+            if len(row) != len(header):
+                raise UsageError(f"{name}:{reader.line_num}: {len(row)} fields, "
+                                 f"the header has {len(header)}")
+            rows.append(row)
+            lines.append(reader.line_num)
+            if len(rows) == size:
+                block, rows, lines = (rows, lines), [], []
+                yield from convert.rows(*block)
+    except UsageError:
+        yield from convert.rows(rows, lines)  # the rows before the bad one, not yet converted
+        raise
     yield from convert.rows(rows, lines)
 
 
@@ -696,8 +730,8 @@ class _Stored:
             self.crc = zlib.crc32(part, self.crc)
             self.crc_at += len(part)
         if self.crc != self.expected:
-            raise UsageError(f"not a readable .npz file (Bad CRC-32 for file "
-                             f"{self.member_name!r})")
+            raise CorruptInput(f"not a readable .npz file (Bad CRC-32 for file "
+                               f"{self.member_name!r})")
         self.checked = True
 
     def read_into(self, target, offset: int) -> None:
@@ -734,10 +768,12 @@ def _npz_chunks(members: list[_Member], name, layout, wrenches, size) -> Iterato
                 # float64 rows of our own, to scale in place and hand on: one copy at most
                 block = block.astype(np.float64, copy=member.stored is None)
             except (OSError, EOFError, ValueError, zipfile.BadZipFile, zlib.error) as error:
-                raise UsageError(f"{name}: not a readable .npz file ({error})") from None
+                raise CorruptInput(f"{name}: not a readable .npz file ({error})") from None
             except UsageError as error:
-                raise UsageError(f"{name}: {error}") from None
-            if not np.isfinite(block.sum()):  # a NaN or inf (or an overflow): find the row
+                raise type(error)(f"{name}: {error}") from None
+            with np.errstate(over="ignore", invalid="ignore"):
+                finite = np.isfinite(block.sum())
+            if not finite:  # a NaN or inf (or only an overflow of the sum): find the row
                 rows = np.flatnonzero(~np.isfinite(block).all(axis=1))
                 if rows.size and (bad is None or rows[0] < bad[1]):
                     bad = (member.kind, int(rows[0]))

@@ -8,6 +8,7 @@ them, so ``dyn --help`` stays quick.
 import copy
 import json
 import os
+import signal
 import sys
 from dataclasses import dataclass
 from enum import Enum
@@ -20,7 +21,7 @@ from treedyn.engine import aba, crba, external_forces, rnea
 
 from .common import FreeFlyerOpt, ModelArg, examples, load
 from .diagnostics import register as register_diagnostics
-from .inputs import (CHUNK, Input, Layout, UsageError, parse_fext, parse_gravity,
+from .inputs import (CHUNK, CorruptInput, Input, Layout, UsageError, parse_fext, parse_gravity,
                      single_state)
 from .output import (OUTPUT_FORMATS, CsvSink, JsonSink, NpzSink, Sink, TableSink, info_csv,
                      info_document, info_table, set_quiet, sparsity_document, sparsity_table)
@@ -301,7 +302,22 @@ def solve(request: Request) -> None:
 
     if wants_many(request):
         return solve_many(request, layout, gravity, wrenches)
+    if request.output is not None and same_file(request.input, request.output):
+        raise UsageError(f"dyn: --output {request.output} is the input file: it would be "
+                         "emptied before it is read; write to another file")
     stream(request, layout, gravity, wrenches)
+
+
+def same_file(first: str, second: str) -> bool:
+    """Whether two paths name one file (also through links); False if one does not exist."""
+    if first == "-" or second == "-":
+        return False
+    if os.path.realpath(first) == os.path.realpath(second):
+        return True
+    try:
+        return os.path.samefile(first, second)
+    except OSError:
+        return False
 
 
 def stream(request: Request, layout: Layout, gravity, wrenches) -> None:
@@ -323,7 +339,7 @@ def stream(request: Request, layout: Layout, gravity, wrenches) -> None:
     sink = open_sink(request, layout, single=False)
     if isinstance(sink, NpzSink):  # the count is known once the first chunk is read
         sink.total = lambda: source.total
-    progress = Progress(wanted(request.quiet))
+    progress = Progress(wanted(request.quiet, results_on_stdout=request.output is None))
     worker = ThreadPoolExecutor(1, thread_name_prefix="dyn-compute")
     try:
         pending = None  # (future, states) of the chunk being computed
@@ -375,10 +391,21 @@ def chunk_states(command: str, layout: Layout) -> int:
 
 
 def stopped(sink: Sink, error: BaseException) -> BaseException:
-    """End the output after an error; a UsageError then also says what the output holds."""
+    """End the output after an error; a UsageError then also says what the output holds.
+
+    A damaged input (a failed CRC-32) is only found once the damaged part was read, so the
+    states before it are not known to be good: an output file is removed then.
+    """
     if sink.count == 0:
         sink.abort()
         return error
+    if isinstance(error, CorruptInput):
+        if sink.path is None:
+            return UsageError(f"{error}; the {sink.count} states written to stdout before "
+                              "this was found were read from that file and may be wrong")
+        sink.abort()
+        return UsageError(f"{error}; {sink.where()} is removed: the {sink.count} states "
+                          "written to it were read from that file and may be wrong")
     sink.close()
     if not isinstance(error, UsageError):
         return error
@@ -524,6 +551,8 @@ def click_command(args: list):
 def run(argv: Optional[list] = None) -> None:
     """Console entry point: run the app; one-line errors with exit code 2."""
     args = sys.argv[1:] if argv is None else list(argv)
+    if argv is None and hasattr(signal, "SIGPIPE"):  # the dyn program in `dyn ... | head`:
+        signal.signal(signal.SIGPIPE, signal.SIG_DFL)  # end quietly, as other Unix tools do
     command = click_command(args)
     set_quiet(False)
     try:

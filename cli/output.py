@@ -89,16 +89,28 @@ class JsonSink(Sink):
 
 
 class CsvSink(Sink):
-    """A header row, then one row per state (matrices flattened row-major)."""
+    """A header row, then one row per state (matrices flattened row-major). The header is
+    written with the first rows (or at the end of an empty input), so an input rejected
+    before its first state leaves nothing on stdout."""
 
     def __init__(self, stream, header: Sequence[str], path: str | None = None):
         super().__init__(stream, path)
         self.writer = csv.writer(stream, lineterminator="\n")
-        self.writer.writerow(header)
+        self.header: Sequence[str] | None = header  # None once written
 
     def write(self, result, states) -> None:
+        self.write_header()
         self.writer.writerows(result.reshape(len(result), -1).tolist())
         self.stream.flush()
+
+    def write_header(self) -> None:
+        if self.header is not None:
+            self.writer.writerow(self.header)
+            self.header = None
+
+    def close(self) -> None:
+        self.write_header()
+        super().close()
 
 
 class NpzSink(Sink):

@@ -1,7 +1,7 @@
 """A progress bar on stderr for long batches: states done and states/s.
 
-Shown only when stderr is a terminal (and stdout is not the same terminal, where results
-would scroll through it), not with ``--quiet``, and only once a batch has run for
+Shown only when stderr is a terminal (and results do not go to a terminal on stdout, where
+they would scroll through it), not with ``--quiet``, and only once a batch has run for
 :data:`DELAY` seconds, so short batches print nothing. ``rich`` is imported when the bar
 first appears, never on the single-state path. ``DYN_PROGRESS_DELAY`` (seconds) overrides
 the delay, e.g. ``0`` in tests.
@@ -15,12 +15,13 @@ import time
 DELAY = 1.0
 
 
-def wanted(quiet: bool) -> bool:
-    """Whether a bar may be drawn: stderr is a terminal, stdout is not it, no --quiet."""
+def wanted(quiet: bool, results_on_stdout: bool = True) -> bool:
+    """Whether a bar may be drawn: stderr is a terminal, no --quiet, and the results do not
+    go to that terminal too (they go to a file, or stdout is not a terminal)."""
     if quiet:
         return False
     try:
-        return sys.stderr.isatty() and not sys.stdout.isatty()
+        return sys.stderr.isatty() and not (results_on_stdout and sys.stdout.isatty())
     except (AttributeError, ValueError):
         return False
 

@@ -228,12 +228,15 @@ def test_bad_npz_row_with_npz_output(tmp_path, arm, states, small_chunks):
 
 # ----------------------------------------------------------------------------- progress
 
-def run_on_terminal(args: list[str], delay: str = "0") -> tuple[int, str]:
-    """Run ``dyn ARGS`` with stderr on a pseudo-terminal (stdout discarded): exit, stderr."""
+def run_on_terminal(args: list[str], delay: str = "0",
+                    stdout_too: bool = False) -> tuple[int, str]:
+    """Run ``dyn ARGS`` with stderr (and stdout if ``stdout_too``, else discarded) on a
+    pseudo-terminal: exit code, what the terminal showed."""
     master, slave = pty.openpty()
     env = {**os.environ, "DYN_PROGRESS_DELAY": delay, "COLUMNS": "100"}
     process = subprocess.Popen([sys.executable, "-m", "treedyn.cli.main", *args], cwd=ROOT,
-                               stdout=subprocess.DEVNULL, stderr=slave, env=env)
+                               stdout=slave if stdout_too else subprocess.DEVNULL,
+                               stderr=slave, env=env)
     os.close(slave)
     seen = b""
     while True:
@@ -266,6 +269,11 @@ def test_progress_bar_on_a_terminal_only(tmp_path):
                            capture_output=True, check=False,
                            env={**os.environ, "DYN_PROGRESS_DELAY": "0"})
     assert piped.returncode == 0 and piped.stderr == b""
+    # typed at a terminal with --output: stdout is the terminal too, but holds no results
+    code, typed = run_on_terminal(args, stdout_too=True)
+    assert code == 0 and "40,000 states" in typed, typed
+    code, printed = run_on_terminal(args[:-2] + ["-f", "csv"], stdout_too=True)
+    assert code == 0 and "states/s" not in printed  # results on the terminal: no bar
 
 
 def test_quiet_silences_warnings_but_not_errors():
@@ -288,6 +296,112 @@ def test_single_state_does_not_import_rich_or_the_pipeline_modules():
              "       or m in ('treedyn.cli.progress', 'treedyn.cli.bench')])\n")
     out = subprocess.run([sys.executable, "-c", probe], capture_output=True, check=True)
     assert out.stdout.decode().strip().endswith("[]"), out.stdout
+
+
+# ----------------------------------------------------------------------------- input hygiene
+
+def test_an_output_that_is_the_input_is_refused(tmp_path, states):
+    """Opening the output first would empty the input: refused before anything is opened,
+    also through another spelling of the path or a link."""
+    files = write_inputs(tmp_path, *states)
+    for name in ("npz", "jsonl", "csv"):
+        source = files[name]
+        before = source.read_bytes()
+        link = tmp_path / f"link.{source.suffix[1:]}"
+        link.symlink_to(source)
+        for output in (source, tmp_path / "." / source.name, link):
+            assert_usage_error(dyn("inverse", ARM, "-i", source, "-o", output, check=False),
+                               f"--output {output} is the input file")
+        assert source.read_bytes() == before
+        link.unlink()
+
+
+def test_a_byte_order_mark_is_skipped(tmp_path, states):
+    """Spreadsheet programs start UTF-8 text with a BOM: the first column and stdin's
+    format detection must not see it."""
+    q, v, a = states
+    files = write_inputs(tmp_path, q, v, a)
+    expected = json_lines(dyn("inverse", ARM, "-i", files["jsonl"], "-f", "json"))
+    for name in ("jsonl", "csv"):
+        marked = tmp_path / f"marked.{name}"
+        marked.write_bytes(b"\xef\xbb\xbf" + files[name].read_bytes())
+        assert json_lines(dyn("inverse", ARM, "-i", marked, "-f", "json")) == expected, name
+        piped = dyn("inverse", ARM, "-i", "-", "-f", "json", stdin=marked.read_bytes())
+        assert json_lines(piped) == expected, name
+
+
+def test_an_input_with_nothing_to_compute_from_is_an_error(tmp_path):
+    """A header or object the command cannot use would give the neutral state for every
+    row: an error naming what was found, and nothing on stdout (not even a CSV header)."""
+    semicolons = tmp_path / "semicolons.csv"
+    semicolons.write_text("q0;q1\n0.5;0.7\n")
+    assert_usage_error(dyn("inverse", ARM, "-i", semicolons, "-f", "csv", check=False),
+                       "semicolons.csv:1: no column to compute from: the header has 'q0;q1'")
+    forward_columns = tmp_path / "tau.csv"
+    forward_columns.write_text("q0,q1,tau0,tau1\n0.5,0.7,1,2\n")
+    dyn("forward", ARM, "-i", forward_columns, "-f", "json")
+    only_tau = tmp_path / "only_tau.csv"
+    only_tau.write_text("tau0,tau1\n1,2\n")
+    assert_usage_error(dyn("inverse", ARM, "-i", only_tau, "-f", "csv", check=False),
+                       "only_tau.csv:1: no column to compute from")
+    for line, found in (('{"Q": [1, 2]}', '"Q"'), ('{"tau": [1, 2], "t": 0.1}', '"tau", "t"')):
+        result = dyn("inverse", ARM, "-i", "-", "-f", "json", stdin=f'{{"q": [0, 0]}}\n{line}\n',
+                     check=False)
+        assert len(json_lines(result)) == 1
+        result.stdout = b""
+        assert_usage_error(result, f'<stdin>:2: no "q", "v" or "a" here, nothing to compute '
+                                   f"from (the object has {found})")
+    neutral = json_lines(dyn("inverse", ARM, "-i", "-", "-f", "json", stdin="{}\n"))
+    assert neutral == json_lines(dyn("inverse", ARM, "-i", "-", "-f", "json",
+                                     stdin='{"q": [0, 0]}\n'))
+
+
+def test_a_byte_that_is_not_utf8_names_its_line_after_the_lines_before_it(tmp_path, states,
+                                                                          small_chunks):
+    q, v, a = states
+    files = write_inputs(tmp_path, q, v, a)
+    for name, first_line in (("jsonl", 1), ("csv", 2)):
+        lines = files[name].read_bytes().splitlines(keepends=True)
+        bad = first_line + 10  # the 11th state: one chunk of 7 and 3 states before it
+        lines[bad - 1] = lines[bad - 1].replace(b",", b",\xe9", 1)  # Latin-1, not UTF-8
+        source = tmp_path / f"latin.{name}"
+        source.write_bytes(b"".join(lines))
+        target = tmp_path / f"tau_{name}.csv"
+        line = assert_usage_error(dyn("inverse", ARM, "-i", source, "-o", target, check=False),
+                                  f"latin.{name}:{bad}: not UTF-8 text (byte 0xe9 at column")
+        assert "the 10 states before it are written to" in line
+        written = np.loadtxt(target, delimiter=",", skiprows=1)
+        np.testing.assert_array_equal(written, rnea_rows(q[:10], v[:10], a[:10]))
+
+
+def rnea_rows(q, v, a) -> np.ndarray:
+    model = load_model(str(ARM))
+    return np.array([rnea(model, q[k], v[k], a[k]) for k in range(len(q))])
+
+
+def test_huge_finite_npz_numbers_are_not_reported_as_overflows(tmp_path):
+    source = tmp_path / "huge.npz"
+    np.savez(source, q=np.full((3, 2), 1e308))
+    result = dyn("inverse", ARM, "-i", source, "-f", "json", fresh=True)
+    assert result.stderr == b"" and len(json_lines(result)) == 3
+
+
+@pytest.mark.skipif(not hasattr(__import__("signal"), "SIGPIPE"), reason="POSIX pipes")
+def test_a_closed_output_pipe_ends_dyn_quietly(tmp_path):
+    """``dyn ... | head -1``: ended by SIGPIPE like other Unix tools (exit status 141 in a
+    shell), no message; not exit code 1, which means that a check found errors."""
+    import signal
+
+    source = tmp_path / "many.npz"
+    rng = np.random.default_rng(2)
+    np.savez(source, q=rng.normal(size=(50_000, 2)))
+    process = subprocess.Popen([sys.executable, "-m", "treedyn.cli.main", "inverse", str(ARM),
+                                "-i", str(source), "-f", "csv"], cwd=ROOT,
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    assert process.stdout.readline().startswith(b"tau:")
+    process.stdout.close()
+    assert process.wait(timeout=60) == -signal.SIGPIPE
+    assert process.stderr.read() == b""
 
 
 # ----------------------------------------------------------------------------- bench
@@ -410,7 +524,9 @@ def thousand_states(path, **save) -> tuple:
 
 def test_a_corrupted_npz_member_is_an_error_not_used(tmp_path, arm, small_chunks):
     """One flipped bit in the rows of a stored member: its CRC-32 does not match when its
-    last row is read, an error naming the file, from a file, stdin or an in-memory stream."""
+    last row is read, an error naming the file, from a file, stdin or an in-memory stream.
+    The states before it were read from the damaged member: an output file is removed, and
+    on stdout the line says that what was printed may be wrong."""
     from treedyn.cli.inputs import Layout, UsageError, _npz_chunks, _npz_members
 
     path, target = tmp_path / "states.npz", tmp_path / "tau.npz"
@@ -421,9 +537,11 @@ def test_a_corrupted_npz_member_is_an_error_not_used(tmp_path, arm, small_chunks
     assert len(result.stdout.splitlines()) == 994  # the chunks of 7 before the last one
     result.stdout = b""
     assert_usage_error(result, f"states.npz: {bad}",
-                       "the 994 states before it are written to stdout")
+                       "the 994 states written to stdout before this was found were read "
+                       "from that file and may be wrong")
     piped = dyn("inverse", ARM, "-i", "-", "-o", target, stdin=path.read_bytes(), check=False)
-    assert_usage_error(piped, f"<stdin>: {bad}", "the 994 states before it are saved in")
+    assert_usage_error(piped, f"<stdin>: {bad}", f"{target} is removed: the 994 states")
+    assert not target.exists()
     layout = Layout.of(arm)
     members = _npz_members(io.BytesIO(path.read_bytes()), "states.npz", layout, ("q", "v"))
     with pytest.raises(UsageError, match=r"states\.npz: .*Bad CRC-32 for file 'v\.npy'"):
