@@ -123,10 +123,19 @@ def test_singular_blocks_give_nonfinite_not_errors():
 
 def test_table_sincos_matches_numpy_including_huge_angles():
     rng = np.random.default_rng(3)
-    theta = np.concatenate([rng.uniform(-4, 4, 1000), rng.uniform(-1e5, 1e5, 1000),
-                            [0.0, np.pi, -np.pi, 1e-12, 4.6e15]])
-    for chunk in (theta[:-1], theta):  # the last one holds an angle past the table's reduction
+    table = 8 * np.pi  # the table's reach: no reduction by 2 pi within it
+    theta = np.concatenate([rng.uniform(-4, 4, 1000), rng.uniform(-table, table, 1000),
+                            [0.0, np.pi, -np.pi, 1e-12, table - 1e-9, -table + 1e-9]])
+    for chunk in (theta,  # all within the table
+                  np.concatenate([theta, rng.uniform(-1e5, 1e5, 1000), [table + 1e-9]]),
+                  np.concatenate([theta, [4.6e15]])):  # past the reduction: numpy's sin/cos
         s, c, t1, t2 = (np.empty_like(chunk) for _ in range(4))
         kernels.sincos(chunk.copy(), s, c, t1, t2, np.empty(chunk.shape, dtype=np.intp))
         np.testing.assert_allclose(s, np.sin(chunk), rtol=0, atol=1e-15)
         np.testing.assert_allclose(c, np.cos(chunk), rtol=0, atol=1e-15)
+    chunk = np.array([np.nan, 0.5, np.inf])
+    s, c, t1, t2 = (np.empty_like(chunk) for _ in range(4))
+    with np.errstate(invalid="ignore"):
+        kernels.sincos(chunk.copy(), s, c, t1, t2, np.empty(3, dtype=np.intp))
+    assert np.isnan(s[[0, 2]]).all() and np.isnan(c[[0, 2]]).all()
+    assert abs(s[1] - np.sin(0.5)) <= 1e-15 and abs(c[1] - np.cos(0.5)) <= 1e-15
