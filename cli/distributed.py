@@ -19,6 +19,7 @@ Dask is imported only here and only when ``--scheduler`` is given.
 """
 from __future__ import annotations
 
+import functools
 import glob
 import os
 import shutil
@@ -56,7 +57,7 @@ def expand(pattern: str) -> list[str]:
 
 
 def targets(request, files: list[str]) -> list[str]:
-    """out/<stem>.npz for each input file (the output directory is created)."""
+    """out/<stem>.npz for each input file, checked (the output directory is not made yet)."""
     if request.output is None:
         raise UsageError("dyn: several input files (or --scheduler) need --output DIR/ "
                          "(one <input stem>.npz per input file)")
@@ -69,14 +70,52 @@ def targets(request, files: list[str]) -> list[str]:
                          "DIR/: the files written there are .npz")
     outputs = [os.path.join(request.output, os.path.splitext(os.path.basename(f))[0] + ".npz")
                for f in files]
-    if len(set(outputs)) < len(outputs):
-        raise UsageError("dyn: two input files have the same stem; their outputs would "
-                         f"collide in {request.output}")
-    try:
-        os.makedirs(request.output, exist_ok=True)
-    except OSError as error:
-        raise UsageError(f"{request.output}: cannot create ({error.strerror or error})") from None
+    refuse_same_stem(files, outputs)
+    refuse_overwrite(files, outputs)
     return outputs
+
+
+def refuse_same_stem(files: list[str], outputs: list[str]) -> None:
+    """Two inputs with one stem (a/x.npz and b/x.npz) would write the same output file."""
+    first = {}
+    for path, output in zip(files, outputs):
+        if output in first:
+            raise UsageError(f"dyn: {first[output]} and {path} have the same stem: both "
+                             f"would be written to {output}")
+        first[output] = path
+
+
+def refuse_overwrite(files: list[str], outputs: list[str]) -> None:
+    """An output that is one of the inputs (the same path, through a symbolic link, or a
+    hard link) would be truncated while it is read, or replaced by the results.
+
+    Files are compared by real path, and an output that exists also by device and inode,
+    as :func:`os.path.samefile` does (one stat per file, not one per pair).
+    """
+    paths = {os.path.realpath(path): path for path in files}
+    inodes = {inode(path): path for path in files}
+    inodes.pop(None, None)  # inputs that do not exist (they fail later, as unreadable)
+    for output in outputs:
+        path = paths.get(os.path.realpath(output)) or inodes.get(inode(output))
+        if path is not None:
+            raise UsageError(f"dyn: --output {output} would overwrite the input {path}; "
+                             "choose another output folder")
+
+
+def inode(path: str):
+    """(device, inode) of an existing file, else None."""
+    try:
+        status = os.stat(path)
+    except (OSError, ValueError):
+        return None
+    return status.st_dev, status.st_ino
+
+
+def make_folder(path: str) -> None:
+    try:
+        os.makedirs(path, exist_ok=True)
+    except OSError as error:
+        raise UsageError(f"{path}: cannot create ({error.strerror or error})") from None
 
 
 def solve_many(request, layout: Layout, gravity, wrenches) -> None:
@@ -85,22 +124,55 @@ def solve_many(request, layout: Layout, gravity, wrenches) -> None:
         require_dask()
     files = expand(request.input)
     outputs = targets(request, files)
+    if request.scheduler is not None:
+        for path in files:
+            if INPUT_FORMATS.get(os.path.splitext(path)[1].lower()) != "npz":
+                raise UsageError(f"{path}: --scheduler reads .npz inputs only")
+    counts = checked_counts(files, layout, tuple(request.vectors))
+    make_folder(request.output)
     if request.scheduler is None:
-        from .main import stream
-
-        for path, output in zip(files, outputs):
-            stream(replace(request, input=path, output=output), layout, gravity, wrenches)
+        run_here(request, layout, gravity, wrenches, files, outputs)
         return
-    for path in files:
-        if INPUT_FORMATS.get(os.path.splitext(path)[1].lower()) != "npz":
-            raise UsageError(f"{path}: --scheduler reads .npz inputs only")
     client, cluster = connect(request.scheduler)
     try:
-        run_on_cluster(client, request, layout, files, outputs)
+        run_on_cluster(client, request, layout, files, outputs, counts)
     finally:
         client.close()
         if cluster is not None:
             cluster.close()
+
+
+def checked_counts(files: list[str], layout: Layout, kinds) -> list[int | None]:
+    """The number of states of each .npz input (None for a text input), every input
+    checked before anything is written or submitted, so that a bad later file fails the
+    run up front rather than halfway: its format known, the file readable and, for an
+    .npz, its arrays (from their headers; a text file's rows are checked as it is read)."""
+    counts = []
+    try:
+        for path in files:
+            if INPUT_FORMATS.get(os.path.splitext(path)[1].lower()) == "npz":
+                counts.append(states_in(path, layout, kinds))
+            else:
+                Input.open(path).stream.close()
+                counts.append(None)
+    except UsageError as error:
+        raise UsageError(f"{error}; nothing was written") from None
+    return counts
+
+
+def run_here(request, layout: Layout, gravity, wrenches, files, outputs) -> None:
+    """Each file in turn through the single-machine streaming path; an error in one (a bad
+    row) also says how many output files, those of the inputs before it, were completed."""
+    from .main import stream
+
+    for done, (path, output) in enumerate(zip(files, outputs)):
+        try:
+            stream(replace(request, input=path, output=output), layout, gravity, wrenches)
+        except UsageError as error:
+            if len(files) == 1:
+                raise
+            raise UsageError(f"{error}; {done} of {len(files)} output files were completed "
+                             "and kept") from None
 
 
 def require_dask():
@@ -128,41 +200,36 @@ def connect(address: str):
         raise UsageError(f"dyn: --scheduler {address}: cannot connect ({error})") from None
 
 
-def run_on_cluster(client, request, layout: Layout, files, outputs) -> None:
-    """One task per file or block of rows, a last task per file assembling the parts."""
+def run_on_cluster(client, request, layout: Layout, files, outputs, counts) -> None:
+    """One task per file or block of rows, a last task per file assembling the parts.
+
+    The inputs were checked (:func:`checked_counts`) before the first task is submitted;
+    anything that fails from then on (a bad row, a failed submission) goes through the
+    same cleanup, which keeps the files that finished and removes the others.
+    """
     from .main import chunk_states
 
     size = chunk_states(request.command, layout)
     per_task = ROWS_PER_TASK // size * size if ROWS_PER_TASK >= size else ROWS_PER_TASK
-    kinds = tuple(request.vectors)
     job = {"command": request.command, "model": os.path.abspath(request.model),
            "free_flyer": request.free_flyer, "degrees": request.degrees,
-           "gravity": request.gravity, "fext": request.fext, "kinds": kinds, "size": size,
-           "sparsity": request.sparsity}
+           "gravity": request.gravity, "fext": request.fext, "kinds": tuple(request.vectors),
+           "size": size, "sparsity": request.sparsity}
     futures, written = [], []  # per input file: its final task, and the files it writes
     states = {}  # computing task -> its number of states, for the progress bar
-    for path, output in zip(files, outputs):
-        count = states_in(path, layout, kinds)
-        blocks = [(start, min(start + per_task, count))
-                  for start in range(0, count, per_task)] or [(0, 0)]
-        output = os.path.abspath(output)
-        if len(blocks) == 1:
-            written.append([output, output + ".raw"])
-            futures.append(client.submit(solve_block, job, os.path.abspath(path), 0, count,
-                                         output, True, pure=False))
-            states[futures[-1]] = count
-            continue
-        parts = [f"{output}.part{k}" for k in range(len(blocks))]
-        written.append([output, *parts])
-        pieces = [client.submit(solve_block, job, os.path.abspath(path), start, stop, part,
-                                False, pure=False)
-                  for (start, stop), part in zip(blocks, parts)]
-        states.update({piece: stop - start for piece, (start, stop) in zip(pieces, blocks)})
-        futures.append(client.submit(assemble, job, pieces, output, pure=False))
-    progress = Progress(wanted(request.quiet))
+    progress = Progress(wanted(request.quiet, results_on_stdout=False))
     try:
         import distributed
 
+        for path, output, count in zip(files, outputs, counts):
+            blocks = [(start, min(start + per_task, count))
+                      for start in range(0, count, per_task)] or [(0, 0)]
+            output = os.path.abspath(output)
+            parts = ([output + ".raw"] if len(blocks) == 1
+                     else [f"{output}.part{k}" for k in range(len(blocks))])
+            written.append([output, *parts])  # before submitting: cleaned up if that fails
+            futures.append(submit(client, job, os.path.abspath(path), blocks, parts, output,
+                                  states))
         total = sum(states.values())
         for done in distributed.as_completed(list(states)):
             if done.status == "finished":
@@ -171,21 +238,38 @@ def run_on_cluster(client, request, layout: Layout, files, outputs) -> None:
         client.gather(futures)
     except UsageError as error:
         kept = keep_finished(futures, written)
-        raise UsageError(f"{error}; {kept} of {len(futures)} output files were completed and "
+        raise UsageError(f"{error}; {kept} of {len(files)} output files were completed and "
                          "kept, the others removed") from None
     except BaseException:
-        client.cancel(futures)
+        client.cancel([*futures, *states])
         keep_finished(futures, written)
         raise
     finally:
         progress.close()
 
 
+def submit(client, job: dict, path: str, blocks, parts, output: str, states: dict):
+    """The tasks of one input; the last one, which writes ``output``, is returned (each
+    computing task is added to ``states`` with its number of states)."""
+    if len(blocks) == 1:
+        (start, stop), = blocks
+        future = client.submit(solve_block, job, path, start, stop, output, True, pure=False)
+        states[future] = stop - start
+        return future
+    pieces = []
+    for (start, stop), part in zip(blocks, parts):
+        pieces.append(client.submit(solve_block, job, path, start, stop, part, False,
+                                    pure=False))
+        states[pieces[-1]] = stop - start
+    return client.submit(assemble, job, pieces, output, pure=False)
+
+
 def keep_finished(futures, written) -> int:
-    """Remove the files of every input whose task did not finish; count those kept."""
+    """Remove the files of every input whose last task did not finish (or was never
+    submitted); count those kept."""
     kept = 0
-    for future, paths in zip(futures, written):
-        if future.status == "finished":
+    for k, paths in enumerate(written):
+        if k < len(futures) and futures[k].status == "finished":
             kept += 1
             continue
         for path in paths:
@@ -215,6 +299,20 @@ def worker_model(path: str, free_flyer: bool):
     return _MODELS[key]
 
 
+def one_line(task):
+    """A task whose OSError (an output folder the workers cannot write, a full disk, an
+    input they cannot read) is a one-line error, which the client cleans up after and
+    counts the kept files for, as for a bad row (other exceptions stay internal errors)."""
+    @functools.wraps(task)
+    def run(*args):
+        try:
+            return task(*args)
+        except OSError as error:
+            raise UsageError(f"{error.filename or 'dyn'}: {error.strerror or error}") from None
+    return run
+
+
+@one_line
 def solve_block(job: dict, path: str, start: int, stop: int, target: str,
                 whole: bool) -> int:
     """States [start, stop) of ``path``: computed chunk by chunk as the single-machine path
@@ -271,6 +369,7 @@ def read_states(members, path: str, layout: Layout, wrenches, begin: int, end: i
                   where=lambda i: f"{path}: state {begin + i}", **vectors)
 
 
+@one_line
 def assemble(job: dict, counts: list[int], target: str) -> int:
     """Join the part files of one input (in order) into ``target``."""
     parts = [f"{target}.part{k}" for k in range(len(counts))]

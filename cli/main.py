@@ -399,19 +399,20 @@ def stopped(sink: Sink, error: BaseException) -> BaseException:
     if sink.count == 0:
         sink.abort()
         return error
+    states, were = (f"{sink.count} states", "were") if sink.count > 1 else ("1 state", "was")
     if isinstance(error, CorruptInput):
         if sink.path is None:
-            return UsageError(f"{error}; the {sink.count} states written to stdout before "
-                              "this was found were read from that file and may be wrong")
+            return UsageError(f"{error}; the {states} written to stdout before this was "
+                              f"found {were} read from that file and may be wrong")
         sink.abort()
-        return UsageError(f"{error}; {sink.where()} is removed: the {sink.count} states "
-                          "written to it were read from that file and may be wrong")
+        return UsageError(f"{error}; {sink.where()} is removed: the {states} written to it "
+                          f"{were} read from that file and may be wrong")
     sink.close()
     if not isinstance(error, UsageError):
         return error
     held = "saved in" if isinstance(sink, NpzSink) else "written to"
-    return UsageError(f"{error}; stopped there: the {sink.count} states before it are "
-                      f"{held} {sink.where()}")
+    return UsageError(f"{error}; stopped there: the {states} before it "
+                      f"{'are' if sink.count > 1 else 'is'} {held} {sink.where()}")
 
 
 class PartialResult(UsageError):

@@ -541,7 +541,7 @@ def test_bad_input_rows_name_the_line(tmp_path, suffix, content, fragments):
     output = tmp_path / "out.jsonl"
     line = assert_usage_error(dyn("inverse", TOOL_ARM, "-i", path, "-o", output, check=False),
                               *fragments)
-    if "the 1 states before it are written to" in line:
+    if "the 1 state before it is written to" in line:
         assert len(output.read_text().splitlines()) == 1
     else:
         assert not output.exists()
@@ -557,7 +557,7 @@ def test_bad_npz_inputs(tmp_path):
     result = dyn("mass", ARM, "-i", path, check=False)
     assert len(result.stdout.splitlines()) == 1  # state 0, before the bad one
     result.stdout = b""
-    assert_usage_error(result, "states.npz", "q[1]", "the 1 states before it are written to stdout")
+    assert_usage_error(result, "states.npz", "q[1]", "the 1 state before it is written to stdout")
     path.write_bytes(b"not a zip")
     assert_usage_error(dyn("mass", ARM, "-i", path, check=False), "states.npz")
     buffer = io.BytesIO()

@@ -167,6 +167,104 @@ def test_bad_row_keeps_the_files_that_finished(tmp_path, monkeypatch, distribute
         assert np.array_equal(got["tau"], expected["tau"])
 
 
+def scheduler_args(scheduler: bool) -> list[str]:
+    """``--scheduler local`` (Dask installed, else the test is skipped), or nothing."""
+    if not scheduler:
+        return []
+    pytest.importorskip("distributed")
+    return ["--scheduler", "local"]
+
+
+def output_folder(tmp_path, logs: Path, how: str) -> Path:
+    """An --output folder whose log0.npz is the input logs/log0.npz, by one path or another."""
+    if how == "same folder":
+        return logs
+    if how == "symbolic link":
+        (tmp_path / "link").symlink_to(logs)
+        return tmp_path / "link"
+    (tmp_path / "out").mkdir()
+    (tmp_path / "out" / "log0.npz").hardlink_to(logs / "log0.npz")
+    return tmp_path / "out"
+
+
+@pytest.mark.parametrize("scheduler", [False, True], ids=["here", "scheduler"])
+@pytest.mark.parametrize("how", ["same folder", "symbolic link", "hard link"])
+def test_output_that_is_an_input_is_refused(tmp_path, how, scheduler):
+    """Writing out/log0.npz would truncate the input it reads (or replace it by the results)."""
+    logs = tmp_path / "logs"
+    inputs = write_inputs(logs, load_model(str(ARM)), [5, 3])
+    before = inputs[0].read_bytes()
+    out = output_folder(tmp_path, logs, how)
+    code, err = dyn("inverse", ARM, "--input", logs / "*.npz", "--output", f"{out}/",
+                    *scheduler_args(scheduler))
+    assert code == 2 and err.count("\n") == 1, err
+    assert err == (f"dyn: --output {out}/log0.npz would overwrite the input {inputs[0]}; "
+                   "choose another output folder\n")
+    assert inputs[0].read_bytes() == before
+    assert sorted(p.name for p in logs.iterdir()) == ["log0.npz", "log1.npz"]
+
+
+def test_inputs_with_the_same_stem_are_refused(tmp_path):
+    """a/log0.npz and b/log0.npz would both be written to out/log0.npz."""
+    model = load_model(str(ARM))
+    first, second = [write_inputs(tmp_path / name, model, [2])[0] for name in "ab"]
+    out = tmp_path / "out"
+    code, err = dyn("inverse", ARM, "--input", tmp_path / "*" / "log0.npz",
+                    "--output", f"{out}/")
+    assert code == 2 and err == (f"dyn: {first} and {second} have the same stem: both would "
+                                 f"be written to {out}/log0.npz\n")
+    assert not out.exists()
+
+
+@pytest.mark.parametrize("scheduler", [False, True], ids=["here", "scheduler"])
+def test_bad_arrays_in_a_later_file_fail_before_anything_is_written(tmp_path, monkeypatch,
+                                                                   scheduler):
+    """The headers of every input are checked first: no output (or part file) is left of
+    the files before the bad one, and no task is submitted."""
+    small_tasks(monkeypatch, chunk=32, per_task=128)  # log0 would be 2 blocks
+    inputs = write_inputs(tmp_path / "logs", load_model(str(ARM)), [200, 4])
+    np.savez(inputs[1], q=np.zeros((4, 5)))
+    out = tmp_path / "out"
+    code, err = dyn("inverse", ARM, "--input", tmp_path / "logs" / "*.npz",
+                    "--output", f"{out}/", "--quiet", *scheduler_args(scheduler))
+    assert code == 2 and err.count("\n") == 1, err
+    assert err.startswith(f"{inputs[1]}: array q is float64 (4, 5)")
+    assert err.endswith("expected (N, 2) numbers; nothing was written\n")
+    assert not out.exists()
+
+
+def test_bad_row_in_a_later_file_here_says_which_outputs_were_completed(tmp_path):
+    """Without --scheduler the files are run in turn: those before the bad one are complete."""
+    inputs = write_inputs(tmp_path / "logs", load_model(str(ARM)), [5, 8, 4])
+    bad = dict(np.load(inputs[1]))
+    bad["v"][3, 1] = np.inf
+    np.savez(inputs[1], **bad)
+    out = tmp_path / "out"
+    code, err = dyn("inverse", ARM, "--input", tmp_path / "logs" / "*.npz",
+                    "--output", f"{out}/")
+    assert code == 2 and err.count("\n") == 1, err
+    assert err == (f"{inputs[1]}: v[3] holds a non-finite number; stopped there: the 3 states "
+                   f"before it are saved in {out}/log1.npz; 1 of 3 output files were "
+                   "completed and kept\n")
+    assert sorted(p.name for p in out.iterdir()) == ["log0.npz", "log1.npz"]
+    with np.load(out / "log0.npz") as done, np.load(out / "log1.npz") as stopped:
+        assert len(done["tau"]) == 5 and len(stopped["tau"]) == 3
+
+
+def test_a_task_that_cannot_write_fails_with_one_line(tmp_path):
+    """An OSError on a worker becomes the error the client cleans up after and counts."""
+    from treedyn.cli.distributed import solve_block
+    from treedyn.cli.inputs import UsageError
+
+    inputs = write_inputs(tmp_path / "logs", load_model(str(ARM)), [3])
+    job = {"command": "inverse", "model": str(ARM), "free_flyer": False, "degrees": False,
+           "gravity": None, "fext": None, "kinds": ("q", "v", "a"), "size": 32,
+           "sparsity": False}
+    target = tmp_path / "gone" / "log0.npz"
+    with pytest.raises(UsageError, match="log0.npz.raw: No such file"):
+        solve_block(job, str(inputs[0]), 0, 3, str(target), True)
+
+
 @pytest.mark.skipif(sys.platform != "linux", reason="pty")
 def test_progress_bar_counts_the_states_of_every_task(tmp_path, distributed):
     from test_pipelines import run_on_terminal
