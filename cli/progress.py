@@ -44,14 +44,17 @@ class Progress:
         if not self.enabled:
             return
         elapsed = time.perf_counter() - self.start
-        if self.bar is None and elapsed >= self.delay:
-            self.show()
-        if self.bar is not None:
-            self.bar.update(self.task, completed=self.done, total=total,
-                            rate=self.done / elapsed if elapsed > 0 else 0.0, elapsed=elapsed)
+        if elapsed < self.delay:
+            return
+        fields = {"completed": self.done, "total": total, "elapsed": elapsed,
+                  "rate": self.done / elapsed if elapsed > 0 else 0.0}
+        if self.bar is None:
+            self.show(fields)
+        else:
+            self.bar.update(self.task, **fields)
 
-    def show(self) -> None:
-        """Start drawing (imports rich)."""
+    def show(self, fields: dict) -> None:
+        """Start drawing (imports rich), from the current counts (no '0 states' frame)."""
         from rich.console import Console
         from rich.progress import BarColumn, TextColumn
         from rich.progress import Progress as Bar
@@ -61,8 +64,8 @@ class Progress:
                        TextColumn("{task.fields[rate]:,.0f} states/s"),
                        TextColumn("{task.fields[elapsed]:.1f} s"),
                        console=Console(stderr=True), transient=False)
+        self.task = self.bar.add_task("states", **fields)
         self.bar.start()
-        self.task = self.bar.add_task("states", total=None, rate=0.0, elapsed=0.0)
 
     def close(self) -> None:
         """Stop drawing; the last line (states, states/s) stays on the terminal."""
