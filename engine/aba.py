@@ -137,19 +137,7 @@ def articulated_sweep(plan, W, generic: dict) -> None:
             np.multiply(IAg, d, out=G[:, 21:42])
             np.multiply(G[:, 21:42], d, out=G[:, 42:63])
             np.matmul(g.L_aba, G, out=T21)  # [L, L L1, L L2] @ [Ia; d Ia; d^2 Ia]
-        contribute(IA, W0, g, T21)
-
-
-def contribute(IA, W0, g, T) -> None:
-    """IA[parent] += T per member, or IA[parent] = W0[parent] + T for its first child."""
-    parents = g.parents
-    if parents.contiguous and (g.first.all() or not g.first.any()):
-        target = IA[parents.read]
-        np.add(W0[parents.read] if g.first[0] else target, T, out=target)
-        return
-    for member, slot in enumerate(parents.slots):  # few members: row adds beat fancy indexing
-        target = IA[slot]
-        np.add(W0[slot] if g.first[member] else target, T[member], out=target)
+        accumulate(IA, g.parents, T21, g.first, W0)
 
 
 def subtract_rank_one(IA, U, Ud, scratch, rows: int = 21) -> None:

@@ -173,15 +173,22 @@ def gather(X: np.ndarray, parents: Parents, out: np.ndarray) -> np.ndarray:
     return np.take(X, parents.read, axis=0, out=out[:len(parents.read)], mode="clip")
 
 
-def accumulate(X: np.ndarray, parents: Parents, contribution: np.ndarray) -> None:
-    """X[parents] += contribution (k, ...), summing members that share a parent."""
-    if parents.contiguous:
+def accumulate(X: np.ndarray, parents: Parents, contribution: np.ndarray,
+               first: np.ndarray | None = None, initial: np.ndarray | None = None) -> None:
+    """X[parents] += contribution (k, ...), summing members that share a parent.
+
+    Members flagged in ``first`` (k,) are their parent's first contribution: X[parent] is
+    not read but set to initial[parent] + contribution (ABA's W0 plus the first child's).
+    """
+    if parents.contiguous and (first is None or first.all() or not first.any()):
         target = X[parents.read]
-        np.add(target, contribution, out=target)
+        base = initial[parents.read] if first is not None and first[0] else target
+        np.add(base, contribution, out=target)
         return
     for member, slot in enumerate(parents.slots):  # few members: row adds beat fancy indexing
         target = X[slot]
-        np.add(target, contribution[member], out=target)
+        base = initial[slot] if first is not None and first[member] else target
+        np.add(base, contribution[member], out=target)
 
 
 def rotate_to_child(X: np.ndarray, c: np.ndarray, s: np.ndarray, t1: np.ndarray, t2: np.ndarray):
