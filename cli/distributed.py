@@ -23,6 +23,8 @@ import functools
 import glob
 import os
 import shutil
+import signal
+import threading
 from dataclasses import replace
 
 import numpy as np
@@ -185,7 +187,14 @@ def require_dask():
 
 
 def connect(address: str):
-    """A dask.distributed Client for ``address`` ('local': a LocalCluster here)."""
+    """A dask.distributed Client for ``address`` ('local': a LocalCluster here).
+
+    The dyn program lets SIGPIPE end it quietly when its stdout reader goes away; with
+    sockets to a cluster, a peer closing a connection must be an error the client handles,
+    not the end of dyn, so SIGPIPE is ignored again (Python's default) from here on.
+    """
+    if hasattr(signal, "SIGPIPE") and threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGPIPE, signal.SIG_IGN)
     distributed = require_dask()
     if address == "local":
         import logging

@@ -554,6 +554,7 @@ def run(argv: Optional[list] = None) -> None:
     args = sys.argv[1:] if argv is None else list(argv)
     if argv is None and hasattr(signal, "SIGPIPE"):  # the dyn program in `dyn ... | head`:
         signal.signal(signal.SIGPIPE, signal.SIG_DFL)  # end quietly, as other Unix tools do
+        # (no sockets here; the --scheduler path, which has them, ignores SIGPIPE again)
     command = click_command(args)
     set_quiet(False)
     try:

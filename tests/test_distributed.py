@@ -277,3 +277,23 @@ def test_progress_bar_counts_the_states_of_every_task(tmp_path, distributed):
     assert code == 0 and "states/s" in shown and "250,003 states" in shown, shown
     code, quiet = run_on_terminal(args + ["--quiet"])
     assert code == 0 and quiet == "", quiet
+
+
+@pytest.mark.skipif(not hasattr(__import__("signal"), "SIGPIPE"), reason="POSIX signals")
+def test_the_cluster_path_ignores_sigpipe_again(monkeypatch):
+    """The dyn program ends quietly on SIGPIPE (a closed stdout), but with sockets to a
+    cluster a closed connection must not end dyn: connecting ignores SIGPIPE again."""
+    import signal
+    import types
+
+    from treedyn.cli import distributed
+
+    fake = types.SimpleNamespace(Client=lambda address, timeout: ("client", address))
+    monkeypatch.setattr(distributed, "require_dask", lambda: fake)
+    saved = signal.signal(signal.SIGPIPE, signal.SIG_DFL)
+    try:
+        assert distributed.connect("tcp://127.0.0.1:8786") == (("client", "tcp://127.0.0.1:8786"),
+                                                              None)
+        assert signal.getsignal(signal.SIGPIPE) == signal.SIG_IGN
+    finally:
+        signal.signal(signal.SIGPIPE, saved)
