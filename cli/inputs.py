@@ -313,16 +313,24 @@ def _sniff_stdin() -> Input:
 
 def _text_lines(stream, name: str) -> Iterator[tuple[int, str]]:
     """(line number, text) of a binary stream, decoded as UTF-8 line by line, so a bad byte
-    is reported with its line after the lines before it were used; a BOM (as spreadsheet
-    programs write) is dropped from the first line."""
-    for number, data in enumerate(stream, 1):
-        if number == 1:
-            data = data.removeprefix(codecs.BOM_UTF8)
-        try:
-            yield number, data.decode("utf-8")
-        except UnicodeDecodeError as error:
-            raise UsageError(f"{name}:{number}: not UTF-8 text (byte {data[error.start]:#04x} "
-                             f"at column {error.start + 1})") from None
+    is reported with its line after the lines before it were used. Lines end in LF, CRLF
+    or a lone CR (as text mode's universal newlines); a BOM (as spreadsheet programs write)
+    is dropped from the first line."""
+    number = 0
+    for block in stream:
+        if number == 0:
+            block = block.removeprefix(codecs.BOM_UTF8)
+        lone_cr = block.find(b"\r", 0, len(block) - 2) >= 0
+        for data in block.splitlines(keepends=True) if lone_cr else (block,):
+            number += 1
+            if b"\0" in data:
+                raise UsageError(f"{name}:{number}: holds NUL bytes (UTF-16 text? dyn reads "
+                                 "UTF-8)")
+            try:
+                yield number, data.decode("utf-8")
+            except UnicodeDecodeError as error:
+                raise UsageError(f"{name}:{number}: not UTF-8 text (byte "
+                                 f"{data[error.start]:#04x} at column {error.start + 1})") from None
 
 
 class _Chunk:
@@ -409,8 +417,9 @@ def _jsonl_row(line: str, where: str, layout: Layout, kinds, chunk: _Chunk,
         raise UsageError(f"{where}: not valid JSON ({getattr(error, 'msg', error)})") from None
     if not isinstance(state, dict):
         raise UsageError(f"{where}: expected a JSON object like {{\"q\": [...]}}")
-    if state and "fext" not in state and not any(kind in state for kind in kinds):
-        keys = ", ".join(f'"{key}"' for key in list(state)[:4])
+    if state and not any(kind in state for kind in kinds) and not (
+            "fext" in state and FORCES & set(kinds)):  # {} is all defaults, as no --q etc.
+        keys = ", ".join(json.dumps(key) for key in list(state)[:4])
         raise UsageError(f"{where}: no {_or(kinds)} here, nothing to compute from (the object "
                          f"has {keys}{', ...' if len(state) > 4 else ''})")
     row = len(chunk.lines)
@@ -422,6 +431,7 @@ def _jsonl_row(line: str, where: str, layout: Layout, kinds, chunk: _Chunk,
 
 
 DECODER = json.JSONDecoder()
+FORCES = frozenset(("a", "tau"))  # the commands reading these (inverse, forward) take "fext"
 NUMBER_TYPES = frozenset((int, float))  # JSON numbers; not bool
 
 
@@ -523,7 +533,7 @@ def _csv_plan(header: list[str], name: str, layout: Layout,
         entry.columns.append(column)
         entry.targets.append(target)
     if not plan:
-        titles = ", ".join(f"'{t.strip()}'" for t in header[:4]) + (", ..." if len(header) > 4 else "")
+        titles = ", ".join(repr(t.strip()) for t in header[:4]) + (", ..." if len(header) > 4 else "")
         forms = ", ".join(f"{kind}0.. or {kind}:<joint>" for kind in kinds)
         raise UsageError(f"{name}:1: no column to compute from: the header has {titles}; "
                          f"this command reads {forms} (comma-separated)")
@@ -538,7 +548,10 @@ def _csv_plan(header: list[str], name: str, layout: Layout,
 def _csv_chunks(stream, name, layout, kinds, wrenches, size) -> Iterator[States]:
     """Chunks of a CSV stream; at a bad row, the good rows before it, then the error."""
     reader = csv.reader(text for _, text in _text_lines(stream, name))
-    header = next(reader, None)
+    try:
+        header = next((row for row in reader if row), None)  # after any blank lines
+    except csv.Error as error:
+        raise UsageError(f"{name}:{reader.line_num}: not readable as CSV ({error})") from None
     if header is None:
         return
     plan = _csv_plan(header, name, layout, kinds)
@@ -557,8 +570,10 @@ def _csv_chunks(stream, name, layout, kinds, wrenches, size) -> Iterator[States]
             if len(rows) == size:
                 block, rows, lines = (rows, lines), [], []
                 yield from convert.rows(*block)
-    except UsageError:
+    except (UsageError, csv.Error) as error:
         yield from convert.rows(rows, lines)  # the rows before the bad one, not yet converted
+        if isinstance(error, csv.Error):  # e.g. a field over csv's size limit
+            raise UsageError(f"{name}:{reader.line_num}: not readable as CSV ({error})") from None
         raise
     yield from convert.rows(rows, lines)
 
@@ -633,8 +648,8 @@ def _bad_cell(row, line: int, header, columns, name) -> UsageError:
     """The error for the first cell of ``row`` (in ``columns``) that is not a finite number."""
     for c in columns:
         if not math.isfinite(_number(row[c])):
-            return UsageError(f"{name}:{line}: column '{header[c].strip()}': "
-                              f"'{row[c]}' is not a finite number")
+            return UsageError(f"{name}:{line}: column {header[c].strip()!r}: "
+                              f"{row[c]!r} is not a finite number")
     return UsageError(f"{name}:{line}: unreadable numbers")
 
 

@@ -303,20 +303,23 @@ def solve(request: Request) -> None:
     if wants_many(request):
         return solve_many(request, layout, gravity, wrenches)
     if request.output is not None and same_file(request.input, request.output):
-        raise UsageError(f"dyn: --output {request.output} is the input file: it would be "
+        raise UsageError(f"dyn: --output {request.output} is the input file"
+                         f"{' (on stdin)' if request.input == '-' else ''}: it would be "
                          "emptied before it is read; write to another file")
     stream(request, layout, gravity, wrenches)
 
 
-def same_file(first: str, second: str) -> bool:
-    """Whether two paths name one file (also through links); False if one does not exist."""
-    if first == "-" or second == "-":
-        return False
-    if os.path.realpath(first) == os.path.realpath(second):
-        return True
+def same_file(source: str, target: str) -> bool:
+    """Whether the input ``source`` (a path, or - for stdin) and the output ``target`` are
+    one file (also through links, or stdin redirected from it); False if one does not exist."""
     try:
-        return os.path.samefile(first, second)
-    except OSError:
+        if source == "-":
+            stdin, output = os.fstat(sys.stdin.fileno()), os.stat(target)
+            return (stdin.st_dev, stdin.st_ino) == (output.st_dev, output.st_ino)
+        if os.path.realpath(source) == os.path.realpath(target):
+            return True
+        return os.path.samefile(source, target)
+    except (OSError, ValueError, AttributeError):  # no such file; stdin without a descriptor
         return False
 
 

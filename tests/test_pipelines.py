@@ -312,6 +312,11 @@ def test_an_output_that_is_the_input_is_refused(tmp_path, states):
         for output in (source, tmp_path / "." / source.name, link):
             assert_usage_error(dyn("inverse", ARM, "-i", source, "-o", output, check=False),
                                f"--output {output} is the input file")
+        with open(source, "rb") as stdin:  # `dyn ... -i - -o FILE < FILE`
+            redirected = subprocess.run([sys.executable, "-m", "treedyn.cli.main", "inverse",
+                                         str(ARM), "-i", "-", "-o", str(link)], stdin=stdin,
+                                        capture_output=True, cwd=ROOT, timeout=60)
+        assert_usage_error(redirected, f"--output {link} is the input file (on stdin)")
         assert source.read_bytes() == before
         link.unlink()
 
@@ -353,7 +358,11 @@ def test_an_input_with_nothing_to_compute_from_is_an_error(tmp_path):
                                    f"from (the object has {found})")
     neutral = json_lines(dyn("inverse", ARM, "-i", "-", "-f", "json", stdin="{}\n"))
     assert neutral == json_lines(dyn("inverse", ARM, "-i", "-", "-f", "json",
-                                     stdin='{"q": [0, 0]}\n'))
+                                     stdin='{"q": [0, 0]}\n'))  # {}: all defaults, as no --q
+    wrench = '{"fext": {"link2": [0, 0, -10, 0, 0, 0]}}\n'  # a wrench at the neutral state
+    assert len(json_lines(dyn("inverse", ARM, "-i", "-", "-f", "json", stdin=wrench))) == 1
+    assert_usage_error(dyn("mass", ARM, "-i", "-", "-f", "json", stdin=wrench, check=False),
+                       '<stdin>:1: no "q" here')  # M does not depend on forces
 
 
 def test_a_byte_that_is_not_utf8_names_its_line_after_the_lines_before_it(tmp_path, states,
@@ -372,6 +381,36 @@ def test_a_byte_that_is_not_utf8_names_its_line_after_the_lines_before_it(tmp_pa
         assert "the 10 states before it are written to" in line
         written = np.loadtxt(target, delimiter=",", skiprows=1)
         np.testing.assert_array_equal(written, rnea_rows(q[:10], v[:10], a[:10]))
+
+
+def test_text_inputs_as_text_mode_read_them(tmp_path, states):
+    """Line ends LF, CRLF or a lone CR (old Mac files), blank lines before the CSV header:
+    the same states; NUL bytes (UTF-16 read as UTF-8) and CSV-level errors (a field over
+    csv's size limit) are one-line errors naming the line, after the rows before it."""
+    q, v, a = states
+    files = write_inputs(tmp_path, q, v, a)
+    expected = json_lines(dyn("inverse", ARM, "-i", files["jsonl"], "-f", "json"))
+    for name in ("jsonl", "csv"):
+        text = files[name].read_bytes()
+        for ending in (b"\r\n", b"\r"):
+            variant = tmp_path / f"ends.{name}"
+            variant.write_bytes((b"\n\n" if name == "csv" else b"") + text.replace(b"\n", ending))
+            assert json_lines(dyn("inverse", ARM, "-i", variant, "-f", "json")) == expected
+    utf16 = tmp_path / "utf16.csv"
+    utf16.write_bytes(files["csv"].read_text().encode("utf-16-le"))
+    assert_usage_error(dyn("inverse", ARM, "-i", utf16, "-f", "json", check=False),
+                       "utf16.csv:1: holds NUL bytes (UTF-16 text? dyn reads UTF-8)")
+    lines = files["csv"].read_text().splitlines(keepends=True)
+    long_cell = tmp_path / "long.csv"
+    long_cell.write_text(lines[0].rstrip("\n") + ",note\n"
+                         + "".join(line.rstrip("\n") + ",x\n" for line in lines[1:4])
+                         + lines[4].rstrip("\n") + "," + "y" * 200_000 + "\n")
+    target = tmp_path / "tau.csv"
+    assert_usage_error(dyn("inverse", ARM, "-i", long_cell, "-o", target, check=False),
+                       "long.csv:5: not readable as CSV (field larger than field limit",
+                       "the 3 states before it are written to")
+    np.testing.assert_array_equal(np.loadtxt(target, delimiter=",", skiprows=1),
+                                  rnea_rows(q[:3], v[:3], a[:3]))
 
 
 def rnea_rows(q, v, a) -> np.ndarray:
