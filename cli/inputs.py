@@ -312,25 +312,28 @@ def _sniff_stdin() -> Input:
 
 
 def _text_lines(stream, name: str) -> Iterator[tuple[int, str]]:
-    """(line number, text) of a binary stream, decoded as UTF-8 line by line, so a bad byte
-    is reported with its line after the lines before it were used. Lines end in LF, CRLF
-    or a lone CR (as text mode's universal newlines); a BOM (as spreadsheet programs write)
-    is dropped from the first line."""
-    number = 0
-    for block in stream:
-        if number == 0:
-            block = block.removeprefix(codecs.BOM_UTF8)
-        lone_cr = block.find(b"\r", 0, len(block) - 2) >= 0
-        for data in block.splitlines(keepends=True) if lone_cr else (block,):
-            number += 1
-            if b"\0" in data:
+    """(line number, text) of a binary stream read as UTF-8 text mode reads it (universal
+    line ends, kept; a leading BOM, as spreadsheet programs write, dropped). Bytes that are
+    not UTF-8 are reported with their line, after the lines before it were used: they are
+    decoded as surrogates and caught line by line (only lines that are not ASCII are
+    checked), where a strict decoder would fail a whole read-ahead block at once."""
+    text = io.TextIOWrapper(stream, encoding="utf-8-sig", errors="surrogateescape", newline="")
+    try:
+        for number, line in enumerate(text, 1):
+            if not line.isascii():
+                try:
+                    line.encode()
+                except UnicodeEncodeError as error:
+                    raise UsageError(f"{name}:{number}: not UTF-8 text (byte "
+                                     f"{ord(line[error.start]) - 0xDC00:#04x} at column "
+                                     f"{error.start + 1})") from None
+            if "\0" in line:
                 raise UsageError(f"{name}:{number}: holds NUL bytes (UTF-16 text? dyn reads "
                                  "UTF-8)")
-            try:
-                yield number, data.decode("utf-8")
-            except UnicodeDecodeError as error:
-                raise UsageError(f"{name}:{number}: not UTF-8 text (byte "
-                                 f"{data[error.start]:#04x} at column {error.start + 1})") from None
+            yield number, line
+    finally:  # the caller owns (and closes, or not: stdin) the binary stream
+        if not stream.closed:
+            text.detach()
 
 
 class _Chunk:
