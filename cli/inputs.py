@@ -554,7 +554,7 @@ def _csv_chunks(stream, name, layout, kinds, wrenches, size) -> Iterator[States]
     try:
         header = next((row for row in reader if row), None)  # after any blank lines
     except csv.Error as error:
-        raise UsageError(f"{name}:{reader.line_num}: not readable as CSV ({error})") from None
+        raise _csv_error(name, reader, error) from None
     if header is None:
         return
     plan = _csv_plan(header, name, layout, kinds)
@@ -576,9 +576,13 @@ def _csv_chunks(stream, name, layout, kinds, wrenches, size) -> Iterator[States]
     except (UsageError, csv.Error) as error:
         yield from convert.rows(rows, lines)  # the rows before the bad one, not yet converted
         if isinstance(error, csv.Error):  # e.g. a field over csv's size limit
-            raise UsageError(f"{name}:{reader.line_num}: not readable as CSV ({error})") from None
+            raise _csv_error(name, reader, error) from None
         raise
     yield from convert.rows(rows, lines)
+
+
+def _csv_error(name: str, reader, error: csv.Error) -> UsageError:
+    return UsageError(f"{name}:{reader.line_num}: not readable as CSV ({error})")
 
 
 class _CsvConverter:

@@ -272,8 +272,8 @@ def generic_articulated(g, W, W0, E, r, S):
         UDinv = U @ Dinv
         Ia = IA - UDinv @ np.swapaxes(U, 1, 2)
         pa = pA + np.einsum("nik,nk->ni", UDinv, u)
-        T = P_SPIN @ inertia_to_parent(E, r, Ia).reshape(m, 36).T
-        np.add(W0[p] if g.first[0] else W.IA[p], T, out=W.IA[p])
+        accumulate(W.IA, g.parents, (P_SPIN @ inertia_to_parent(E, r, Ia).reshape(m, 36).T)[None],
+                   g.first, W0)
         W.F[p] += force_to_parent(E, r, pa).T
     return E, r, S, U, Dinv, u
 
