@@ -265,17 +265,21 @@ def bench(model: ModelArg, free_flyer: FreeFlyerOpt = False,
               "--states", "-n", min=1, help="Batch size of the batched rows.")] = CHUNK,
           seconds: Annotated[float, typer.Option(
               "--seconds", min=0.01, help="Time spent on each row (best of the runs).")] = 0.3,
+          files: Annotated[bool, typer.Option(
+              "--files/--no-files", help="Also time reading and writing .npz, JSON Lines "
+              "and CSV files, and the whole --input/--output pipeline.")] = True,
           fmt: InfoFormatOpt = None) -> None:
     """Throughput of RNEA (inverse), ABA (forward) and CRBA (mass) on MODEL.
 
     Random states (seeded) at N=1 and at a batch of --states, with 1 and 2 engine threads:
-    states/s and microseconds per state, so jobs can be sized. Engine time only: reading
-    and writing files adds to it (time 'dyn inverse --input' on a sample of your data).
+    states/s and microseconds per state, so jobs can be sized. Then, per command and file
+    format: states/s reading the inputs, writing the results, and the whole
+    'dyn COMMAND --input F --output F' after start-up (--no-files skips these).
     """
     from .bench import run_bench
 
     run_bench(load(model, free_flyer), states, seconds,
-              fmt.value if fmt is not None else "table")
+              fmt.value if fmt is not None else "table", files)
 
 
 def solve(request: Request) -> None:

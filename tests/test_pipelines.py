@@ -455,6 +455,51 @@ def test_bench_prints_a_throughput_table():
         (command, n, threads) for command in ("inverse", "forward", "mass")
         for n, threads in ((1, 1), (64, 1), (64, 2))]
     assert all(r["states_per_s"] > 0 and r["us_per_state"] > 0 for r in rows)
+    files = document["files"]
+    assert [(r["command"], r["format"], r["stage"]) for r in files] == [
+        (command, fmt, stage) for command in ("inverse", "forward", "mass")
+        for fmt in ("npz", "jsonl", "csv") for stage in ("read", "write", "pipeline")]
+    assert all(0 < r["states"] <= 64 and r["states_per_s"] > 0 for r in files)
+    assert "files" not in json.loads(dyn("bench", ARM, "--states", "64", "--seconds", "0.01",
+                                         "--no-files", "-f", "json").stdout)
+    lines = dyn("bench", ARM, "--states", "64", "--seconds", "0.01", "-f", "csv",
+                ).stdout.decode().splitlines()
+    assert lines[0] == "command,states,threads,states_per_s,us_per_state,stage,format"
+    assert len(lines) == 1 + 9 + 27 and lines[1].endswith(",engine,")
+    assert lines[-1].startswith("mass,") and lines[-1].endswith(",pipeline,csv")
+
+
+@pytest.mark.parametrize("fmt", ["npz", "jsonl", "csv"])
+def test_bench_times_real_pipelines(tmp_path, arm, fmt):
+    """The files bench writes states that read back exactly, and its written and piped
+    results are the engine's on them: it times the real thing."""
+    from treedyn.cli.bench import FileJob, random_states
+    from treedyn.cli.inputs import Layout
+
+    count = 40
+    states = random_states(arm, count)
+    expected = {"inverse": rnea(arm, states["q"], states["v"], states["a"]),
+                "forward": aba(arm, states["q"], states["v"], states["tau"]),
+                "mass": crba(arm, states["q"])}
+    key = {"inverse": "tau", "forward": "a", "mass": "M"}
+    for command in ("inverse", "forward", "mass"):
+        job = FileJob(Layout.of(arm), command, fmt, count, str(tmp_path))
+        for kind in job.kinds:
+            np.testing.assert_array_equal(
+                np.concatenate([getattr(chunk, kind) for chunk in job.read()]), states[kind])
+        job.write()
+        job.pipeline()
+        for name in ("written", "results"):
+            path = tmp_path / f"{name}.{fmt}"
+            if fmt == "npz":
+                got = np.load(path)[key[command]]
+            elif fmt == "jsonl":
+                got = np.array([line[key[command]] for line in map(json.loads,
+                                                                   path.read_text().splitlines())])
+            else:
+                got = np.loadtxt(path, delimiter=",", skiprows=1, ndmin=2)
+            np.testing.assert_array_equal(got.reshape(expected[command].shape),
+                                          expected[command], err_msg=f"{command} {name}")
 
 
 def test_stdin_npz_is_streamed_from_a_spool(states, small_chunks):
