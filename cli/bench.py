@@ -9,7 +9,7 @@ File rows (``files=True``) time what a job on files adds, per command and format
 JSON Lines, CSV), on a file of such states in a temporary folder: reading the command's
 inputs, writing its results, and the whole ``dyn COMMAND --input F --output F`` pipeline
 in this process (the model already parsed: start-up and parsing come once per job). The
-number of states grows from 256 until the pipeline takes about ``seconds`` (at most the
+number of states grows from 16 until the pipeline takes about ``seconds`` (at most the
 batch size); each stage is then the fastest of two runs.
 """
 from __future__ import annotations
@@ -128,10 +128,10 @@ def measure_files(model, batch: int, seconds: float) -> list[FileRow]:
     with tempfile.TemporaryDirectory(prefix="dyn-bench-") as folder, np.errstate(all="ignore"):
         for command in FUNCTIONS:
             for fmt in FORMATS:
-                count = min(batch, 256)
+                count = min(batch, 16)
                 job = FileJob(layout, command, fmt, count, folder)
                 took = job.time(job.pipeline)
-                for _ in range(3):  # fixed costs weigh on small runs: grow in steps
+                for _ in range(4):  # fixed costs weigh on small runs: grow in steps
                     if took >= seconds / 2 or count == batch:
                         break
                     count = min(batch, 16 * count, int(count * seconds / max(took, 1e-6)))
