@@ -28,6 +28,7 @@ import json
 import math
 import os
 import re
+import stat
 import sys
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -260,6 +261,21 @@ class Input:
         self.name, self.kind, self.stream = name, kind, stream
         self.owned = owned  # close the stream when done (not for the process's stdin)
         self.total: int | None = None  # number of states, once known (.npz)
+        try:  # bytes in all, for the share read so far (a regular file, also on stdin)
+            status = os.fstat(stream.fileno())
+            self.size = status.st_size if stat.S_ISREG(status.st_mode) else 0
+        except (OSError, AttributeError, ValueError):  # no descriptor (tests' stdin)
+            self.size = 0
+
+    def consumed(self) -> float | None:
+        """The share of a text input read so far (0..1, by bytes; the chunk just yielded
+        included), or None when unknown (a pipe; .npz inputs count states instead)."""
+        if self.kind == "npz" or not self.size:
+            return None
+        try:
+            return min(1.0, self.stream.tell() / self.size)
+        except (OSError, ValueError):
+            return None
 
     @staticmethod
     def open(path: str) -> "Input":

@@ -349,14 +349,16 @@ def stream(request: Request, layout: Layout, gravity, wrenches) -> None:
     progress = Progress(wanted(request.quiet, results_on_stdout=request.output is None))
     worker = ThreadPoolExecutor(1, thread_name_prefix="dyn-compute")
     try:
-        pending = None  # (future, states) of the chunk being computed
+        pending = None  # (future, states, share of the input read) of the chunk computed
         for states in ahead(chunks):
-            done = None if pending is None else (collect(pending, sink), pending[1])
+            done = None if pending is None else (collect(pending, sink), *pending[1:])
             pending = None if states is None else (
-                worker.submit(compute, request.command, layout, states, gravity), states)
+                worker.submit(compute, request.command, layout, states, gravity), states,
+                source.consumed())
             if done is not None:
-                sink.put(*done)
-                progress.advance(done[1].count, source.total)
+                result, states_done, consumed = done
+                sink.put(result, states_done)
+                progress.advance(states_done.count, source.total, consumed)
     except BaseException as error:
         progress.close()
         raise stopped(sink, error) from None
@@ -380,7 +382,7 @@ def ahead(chunks):
 def collect(pending, sink: Sink) -> np.ndarray:
     """The result of a chunk; if state k of it failed, the k results before it are written
     and the error raised."""
-    future, states = pending
+    future, states = pending[:2]
     try:
         return future.result()
     except PartialResult as error:

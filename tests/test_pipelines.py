@@ -261,6 +261,7 @@ def test_progress_bar_on_a_terminal_only(tmp_path):
     args = ["inverse", str(ARM), "-i", str(source), "-o", str(tmp_path / "tau.csv")]
     code, shown = run_on_terminal(args)
     assert code == 0 and "states/s" in shown and "40,000 states" in shown, shown
+    assert "100% 40,000 states" in shown and "ETA 0:00" in shown, shown  # a file: its share
     code, quiet = run_on_terminal(args + ["--quiet"])
     assert code == 0 and quiet == "", quiet
     code, short = run_on_terminal(args, delay="60")  # a batch shorter than the delay
@@ -274,6 +275,25 @@ def test_progress_bar_on_a_terminal_only(tmp_path):
     assert code == 0 and "40,000 states" in typed, typed
     code, printed = run_on_terminal(args[:-2] + ["-f", "csv"], stdout_too=True)
     assert code == 0 and "states/s" not in printed  # results on the terminal: no bar
+
+
+def test_share_of_a_text_input_read_is_known_for_files_only(tmp_path, arm):
+    """The progress bar's share done: bytes read of a text file (also on stdin), none for
+    a pipe, whose size is unknown."""
+    from treedyn.cli.inputs import Input, Layout
+
+    source = tmp_path / "many.jsonl"
+    write_many_jsonl(source, 5000)
+    text = Input.open(str(source))
+    shares = [text.consumed() for _ in text.chunks(Layout.of(arm), ("q", "v", "a"), {}, 1000)]
+    assert len(shares) == 5 and shares == sorted(shares) and shares[-1] == 1.0, shares
+    assert 0.15 < shares[0] < 0.3, shares  # a fifth of the lines, and the read-ahead
+    reader, writer = os.pipe()
+    with open(reader, "rb") as pipe, open(writer, "wb") as end:
+        end.write(source.read_bytes()[:4096])
+        end.close()
+        piped = Input("-", "jsonl", pipe)
+        assert piped.size == 0 and piped.consumed() is None
 
 
 def test_quiet_silences_warnings_but_not_errors():
