@@ -39,7 +39,8 @@ from treedyn.engine import Model
 
 from .output import warn
 
-CHUNK = 16384  # states per chunk at most (callers may ask for fewer)
+CHUNK = max(1, int(os.environ.get("TREEDYN_STREAM_CHUNK") or 16384))  # states per chunk at
+# most (callers may ask for fewer)
 KINDS = ("q", "v", "a", "tau")
 DEGREE = math.pi / 180.0
 
@@ -261,6 +262,7 @@ class Input:
         self.name, self.kind, self.stream = name, kind, stream
         self.owned = owned  # close the stream when done (not for the process's stdin)
         self.total: int | None = None  # number of states, once known (.npz)
+        self.window: tuple[int, int, int, bool] | None = None  # a part: first, skip, take, BOM
         try:  # bytes in all, for the share read so far (a regular file, also on stdin)
             status = os.fstat(stream.fileno())
             self.size = status.st_size if stat.S_ISREG(status.st_mode) else 0
@@ -292,12 +294,33 @@ class Input:
             raise UsageError(f"{path}: cannot read ({error.strerror})") from None
         return Input(path, kind, stream)
 
+    @staticmethod
+    def part(path: str, kind: str, start: int, first: int, skip: int, take: int) -> "Input":
+        """A part of a text file (see :mod:`.parts`): from byte ``start`` (where line
+        ``first`` begins), the ``take`` data lines after the first ``skip`` ones."""
+        source = Input(path, kind, open(path, "rb"))
+        source.stream.seek(start)
+        source.window = (first, skip, take, start == 0)
+        return source
+
     def chunks(self, layout: Layout, kinds: Sequence[str], wrenches: dict[str, np.ndarray],
-               size: int = CHUNK) -> Iterator[States]:
-        """States in input order, ``size`` at a time, with the command-line wrenches added."""
-        reader = {"jsonl": _jsonl_chunks, "csv": _csv_chunks, "npz": self._npz}[self.kind]
+               size: int = CHUNK, header: list[str] | None = None) -> Iterator[States]:
+        """States in input order, ``size`` at a time, with the command-line wrenches added
+        (a CSV part takes the file's ``header`` instead of reading one)."""
+        lines = None
+        if self.window is not None:
+            first, skip, take, bom = self.window
+            lines = _window(_text_lines(self.stream, self.name, first, bom), self.kind, skip,
+                            take)
         try:
-            yield from reader(self.stream, self.name, layout, kinds, wrenches, size)
+            if self.kind == "npz":
+                yield from self._npz(self.stream, self.name, layout, kinds, wrenches, size)
+            elif self.kind == "jsonl":
+                yield from _jsonl_chunks(self.stream, self.name, layout, kinds, wrenches, size,
+                                         lines)
+            else:
+                yield from _csv_chunks(self.stream, self.name, layout, kinds, wrenches, size,
+                                       lines, header)
         finally:
             if self.owned:
                 self.stream.close()
@@ -327,15 +350,18 @@ def _sniff_stdin() -> Input:
     return Input(STDIN, kind, raw, owned=False)
 
 
-def _text_lines(stream, name: str) -> Iterator[tuple[int, str]]:
+def _text_lines(stream, name: str, first: int = 1, bom: bool = True
+                ) -> Iterator[tuple[int, str]]:
     """(line number, text) of a binary stream read as UTF-8 text mode reads it (universal
     line ends, kept; a leading BOM, as spreadsheet programs write, dropped). Bytes that are
     not UTF-8 are reported with their line, after the lines before it were used: they are
     decoded as surrogates and caught line by line (only lines that are not ASCII are
-    checked), where a strict decoder would fail a whole read-ahead block at once."""
-    text = io.TextIOWrapper(stream, encoding="utf-8-sig", errors="surrogateescape", newline="")
+    checked), where a strict decoder would fail a whole read-ahead block at once. A part of
+    a file (``first`` > 1) keeps a BOM, as the whole file read from its start would."""
+    text = io.TextIOWrapper(stream, encoding="utf-8-sig" if bom else "utf-8",
+                            errors="surrogateescape", newline="")
     try:
-        for number, line in enumerate(text, 1):
+        for number, line in enumerate(text, first):
             if not line.isascii():
                 try:
                     line.encode()
@@ -350,6 +376,29 @@ def _text_lines(stream, name: str) -> Iterator[tuple[int, str]]:
     finally:  # the caller owns (and closes, or not: stdin) the binary stream
         if not stream.closed:
             text.detach()
+
+
+def is_data(line: str, kind: str) -> bool:
+    """Whether a text line holds a state (else the readers skip it): JSON Lines skip blank
+    lines, CSV (csv.reader) only empty ones."""
+    return bool(line.strip()) if kind == "jsonl" else line not in ("", "\n", "\r\n", "\r")
+
+
+def _window(lines: Iterator[tuple[int, str]], kind: str, skip: int, take: int
+            ) -> Iterator[tuple[int, str]]:
+    """The numbered lines from the data line after the first ``skip`` ones up to the
+    ``take``-th data line after it."""
+    for number, line in lines:
+        if is_data(line, kind):
+            if skip:
+                skip -= 1
+                continue
+            if not take:
+                return
+            take -= 1
+        elif skip:
+            continue
+        yield number, line
 
 
 class _Chunk:
@@ -409,12 +458,13 @@ class _Chunk:
 
 # ----------------------------------------------------------------------------- JSON Lines
 
-def _jsonl_chunks(stream, name, layout, kinds, wrenches, size) -> Iterator[States]:
-    """Chunks of a JSON Lines stream; at a bad line, the good lines before it, then the error."""
+def _jsonl_chunks(stream, name, layout, kinds, wrenches, size, lines=None) -> Iterator[States]:
+    """Chunks of a JSON Lines stream (or of its numbered ``lines``); at a bad line, the good
+    lines before it, then the error."""
     chunk = _Chunk(name, layout, wrenches, size)
     known_links: set[str] = set()
     try:
-        for number, line in _text_lines(stream, name):
+        for number, line in _text_lines(stream, name) if lines is None else lines:
             if not line.strip():
                 continue
             _jsonl_row(line, f"{name}:{number}", layout, kinds, chunk, known_links)
@@ -564,13 +614,16 @@ def _csv_plan(header: list[str], name: str, layout: Layout,
     return list(plan.values())
 
 
-def _csv_chunks(stream, name, layout, kinds, wrenches, size) -> Iterator[States]:
-    """Chunks of a CSV stream; at a bad row, the good rows before it, then the error."""
-    reader = csv.reader(text for _, text in _text_lines(stream, name))
-    try:
-        header = next((row for row in reader if row), None)  # after any blank lines
-    except csv.Error as error:
-        raise _csv_error(name, reader, error) from None
+def _csv_chunks(stream, name, layout, kinds, wrenches, size, lines=None,
+                header: list[str] | None = None) -> Iterator[States]:
+    """Chunks of a CSV stream (or of its numbered ``lines``); at a bad row, the good rows
+    before it, then the error. With ``header`` (a part of a file), there are rows only."""
+    reader = _NumberedReader(_text_lines(stream, name) if lines is None else lines)
+    if header is None:
+        try:
+            header = next((row for row in reader if row), None)  # after any blank lines
+        except csv.Error as error:
+            raise _csv_error(name, reader, error) from None
     if header is None:
         return
     plan = _csv_plan(header, name, layout, kinds)
@@ -595,6 +648,25 @@ def _csv_chunks(stream, name, layout, kinds, wrenches, size) -> Iterator[States]
             raise _csv_error(name, reader, error) from None
         raise
     yield from convert.rows(rows, lines)
+
+
+class _NumberedReader:
+    """csv.reader over numbered lines; ``line_num`` is the file's number of the last line
+    read (csv's own count would start again in each part of a file)."""
+
+    def __init__(self, lines: Iterator[tuple[int, str]]):
+        self.line_num = 0
+        self.reader = csv.reader(self._texts(lines))
+
+    def _texts(self, lines: Iterator[tuple[int, str]]) -> Iterator[str]:
+        for self.line_num, text in lines:
+            yield text
+
+    def __iter__(self):
+        return self
+
+    def __next__(self) -> list[str]:
+        return next(self.reader)
 
 
 def _csv_error(name: str, reader, error: csv.Error) -> UsageError:

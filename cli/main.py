@@ -310,7 +310,10 @@ def solve(request: Request) -> None:
         raise UsageError(f"dyn: --output {request.output} is the input file"
                          f"{' (on stdin)' if request.input == '-' else ''}: it would be "
                          "emptied before it is read; write to another file")
-    stream(request, layout, gravity, wrenches)
+    from .parts import try_parts
+
+    if not try_parts(request, layout, gravity, wrenches):
+        stream(request, layout, gravity, wrenches)
 
 
 def same_file(source: str, target: str) -> bool:
@@ -464,11 +467,7 @@ def open_sink(request: Request, layout: Layout, single: bool) -> Sink:
     """Where the results go: --output FILE (format from its extension) or stdout."""
     key = RESULT_KEY[request.command]
     labels = layout.v_labels
-    if request.output is not None:
-        kind = output_format(request.output, request.format)
-    else:
-        kind = request.format.value if request.format else (
-            "table" if sys.stdout.isatty() else "json")
+    kind = sink_kind(request)
     if request.sparsity and kind == "csv":
         raise UsageError("dyn: --sparsity is written in json, npz and table formats, not csv")
     sparsity = sparsity_document(layout.model) if request.sparsity else None
@@ -488,6 +487,15 @@ def open_sink(request: Request, layout: Layout, single: bool) -> Sink:
     footer = sparsity_table(sparsity, layout.v_names) if sparsity else ""
     return TableSink(stream, key, layout.v_names, units(request.command, layout), single,
                      footer)
+
+
+def sink_kind(request: Request) -> str:
+    """json, csv, npz or table: --output's extension, else --format, else table on a
+    terminal and json in a pipe."""
+    if request.output is not None:
+        return output_format(request.output, request.format)
+    return request.format.value if request.format else (
+        "table" if sys.stdout.isatty() else "json")
 
 
 def output_format(path: str, requested: Optional[Format]) -> str:

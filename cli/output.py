@@ -30,9 +30,15 @@ def set_quiet(quiet: bool) -> None:
     QUIET["on"] = quiet
 
 
+CAPTURED: dict[str, list | None] = {"into": None}  # a list: warnings kept, not printed
+
+
 def warn(message: str) -> None:
-    """A warning line on stderr (results stay on stdout), unless --quiet."""
-    if not QUIET["on"]:
+    """A warning line on stderr (results stay on stdout), unless --quiet; kept in
+    CAPTURED["into"] instead when that is a list (a worker process, see .parts)."""
+    if CAPTURED["into"] is not None:
+        CAPTURED["into"].append(message)
+    elif not QUIET["on"]:
         print(f"dyn: warning: {message}", file=sys.stderr)
 
 

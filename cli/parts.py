@@ -1,0 +1,401 @@
+"""A large text input split over processes: parts of the file parsed, computed and written
+in parallel, then joined in input order.
+
+JSON Lines and CSV cost about a microsecond per number to parse and to print (Python's
+float conversions), tens of times the engine's cost, and one process does them on one
+core. A regular text file of at least two parts (:func:`part_bytes`, 16 MB by default) is
+cut at line ends into parts; forked worker processes (:func:`processes` of them, one
+engine thread each) read their part with the file's line numbers (a CSV part with the
+file's header), compute and write its results to a temporary file next to the output,
+and the parent appends the parts to the output in order as they finish. The output is
+byte for byte the one process's: the same readers, engine calls and writers run on every
+part.
+
+At a bad line, the parts before it and the states of its part before it are written, and
+the error is the one process's (same line number, same message, "stopped there"); later
+parts are dropped. Files that the split would misnumber or misread run in one process: a
+CSV file with quotes after its header (a quoted field may hold a line end), or a file
+with carriage returns that do not end a line (text mode reads them as line ends).
+Warnings are printed once, by the parent. Needs the ``fork`` start method (Linux, macOS
+on request), and no other thread in the parent when it forks: else one process runs.
+"""
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import sys
+import tempfile
+import threading
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from .inputs import INPUT_FORMATS, Input, Layout, UsageError, _csv_plan, is_data
+from .output import CAPTURED, CsvSink, JsonSink, NpzSink, Sink
+
+PART_BYTES = 16 << 20  # bytes of text per part
+MAX_PROCESSES = 8
+SCAN = 1 << 20  # bytes read at a time when surveying a part
+
+
+def processes() -> int:
+    """Worker processes: TREEDYN_PROCESSES, else the CPUs this process may use (at most
+    MAX_PROCESSES); 1 turns the split off."""
+    if os.environ.get("TREEDYN_PROCESSES"):
+        return max(1, int(os.environ["TREEDYN_PROCESSES"]))
+    try:
+        cpus = len(os.sched_getaffinity(0))
+    except AttributeError:  # not on Linux
+        cpus = os.cpu_count() or 1
+    return min(cpus, MAX_PROCESSES)
+
+
+def part_bytes() -> int:
+    """Bytes per part: TREEDYN_PART_BYTES (tests use small parts), else PART_BYTES."""
+    return max(1, int(os.environ.get("TREEDYN_PART_BYTES", PART_BYTES)))
+
+
+@dataclass
+class Job:
+    """Everything a worker needs, set in the parent before it forks (never pickled)."""
+
+    request: object  # treedyn.cli.main.Request
+    layout: Layout
+    gravity: np.ndarray | None
+    wrenches: dict
+    kind: str  # of the input: "jsonl" or "csv"
+    header: list[str] | None  # a CSV input's header row
+    output: str  # of the parts: "json" or "csv" text as the output's, "raw" rows for .npz
+    folder: str  # the parts' temporary files
+
+
+@dataclass
+class Outcome:
+    """What a worker did with one part."""
+
+    count: int  # states written to the part file
+    error: str | None = None  # the bad line's message (the states before it are written)
+    warnings: list[str] = field(default_factory=list)
+
+
+_JOB: dict[str, Job] = {}  # the job of the forked workers
+
+
+def try_parts(request, layout: Layout, gravity, wrenches) -> bool:
+    """Run ``request`` over parts of its input file in worker processes; False (nothing
+    done, nothing opened) when the input is not a large regular text file, or cannot be
+    split safely, or the results go to a table."""
+    import multiprocessing
+
+    from .main import sink_kind
+
+    path = request.input
+    kind = INPUT_FORMATS.get(os.path.splitext(path)[1].lower())
+    workers = processes()
+    if (path == "-" or kind not in ("jsonl", "csv") or workers < 2 or request.sparsity
+            or not os.path.isfile(path) or threading.active_count() > 1
+            or "fork" not in multiprocessing.get_all_start_methods()):
+        return False
+    output = sink_kind(request)
+    if output == "table":
+        return False
+    size = os.path.getsize(path)
+    if size < 2 * part_bytes():
+        return False
+    start, first, header = data_start(path, kind, layout, request)
+    if start is None:
+        return False
+    bounds = split(path, start, size, part_bytes())
+    if len(bounds) < 2:
+        return False
+    try:
+        folder = tempfile.mkdtemp(prefix=".dyn-parts-", dir=os.path.dirname(
+            os.path.abspath(request.output)) if request.output is not None else None)
+    except OSError:  # one process reports an unwritable output as it does
+        return False
+    _JOB["job"] = Job(request, layout, gravity, wrenches, kind, header,
+                      "raw" if output == "npz" else output, folder)
+    # The parent talks to the workers through pipes: a worker that dies (Ctrl-C) must not
+    # end it through SIGPIPE before it cleans up. A reader of stdout that goes away ends
+    # it as it would end one process (dyn lets SIGPIPE do that), after the clean-up.
+    quiet_end = getattr(signal, "SIGPIPE", None) is not None and (
+        signal.getsignal(signal.SIGPIPE) == signal.SIG_DFL)
+    if quiet_end:
+        signal.signal(signal.SIGPIPE, signal.SIG_IGN)
+    reader_gone = False
+    try:
+        for stdio in (sys.stdout, sys.stderr):
+            stdio.flush()  # a forked worker must not write the parent's buffers again
+        return run(request, layout, bounds, first, size, min(workers, len(bounds)),
+                   multiprocessing.get_context("fork"))
+    except BrokenPipeError:
+        if request.output is not None or not quiet_end:
+            raise
+        reader_gone = True
+        return True
+    finally:
+        _JOB.clear()
+        shutil.rmtree(folder, ignore_errors=True)
+        if quiet_end:
+            signal.signal(signal.SIGPIPE, signal.SIG_DFL)
+            if reader_gone:
+                os.kill(os.getpid(), signal.SIGPIPE)
+
+
+def data_start(path: str, kind: str, layout: Layout, request):
+    """(byte offset of the first data line, its line number, the CSV header), or
+    (None, 0, None) when a CSV header is not plainly on one line in the first megabyte, or
+    is wrong (one process reports that)."""
+    if kind == "jsonl":
+        return 0, 1, None
+    import csv
+
+    with open(path, "rb") as stream:
+        head = stream.read(SCAN)
+    offset, number = (3 if head.startswith(b"\xef\xbb\xbf") else 0), 1
+    while True:
+        end = head.find(b"\n", offset)
+        if end < 0:
+            return None, 0, None
+        line = head[offset:end + 1]
+        if line.strip():
+            break
+        offset, number = end + 1, number + 1
+    if b'"' in line or b"\r" in line.rstrip(b"\r\n") or b"\0" in line or not line.isascii():
+        return None, 0, None
+    header = next(csv.reader([line.decode()]))
+    try:
+        _csv_plan(header, path, layout, tuple(request.vectors))
+    except UsageError:  # one process reports it, as ever
+        return None, 0, None
+    return end + 1, number + 1, header
+
+
+def split(path: str, start: int, size: int, step: int) -> list[tuple[int, int]]:
+    """Byte ranges [a, b) from ``start`` to ``size``, each ending after a line end, of
+    about ``step`` bytes (the last one ends the file)."""
+    bounds, a = [], start
+    with open(path, "rb") as stream:
+        while a < size:
+            b = a + step
+            if b >= size:
+                bounds.append((a, size))
+                break
+            stream.seek(b)
+            while True:
+                block = stream.read(1 << 16)
+                found = block.find(b"\n")
+                if not block or found >= 0:
+                    b = b + found + 1 if block else size
+                    break
+                b += len(block)
+            bounds.append((a, b))
+            a = b
+    return bounds
+
+
+def survey(path: str, start: int, end: int, kind: str) -> tuple[int, int, bool]:
+    """(lines, data lines, whether it reads the same apart) of bytes [start, end), read a
+    megabyte of whole lines at a time: no quote in CSV rows, no carriage return that does
+    not end a line (text mode would end a line there, unlike the lines counted here)."""
+    lines = data = 0
+    carry = b""
+    with open(path, "rb") as stream:
+        stream.seek(start)
+        left = end - start
+        while True:
+            block = stream.read(min(SCAN, left)) if left > 0 else b""
+            left -= len(block)
+            if kind == "csv" and b'"' in block:
+                return 0, 0, False
+            joined = carry + block
+            cut = joined.rfind(b"\n") + 1 if block else len(joined)
+            complete, carry = joined[:cut], joined[cut:]
+            if complete.count(b"\r") != complete.count(b"\r\n"):
+                return 0, 0, False
+            if start == 0 and lines == 0 and complete.startswith(b"\xef\xbb\xbf"):
+                complete = complete[3:]  # a BOM, which the reader drops
+            pieces = complete.decode("utf-8", errors="surrogateescape").split("\n")
+            if pieces[-1] == "":
+                pieces.pop()  # after the last line end: no line
+            lines += len(pieces)
+            data += sum(is_data(piece, kind) for piece in pieces)
+            if not block:
+                return lines, data, True
+
+
+def run(request, layout, bounds, first: int, size: int, workers: int, context) -> bool:
+    """Survey the byte ranges, then compute parts of whole chunks in ``workers`` processes
+    and join them; False if a range cannot be read apart (nothing opened then)."""
+    from concurrent.futures import ProcessPoolExecutor
+
+    from .main import chunk_states, open_sink, stopped
+    from .progress import Progress, wanted
+
+    job = _JOB["job"]
+    pool = ProcessPoolExecutor(workers, mp_context=context, initializer=_start_worker)
+    try:
+        starts, ends = zip(*bounds)
+        surveys = list(pool.map(survey, [request.input] * len(bounds), starts, ends,
+                                [job.kind] * len(bounds)))
+        if not all(fine for _, _, fine in surveys):
+            return False
+        parts = plan(surveys, starts, first, chunk_states(request.command, layout),
+                     size - starts[0])
+        if len(parts) < 2:
+            return False
+        futures = [pool.submit(_run_part, index, *part) for index, part in enumerate(parts)]
+        sink = open_sink(request, layout, single=False)
+        progress = Progress(wanted(request.quiet, results_on_stdout=request.output is None))
+        total = sum(data for _, data, _ in surveys)
+        try:
+            join(futures, sink, job.folder, progress, total)
+        except BaseException as error:
+            progress.close()
+            for future in futures:
+                future.cancel()
+            raise stopped(sink, error) from None
+        progress.close()
+        sink.close()
+        return True
+    finally:
+        pool.shutdown(wait=True, cancel_futures=True)
+
+
+def plan(surveys, starts, first: int, chunk: int, data_bytes: int) -> list[tuple]:
+    """Parts of whole chunks of ``chunk`` states (so every state is computed in the chunk
+    one process would put it in), about part_bytes() each: (byte start and first line
+    number of the range where the part begins, data lines to skip there, states)."""
+    lines = np.array([survey[0] for survey in surveys])
+    data = np.array([survey[1] for survey in surveys])
+    total = int(data.sum())
+    line_first = first + np.concatenate([[0], np.cumsum(lines)[:-1]])
+    data_first = np.concatenate([[0], np.cumsum(data)[:-1]])
+    per_state = data_bytes / max(total, 1)
+    step = chunk * max(1, round(part_bytes() / (chunk * per_state)))
+    parts = []
+    for begin in range(0, total, step):
+        r = int(np.searchsorted(data_first, begin, side="right")) - 1  # holds that state
+        parts.append((int(starts[r]), int(line_first[r]), begin - int(data_first[r]),
+                      min(step, total - begin)))
+    return parts
+
+
+def join(futures, sink: Sink, folder: str, progress, total: int) -> None:
+    """Append the parts to ``sink`` in order as they finish; at a part's error, what it
+    wrote, then the error (the caller cancels the later parts)."""
+    import re
+
+    from .output import warn
+
+    where = re.compile(re.escape(_JOB["job"].request.input) + r":\d+: ")
+    warned: set[str] = set()  # as one process: once per cause, at its first line
+    counts: list[int] = []
+    for index, future in enumerate(futures):
+        outcome = future.result()
+        for message in outcome.warnings:
+            if where.sub("", message, count=1) not in warned:
+                warned.add(where.sub("", message, count=1))
+                warn(message)
+        counts.append(outcome.count)
+        if not isinstance(sink, NpzSink):
+            append_text(sink, part_file(folder, index), outcome.count)
+            os.remove(part_file(folder, index))  # the disk holds the parts not yet joined
+        progress.advance(outcome.count, total)
+        if outcome.error is not None:
+            break
+    if isinstance(sink, NpzSink):
+        append_rows(sink, folder, counts)
+    if outcome.error is not None:
+        raise UsageError(outcome.error)
+
+
+def append_text(sink: Sink, path: str, count: int) -> None:
+    """A text part's lines after the output's (the CSV header first), byte for byte."""
+    if count == 0:
+        return
+    if isinstance(sink, CsvSink):
+        sink.write_header()
+    target = sink.stream
+    with open(path, "rb") as part:
+        if hasattr(target, "buffer"):
+            target.flush()
+            shutil.copyfileobj(part, target.buffer, 1 << 20)
+            target.buffer.flush()
+        else:  # a text stream with no bytes below it (tests' stdout)
+            target.write(part.read().decode())
+            target.flush()
+    sink.count += count
+
+
+def append_rows(sink: NpzSink, folder: str, counts: list[int]) -> None:
+    """The parts' raw rows into the archive, which now knows its number of states."""
+    sink.total = sum(counts)
+    width = int(np.prod(sink.shape, dtype=np.int64))
+    step = max(1, (8 << 20) // (8 * width))
+    for index, count in enumerate(counts):
+        with open(part_file(folder, index), "rb") as part:
+            for start in range(0, count, step):
+                rows = np.fromfile(part, dtype=np.float64, count=min(step, count - start) * width)
+                sink.put(rows.reshape(-1, *sink.shape), None)
+
+
+def part_file(folder: str, index: int) -> str:
+    return os.path.join(folder, f"part{index:06d}")
+
+
+def _start_worker() -> None:
+    """In each worker: one engine thread; Ctrl-C ends it quietly (the parent reports)."""
+    import signal
+
+    from treedyn.engine import kernels
+
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+    kernels.configure(threads=1)
+
+
+def _run_part(index: int, start: int, first: int, skip: int, take: int) -> Outcome:
+    """Read, compute and write one part (in a worker): ``take`` states from the data line
+    after the first ``skip`` ones of the range at byte ``start`` (line ``first``); a bad
+    line ends it as in one process, with the states before it written."""
+    from .main import RESULT_KEY, PartialResult, chunk_states, compute, csv_header, open_output
+
+    job = _JOB["job"]
+    request, layout = job.request, job.layout
+    source = Input.part(request.input, job.kind, start, first, skip, take)
+    chunks = source.chunks(layout, tuple(request.vectors), job.wrenches,
+                           chunk_states(request.command, layout), job.header)
+    path = part_file(job.folder, index)
+    key = RESULT_KEY[request.command]
+    if job.output == "raw":
+        sink: Sink = RawSink(open_output(path, binary=True), path)
+    elif job.output == "csv":
+        sink = CsvSink(open_output(path, binary=False), csv_header(key, layout.v_labels), path)
+        sink.header = None  # the parent writes it, once
+    else:
+        sink = JsonSink(open_output(path, binary=False), key, {}, path)
+    outcome = Outcome(0)
+    CAPTURED["into"] = outcome.warnings
+    try:
+        for states in chunks:
+            try:
+                result = compute(request.command, layout, states, job.gravity)
+            except PartialResult as partial:
+                sink.put(partial.result, states)
+                raise UsageError(str(partial)) from None
+            sink.put(result, states)
+    except UsageError as error:
+        outcome.error = str(error)
+    finally:
+        sink.close()
+        CAPTURED["into"] = None
+    outcome.count = sink.count
+    return outcome
+
+
+class RawSink(Sink):
+    """Results as raw float64 rows (a part of an .npz output)."""
+
+    def write(self, result, states) -> None:
+        np.ascontiguousarray(result, dtype=np.float64).tofile(self.stream)

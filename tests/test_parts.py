@@ -1,0 +1,194 @@
+"""Large text inputs split over worker processes (treedyn.cli.parts).
+
+Every run here is a fresh ``dyn`` process with small parts (TREEDYN_PART_BYTES) and small
+streamed chunks (TREEDYN_STREAM_CHUNK), compared byte for byte with the same command in one
+process (TREEDYN_PROCESSES=1): results, error lines, exit codes and partial outputs.
+"""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from test_cli import ARM, ROOT
+
+pytestmark = pytest.mark.skipif(not hasattr(os, "fork"), reason="parts need fork")
+
+COUNT = 1000  # states: about 130 kB of JSON Lines, 30 parts of 3 kB
+SPLIT = {"TREEDYN_PART_BYTES": "3000", "TREEDYN_STREAM_CHUNK": "32"}
+TOOL_ARM = ROOT / "tests" / "data" / "arm_with_tool.urdf"
+
+
+def run(args, processes: int, **env) -> subprocess.CompletedProcess:
+    """``dyn ARGS`` in a fresh process with ``processes`` worker processes."""
+    environment = {**os.environ, **SPLIT, "TREEDYN_PROCESSES": str(processes), **env}
+    return subprocess.run([sys.executable, "-m", "treedyn.cli.main", *map(str, args)],
+                          capture_output=True, cwd=ROOT, env=environment, timeout=120)
+
+
+def both(args, tmp_path, output: str | None = None):
+    """The run in one process and split over three, with their output files (if any)."""
+    results = []
+    for processes in (1, 3):
+        target = tmp_path / f"p{processes}-{output}" if output else None
+        done = run([*args, "-o", target] if target else args, processes)
+        done.stderr = done.stderr.replace(b"/p3-", b"/p1-")  # messages name the output
+        results.append((done, target.read_bytes() if target and target.exists() else None))
+    return results
+
+
+def states(count: int = COUNT, seed: int = 3):
+    rng = np.random.default_rng(seed)
+    return rng.uniform(-2, 2, size=(count, 6)).tolist()
+
+
+def write_jsonl(path, rows, blank_every: int = 0) -> None:
+    """One state per line; with ``blank_every``, blank and whitespace lines in between."""
+    lines = []
+    for k, r in enumerate(rows):
+        if blank_every and k % blank_every == 0:
+            lines.append("   " if k % (2 * blank_every) else "")
+        lines.append(json.dumps({"q": r[0:2], "v": r[2:4], "a": r[4:6], "tau": r[2:4]}))
+    path.write_text("\n".join(lines) + "\n")
+
+
+def write_csv(path, rows, line_end: str = "\n", blank_every: int = 0) -> None:
+    lines = ["q0,q1,v0,v1,a0,a1"]
+    for k, r in enumerate(rows):
+        if blank_every and k % blank_every == 0:
+            lines.append("")
+        lines.append(",".join(map(repr, r)))
+    path.write_text(line_end.join(lines) + line_end, newline="")
+
+
+@pytest.mark.parametrize("output", ["out.jsonl", "out.csv", "out.npz", None])
+@pytest.mark.parametrize("source", ["jsonl", "csv"])
+def test_split_runs_write_what_one_process_writes(tmp_path, source, output):
+    path = tmp_path / f"states.{source}"
+    (write_jsonl if source == "jsonl" else write_csv)(path, states(), blank_every=37)
+    for command in ("inverse", "forward", "mass"):
+        args = [command, ARM, "-i", path] + ([] if output else ["-f", "csv"])
+        (one, one_file), (split, split_file) = both(args, tmp_path, output)
+        assert one.returncode == split.returncode == 0, split.stderr
+        assert split.stdout == one.stdout and split.stderr == one.stderr == b""
+        if output and output.endswith(".npz"):
+            for key in ("tau", "a", "M", "dofs"):
+                if key in np.load(tmp_path / f"p1-{output}"):
+                    np.testing.assert_array_equal(np.load(tmp_path / f"p3-{output}")[key],
+                                                  np.load(tmp_path / f"p1-{output}")[key])
+        else:
+            assert split_file == one_file
+    assert not [name for name in os.listdir(tmp_path) if name.startswith(".dyn-parts")]
+
+
+@pytest.mark.parametrize("output", ["out.jsonl", "out.npz", None])
+@pytest.mark.parametrize("bad_line", [5, 700, 1012])
+def test_a_bad_line_in_a_later_part_stops_as_one_process_does(tmp_path, bad_line, output):
+    """The same one-line error (line number, "stopped there", count) and the same states
+    written before it; the line numbers count blank lines in earlier parts."""
+    path = tmp_path / "states.jsonl"
+    write_jsonl(path, states(), blank_every=41)
+    lines = path.read_text().splitlines(keepends=True)
+    assert lines[bad_line - 1].strip()
+    lines[bad_line - 1] = '{"q": [0.1, 0.2, 0.3]}\n'
+    path.write_text("".join(lines))
+    args = ["inverse", ARM, "-i", path] + ([] if output else ["-f", "json"])
+    (one, one_file), (split, split_file) = both(args, tmp_path, output)
+    assert one.returncode == split.returncode == 2
+    assert split.stderr == one.stderr and f"states.jsonl:{bad_line}:" in one.stderr.decode()
+    assert split.stdout == one.stdout
+    if output and output.endswith(".npz"):
+        np.testing.assert_array_equal(np.load(tmp_path / f"p3-{output}")["tau"],
+                                      np.load(tmp_path / f"p1-{output}")["tau"])
+    else:
+        assert split_file == one_file
+
+
+def test_non_finite_result_in_a_later_part(tmp_path):
+    """forward dynamics that turns singular mid-file (a NaN in tau is caught by the
+    reader; a huge one overflows the engine) stops at the same state."""
+    path = tmp_path / "states.jsonl"
+    rows = states()
+    write_jsonl(path, rows)
+    lines = path.read_text().splitlines(keepends=True)
+    lines[800] = json.dumps({"q": rows[800][0:2], "v": rows[800][2:4],
+                             "tau": [1e308, -1e308]}) + "\n"
+    path.write_text("".join(lines))
+    (one, one_file), (split, split_file) = both(["forward", ARM, "-i", path], tmp_path,
+                                                "out.csv")
+    assert one.returncode == split.returncode
+    assert split.stderr == one.stderr and split_file == one_file
+
+
+@pytest.mark.parametrize("kind", ["quoted", "carriage"])
+def test_files_a_split_would_misread_run_in_one_process(tmp_path, kind):
+    """Quotes in CSV rows (a quoted cell may hold a line end) and carriage returns that
+    end lines on their own: same results as one process, not a misparse."""
+    path = tmp_path / "states.csv"
+    rows = states()
+    if kind == "quoted":  # three rows in ten span two lines
+        path.write_text("q0,q1,v0,v1,a0,a1\n" + "".join(
+            (f'"{r[0]!r}\n",' if k * 7919 % 10 < 3 else f"{r[0]!r},")
+            + ",".join(map(repr, r[1:])) + "\n" for k, r in enumerate(rows)))
+    else:  # every seventh line ends in a carriage return alone
+        path.write_text("q0,q1,v0,v1,a0,a1\n" + "".join(
+            ",".join(map(repr, r)) + ("\r" if k % 7 == 3 else "\n") for k, r in enumerate(rows)),
+            newline="")
+    (one, one_file), (split, split_file) = both(["inverse", ARM, "-i", path], tmp_path,
+                                                "out.csv")
+    assert one.returncode == split.returncode == 0, split.stderr
+    assert split_file == one_file and len(one_file.splitlines()) == 1 + COUNT
+
+
+def test_warnings_are_printed_once(tmp_path):
+    """A wrench on a body welded to the world warns once, not once per part."""
+    path = tmp_path / "states.jsonl"
+    path.write_text("".join(json.dumps({"q": r[0:2], "fext": {"mount": [1, 0, 0, 0, 0, 0]}})
+                            + "\n" for r in states()))
+    (one, one_file), (split, split_file) = both(["inverse", TOOL_ARM, "-i", path], tmp_path,
+                                                "out.jsonl")
+    assert split.returncode == 0 and split_file == one_file
+    assert split.stderr == one.stderr and len(split.stderr.splitlines()) == 1
+
+
+def test_plan_keeps_every_state_in_its_chunk(tmp_path, monkeypatch):
+    """Parts are whole chunks of the one-process run, found from byte ranges that cut the
+    file anywhere (here: inside runs of blank lines too)."""
+    from treedyn.cli.parts import plan, split, survey
+
+    monkeypatch.setenv("TREEDYN_PART_BYTES", "3000")
+
+    path = tmp_path / "states.jsonl"
+    write_jsonl(path, states(), blank_every=3)
+    size = path.stat().st_size
+    bounds = split(str(path), 0, size, 2000)
+    surveys = [survey(str(path), a, b, "jsonl") for a, b in bounds]
+    assert sum(data for _, data, _ in surveys) == COUNT
+    assert sum(lines for lines, _, _ in surveys) == len(path.read_text().splitlines())
+    parts = plan(surveys, [a for a, _ in bounds], 1, 32, size)
+    assert [take for *_, take in parts[:-1]] == [parts[0][-1]] * (len(parts) - 1)
+    assert parts[0][-1] % 32 == 0 and sum(take for *_, take in parts) == COUNT
+    text = path.read_text().splitlines()
+    data_lines = [number for number, line in enumerate(text, 1) if line.strip()]
+    begin = 0
+    raw = path.read_bytes()
+    for start, first, skip, take in parts:  # each part's first state, from its own window
+        assert (start == 0 or raw[start - 1:start] == b"\n") and raw[:start].count(b"\n") == first - 1
+        ahead = [n for n in data_lines if n >= first]
+        assert ahead[skip] == data_lines[begin]
+        begin += take
+
+
+@pytest.mark.parametrize("header", ["x0,x1,y0,y1,z0,z1", "q0,q1,v0,v1,a0,a1,q0"])
+def test_a_bad_csv_header_is_reported_as_one_process_does(tmp_path, header):
+    path = tmp_path / "states.csv"
+    write_csv(path, states())
+    path.write_text(header + "\n" + path.read_text().split("\n", 1)[1])
+    (one, one_file), (split, split_file) = both(["inverse", ARM, "-i", path], tmp_path,
+                                                "out.csv")
+    assert one.returncode == split.returncode == 2 and split.stderr == one.stderr
+    assert one_file is None and split_file is None
