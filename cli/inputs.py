@@ -356,8 +356,9 @@ def _text_lines(stream, name: str, first: int = 1, bom: bool = True
     line ends, kept; a leading BOM, as spreadsheet programs write, dropped). Bytes that are
     not UTF-8 are reported with their line, after the lines before it were used: they are
     decoded as surrogates and caught line by line (only lines that are not ASCII are
-    checked), where a strict decoder would fail a whole read-ahead block at once. A part of
-    a file (``first`` > 1) keeps a BOM, as the whole file read from its start would."""
+    checked), where a strict decoder would fail a whole read-ahead block at once. Lines are
+    numbered from ``first``; ``bom=False`` (a part of a file after its start) reads a BOM
+    as text, as reading the whole file would there."""
     text = io.TextIOWrapper(stream, encoding="utf-8-sig" if bom else "utf-8",
                             errors="surrogateescape", newline="")
     try:
@@ -465,7 +466,7 @@ def _jsonl_chunks(stream, name, layout, kinds, wrenches, size, lines=None) -> It
     known_links: set[str] = set()
     try:
         for number, line in _text_lines(stream, name) if lines is None else lines:
-            if not line.strip():
+            if not is_data(line, "jsonl"):
                 continue
             _jsonl_row(line, f"{name}:{number}", layout, kinds, chunk, known_links)
             chunk.lines.append(number)

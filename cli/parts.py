@@ -9,15 +9,17 @@ engine thread each) read their part with the file's line numbers (a CSV part wit
 file's header), compute and write its results to a temporary file next to the output,
 and the parent appends the parts to the output in order as they finish. The output is
 byte for byte the one process's: the same readers, engine calls and writers run on every
-part.
+part, and parts are whole chunks of the one-process run, so every state is computed in
+the same chunk (BLAS rounds alike).
 
 At a bad line, the parts before it and the states of its part before it are written, and
 the error is the one process's (same line number, same message, "stopped there"); later
 parts are dropped. Files that the split would misnumber or misread run in one process: a
 CSV file with quotes after its header (a quoted field may hold a line end), or a file
 with carriage returns that do not end a line (text mode reads them as line ends).
-Warnings are printed once, by the parent. Needs the ``fork`` start method (Linux, macOS
-on request), and no other thread in the parent when it forks: else one process runs.
+Warnings are printed once, by the parent. Workers are forked (the model is parsed once):
+on Linux only (macOS's BLAS is not safe in a forked child), and only while the parent has
+no other thread; else one process runs.
 """
 from __future__ import annotations
 
@@ -95,7 +97,7 @@ def try_parts(request, layout: Layout, gravity, wrenches) -> bool:
     workers = processes()
     if (path == "-" or kind not in ("jsonl", "csv") or workers < 2 or request.sparsity
             or not os.path.isfile(path) or threading.active_count() > 1
-            or "fork" not in multiprocessing.get_all_start_methods()):
+            or not sys.platform.startswith("linux")):  # fork: after BLAS, safe on Linux
         return False
     output = sink_kind(request)
     if output == "table":
