@@ -17,7 +17,11 @@ the error is the one process's (same line number, same message, "stopped there")
 parts are dropped. Files that the split would misnumber or misread run in one process: a
 CSV file with quotes after its header (a quoted field may hold a line end), or a file
 with carriage returns that do not end a line (text mode reads them as line ends).
-Warnings are printed once, by the parent. Workers are forked (the model is parsed once):
+Warnings are printed once, by the parent. At most two parts per worker are computed ahead
+of the one being appended, so a slow reader of stdout holds up the workers rather than
+filling the disk. Ctrl-C, SIGTERM, SIGHUP and a closed stdout end dyn as they end one
+process, once the temporary parts are removed; workers end with the parent, whatever
+ends it. Workers are forked (the model is parsed once):
 on Linux only (macOS's BLAS is not safe in a forked child), and only while the parent has
 no other thread; else one process runs.
 """
@@ -39,13 +43,14 @@ from .output import CAPTURED, CsvSink, JsonSink, NpzSink, Sink
 PART_BYTES = 16 << 20  # bytes of text per part
 MAX_PROCESSES = 8
 SCAN = 1 << 20  # bytes read at a time when surveying a part
+PR_SET_PDEATHSIG = 1  # prctl(2): the signal a process gets when its parent dies
 
 
 def processes() -> int:
     """Worker processes: TREEDYN_PROCESSES, else the CPUs this process may use (at most
     MAX_PROCESSES); 1 turns the split off."""
     if os.environ.get("TREEDYN_PROCESSES"):
-        return max(1, int(os.environ["TREEDYN_PROCESSES"]))
+        return max(1, _whole("TREEDYN_PROCESSES"))
     try:
         cpus = len(os.sched_getaffinity(0))
     except AttributeError:  # not on Linux
@@ -55,7 +60,15 @@ def processes() -> int:
 
 def part_bytes() -> int:
     """Bytes per part: TREEDYN_PART_BYTES (tests use small parts), else PART_BYTES."""
-    return max(1, int(os.environ.get("TREEDYN_PART_BYTES", PART_BYTES)))
+    return max(1, _whole("TREEDYN_PART_BYTES")) if os.environ.get("TREEDYN_PART_BYTES") \
+        else PART_BYTES
+
+
+def _whole(name: str) -> int:
+    try:
+        return int(os.environ[name])
+    except ValueError:
+        raise UsageError(f"dyn: {name}={os.environ[name]!r} is not a whole number") from None
 
 
 @dataclass
@@ -81,7 +94,7 @@ class Outcome:
     warnings: list[str] = field(default_factory=list)
 
 
-_JOB: dict[str, Job] = {}  # the job of the forked workers
+_JOB: dict = {}  # "job": the Job of the forked workers, "parent": the parent's pid
 
 
 def try_parts(request, layout: Layout, gravity, wrenches) -> bool:
@@ -105,10 +118,11 @@ def try_parts(request, layout: Layout, gravity, wrenches) -> bool:
     size = os.path.getsize(path)
     if size < 2 * part_bytes():
         return False
-    start, first, header = data_start(path, kind, layout, request)
-    if start is None:
+    try:
+        start, first, header = data_start(path, kind, layout, request)
+        bounds = [] if start is None else split(path, start, size, part_bytes())
+    except OSError:  # unreadable: one process reports it, as ever
         return False
-    bounds = split(path, start, size, part_bytes())
     if len(bounds) < 2:
         return False
     try:
@@ -118,14 +132,16 @@ def try_parts(request, layout: Layout, gravity, wrenches) -> bool:
         return False
     _JOB["job"] = Job(request, layout, gravity, wrenches, kind, header,
                       "raw" if output == "npz" else output, folder)
+    _JOB["parent"] = os.getpid()
     # The parent talks to the workers through pipes: a worker that dies (Ctrl-C) must not
     # end it through SIGPIPE before it cleans up. A reader of stdout that goes away ends
     # it as it would end one process (dyn lets SIGPIPE do that), after the clean-up.
-    quiet_end = getattr(signal, "SIGPIPE", None) is not None and (
-        signal.getsignal(signal.SIGPIPE) == signal.SIG_DFL)
-    if quiet_end:
-        signal.signal(signal.SIGPIPE, signal.SIG_IGN)
-    reader_gone = False
+    # Signals are handled in this thread, the only one (see above).
+    quiet_end = signal.getsignal(signal.SIGPIPE) == signal.SIG_DFL
+    signal.signal(signal.SIGPIPE, signal.SIG_IGN)
+    # SIGTERM and SIGHUP end dyn as ever, but after the parts are removed
+    ending = {number: signal.signal(number, _ended) for number in (signal.SIGTERM, signal.SIGHUP)}
+    end_by = None
     try:
         for stdio in (sys.stdout, sys.stderr):
             stdio.flush()  # a forked worker must not write the parent's buffers again
@@ -134,15 +150,35 @@ def try_parts(request, layout: Layout, gravity, wrenches) -> bool:
     except BrokenPipeError:
         if request.output is not None or not quiet_end:
             raise
-        reader_gone = True
+        end_by = signal.SIGPIPE  # stdout's reader went away: end as one process does
         return True
+    except _Ended as ended:
+        end_by = ended.number
+        raise
     finally:
         _JOB.clear()
         shutil.rmtree(folder, ignore_errors=True)
-        if quiet_end:
-            signal.signal(signal.SIGPIPE, signal.SIG_DFL)
-            if reader_gone:
-                os.kill(os.getpid(), signal.SIGPIPE)
+        for number, handler in ending.items():
+            signal.signal(number, handler)
+        signal.signal(signal.SIGPIPE, signal.SIG_DFL if quiet_end else signal.SIG_IGN)
+        if end_by is not None and (end_by != signal.SIGPIPE or quiet_end):
+            signal.signal(end_by, signal.SIG_DFL)
+            os.kill(os.getpid(), end_by)
+
+
+class _Ended(BaseException):
+    """SIGTERM or SIGHUP arrived while workers ran (raised to clean up first)."""
+
+    def __init__(self, number: int):
+        super().__init__(number)
+        self.number = number
+
+
+def _ended(number, frame) -> None:
+    if os.getpid() != _JOB.get("parent"):  # a worker not set up yet: end as by default
+        signal.signal(number, signal.SIG_DFL)
+        os.kill(os.getpid(), number)
+    raise _Ended(number)
 
 
 def data_start(path: str, kind: str, layout: Layout, request):
@@ -161,10 +197,12 @@ def data_start(path: str, kind: str, layout: Layout, request):
         if end < 0:
             return None, 0, None
         line = head[offset:end + 1]
-        if line.strip():
+        if line not in (b"\n", b"\r\n"):  # csv.reader skips empty lines only
             break
         offset, number = end + 1, number + 1
-    if b'"' in line or b"\r" in line.rstrip(b"\r\n") or b"\0" in line or not line.isascii():
+    before = head[:end + 1]  # a carriage return alone would end a line in text mode
+    if (b'"' in line or b"\0" in line or not line.isascii()
+            or before.count(b"\r") != before.count(b"\r\n")):
         return None, 0, None
     header = next(csv.reader([line.decode()]))
     try:
@@ -202,7 +240,7 @@ def survey(path: str, start: int, end: int, kind: str) -> tuple[int, int, bool]:
     megabyte of whole lines at a time: no quote in CSV rows, no carriage return that does
     not end a line (text mode would end a line there, unlike the lines counted here)."""
     lines = data = 0
-    carry = b""
+    carry = bytearray()  # the line begun, not ended yet (grown in place: long lines)
     with open(path, "rb") as stream:
         stream.seek(start)
         left = end - start
@@ -211,9 +249,11 @@ def survey(path: str, start: int, end: int, kind: str) -> tuple[int, int, bool]:
             left -= len(block)
             if kind == "csv" and b'"' in block:
                 return 0, 0, False
-            joined = carry + block
-            cut = joined.rfind(b"\n") + 1 if block else len(joined)
-            complete, carry = joined[:cut], joined[cut:]
+            cut = block.rfind(b"\n") + 1 if block else len(block)
+            if block and not cut:
+                carry += block
+                continue
+            complete, carry = bytes(carry) + block[:cut], bytearray(block[cut:])
             if complete.count(b"\r") != complete.count(b"\r\n"):
                 return 0, 0, False
             if start == 0 and lines == 0 and complete.startswith(b"\xef\xbb\xbf"):
@@ -238,25 +278,27 @@ def run(request, layout, bounds, first: int, size: int, workers: int, context) -
     job = _JOB["job"]
     pool = ProcessPoolExecutor(workers, mp_context=context, initializer=_start_worker)
     try:
-        starts, ends = zip(*bounds)
-        surveys = list(pool.map(survey, [request.input] * len(bounds), starts, ends,
-                                [job.kind] * len(bounds)))
+        # Ctrl-C waits until every worker is forked and the pool can stop them: it is
+        # blocked while the first tasks fork them, and raised when unblocked
+        signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+        try:
+            pending = [pool.submit(survey, request.input, a, b, job.kind) for a, b in bounds]
+        finally:
+            signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
+        surveys = [future.result() for future in pending]
         if not all(fine for _, _, fine in surveys):
             return False
-        parts = plan(surveys, starts, first, chunk_states(request.command, layout),
-                     size - starts[0])
+        parts = plan(surveys, [a for a, _ in bounds], first,
+                     chunk_states(request.command, layout), size - bounds[0][0])
         if len(parts) < 2:
             return False
-        futures = [pool.submit(_run_part, index, *part) for index, part in enumerate(parts)]
         sink = open_sink(request, layout, single=False)
         progress = Progress(wanted(request.quiet, results_on_stdout=request.output is None))
-        total = sum(data for _, data, _ in surveys)
         try:
-            join(futures, sink, job.folder, progress, total)
+            join(pool, parts, sink, job.folder, progress, sum(data for _, data, _ in surveys),
+                 2 * workers)
         except BaseException as error:
             progress.close()
-            for future in futures:
-                future.cancel()
             raise stopped(sink, error) from None
         progress.close()
         sink.close()
@@ -284,18 +326,28 @@ def plan(surveys, starts, first: int, chunk: int, data_bytes: int) -> list[tuple
     return parts
 
 
-def join(futures, sink: Sink, folder: str, progress, total: int) -> None:
-    """Append the parts to ``sink`` in order as they finish; at a part's error, what it
-    wrote, then the error (the caller cancels the later parts)."""
+def join(pool, parts: list[tuple], sink: Sink, folder: str, progress, total: int,
+         ahead: int) -> None:
+    """Compute the parts, at most ``ahead`` past the one being joined (their files wait on
+    disk), and append them to ``sink`` in order; at a part's error, what it wrote, then
+    the error."""
     import re
+    from concurrent.futures.process import BrokenProcessPool
 
     from .output import warn
 
     where = re.compile(re.escape(_JOB["job"].request.input) + r":\d+: ")
     warned: set[str] = set()  # as one process: once per cause, at its first line
     counts: list[int] = []
+    futures = [pool.submit(_run_part, index, *part) for index, part in enumerate(parts[:ahead])]
     for index, future in enumerate(futures):
-        outcome = future.result()
+        try:
+            outcome = future.result()
+        except BrokenProcessPool:
+            raise UsageError("dyn: a worker process ended abruptly (killed, or out of memory?)"
+                             "; TREEDYN_PROCESSES=1 runs in one process") from None
+        if index + ahead < len(parts):
+            futures.append(pool.submit(_run_part, index + ahead, *parts[index + ahead]))
         for message in outcome.warnings:
             if where.sub("", message, count=1) not in warned:
                 warned.add(where.sub("", message, count=1))
@@ -348,12 +400,21 @@ def part_file(folder: str, index: int) -> str:
 
 
 def _start_worker() -> None:
-    """In each worker: one engine thread; Ctrl-C ends it quietly (the parent reports)."""
-    import signal
+    """In each worker: one engine thread; Ctrl-C, SIGTERM or SIGHUP end it quietly (the
+    parent reports), and so does the parent's death (no worker outlives it)."""
+    import ctypes
 
     from treedyn.engine import kernels
 
-    signal.signal(signal.SIGINT, signal.SIG_DFL)
+    for number in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+        signal.signal(number, signal.SIG_DFL)
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
+    try:
+        ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, int(signal.SIGKILL))
+    except (OSError, AttributeError):  # not Linux's C library: the pipes end it later
+        pass
+    if os.getppid() != _JOB["parent"]:  # the parent died before prctl took effect
+        os._exit(1)
     kernels.configure(threads=1)
 
 
@@ -384,7 +445,8 @@ def _run_part(index: int, start: int, first: int, skip: int, take: int) -> Outco
             try:
                 result = compute(request.command, layout, states, job.gravity)
             except PartialResult as partial:
-                sink.put(partial.result, states)
+                if len(partial.result):  # the states of the chunk before the bad one
+                    sink.put(partial.result, states)
                 raise UsageError(str(partial)) from None
             sink.put(result, states)
     except UsageError as error:

@@ -108,20 +108,23 @@ def test_a_bad_line_in_a_later_part_stops_as_one_process_does(tmp_path, bad_line
         assert split_file == one_file
 
 
-def test_non_finite_result_in_a_later_part(tmp_path):
+@pytest.mark.parametrize("output", ["out.csv", "out.jsonl"])
+@pytest.mark.parametrize("bad", [800, 832])  # 832: the first state of a chunk (13 x 64)
+def test_non_finite_result_in_a_later_part(tmp_path, bad, output):
     """forward dynamics that turns singular mid-file (a NaN in tau is caught by the
     reader; a huge one overflows the engine) stops at the same state."""
     path = tmp_path / "states.jsonl"
     rows = states()
     write_jsonl(path, rows)
     lines = path.read_text().splitlines(keepends=True)
-    lines[800] = json.dumps({"q": rows[800][0:2], "v": rows[800][2:4],
+    lines[bad] = json.dumps({"q": rows[bad][0:2], "v": rows[bad][2:4],
                              "tau": [1e308, -1e308]}) + "\n"
     path.write_text("".join(lines))
     (one, one_file), (split, split_file) = both(["forward", ARM, "-i", path], tmp_path,
-                                                "out.csv")
-    assert one.returncode == split.returncode
+                                                output)
+    assert one.returncode == split.returncode == 2
     assert split.stderr == one.stderr and split_file == one_file
+    assert f"the {bad} states before it" in one.stderr.decode()
 
 
 @pytest.mark.parametrize("kind", ["quoted", "carriage"])
@@ -183,7 +186,8 @@ def test_plan_keeps_every_state_in_its_chunk(tmp_path, monkeypatch):
         begin += take
 
 
-@pytest.mark.parametrize("header", ["x0,x1,y0,y1,z0,z1", "q0,q1,v0,v1,a0,a1,q0"])
+@pytest.mark.parametrize("header", ["x0,x1,y0,y1,z0,z1", "q0,q1,v0,v1,a0,a1,q0",
+                                    "   \nq0,q1,v0,v1,a0,a1"])  # csv reads '   ' as it
 def test_a_bad_csv_header_is_reported_as_one_process_does(tmp_path, header):
     path = tmp_path / "states.csv"
     write_csv(path, states())
@@ -192,3 +196,48 @@ def test_a_bad_csv_header_is_reported_as_one_process_does(tmp_path, header):
                                                 "out.csv")
     assert one.returncode == split.returncode == 2 and split.stderr == one.stderr
     assert one_file is None and split_file is None
+
+
+@pytest.mark.parametrize("head", ["q0,q1,v0,v1,a0,a1\r\r\n", "\r\r\nq0,q1,v0,v1,a0,a1\n"])
+def test_carriage_returns_before_the_rows_keep_the_line_numbers(tmp_path, head):
+    """A lone carriage return in or before the header is a line end in text mode."""
+    path = tmp_path / "states.csv"
+    rows = [",".join(map(repr, r)) for r in states()]
+    rows[700] = "1,2,3"
+    path.write_bytes((head + "\n".join(rows) + "\n").encode())
+    (one, one_file), (split, split_file) = both(["inverse", ARM, "-i", path], tmp_path,
+                                                "out.csv")
+    assert one.returncode == split.returncode == 2
+    assert split.stderr == one.stderr and split_file == one_file
+
+
+def test_sigterm_removes_the_parts_and_ends_the_workers(tmp_path):
+    """SIGTERM ends dyn as ever (killed by it) once the parts are removed; the workers
+    end with it, so a reader of dyn's stderr is not left waiting for them."""
+    import signal
+    import time
+
+    path = tmp_path / "states.jsonl"
+    write_jsonl(path, states(100_000))
+    environment = {**os.environ, "TREEDYN_PROCESSES": "2", "TREEDYN_PART_BYTES": "200000"}
+    process = subprocess.Popen([sys.executable, "-m", "treedyn.cli.main", "inverse", str(ARM),
+                                "-i", str(path), "-o", str(tmp_path / "out.csv")],
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=ROOT,
+                               env=environment)
+    deadline = time.time() + 60
+    while not any(name.startswith(".dyn-parts") for name in os.listdir(tmp_path)):
+        assert time.time() < deadline and process.poll() is None
+        time.sleep(0.05)
+    time.sleep(0.5)
+    process.send_signal(signal.SIGTERM)
+    out, err = process.communicate(timeout=60)  # would hang on a live worker's stderr
+    assert process.returncode == -signal.SIGTERM, err
+    assert err == b"" and not [n for n in os.listdir(tmp_path) if n.startswith(".dyn-parts")]
+
+
+def test_a_bad_setting_is_a_usage_error(tmp_path):
+    path = tmp_path / "states.jsonl"
+    write_jsonl(path, states(10))
+    done = run(["inverse", ARM, "-i", path], 2, TREEDYN_PART_BYTES="16M")
+    assert done.returncode == 2 and done.stderr.decode().strip() == (
+        "dyn: TREEDYN_PART_BYTES='16M' is not a whole number")
