@@ -354,7 +354,8 @@ def stream(request: Request, layout: Layout, gravity, wrenches) -> None:
     try:
         pending = None  # (future, states, share of the input read) of the chunk computed
         for states in ahead(chunks):
-            done = None if pending is None else (collect(pending, sink), *pending[1:])
+            done = None if pending is None else (
+                collect(pending[0].result, pending[1], sink), *pending[1:])
             pending = None if states is None else (
                 worker.submit(compute, request.command, layout, states, gravity), states,
                 source.consumed())
@@ -382,12 +383,11 @@ def ahead(chunks):
     yield None
 
 
-def collect(pending, sink: Sink) -> np.ndarray:
-    """The result of a chunk; if state k of it failed, the k results before it are written
-    and the error raised."""
-    future, states = pending[:2]
+def collect(result, states, sink: Sink) -> np.ndarray:
+    """The result of a chunk of ``states`` (``result()`` returns or raises it); if state k
+    of it failed, the k results before it are written and the error raised."""
     try:
-        return future.result()
+        return result()
     except PartialResult as error:
         if len(error.result):
             sink.put(error.result, states)

@@ -422,7 +422,7 @@ def _run_part(index: int, start: int, first: int, skip: int, take: int) -> Outco
     """Read, compute and write one part (in a worker): ``take`` states from the data line
     after the first ``skip`` ones of the range at byte ``start`` (line ``first``); a bad
     line ends it as in one process, with the states before it written."""
-    from .main import RESULT_KEY, PartialResult, chunk_states, compute, csv_header, open_output
+    from .main import RESULT_KEY, chunk_states, collect, compute, csv_header, open_output
 
     job = _JOB["job"]
     request, layout = job.request, job.layout
@@ -442,13 +442,8 @@ def _run_part(index: int, start: int, first: int, skip: int, take: int) -> Outco
     CAPTURED["into"] = outcome.warnings
     try:
         for states in chunks:
-            try:
-                result = compute(request.command, layout, states, job.gravity)
-            except PartialResult as partial:
-                if len(partial.result):  # the states of the chunk before the bad one
-                    sink.put(partial.result, states)
-                raise UsageError(str(partial)) from None
-            sink.put(result, states)
+            sink.put(collect(lambda: compute(request.command, layout, states, job.gravity),
+                             states, sink), states)
     except UsageError as error:
         outcome.error = str(error)
     finally:
