@@ -101,8 +101,6 @@ def try_parts(request, layout: Layout, gravity, wrenches) -> bool:
     """Run ``request`` over parts of its input file in worker processes; False (nothing
     done, nothing opened) when the input is not a large regular text file, or cannot be
     split safely, or the results go to a table."""
-    import multiprocessing
-
     from .main import sink_kind
 
     path = request.input
@@ -130,6 +128,8 @@ def try_parts(request, layout: Layout, gravity, wrenches) -> bool:
             os.path.abspath(request.output)) if request.output is not None else None)
     except OSError:  # one process reports an unwritable output as it does
         return False
+    import multiprocessing  # only now: a few ms that small and .npz inputs need not pay
+
     _JOB["job"] = Job(request, layout, gravity, wrenches, kind, header,
                       "raw" if output == "npz" else output, folder)
     _JOB["parent"] = os.getpid()
