@@ -256,12 +256,12 @@ def run_bench(model, batch: int, seconds: float, fmt: str, files: bool = True) -
                 colalign=("left", "right", "right", "right", "right")))
     if not files:
         return
-    from .parts import part_bytes, processes
+    from .parts import processes, split_bytes
 
     print("\nfiles: states/s reading the inputs, writing the results, and the whole "
           "'dyn COMMAND --input F --output F'\n(in this process, after start-up and "
           "parsing the model; fastest of two runs; text files of "
-          f"{2 * part_bytes() / 2 ** 20:g} MB or more are split over {processes()} processes)")
+          f"{split_bytes() / 2 ** 20:g} MB or more are split over {processes()} processes)")
     print(table([[r.command, r.format, r.states, r.threads]
                  + [f"{r.rate(stage):,.0f}" for stage in STAGES] for r in file_rows],
                 ["command", "format", "states", "threads", "read", "write", "pipeline"],

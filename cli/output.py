@@ -99,10 +99,10 @@ class CsvSink(Sink):
     written with the first rows (or at the end of an empty input), so an input rejected
     before its first state leaves nothing on stdout."""
 
-    def __init__(self, stream, header: Sequence[str], path: str | None = None):
+    def __init__(self, stream, header: Sequence[str] | None, path: str | None = None):
         super().__init__(stream, path)
         self.writer = csv.writer(stream, lineterminator="\n")
-        self.header: Sequence[str] | None = header  # None once written
+        self.header: Sequence[str] | None = header  # None once written (or written elsewhere)
 
     def write(self, result, states) -> None:
         self.write_header()

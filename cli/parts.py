@@ -34,6 +34,7 @@ import sys
 import tempfile
 import threading
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 import numpy as np
 
@@ -56,6 +57,11 @@ def processes() -> int:
     except AttributeError:  # not on Linux
         cpus = os.cpu_count() or 1
     return min(cpus, MAX_PROCESSES)
+
+
+def split_bytes() -> int:
+    """The smallest text file that is split: two parts."""
+    return 2 * part_bytes()
 
 
 def part_bytes() -> int:
@@ -94,6 +100,31 @@ class Outcome:
     warnings: list[str] = field(default_factory=list)
 
 
+class Rows(NamedTuple):
+    """Where the data lines of a text file begin (after a CSV header)."""
+
+    start: int  # byte offset
+    first: int  # line number
+    header: list[str] | None  # a CSV file's header row
+
+
+class Survey(NamedTuple):
+    """A byte range of the file, counted."""
+
+    lines: int
+    data: int  # lines that hold a state (is_data)
+    fine: bool  # it reads the same apart from the rest of the file
+
+
+class Part(NamedTuple):
+    """States of whole chunks, found from the byte range where they begin."""
+
+    start: int  # byte offset of that range
+    first: int  # its first line number
+    skip: int  # data lines there before the part's first state
+    take: int  # the part's states
+
+
 _JOB: dict = {}  # "job": the Job of the forked workers, "parent": the parent's pid
 
 
@@ -114,11 +145,11 @@ def try_parts(request, layout: Layout, gravity, wrenches) -> bool:
     if output == "table":
         return False
     size = os.path.getsize(path)
-    if size < 2 * part_bytes():
+    if size < split_bytes():
         return False
     try:
-        start, first, header = data_start(path, kind, layout, request)
-        bounds = [] if start is None else split(path, start, size, part_bytes())
+        rows = data_start(path, kind, layout, request)
+        bounds = [] if rows is None else split(path, rows.start, size, part_bytes())
     except OSError:  # unreadable: one process reports it, as ever
         return False
     if len(bounds) < 2:
@@ -130,7 +161,7 @@ def try_parts(request, layout: Layout, gravity, wrenches) -> bool:
         return False
     import multiprocessing  # only now: a few ms that small and .npz inputs need not pay
 
-    _JOB["job"] = Job(request, layout, gravity, wrenches, kind, header,
+    _JOB["job"] = Job(request, layout, gravity, wrenches, kind, rows.header,
                       "raw" if output == "npz" else output, folder)
     _JOB["parent"] = os.getpid()
     # The parent talks to the workers through pipes: a worker that dies (Ctrl-C) must not
@@ -145,7 +176,7 @@ def try_parts(request, layout: Layout, gravity, wrenches) -> bool:
     try:
         for stdio in (sys.stdout, sys.stderr):
             stdio.flush()  # a forked worker must not write the parent's buffers again
-        return run(request, layout, bounds, first, size, min(workers, len(bounds)),
+        return run(request, layout, bounds, rows.first, size, min(workers, len(bounds)),
                    multiprocessing.get_context("fork"))
     except BrokenPipeError:
         if request.output is not None or not quiet_end:
@@ -181,12 +212,11 @@ def _ended(number, frame) -> None:
     raise _Ended(number)
 
 
-def data_start(path: str, kind: str, layout: Layout, request):
-    """(byte offset of the first data line, its line number, the CSV header), or
-    (None, 0, None) when a CSV header is not plainly on one line in the first megabyte, or
-    is wrong (one process reports that)."""
+def data_start(path: str, kind: str, layout: Layout, request) -> Rows | None:
+    """Where the data lines begin; None when a CSV header is not plainly on one line in
+    the first megabyte, or is wrong (one process reports that)."""
     if kind == "jsonl":
-        return 0, 1, None
+        return Rows(0, 1, None)
     import csv
 
     with open(path, "rb") as stream:
@@ -195,7 +225,7 @@ def data_start(path: str, kind: str, layout: Layout, request):
     while True:
         end = head.find(b"\n", offset)
         if end < 0:
-            return None, 0, None
+            return None
         line = head[offset:end + 1]
         if line not in (b"\n", b"\r\n"):  # csv.reader skips empty lines only
             break
@@ -203,13 +233,13 @@ def data_start(path: str, kind: str, layout: Layout, request):
     before = head[:end + 1]  # a carriage return alone would end a line in text mode
     if (b'"' in line or b"\0" in line or not line.isascii()
             or before.count(b"\r") != before.count(b"\r\n")):
-        return None, 0, None
+        return None
     header = next(csv.reader([line.decode()]))
     try:
         _csv_plan(header, path, layout, tuple(request.vectors))
     except UsageError:  # one process reports it, as ever
-        return None, 0, None
-    return end + 1, number + 1, header
+        return None
+    return Rows(end + 1, number + 1, header)
 
 
 def split(path: str, start: int, size: int, step: int) -> list[tuple[int, int]]:
@@ -235,10 +265,10 @@ def split(path: str, start: int, size: int, step: int) -> list[tuple[int, int]]:
     return bounds
 
 
-def survey(path: str, start: int, end: int, kind: str) -> tuple[int, int, bool]:
-    """(lines, data lines, whether it reads the same apart) of bytes [start, end), read a
-    megabyte of whole lines at a time: no quote in CSV rows, no carriage return that does
-    not end a line (text mode would end a line there, unlike the lines counted here)."""
+def survey(path: str, start: int, end: int, kind: str) -> Survey:
+    """Lines and data lines of bytes [start, end), read a megabyte of whole lines at a
+    time, and whether they read the same apart: no quote in CSV rows, no carriage return
+    that does not end a line (text mode would end a line there, unlike the count here)."""
     lines = data = 0
     carry = bytearray()  # the line begun, not ended yet (grown in place: long lines)
     with open(path, "rb") as stream:
@@ -248,14 +278,14 @@ def survey(path: str, start: int, end: int, kind: str) -> tuple[int, int, bool]:
             block = stream.read(min(SCAN, left)) if left > 0 else b""
             left -= len(block)
             if kind == "csv" and b'"' in block:
-                return 0, 0, False
+                return Survey(0, 0, False)
             cut = block.rfind(b"\n") + 1 if block else len(block)
             if block and not cut:
                 carry += block
                 continue
             complete, carry = bytes(carry) + block[:cut], bytearray(block[cut:])
             if complete.count(b"\r") != complete.count(b"\r\n"):
-                return 0, 0, False
+                return Survey(0, 0, False)
             if start == 0 and lines == 0 and complete.startswith(b"\xef\xbb\xbf"):
                 complete = complete[3:]  # a BOM, which the reader drops
             pieces = complete.decode("utf-8", errors="surrogateescape").split("\n")
@@ -264,7 +294,7 @@ def survey(path: str, start: int, end: int, kind: str) -> tuple[int, int, bool]:
             lines += len(pieces)
             data += sum(is_data(piece, kind) for piece in pieces)
             if not block:
-                return lines, data, True
+                return Survey(lines, data, True)
 
 
 def run(request, layout, bounds, first: int, size: int, workers: int, context) -> bool:
@@ -286,7 +316,7 @@ def run(request, layout, bounds, first: int, size: int, workers: int, context) -
         finally:
             signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
         surveys = [future.result() for future in pending]
-        if not all(fine for _, _, fine in surveys):
+        if not all(part.fine for part in surveys):
             return False
         parts = plan(surveys, [a for a, _ in bounds], first,
                      chunk_states(request.command, layout), size - bounds[0][0])
@@ -295,7 +325,7 @@ def run(request, layout, bounds, first: int, size: int, workers: int, context) -
         sink = open_sink(request, layout, single=False)
         progress = Progress(wanted(request.quiet, results_on_stdout=request.output is None))
         try:
-            join(pool, parts, sink, job.folder, progress, sum(data for _, data, _ in surveys),
+            join(pool, parts, sink, job.folder, progress, sum(part.data for part in surveys),
                  2 * workers)
         except BaseException as error:
             progress.close()
@@ -307,12 +337,13 @@ def run(request, layout, bounds, first: int, size: int, workers: int, context) -
         pool.shutdown(wait=True, cancel_futures=True)
 
 
-def plan(surveys, starts, first: int, chunk: int, data_bytes: int) -> list[tuple]:
+def plan(surveys: list[Survey], starts, first: int, chunk: int, data_bytes: int
+         ) -> list[Part]:
     """Parts of whole chunks of ``chunk`` states (so every state is computed in the chunk
     one process would put it in), about part_bytes() each: (byte start and first line
     number of the range where the part begins, data lines to skip there, states)."""
-    lines = np.array([survey[0] for survey in surveys])
-    data = np.array([survey[1] for survey in surveys])
+    lines = np.array([survey.lines for survey in surveys])
+    data = np.array([survey.data for survey in surveys])
     total = int(data.sum())
     line_first = first + np.concatenate([[0], np.cumsum(lines)[:-1]])
     data_first = np.concatenate([[0], np.cumsum(data)[:-1]])
@@ -321,12 +352,12 @@ def plan(surveys, starts, first: int, chunk: int, data_bytes: int) -> list[tuple
     parts = []
     for begin in range(0, total, step):
         r = int(np.searchsorted(data_first, begin, side="right")) - 1  # holds that state
-        parts.append((int(starts[r]), int(line_first[r]), begin - int(data_first[r]),
-                      min(step, total - begin)))
+        parts.append(Part(int(starts[r]), int(line_first[r]), begin - int(data_first[r]),
+                          min(step, total - begin)))
     return parts
 
 
-def join(pool, parts: list[tuple], sink: Sink, folder: str, progress, total: int,
+def join(pool, parts: list[Part], sink: Sink, folder: str, progress, total: int,
          ahead: int) -> None:
     """Compute the parts, at most ``ahead`` past the one being joined (their files wait on
     disk), and append them to ``sink`` in order; at a part's error, what it wrote, then
@@ -422,7 +453,7 @@ def _run_part(index: int, start: int, first: int, skip: int, take: int) -> Outco
     """Read, compute and write one part (in a worker): ``take`` states from the data line
     after the first ``skip`` ones of the range at byte ``start`` (line ``first``); a bad
     line ends it as in one process, with the states before it written."""
-    from .main import RESULT_KEY, chunk_states, collect, compute, csv_header, open_output
+    from .main import RESULT_KEY, chunk_states, collect, compute, open_output
 
     job = _JOB["job"]
     request, layout = job.request, job.layout
@@ -434,8 +465,7 @@ def _run_part(index: int, start: int, first: int, skip: int, take: int) -> Outco
     if job.output == "raw":
         sink: Sink = RawSink(open_output(path, binary=True), path)
     elif job.output == "csv":
-        sink = CsvSink(open_output(path, binary=False), csv_header(key, layout.v_labels), path)
-        sink.header = None  # the parent writes it, once
+        sink = CsvSink(open_output(path, binary=False), None, path)  # header: the parent's
     else:
         sink = JsonSink(open_output(path, binary=False), key, {}, path)
     outcome = Outcome(0)

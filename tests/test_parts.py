@@ -180,7 +180,8 @@ def test_plan_keeps_every_state_in_its_chunk(tmp_path, monkeypatch):
     begin = 0
     raw = path.read_bytes()
     for start, first, skip, take in parts:  # each part's first state, from its own window
-        assert (start == 0 or raw[start - 1:start] == b"\n") and raw[:start].count(b"\n") == first - 1
+        assert start == 0 or raw[start - 1:start] == b"\n"  # a line begins there
+        assert raw[:start].count(b"\n") == first - 1
         ahead = [n for n in data_lines if n >= first]
         assert ahead[skip] == data_lines[begin]
         begin += take
