@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import argparse
 import filecmp
-import json
 import os
 import platform
 import statistics
@@ -30,25 +29,17 @@ from bench_pipeline import TALOS, dyn_executable, wall  # noqa: E402
 
 CASES = (("jsonl", "inverse", ".jsonl"), ("jsonl", "forward", ".npz"), ("csv", "inverse", ".csv"),
          ("csv", "mass", ".npz"))
-INPUTS = {"inverse": ("q", "v", "a"), "forward": ("q", "v", "tau"), "mass": ("q",)}
 
 
 def write_inputs(folder: str, model, count: int) -> dict[str, str]:
-    """The same random states as JSON Lines and as CSV (all of q, v, a, tau)."""
-    rng = np.random.default_rng(0)
-    vectors = {"q": model.random_configuration(rng, count)}
-    vectors.update({kind: rng.normal(size=(count, model.nv)) for kind in ("v", "a", "tau")})
-    lists = {kind: values.tolist() for kind, values in vectors.items()}
-    paths = {"jsonl": os.path.join(folder, "states.jsonl"),
-             "csv": os.path.join(folder, "states.csv")}
-    with open(paths["jsonl"], "w") as stream:
-        for i in range(count):
-            stream.write(json.dumps({kind: rows[i] for kind, rows in lists.items()}) + "\n")
-    with open(paths["csv"], "w") as stream:
-        stream.write(",".join(f"{kind}{k}" for kind, values in vectors.items()
-                              for k in range(values.shape[1])) + "\n")
-        for i in range(count):
-            stream.write(",".join(repr(x) for rows in lists.values() for x in rows[i]) + "\n")
+    """The same random states as JSON Lines and as CSV (all of q, v, a, tau), written as
+    dyn bench writes its samples."""
+    from treedyn.cli.bench import random_states, write_states
+
+    vectors = random_states(model, count)
+    paths = {fmt: os.path.join(folder, f"states.{fmt}") for fmt in ("jsonl", "csv")}
+    for fmt, path in paths.items():
+        write_states(path, fmt, vectors)
     return paths
 
 
