@@ -468,10 +468,10 @@ def test_large_input_streams_in_chunks_with_one_engine_call_each(tmp_path, monke
 
 def test_start_up_does_not_import_heavy_modules():
     probe = ("import sys\n"
-             "from treedyn.cli.main import run\n"
+             "from treedyn.cli.main import run_app\n"
              "assert 'lxml' not in sys.modules and 'tabulate' not in sys.modules\n"
              f"sys.argv = ['dyn', 'inverse', {str(ARM)!r}, '--q', '0.1,0.2', '-f', 'json']\n"
-             "try:\n    run()\nexcept SystemExit as e:\n    assert e.code == 0\n"
+             "try:\n    run_app(sys.argv[1:])\nexcept SystemExit as e:\n    assert e.code == 0\n"
              "print([m for m in ('scipy', 'tabulate') if m in sys.modules])\n")
     out = subprocess.run([sys.executable, "-c", probe], capture_output=True, check=True)
     assert out.stdout.decode().strip().endswith("[]"), out.stdout

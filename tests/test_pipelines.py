@@ -309,9 +309,9 @@ def test_quiet_silences_warnings_but_not_errors():
 
 def test_single_state_does_not_import_rich_or_the_pipeline_modules():
     probe = ("import sys\n"
-             "from treedyn.cli.main import run\n"
+             "from treedyn.cli.main import run_app\n"
              f"sys.argv = ['dyn', 'inverse', {str(ARM)!r}, '--q', '0.1,0.2', '-f', 'json']\n"
-             "try:\n    run()\nexcept SystemExit as e:\n    assert e.code == 0\n"
+             "try:\n    run_app(sys.argv[1:])\nexcept SystemExit as e:\n    assert e.code == 0\n"
              "print([m for m in sys.modules if m.split('.')[0] in ('rich', 'scipy')\n"
              "       or m in ('treedyn.cli.progress', 'treedyn.cli.bench')])\n")
     out = subprocess.run([sys.executable, "-c", probe], capture_output=True, check=True)
