@@ -446,7 +446,8 @@ def compute(command: str, layout: Layout, states, gravity) -> np.ndarray:
                 result = rnea(model, states.q, states.v, states.a, fext, gravity)
             elif command == "forward":
                 result = aba(model, states.q, states.v, states.tau, fext, gravity)
-                result = result / layout.v_scale
+                if layout.degrees:
+                    result /= layout.v_scale
             else:
                 result = crba(model, states.q)
         except np.linalg.LinAlgError:
