@@ -37,7 +37,7 @@ import numpy as np
 
 from treedyn.engine import Model
 
-from .output import warn
+from .output import UsageError, warn
 
 CHUNK = max(1, int(os.environ.get("TREEDYN_STREAM_CHUNK") or 16384))  # states per chunk at
 # most (callers may ask for fewer)
@@ -47,10 +47,6 @@ DEGREE = math.pi / 180.0
 STDIN = "<stdin>"
 INPUT_FORMATS = {".jsonl": "jsonl", ".ndjson": "jsonl", ".json": "jsonl", ".csv": "csv",
                  ".npz": "npz"}
-
-
-class UsageError(Exception):
-    """Bad usage or bad input: reported as one line on stderr with exit code 2."""
 
 
 class CorruptInput(UsageError):

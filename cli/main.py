@@ -6,6 +6,7 @@ exit code 2. The parsers (lxml) and tabulate are imported only by the commands t
 them, so ``dyn --help`` stays quick.
 """
 import copy
+import errno
 import json
 import os
 import signal
@@ -23,8 +24,9 @@ from .common import FreeFlyerOpt, ModelArg, examples, load
 from .diagnostics import register as register_diagnostics
 from .inputs import (CHUNK, CorruptInput, Input, Layout, UsageError, parse_fext, parse_gravity,
                      single_state)
-from .output import (OUTPUT_FORMATS, CsvSink, JsonSink, NpzSink, Sink, TableSink, info_csv,
-                     info_document, info_table, set_quiet, sparsity_document, sparsity_table)
+from .output import (OUTPUT_FORMATS, CsvSink, JsonSink, NpzSink, OutputError, Sink, TableSink,
+                     info_csv, info_document, info_table, set_quiet, sparsity_document,
+                     sparsity_table)
 
 try:
     from typer._click.exceptions import ClickException
@@ -408,6 +410,8 @@ def stopped(sink: Sink, error: BaseException) -> BaseException:
     A damaged input (a failed CRC-32) is only found once the damaged part was read, so the
     states before it are not known to be good: an output file is removed then.
     """
+    if isinstance(error, OutputError):  # the sink has ended its output already
+        return error
     if sink.count == 0:
         sink.abort()
         return error
@@ -536,6 +540,9 @@ def units(command: str, layout: Layout) -> list[str]:
             for rotation in angular]
 
 
+FULL = {errno.ENOSPC, errno.EDQUOT, errno.EFBIG}  # writes that fail for lack of room
+
+
 def fail(message: str) -> None:
     """Print one error line on stderr and exit with code 2."""
     print(" ".join(message.splitlines()), file=sys.stderr)
@@ -625,6 +632,8 @@ def run_app(args: list) -> None:
     except KeyboardInterrupt:
         sys.exit(130)
     except Exception as error:
+        if isinstance(error, OSError) and error.errno in FULL:  # a report to a full disk
+            fail(f"dyn: cannot write the output ({error.strerror})")
         if os.environ.get("DYN_TRACEBACK"):
             raise
         fail(f"dyn: internal error: {type(error).__name__}: {error} "

@@ -4,8 +4,9 @@ Machine formats print every number repr-exact (``json.dumps`` and ``str`` of a P
 float are both ``repr``). A *sink* receives the results chunk by chunk, so large inputs
 stream: ``put(result, states)`` per chunk, then ``close()``. After an error, ``close()``
 still ends what was written cleanly (every state written is complete), and ``abort()``
-removes an output file that received no state. ``tabulate`` is imported only when a table
-is printed.
+removes an output file that received no state. When the output itself cannot be written
+(a full disk), the sink raises :class:`OutputError` after cutting a text file back to its
+whole states, or removing an .npz. ``tabulate`` is imported only when a table is printed.
 """
 from __future__ import annotations
 
@@ -28,6 +29,19 @@ QUIET = {"on": False}  # --quiet: no warnings (errors are always printed)
 def set_quiet(quiet: bool) -> None:
     """Silence (or restore) warnings for the command being run."""
     QUIET["on"] = quiet
+
+
+class UsageError(Exception):
+    """Bad usage or bad input: reported as one line on stderr with exit code 2."""
+
+
+class OutputError(UsageError):
+    """The results could not be written (a full disk, a file size limit); ``reason`` is
+    the system's. The sink has already cut or removed its file, and the message says so."""
+
+    def __init__(self, message: str, reason: str = ""):
+        super().__init__(message)
+        self.reason = reason  # "" once pickled (raised in a Dask worker)
 
 
 CAPTURED: dict[str, list | None] = {"into": None}  # a list: warnings kept, not printed
@@ -54,20 +68,37 @@ class Sink:
     def __init__(self, stream, path: str | None = None):
         self.stream, self.path = stream, path
         self.count = 0  # states written so far
+        self.whole = 0  # bytes of the output file that hold them (text files)
 
     def put(self, result: np.ndarray, states) -> None:
         """Write the results of a chunk of states and count them."""
-        self.write(result, states)
+        try:
+            self.write(result, states)
+        except OSError as error:
+            raise self.failed(error) from None
         self.count += len(result)
+        self.mark()
 
     def write(self, result: np.ndarray, states) -> None:
         raise NotImplementedError
+
+    def mark(self) -> None:
+        """Note where the states written end in the output file (written and flushed)."""
+        if self.path is not None:
+            self.whole = os.lseek(self.stream.fileno(), 0, os.SEEK_CUR)
 
     def where(self) -> str:
         """Where the results go, for messages: the file name or 'stdout'."""
         return "stdout" if self.path is None else self.path
 
     def close(self) -> None:
+        """End the output; OutputError if it cannot be written."""
+        try:
+            self.finish()
+        except OSError as error:
+            raise self.failed(error) from None
+
+    def finish(self) -> None:
         if self.path is None:
             self.stream.flush()
         else:
@@ -76,8 +107,33 @@ class Sink:
     def abort(self) -> None:
         """Stop after an error before any state was written: remove the file created."""
         if self.path is not None:
-            self.stream.close()
+            close_quietly(self.stream)  # what its buffer still holds goes with the file
             os.remove(self.path)
+
+    def failed(self, error: OSError) -> OutputError:
+        """The error to raise when the output cannot be written: a file keeps the states
+        written whole (the bytes after them are cut off); one with none is removed."""
+        reason = error.strerror or str(error)
+        if self.path is None:
+            after = f" after {self.count} states" if self.count else ""
+            return OutputError(f"dyn: cannot write to stdout ({reason}){after}", reason)
+        if self.count == 0:
+            self.abort()
+            return OutputError(f"{self.path}: cannot write ({reason}); it is removed", reason)
+        close_quietly(self.stream)  # the rest of its buffer: cut off here
+        os.truncate(self.path, self.whole)
+        states = "1 state" if self.count == 1 else f"{self.count} states"
+        return OutputError(f"{self.path}: cannot write ({reason}); it holds the first {states}",
+                           reason)
+
+
+def close_quietly(*files) -> None:
+    """Close files whose contents no longer matter (buffers that cannot be written)."""
+    for file in files:
+        try:
+            file.close()
+        except (OSError, ValueError):
+            pass
 
 
 class JsonSink(Sink):
@@ -116,9 +172,9 @@ class CsvSink(Sink):
             self.writer.writerow(self.header)
             self.header = None
 
-    def close(self) -> None:
+    def finish(self) -> None:
         self.write_header()
-        super().close()
+        super().finish()
 
 
 class NpzSink(Sink):
@@ -152,7 +208,7 @@ class NpzSink(Sink):
         if self.member is not None:
             self.member.write(rows)
         else:
-            rows.tofile(self.spool)
+            self.spool.write(rows)  # (tofile's errors have no errno to report)
 
     def start(self) -> None:
         """At the first chunk: stream into the archive if the count is known, else spool."""
@@ -178,7 +234,10 @@ class NpzSink(Sink):
             "descr": npy.dtype_to_descr(np.dtype(np.float64)), "fortran_order": False,
             "shape": (count, *self.shape)})
 
-    def close(self) -> None:
+    def mark(self) -> None:
+        """Nothing to note: an unfinished archive is removed, not cut (see failed)."""
+
+    def finish(self) -> None:
         import shutil
         import zipfile
 
@@ -188,7 +247,7 @@ class NpzSink(Sink):
                 if self.count == self.announced:
                     self.write_extra(self.archive)
             if self.count == self.announced:
-                super().close()
+                super().finish()
                 return
             self.respool()
         with zipfile.ZipFile(self.stream, "w", zipfile.ZIP_STORED, allowZip64=True) as archive:
@@ -200,7 +259,7 @@ class NpzSink(Sink):
             self.write_extra(archive)
         if self.spool is not None:
             self.spool.close()
-        super().close()
+        super().finish()
 
     def respool(self) -> None:
         """Not the count announced (the archive is closed): move the rows written to a
@@ -230,15 +289,18 @@ class NpzSink(Sink):
                 npy.write_array(member, np.asanyarray(array), allow_pickle=False)
 
     def abort(self) -> None:
-        if self.member is not None:
-            for part in (self.member, self.archive):
-                try:
-                    part.close()
-                except (OSError, ValueError):
-                    pass
-        if self.spool is not None:
-            self.spool.close()
+        close_quietly(*(part for part in (self.member, self.archive, self.spool)
+                        if part is not None))
         super().abort()
+
+    def failed(self, error: OSError) -> OutputError:
+        """An archive is readable only once complete: the file is removed."""
+        reason = error.strerror or str(error)
+        if self.path is None:
+            return super().failed(error)
+        self.abort()
+        return OutputError(f"{self.path}: cannot write ({reason}); it is removed (an "
+                           "unfinished .npz cannot be read)", reason)
 
 
 class TableSink(Sink):
@@ -263,10 +325,10 @@ class TableSink(Sink):
             rows = [[states.where(i), *row] for i, row in enumerate(result)]
             self.stream.write(table(rows, ["state", *self.labels]) + "\n")
 
-    def close(self) -> None:
+    def finish(self) -> None:
         if self.footer:
             self.stream.write(self.footer + "\n")
-        super().close()
+        super().finish()
 
 
 def matrix_table(matrix: np.ndarray, labels: Sequence[str]) -> str:

@@ -27,6 +27,7 @@ no other thread; else one process runs.
 """
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import signal
@@ -39,7 +40,7 @@ from typing import NamedTuple
 import numpy as np
 
 from .inputs import INPUT_FORMATS, Input, Layout, UsageError, _csv_plan, is_data
-from .output import CAPTURED, CsvSink, JsonSink, NpzSink, Sink
+from .output import CAPTURED, CsvSink, JsonSink, NpzSink, OutputError, Sink
 
 PART_BYTES = 16 << 20  # bytes of text per part
 MAX_PROCESSES = 8
@@ -386,7 +387,8 @@ def join(pool, parts: list[Part], sink: Sink, folder: str, progress, total: int,
         counts.append(outcome.count)
         if not isinstance(sink, NpzSink):
             append_text(sink, part_file(folder, index), outcome.count)
-            os.remove(part_file(folder, index))  # the disk holds the parts not yet joined
+            with contextlib.suppress(FileNotFoundError):  # a part that could not be written
+                os.remove(part_file(folder, index))  # the disk holds the parts not yet joined
         progress.advance(outcome.count, total)
         if outcome.error is not None:
             break
@@ -404,14 +406,18 @@ def append_text(sink: Sink, path: str, count: int) -> None:
         sink.write_header()
     target = sink.stream
     with open(path, "rb") as part:
-        if hasattr(target, "buffer"):
-            target.flush()
-            shutil.copyfileobj(part, target.buffer, 1 << 20)
-            target.buffer.flush()
-        else:  # a text stream with no bytes below it (tests' stdout)
-            target.write(part.read().decode())
-            target.flush()
+        try:
+            if hasattr(target, "buffer"):
+                target.flush()
+                shutil.copyfileobj(part, target.buffer, 1 << 20)
+                target.buffer.flush()
+            else:  # a text stream with no bytes below it (tests' stdout)
+                target.write(part.read().decode())
+                target.flush()
+        except OSError as error:
+            raise sink.failed(error) from None
     sink.count += count
+    sink.mark()
 
 
 def append_rows(sink: NpzSink, folder: str, counts: list[int]) -> None:
@@ -420,6 +426,8 @@ def append_rows(sink: NpzSink, folder: str, counts: list[int]) -> None:
     width = int(np.prod(sink.shape, dtype=np.int64))
     step = max(1, (8 << 20) // (8 * width))
     for index, count in enumerate(counts):
+        if count == 0:  # perhaps no file: a part that could not be written is removed
+            continue
         with open(part_file(folder, index), "rb") as part:
             for start in range(0, count, step):
                 rows = np.fromfile(part, dtype=np.float64, count=min(step, count - start) * width)
@@ -471,13 +479,19 @@ def _run_part(index: int, start: int, first: int, skip: int, take: int) -> Outco
     outcome = Outcome(0)
     CAPTURED["into"] = outcome.warnings
     try:
-        for states in chunks:
-            sink.put(collect(lambda: compute(request.command, layout, states, job.gravity),
-                             states, sink), states)
+        try:
+            for states in chunks:
+                sink.put(collect(lambda: compute(request.command, layout, states, job.gravity),
+                                 states, sink), states)
+        finally:
+            sink.close()
+    except OutputError as error:  # the part file: say whose part it is
+        where = (f"{request.output} next to it" if request.output is not None
+                 else f"stdout in {os.path.dirname(job.folder)}")
+        outcome.error = f"dyn: cannot write a temporary part of {where} ({error.reason})"
     except UsageError as error:
         outcome.error = str(error)
     finally:
-        sink.close()
         CAPTURED["into"] = None
     outcome.count = sink.count
     return outcome
@@ -487,4 +501,5 @@ class RawSink(Sink):
     """Results as raw float64 rows (a part of an .npz output)."""
 
     def write(self, result, states) -> None:
-        np.ascontiguousarray(result, dtype=np.float64).tofile(self.stream)
+        self.stream.write(np.ascontiguousarray(result, dtype=np.float64))
+        self.stream.flush()

@@ -1,0 +1,114 @@
+"""When the results cannot be written: a full disk (/dev/full) or a file size limit
+(RLIMIT_FSIZE, which fails writes with EFBIG as a full quota fails them with EDQUOT).
+
+dyn ends with one line on stderr and exit code 2; a JSON Lines or CSV output holds exactly
+the states the line names -- byte for byte the first states of a run that could write --
+and an .npz, unreadable unless complete, is removed. Runs are fresh processes with chunks of
+32 states (test_parts.SPLIT), in one process and split over three.
+"""
+from __future__ import annotations
+
+import os
+import re
+import resource
+import signal
+import subprocess
+import sys
+
+import pytest
+
+from test_cli import ARM, ROOT
+from test_parts import SPLIT, states, write_jsonl
+
+pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"),
+                                reason="RLIMIT_FSIZE, SIGXFSZ and /dev/full as on Linux")
+
+
+def dyn(args, processes: int = 1, limit: int | None = None, stdout=subprocess.PIPE,
+        **env) -> subprocess.CompletedProcess:
+    """``dyn ARGS`` in a fresh process; with ``limit``, no file it writes can pass that size."""
+    def file_size_limit():
+        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # a write past it fails with EFBIG
+        resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
+
+    environment = {**os.environ, **SPLIT, "TREEDYN_PROCESSES": str(processes), **env}
+    return subprocess.run([sys.executable, "-m", "treedyn.cli.main", *map(str, args)],
+                          stdout=stdout, stderr=subprocess.PIPE, cwd=ROOT, env=environment,
+                          timeout=120, preexec_fn=None if limit is None else file_size_limit)
+
+
+@pytest.fixture
+def inputs(tmp_path):
+    path = tmp_path / "states.jsonl"
+    write_jsonl(path, states())
+    return path
+
+
+@pytest.mark.parametrize("processes", [1, 3])
+@pytest.mark.parametrize("suffix", ["jsonl", "csv"])
+def test_a_text_output_keeps_the_whole_states_it_names(tmp_path, inputs, suffix, processes):
+    whole, cut = tmp_path / f"whole.{suffix}", tmp_path / f"cut.{suffix}"
+    assert dyn(["inverse", ARM, "-i", inputs, "-o", whole], processes).returncode == 0
+    done = dyn(["inverse", ARM, "-i", inputs, "-o", cut], processes, limit=20_000)
+    assert done.returncode == 2
+    message = done.stderr.decode()
+    match = re.fullmatch(rf"{re.escape(str(cut))}: cannot write \(File too large\); "
+                         r"it holds the first (\d+) states\n", message)
+    assert match, message
+    count = int(match.group(1))
+    written, expected = cut.read_bytes(), whole.read_bytes()
+    assert 0 < count < 1000 and count % 32 == 0  # whole chunks of the run
+    assert expected.startswith(written)
+    assert written.count(b"\n") == count + (suffix == "csv")  # and the CSV header
+
+
+@pytest.mark.parametrize("processes", [1, 3])
+def test_an_npz_that_cannot_be_finished_is_removed(tmp_path, inputs, processes):
+    out = tmp_path / "out.npz"
+    done = dyn(["inverse", ARM, "-i", inputs, "-o", out], processes, limit=10_000)
+    assert done.returncode == 2 and not out.exists()
+    assert done.stderr.decode() == (f"{out}: cannot write (File too large); it is removed "
+                                    "(an unfinished .npz cannot be read)\n")
+    assert os.listdir(tmp_path) == [inputs.name]  # no spool or part left
+
+
+def test_a_worker_that_cannot_write_its_part_names_the_output(tmp_path, inputs):
+    whole, out = tmp_path / "whole.jsonl", tmp_path / "out.jsonl"
+    assert dyn(["inverse", ARM, "-i", inputs, "-o", whole]).returncode == 0
+    done = dyn(["inverse", ARM, "-i", inputs, "-o", out], 3, limit=8_000,
+               TREEDYN_PART_BYTES="60000")
+    assert done.returncode == 2
+    message = done.stderr.decode()
+    match = re.fullmatch(rf"dyn: cannot write a temporary part of {re.escape(str(out))} next "
+                         r"to it \(File too large\)(; stopped there: the (\d+) states before "
+                         rf"it are written to {re.escape(str(out))})?\n", message)
+    assert match, message
+    count = int(match.group(2) or 0)
+    assert out.exists() == (count > 0)
+    if count:
+        written = out.read_bytes()
+        assert whole.read_bytes().startswith(written) and written.count(b"\n") == count
+    assert sorted(os.listdir(tmp_path)) == sorted({inputs.name, whole.name} | (
+        {out.name} if count else set()))
+
+
+@pytest.mark.skipif(not os.path.exists("/dev/full"), reason="needs /dev/full")
+@pytest.mark.parametrize("args, line", [
+    (["inverse", ARM, "--q", "0.1,0.2"], "dyn: cannot write to stdout (No space left on device)"),
+    (["mass", ARM, "--q", "0.1,0.2", "-f", "csv"],
+     "dyn: cannot write to stdout (No space left on device)"),
+    (["info", ARM], "dyn: cannot write the output (No space left on device)"),
+    (["check-inertia", ARM], "dyn: cannot write the output (No space left on device)"),
+])
+def test_a_full_stdout_is_one_line(args, line):
+    with open("/dev/full", "w") as full:
+        done = dyn(args, stdout=full)
+    assert done.returncode == 2 and done.stderr.decode() == line + "\n"
+
+
+@pytest.mark.skipif(not os.path.exists("/dev/full"), reason="needs /dev/full")
+def test_a_stream_to_a_full_stdout_is_one_line(inputs):
+    with open("/dev/full", "w") as full:
+        done = dyn(["forward", ARM, "-i", inputs, "-f", "json"], stdout=full)
+    assert done.returncode == 2
+    assert done.stderr.decode() == "dyn: cannot write to stdout (No space left on device)\n"
