@@ -1,14 +1,15 @@
-"""Text pipelines in one process against the split over worker processes (cli/parts.py).
+"""Text pipelines in one process against worker processes: text inputs split over them
+(cli/parts.py), and the text results of an .npz input formatted in them (cli/formatting.py).
 
     python benchmarks/bench_parts.py [--states 100000] [--repeats 3] [--markdown]
 
 Model: Talos (``talos_reduced.urdf`` from example-robot-data) with a free-flyer root.
-``--states`` random states (seeded) are written once as JSON Lines and as CSV; then, for
+``--states`` random states (seeded) are written once as JSON Lines, CSV and .npz; then, for
 each input format and command, ``dyn COMMAND MODEL --free-flyer --input F --output O`` runs
 as a fresh process with ``TREEDYN_PROCESSES=1`` (one process) and with dyn's default (one
 worker per CPU, at most 8), alternating within each repeat so the shared machine's load
 hits both alike. The table gives the median wall times and their ratio, and whether the
-outputs are byte for byte the same (the split's promise). Processes run with a bytecode
+outputs are byte for byte the same (the workers' promise). Processes run with a bytecode
 cache, as after a pip install (see bench_pipeline.py).
 """
 from __future__ import annotations
@@ -28,16 +29,16 @@ from bench_core import print_table, robots_root  # noqa: E402
 from bench_pipeline import TALOS, dyn_executable, wall  # noqa: E402
 
 CASES = (("jsonl", "inverse", ".jsonl"), ("jsonl", "forward", ".npz"), ("csv", "inverse", ".csv"),
-         ("csv", "mass", ".npz"))
+         ("csv", "mass", ".npz"), ("npz", "inverse", ".csv"), ("npz", "forward", ".jsonl"))
 
 
 def write_inputs(folder: str, model, count: int) -> dict[str, str]:
-    """The same random states as JSON Lines and as CSV (all of q, v, a, tau), written as
-    dyn bench writes its samples."""
+    """The same random states as JSON Lines, CSV and .npz (all of q, v, a, tau), written
+    as dyn bench writes its samples."""
     from treedyn.cli.bench import random_states, write_states
 
     vectors = random_states(model, count)
-    paths = {fmt: os.path.join(folder, f"states.{fmt}") for fmt in ("jsonl", "csv")}
+    paths = {fmt: os.path.join(folder, f"states.{fmt}") for fmt in ("jsonl", "csv", "npz")}
     for fmt, path in paths.items():
         write_states(path, fmt, vectors)
     return paths
@@ -89,7 +90,7 @@ def main() -> None:
           f" numpy {np.__version__}; talos_reduced --free-flyer, {args.states} states; "
           f"{processes()} worker processes by default; median of {args.repeats} after a "
           "warm-up\n")
-    print_table(["input -> output", "command", "input MB", "one process s", "split s",
+    print_table(["input -> output", "command", "input MB", "one process s", "workers s",
                  "ratio", "identical output"], rows, args.markdown)
 
 

@@ -343,6 +343,7 @@ def stream(request: Request, layout: Layout, gravity, wrenches) -> None:
     """
     from concurrent.futures import ThreadPoolExecutor
 
+    from .formatting import ahead_of
     from .progress import Progress, wanted
 
     source = Input.open(request.input)
@@ -351,27 +352,48 @@ def stream(request: Request, layout: Layout, gravity, wrenches) -> None:
     sink = open_sink(request, layout, single=False)
     if isinstance(sink, NpzSink):  # the count is known once the first chunk is read
         sink.total = lambda: source.total
+    text = ahead_of(sink, source)  # worker processes that format text, or None
+    target = sink if text is None else text  # where each chunk's results are put
     progress = Progress(wanted(request.quiet, results_on_stdout=request.output is None))
     worker = ThreadPoolExecutor(1, thread_name_prefix="dyn-compute")
+    interrupted = False
     try:
         pending = None  # (future, states, share of the input read) of the chunk computed
         for states in ahead(chunks):
             done = None if pending is None else (
-                collect(pending[0].result, pending[1], sink), *pending[1:])
+                collect(pending[0].result, pending[1], target), *pending[1:])
             pending = None if states is None else (
                 worker.submit(compute, request.command, layout, states, gravity), states,
                 source.consumed())
             if done is not None:
                 result, states_done, consumed = done
-                sink.put(result, states_done)
-                progress.advance(states_done.count, source.total, consumed)
+                before = sink.count
+                target.put(result, states_done)
+                progress.advance(sink.count - before, source.total, consumed)
+        if text is not None:
+            text.settle()
     except BaseException as error:
         progress.close()
+        interrupted = isinstance(error, KeyboardInterrupt)
+        if text is not None and not interrupted and not isinstance(error, OutputError):
+            error = settled(text, error)
         raise stopped(sink, error) from None
     finally:
         worker.shutdown(wait=True)
+        if text is not None:
+            text.shutdown(wait=not interrupted)
     progress.close()
     sink.close()
+
+
+def settled(text, error: BaseException) -> BaseException:
+    """The error to report after the texts still under way are written: ``error``, or
+    the one that writing them raised."""
+    try:
+        text.settle()
+    except (UsageError, OSError) as failure:
+        return failure
+    return error
 
 
 def ahead(chunks):

@@ -136,7 +136,32 @@ def close_quietly(*files) -> None:
             pass
 
 
-class JsonSink(Sink):
+class TextSink(Sink):
+    """JSON Lines or CSV: a chunk's results become one text, written and flushed. The text
+    may also be made elsewhere (``text`` in a worker process, see :mod:`.formatting`) and
+    written with ``put_text``."""
+
+    def text(self, result: np.ndarray) -> str:
+        raise NotImplementedError
+
+    def write(self, result, states) -> None:
+        self.write_text(self.text(result))
+
+    def write_text(self, text: str) -> None:
+        self.stream.write(text)
+        self.stream.flush()
+
+    def put_text(self, text: str, count: int) -> None:
+        """Write the ``text`` of ``count`` states and count them."""
+        try:
+            self.write_text(text)
+        except OSError as error:
+            raise self.failed(error) from None
+        self.count += count
+        self.mark()
+
+
+class JsonSink(TextSink):
     """One JSON object per state and line: ``{"<key>": value, **extra}``."""
 
     def __init__(self, stream, key: str, extra: dict | None = None, path: str | None = None):
@@ -144,13 +169,12 @@ class JsonSink(Sink):
         self.head = json.dumps(key) + ": "
         self.tail = ", " + json.dumps(extra)[1:-1] if extra else ""
 
-    def write(self, result, states) -> None:
-        lines = ["{" + self.head + json.dumps(row) + self.tail + "}" for row in result.tolist()]
-        self.stream.write("\n".join(lines) + "\n")
-        self.stream.flush()
+    def text(self, result) -> str:
+        return "".join(["{" + self.head + json.dumps(row) + self.tail + "}\n"
+                        for row in result.tolist()])
 
 
-class CsvSink(Sink):
+class CsvSink(TextSink):
     """A header row, then one row per state (matrices flattened row-major). The header is
     written with the first rows (or at the end of an empty input), so an input rejected
     before its first state leaves nothing on stdout."""
@@ -160,12 +184,14 @@ class CsvSink(Sink):
         self.writer = csv.writer(stream, lineterminator="\n")
         self.header: Sequence[str] | None = header  # None once written (or written elsewhere)
 
-    def write(self, result, states) -> None:
-        self.write_header()
+    def text(self, result) -> str:
         # numbers never need quoting; joining their reprs gives csv.writer's bytes faster
         rows = result.reshape(len(result), -1).tolist()
-        self.stream.write("".join([",".join(map(repr, row)) + "\n" for row in rows]))
-        self.stream.flush()
+        return "".join([",".join(map(repr, row)) + "\n" for row in rows])
+
+    def write_text(self, text: str) -> None:
+        self.write_header()
+        super().write_text(text)
 
     def write_header(self) -> None:
         if self.header is not None:

@@ -307,7 +307,8 @@ def run(request, layout, bounds, first: int, size: int, workers: int, context) -
     from .progress import Progress, wanted
 
     job = _JOB["job"]
-    pool = ProcessPoolExecutor(workers, mp_context=context, initializer=_start_worker)
+    pool = ProcessPoolExecutor(workers, mp_context=context, initializer=start_worker,
+                               initargs=(os.getpid(),))
     try:
         # Ctrl-C waits until every worker is forked and the pool can stop them: it is
         # blocked while the first tasks fork them, and raised when unblocked
@@ -438,21 +439,23 @@ def part_file(folder: str, index: int) -> str:
     return os.path.join(folder, f"part{index:06d}")
 
 
-def _start_worker() -> None:
-    """In each worker: one engine thread; Ctrl-C, SIGTERM or SIGHUP end it quietly (the
-    parent reports), and so does the parent's death (no worker outlives it)."""
+def start_worker(parent: int, interrupt=signal.SIG_DFL) -> None:
+    """In each worker: one engine thread; Ctrl-C (unless ``interrupt`` is SIG_IGN: the
+    parent then stops the worker), SIGTERM or SIGHUP end it quietly (the parent reports),
+    and so does the parent's death (no worker outlives it)."""
     import ctypes
 
     from treedyn.engine import kernels
 
-    for number in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+    signal.signal(signal.SIGINT, interrupt)
+    for number in (signal.SIGTERM, signal.SIGHUP):
         signal.signal(number, signal.SIG_DFL)
     signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
     try:
         ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, int(signal.SIGKILL))
     except (OSError, AttributeError):  # not Linux's C library: the pipes end it later
         pass
-    if os.getppid() != _JOB["parent"]:  # the parent died before prctl took effect
+    if os.getppid() != parent:  # the parent died before prctl took effect
         os._exit(1)
     kernels.configure(threads=1)
 

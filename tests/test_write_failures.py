@@ -15,6 +15,7 @@ import signal
 import subprocess
 import sys
 
+import numpy as np
 import pytest
 
 from test_cli import ARM, ROOT
@@ -44,9 +45,23 @@ def inputs(tmp_path):
     return path
 
 
+@pytest.fixture(params=["jsonl", "npz"])
+def any_inputs(request, tmp_path):
+    """States as JSON Lines (split over processes) or .npz (text formatted in workers)."""
+    path = tmp_path / f"states.{request.param}"
+    if request.param == "jsonl":
+        write_jsonl(path, states())
+    else:
+        rows = np.array(states())
+        np.savez(path, q=rows[:, 0:2], v=rows[:, 2:4], a=rows[:, 4:6])
+    return path
+
+
 @pytest.mark.parametrize("processes", [1, 3])
 @pytest.mark.parametrize("suffix", ["jsonl", "csv"])
-def test_a_text_output_keeps_the_whole_states_it_names(tmp_path, inputs, suffix, processes):
+def test_a_text_output_keeps_the_whole_states_it_names(tmp_path, any_inputs, suffix,
+                                                       processes):
+    inputs = any_inputs
     whole, cut = tmp_path / f"whole.{suffix}", tmp_path / f"cut.{suffix}"
     assert dyn(["inverse", ARM, "-i", inputs, "-o", whole], processes).returncode == 0
     done = dyn(["inverse", ARM, "-i", inputs, "-o", cut], processes, limit=20_000)

@@ -1,0 +1,103 @@
+"""JSON Lines and CSV results of a large .npz input, formatted in worker processes.
+
+Printing a number costs about a microsecond (Python's ``repr``), tens of times what the
+engine spends on it, so ``dyn COMMAND --input big.npz --output out.csv`` spends most of its
+time turning results into text. Text inputs are split over processes as a whole (see
+:mod:`.parts`); an .npz input is read and computed in this process, as ever, and only the
+text is made elsewhere: each chunk's results go to a forked worker that returns the sink's
+own ``text()`` of them -- the same bytes one process writes -- and this process writes the
+texts in input order, with at most two chunks per worker under way.
+
+Used on Linux (fork after BLAS is safe there) when more than one process is allowed
+(``TREEDYN_PROCESSES``, as for :mod:`.parts`) and the .npz is at least
+``parts.split_bytes()`` (32 MB) long; the pool is forked before any thread is started.
+"""
+from __future__ import annotations
+
+import collections
+import os
+import signal
+import sys
+import threading
+
+import numpy as np
+
+from .output import Sink, TextSink, UsageError
+
+_SINK: dict = {}  # "sink": the TextSink whose text() the forked workers call
+
+
+class Ahead:
+    """Puts a chunk's results to a text sink through the worker processes: ``put`` hands
+    them out and writes the texts that are ready, in order; ``settle`` writes the rest."""
+
+    def __init__(self, sink: TextSink, workers: int):
+        from concurrent.futures import ProcessPoolExecutor
+        from multiprocessing import get_context
+
+        from .parts import start_worker
+
+        self.sink = sink
+        self.limit = 2 * workers
+        self.pending: collections.deque = collections.deque()  # (future, states)
+        _SINK["sink"] = sink
+        # The workers ignore Ctrl-C: this process stops them (a worker that died at once
+        # could end it through SIGPIPE, writing the next task to it, before it reports).
+        self.pool = ProcessPoolExecutor(workers, mp_context=get_context("fork"),
+                                        initializer=start_worker,
+                                        initargs=(os.getpid(), signal.SIG_IGN))
+        # Ctrl-C waits until every worker is forked (they are, at the first task)
+        signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+        try:
+            self.pool.submit(int).result()
+        finally:
+            signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
+
+    def put(self, result: np.ndarray, states) -> None:
+        """Hand out the results of (the first ``len(result)`` of) a chunk of ``states``;
+        write the texts that are done."""
+        self.pending.append((self.pool.submit(_text, result), len(result)))
+        while self.pending and (len(self.pending) > self.limit or self.pending[0][0].done()):
+            self._write_first()
+
+    def settle(self) -> None:
+        """Write every text still to come (before an error is reported, and at the end)."""
+        while self.pending:
+            self._write_first()
+
+    def _write_first(self) -> None:
+        from concurrent.futures.process import BrokenProcessPool
+
+        future, count = self.pending.popleft()
+        try:
+            text = future.result()
+        except BrokenProcessPool:
+            raise UsageError("dyn: a worker process ended abruptly (killed, or out of "
+                             "memory?); TREEDYN_PROCESSES=1 runs in one process") from None
+        self.sink.put_text(text, count)
+
+    def shutdown(self, wait: bool = True) -> None:
+        """Stop the workers; without ``wait`` (Ctrl-C) the texts under way are dropped, and
+        the workers end with this process if they are still at it (PR_SET_PDEATHSIG)."""
+        self.pool.shutdown(wait=wait, cancel_futures=True)
+        _SINK.clear()
+
+
+def ahead_of(sink: Sink, source) -> Ahead | None:
+    """Worker processes for the text of ``sink`` when its input ``source`` is a large .npz
+    (see the module's documentation); None to write it in this process."""
+    from .parts import processes, split_bytes
+
+    if not isinstance(sink, TextSink) or source.kind != "npz" or source.size < split_bytes():
+        return None
+    workers = processes()
+    if workers < 2 or threading.active_count() > 1 or not sys.platform.startswith("linux"):
+        return None
+    for stdio in (sys.stdout, sys.stderr):
+        stdio.flush()  # a forked worker must not write the parent's buffers again
+    return Ahead(sink, workers)
+
+
+def _text(result: np.ndarray) -> str:
+    """In a worker: the text of a chunk's results, as the parent's sink makes it."""
+    return _SINK["sink"].text(result)

@@ -1,0 +1,88 @@
+"""JSON Lines and CSV results of a large .npz input, formatted in worker processes
+(treedyn.cli.formatting).
+
+Fresh ``dyn`` processes with small thresholds and chunks (test_parts.SPLIT: an .npz of
+6 kB or more, chunks of 64 states), compared byte for byte with TREEDYN_PROCESSES=1:
+results, error lines, exit codes and the states written before an error.
+"""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from test_cli import ARM, ROOT
+from test_parts import SPLIT, run, states
+
+pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"),
+                                reason="text is formatted in forked workers on Linux only")
+
+
+def write_npz(path, rows) -> None:
+    rows = np.array(rows)
+    np.savez(path, q=rows[:, 0:2], v=rows[:, 2:4], a=rows[:, 4:6], tau=rows[:, 2:4])
+
+
+def both(args, tmp_path, output: str | None):
+    """(stdout, stderr, exit code, output file bytes) in one process and with three workers."""
+    results = []
+    for processes in (1, 3):
+        target = tmp_path / f"p{processes}-{output}" if output else None
+        done = run([*args, "-o", target] if target else args, processes)
+        stderr = done.stderr.replace(b"/p3-", b"/p1-")  # messages name the output
+        written = target.read_bytes() if target and target.exists() else None
+        results.append((done.stdout, stderr, done.returncode, written))
+    return results
+
+
+@pytest.mark.parametrize("output", ["out.jsonl", "out.csv", "json", "csv"])
+def test_the_text_of_an_npz_is_what_one_process_writes(tmp_path, output):
+    path = tmp_path / "states.npz"
+    write_npz(path, states())
+    for command in ("inverse", "forward", "mass"):
+        args = [command, ARM, "-i", path] + ([] if "." in output else ["-f", output])
+        one, split = both(args, tmp_path, output if "." in output else None)
+        assert one == split
+        assert one[2] == 0 and one[1] == b"" and (one[0] or one[3])
+
+
+@pytest.mark.parametrize("output", ["out.jsonl", "out.csv", "csv"])
+@pytest.mark.parametrize("bad", [700, 832])  # 832: the first state of a chunk (13 x 64)
+def test_a_bad_state_stops_as_in_one_process(tmp_path, output, bad):
+    """A NaN the reader rejects, and a huge tau that makes forward dynamics non-finite in
+    the engine: the same line, and the same states written before it."""
+    rows = states()
+    for kind in ("nan", "huge"):
+        path = tmp_path / f"{kind}.npz"
+        broken = [list(row) for row in rows]
+        broken[bad][2:4] = [np.nan, 0.0] if kind == "nan" else [1e308, -1e308]
+        write_npz(path, broken)
+        args = ["forward", ARM, "-i", path] + ([] if "." in output else ["-f", output])
+        one, split = both(args, tmp_path, output if "." in output else None)
+        assert one == split
+        assert one[2] == 2 and f"the {bad} states before it".encode() in one[1]
+
+
+def test_the_workers_format_the_text(tmp_path):
+    """The comparisons above are not between two one-process runs: with workers allowed,
+    every chunk's text comes from them; with TREEDYN_PROCESSES=1, none."""
+    path = tmp_path / "states.npz"
+    write_npz(path, states())
+    probe = ("import sys\n"
+             "from treedyn.cli import formatting\n"
+             "from treedyn.cli.main import run_app\n"
+             "calls = []\n"
+             "put = formatting.Ahead.put\n"
+             "formatting.Ahead.put = lambda self, *a: (calls.append(1), put(self, *a))[1]\n"
+             "try:\n    run_app(sys.argv[1:])\nexcept SystemExit as e:\n    assert e.code == 0\n"
+             "print(len(calls), file=sys.stderr)\n")
+    for processes, used in ((3, True), (1, False)):
+        done = subprocess.run([sys.executable, "-c", probe, "inverse", str(ARM), "-i", str(path),
+                               "-o", str(tmp_path / "out.csv")], capture_output=True, cwd=ROOT,
+                              env={**os.environ, **SPLIT,
+                                   "TREEDYN_PROCESSES": str(processes)}, timeout=120)
+        assert done.returncode == 0, done.stderr
+        assert (int(done.stderr.decode().strip()) > 0) == used
