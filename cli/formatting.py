@@ -22,41 +22,31 @@ import threading
 
 import numpy as np
 
-from .output import Sink, TextSink, UsageError
+from .output import TextSink, UsageError
 
 _SINK: dict = {}  # "sink": the TextSink whose text() the forked workers call
 
 
 class Ahead:
     """Puts a chunk's results to a text sink through the worker processes: ``put`` hands
-    them out and writes the texts that are ready, in order; ``settle`` writes the rest."""
+    them out and writes the texts that are ready, in order; ``settle`` writes the rest.
+    Once a text cannot be had (a worker died), none after it is written."""
 
-    def __init__(self, sink: TextSink, workers: int):
-        from concurrent.futures import ProcessPoolExecutor
-        from multiprocessing import get_context
-
-        from .parts import start_worker
-
-        self.sink = sink
+    def __init__(self, sink: TextSink, pool, workers: int):
+        self.sink, self.pool = sink, pool
         self.limit = 2 * workers
         self.pending: collections.deque = collections.deque()  # (future, states)
-        _SINK["sink"] = sink
-        # The workers ignore Ctrl-C: this process stops them (a worker that died at once
-        # could end it through SIGPIPE, writing the next task to it, before it reports).
-        self.pool = ProcessPoolExecutor(workers, mp_context=get_context("fork"),
-                                        initializer=start_worker,
-                                        initargs=(os.getpid(), signal.SIG_IGN))
-        # Ctrl-C waits until every worker is forked (they are, at the first task)
-        signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
-        try:
-            self.pool.submit(int).result()
-        finally:
-            signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
 
     def put(self, result: np.ndarray, states) -> None:
         """Hand out the results of (the first ``len(result)`` of) a chunk of ``states``;
         write the texts that are done."""
-        self.pending.append((self.pool.submit(_text, result), len(result)))
+        from concurrent.futures.process import BrokenProcessPool
+
+        try:
+            future = self.pool.submit(_text, result)
+        except BrokenProcessPool:
+            raise self._broken() from None
+        self.pending.append((future, len(result)))
         while self.pending and (len(self.pending) > self.limit or self.pending[0][0].done()):
             self._write_first()
 
@@ -68,13 +58,21 @@ class Ahead:
     def _write_first(self) -> None:
         from concurrent.futures.process import BrokenProcessPool
 
-        future, count = self.pending.popleft()
+        future, count = self.pending[0]
         try:
             text = future.result()
         except BrokenProcessPool:
-            raise UsageError("dyn: a worker process ended abruptly (killed, or out of "
-                             "memory?); TREEDYN_PROCESSES=1 runs in one process") from None
+            raise self._broken() from None
+        except BaseException:
+            self.pending.clear()
+            raise
+        self.pending.popleft()
         self.sink.put_text(text, count)
+
+    def _broken(self) -> UsageError:
+        self.pending.clear()  # the later texts would leave a gap in the output
+        return UsageError("dyn: a worker process ended abruptly (killed, or out of "
+                          "memory?); TREEDYN_PROCESSES=1 runs in one process")
 
     def shutdown(self, wait: bool = True) -> None:
         """Stop the workers; without ``wait`` (Ctrl-C) the texts under way are dropped, and
@@ -83,19 +81,55 @@ class Ahead:
         _SINK.clear()
 
 
-def ahead_of(sink: Sink, source) -> Ahead | None:
-    """Worker processes for the text of ``sink`` when its input ``source`` is a large .npz
-    (see the module's documentation); None to write it in this process."""
+def text_workers(request, source) -> int:
+    """Worker processes to make the text of ``request``'s results from ``source`` (see
+    the module's documentation), or 0 to make it in this process. Asked before the output
+    is created: a bad TREEDYN_PROCESSES or TREEDYN_PART_BYTES is reported first."""
+    from .main import sink_kind
     from .parts import processes, split_bytes
 
-    if not isinstance(sink, TextSink) or source.kind != "npz" or source.size < split_bytes():
-        return None
+    if (source.kind != "npz" or sink_kind(request) not in ("json", "csv")
+            or not sys.platform.startswith("linux")):
+        return 0
+    if source.size < split_bytes():
+        return 0
     workers = processes()
-    if workers < 2 or threading.active_count() > 1 or not sys.platform.startswith("linux"):
+    return workers if workers > 1 else 0
+
+
+def ahead_of(sink: TextSink, workers: int) -> Ahead | None:
+    """The workers' pool for ``sink``, forked now; None (one process makes the text) if a
+    thread already runs (fork would copy its locks) or the pool cannot be started."""
+    from concurrent.futures import ProcessPoolExecutor
+    from concurrent.futures.process import BrokenProcessPool
+    from multiprocessing import get_context
+
+    from .parts import start_worker
+
+    if threading.active_count() > 1:
         return None
     for stdio in (sys.stdout, sys.stderr):
-        stdio.flush()  # a forked worker must not write the parent's buffers again
-    return Ahead(sink, workers)
+        if stdio is not None:
+            stdio.flush()  # a forked worker must not write the parent's buffers again
+    _SINK["sink"] = sink
+    pool = None
+    # The workers ignore Ctrl-C: this process stops them (a worker that died at once could
+    # end it through SIGPIPE, writing the next task to it, before it reports). Ctrl-C here
+    # waits until every worker is forked (they are, at the first task).
+    signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+    try:
+        pool = ProcessPoolExecutor(workers, mp_context=get_context("fork"),
+                                   initializer=start_worker,
+                                   initargs=(os.getpid(), signal.SIG_IGN))
+        pool.submit(int).result()
+    except (OSError, BrokenProcessPool):  # no semaphores, no fork: one process does it
+        if pool is not None:
+            pool.shutdown(wait=False, cancel_futures=True)
+        _SINK.clear()
+        return None
+    finally:
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
+    return Ahead(sink, pool, workers)
 
 
 def _text(result: np.ndarray) -> str:

@@ -343,16 +343,17 @@ def stream(request: Request, layout: Layout, gravity, wrenches) -> None:
     """
     from concurrent.futures import ThreadPoolExecutor
 
-    from .formatting import ahead_of
+    from .formatting import ahead_of, text_workers
     from .progress import Progress, wanted
 
     source = Input.open(request.input)
     size = chunk_states(request.command, layout)
     chunks = source.chunks(layout, tuple(request.vectors), wrenches, size)
+    workers = text_workers(request, source)
     sink = open_sink(request, layout, single=False)
     if isinstance(sink, NpzSink):  # the count is known once the first chunk is read
         sink.total = lambda: source.total
-    text = ahead_of(sink, source)  # worker processes that format text, or None
+    text = ahead_of(sink, workers) if workers else None  # processes that make the text
     target = sink if text is None else text  # where each chunk's results are put
     progress = Progress(wanted(request.quiet, results_on_stdout=request.output is None))
     worker = ThreadPoolExecutor(1, thread_name_prefix="dyn-compute")
@@ -371,7 +372,9 @@ def stream(request: Request, layout: Layout, gravity, wrenches) -> None:
                 target.put(result, states_done)
                 progress.advance(sink.count - before, source.total, consumed)
         if text is not None:
+            before = sink.count
             text.settle()
+            progress.advance(sink.count - before, source.total)
     except BaseException as error:
         progress.close()
         interrupted = isinstance(error, KeyboardInterrupt)
@@ -391,7 +394,7 @@ def settled(text, error: BaseException) -> BaseException:
     the one that writing them raised."""
     try:
         text.settle()
-    except (UsageError, OSError) as failure:
+    except BaseException as failure:  # noqa: BLE001 -- reported instead (Ctrl-C too)
         return failure
     return error
 
@@ -629,13 +632,15 @@ def leave(code) -> None:
     if "distributed" in sys.modules:
         sys.exit(code)
     try:
-        sys.stdout.flush()
+        if sys.stdout is not None:  # None when dyn was started with stdout closed (>&-)
+            sys.stdout.flush()
     except (OSError, ValueError) as error:  # a full disk behind `> file`; a closed stdout
         print(f"dyn: cannot write to stdout: {getattr(error, 'strerror', None) or error}",
               file=sys.stderr)
         code = 2
     try:
-        sys.stderr.flush()
+        if sys.stderr is not None:
+            sys.stderr.flush()
     except (OSError, ValueError):
         code = code or 2
     os._exit(code)

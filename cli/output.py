@@ -110,11 +110,14 @@ class Sink:
             close_quietly(self.stream)  # what its buffer still holds goes with the file
             os.remove(self.path)
 
-    def failed(self, error: OSError) -> OutputError:
-        """The error to raise when the output cannot be written: a file keeps the states
-        written whole (the bytes after them are cut off); one with none is removed."""
+    def failed(self, error: OSError) -> OSError:
+        """The error to raise when the output cannot be written (an OutputError, but a
+        closed pipe on stdout stays a BrokenPipeError): a file keeps the states written
+        whole (the bytes after them are cut off); one with none is removed."""
         reason = error.strerror or str(error)
         if self.path is None:
+            if isinstance(error, BrokenPipeError):  # stdout's reader went away: dyn ends
+                return error  # quietly (SIGPIPE, or as parts.try_parts does)
             after = f" after {self.count} states" if self.count else ""
             return OutputError(f"dyn: cannot write to stdout ({reason}){after}", reason)
         if self.count == 0:

@@ -86,3 +86,47 @@ def test_the_workers_format_the_text(tmp_path):
                                    "TREEDYN_PROCESSES": str(processes)}, timeout=120)
         assert done.returncode == 0, done.stderr
         assert (int(done.stderr.decode().strip()) > 0) == used
+
+
+def test_a_worker_that_dies_leaves_no_gap(tmp_path):
+    """A worker killed while it makes a chunk's text, after the other workers made later
+    ones: the output holds the states before that chunk, in order, and the error line
+    counts them (the later texts are not written)."""
+    path = tmp_path / "states.npz"
+    write_npz(path, states())
+    whole, out = tmp_path / "whole.jsonl", tmp_path / "out.jsonl"
+    assert run(["inverse", ARM, "-i", path, "-o", whole], 1).returncode == 0
+    probe = ("import multiprocessing, os, signal, sys, time\n"
+             "from treedyn.cli import formatting\n"
+             "from treedyn.cli.main import run_app\n"
+             "calls = multiprocessing.Value('i', 0)\n"  # shared with the forked workers
+             "text = formatting._text\n"
+             "def dying(result):\n"
+             "    with calls.get_lock():\n"
+             "        calls.value += 1\n"
+             "        call = calls.value\n"
+             "    if call == 3:\n"
+             "        time.sleep(1.0)\n"  # the other workers go on meanwhile
+             "        os.kill(os.getpid(), signal.SIGKILL)\n"
+             "    return text(result)\n"
+             "formatting._text = dying\n"
+             "try:\n    run_app(sys.argv[1:])\nexcept SystemExit as e:\n    sys.exit(e.code)\n")
+    done = subprocess.run([sys.executable, "-c", probe, "inverse", str(ARM), "-i", str(path),
+                           "-o", str(out)], capture_output=True, cwd=ROOT, timeout=120,
+                          env={**os.environ, **SPLIT, "TREEDYN_PROCESSES": "3"})
+    message = done.stderr.decode()
+    assert done.returncode == 2 and "a worker process ended abruptly" in message, message
+    written = out.read_bytes() if out.exists() else b""
+    assert whole.read_bytes().startswith(written)
+    count = written.count(b"\n")
+    assert count < 1000 and count % 64 == 0
+    assert (f"the {count} states before it" in message) == (count > 0)
+
+
+def test_a_bad_setting_is_reported_before_the_output_is_created(tmp_path):
+    path = tmp_path / "states.npz"
+    write_npz(path, states())
+    out = tmp_path / "out.csv"
+    done = run(["inverse", ARM, "-i", path, "-o", out], 3, TREEDYN_PART_BYTES="abc")
+    assert done.returncode == 2 and not out.exists()
+    assert done.stderr == b"dyn: TREEDYN_PART_BYTES='abc' is not a whole number\n"

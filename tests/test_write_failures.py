@@ -127,3 +127,33 @@ def test_a_stream_to_a_full_stdout_is_one_line(inputs):
         done = dyn(["forward", ARM, "-i", inputs, "-f", "json"], stdout=full)
     assert done.returncode == 2
     assert done.stderr.decode() == "dyn: cannot write to stdout (No space left on device)\n"
+
+
+@pytest.mark.parametrize("processes", [1, 3])
+@pytest.mark.parametrize("source", ["jsonl", "npz"])
+def test_a_reader_that_goes_away_ends_dyn_quietly(tmp_path, source, processes):
+    """`dyn ... | head`: SIGPIPE ends dyn without a word, as it ends other Unix tools --
+    also when the input is split over processes, or its text made in them."""
+    path = tmp_path / f"states.{source}"
+    rows = states(5000)
+    if source == "jsonl":
+        write_jsonl(path, rows)
+    else:
+        rows = np.array(rows)
+        np.savez(path, q=rows[:, 0:2], v=rows[:, 2:4], a=rows[:, 4:6])
+    environment = {**os.environ, **SPLIT, "TREEDYN_PROCESSES": str(processes)}
+    process = subprocess.Popen([sys.executable, "-m", "treedyn.cli.main", "inverse", str(ARM),
+                                "-i", str(path), "-f", "json"], stdout=subprocess.PIPE,
+                               stderr=subprocess.PIPE, cwd=ROOT, env=environment)
+    assert process.stdout.read(100)
+    process.stdout.close()
+    stderr = process.stderr.read()
+    assert process.wait(timeout=120) == -signal.SIGPIPE and stderr == b""
+
+
+def test_a_closed_stdout_is_not_an_error_for_reports():
+    """`dyn info MODEL >&-`: Python has no sys.stdout then; the report goes nowhere."""
+    done = subprocess.run([sys.executable, "-m", "treedyn.cli.main", "info", str(ARM)],
+                          stderr=subprocess.PIPE, cwd=ROOT, timeout=120,
+                          preexec_fn=lambda: os.close(1))
+    assert done.returncode == 0 and done.stderr == b""
