@@ -1,4 +1,4 @@
-"""The ``dyn`` command line (:mod:`treedyn.cli.main`).
+"""The ``dyn`` command line (:mod:`treedyn.cli.main`); :func:`run` is the dyn program.
 
 dyn runs the engine's batches on its own thread pool, two threads of small BLAS calls;
 OpenBLAS (numpy's BLAS) threading each of those calls as well oversubscribes the cores: on
@@ -10,3 +10,14 @@ import os
 
 for _variable in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
     os.environ.setdefault(_variable, "1")
+
+
+def run() -> None:
+    """The dyn program: loads :mod:`treedyn.cli.main` (numpy, typer, the engine: most of a
+    one-state run) and runs it. A Ctrl-C while that loads ends dyn as a Ctrl-C at any
+    other time does, with exit code 130 and no traceback."""
+    try:
+        from .main import run as run_main
+    except KeyboardInterrupt:
+        os._exit(130)
+    run_main()

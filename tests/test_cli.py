@@ -570,3 +570,19 @@ def test_singular_forward_dynamics_is_an_error_not_nan():
     if not FEATURES.exists():
         pytest.skip("fixtures/urdf/features.urdf is missing")
     assert_usage_error(dyn("forward", FEATURES, check=False), "singular")
+
+
+def test_ctrl_c_while_dyn_starts_is_exit_130_without_a_traceback():
+    """The dyn program (treedyn.cli.run) loads numpy, typer and the engine first; a Ctrl-C
+    then (here: raised when numpy is imported) ends it as a Ctrl-C at any other time."""
+    probe = ("import sys\n"
+             "class Interrupt:\n"
+             "    def find_spec(self, name, path=None, target=None):\n"
+             "        if name == 'numpy':\n"
+             "            raise KeyboardInterrupt\n"
+             "sys.meta_path.insert(0, Interrupt())\n"
+             "from treedyn.cli import run\n"
+             "sys.argv = ['dyn', '--version']\n"
+             "run()\n")
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, timeout=60)
+    assert done.returncode == 130 and done.stdout == done.stderr == b""
