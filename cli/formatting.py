@@ -1,16 +1,17 @@
-"""JSON Lines and CSV results of a large .npz input, formatted in worker processes.
+"""JSON Lines and CSV results of a run in one process, formatted in worker processes.
 
 Printing a number costs about a microsecond (Python's ``repr``), tens of times what the
 engine spends on it, so ``dyn COMMAND --input big.npz --output out.csv`` spends most of its
-time turning results into text. Text inputs are split over processes as a whole (see
-:mod:`.parts`); an .npz input is read and computed in this process, as ever, and only the
-text is made elsewhere: each chunk's results go to a forked worker that returns the sink's
-own ``text()`` of them -- the same bytes one process writes -- and this process writes the
-texts in input order, with at most two chunks per worker under way.
+time turning results into text. Large text files are split over processes as a whole (see
+:mod:`.parts`); every other input -- an .npz, stdin, a text file that cannot be split -- is
+read and computed in this process, as ever, and only the text is made elsewhere: each
+chunk's results go to a forked worker that returns the sink's own ``text()`` of them -- the
+same bytes one process writes -- and this process writes the texts in input order, with at
+most two chunks per worker under way.
 
 Used on Linux (fork after BLAS is safe there) when more than one process is allowed
-(``TREEDYN_PROCESSES``, as for :mod:`.parts`) and the .npz is at least
-``parts.split_bytes()`` (32 MB) long; the pool is forked before any thread is started.
+(``TREEDYN_PROCESSES``, as for :mod:`.parts`) and the first chunk read is full (16 384
+states, so more may follow); the pool is forked then, before any thread is started.
 """
 from __future__ import annotations
 
@@ -35,18 +36,20 @@ class Ahead:
     def __init__(self, sink: TextSink, pool, workers: int):
         self.sink, self.pool = sink, pool
         self.limit = 2 * workers
-        self.pending: collections.deque = collections.deque()  # (future, states)
+        self.pending: collections.deque = collections.deque()  # (future, states, share)
+        self.share: float | None = None  # of the input read for the last text written
 
-    def put(self, result: np.ndarray, states) -> None:
-        """Hand out the results of (the first ``len(result)`` of) a chunk of ``states``;
-        write the texts that are done."""
+    def put(self, result: np.ndarray, states, share: float | None = None) -> None:
+        """Hand out the results of (the first ``len(result)`` of) a chunk of ``states``,
+        read with ``share`` of the input (for the progress bar); write the texts that are
+        done."""
         from concurrent.futures.process import BrokenProcessPool
 
         try:
             future = self.pool.submit(_text, result)
         except BrokenProcessPool:
             raise self._broken() from None
-        self.pending.append((future, len(result)))
+        self.pending.append((future, len(result), share))
         while self.pending and (len(self.pending) > self.limit or self.pending[0][0].done()):
             self._write_first()
 
@@ -58,7 +61,7 @@ class Ahead:
     def _write_first(self) -> None:
         from concurrent.futures.process import BrokenProcessPool
 
-        future, count = self.pending[0]
+        future, count, share = self.pending[0]
         try:
             text = future.result()
         except BrokenProcessPool:
@@ -68,6 +71,7 @@ class Ahead:
             raise
         self.pending.popleft()
         self.sink.put_text(text, count)
+        self.share = share if share is not None else self.share
 
     def _broken(self) -> UsageError:
         self.pending.clear()  # the later texts would leave a gap in the output
@@ -81,17 +85,14 @@ class Ahead:
         _SINK.clear()
 
 
-def text_workers(request, source) -> int:
-    """Worker processes to make the text of ``request``'s results from ``source`` (see
-    the module's documentation), or 0 to make it in this process. Asked before the output
-    is created: a bad TREEDYN_PROCESSES or TREEDYN_PART_BYTES is reported first."""
+def text_workers(request) -> int:
+    """Worker processes to make the text of ``request``'s results (see the module's
+    documentation), or 0 to make it in this process. Asked before the output is created:
+    a bad TREEDYN_PROCESSES is reported first."""
     from .main import sink_kind
-    from .parts import processes, split_bytes
+    from .parts import processes
 
-    if (source.kind != "npz" or sink_kind(request) not in ("json", "csv")
-            or not sys.platform.startswith("linux")):
-        return 0
-    if source.size < split_bytes():
+    if sink_kind(request) not in ("json", "csv") or not sys.platform.startswith("linux"):
         return 0
     workers = processes()
     return workers if workers > 1 else 0

@@ -349,18 +349,21 @@ def stream(request: Request, layout: Layout, gravity, wrenches) -> None:
     source = Input.open(request.input)
     size = chunk_states(request.command, layout)
     chunks = source.chunks(layout, tuple(request.vectors), wrenches, size)
-    workers = text_workers(request, source)
+    workers = text_workers(request)
     sink = open_sink(request, layout, single=False)
     if isinstance(sink, NpzSink):  # the count is known once the first chunk is read
         sink.total = lambda: source.total
-    text = ahead_of(sink, workers) if workers else None  # processes that make the text
-    target = sink if text is None else text  # where each chunk's results are put
+    text = None  # the processes that make the text (when a full first chunk says "many")
+    target = sink  # where each chunk's results are put
     progress = Progress(wanted(request.quiet, results_on_stdout=request.output is None))
     worker = ThreadPoolExecutor(1, thread_name_prefix="dyn-compute")
     interrupted = False
     try:
         pending = None  # (future, states, share of the input read) of the chunk computed
         for states in ahead(chunks):
+            if pending is None and workers and states is not None and states.count == size:
+                text = ahead_of(sink, workers)  # forked before the compute thread starts
+                target = sink if text is None else text
             done = None if pending is None else (
                 collect(pending[0].result, pending[1], target), *pending[1:])
             pending = None if states is None else (
@@ -369,12 +372,16 @@ def stream(request: Request, layout: Layout, gravity, wrenches) -> None:
             if done is not None:
                 result, states_done, consumed = done
                 before = sink.count
-                target.put(result, states_done)
+                if text is None:
+                    sink.put(result, states_done)
+                else:  # the share read for the states written, once they are
+                    text.put(result, states_done, consumed)
+                    consumed = text.share
                 progress.advance(sink.count - before, source.total, consumed)
         if text is not None:
             before = sink.count
             text.settle()
-            progress.advance(sink.count - before, source.total)
+            progress.advance(sink.count - before, source.total, text.share)
     except BaseException as error:
         progress.close()
         interrupted = isinstance(error, KeyboardInterrupt)

@@ -1,9 +1,9 @@
-"""JSON Lines and CSV results of a large .npz input, formatted in worker processes
-(treedyn.cli.formatting).
+"""JSON Lines and CSV results of a run in one process (an .npz input, stdin, a text file
+that cannot be split), formatted in worker processes (treedyn.cli.formatting).
 
-Fresh ``dyn`` processes with small thresholds and chunks (test_parts.SPLIT: an .npz of
-6 kB or more, chunks of 64 states), compared byte for byte with TREEDYN_PROCESSES=1:
-results, error lines, exit codes and the states written before an error.
+Fresh ``dyn`` processes with chunks of 64 states (test_parts.SPLIT), compared byte for
+byte with TREEDYN_PROCESSES=1: results, error lines, exit codes and the states written
+before an error.
 """
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 from test_cli import ARM, ROOT
-from test_parts import SPLIT, run, states
+from test_parts import SPLIT, run, states, write_jsonl
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"),
                                 reason="text is formatted in forked workers on Linux only")
@@ -26,12 +26,24 @@ def write_npz(path, rows) -> None:
     np.savez(path, q=rows[:, 0:2], v=rows[:, 2:4], a=rows[:, 4:6], tau=rows[:, 2:4])
 
 
-def both(args, tmp_path, output: str | None):
+def write_quoted_csv(path, rows) -> None:
+    """CSV with quoted cells: parts.py does not split it."""
+    path.write_text("q0,q1,v0,v1,a0,a1\n" + "".join(
+        f'"{r[0]!r}",' + ",".join(map(repr, r[1:6])) + "\n" for r in rows))
+
+
+def both(args, tmp_path, output: str | None, stdin: bytes | None = None):
     """(stdout, stderr, exit code, output file bytes) in one process and with three workers."""
     results = []
     for processes in (1, 3):
         target = tmp_path / f"p{processes}-{output}" if output else None
-        done = run([*args, "-o", target] if target else args, processes)
+        if stdin is None:
+            done = run([*args, "-o", target] if target else args, processes)
+        else:
+            done = subprocess.run([sys.executable, "-m", "treedyn.cli.main",
+                                   *map(str, [*args, "-o", target] if target else args)],
+                                  input=stdin, capture_output=True, cwd=ROOT, timeout=120,
+                                  env={**os.environ, **SPLIT, "TREEDYN_PROCESSES": str(processes)})
         stderr = done.stderr.replace(b"/p3-", b"/p1-")  # messages name the output
         written = target.read_bytes() if target and target.exists() else None
         results.append((done.stdout, stderr, done.returncode, written))
@@ -39,12 +51,21 @@ def both(args, tmp_path, output: str | None):
 
 
 @pytest.mark.parametrize("output", ["out.jsonl", "out.csv", "json", "csv"])
-def test_the_text_of_an_npz_is_what_one_process_writes(tmp_path, output):
-    path = tmp_path / "states.npz"
-    write_npz(path, states())
+@pytest.mark.parametrize("source", ["npz", "stdin", "quoted csv"])
+def test_the_text_is_what_one_process_writes(tmp_path, source, output):
+    stdin = None
+    if source == "npz":
+        path = tmp_path / "states.npz"
+        write_npz(path, states())
+    elif source == "stdin":
+        write_jsonl(tmp_path / "states.jsonl", states())
+        path, stdin = "-", (tmp_path / "states.jsonl").read_bytes()
+    else:
+        path = tmp_path / "states.csv"
+        write_quoted_csv(path, states())
     for command in ("inverse", "forward", "mass"):
         args = [command, ARM, "-i", path] + ([] if "." in output else ["-f", output])
-        one, split = both(args, tmp_path, output if "." in output else None)
+        one, split = both(args, tmp_path, output if "." in output else None, stdin)
         assert one == split
         assert one[2] == 0 and one[1] == b"" and (one[0] or one[3])
 
@@ -66,11 +87,12 @@ def test_a_bad_state_stops_as_in_one_process(tmp_path, output, bad):
         assert one[2] == 2 and f"the {bad} states before it".encode() in one[1]
 
 
-def test_the_workers_format_the_text(tmp_path):
+@pytest.mark.parametrize("source", ["npz", "csv"])
+def test_the_workers_format_the_text(tmp_path, source):
     """The comparisons above are not between two one-process runs: with workers allowed,
     every chunk's text comes from them; with TREEDYN_PROCESSES=1, none."""
-    path = tmp_path / "states.npz"
-    write_npz(path, states())
+    path = tmp_path / f"states.{source}"
+    (write_npz if source == "npz" else write_quoted_csv)(path, states())
     probe = ("import sys\n"
              "from treedyn.cli import formatting\n"
              "from treedyn.cli.main import run_app\n"
@@ -127,6 +149,6 @@ def test_a_bad_setting_is_reported_before_the_output_is_created(tmp_path):
     path = tmp_path / "states.npz"
     write_npz(path, states())
     out = tmp_path / "out.csv"
-    done = run(["inverse", ARM, "-i", path, "-o", out], 3, TREEDYN_PART_BYTES="abc")
+    done = run(["inverse", ARM, "-i", path, "-o", out], 3, TREEDYN_PROCESSES="abc")
     assert done.returncode == 2 and not out.exists()
-    assert done.stderr == b"dyn: TREEDYN_PART_BYTES='abc' is not a whole number\n"
+    assert done.stderr == b"dyn: TREEDYN_PROCESSES='abc' is not a whole number\n"
