@@ -15,9 +15,18 @@ for _variable in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
 def run() -> None:
     """The dyn program: loads :mod:`treedyn.cli.main` (numpy, typer, the engine: most of a
     one-state run) and runs it. A Ctrl-C while that loads ends dyn as a Ctrl-C at any
-    other time does, with exit code 130 and no traceback."""
-    try:
-        from .main import run as run_main
-    except KeyboardInterrupt:
-        os._exit(130)
+    other time does, with exit code 130 and no traceback: until main.run takes Ctrl-C
+    over, SIGINT ends the process at once (as a KeyboardInterrupt, it could surface as
+    an ImportError inside numpy's extension modules). An ignored SIGINT stays ignored."""
+    import signal
+
+    if signal.getsignal(signal.SIGINT) is signal.default_int_handler:
+        signal.signal(signal.SIGINT, interrupted)
+    from .main import run as run_main
+
     run_main()
+
+
+def interrupted(number, frame) -> None:
+    """SIGINT while dyn starts: exit code 130, nothing printed."""
+    os._exit(130)

@@ -10,8 +10,10 @@ same bytes one process writes -- and this process writes the texts in input orde
 most two chunks per worker under way.
 
 Used on Linux (fork after BLAS is safe there) when more than one process is allowed
-(``TREEDYN_PROCESSES``, as for :mod:`.parts`) and the first chunk read is full (16 384
-states, so more may follow); the pool is forked then, before any thread is started.
+(``TREEDYN_PROCESSES``, as for :mod:`.parts`), the input is a file (also on stdin; not a
+pipe, whose producer may pause: its states are written as they come) and the first chunk
+read is full (16 384 states, so more may follow); the pool is forked then, before any
+thread is started.
 """
 from __future__ import annotations
 
@@ -58,6 +60,12 @@ class Ahead:
         while self.pending:
             self._write_first()
 
+    def write_done(self) -> None:
+        """Write the texts at the head of the queue that are made already (on Ctrl-C, and
+        before a broken pool is reported: one process would have written them)."""
+        while self.pending and self.pending[0][0].done() and not self.pending[0][0].exception():
+            self._write_first()
+
     def _write_first(self) -> None:
         from concurrent.futures.process import BrokenProcessPool
 
@@ -74,6 +82,7 @@ class Ahead:
         self.share = share if share is not None else self.share
 
     def _broken(self) -> UsageError:
+        self.write_done()
         self.pending.clear()  # the later texts would leave a gap in the output
         return UsageError("dyn: a worker process ended abruptly (killed, or out of "
                           "memory?); TREEDYN_PROCESSES=1 runs in one process")
@@ -85,14 +94,15 @@ class Ahead:
         _SINK.clear()
 
 
-def text_workers(request) -> int:
+def text_workers(request, source) -> int:
     """Worker processes to make the text of ``request``'s results (see the module's
     documentation), or 0 to make it in this process. Asked before the output is created:
     a bad TREEDYN_PROCESSES is reported first."""
     from .main import sink_kind
     from .parts import processes
 
-    if sink_kind(request) not in ("json", "csv") or not sys.platform.startswith("linux"):
+    if (sink_kind(request) not in ("json", "csv") or not sys.platform.startswith("linux")
+            or not source.size):  # a pipe: a live producer's states are written as they come
         return 0
     workers = processes()
     return workers if workers > 1 else 0

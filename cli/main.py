@@ -349,7 +349,7 @@ def stream(request: Request, layout: Layout, gravity, wrenches) -> None:
     source = Input.open(request.input)
     size = chunk_states(request.command, layout)
     chunks = source.chunks(layout, tuple(request.vectors), wrenches, size)
-    workers = text_workers(request)
+    workers = text_workers(request, source)
     sink = open_sink(request, layout, single=False)
     if isinstance(sink, NpzSink):  # the count is known once the first chunk is read
         sink.total = lambda: source.total
@@ -385,8 +385,8 @@ def stream(request: Request, layout: Layout, gravity, wrenches) -> None:
     except BaseException as error:
         progress.close()
         interrupted = isinstance(error, KeyboardInterrupt)
-        if text is not None and not interrupted and not isinstance(error, OutputError):
-            error = settled(text, error)
+        if text is not None and not isinstance(error, OutputError):
+            error = settled(text, error, wait=not interrupted)
         raise stopped(sink, error) from None
     finally:
         worker.shutdown(wait=True)
@@ -396,11 +396,14 @@ def stream(request: Request, layout: Layout, gravity, wrenches) -> None:
     sink.close()
 
 
-def settled(text, error: BaseException) -> BaseException:
-    """The error to report after the texts still under way are written: ``error``, or
-    the one that writing them raised."""
+def settled(text, error: BaseException, wait: bool = True) -> BaseException:
+    """The error to report after the texts still under way are written (only those made
+    already, without ``wait``: Ctrl-C): ``error``, or the one that writing them raised."""
     try:
-        text.settle()
+        if wait:
+            text.settle()
+        else:
+            text.write_done()
     except BaseException as failure:  # noqa: BLE001 -- reported instead (Ctrl-C too)
         return failure
     return error
@@ -617,6 +620,10 @@ def run(argv: Optional[list] = None) -> None:
     if hasattr(signal, "SIGPIPE"):  # the dyn program in `dyn ... | head`:
         signal.signal(signal.SIGPIPE, signal.SIG_DFL)  # end quietly, as other Unix tools do
         # (no sockets here; the --scheduler path, which has them, ignores SIGPIPE again)
+    from treedyn.cli import interrupted
+
+    if signal.getsignal(signal.SIGINT) is interrupted:  # set while the modules loaded
+        signal.signal(signal.SIGINT, signal.default_int_handler)  # run_app handles Ctrl-C
     try:
         run_app(sys.argv[1:])
     except SystemExit as ending:
@@ -655,9 +662,9 @@ def leave(code) -> None:
 
 def run_app(args: list) -> None:
     """Run the app on the command-line arguments ``args``; ends by SystemExit."""
-    command = click_command(args)
     set_quiet(False)
     try:
+        command = click_command(args)
         code = command.main(args=args or ["--help"], prog_name="dyn", standalone_mode=False)
     except UsageError as error:
         fail(str(error))

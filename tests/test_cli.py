@@ -574,15 +574,29 @@ def test_singular_forward_dynamics_is_an_error_not_nan():
 
 def test_ctrl_c_while_dyn_starts_is_exit_130_without_a_traceback():
     """The dyn program (treedyn.cli.run) loads numpy, typer and the engine first; a Ctrl-C
-    then (here: raised when numpy is imported) ends it as a Ctrl-C at any other time."""
-    probe = ("import sys\n"
-             "class Interrupt:\n"
-             "    def find_spec(self, name, path=None, target=None):\n"
-             "        if name == 'numpy':\n"
-             "            raise KeyboardInterrupt\n"
-             "sys.meta_path.insert(0, Interrupt())\n"
+    then (here: a SIGINT sent when numpy is imported, and when the command's options are
+    built) ends it as a Ctrl-C at any other time."""
+    for module in ("numpy", "typer.main", "inspect"):
+        probe = ("import os, signal, sys\n"
+                 "class Interrupt:\n"
+                 "    def find_spec(self, name, path=None, target=None):\n"
+                 f"        if name == {module!r}:\n"
+                 "            os.kill(os.getpid(), signal.SIGINT)\n"
+                 "sys.meta_path.insert(0, Interrupt())\n"
+                 "from treedyn.cli import run\n"
+                 "sys.argv = ['dyn', '--version']\n"
+                 "run()\n")
+        done = subprocess.run([sys.executable, "-c", probe], capture_output=True, timeout=60)
+        assert done.returncode == 130 and done.stdout == done.stderr == b"", (module, done)
+
+
+def test_an_ignored_sigint_stays_ignored():
+    """`dyn ... &` in a script: the shell has SIGINT ignored, and dyn keeps it so."""
+    probe = ("import os, signal, sys\n"
+             "signal.signal(signal.SIGINT, signal.SIG_IGN)\n"
              "from treedyn.cli import run\n"
-             "sys.argv = ['dyn', '--version']\n"
+             "os.kill(os.getpid(), signal.SIGINT)\n"
+             f"sys.argv = ['dyn', 'inverse', {str(ARM)!r}, '--q', '0.1,0.2', '-f', 'json']\n"
              "run()\n")
     done = subprocess.run([sys.executable, "-c", probe], capture_output=True, timeout=60)
-    assert done.returncode == 130 and done.stdout == done.stderr == b""
+    assert done.returncode == 0 and b'"tau"' in done.stdout, done

@@ -32,18 +32,25 @@ def write_quoted_csv(path, rows) -> None:
         f'"{r[0]!r}",' + ",".join(map(repr, r[1:6])) + "\n" for r in rows))
 
 
-def both(args, tmp_path, output: str | None, stdin: bytes | None = None):
+def run_with_stdin(args, processes: int, stdin) -> subprocess.CompletedProcess:
+    """``dyn ARGS`` with ``stdin`` (a file, or bytes through a pipe)."""
+    feed = {"input": stdin} if isinstance(stdin, bytes) else {"stdin": stdin}
+    return subprocess.run([sys.executable, "-m", "treedyn.cli.main", *map(str, args)],
+                          capture_output=True, cwd=ROOT, timeout=120, **feed,
+                          env={**os.environ, **SPLIT, "TREEDYN_PROCESSES": str(processes)})
+
+
+def both(args, tmp_path, output: str | None, stdin_file=None):
     """(stdout, stderr, exit code, output file bytes) in one process and with three workers."""
     results = []
     for processes in (1, 3):
         target = tmp_path / f"p{processes}-{output}" if output else None
-        if stdin is None:
-            done = run([*args, "-o", target] if target else args, processes)
+        arguments = [*args, "-o", target] if target else args
+        if stdin_file is None:
+            done = run(arguments, processes)
         else:
-            done = subprocess.run([sys.executable, "-m", "treedyn.cli.main",
-                                   *map(str, [*args, "-o", target] if target else args)],
-                                  input=stdin, capture_output=True, cwd=ROOT, timeout=120,
-                                  env={**os.environ, **SPLIT, "TREEDYN_PROCESSES": str(processes)})
+            with open(stdin_file, "rb") as stdin:
+                done = run_with_stdin(arguments, processes, stdin)
         stderr = done.stderr.replace(b"/p3-", b"/p1-")  # messages name the output
         written = target.read_bytes() if target and target.exists() else None
         results.append((done.stdout, stderr, done.returncode, written))
@@ -57,9 +64,10 @@ def test_the_text_is_what_one_process_writes(tmp_path, source, output):
     if source == "npz":
         path = tmp_path / "states.npz"
         write_npz(path, states())
-    elif source == "stdin":
-        write_jsonl(tmp_path / "states.jsonl", states())
-        path, stdin = "-", (tmp_path / "states.jsonl").read_bytes()
+    elif source == "stdin":  # a file on stdin
+        stdin = tmp_path / "states.jsonl"
+        write_jsonl(stdin, states())
+        path = "-"
     else:
         path = tmp_path / "states.csv"
         write_quoted_csv(path, states())
@@ -87,12 +95,14 @@ def test_a_bad_state_stops_as_in_one_process(tmp_path, output, bad):
         assert one[2] == 2 and f"the {bad} states before it".encode() in one[1]
 
 
-@pytest.mark.parametrize("source", ["npz", "csv"])
-def test_the_workers_format_the_text(tmp_path, source):
+@pytest.mark.parametrize("source, used", [("npz", True), ("csv", True), ("pipe", False)])
+def test_the_workers_format_the_text(tmp_path, source, used):
     """The comparisons above are not between two one-process runs: with workers allowed,
-    every chunk's text comes from them; with TREEDYN_PROCESSES=1, none."""
-    path = tmp_path / f"states.{source}"
-    (write_npz if source == "npz" else write_quoted_csv)(path, states())
+    every chunk's text comes from them; with TREEDYN_PROCESSES=1, none. A pipe on stdin
+    keeps the text in one process: its producer may pause, and one process writes each
+    chunk as soon as the next arrives."""
+    path = tmp_path / f"states.{'jsonl' if source == 'pipe' else source}"
+    {"npz": write_npz, "csv": write_quoted_csv, "pipe": write_jsonl}[source](path, states())
     probe = ("import sys\n"
              "from treedyn.cli import formatting\n"
              "from treedyn.cli.main import run_app\n"
@@ -101,13 +111,15 @@ def test_the_workers_format_the_text(tmp_path, source):
              "formatting.Ahead.put = lambda self, *a: (calls.append(1), put(self, *a))[1]\n"
              "try:\n    run_app(sys.argv[1:])\nexcept SystemExit as e:\n    assert e.code == 0\n"
              "print(len(calls), file=sys.stderr)\n")
-    for processes, used in ((3, True), (1, False)):
-        done = subprocess.run([sys.executable, "-c", probe, "inverse", str(ARM), "-i", str(path),
-                               "-o", str(tmp_path / "out.csv")], capture_output=True, cwd=ROOT,
-                              env={**os.environ, **SPLIT,
-                                   "TREEDYN_PROCESSES": str(processes)}, timeout=120)
+    for processes in (3, 1):
+        args = ["inverse", str(ARM), "-i", "-" if source == "pipe" else str(path),
+                "-o", str(tmp_path / "out.csv")]
+        done = subprocess.run([sys.executable, "-c", probe, *args], capture_output=True,
+                              cwd=ROOT, timeout=120, env={**os.environ, **SPLIT,
+                                                          "TREEDYN_PROCESSES": str(processes)},
+                              input=path.read_bytes() if source == "pipe" else None)
         assert done.returncode == 0, done.stderr
-        assert (int(done.stderr.decode().strip()) > 0) == used
+        assert (int(done.stderr.decode().strip()) > 0) == (used and processes > 1)
 
 
 def test_a_worker_that_dies_leaves_no_gap(tmp_path):
