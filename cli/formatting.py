@@ -84,8 +84,9 @@ class Ahead:
     def _broken(self) -> UsageError:
         self.write_done()
         self.pending.clear()  # the later texts would leave a gap in the output
-        return UsageError("dyn: a worker process ended abruptly (killed, or out of "
-                          "memory?); TREEDYN_PROCESSES=1 runs in one process")
+        from .parts import WORKER_DIED
+
+        return UsageError(WORKER_DIED)
 
     def shutdown(self, wait: bool = True) -> None:
         """Stop the workers; without ``wait`` (Ctrl-C) the texts under way are dropped, and

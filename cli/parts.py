@@ -46,6 +46,8 @@ PART_BYTES = 16 << 20  # bytes of text per part
 MAX_PROCESSES = 8
 SCAN = 1 << 20  # bytes read at a time when surveying a part
 PR_SET_PDEATHSIG = 1  # prctl(2): the signal a process gets when its parent dies
+WORKER_DIED = ("dyn: a worker process ended abruptly (killed, or out of memory?); "
+               "TREEDYN_PROCESSES=1 runs in one process")
 
 
 def processes() -> int:
@@ -377,8 +379,7 @@ def join(pool, parts: list[Part], sink: Sink, folder: str, progress, total: int,
         try:
             outcome = future.result()
         except BrokenProcessPool:
-            raise UsageError("dyn: a worker process ended abruptly (killed, or out of memory?)"
-                             "; TREEDYN_PROCESSES=1 runs in one process") from None
+            raise UsageError(WORKER_DIED) from None
         if index + ahead < len(parts):
             futures.append(pool.submit(_run_part, index + ahead, *parts[index + ahead]))
         for message in outcome.warnings:
