@@ -14,7 +14,7 @@ import csv
 import json
 import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import numpy as np
 
@@ -72,11 +72,16 @@ class Sink:
 
     def put(self, result: np.ndarray, states) -> None:
         """Write the results of a chunk of states and count them."""
+        self.record(lambda: self.write(result, states), len(result))
+
+    def record(self, write: Callable[[], None], count: int) -> None:
+        """Call ``write`` (it writes ``count`` states) and count them; OutputError (see
+        :meth:`failed`) if the output cannot be written."""
         try:
-            self.write(result, states)
+            write()
         except OSError as error:
             raise self.failed(error) from None
-        self.count += len(result)
+        self.count += count
         self.mark()
 
     def write(self, result: np.ndarray, states) -> None:
@@ -156,12 +161,7 @@ class TextSink(Sink):
 
     def put_text(self, text: str, count: int) -> None:
         """Write the ``text`` of ``count`` states and count them."""
-        try:
-            self.write_text(text)
-        except OSError as error:
-            raise self.failed(error) from None
-        self.count += count
-        self.mark()
+        self.record(lambda: self.write_text(text), count)
 
 
 class JsonSink(TextSink):

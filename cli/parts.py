@@ -408,7 +408,7 @@ def append_text(sink: Sink, path: str, count: int) -> None:
         sink.write_header()
     target = sink.stream
     with open(path, "rb") as part:
-        try:
+        def copy() -> None:
             if hasattr(target, "buffer"):
                 target.flush()
                 shutil.copyfileobj(part, target.buffer, 1 << 20)
@@ -416,10 +416,8 @@ def append_text(sink: Sink, path: str, count: int) -> None:
             else:  # a text stream with no bytes below it (tests' stdout)
                 target.write(part.read().decode())
                 target.flush()
-        except OSError as error:
-            raise sink.failed(error) from None
-    sink.count += count
-    sink.mark()
+
+        sink.record(copy, count)
 
 
 def append_rows(sink: NpzSink, folder: str, counts: list[int]) -> None:
