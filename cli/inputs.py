@@ -574,9 +574,10 @@ class _Columns:
     positional: bool = False
 
 
-def _csv_plan(header: list[str], name: str, layout: Layout,
-              kinds: Sequence[str]) -> list[_Columns]:
-    """Map the header's q0../q:<joint> columns (of the kinds in use) to vector entries."""
+def _csv_plan(header: list[str], name: str, layout: Layout, kinds: Sequence[str],
+              line: int = 1) -> list[_Columns]:
+    """Map the header's q0../q:<joint> columns (of the kinds in use) to vector entries;
+    ``line`` is the header's line in the file (blank lines may come before it)."""
     plan: dict[str, _Columns] = {}
     for column, title in enumerate(t.strip() for t in header):
         match = POSITIONAL.fullmatch(title)
@@ -587,7 +588,7 @@ def _csv_plan(header: list[str], name: str, layout: Layout,
             continue
         if kind not in kinds:
             continue
-        where = f"{name}:1: column '{title}'"
+        where = f"{name}:{line}: column '{title}'"
         entry = plan.setdefault(kind, _Columns(kind, positional=bool(match)))
         if entry.positional != bool(match):
             raise UsageError(f"{where}: mixes {kind}0.. and {kind}:<joint> columns")
@@ -601,12 +602,12 @@ def _csv_plan(header: list[str], name: str, layout: Layout,
     if not plan:
         titles = ", ".join(repr(t.strip()) for t in header[:4]) + (", ..." if len(header) > 4 else "")
         forms = ", ".join(f"{kind}0.. or {kind}:<joint>" for kind in kinds)
-        raise UsageError(f"{name}:1: no column to compute from: the header has {titles}; "
+        raise UsageError(f"{name}:{line}: no column to compute from: the header has {titles}; "
                          f"this command reads {forms} (comma-separated)")
     for entry in plan.values():
         if entry.positional and len(entry.targets) != layout.width(entry.kind):
             kind = entry.kind
-            raise UsageError(f"{name}:1: has {len(entry.targets)} {kind}<k> columns, "
+            raise UsageError(f"{name}:{line}: has {len(entry.targets)} {kind}<k> columns, "
                              f"{layout.need(kind)} ({kind}0..{kind}{layout.width(kind) - 1})")
     return list(plan.values())
 
@@ -616,14 +617,16 @@ def _csv_chunks(stream, name, layout, kinds, wrenches, size, lines=None,
     """Chunks of a CSV stream (or of its numbered ``lines``); at a bad row, the good rows
     before it, then the error. With ``header`` (a part of a file), there are rows only."""
     reader = _NumberedReader(_text_lines(stream, name) if lines is None else lines)
+    header_line = 1
     if header is None:
         try:
             header = next((row for row in reader if row), None)  # after any blank lines
         except csv.Error as error:
             raise _csv_error(name, reader, error) from None
+        header_line = reader.line_num
     if header is None:
         return
-    plan = _csv_plan(header, name, layout, kinds)
+    plan = _csv_plan(header, name, layout, kinds, header_line)
     convert = _CsvConverter([t.strip() for t in header], plan, name, layout, wrenches)
     rows: list[list[str]] = []
     lines: list[int] = []
@@ -632,7 +635,8 @@ def _csv_chunks(stream, name, layout, kinds, wrenches, size, lines=None,
             if not row:
                 continue
             if len(row) != len(header):
-                raise UsageError(f"{name}:{reader.line_num}: {len(row)} fields, "
+                raise UsageError(f"{name}:{reader.line_num}: {len(row)} field"
+                                 f"{'' if len(row) == 1 else 's'}, "
                                  f"the header has {len(header)}")
             rows.append(row)
             lines.append(reader.line_num)
@@ -648,21 +652,26 @@ def _csv_chunks(stream, name, layout, kinds, wrenches, size, lines=None,
 
 
 class _NumberedReader:
-    """csv.reader over numbered lines; ``line_num`` is the file's number of the last line
-    read (csv's own count would start again in each part of a file)."""
+    """csv.reader over numbered lines; ``line_num`` is the file's number of the line the
+    last record starts on (a quoted cell may hold line ends; csv's own count would name
+    the record's last line, and start again in each part of a file)."""
 
     def __init__(self, lines: Iterator[tuple[int, str]]):
         self.line_num = 0
+        self.started = False  # has the record being read taken its first line yet
         self.reader = csv.reader(self._texts(lines))
 
     def _texts(self, lines: Iterator[tuple[int, str]]) -> Iterator[str]:
-        for self.line_num, text in lines:
+        for number, text in lines:
+            if not self.started:
+                self.line_num, self.started = number, True
             yield text
 
     def __iter__(self):
         return self
 
     def __next__(self) -> list[str]:
+        self.started = False
         return next(self.reader)
 
 

@@ -530,7 +530,7 @@ def test_invalid_model_reports_file_and_line(tmp_path):
     (".jsonl", '{"fext": {"tol": [0, 0, 0, 0, 0, 0]}}\n', ["states.jsonl:1", "'tool'"]),
     (".jsonl", '[0, 0]\n', ["states.jsonl:1", "JSON object"]),
     (".csv", "q0,q1\n0,0\n0,x\n", ["states.csv:3", "'q1'", "'x'"]),
-    (".csv", "q0,q1\n0,0\n0\n", ["states.csv:3", "fields"]),
+    (".csv", "q0,q1\n0,0\n0\n", ["states.csv:3", "1 field, the header has 2"]),
     (".csv", "q0\n0\n", ["states.csv:1", "needs nq=2"]),
     (".csv", "q:joint1,q:jiont2\n0,0\n", ["states.csv:1", "unknown joint 'jiont2'"]),
 ])

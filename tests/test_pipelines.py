@@ -205,6 +205,26 @@ def test_bad_csv_cell_and_non_finite_number(tmp_path, arm, states, small_chunks)
                        "states.jsonl:4", "inf", "the 3 states before it")
 
 
+def test_csv_errors_name_the_line_a_record_starts_on(tmp_path):
+    """A quoted cell may hold line ends, and blank lines may come before the header: the
+    error names the line the bad record (or the header) starts on, where an editor should
+    go, not the line csv.reader ended on."""
+    spanning = tmp_path / "spanning.csv"
+    spanning.write_text('q0,q1\n0.1,0.2\n"0.3\n\n",oops\n0.5,1\n')
+    target = tmp_path / "out.jsonl"
+    assert_usage_error(dyn("inverse", ARM, "-i", spanning, "-o", target, check=False),
+                       "spanning.csv:3: column 'q1': 'oops'", "the 1 state before it")
+    unclosed = tmp_path / "unclosed.csv"
+    unclosed.write_text('q0,q1\n0.1,0.2\n"0.3\n\n,0.4\n0.5,1\n')
+    line = assert_usage_error(dyn("inverse", ARM, "-i", unclosed, "-o", target, check=False),
+                              "unclosed.csv:3: 1 field, the header has 2")
+    assert "1 fields" not in line
+    late_header = tmp_path / "late_header.csv"
+    late_header.write_text("\n\nq0,q7\n0.1,0.2\n")
+    assert_usage_error(dyn("inverse", ARM, "-i", late_header, "-f", "json", check=False),
+                       "late_header.csv:3: column 'q7': out of range")
+
+
 def test_error_in_the_first_row_leaves_no_file(tmp_path):
     source = tmp_path / "states.jsonl"
     source.write_text('{"q": [0]}\n{"q": [0, 0]}\n')
