@@ -100,7 +100,9 @@ textures, materials, sites, cameras, lights, ...) is ignored and counted in
 ``TreeDescription.ignored``. Not supported (a ParseError): ``<attach>``, ``<flexcomp>``,
 ``<composite>``, sdf geoms, builtin meshes, and armature on tendons that couple joints.
 Errors are ParseError with file, line and element; NaN and infinite numbers are errors
-(MuJoCo only warns).
+(MuJoCo only warns). Before anything is compiled, the document is checked against MuJoCo's
+schema (:mod:`.mjcf_schema`): unknown attributes and misplaced or repeated elements are
+errors, as they are in MuJoCo.
 """
 from __future__ import annotations
 
@@ -120,6 +122,7 @@ from treedyn.engine.description import (
 )
 
 from . import mjcf_geometry as geo
+from . import mjcf_schema
 from .errors import ParseError
 from .mesh import MeshData, MeshFileError, read_mesh_file
 
@@ -150,6 +153,7 @@ def parse_mjcf(path: str) -> TreeDescription:
     """The description of the MJCF file at ``path``; ParseError if unreadable or invalid."""
     path = str(path)
     root = _Document(path).root
+    mjcf_schema.check(root)
     return _Builder(root, path).build()
 
 

@@ -305,6 +305,36 @@ INVALID = {
                                     "direct children of <replicate>", True),
     "attach": (BODY.format('<joint/><geom size="1"/><attach model="m" prefix="p"/>'), 4,
                "attach", "not supported", True),
+    # MuJoCo's schema (parsers/mjcf_schema.py)
+    "unknown attribute": (BODY.format('<joint/><geom size="1" mas="5"/>'), 4, "geom",
+                          'unrecognized attribute "mas" (MuJoCo\'s schema has no such attribute '
+                          'on <geom>; did you mean "mass"?)', True),
+    "free joint's attribute on a joint": (BODY.format('<joint type="free" align="true"/>'
+                                                      '<geom size="1"/>'), 4, "joint",
+                                          'unrecognized attribute "align"', True),
+    "compiler typo": ('<mujoco>\n<compiler angel="radian"/>\n<worldbody/>\n</mujoco>\n', 2,
+                      "compiler", 'did you mean "angle"', True),
+    "attribute of the root": ('<mujoco modle="m">\n<worldbody/>\n</mujoco>\n', 1, "mujoco",
+                              'unrecognized attribute "modle"', True),
+    "class inside a default": ('<mujoco>\n<default>\n<joint class="c"/>\n</default>\n'
+                               '<worldbody/>\n</mujoco>\n', 3, "joint",
+                               'unrecognized attribute "class"', True),
+    "attribute in an ignored section": (BODY.format('<joint name="j"/><geom size="1"/>')[:-10]
+                                        + '<actuator>\n<motor joint="j" gearr="2"/>\n</actuator>'
+                                        '\n</mujoco>\n', 8, "motor", 'did you mean "gear"', True),
+    "element in an ignored section": (BODY.format('<joint/><geom size="1"/>')[:-10]
+                                      + '<sensor>\n<touchh site="s"/>\n</sensor>\n</mujoco>\n', 8,
+                                      "touchh", "unknown element <touchh> in <sensor>", True),
+    # MuJoCo's schema takes <body> for <worldbody> here, and its compiler then skips it
+    "body outside worldbody": ('<mujoco>\n<body/>\n</mujoco>\n', 2, "body",
+                               "unknown element <body> in <mujoco>", False),
+    "second inertial": (BODY.format('<joint/><inertial pos="0 0 0" mass="1" diaginertia="1 1 1"/>'
+                                    '\n<inertial pos="0 0 0" mass="2" diaginertia="1 1 1"/>'), 5,
+                        "inertial", 'a second <inertial> in this <body>; MuJoCo allows one',
+                        True),
+    "second joint default": ('<mujoco>\n<default>\n<joint damping="1"/>\n<joint armature="1"/>'
+                             '\n</default>\n<worldbody/>\n</mujoco>\n', 4, "joint",
+                             "a second <joint> in this <default>", True),
 }
 
 
@@ -323,6 +353,60 @@ def test_invalid_model(name, tmp_path):
     if mujoco_rejects:
         with pytest.raises(ValueError):
             mujoco.MjModel.from_xml_path(path)
+
+
+def mujoco_schema() -> dict[str, tuple[frozenset, bool]]:
+    """The installed MuJoCo's schema (mj_printSchema's text) as path -> (attributes, at
+    most once): element names in a 30-column field, marked (!) once, (?) at most once,
+    (*) any number, (R) recursive; attributes after it, wrapped onto further lines."""
+    entries: dict[str, tuple[set, bool]] = {}
+    names: list[str] = []
+    for line in mujoco.mj_printSchema(False, False).splitlines():
+        head, words = line[:30], line[30:].split()
+        if head.strip():
+            level = (len(head) - len(head.lstrip())) // 3
+            name, mark = head.split()
+            names[level:] = [name.replace("(world)", "")]
+            path = "/".join(names[1:]) or "mujoco"
+            entries[path] = (set(), mark == "(?)")
+        entries[path][0].update(words)
+    return {path: (frozenset(words), once) for path, (words, once) in entries.items()}
+
+
+def test_schema_table_is_mujocos():
+    """parsers/mjcf_schema.py's table is the installed MuJoCo's schema: a MuJoCo release
+    that adds or drops an attribute shows up here."""
+    from treedyn.parsers.mjcf_schema import schema
+
+    ours, theirs = schema(), mujoco_schema()
+    assert ours.keys() == theirs.keys(), (sorted(ours.keys() - theirs.keys()),
+                                          sorted(theirs.keys() - ours.keys()))
+    differ = {path: (sorted(ours[path][0] ^ theirs[path][0]), ours[path][1], theirs[path][1])
+              for path in ours if ours[path] != theirs[path]}
+    assert not differ
+
+
+def test_schema_is_checked_where_mujoco_checks_it(tmp_path):
+    """MuJoCo checks included files but not what <frame> and <replicate> contain (it
+    expands them after the check, and ignores an unknown attribute there): the same
+    models load, with the same masses, and the same are refused."""
+    unchecked = write(tmp_path / "unchecked.xml", BODY.format(
+        '<joint/><geom size="1"/><frame pos="1 0 0"><geom size="0.5" mas="7"/></frame>'
+        '<replicate count="2" offset="0 1 0"><body><joint bogus="1"/><geom size="0.2"/></body>'
+        '</replicate>'))
+    model = build_model(parse_mjcf(unchecked))
+    reference_model = mujoco.MjModel.from_xml_path(unchecked)
+    assert np.isclose(model.total_mass, reference_model.body_mass.sum(), rtol=1e-12)
+    main = write(tmp_path / "main.xml", '<mujoco>\n<worldbody>\n<include file="part.xml"/>\n'
+                                        '</worldbody>\n</mujoco>\n')
+    part = write(tmp_path / "part.xml", '<mujoco>\n<body>\n<joint axs="1 0 0"/>\n'
+                                        '<geom size="1"/></body>\n</mujoco>\n')
+    with pytest.raises(ParseError) as caught:
+        parse_mjcf(main)
+    assert (caught.value.file, caught.value.line) == (part, 3)
+    assert 'unrecognized attribute "axs"' in caught.value.problem
+    with pytest.raises(ValueError, match="unrecognized attribute"):
+        mujoco.MjModel.from_xml_path(main)
 
 
 def write(path, text: str) -> str:
