@@ -110,6 +110,7 @@ import dataclasses
 import math
 import os
 import re
+import sys
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -147,14 +148,21 @@ ENGINE_TYPE = {"hinge": "revolute", "slide": "prismatic", "ball": "ball", "free"
 
 _NUMBER = re.compile(r"[+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?")
 _INTEGER = re.compile(r"[+-]?\d+")
+MAX_DEPTH = 500  # levels of nested elements, <mujoco> being 1: tinyxml2's limit in MuJoCo
+DEPTH_PROBLEM = f"elements nested more than {MAX_DEPTH} deep (MuJoCo's XML reader refuses such files too)"
 
 
 def parse_mjcf(path: str) -> TreeDescription:
     """The description of the MJCF file at ``path``; ParseError if unreadable or invalid."""
     path = str(path)
-    root = _Document(path).root
-    mjcf_schema.check(root)
-    return _Builder(root, path).build()
+    limit = sys.getrecursionlimit()  # the document and the tree are read recursively,
+    sys.setrecursionlimit(max(limit, 8 * MAX_DEPTH + 1000))  # a few calls per level
+    try:
+        root = _Document(path).root
+        mjcf_schema.check(root)
+        return _Builder(root, path).build()
+    finally:
+        sys.setrecursionlimit(limit)
 
 
 # -- document: XML nodes with their file, includes expanded ---------------------------
@@ -197,24 +205,30 @@ class _Document:
         main = os.path.realpath(path)
         self.included[main] = SourceRef(path, 0, "")
         element = _read_xml(path, None)
-        self.root = self._node(element, path, os.path.dirname(os.path.abspath(path)), [main])
+        self.root = self._node(element, path, os.path.dirname(os.path.abspath(path)), [main], 1)
 
     def _node(self, element: etree._Element, file: str, directory: str,
-              stack: list[str]) -> Node:
-        return Node(element, file, self._children(element, file, directory, stack))
+              stack: list[str], depth: int) -> Node:
+        node = Node(element, file)
+        if depth > MAX_DEPTH:
+            raise node.error(DEPTH_PROBLEM)
+        node.children = self._children(element, file, directory, stack, depth)
+        return node
 
     def _children(self, element: etree._Element, file: str, directory: str,
-                  stack: list[str]) -> list[Node]:
-        """Child nodes of ``element``, each ``<include>`` replaced by what it includes."""
+                  stack: list[str], depth: int) -> list[Node]:
+        """Child nodes of ``element`` (at ``depth``, the root's is 1), each ``<include>``
+        replaced by what it includes."""
         nodes: list[Node] = []
         for child in element.iterchildren(etree.Element):
             if child.tag == "include":
-                nodes.extend(self._include(Node(child, file), directory, stack))
+                nodes.extend(self._include(Node(child, file), directory, stack, depth))
             else:
-                nodes.append(self._node(child, file, directory, stack))
+                nodes.append(self._node(child, file, directory, stack, depth + 1))
         return nodes
 
-    def _include(self, include: Node, directory: str, stack: list[str]) -> list[Node]:
+    def _include(self, include: Node, directory: str, stack: list[str],
+                 depth: int) -> list[Node]:
         if len(include.element):
             raise include.error("<include> cannot have child elements")
         name = include.get("file")
@@ -233,7 +247,7 @@ class _Document:
         root = _read_xml(path, include)
         if next(root.iterchildren(etree.Element), None) is None:
             raise include.error(f'included file "{name}" has no elements')
-        return self._children(root, path, os.path.dirname(path), stack + [real])
+        return self._children(root, path, os.path.dirname(path), stack + [real], depth)
 
     def _locate(self, include: Node, name: str, directory: str) -> str:
         """The included file: absolute, else in the model directory, else beside the includer."""
@@ -258,11 +272,15 @@ def _read_xml(path: str, include: Node | None) -> etree._Element:
             raise include.error(f'cannot read included file "{path}" ({error.strerror})') \
                 from None
         raise ParseError(f"cannot read file ({error.strerror})", path) from None
+    # huge_tree: libxml2 refuses documents nested deeper than 256 elements without it, and
+    # a chain of bodies nests one level per body (MuJoCo reads such files)
     parser = etree.XMLParser(remove_comments=True, remove_pis=True, resolve_entities=False,
-                             no_network=True)
+                             no_network=True, huge_tree=True)
     try:
         return etree.fromstring(data, parser)
     except etree.XMLSyntaxError as error:
+        if "Excessive depth" in (error.msg or ""):  # libxml2 stops at 2048 levels even so
+            raise ParseError(DEPTH_PROBLEM, path, error.lineno or 0) from None
         raise ParseError(f"not well-formed XML ({error.msg})", path, error.lineno or 0) \
             from None
 

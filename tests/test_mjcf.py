@@ -409,6 +409,28 @@ def test_schema_is_checked_where_mujoco_checks_it(tmp_path):
         mujoco.MjModel.from_xml_path(main)
 
 
+def test_deep_chains_load_as_far_as_mujoco_reads_them(tmp_path):
+    """A chain of bodies nests one element per body: 496 bodies deep (MuJoCo reads it;
+    libxml2 and Python's recursion would stop near 256 and 500 on their own) gives
+    MuJoCo's model; 498 bodies deep, which MuJoCo refuses, is a ParseError naming the
+    first element too deep (the joint of the 498th body)."""
+    def chain(count: int) -> str:
+        opening = '<body pos="0 0 0.1">\n<joint axis="0 1 0"/><geom size="0.02" mass="1"/>\n'
+        return ("<mujoco>\n<worldbody>\n" + opening * count + "</body>" * count
+                + "\n</worldbody>\n</mujoco>\n")
+
+    deep = write(tmp_path / "deep.xml", chain(496))
+    model = build_model(parse_mjcf(deep))
+    reference_model = mujoco.MjModel.from_xml_path(deep)
+    assert (model.nq, model.nv) == (reference_model.nq, reference_model.nv) == (496, 496)
+    too_deep = write(tmp_path / "too_deep.xml", chain(498))
+    with pytest.raises(ValueError):
+        mujoco.MjModel.from_xml_path(too_deep)
+    with pytest.raises(ParseError) as caught:
+        parse_mjcf(too_deep)
+    assert caught.value.line == 4 + 2 * 497 and "nested more than 500 deep" in str(caught.value)
+
+
 def write(path, text: str) -> str:
     """Write ``text`` to ``path`` (a pathlib.Path), creating folders; the path as str."""
     path.parent.mkdir(parents=True, exist_ok=True)
