@@ -339,7 +339,7 @@ def stream(request: Request, layout: Layout, gravity, wrenches) -> None:
     one written (numpy releases the GIL in the engine, so parsing and writing overlap it);
     results are written in input order. On an error, the states before the bad one are
     computed and written, the output is ended cleanly and the error says how many states
-    it holds (a file that received no state is removed).
+    it holds (a file that received no state is removed, or left as it was if it existed).
     """
     from concurrent.futures import ThreadPoolExecutor
 
@@ -512,21 +512,25 @@ def open_sink(request: Request, layout: Layout, single: bool) -> Sink:
         raise UsageError("dyn: --sparsity is written in json, npz and table formats, not csv")
     sparsity = sparsity_document(layout.model) if request.sparsity else None
     path = request.output
-    stream = sys.stdout if path is None else open_output(path, binary=kind == "npz")
+    stream, created = (sys.stdout, False) if path is None else open_output(path, kind == "npz")
+    sink: Sink
     if kind == "json":
         extra = {"dofs": list(labels)} if single else {}
         if sparsity:
             extra["sparsity"] = sparsity
-        return JsonSink(stream, key, extra, path)
-    if kind == "csv":
-        return CsvSink(stream, csv_header(key, labels), path)
-    if kind == "npz":
+        sink = JsonSink(stream, key, extra, path)
+    elif kind == "csv":
+        sink = CsvSink(stream, csv_header(key, labels), path)
+    elif kind == "npz":
         shape = (layout.model.nv,) * (2 if key == "M" else 1)
         extra = {"sparsity": np.array(sparsity["pattern"], dtype=np.int8)} if sparsity else {}
-        return NpzSink(stream, key, shape, labels, extra, path)
-    footer = sparsity_table(sparsity, layout.v_names) if sparsity else ""
-    return TableSink(stream, key, layout.v_names, units(request.command, layout), single,
-                     footer)
+        sink = NpzSink(stream, key, shape, labels, extra, path)
+    else:
+        footer = sparsity_table(sparsity, layout.v_names) if sparsity else ""
+        sink = TableSink(stream, key, layout.v_names, units(request.command, layout), single,
+                         footer)
+    sink.created = created
+    return sink
 
 
 def sink_kind(request: Request) -> str:
@@ -551,12 +555,20 @@ def output_format(path: str, requested: Optional[Format]) -> str:
 
 
 def open_output(path: str, binary: bool):
+    """(file, created): the output file opened for writing -- created if missing, but not
+    emptied (Sink.begin empties it at the first write, so a run that fails before its
+    first state leaves an existing file as it was) -- and whether it was created."""
+    flags = os.O_WRONLY | os.O_CREAT
     try:
-        if binary:
-            return open(path, "wb")
-        return open(path, "w", encoding="utf-8", newline="")
+        try:
+            descriptor, created = os.open(path, flags | os.O_EXCL, 0o666), True
+        except FileExistsError:
+            descriptor, created = os.open(path, flags), False
     except OSError as error:
         raise UsageError(f"{path}: cannot write ({error.strerror or error})") from None
+    if binary:
+        return os.fdopen(descriptor, "wb"), created
+    return os.fdopen(descriptor, "w", encoding="utf-8", newline=""), created
 
 
 def csv_header(key: str, labels) -> list[str]:

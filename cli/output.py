@@ -4,15 +4,18 @@ Machine formats print every number repr-exact (``json.dumps`` and ``str`` of a P
 float are both ``repr``). A *sink* receives the results chunk by chunk, so large inputs
 stream: ``put(result, states)`` per chunk, then ``close()``. After an error, ``close()``
 still ends what was written cleanly (every state written is complete), and ``abort()``
-removes an output file that received no state. When the output itself cannot be written
-(a full disk), the sink raises :class:`OutputError` after cutting a text file back to its
-whole states, or removing an .npz. ``tabulate`` is imported only when a table is printed.
+removes an output file that received no state -- unless it existed before the run: a file
+is emptied only at the first write (``begin()``), so until then it keeps its contents.
+When the output itself cannot be written (a full disk), the sink raises
+:class:`OutputError` after cutting a text file back to its whole states, or removing an
+.npz. ``tabulate`` is imported only when a table is printed.
 """
 from __future__ import annotations
 
 import csv
 import json
 import os
+import stat
 import sys
 from collections.abc import Callable, Sequence
 
@@ -69,6 +72,17 @@ class Sink:
         self.stream, self.path = stream, path
         self.count = 0  # states written so far
         self.whole = 0  # bytes of the output file that hold them (text files)
+        self.created = True  # the file did not exist before (see cli.main.open_output)
+        self.emptied = path is None  # an existing file is emptied at the first write
+
+    def begin(self) -> None:
+        """Empty the output file before its first bytes: it is opened without emptying it,
+        so a run that fails before its first state leaves an existing file as it was."""
+        if not self.emptied:
+            descriptor = self.stream.fileno()
+            if stat.S_ISREG(os.fstat(descriptor).st_mode):  # not a pipe or a device
+                os.ftruncate(descriptor, 0)
+            self.emptied = True
 
     def put(self, result: np.ndarray, states) -> None:
         """Write the results of a chunk of states and count them."""
@@ -78,6 +92,7 @@ class Sink:
         """Call ``write`` (it writes ``count`` states) and count them; OutputError (see
         :meth:`failed`) if the output cannot be written."""
         try:
+            self.begin()
             write()
         except OSError as error:
             raise self.failed(error) from None
@@ -99,6 +114,7 @@ class Sink:
     def close(self) -> None:
         """End the output; OutputError if it cannot be written."""
         try:
+            self.begin()
             self.finish()
         except OSError as error:
             raise self.failed(error) from None
@@ -109,11 +125,17 @@ class Sink:
         else:
             self.stream.close()
 
-    def abort(self) -> None:
-        """Stop after an error before any state was written: remove the file created."""
-        if self.path is not None:
-            close_quietly(self.stream)  # what its buffer still holds goes with the file
+    def abort(self) -> bool:
+        """Stop after an error before any state was written: remove the file if dyn
+        created or emptied it (a file written to before keeps its contents); whether it
+        was removed."""
+        if self.path is None:
+            return False
+        close_quietly(self.stream)  # what its buffer still holds goes with the file
+        if self.created or self.emptied:
             os.remove(self.path)
+            return True
+        return False
 
     def failed(self, error: OSError) -> OSError:
         """The error to raise when the output cannot be written (an OutputError, but a
@@ -126,8 +148,8 @@ class Sink:
             after = f" after {self.count} states" if self.count else ""
             return OutputError(f"dyn: cannot write to stdout ({reason}){after}", reason)
         if self.count == 0:
-            self.abort()
-            return OutputError(f"{self.path}: cannot write ({reason}); it is removed", reason)
+            outcome = "it is removed" if self.abort() else "it is left as it was"
+            return OutputError(f"{self.path}: cannot write ({reason}); {outcome}", reason)
         close_quietly(self.stream)  # the rest of its buffer: cut off here
         os.truncate(self.path, self.whole)
         states = "1 state" if self.count == 1 else f"{self.count} states"
@@ -317,17 +339,19 @@ class NpzSink(Sink):
             with archive.open(f"{name}.npy", "w", force_zip64=True) as member:
                 npy.write_array(member, np.asanyarray(array), allow_pickle=False)
 
-    def abort(self) -> None:
+    def abort(self) -> bool:
         close_quietly(*(part for part in (self.member, self.archive, self.spool)
                         if part is not None))
-        super().abort()
+        return super().abort()
 
     def failed(self, error: OSError) -> OutputError:
         """An archive is readable only once complete: the file is removed."""
         reason = error.strerror or str(error)
         if self.path is None:
             return super().failed(error)
-        self.abort()
+        if not self.abort():
+            return OutputError(f"{self.path}: cannot write ({reason}); it is left as it was",
+                               reason)
         return OutputError(f"{self.path}: cannot write ({reason}); it is removed (an "
                            "unfinished .npz cannot be read)", reason)
 

@@ -473,11 +473,11 @@ def _run_part(index: int, start: int, first: int, skip: int, take: int) -> Outco
     path = part_file(job.folder, index)
     key = RESULT_KEY[request.command]
     if job.output == "raw":
-        sink: Sink = RawSink(open_output(path, binary=True), path)
+        sink: Sink = RawSink(open_output(path, True)[0], path)
     elif job.output == "csv":
-        sink = CsvSink(open_output(path, binary=False), None, path)  # header: the parent's
+        sink = CsvSink(open_output(path, False)[0], None, path)  # header: the parent's
     else:
-        sink = JsonSink(open_output(path, binary=False), key, {}, path)
+        sink = JsonSink(open_output(path, False)[0], key, {}, path)
     outcome = Outcome(0)
     CAPTURED["into"] = outcome.warnings
     try:

@@ -205,6 +205,36 @@ def test_bad_csv_cell_and_non_finite_number(tmp_path, arm, states, small_chunks)
                        "states.jsonl:4", "inf", "the 3 states before it")
 
 
+@pytest.mark.parametrize("suffix", [".jsonl", ".csv", ".npz"])
+def test_an_existing_output_is_kept_until_the_first_state(tmp_path, arm, states, suffix):
+    """--output names a file that already exists: a run that fails before its first state
+    leaves it as it was; one that succeeds, or fails later, replaces all of it (no tail of
+    the longer old contents is left behind)."""
+    q, v, a = states
+    files = write_inputs(tmp_path, q, v, a)
+    target = tmp_path / f"out{suffix}"
+    old = b"PRECIOUS" * 100_000
+    bad_header = tmp_path / "bad_header.csv"
+    bad_header.write_text("q0,q9\n0.1,0.2\n")
+    first_bad = tmp_path / "first_bad.jsonl"
+    first_bad.write_text('{"q": [0.1]}\n' + files["jsonl"].read_text())
+    for source, fragment in ((bad_header, "bad_header.csv:1"), (first_bad, "first_bad.jsonl:1")):
+        target.write_bytes(old)
+        line = assert_usage_error(dyn("inverse", ARM, "-i", source, "-o", target, check=False),
+                                  fragment)
+        assert "stopped" not in line
+        assert target.read_bytes() == old
+    target.write_bytes(old)
+    dyn("inverse", ARM, "-i", files["jsonl"], "-o", target)
+    np.testing.assert_array_equal(read_output(target, "tau"), rnea(arm, q, v, a))
+    target.write_bytes(old)
+    last_bad = tmp_path / "last_bad.jsonl"
+    last_bad.write_text(files["jsonl"].read_text() + '{"q": [0.1]}\n')
+    assert_usage_error(dyn("inverse", ARM, "-i", last_bad, "-o", target, check=False),
+                       f"the {COUNT} states before it")
+    np.testing.assert_array_equal(read_output(target, "tau"), rnea(arm, q, v, a))
+
+
 def test_csv_errors_name_the_line_a_record_starts_on(tmp_path):
     """A quoted cell may hold line ends, and blank lines may come before the header: the
     error names the line the bad record (or the header) starts on, where an editor should
