@@ -25,7 +25,8 @@ def external_forces(model: Model, wrenches: Mapping[str, np.ndarray], count: int
             continue
         wrench = np.broadcast_to(np.asarray(wrench, dtype=float), (count, 6))
         force = wrench[:, :3] @ frame.rotation.T
-        torque = wrench[:, 3:] @ frame.rotation.T + cross3(np.broadcast_to(frame.translation, force.shape), force)
+        lever = np.broadcast_to(frame.translation, force.shape)
+        torque = wrench[:, 3:] @ frame.rotation.T + cross3(lever, force)
         fext[:, frame.joint, :3] += force
         fext[:, frame.joint, 3:] += torque
     return fext

@@ -84,8 +84,9 @@ def work_shapes(plan) -> dict:
     nb, k = plan.nj + 1, plan.kmax
     return {"V": (nb, 6), "A": (nb, 6), "F": (nb, 6), "H": (k, 6), "T6": (k, 6),
             "P6": (k, 6), "t1": (k, 2), "t2": (k, 2), "qd": (plan.nv,), "qdd": (plan.nv,),
-            "tau": (plan.nv,), "rows": (plan.nv,), "TH": (len(plan.rev_q),), "SC": (3, len(plan.rev_q)), "SN": (len(plan.rev_q),),
-            "CS": (len(plan.rev_q),), "DP": (len(plan.pri_q),)}
+            "tau": (plan.nv,), "rows": (plan.nv,), "TH": (len(plan.rev_q),),
+            "SC": (3, len(plan.rev_q)), "SN": (len(plan.rev_q),), "CS": (len(plan.rev_q),),
+            "DP": (len(plan.pri_q),)}
 
 
 def rnea_chunk(plan, W, q, v, a, fx, a_world, out) -> None:
