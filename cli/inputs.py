@@ -139,22 +139,34 @@ def _labels(name: str, size: int) -> list[str]:
 
 # ----------------------------------------------------------------------------- numbers
 
+SEPARATOR = re.compile(r"\s*,\s*|\s+")  # one comma (spaces around it allowed) or spaces
+
+
 def parse_numbers(text: str, where: str) -> np.ndarray:
-    """Finite numbers separated by commas and/or spaces, optionally inside [ ]."""
+    """Finite numbers separated by commas or spaces, optionally inside [ ]; an empty place
+    between two commas (or before the first, after the last) is an error, not skipped."""
     body = text.strip()
     if body.startswith("[") and body.endswith("]"):
-        body = body[1:-1]
-    words = [w for w in re.split(r"[\s,]+", body) if w]
-    if not words:
+        body = body[1:-1].strip()
+    if not body:
         raise UsageError(f"{where}: no numbers given")
+    words = SEPARATOR.split(body)
     values = np.empty(len(words))
     for k, word in enumerate(words):
+        if not word:
+            raise UsageError(f"{where}: number {k + 1} of {len(words)} is missing (an empty "
+                             f"place between commas in '{text}')")
         try:
             values[k] = float(word)
         except ValueError:
             raise UsageError(f"{where}: '{word}' is not a number") from None
     check_finite(values, where)
     return values
+
+
+def amount(count: int) -> str:
+    """'1 number', '3 numbers'."""
+    return "1 number" if count == 1 else f"{count} numbers"
 
 
 def check_finite(values: np.ndarray, where: str) -> None:
@@ -170,11 +182,13 @@ def parse_vector(text: str, kind: str, layout: Layout) -> np.ndarray:
     if "=" not in text:
         values = parse_numbers(text, option)
         if values.size != layout.width(kind):
-            raise UsageError(f"{option} has {values.size} numbers, {layout.need(kind)}")
+            raise UsageError(f"{option} has {amount(values.size)}, {layout.need(kind)}")
         return values * layout.scale(kind)
     vector = layout.default(kind).copy()
     seen: set[int] = set()
-    for pair in filter(None, (p.strip() for p in text.split(","))):
+    for pair in (p.strip() for p in text.split(",")):
+        if not pair:
+            raise UsageError(f"{option}: an empty place between commas in '{text}'")
         name, sep, value = (s.strip() for s in pair.partition("="))
         if not sep or not name:
             raise UsageError(f"{option}: '{pair}' is not joint=value "
@@ -192,7 +206,7 @@ def parse_gravity(text: str | None) -> np.ndarray | None:
         return None
     gravity = parse_numbers(text, "dyn: --gravity")
     if gravity.size != 3:
-        raise UsageError(f"dyn: --gravity has {gravity.size} numbers, it needs 3 (gx,gy,gz)")
+        raise UsageError(f"dyn: --gravity has {amount(gravity.size)}, it needs 3 (gx,gy,gz)")
     return gravity
 
 
@@ -218,7 +232,7 @@ def parse_fext(items: Sequence[str] | None, model: Model) -> dict[str, np.ndarra
         check_frame(model, name, "dyn: --fext")
         wrench = parse_numbers(numbers, f"dyn: --fext {name}")
         if wrench.size != 6:
-            raise UsageError(f"dyn: --fext {name} has {wrench.size} numbers, it needs 6 "
+            raise UsageError(f"dyn: --fext {name} has {amount(wrench.size)}, it needs 6 "
                              "(fx,fy,fz,tx,ty,tz)")
         wrenches[name] = wrenches.get(name, 0.0) + wrench
     return wrenches
@@ -522,7 +536,7 @@ def _json_vector(value, kind: str, layout: Layout, out: np.ndarray, where: str) 
     """
     if type(value) is list:
         if len(value) != len(out):
-            raise UsageError(f'{where}: "{kind}" has {len(value)} numbers, {layout.need(kind)}')
+            raise UsageError(f'{where}: "{kind}" has {amount(len(value))}, {layout.need(kind)}')
         if not _all_numbers(value):
             bad = next(x for x in value if not _is_number(x))
             raise UsageError(f'{where}: "{kind}" holds {json.dumps(bad)}, not a number')

@@ -481,11 +481,15 @@ def test_start_up_does_not_import_heavy_modules():
 
 @pytest.mark.parametrize("args, fragments", [
     (["inverse", ARM, "--q", "1,2,3"], ["--q has 3 numbers", "needs nq=2"]),
-    (["forward", ARM, "--tau", "1"], ["--tau has 1 numbers", "needs nv=2"]),
+    (["forward", ARM, "--tau", "1"], ["--tau has 1 number,", "needs nv=2"]),
     (["inverse", ARM, "--v", "1,nan"], ["--v", "nan"]),
     (["inverse", ARM, "--a", "inf,0"], ["--a", "inf"]),
     (["inverse", ARM, "--q", "jiont1=0.5"], ["unknown joint 'jiont1'", "'joint1'"]),
     (["inverse", ARM, "--q", "0.5,abc"], ["'abc' is not a number"]),
+    (["inverse", ARM, "--q", "1,,2"], ["--q: number 2 of 3 is missing"]),  # not (1, 2)
+    (["inverse", ARM, "--q", "0.1,0.2,"], ["--q: number 3 of 3 is missing"]),
+    (["inverse", ARM, "--q", "joint1=0.1,,joint2=0.2"], ["--q: an empty place between commas"]),
+    (["inverse", TOOL_ARM, "--fext", "tool=1,2,3,,5,6"], ["--fext tool: number 4 of 6 is missing"]),
     (["inverse", TOOL_ARM, "--fext", "tol=1,2,3,4,5,6"], ["unknown body 'tol'", "'tool'"]),
     (["inverse", TOOL_ARM, "--fext", "tool=1,2,3"], ["needs 6"]),
     (["inverse", ARM, "--gravity", "0,-9.81"], ["--gravity"]),
