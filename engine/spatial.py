@@ -119,9 +119,17 @@ def project_subspace(S: np.ndarray, f: np.ndarray) -> np.ndarray:
 
 
 
+SHORTEST_QUATERNION = 1e-15  # MuJoCo's mjMINVAL: a shorter quaternion is the identity
+
+
 def quaternion_matrix(w: np.ndarray, x: np.ndarray, y: np.ndarray, z: np.ndarray) -> np.ndarray:
-    """Rotation matrices (N, 3, 3) of quaternions given by components (N,), normalised here."""
+    """Rotation matrices (N, 3, 3) of quaternions given by components (N,), normalised here;
+    one shorter than :data:`SHORTEST_QUATERNION` (zero) is the identity, as in MuJoCo."""
     norm = np.sqrt(w * w + x * x + y * y + z * z)
+    short = norm < SHORTEST_QUATERNION
+    if short.any():
+        w, norm = np.where(short, 1.0, w), np.where(short, 1.0, norm)
+        x, y, z = (np.where(short, 0.0, c) for c in (x, y, z))
     w, x, y, z = w / norm, x / norm, y / norm, z / norm
     R = np.empty(w.shape + (3, 3))
     R[..., 0, 0] = 1 - 2 * (y * y + z * z)

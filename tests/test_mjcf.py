@@ -431,6 +431,32 @@ def test_deep_chains_load_as_far_as_mujoco_reads_them(tmp_path):
     assert caught.value.line == 4 + 2 * 497 and "nested more than 500 deep" in str(caught.value)
 
 
+def test_a_zero_quaternion_is_the_identity_as_in_mujoco(tmp_path):
+    """MuJoCo normalises quaternions in qpos and takes one shorter than 1e-15 (zero) as
+    the identity: logged states with such a quaternion give MuJoCo's numbers, not NaN."""
+    path = write(tmp_path / "floating.xml", '<mujoco>\n<worldbody>\n<body pos="0 0 1">\n'
+                 '<freejoint/><geom type="box" size="0.3 0.2 0.1"/>\n<body pos="0.3 0 0">\n'
+                 '<joint type="ball"/><geom type="capsule" fromto="0 0 0 0.4 0 0" size="0.05"/>'
+                 '\n</body>\n</body>\n</worldbody>\n</mujoco>\n')
+    model = build_model(parse_mjcf(path))
+    m = reference(path)
+    d = mujoco.MjData(m)
+    rng = np.random.default_rng(7)
+    for free, ball in (([0, 0, 0, 0], [1e-200, 0, 0, 0]), ([1e-16, 0, 0, 0], [0, 0, 0, 0]),
+                       ([0.3, 0.1, 0.2, 0], [2, 0, 1, 0])):
+        q = np.concatenate([[0.1, 0.2, 0.3], free, ball])
+        v, a = rng.normal(size=model.nv), rng.normal(size=model.nv)
+        d.qpos[:], d.qvel[:], d.qacc[:] = q, v, a
+        mujoco.mj_forward(m, d)
+        M = np.zeros((m.nv, m.nv))
+        mujoco.mj_fullM(m, d, M)
+        expected = M @ a + d.qfrc_bias
+        tau = rnea(model, q, v, a)
+        assert np.abs(tau - expected).max() <= TOL * max(1.0, np.abs(expected).max())
+        np.testing.assert_allclose(crba(model, q), M, rtol=0, atol=TOL * np.abs(M).max())
+        np.testing.assert_allclose(aba(model, q, v, tau), a, rtol=0, atol=1e-9)
+
+
 def write(path, text: str) -> str:
     """Write ``text`` to ``path`` (a pathlib.Path), creating folders; the path as str."""
     path.parent.mkdir(parents=True, exist_ok=True)
