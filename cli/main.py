@@ -494,13 +494,25 @@ def compute(command: str, layout: Layout, states, gravity) -> np.ndarray:
     finite = np.isfinite(result.reshape(states.count, -1)).all(axis=1)
     if not finite.all():
         bad = int(np.argmin(finite))
-        problem = SINGULAR if command == "forward" else "the result is not finite"
+        problem = "the result is not finite (it overflows)"
+        if command == "forward" and singular(model, states.q[bad]):
+            problem = SINGULAR
         raise PartialResult(f"{states.where(bad)}: {problem}", result[:bad])
     return result
 
 
 SINGULAR = ("forward dynamics is singular here (a joint moves no mass or inertia?); "
             "see dyn check-inertia")
+
+
+def singular(model, q: np.ndarray) -> bool:
+    """Whether M(q) is not positive definite (else a non-finite ABA result overflowed)."""
+    M = crba(model, q)
+    try:
+        np.linalg.cholesky(M)
+    except np.linalg.LinAlgError:
+        return True
+    return not np.isfinite(M).all()
 
 
 def open_sink(request: Request, layout: Layout, single: bool) -> Sink:

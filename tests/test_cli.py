@@ -576,6 +576,14 @@ def test_singular_forward_dynamics_is_an_error_not_nan():
     assert_usage_error(dyn("forward", FEATURES, check=False), "singular")
 
 
+def test_an_overflow_is_not_called_singular():
+    """Joint forces near the largest double overflow the accelerations of a regular M:
+    the error says so instead of blaming the model."""
+    line = assert_usage_error(dyn("forward", ARM, "--q", "0.1,0.2", "--tau", "1e308,-1e308",
+                                  check=False), "not finite (it overflows)")
+    assert "singular" not in line
+
+
 def test_ctrl_c_while_dyn_starts_is_exit_130_without_a_traceback():
     """The dyn program (treedyn.cli.run) loads numpy, typer and the engine first; a Ctrl-C
     then (here: a SIGINT sent when numpy is imported, and when the command's options are
