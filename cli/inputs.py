@@ -589,9 +589,12 @@ class _Columns:
 
 
 def _csv_plan(header: list[str], name: str, layout: Layout, kinds: Sequence[str],
-              line: int = 1) -> list[_Columns]:
+              line: int = 1, warns: bool = True) -> list[_Columns]:
     """Map the header's q0../q:<joint> columns (of the kinds in use) to vector entries;
-    ``line`` is the header's line in the file (blank lines may come before it)."""
+    ``line`` is the header's line in the file (blank lines may come before it); ``warns``
+    of columns of external forces, which CSV does not carry."""
+    if warns:
+        warn_ignored_forces(header, f"{name}:{line}", "column")
     plan: dict[str, _Columns] = {}
     for column, title in enumerate(t.strip() for t in header):
         match = POSITIONAL.fullmatch(title)
@@ -940,6 +943,7 @@ def _npz_members(stream, name, layout, kinds) -> list[_Member]:
     if not members:
         raise UsageError(f"{name}: has none of the arrays {', '.join(kinds)} "
                          f"(it has: {', '.join(names) or 'nothing'})")
+    warn_ignored_forces(names, name, "array")
     for member in members:
         width = layout.width(member.kind)
         if (len(member.shape) not in (1, 2) or member.width != width
@@ -950,6 +954,17 @@ def _npz_members(stream, name, layout, kinds) -> list[_Member]:
         shapes = ", ".join(f"{m.kind} {m.shape}" for m in members)
         raise UsageError(f"{name}: arrays have different numbers of states ({shapes})")
     return members
+
+
+def warn_ignored_forces(names: Sequence[str], where: str, what: str) -> None:
+    """A warning for columns or arrays named like external forces (``fext...``): only
+    --fext and JSON Lines' "fext" objects apply forces, so their numbers are not used."""
+    forces = [title.strip() for title in names if title.strip().lower().startswith("fext")]
+    if forces:
+        listed = ", ".join(repr(title) for title in forces[:3]) + (", ..." if len(forces) > 3
+                                                                  else "")
+        warn(f"{where}: {what}{'s' if len(forces) > 1 else ''} {listed} ignored: only --fext "
+             f'and the "fext" objects of JSON Lines input apply external forces')
 
 
 def _on_disk(stream) -> bool:

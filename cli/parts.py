@@ -239,7 +239,7 @@ def data_start(path: str, kind: str, layout: Layout, request) -> Rows | None:
         return None
     header = next(csv.reader([line.decode()]))
     try:
-        _csv_plan(header, path, layout, tuple(request.vectors))
+        _csv_plan(header, path, layout, tuple(request.vectors), warns=False)  # workers do
     except UsageError:  # one process reports it, as ever
         return None
     return Rows(end + 1, number + 1, header)

@@ -235,6 +235,26 @@ def test_an_existing_output_is_kept_until_the_first_state(tmp_path, arm, states,
     np.testing.assert_array_equal(read_output(target, "tau"), rnea(arm, q, v, a))
 
 
+def test_forces_in_csv_columns_or_npz_arrays_are_not_silently_dropped(tmp_path, arm, states):
+    """Only --fext and JSON Lines' "fext" objects apply external forces: columns or arrays
+    named fext... give the same numbers as without them, and one warning saying so (also
+    with --quiet off only; --quiet silences it)."""
+    q, v, a = states
+    csv_path = tmp_path / "forces.csv"
+    csv_path.write_text("q0,q1,fext:link2:0,Fext_b\n" + "".join(
+        f"{x!r},{y!r},1.5,2\n" for x, y in q.tolist()))
+    npz_path = tmp_path / "forces.npz"
+    np.savez(npz_path, q=q, fext=np.ones((len(q), 3, 6)), t=np.arange(len(q)))
+    expected = rnea(arm, q, None, None)
+    for path, fragment in ((csv_path, "forces.csv:1: columns 'fext:link2:0', 'Fext_b' ignored"),
+                           (npz_path, "forces.npz: array 'fext' ignored")):
+        result = dyn("inverse", ARM, "-i", path, "-f", "json")
+        lines = result.stderr.decode().splitlines()
+        assert len(lines) == 1 and fragment in lines[0] and "--fext" in lines[0], lines
+        np.testing.assert_array_equal([r["tau"] for r in json_lines(result)], expected)
+        assert dyn("inverse", ARM, "-i", path, "-f", "json", "--quiet").stderr == b""
+
+
 def test_csv_errors_name_the_line_a_record_starts_on(tmp_path):
     """A quoted cell may hold line ends, and blank lines may come before the header: the
     error names the line the bad record (or the header) starts on, where an editor should
