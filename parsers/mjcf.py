@@ -666,12 +666,22 @@ class _Builder:
         """``gravity``, and the ``<flag gravity>`` switch (the last one given wins)."""
         attrs = own_attributes(node)
         self.gravity = attrs.numbers("gravity", 3, self.gravity)
+        self._count_passive("option", attrs, ("density", "viscosity"))
         for child in node.children:
             if child.tag == "flag":
                 flags = own_attributes(child)
                 state = "disable" if self.gravity_disabled else "enable"
                 state = flags.keyword("gravity", ("enable", "disable"), state)
                 self.gravity_disabled = state == "disable"
+
+    def _count_passive(self, tag: str, attrs: Attributes, keys: tuple[str, ...]) -> None:
+        """Forces outside M a + h (springs, damping, friction loss, gravity compensation,
+        fluid forces) that MuJoCo's passive or constraint forces add: each non-zero one
+        is counted as ignored (``"joint damping"``), so that dyn info shows it."""
+        for key in keys:
+            if any(_NUMBER.fullmatch(word) and float(word) != 0.0
+                   for word in (attrs.text(key) or "").split()):
+                self.ignored[f"{tag} {key}"] += 1
 
     def _asset(self, section: Node) -> None:
         """Meshes and height fields are kept; other assets are counted as ignored."""
@@ -806,6 +816,7 @@ class _Builder:
         body = BodyBuild(node, len(self.bodies), parent, pose, own_pose,
                          name=self._named(attrs.text("name", "")),
                          mocap=attrs.boolean("mocap", False))
+        self._count_passive("body", attrs, ("gravcomp",))
         self.bodies.append(body)
         parent.children.append(body)
         self._contents(node, body, None, self._childclass(node, cls))
@@ -843,6 +854,7 @@ class _Builder:
         if body.id == 0:
             raise node.error("the world body cannot have joints")
         kind = attrs.keyword("type", JOINT_TYPES, "hinge")
+        self._count_passive("joint", attrs, ("stiffness", "damping", "frictionloss"))
         pos = attrs.numbers("pos", 3, (0.0, 0.0, 0.0))
         axis = attrs.numbers("axis", 3, (0.0, 0.0, 1.0))
         if frame is not None:

@@ -171,6 +171,33 @@ def test_unnamed_joint_gets_mujoco_id():
     assert unnamed and all(model.joint_names[j] == f"joint{j}" for j in unnamed)
 
 
+def test_passive_forces_mujoco_adds_are_counted_as_ignored(tmp_path):
+    """Springs, damping, friction loss, gravity compensation and fluid forces enter
+    MuJoCo's qfrc_passive (or its constraints), not M a + h: every model lists the joints,
+    bodies and options that have them, as MuJoCo compiles them, under ignored."""
+    passive = str(tmp_path / "passive.xml")
+    with open(passive, "w") as stream:
+        stream.write('<mujoco>\n<option density="1.2" viscosity="0"/>\n<default>\n'
+                     '<joint frictionloss="0.1" stiffness="0 0"/>\n</default>\n<worldbody>\n'
+                     '<body gravcomp="1">\n<joint damping="2"/><geom size="0.1"/>\n'
+                     '<body gravcomp="0">\n<joint type="ball" stiffness="3"/><geom size="0.1"/>'
+                     '\n</body>\n</body>\n</worldbody>\n</mujoco>\n')
+    assert parse_mjcf(passive).ignored == {"joint frictionloss": 2, "joint damping": 1,
+                                           "joint stiffness": 1, "body gravcomp": 1,
+                                           "option density": 1}
+    for path in [passive] + gymnasium_models() + fixture_models():
+        ignored = parse_mjcf(path).ignored
+        m = mujoco.MjModel.from_xml_path(path)
+        first_dof = m.jnt_dofadr
+        expected = {"joint stiffness": int(np.count_nonzero(m.jnt_stiffness)),
+                    "joint damping": int(np.count_nonzero(m.dof_damping[first_dof])),
+                    "joint frictionloss": int(np.count_nonzero(m.dof_frictionloss[first_dof])),
+                    "body gravcomp": int(np.count_nonzero(m.body_gravcomp)),
+                    "option density": int(m.opt.density != 0),
+                    "option viscosity": int(m.opt.viscosity != 0)}
+        assert {key: ignored.get(key, 0) for key in expected} == expected, path
+
+
 def test_ignored_elements_are_counted():
     description = parse_mjcf(os.path.join(FIXTURES, "armature.xml"))
     assert description.ignored == {"actuator": 5, "tendon": 2}
