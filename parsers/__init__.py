@@ -42,6 +42,8 @@ SUFFIX_ROOTS = {".urdf": "robot", ".xml": ""}
 def load_description(path: str) -> TreeDescription:
     """The description of the model file at ``path``, in the format its content shows."""
     path = str(path)
+    if not path.strip():
+        raise ParseError(f"no model file given (the path is {path!r})")
     suffix = Path(path).suffix.lower()
     if suffix not in SUFFIX_ROOTS:
         raise ParseError(_unsupported_suffix(suffix), path)

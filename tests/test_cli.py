@@ -494,6 +494,7 @@ def test_start_up_does_not_import_heavy_modules():
     (["inverse", TOOL_ARM, "--fext", "tool=1,2,3"], ["needs 6"]),
     (["inverse", ARM, "--gravity", "0,-9.81"], ["--gravity"]),
     (["inverse", "no/such/model.urdf"], ["no/such/model.urdf"]),
+    (["inverse", ""], ["no model file given (the path is '')"]),
     (["inverse", ARM, "--input", "states.txt"], ["states.txt", "unknown input format"]),
     (["inverse", ARM, "--input", "missing.jsonl"], ["missing.jsonl"]),
     (["inverse", ARM, "--output", "tau.txt"], ["tau.txt", "unknown output format"]),
