@@ -404,11 +404,11 @@ def append_text(sink: Sink, path: str, count: int) -> None:
     """A text part's lines after the output's (the CSV header first), byte for byte."""
     if count == 0:
         return
-    if isinstance(sink, CsvSink):
-        sink.write_header()
     target = sink.stream
     with open(path, "rb") as part:
-        def copy() -> None:
+        def copy() -> None:  # inside record(), after begin() has emptied an existing file
+            if isinstance(sink, CsvSink):
+                sink.write_header()
             if hasattr(target, "buffer"):
                 target.flush()
                 shutil.copyfileobj(part, target.buffer, 1 << 20)

@@ -147,6 +147,27 @@ def test_files_a_split_would_misread_run_in_one_process(tmp_path, kind):
     assert split_file == one_file and len(one_file.splitlines()) == 1 + COUNT
 
 
+def test_a_long_csv_header_over_an_existing_file(tmp_path):
+    """A CSV header longer than the output's buffer (here 2 x 6000-character joint names)
+    is written after an existing file is emptied, not flushed before: the split run's
+    file equals one process's, from its first byte."""
+    model = tmp_path / "long_names.urdf"
+    text = ARM.read_text()
+    for name in ("joint1", "joint2"):
+        text = text.replace(f'name="{name}"', f'name="{name}{"x" * 6000}"')
+    model.write_text(text)
+    path = tmp_path / "states.jsonl"
+    write_jsonl(path, states())
+    outputs = []
+    for processes in (1, 3):
+        target = tmp_path / f"p{processes}.csv"
+        target.write_bytes(b"old contents " * 10_000)
+        done = run(["inverse", model, "-i", path, "-o", target], processes)
+        assert done.returncode == 0, done.stderr
+        outputs.append(target.read_bytes())
+    assert outputs[0] == outputs[1] and outputs[0].startswith(b"tau:joint1xxx")
+
+
 def test_warnings_are_printed_once(tmp_path):
     """A wrench on a body welded to the world warns once, not once per part."""
     path = tmp_path / "states.jsonl"
