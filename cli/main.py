@@ -570,12 +570,9 @@ def open_output(path: str, binary: bool):
     """(file, created): the output file opened for writing -- created if missing, but not
     emptied (Sink.begin empties it at the first write, so a run that fails before its
     first state leaves an existing file as it was) -- and whether it was created."""
-    flags = os.O_WRONLY | os.O_CREAT
+    created = not os.path.exists(path)  # (a link to nothing: its file is created)
     try:
-        try:
-            descriptor, created = os.open(path, flags | os.O_EXCL, 0o666), True
-        except FileExistsError:
-            descriptor, created = os.open(path, flags), False
+        descriptor = os.open(path, os.O_WRONLY | os.O_CREAT, 0o666)
     except OSError as error:
         raise UsageError(f"{path}: cannot write ({error.strerror or error})") from None
     if binary:

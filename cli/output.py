@@ -74,13 +74,15 @@ class Sink:
         self.whole = 0  # bytes of the output file that hold them (text files)
         self.created = True  # the file did not exist before (see cli.main.open_output)
         self.emptied = path is None  # an existing file is emptied at the first write
+        self.regular = False  # the output is a regular file (not a pipe or a device)
 
     def begin(self) -> None:
         """Empty the output file before its first bytes: it is opened without emptying it,
         so a run that fails before its first state leaves an existing file as it was."""
         if not self.emptied:
             descriptor = self.stream.fileno()
-            if stat.S_ISREG(os.fstat(descriptor).st_mode):  # not a pipe or a device
+            self.regular = stat.S_ISREG(os.fstat(descriptor).st_mode)
+            if self.regular:  # a pipe or a device is left alone
                 os.ftruncate(descriptor, 0)
             self.emptied = True
 
@@ -132,8 +134,8 @@ class Sink:
         if self.path is None:
             return False
         close_quietly(self.stream)  # what its buffer still holds goes with the file
-        if self.created or self.emptied:
-            os.remove(self.path)
+        if self.created or (self.emptied and self.regular):  # never a pipe or a device
+            os.remove(os.path.realpath(self.path))  # (through a link: the file it names)
             return True
         return False
 
@@ -151,7 +153,8 @@ class Sink:
             outcome = "it is removed" if self.abort() else "it is left as it was"
             return OutputError(f"{self.path}: cannot write ({reason}); {outcome}", reason)
         close_quietly(self.stream)  # the rest of its buffer: cut off here
-        os.truncate(self.path, self.whole)
+        if self.regular:
+            os.truncate(self.path, self.whole)
         states = "1 state" if self.count == 1 else f"{self.count} states"
         return OutputError(f"{self.path}: cannot write ({reason}); it holds the first {states}",
                            reason)

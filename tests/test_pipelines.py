@@ -235,6 +235,26 @@ def test_an_existing_output_is_kept_until_the_first_state(tmp_path, arm, states,
     np.testing.assert_array_equal(read_output(target, "tau"), rnea(arm, q, v, a))
 
 
+def test_an_output_through_a_link_to_nothing(tmp_path, arm, states):
+    """--output names a symbolic link to a file that does not exist yet: dyn creates that
+    file with the usual permissions (0666 less the umask, as open() would), and removes
+    it again when the run fails before its first state."""
+    q, v, a = states
+    files = write_inputs(tmp_path, q, v, a)
+    target, link = tmp_path / "target.csv", tmp_path / "link.csv"
+    link.symlink_to(target.name)
+    bad_header = tmp_path / "bad_header.csv"
+    bad_header.write_text("q0,q9\n0.1,0.2\n")
+    assert_usage_error(dyn("inverse", ARM, "-i", bad_header, "-o", link, check=False),
+                       "bad_header.csv:1")
+    assert link.is_symlink() and not target.exists()
+    dyn("inverse", ARM, "-i", files["jsonl"], "-o", link)
+    umask = os.umask(0)
+    os.umask(umask)
+    assert target.stat().st_mode & 0o777 == 0o666 & ~umask
+    np.testing.assert_array_equal(read_output(link, "tau"), rnea(arm, q, v, a))
+
+
 def test_forces_in_csv_columns_or_npz_arrays_are_not_silently_dropped(tmp_path, arm, states):
     """Only --fext and JSON Lines' "fext" objects apply external forces: columns or arrays
     named fext... give the same numbers as without them, and one warning saying so (also
