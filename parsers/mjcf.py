@@ -148,7 +148,8 @@ ENGINE_TYPE = {"hinge": "revolute", "slide": "prismatic", "ball": "ball", "free"
 
 _NUMBER = re.compile(r"[+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?")
 _INTEGER = re.compile(r"[+-]?\d+")
-MAX_DEPTH = 500  # levels of nested elements, <mujoco> being 1: tinyxml2's limit in MuJoCo
+MAX_DEPTH = 500  # levels of nested elements in one file, its root being 1: MuJoCo's limit
+MAX_TOTAL_DEPTH = 1000  # levels in the whole document, includes expanded: dyn's own limit
 DEPTH_PROBLEM = f"elements nested more than {MAX_DEPTH} deep (MuJoCo's XML reader refuses such files too)"
 
 
@@ -156,7 +157,7 @@ def parse_mjcf(path: str) -> TreeDescription:
     """The description of the MJCF file at ``path``; ParseError if unreadable or invalid."""
     path = str(path)
     limit = sys.getrecursionlimit()  # the document and the tree are read recursively,
-    sys.setrecursionlimit(max(limit, 8 * MAX_DEPTH + 1000))  # a few calls per level
+    sys.setrecursionlimit(max(limit, 4 * MAX_TOTAL_DEPTH + 1000))  # a few calls per level
     try:
         root = _Document(path).root
         mjcf_schema.check(root)
@@ -205,30 +206,35 @@ class _Document:
         main = os.path.realpath(path)
         self.included[main] = SourceRef(path, 0, "")
         element = _read_xml(path, None)
-        self.root = self._node(element, path, os.path.dirname(os.path.abspath(path)), [main], 1)
+        self.root = self._node(element, path, os.path.dirname(os.path.abspath(path)), [main],
+                               1, 1)
 
     def _node(self, element: etree._Element, file: str, directory: str,
-              stack: list[str], depth: int) -> Node:
+              stack: list[str], depth: int, total: int) -> Node:
         node = Node(element, file)
         if depth > MAX_DEPTH:
             raise node.error(DEPTH_PROBLEM)
-        node.children = self._children(element, file, directory, stack, depth)
+        if total > MAX_TOTAL_DEPTH:
+            raise node.error(f"elements nested more than {MAX_TOTAL_DEPTH} deep across "
+                             f"included files (the most dyn reads)")
+        node.children = self._children(element, file, directory, stack, depth, total)
         return node
 
     def _children(self, element: etree._Element, file: str, directory: str,
-                  stack: list[str], depth: int) -> list[Node]:
-        """Child nodes of ``element`` (at ``depth``, the root's is 1), each ``<include>``
-        replaced by what it includes."""
+                  stack: list[str], depth: int, total: int) -> list[Node]:
+        """Child nodes of ``element`` (at ``depth`` in its file, the root's being 1, and
+        ``total`` in the document, includes expanded), each ``<include>`` replaced by
+        what it includes."""
         nodes: list[Node] = []
         for child in element.iterchildren(etree.Element):
             if child.tag == "include":
-                nodes.extend(self._include(Node(child, file), directory, stack, depth))
+                nodes.extend(self._include(Node(child, file), directory, stack, total))
             else:
-                nodes.append(self._node(child, file, directory, stack, depth + 1))
+                nodes.append(self._node(child, file, directory, stack, depth + 1, total + 1))
         return nodes
 
     def _include(self, include: Node, directory: str, stack: list[str],
-                 depth: int) -> list[Node]:
+                 total: int) -> list[Node]:
         if len(include.element):
             raise include.error("<include> cannot have child elements")
         name = include.get("file")
@@ -247,7 +253,8 @@ class _Document:
         root = _read_xml(path, include)
         if next(root.iterchildren(etree.Element), None) is None:
             raise include.error(f'included file "{name}" has no elements')
-        return self._children(root, path, os.path.dirname(path), stack + [real], depth)
+        # its own root is level 1 of its file (MuJoCo's XML reader limits each file alone)
+        return self._children(root, path, os.path.dirname(path), stack + [real], 1, total)
 
     def _locate(self, include: Node, name: str, directory: str) -> str:
         """The included file: absolute, else in the model directory, else beside the includer."""

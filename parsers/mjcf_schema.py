@@ -354,7 +354,7 @@ def check(root) -> None:
     """Raise the ParseError of the first element of ``root`` (a :class:`parsers.mjcf.Node`
     tree, includes expanded) that breaks the schema, in document order."""
     table = schema()
-    _attributes(root, table["mujoco"][0])
+    _attributes(root, table["mujoco"][0], prefixed=True)
     _children(root, "", table)
 
 
@@ -365,15 +365,19 @@ def _children(node, path: str, table) -> None:
         if inner is None:
             if path in ("body", "worldbody") and child.tag in EXPANDED:
                 continue
+            if not path and child.tag in ("body",) + EXPANDED:  # MuJoCo would skip it
+                raise child.error(f"a <{child.tag}> belongs in <worldbody> (MuJoCo skips one "
+                                  f"here without a word, and its bodies with it)")
             where = "<mujoco>" if not path else f"<{node.tag}>"
             raise child.error(f"unknown element <{child.tag}> in {where} (MuJoCo's schema "
                               f"has no such element there)")
-        allowed, once = table[inner] if inner != "worldbody" else (frozenset(), False)
         seen[inner] = seen.get(inner, 0) + 1
-        if once and seen[inner] == 2:
-            raise child.error(f"a second <{child.tag}> in this <{node.tag}>; MuJoCo allows "
-                              f"one")
-        _attributes(child, allowed)
+        if inner != "worldbody":  # its attributes: the compiler's error (it takes none)
+            allowed, once = table[inner]
+            if once and seen[inner] == 2:
+                raise child.error(f"a second <{child.tag}> in this <{node.tag}>; MuJoCo "
+                                  f"allows one")
+            _attributes(child, allowed)
         _children(child, inner, table)
 
 
@@ -388,10 +392,24 @@ def _child_path(parent: str, tag: str) -> str | None:
     return path if path == "worldbody" or path in schema() else None
 
 
-def _attributes(node, allowed: frozenset[str]) -> None:
+def _attributes(node, allowed: frozenset[str], prefixed: bool = False) -> None:
+    """Every attribute of ``node`` is in ``allowed``; with ``prefixed`` (the root, as in
+    MuJoCo), attributes with a namespace prefix (``xsi:schemaLocation``) are left alone."""
     for name in node.element.attrib:
-        if name not in allowed:
-            close = difflib.get_close_matches(str(name), sorted(allowed), n=1)
-            hint = f'; did you mean "{close[0]}"?' if close else ""
-            raise node.error(f'unrecognized attribute "{name}" (MuJoCo\'s schema has no such '
-                             f"attribute on <{node.tag}>{hint})")
+        if name in allowed or (prefixed and name.startswith("{")):
+            continue
+        written = _as_written(node.element, name)
+        close = difflib.get_close_matches(written, sorted(allowed), n=1)
+        hint = f'; did you mean "{close[0]}"?' if close else ""
+        raise node.error(f'unrecognized attribute "{written}" (MuJoCo\'s schema has no such '
+                         f"attribute on <{node.tag}>{hint})")
+
+
+def _as_written(element, name: str) -> str:
+    """An attribute's name as the file writes it: lxml's ``{uri}local`` as ``prefix:local``."""
+    if not name.startswith("{"):
+        return name
+    uri, local = name[1:].split("}", 1)
+    prefixes = {space: prefix for prefix, space in element.nsmap.items() if prefix}
+    prefixes.setdefault("http://www.w3.org/XML/1998/namespace", "xml")
+    return f"{prefixes.get(uri, uri)}:{local}"

@@ -354,7 +354,11 @@ INVALID = {
                                       "touchh", "unknown element <touchh> in <sensor>", True),
     # MuJoCo's schema takes <body> for <worldbody> here, and its compiler then skips it
     "body outside worldbody": ('<mujoco>\n<body/>\n</mujoco>\n', 2, "body",
-                               "unknown element <body> in <mujoco>", False),
+                               "a <body> belongs in <worldbody>", False),
+    "prefixed attribute below the root": ('<mujoco xmlns:x="urn:x">\n<worldbody>\n'
+                                          '<body x:note="1">\n<joint/><geom size="1"/>\n'
+                                          '</body>\n</worldbody>\n</mujoco>\n', 3, "body",
+                                          'unrecognized attribute "x:note"', True),
     "second inertial": (BODY.format('<joint/><inertial pos="0 0 0" mass="1" diaginertia="1 1 1"/>'
                                     '\n<inertial pos="0 0 0" mass="2" diaginertia="1 1 1"/>'), 5,
                         "inertial", 'a second <inertial> in this <body>; MuJoCo allows one',
@@ -424,6 +428,11 @@ def test_schema_is_checked_where_mujoco_checks_it(tmp_path):
     model = build_model(parse_mjcf(unchecked))
     reference_model = mujoco.MjModel.from_xml_path(unchecked)
     assert np.isclose(model.total_mass, reference_model.body_mass.sum(), rtol=1e-12)
+    prefixed = write(tmp_path / "prefixed.xml", '<mujoco xmlns:xsi="http://www.w3.org/2001/'
+                     'XMLSchema-instance" xsi:noNamespaceSchemaLocation="mujoco.xsd" '
+                     'xml:lang="en">\n' + BODY.format('<joint/><geom size="1"/>')[9:])
+    mujoco.MjModel.from_xml_path(prefixed)  # MuJoCo ignores prefixed attributes of the root
+    assert build_model(parse_mjcf(prefixed)).nv == 1
     main = write(tmp_path / "main.xml", '<mujoco>\n<worldbody>\n<include file="part.xml"/>\n'
                                         '</worldbody>\n</mujoco>\n')
     part = write(tmp_path / "part.xml", '<mujoco>\n<body>\n<joint axs="1 0 0"/>\n'
@@ -456,6 +465,15 @@ def test_deep_chains_load_as_far_as_mujoco_reads_them(tmp_path):
     with pytest.raises(ParseError) as caught:
         parse_mjcf(too_deep)
     assert caught.value.line == 4 + 2 * 497 and "nested more than 500 deep" in str(caught.value)
+    # MuJoCo's limit is per file: chains continued in included files go deeper
+    opening = '<body pos="0 0 0.1">\n<joint axis="0 1 0"/><geom size="0.02" mass="1"/>\n'
+    write(tmp_path / "inner.xml", "<mujoco>\n" + opening * 300 + "</body>" * 300
+          + "\n</mujoco>\n")
+    outer = write(tmp_path / "outer.xml", "<mujoco>\n<worldbody>\n" + opening * 300
+                  + '<include file="inner.xml"/>\n' + "</body>" * 300
+                  + "\n</worldbody>\n</mujoco>\n")
+    model = build_model(parse_mjcf(outer))
+    assert model.nv == mujoco.MjModel.from_xml_path(outer).nv == 600
 
 
 def test_a_zero_quaternion_is_the_identity_as_in_mujoco(tmp_path):
