@@ -335,7 +335,7 @@ def solve_block(job: dict, path: str, start: int, stop: int, target: str,
     wrenches = parse_fext(job["fext"], model)
     source = Input.open(path)
     try:
-        members = _npz_members(source.stream, path, layout, job["kinds"])
+        members = _npz_members(source.stream, path, layout, job["kinds"], warns=False)
         for member in members:  # move every member to row ``start``
             if member.stream is not None and start:
                 member.stream.seek(start * member.width * member.dtype.itemsize, 1)

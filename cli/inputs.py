@@ -197,7 +197,11 @@ def parse_vector(text: str, kind: str, layout: Layout) -> np.ndarray:
         if i in seen:
             raise UsageError(f"{option}: '{name}' is given twice")
         seen.add(i)
-        vector[i] = parse_numbers(value, f"{option} {name}")[0] * layout.scale(kind)[i]
+        number = parse_numbers(value, f"{option} {name}")
+        if number.size != 1:
+            raise UsageError(f"{option} {name}: has {amount(number.size)}, a name=value pair "
+                             f"takes one (name:k=value for entry k of a multi-dof joint)")
+        vector[i] = number[0] * layout.scale(kind)[i]
     return vector
 
 
@@ -314,9 +318,11 @@ class Input:
         return source
 
     def chunks(self, layout: Layout, kinds: Sequence[str], wrenches: dict[str, np.ndarray],
-               size: int = CHUNK, header: list[str] | None = None) -> Iterator[States]:
+               size: int = CHUNK, header: list[str] | None = None,
+               header_line: int = 1) -> Iterator[States]:
         """States in input order, ``size`` at a time, with the command-line wrenches added
-        (a CSV part takes the file's ``header`` instead of reading one)."""
+        (a CSV part takes the file's ``header``, on line ``header_line``, instead of
+        reading one)."""
         lines = None
         if self.window is not None:
             first, skip, take, bom = self.window
@@ -330,7 +336,7 @@ class Input:
                                          lines)
             else:
                 yield from _csv_chunks(self.stream, self.name, layout, kinds, wrenches, size,
-                                       lines, header)
+                                       lines, header, header_line)
         finally:
             if self.owned:
                 self.stream.close()
@@ -630,11 +636,10 @@ def _csv_plan(header: list[str], name: str, layout: Layout, kinds: Sequence[str]
 
 
 def _csv_chunks(stream, name, layout, kinds, wrenches, size, lines=None,
-                header: list[str] | None = None) -> Iterator[States]:
+                header: list[str] | None = None, header_line: int = 1) -> Iterator[States]:
     """Chunks of a CSV stream (or of its numbered ``lines``); at a bad row, the good rows
     before it, then the error. With ``header`` (a part of a file), there are rows only."""
     reader = _NumberedReader(_text_lines(stream, name) if lines is None else lines)
-    header_line = 1
     if header is None:
         try:
             header = next((row for row in reader if row), None)  # after any blank lines
@@ -924,8 +929,9 @@ def _npz_chunks(members: list[_Member], name, layout, wrenches, size) -> Iterato
             raise UsageError(f"{name}: {bad[0]}[{stop}] holds a non-finite number")
 
 
-def _npz_members(stream, name, layout, kinds) -> list[_Member]:
-    """The arrays of the kinds in use, checked: numeric, right width, same length."""
+def _npz_members(stream, name, layout, kinds, warns: bool = True) -> list[_Member]:
+    """The arrays of the kinds in use, checked: numeric, right width, same length;
+    ``warns`` of arrays of external forces, which an .npz does not carry."""
     import zipfile
     import zlib
 
@@ -943,7 +949,8 @@ def _npz_members(stream, name, layout, kinds) -> list[_Member]:
     if not members:
         raise UsageError(f"{name}: has none of the arrays {', '.join(kinds)} "
                          f"(it has: {', '.join(names) or 'nothing'})")
-    warn_ignored_forces(names, name, "array")
+    if warns:
+        warn_ignored_forces(names, name, "array")
     for member in members:
         width = layout.width(member.kind)
         if (len(member.shape) not in (1, 2) or member.width != width
@@ -956,10 +963,13 @@ def _npz_members(stream, name, layout, kinds) -> list[_Member]:
     return members
 
 
+FORCE_NAME = re.compile(r"fext(?:$|[^a-z0-9])", re.IGNORECASE)  # fext, fext:b, fext_b, not fextra
+
+
 def warn_ignored_forces(names: Sequence[str], where: str, what: str) -> None:
     """A warning for columns or arrays named like external forces (``fext...``): only
     --fext and JSON Lines' "fext" objects apply forces, so their numbers are not used."""
-    forces = [title.strip() for title in names if title.strip().lower().startswith("fext")]
+    forces = [title.strip() for title in names if FORCE_NAME.match(title.strip())]
     if forces:
         listed = ", ".join(repr(title) for title in forces[:3]) + (", ..." if len(forces) > 3
                                                                   else "")

@@ -90,6 +90,7 @@ class Job:
     wrenches: dict
     kind: str  # of the input: "jsonl" or "csv"
     header: list[str] | None  # a CSV input's header row
+    header_line: int  # its line in the file
     output: str  # of the parts: "json" or "csv" text as the output's, "raw" rows for .npz
     folder: str  # the parts' temporary files
 
@@ -164,7 +165,7 @@ def try_parts(request, layout: Layout, gravity, wrenches) -> bool:
         return False
     import multiprocessing  # only now: a few ms that small and .npz inputs need not pay
 
-    _JOB["job"] = Job(request, layout, gravity, wrenches, kind, rows.header,
+    _JOB["job"] = Job(request, layout, gravity, wrenches, kind, rows.header, rows.first - 1,
                       "raw" if output == "npz" else output, folder)
     _JOB["parent"] = os.getpid()
     # The parent talks to the workers through pipes: a worker that dies (Ctrl-C) must not
@@ -469,7 +470,7 @@ def _run_part(index: int, start: int, first: int, skip: int, take: int) -> Outco
     request, layout = job.request, job.layout
     source = Input.part(request.input, job.kind, start, first, skip, take)
     chunks = source.chunks(layout, tuple(request.vectors), job.wrenches,
-                           chunk_states(request.command, layout), job.header)
+                           chunk_states(request.command, layout), job.header, job.header_line)
     path = part_file(job.folder, index)
     key = RESULT_KEY[request.command]
     if job.output == "raw":

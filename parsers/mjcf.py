@@ -148,6 +148,9 @@ ENGINE_TYPE = {"hinge": "revolute", "slide": "prismatic", "ball": "ball", "free"
 
 _NUMBER = re.compile(r"[+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?")
 _INTEGER = re.compile(r"[+-]?\d+")
+# passive joint attributes -> the <flag> switches that turn all of their forces off
+PASSIVE_FLAGS = {"stiffness": ("spring",), "damping": ("damper",),
+                 "springdamper": ("spring", "damper"), "frictionloss": ("frictionloss",)}
 MAX_DEPTH = 500  # levels of nested elements in one file, its root being 1: MuJoCo's limit
 MAX_TOTAL_DEPTH = 1000  # levels in the whole document, includes expanded: dyn's own limit
 DEPTH_PROBLEM = f"elements nested more than {MAX_DEPTH} deep (MuJoCo's XML reader refuses such files too)"
@@ -625,6 +628,7 @@ class _Builder:
         self.defaults = Defaults()
         self.gravity = np.array(GRAVITY)
         self.gravity_disabled = False
+        self.passive_disabled: set[str] = set()  # <flag spring|damper|frictionloss="disable">
         self.ignored: Counter[str] = Counter()
         self.meshes: dict[str, MeshAsset] = {}
         self.hfields: dict[str, np.ndarray] = {}
@@ -680,12 +684,23 @@ class _Builder:
                 state = "disable" if self.gravity_disabled else "enable"
                 state = flags.keyword("gravity", ("enable", "disable"), state)
                 self.gravity_disabled = state == "disable"
+                for name in ("spring", "damper", "frictionloss"):
+                    state = "disable" if name in self.passive_disabled else "enable"
+                    if flags.keyword(name, ("enable", "disable"), state) == "disable":
+                        self.passive_disabled.add(name)
+                    else:
+                        self.passive_disabled.discard(name)
 
     def _count_passive(self, tag: str, attrs: Attributes, keys: tuple[str, ...]) -> None:
         """Forces outside M a + h (springs, damping, friction loss, gravity compensation,
         fluid forces) that MuJoCo's passive or constraint forces add: each non-zero one
         is counted as ignored (``"joint damping"``), so that dyn info shows it."""
         for key in keys:
+            switches = PASSIVE_FLAGS.get(key, ())
+            if switches and all(s in self.passive_disabled for s in switches):
+                continue  # MuJoCo leaves these forces out too
+            if key == "gravcomp" and self.gravity_disabled:
+                continue
             if any(_NUMBER.fullmatch(word) and float(word) != 0.0
                    for word in (attrs.text(key) or "").split()):
                 self.ignored[f"{tag} {key}"] += 1
@@ -861,7 +876,8 @@ class _Builder:
         if body.id == 0:
             raise node.error("the world body cannot have joints")
         kind = attrs.keyword("type", JOINT_TYPES, "hinge")
-        self._count_passive("joint", attrs, ("stiffness", "damping", "frictionloss"))
+        self._count_passive("joint", attrs, ("stiffness", "damping", "springdamper",
+                                             "frictionloss"))
         pos = attrs.numbers("pos", 3, (0.0, 0.0, 0.0))
         axis = attrs.numbers("axis", 3, (0.0, 0.0, 1.0))
         if frame is not None:

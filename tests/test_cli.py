@@ -489,6 +489,7 @@ def test_start_up_does_not_import_heavy_modules():
     (["inverse", ARM, "--q", "1,,2"], ["--q: number 2 of 3 is missing"]),  # not (1, 2)
     (["inverse", ARM, "--q", "0.1,0.2,"], ["--q: number 3 of 3 is missing"]),
     (["inverse", ARM, "--q", "joint1=0.1,,joint2=0.2"], ["--q: an empty place between commas"]),
+    (["inverse", ARM, "--q", "joint1=1 2"], ["--q joint1: has 2 numbers, a name=value pair"]),
     (["inverse", TOOL_ARM, "--fext", "tool=1,2,3,,5,6"], ["--fext tool: number 4 of 6 is missing"]),
     (["inverse", TOOL_ARM, "--fext", "tol=1,2,3,4,5,6"], ["unknown body 'tol'", "'tool'"]),
     (["inverse", TOOL_ARM, "--fext", "tool=1,2,3"], ["needs 6"]),

@@ -185,6 +185,14 @@ def test_passive_forces_mujoco_adds_are_counted_as_ignored(tmp_path):
     assert parse_mjcf(passive).ignored == {"joint frictionloss": 2, "joint damping": 1,
                                            "joint stiffness": 1, "body gravcomp": 1,
                                            "option density": 1}
+    switched = str(tmp_path / "switched.xml")  # springdamper; damping that MuJoCo turns off
+    with open(switched, "w") as stream:
+        stream.write('<mujoco>\n<option><flag damper="disable"/></option>\n<worldbody>\n'
+                     '<body>\n<joint damping="2"/><geom size="0.1"/>\n<body>\n'
+                     '<joint springdamper="0.1 1"/><geom size="0.1"/>\n</body>\n</body>\n'
+                     '</worldbody>\n</mujoco>\n')
+    assert parse_mjcf(switched).ignored == {"joint springdamper": 1}
+    assert np.count_nonzero(mujoco.MjModel.from_xml_path(switched).jnt_stiffness) == 1
     for path in [passive] + gymnasium_models() + fixture_models():
         ignored = parse_mjcf(path).ignored
         m = mujoco.MjModel.from_xml_path(path)

@@ -168,6 +168,19 @@ def test_a_long_csv_header_over_an_existing_file(tmp_path):
     assert outputs[0] == outputs[1] and outputs[0].startswith(b"tau:joint1xxx")
 
 
+def test_a_split_csv_warns_once_at_its_header_line(tmp_path):
+    """Ignored force columns: one warning naming the header's line, as one process."""
+    path = tmp_path / "states.csv"
+    write_csv(path, states())
+    header, *rows = path.read_text().splitlines()
+    path.write_text("\n\n" + header + ",fext:link2:0\n" + "".join(row + ",1.5\n" for row in rows))
+    (one, one_file), (split, split_file) = both(["inverse", ARM, "-i", path], tmp_path,
+                                                "out.csv")
+    assert one.returncode == split.returncode == 0 and split_file == one_file
+    assert split.stderr == one.stderr and len(one.stderr.splitlines()) == 1
+    assert b"states.csv:3: column 'fext:link2:0' ignored" in one.stderr
+
+
 def test_warnings_are_printed_once(tmp_path):
     """A wrench on a body welded to the world warns once, not once per part."""
     path = tmp_path / "states.jsonl"
