@@ -226,6 +226,7 @@ def run_on_cluster(client, request, layout: Layout, files, outputs, counts) -> N
            "size": size, "sparsity": request.sparsity}
     futures, written = [], []  # per input file: its final task, and the files it writes
     states = {}  # computing task -> its number of states, for the progress bar
+    before = {os.path.abspath(output): snapshot(output) for output in outputs}
     progress = Progress(wanted(request.quiet, results_on_stdout=False))
     try:
         import distributed
@@ -246,12 +247,13 @@ def run_on_cluster(client, request, layout: Layout, files, outputs, counts) -> N
         distributed.wait(futures)  # every task ended: no file is written after the cleanup
         client.gather(futures)
     except UsageError as error:
-        kept = keep_finished(futures, written)
+        kept = keep_finished(futures, written, before)
         raise UsageError(f"{error}; {kept} of {len(files)} output files were completed and "
-                         "kept, the others removed") from None
+                         "kept, the others removed (or left as they were if no task had "
+                         "written to them)") from None
     except BaseException:
         client.cancel([*futures, *states])
-        keep_finished(futures, written)
+        keep_finished(futures, written, before)
         raise
     finally:
         progress.close()
@@ -273,18 +275,30 @@ def submit(client, job: dict, path: str, blocks, parts, output: str, states: dic
     return client.submit(assemble, job, pieces, output, pure=False)
 
 
-def keep_finished(futures, written) -> int:
+def keep_finished(futures, written, before: dict) -> int:
     """Remove the files of every input whose last task did not finish (or was never
-    submitted); count those kept."""
+    submitted), except an output that existed ``before`` the run and that no task has
+    written to since (its :func:`snapshot` unchanged); count the outputs kept."""
     kept = 0
     for k, paths in enumerate(written):
         if k < len(futures) and futures[k].status == "finished":
             kept += 1
             continue
         for path in paths:
+            if before.get(path) is not None and snapshot(path) == before[path]:
+                continue
             if os.path.exists(path):
                 os.remove(path)
     return kept
+
+
+def snapshot(path: str):
+    """(inode, size, modification time) of an existing file, else None."""
+    try:
+        status = os.stat(path)
+    except OSError:
+        return None
+    return status.st_ino, status.st_size, status.st_mtime_ns
 
 
 def states_in(path: str, layout: Layout, kinds) -> int:

@@ -161,6 +161,10 @@ def test_bad_row_keeps_the_files_that_finished(tmp_path, monkeypatch, distribute
     assert code == 2 and len(err.strip().splitlines()) == 1, err
     assert "log1.npz" in err and "1 of 2 output files were completed and kept" in err
     assert sorted(p.name for p in out.iterdir()) == ["log0.npz"]
+    (out / "log1.npz").write_bytes(b"an earlier run's results")  # no task writes to it now
+    code, err = dyn("inverse", ARM, "--input", tmp_path / "logs" / "*.npz",
+                    "--output", f"{out}/", "--scheduler", "local", "--quiet")
+    assert code == 2 and (out / "log1.npz").read_bytes() == b"an earlier run's results"
     single = tmp_path / "single.npz"
     assert dyn("inverse", ARM, "--input", inputs[0], "--output", single)[0] == 0
     with np.load(out / "log0.npz") as got, np.load(single) as expected:
