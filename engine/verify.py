@@ -7,8 +7,9 @@ Conventions
   (force, torque) on each body in its frame about its origin.
 * A residual is ``max |lhs - rhs| / max(1, max |rhs|)`` over the states (relative to the
   size of the reference, absolute below 1). It passes when it is at most the tolerance
-  ``rtol``; the ABA identity, a forward error, is allowed ``max(rtol, 10 eps cond(M))``
-  per state, and states where M is singular are left out of it (and reported).
+  ``rtol``; identities that solve with M (ABA against RNEA, the factor against ABA, free
+  fall), forward errors, are allowed ``max(rtol, 10 eps cond(M))``, and in the first
+  states where M is singular are left out (and reported).
 * Floating-base identities apply to every root joint of type ``free`` (Pinocchio LOCAL:
   linear velocity in the base frame) or ``free_world`` (MuJoCo: linear velocity in the
   joint's reference frame); they are skipped on a fixed base.
@@ -29,6 +30,7 @@ from .rnea import rnea
 
 EPS = np.finfo(float).eps
 FLOATING = ("free", "free_world")
+FIXED_BASE = "fixed base (a URDF floats with --free-flyer, an MJCF body with <freejoint>)"
 
 
 @dataclass(frozen=True)
@@ -185,11 +187,13 @@ def check_free_fall(model: Model, s: States, rtol: float) -> Outcome:
     """v = 0, tau = 0: every floating tree falls rigidly: base a = (g, 0), joints a = 0."""
     roots = floating_roots(model)
     if not roots:
-        return _skipped("fixed base (add --free-flyer)")
+        return _skipped(FIXED_BASE)
     with np.errstate(all="ignore"):
         a = aba(model, s.q, None, None)
     if not np.all(np.isfinite(a)):
         return _skipped("M is singular at some state (see dyn check-inertia)")
+    eigenvalues = np.linalg.eigvalsh(crba(model, s.q))
+    cond = float(np.max(eigenvalues[:, -1] / np.maximum(eigenvalues[:, 0], np.finfo(float).tiny)))
     values, references = [], []
     for root in roots:
         dofs = _subtree_dofs(model, root)
@@ -200,14 +204,15 @@ def check_free_fall(model: Model, s: States, rtol: float) -> Outcome:
         expected[:, :3] = _base_frame_gravity(model, root, s.q, model.gravity)
         values.append(a[:, dofs])
         references.append(expected)
-    return Outcome(residual(np.hstack(values), np.hstack(references)), rtol)
+    return Outcome(residual(np.hstack(values), np.hstack(references)),
+                   max(rtol, 10 * EPS * cond), f"cond(M) up to {cond:.3g}")  # an ABA solve
 
 
 def check_zero_base_actuation(model: Model, s: States, rtol: float) -> Outcome:
     """tau_base = 0, other tau random: the base still accelerates, and m c'' = m g."""
     roots = floating_roots(model)
     if not roots:
-        return _skipped("fixed base (add --free-flyer)")
+        return _skipped(FIXED_BASE)
     tau = s.tau.copy()
     for root in roots:
         tau[:, model.idx_v[root]:model.idx_v[root] + 6] = 0.0
