@@ -38,7 +38,8 @@ the inverse of, the inertial rpy: error; exact geometry far off: warning), densi
 ``max_density``: warning), articulated-inertia (singular D-block: error; below
 ``min_block_ratio``: warning), merged-pseudo-inertia (pseudo-inertia of a body with
 several massive links). The geometry checks' errors are warnings on a welded link holding
-under 1 % of its body's mass.
+under 1 % of its body's mass, and on a link welded to the world (it moves nothing here; a
+floating base, --free-flyer, makes it part of the base body and the check counts again).
 """
 from __future__ import annotations
 
@@ -729,8 +730,11 @@ def negligible_inertia(inertia: Inertia) -> bool:
 
 
 def _negligible(model: Model, link: LinkSpec, body: int, main: bool) -> str:
-    """Why a welded link hardly matters to the body it is welded to ("" if it matters)."""
-    if main or body < 0:
+    """Why a welded link hardly matters to the body it is welded to, or to the dynamics
+    ("" if it matters)."""
+    if body < 0:
+        return "welded to the world, it does not enter the dynamics"
+    if main:
         return ""
     body_mass = float(model.body_mass[body])
     if body_mass > 0 and abs(link.inertia.mass) <= NEGLIGIBLE_MASS * body_mass:

@@ -18,7 +18,8 @@ Mesh files
   ``.msh`` are read; other formats and unreadable files make the link's geometry unknown.
 * A link's geometry is its collision shapes when every one of them can be used, else its
   visual shapes under the same condition, else unknown (partial geometry would make an
-  inertia look too large).
+  inertia look too large). Collision shapes smaller than 1 cm across give way to visual
+  shapes ten times larger: such a collision shape is a token, not the link's extent.
 """
 from __future__ import annotations
 
@@ -29,7 +30,7 @@ from pathlib import Path
 import numpy as np
 
 from treedyn.engine.description import Shape, TreeDescription
-from treedyn.engine.inertia_checks import LinkGeometry
+from treedyn.engine.inertia_checks import LinkGeometry, solid_corners
 
 from .mesh import read_msh
 
@@ -46,18 +47,37 @@ def link_geometry(description: TreeDescription, model_path: str) -> dict[str, Li
 
 
 def _usable(shapes: tuple[Shape, ...], model_path: str) -> LinkGeometry:
-    """The collision shapes as solids if all resolve, else the visual ones, else unknown."""
+    """The collision shapes as solids if all resolve, else the visual ones, else unknown;
+    collision shapes under :data:`PLACEHOLDER` across stand aside for visual shapes
+    more than ten times their size (a token sphere beside the real mesh)."""
     notes = []
+    found = {}
     for role in ("collision", "visual"):
         group = [shape for shape in shapes if shape.role == role]
         if not group:
             continue
         solids, problem = _solids(group, model_path)
-        if solids is not None:
-            exact = all(shape.kind != "mesh" for shape in group)
-            return LinkGeometry(role, solids, exact, "")
-        notes.append(f"{role}: {problem}")
+        if solids is None:
+            notes.append(f"{role}: {problem}")
+            continue
+        found[role] = LinkGeometry(role, solids, all(s.kind != "mesh" for s in group), "")
+    collision, visual = found.get("collision"), found.get("visual")
+    if collision is not None and visual is not None:
+        small, large = _diagonal(collision.solids), _diagonal(visual.solids)
+        if small < PLACEHOLDER and large > 10 * small:
+            return visual
+    if collision is not None or visual is not None:
+        return collision or visual
     return LinkGeometry("", (), False, "; ".join(notes) or "no shapes")
+
+
+PLACEHOLDER = 0.01  # m: a collision geometry whose bounding box is smaller is a token
+
+
+def _diagonal(solids: tuple[Shape, ...]) -> float:
+    """The diagonal of the link-frame bounding box of ``solids``."""
+    corners = np.vstack([solid_corners(solid) for solid in solids])
+    return float(np.linalg.norm(corners.max(axis=0) - corners.min(axis=0)))
 
 
 def _solids(shapes: list[Shape], model_path: str) -> tuple[tuple[Shape, ...] | None, str]:

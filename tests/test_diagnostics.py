@@ -314,6 +314,46 @@ def test_package_uris_resolve_inside_example_robot_data():
                                                                 path) is None
 
 
+URDF_BASE_AND_ARM = """<robot name="r">
+  <link name="base">
+    <inertial><mass value="1"/><inertia ixx="50" ixy="0" ixz="0" iyy="50" iyz="0" izz="50"/></inertial>
+    <collision><geometry><box size="0.1 0.1 0.1"/></geometry></collision>
+  </link>
+  <joint name="j" type="revolute"><parent link="base"/><child link="arm"/>
+    <axis xyz="0 0 1"/><limit lower="-1" upper="1" effort="1" velocity="1"/></joint>
+  <link name="arm">
+    <inertial><mass value="2"/><inertia ixx="0.0125" ixy="0" ixz="0" iyy="0.0125" iyz="0"
+      izz="0.00333"/></inertial>
+    <collision><geometry><sphere radius="0.001"/></geometry></collision>
+    <visual><geometry><box size="0.1 0.1 0.25"/></geometry></visual>
+  </link>
+</robot>
+"""
+
+
+def test_geometry_checks_on_the_world_and_on_token_collision_shapes(tmp_path):
+    """A base welded to the world moves nothing: its implausible inertia is a warning with
+    a fixed base and an error once it floats; a 1 mm collision sphere beside a 25 cm
+    visual box is a token, so the arm is judged against the box (and passes)."""
+    path = tmp_path / "robot.urdf"
+    path.write_text(URDF_BASE_AND_ARM)
+    fixed, floating = (dyn("check-inertia", path, "--format", "json", *extra)
+                       for extra in ((), ("--free-flyer",)))
+    assert (fixed.returncode, floating.returncode) == (0, 1), (fixed.stdout, floating.stdout)
+    for result, severity in ((fixed, "warning"), (floating, "error")):
+        findings = json.loads(result.stdout)["findings"]
+        base = [f for f in findings if f["body"] == "base" and f["check"] == "plausibility"]
+        assert [f["severity"] for f in base] == [severity]
+        arm = [f for f in findings if f["body"] == "arm" and f["check"] == "plausibility"]
+        assert arm and arm[0]["severity"] == "info" and arm[0]["details"]["role"] == "visual"
+    assert "welded to the world" in base_message(fixed)
+
+
+def base_message(result) -> str:
+    return next(f["message"] for f in json.loads(result.stdout)["findings"]
+                if f["body"] == "base" and f["check"] == "plausibility")
+
+
 # ----------------------------------------------------------------------------- robots
 
 @pytest.mark.skipif(not URDFS, reason="example-robot-data is not installed")
