@@ -64,6 +64,7 @@ CHECKS = LINK_CHECKS + BODY_CHECKS
 # body it hardly changes (a sensor frame with a placeholder inertia, say).
 HEURISTIC_CHECKS = ("plausibility", "about-origin", "orientation", "density")
 NEGLIGIBLE_MASS = 0.01  # welded link mass / body mass below which the link hardly matters
+EXACT_MATCH = 0.05  # relative distance under which an inertia IS the geometry's uniform one
 
 
 @dataclass(frozen=True)
@@ -467,10 +468,12 @@ class _Checker:
                      f"{smallest:.3g}): no mass distribution has this inertia", smallest,
                      margin, details, fix, **extra)
         elif margin <= tol:
+            state = ("only semi-definite" if margin >= 0 else
+                     f"not positive semi-definite, within the tolerance {tol:g}")
             self.add(context, check, "fail", "warning",
-                     f"pseudo-inertia J is only semi-definite (smallest eigenvalue "
-                     f"{smallest:.3g}): a point, rod or flat idealisation", smallest,
-                     margin, details, fix, **extra)
+                     f"pseudo-inertia J is {state} (smallest eigenvalue {smallest:.3g}): a "
+                     f"point, rod or flat idealisation", smallest, margin, details, fix,
+                     **extra)
         else:
             self.add(context, check, "pass", "info",
                      f"pseudo-inertia J positive definite (smallest eigenvalue {smallest:.3g},"
@@ -500,7 +503,7 @@ class _Checker:
             return
         reading = origin_reading(context.link.inertia, uniform, self.options)
         self.plausibility(context, uniform, reading)
-        self.about_origin(context, reading)
+        self.about_origin(context, reading, uniform)
         self.orientation(context, uniform)
 
     def plausibility(self, context: LinkContext, uniform: UniformInertia,
@@ -546,8 +549,12 @@ class _Checker:
                      f"inertia is {ratio:.3g}x that of a uniform body filling the {role} "
                      f"geometry ({sizes})", ratio, margin, details)
 
-    def about_origin(self, context: LinkContext, reading: "OriginReading") -> None:
-        """The CAD-export mistake: the tensor is about the link origin, not the com."""
+    def about_origin(self, context: LinkContext, reading: "OriginReading",
+                     uniform: UniformInertia) -> None:
+        """The CAD-export mistake: the tensor is about the link origin, not the com (an
+        error when only that reading is plausible; a warning when that reading is, within
+        :data:`EXACT_MATCH`, the uniform inertia of exact geometry while the one about the
+        com is at least twice it)."""
         if reading.alternative is None:
             self.add(context, "about-origin", "skip", "info",
                      "com at the link origin: both readings agree")
@@ -562,6 +569,18 @@ class _Checker:
                      f"about the link origin instead of the com ({reading.ratio_as_com:.3g}x "
                      f"vs {reading.ratio_as_origin:.3g}x the uniform inertia): a CAD export "
                      "about the wrong point?", reading.ratio_as_origin, None, details,
+                     lambda: Fix(inertia.mass, inertia.com, reading.alternative,
+                                 context.link.inertial_rotation,
+                                 "the tensor read about the link origin, moved to the com"))
+        elif (context.geometry.exact and reading.consistent and reading.ratio_as_com >= 2
+              and _relative_distance(reading.alternative, inertia.mass * uniform.inertia)
+              <= EXACT_MATCH):
+            self.add(context, "about-origin", "fail", "warning",
+                     f"read about the link origin, the inertia is that of a uniform body "
+                     f"filling the {context.geometry.role} geometry (within "
+                     f"{EXACT_MATCH:.0%}); read about the com, as URDF means it, it is "
+                     f"{reading.ratio_as_com:.3g}x that: a CAD export about the wrong point?",
+                     reading.ratio_as_origin, None, details,
                      lambda: Fix(inertia.mass, inertia.com, reading.alternative,
                                  context.link.inertial_rotation,
                                  "the tensor read about the link origin, moved to the com"))
@@ -741,6 +760,11 @@ def _negligible(model: Model, link: LinkSpec, body: int, main: bool) -> str:
         share = 100 * abs(link.inertia.mass) / body_mass
         return f"{share:.2g} % of the mass of body {model.body_names[body]}"
     return ""
+
+
+def _relative_distance(tensor: np.ndarray, reference: np.ndarray) -> float:
+    """Frobenius distance between two tensors relative to the reference's norm."""
+    return float(np.linalg.norm(tensor - reference) / max(np.linalg.norm(reference), MINVAL))
 
 
 def _consistent_fix(context: LinkContext, tolerance: float) -> Fix | None:

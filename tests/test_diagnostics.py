@@ -349,6 +349,30 @@ def test_geometry_checks_on_the_world_and_on_token_collision_shapes(tmp_path):
     assert "welded to the world" in base_message(fixed)
 
 
+def test_an_inertia_about_the_origin_is_caught_when_it_is_only_a_few_times_too_large(tmp_path):
+    """A 0.1 x 0.1 x 0.4 m, 1 kg box whose tensor was written about the link origin, 0.2 m
+    from its com: only 3.7x the uniform inertia read about the com (below the 10x of
+    plausibility), but exactly the box's read about the origin: a warning with the fix."""
+    box = (1.0 / 12) * np.array([0.1**2 + 0.4**2, 0.1**2 + 0.4**2, 0.1**2 + 0.1**2])
+    about_origin = (box + np.array([0.2**2, 0.2**2, 0.0])).tolist()
+    path = tmp_path / "arm.urdf"
+    path.write_text(f"""<robot name="r"><link name="base"/>
+  <joint name="j" type="revolute"><parent link="base"/><child link="arm"/><axis xyz="0 1 0"/>
+    <limit lower="-1" upper="1" effort="1" velocity="1"/></joint>
+  <link name="arm">
+    <inertial><origin xyz="0 0 0.2"/><mass value="1"/>
+      <inertia ixx="{about_origin[0]!r}" ixy="0" ixz="0" iyy="{about_origin[1]!r}" iyz="0"
+        izz="{about_origin[2]!r}"/></inertial>
+    <collision><origin xyz="0 0 0.2"/><geometry><box size="0.1 0.1 0.4"/></geometry></collision>
+  </link></robot>""")
+    result = dyn("check-inertia", path, "--format", "json", "--fix")
+    findings = json.loads(result.stdout)["findings"]
+    origin = next(f for f in findings if f["check"] == "about-origin")
+    assert result.returncode == 0 and origin["severity"] == "warning", origin
+    fixed = np.array(origin["fix"]["inertia"])
+    np.testing.assert_allclose(np.diag(fixed), box, rtol=1e-9)
+
+
 def base_message(result) -> str:
     return next(f["message"] for f in json.loads(result.stdout)["findings"]
                 if f["body"] == "base" and f["check"] == "plausibility")
