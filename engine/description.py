@@ -185,8 +185,12 @@ class TreeDescription:
     ignored: dict[str, int] = field(default_factory=dict)  # element kind -> count ignored
 
     def with_free_flyer(self, name: str = "root_joint") -> "TreeDescription":
-        """A copy whose root link floats: a Pinocchio-LOCAL ``free`` joint to a new world link."""
+        """A copy whose root link floats: a Pinocchio-LOCAL ``free`` joint to a new world link
+        (Pinocchio's ``universe``, or ``universe_``... when a link already has that name)."""
+        taken = {link.name for link in self.links}
         world = "universe"
+        while world in taken:
+            world += "_"
         joint = JointSpec(name=name, type="free", parent=world, child=self.world_link)
         return dataclasses.replace(
             self,

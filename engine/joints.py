@@ -40,6 +40,12 @@ PUBLIC_TYPE = {
 }
 
 
+
+def between(rng: np.random.Generator, low, high, shape) -> np.ndarray:
+    """Uniform samples between two limits in either order (a URDF may give lower > upper,
+    which Pinocchio loads as written)."""
+    return rng.uniform(np.minimum(low, high), np.maximum(low, high), size=shape)
+
 class JointModel:
     """Base: constant placement (rotation R_T, translation p_T) of the joint in its parent."""
 
@@ -68,7 +74,7 @@ class JointModel:
         """Uniform within finite limits, else in [-pi, pi] (angles) or [-1, 1] (lengths)."""
         low = np.where(np.isfinite(lower), lower, -np.pi)
         high = np.where(np.isfinite(upper), upper, np.pi)
-        return rng.uniform(low, high, size=(count, self.nq))
+        return between(rng, low, high, (count, self.nq))
 
     def _constant_translation(self, count: int) -> np.ndarray:
         return np.broadcast_to(self.translation, (count, 3))
@@ -123,7 +129,7 @@ class PrismaticJoint(JointModel):
     def random_configuration(self, rng, count, lower, upper):
         low = np.where(np.isfinite(lower), lower, -1.0)
         high = np.where(np.isfinite(upper), upper, 1.0)
-        return rng.uniform(low, high, size=(count, 1))
+        return between(rng, low, high, (count, 1))
 
     def transform(self, qj):
         E = np.broadcast_to(self.E_T, (len(qj), 3, 3))

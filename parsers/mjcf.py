@@ -146,8 +146,8 @@ JOINT_TYPES = ("free", "ball", "slide", "hinge")
 GEOM_TYPES = tuple(geo.SIZE_COUNT)
 ENGINE_TYPE = {"hinge": "revolute", "slide": "prismatic", "ball": "ball", "free": "free_world"}
 
-_NUMBER = re.compile(r"[+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?")
-_INTEGER = re.compile(r"[+-]?\d+")
+_NUMBER = re.compile(r"[+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?", re.ASCII)  # 0-9 only
+_INTEGER = re.compile(r"[+-]?\d+", re.ASCII)
 # passive joint attributes -> the <flag> switches that turn all of their forces off
 PASSIVE_FLAGS = {"stiffness": ("spring",), "damping": ("damper",),
                  "springdamper": ("spring", "damper"), "frictionloss": ("frictionloss",)}

@@ -7,7 +7,8 @@ The semantics are Pinocchio's (``pin.buildModelFromUrdf``, which reads URDF with
   attribute is zeros.
 * A joint's ``<origin>`` places the joint frame in the parent link's frame; the child
   link's frame is the joint frame after the joint motion.
-* ``<axis xyz>`` defaults to (1, 0, 0) and is normalised; a zero-length axis is an error
+* ``<axis xyz>`` defaults to (1, 0, 0) -- (0, 0, 1) for a planar joint, Pinocchio's plane
+  -- and is normalised; a zero-length axis is an error
   for the joint types that use it.
 * Joint types: revolute, continuous, prismatic, fixed (merged by ``build_model``),
   floating (type ``free``: Pinocchio's LOCAL free-flyer) and planar (see ``JOINT_TYPES``).
@@ -64,7 +65,7 @@ AXIS_TYPES = ("revolute", "continuous", "prismatic", "planar")
 LIMITED_TYPES = ("revolute", "prismatic")
 INERTIA_ATTRIBUTES = ("ixx", "ixy", "ixz", "iyy", "iyz", "izz")
 
-_NUMBER = re.compile(r"[+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?")
+_NUMBER = re.compile(r"[+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?", re.ASCII)  # 0-9 only
 _NON_FINITE = re.compile(r"[+-]?(?:nan|inf|infinity)", re.IGNORECASE)
 
 
@@ -84,16 +85,22 @@ def parse_urdf_string(text: str, path: str = "<string>") -> TreeDescription:
 
 
 def read_xml(data: bytes, path: str, encoding: str | None = None) -> etree._Element:
-    """Root element of an XML document (no comments, entities left unresolved).
+    """Root element of an XML document (no comments, entities left unresolved), with element
+    names stripped of a default namespace: urdfdom reads ``<robot xmlns="...">`` as
+    ``<robot>``.
 
     ``encoding`` overrides the document's own declaration (for text already decoded).
     """
     parser = etree.XMLParser(encoding=encoding, remove_comments=True, remove_pis=True,
                              resolve_entities=False, no_network=True)
     try:
-        return etree.fromstring(data, parser)
+        root = etree.fromstring(data, parser)
     except etree.XMLSyntaxError as error:
         raise ParseError(f"not well-formed XML ({error.msg})", path, error.lineno or 0) from None
+    for element in root.iter(etree.Element):
+        if element.tag[0] == "{" and element.prefix is None:  # a default namespace only:
+            element.tag = etree.QName(element).localname  # xacro:property stays prefixed
+    return root
 
 
 def rpy_matrix(roll: float, pitch: float, yaw: float) -> np.ndarray:
@@ -250,9 +257,10 @@ def _link_reference(joint: etree._Element, role: str, owner: SourceRef) -> str:
 
 
 def _axis(element: etree._Element | None, kind: str, owner: SourceRef) -> np.ndarray:
-    """Unit axis in the joint frame; only the joints that move along it need a non-zero one."""
+    """Unit axis in the joint frame; only the joints that move along it need a non-zero one.
+    A planar joint without ``<axis>`` moves in the xy plane (normal z), as in Pinocchio."""
     if element is None:
-        return np.array([1.0, 0.0, 0.0])
+        return np.array([0.0, 0.0, 1.0]) if kind == "planar" else np.array([1.0, 0.0, 0.0])
     axis = _numbers(element, "xyz", 3, (1.0, 0.0, 0.0), owner)
     length = math.sqrt(axis.dot(axis))  # np.linalg.norm's own formula, without its overhead
     if length == 0.0:
