@@ -105,8 +105,9 @@ class Sink:
         raise NotImplementedError
 
     def mark(self) -> None:
-        """Note where the states written end in the output file (written and flushed)."""
-        if self.path is not None:
+        """Note where the states written end in the output file (written and flushed; a
+        pipe or a device has no position to note)."""
+        if self.regular:
             self.whole = os.lseek(self.stream.fileno(), 0, os.SEEK_CUR)
 
     def where(self) -> str:

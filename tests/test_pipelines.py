@@ -11,6 +11,7 @@ import json
 import os
 import pty
 import select
+import stat
 import subprocess
 import sys
 
@@ -253,6 +254,30 @@ def test_an_output_through_a_link_to_nothing(tmp_path, arm, states):
     os.umask(umask)
     assert target.stat().st_mode & 0o777 == 0o666 & ~umask
     np.testing.assert_array_equal(read_output(link, "tau"), rnea(arm, q, v, a))
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="named pipes")
+def test_an_output_that_is_a_named_pipe(tmp_path, arm, states):
+    """--output names a FIFO read by another process: the results stream through it (no
+    seek, no truncation), and a bad row ends them with the usual line; the FIFO stays."""
+    import threading
+
+    q, v, a = states
+    files = write_inputs(tmp_path, q, v, a)
+    fifo = tmp_path / "results.jsonl"
+    os.mkfifo(fifo)
+    for source, code in ((files["jsonl"], 0), (tmp_path / "bad.jsonl", 2)):
+        if code:
+            source.write_text(files["jsonl"].read_text() + '{"q": [1]}\n')
+        received = []
+        reader = threading.Thread(target=lambda: received.append(fifo.read_bytes()))
+        reader.start()
+        result = dyn("inverse", ARM, "-i", source, "-o", fifo, check=False)
+        reader.join(timeout=60)
+        assert result.returncode == code, result.stderr
+        tau = [json.loads(line)["tau"] for line in received[0].decode().splitlines()]
+        np.testing.assert_array_equal(tau, rnea(arm, q, v, a))
+        assert fifo.exists() and stat.S_ISFIFO(fifo.stat().st_mode)
 
 
 def test_forces_in_csv_columns_or_npz_arrays_are_not_silently_dropped(tmp_path, arm, states):
