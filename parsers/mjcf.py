@@ -148,9 +148,11 @@ ENGINE_TYPE = {"hinge": "revolute", "slide": "prismatic", "ball": "ball", "free"
 
 _NUMBER = re.compile(r"[+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?", re.ASCII)  # 0-9 only
 _INTEGER = re.compile(r"[+-]?\d+", re.ASCII)
-# passive joint attributes -> the <flag> switches that turn all of their forces off
+# passive-force attributes -> the <flag> switches that turn all of their forces off
 PASSIVE_FLAGS = {"stiffness": ("spring",), "damping": ("damper",),
-                 "springdamper": ("spring", "damper"), "frictionloss": ("frictionloss",)}
+                 "springdamper": ("spring", "damper"), "frictionloss": ("frictionloss",),
+                 "gravcomp": ("gravity",)}
+SWITCHES = ("gravity", "spring", "damper", "frictionloss")  # the <flag>s the parser reads
 MAX_DEPTH = 500  # levels of nested elements in one file, its root being 1: MuJoCo's limit
 MAX_TOTAL_DEPTH = 1000  # levels in the whole document, includes expanded: dyn's own limit
 DEPTH_PROBLEM = f"elements nested more than {MAX_DEPTH} deep (MuJoCo's XML reader refuses such files too)"
@@ -627,8 +629,7 @@ class _Builder:
         self.compiler = Compiler()
         self.defaults = Defaults()
         self.gravity = np.array(GRAVITY)
-        self.gravity_disabled = False
-        self.passive_disabled: set[str] = set()  # <flag spring|damper|frictionloss="disable">
+        self.disabled: set[str] = set()  # SWITCHES a <flag ...="disable"> turned off
         self.ignored: Counter[str] = Counter()
         self.meshes: dict[str, MeshAsset] = {}
         self.hfields: dict[str, np.ndarray] = {}
@@ -674,22 +675,19 @@ class _Builder:
         return self._description()
 
     def _option(self, node: Node) -> None:
-        """``gravity``, and the ``<flag gravity>`` switch (the last one given wins)."""
+        """``gravity``, and the ``<flag>`` :data:`SWITCHES` (the last one given wins)."""
         attrs = own_attributes(node)
         self.gravity = attrs.numbers("gravity", 3, self.gravity)
         self._count_passive("option", attrs, ("density", "viscosity"))
         for child in node.children:
             if child.tag == "flag":
                 flags = own_attributes(child)
-                state = "disable" if self.gravity_disabled else "enable"
-                state = flags.keyword("gravity", ("enable", "disable"), state)
-                self.gravity_disabled = state == "disable"
-                for name in ("spring", "damper", "frictionloss"):
-                    state = "disable" if name in self.passive_disabled else "enable"
+                for name in SWITCHES:
+                    state = "disable" if name in self.disabled else "enable"
                     if flags.keyword(name, ("enable", "disable"), state) == "disable":
-                        self.passive_disabled.add(name)
+                        self.disabled.add(name)
                     else:
-                        self.passive_disabled.discard(name)
+                        self.disabled.discard(name)
 
     def _count_passive(self, tag: str, attrs: Attributes, keys: tuple[str, ...]) -> None:
         """Forces outside M a + h (springs, damping, friction loss, gravity compensation,
@@ -697,10 +695,8 @@ class _Builder:
         is counted as ignored (``"joint damping"``), so that dyn info shows it."""
         for key in keys:
             switches = PASSIVE_FLAGS.get(key, ())
-            if switches and all(s in self.passive_disabled for s in switches):
+            if switches and all(s in self.disabled for s in switches):
                 continue  # MuJoCo leaves these forces out too
-            if key == "gravcomp" and self.gravity_disabled:
-                continue
             if any(_NUMBER.fullmatch(word) and float(word) != 0.0
                    for word in (attrs.text(key) or "").split()):
                 self.ignored[f"{tag} {key}"] += 1
@@ -1188,7 +1184,7 @@ class _Builder:
             links=links,
             joints=joints,
             world_link=WORLD,
-            gravity=np.zeros(3) if self.gravity_disabled else np.array(self.gravity, float),
+            gravity=np.zeros(3) if "gravity" in self.disabled else np.array(self.gravity, float),
             source=self.path,
             ignored={kind: count for kind, count in sorted(self.ignored.items()) if count},
         )

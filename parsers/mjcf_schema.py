@@ -361,7 +361,7 @@ def check(root) -> None:
 def _children(node, path: str, table) -> None:
     seen: dict[str, int] = {}
     for child in node.children:
-        inner = _child_path(path, child.tag)
+        inner = _child_path(path, child.tag, table)
         if inner is None:
             if path in ("body", "worldbody") and child.tag in EXPANDED:
                 continue
@@ -381,7 +381,7 @@ def _children(node, path: str, table) -> None:
         _children(child, inner, table)
 
 
-def _child_path(parent: str, tag: str) -> str | None:
+def _child_path(parent: str, tag: str, table) -> str | None:
     """The table path of a ``tag`` element in the element at ``parent`` ("" for
     ``<mujoco>``), or None when the schema has no such element there."""
     if not parent:
@@ -389,7 +389,7 @@ def _child_path(parent: str, tag: str) -> str | None:
     else:
         base = "body" if parent == "worldbody" else parent
         path = tag if tag in RECURSIVE and base == tag else f"{base}/{tag}"
-    return path if path == "worldbody" or path in schema() else None
+    return path if path == "worldbody" or path in table else None
 
 
 def _attributes(node, allowed: frozenset[str], prefixed: bool = False) -> None:
