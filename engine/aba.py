@@ -36,7 +36,7 @@ from .kernels import (accumulate, chunk_size, gather, gauss_jordan_inverse, load
 from .model import Model
 from .rnea import _to_child, _to_parent, forward_sweep, work_shapes, world_acceleration
 from .spatial import apply_subspace, force_to_parent, inertia_to_parent, motion_to_child, project_subspace
-from .state import as_rows, batch_of, finish
+from .state import finish, states
 
 
 def aba(model: Model, q, v=None, tau=None, fext=None, gravity=None) -> np.ndarray:
@@ -46,10 +46,7 @@ def aba(model: Model, q, v=None, tau=None, fext=None, gravity=None) -> np.ndarra
     in place of ``a``. A singular joint block (a massless subtree) gives inf/nan.
     """
     plan = plan_of(model)
-    batch = batch_of(model, q)
-    q = as_rows(q, batch, model.nq)
-    v = None if v is None else as_rows(v, batch, model.nv)
-    tau = None if tau is None else as_rows(tau, batch, model.nv)
+    batch, q, v, tau, fext = states(model, q, v, tau, fext, x_name="tau")
     forces = prepare_forces(plan, batch.count, fext)
     a_world = world_acceleration(model, gravity)
     out = np.empty((batch.count, model.nv))
@@ -58,7 +55,7 @@ def aba(model: Model, q, v=None, tau=None, fext=None, gravity=None) -> np.ndarra
     def work(s0: int, s1: int) -> None:
         W = workspace("aba", plan, capacity, aba_shapes).view(s1 - s0)
         aba_chunk(plan, W, q[s0:s1], None if v is None else v[s0:s1],
-                  None if tau is None else tau[s0:s1], load_forces(plan, forces, s0, s1),
+                  None if tau is None else tau[s0:s1], load_forces(plan, forces, s0, s1, W.Fx),
                   a_world, out[s0:s1])
 
     run_chunks(batch.count, work, capacity)

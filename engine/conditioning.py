@@ -21,7 +21,7 @@ import numpy as np
 from .crba import crba
 from .model import Model
 from .spatial import inertia_to_parent
-from .state import as_rows, batch_of, joint_transforms
+from .state import joint_transforms, states
 
 
 def articulated_blocks(model: Model, q) -> list[np.ndarray]:
@@ -30,8 +30,7 @@ def articulated_blocks(model: Model, q) -> list[np.ndarray]:
     A singular block (a joint that moves no inertia) is passed on to the parent with a
     pseudo-inverse, so the other blocks stay finite.
     """
-    batch = batch_of(model, q)
-    q = as_rows(q, batch, model.nq)
+    batch, q = states(model, q)[:2]
     Xup = joint_transforms(model, q)
     IA = np.repeat(model.body_inertia[None], batch.count, axis=0)  # (N, nj, 6, 6)
     blocks: list[np.ndarray] = [np.zeros(0)] * model.njoints

@@ -22,14 +22,13 @@ from .kernels import (accumulate, chunk_size, generic_transform, load_coordinate
                       run_chunks, spin_rotated, workspace)
 from .model import Model
 from .spatial import forces_to_parent, inertia_to_parent
-from .state import as_rows, batch_of, finish
+from .state import finish, states
 
 
 def crba(model: Model, q) -> np.ndarray:
     """M(q): (N, nv, nv), or (nv, nv) for a single q (nq,)."""
     plan = plan_of(model)
-    batch = batch_of(model, q)
-    q = as_rows(q, batch, model.nq)
+    batch, q = states(model, q)[:2]
     M = np.zeros((batch.count, model.nv, model.nv))
     capacity = chunk_size(plan, crba_shapes, batch.count)
 

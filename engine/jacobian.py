@@ -19,13 +19,12 @@ from __future__ import annotations
 import numpy as np
 
 from .model import Model
-from .state import as_rows, batch_of, finish, joint_transforms
+from .state import finish, joint_transforms, states
 
 
 def placements(model: Model, q) -> tuple[np.ndarray, np.ndarray]:
     """(R (N, nj, 3, 3), p (N, nj, 3)): body orientations and origins in the world."""
-    batch = batch_of(model, q)
-    q = as_rows(q, batch, model.nq)
+    batch, q = states(model, q)[:2]
     Xup = joint_transforms(model, q)
     R = np.empty((batch.count, model.njoints, 3, 3))
     p = np.empty((batch.count, model.njoints, 3))
@@ -41,8 +40,7 @@ def placements(model: Model, q) -> tuple[np.ndarray, np.ndarray]:
 
 def body_jacobians(model: Model, q) -> np.ndarray:
     """LOCAL body Jacobians (N, nj, 6, nv), or (nj, 6, nv) for a single q."""
-    batch = batch_of(model, q)
-    q = as_rows(q, batch, model.nq)
+    batch, q = states(model, q)[:2]
     Xup = joint_transforms(model, q)
     R, p = placements(model, q)
     J = np.zeros((batch.count, model.njoints, 6, model.nv))

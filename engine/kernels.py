@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import os
 import threading
+import weakref
 from contextlib import contextmanager
 from dataclasses import dataclass
 
@@ -85,15 +86,17 @@ _pool_lock = threading.Lock()
 
 
 def _executor(threads: int):
-    """The shared pool; a new one after a fork (threads do not survive it) or a resize."""
+    """The shared pool; a new one after a fork (threads do not survive it) or a resize.
+
+    A replaced pool is not shut down: a call in another thread may still be submitting
+    to it. Its threads end when the last call holding it returns and it is collected.
+    """
     from concurrent.futures import ThreadPoolExecutor  # imports logging: not for one state
 
     global _pool, _pool_key
     key = (threads, os.getpid())
     with _pool_lock:
         if _pool is None or _pool_key != key:
-            if _pool is not None and _pool_key[1] == key[1]:
-                _pool.shutdown(wait=False)
             _pool = ThreadPoolExecutor(max_workers=threads, thread_name_prefix="treedyn")
             _pool_key = key
         return _pool
@@ -113,56 +116,85 @@ def run_chunks(count: int, work, chunk: int) -> None:
         for start, stop in bounds:
             work(start, stop)
         return
-    for future in [_executor(threads).submit(work, a, b) for a, b in bounds]:
+    pool = _executor(threads)
+    for future in [pool.submit(work, a, b) for a, b in bounds]:
         future.result()
 
 
 # --------------------------------------------------------------------------- work arrays
 _local = threading.local()
+_arenas: weakref.WeakSet = weakref.WeakSet()  # every thread's Arena, for clear_workspaces
+ALIGN = 8  # floats: every work array starts on a 64-byte boundary
+
+
+class Arena:
+    """One thread's work memory, shared by the algorithms (a thread runs one at a time)."""
+
+    def __init__(self):
+        self.buffer = np.empty(0)
+        _arenas.add(self)
+
+    def take(self, size: int) -> np.ndarray:
+        """The buffer, grown to ``size`` floats if it is smaller."""
+        if self.buffer.size < size:
+            self.buffer = np.empty(size)
+        return self.buffer
 
 
 class Workspace:
     """Named work arrays with a state capacity; ``view(m)`` lays them out for m states.
 
-    Each array is a flat buffer; a chunk of m states gets C-contiguous (shape + (m,))
-    arrays at its start, so every chunk size sees contiguous rows (numpy's copies and
-    takes are much slower on strided views).
+    The arrays of a chunk of m states are C-contiguous (shape + (m,)) slices laid one after
+    the other in the thread's arena, so every chunk size sees contiguous rows (numpy's
+    copies and takes are much slower on strided views).
     """
 
-    def __init__(self, capacity: int, shapes: dict[str, tuple]):
+    def __init__(self, arena: Arena, capacity: int, shapes: dict[str, tuple]):
+        self.arena = arena
         self.capacity = capacity
         self.shapes = shapes
-        self.buffers = {name: np.empty(int(np.prod(shape, dtype=int)) * capacity)
-                        for name, shape in shapes.items()}
+        self.sizes = {name: int(np.prod(shape, dtype=int)) for name, shape in shapes.items()}
+
+    def floats(self, m: int) -> int:
+        return sum(-(-size * m // ALIGN) * ALIGN for size in self.sizes.values())
 
     def view(self, m: int) -> "Views":
-        return Views({name: self.buffers[name][:int(np.prod(shape, dtype=int)) * m].reshape(shape + (m,))
-                      for name, shape in self.shapes.items()})
+        buffer = self.arena.take(self.floats(self.capacity))
+        views, offset = {}, 0
+        for name, shape in self.shapes.items():
+            size = self.sizes[name] * m
+            views[name] = buffer[offset:offset + size].reshape(shape + (m,))
+            offset += -(-size // ALIGN) * ALIGN
+        return Views(views)
 
 
 class Views(dict):
     __getattr__ = dict.__getitem__
 
 
-def workspace(key, plan, capacity: int, shapes) -> Views:
+def workspace(key, plan, capacity: int, shapes) -> Workspace:
     """This thread's work arrays for ``key`` (algorithm) on ``plan``, at least ``capacity``.
 
-    One workspace per algorithm and thread is kept (the last plan used) and reused across
-    chunks and calls, so large batches do not page-fault fresh temporaries.
+    The layout per algorithm (the last plan used) is kept; the memory is one arena per
+    thread, as large as the largest layout, reused across chunks, calls and algorithms,
+    so large batches do not page-fault fresh temporaries and settings.memory bounds what
+    a thread keeps.
     """
-    cache = getattr(_local, "cache", None)
-    if cache is None:
-        cache = _local.cache = {}
-    entry = cache.get(key)
+    arena = getattr(_local, "arena", None)
+    if arena is None:
+        arena = _local.arena = Arena()
+        _local.cache = {}
+    entry = _local.cache.get(key)
     if entry is None or entry[0] is not plan or entry[1].capacity < capacity:
-        entry = (plan, Workspace(max(capacity, 1), shapes(plan)))
-        cache[key] = entry
+        entry = (plan, Workspace(arena, max(capacity, 1), shapes(plan)))
+        _local.cache[key] = entry
     return entry[1]
 
 
 def clear_workspaces() -> None:
-    """Drop the calling thread's cached work arrays."""
-    _local.cache = {}
+    """Release every thread's work memory (a call running now keeps its own until it ends)."""
+    for arena in list(_arenas):
+        arena.buffer = np.empty(0)
 
 
 # ------------------------------------------------------------------------ row operations
@@ -403,12 +435,12 @@ def prepare_forces(plan, count: int, fext):
     """External forces as ('shared', (nj + 1, 6, 1)) or ('batch', (N, nj, 6)), or None.
 
     ``fext`` is ``[force, torque]`` per body in its link frame about its origin, (nj, 6)
-    for all states or (N, nj, 6); internally (torque, force) in the internal body frames.
+    for all states or (N, nj, 6), shapes checked by :func:`treedyn.engine.state.states`;
+    internally (torque, force) in the internal body frames.
     """
     if fext is None:
         return None
-    fext = np.asarray(fext, dtype=float)
-    if fext.ndim == 2 or (fext.ndim == 3 and fext.shape[0] == 1):
+    if fext.ndim == 2 or fext.shape[0] == 1:
         rows = fext.reshape(plan.nj, 6)[plan.slot_joint[1:]]
         shared = np.zeros((plan.nj + 1, 6, 1))
         shared[1:, :, 0] = np.einsum("sij,sj->si", plan.force_map, rows)
@@ -416,22 +448,18 @@ def prepare_forces(plan, count: int, fext):
     return ("batch", np.broadcast_to(fext, (count, plan.nj, 6)))
 
 
-def load_forces(plan, forces, s0: int, s1: int):
-    """The chunk's internal external forces, (nj + 1, 6, m) or broadcastable; None if absent."""
+def load_forces(plan, forces, s0: int, s1: int, Fx: np.ndarray):
+    """The chunk's internal external forces, None if absent: the shared (nj + 1, 6, 1), or
+    the batch's rows written into the work array Fx (nj + 1, 6, m)."""
     if forces is None:
         return None
     kind, data = forces
     if kind == "shared":
         return data
     chunk = data[s0:s1][:, plan.slot_joint[1:]]  # (m, nj, 6)
-    Fx = workspace("fext", plan, s1 - s0, _force_shapes).view(s1 - s0).Fx  # (nj + 1, 6, m)
     Fx[0] = 0.0
     np.matmul(plan.force_map, chunk.transpose(1, 2, 0), out=Fx[1:])
     return Fx
-
-
-def _force_shapes(plan) -> dict:
-    return {"Fx": (plan.nj + 1, 6)}
 
 
 # ------------------------------------------------------------------------ generic joints

@@ -41,7 +41,9 @@ class Model:
     joint_types: tuple[str, ...]  # (nj,) engine types (see treedyn.engine.joints)
     joint_models: tuple[JointModel, ...]  # (nj,)
     joint_sources: tuple[SourceRef, ...]  # (nj,)
-    body_names: tuple[str, ...]  # (nj,) the body each joint moves (MJCF: the <body> name)
+    # (nj,) the body each joint moves (MJCF: the <body> name; a body with several joints
+    # names each of them, and its inertia and frame sit on the last)
+    body_names: tuple[str, ...]
     parent: np.ndarray  # (nj,) int, -1 for the world
     idx_q: np.ndarray  # (nj,) int
     nq_joint: np.ndarray  # (nj,) int

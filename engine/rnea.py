@@ -29,7 +29,7 @@ from .kernels import (accumulate, chunk_size, cross_add, gather, generic_transfo
 from .model import Model
 from .spatial import (apply_subspace, force_cross, force_to_parent, motion_cross, motion_to_child,
                       project_subspace, quaternion_matrix)
-from .state import as_rows, batch_of, finish
+from .state import finish, states
 
 X_ROWS = (slice(0, None, 3), slice(1, None, 3), slice(2, None, 3))  # x, y, z of both blocks
 W_ROWS = (slice(0, 1), slice(1, 2), slice(2, 3))  # angular x, y, z (broadcast over blocks)
@@ -43,10 +43,7 @@ def rnea(model: Model, q, v=None, a=None, fext=None, gravity=None) -> np.ndarray
     the model's.
     """
     plan = plan_of(model)
-    batch = batch_of(model, q)
-    q = as_rows(q, batch, model.nq)
-    v = None if v is None else as_rows(v, batch, model.nv)
-    a = None if a is None else as_rows(a, batch, model.nv)
+    batch, q, v, a, fext = states(model, q, v, a, fext)
     forces = prepare_forces(plan, batch.count, fext)
     a_world = world_acceleration(model, gravity)
     out = np.empty((batch.count, model.nv))
@@ -55,7 +52,7 @@ def rnea(model: Model, q, v=None, a=None, fext=None, gravity=None) -> np.ndarray
     def work(s0: int, s1: int) -> None:
         W = workspace("rnea", plan, capacity, work_shapes).view(s1 - s0)
         rnea_chunk(plan, W, q[s0:s1], None if v is None else v[s0:s1],
-                   None if a is None else a[s0:s1], load_forces(plan, forces, s0, s1),
+                   None if a is None else a[s0:s1], load_forces(plan, forces, s0, s1, W.Fx),
                    a_world, out[s0:s1])
 
     run_chunks(batch.count, work, capacity)
@@ -75,14 +72,20 @@ def generalized_gravity(model: Model, q, gravity=None) -> np.ndarray:
 def world_acceleration(model: Model, gravity) -> np.ndarray:
     """The world's spatial acceleration (6, 1): minus gravity in its linear part."""
     a0 = np.zeros((6, 1))
-    a0[3:, 0] = -(model.gravity if gravity is None else np.asarray(gravity, dtype=float))
+    if gravity is None:
+        a0[3:, 0] = -model.gravity
+        return a0
+    gravity = np.asarray(gravity, dtype=float)
+    if gravity.shape != (3,):
+        raise ValueError(f"gravity has shape {gravity.shape}; expected (3,): (gx, gy, gz)")
+    a0[3:, 0] = -gravity
     return a0
 
 
 def work_shapes(plan) -> dict:
     """Work arrays of one chunk (the trailing state axis is added by the workspace)."""
     nb, k = plan.nj + 1, plan.kmax
-    return {"V": (nb, 6), "A": (nb, 6), "F": (nb, 6), "H": (k, 6), "T6": (k, 6),
+    return {"V": (nb, 6), "A": (nb, 6), "F": (nb, 6), "Fx": (nb, 6), "H": (k, 6), "T6": (k, 6),
             "P6": (k, 6), "t1": (k, 2), "t2": (k, 2), "qd": (plan.nv,), "qdd": (plan.nv,),
             "tau": (plan.nv,), "rows": (plan.nv,), "TH": (len(plan.rev_q),),
             "SC": (3, len(plan.rev_q)), "SN": (len(plan.rev_q),), "CS": (len(plan.rev_q),),

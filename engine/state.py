@@ -16,20 +16,58 @@ from .spatial import apply_subspace
 
 class Batch(NamedTuple):
     count: int  # N
-    single: bool  # inputs were 1-D: squeeze the batch axis from the outputs
+    single: bool  # no input had a batch axis: squeeze it from the outputs
 
 
-def batch_of(model: Model, q: np.ndarray) -> Batch:
-    q = np.asarray(q)
-    return Batch(1 if q.ndim == 1 else q.shape[0], q.ndim == 1)
+class States(NamedTuple):
+    """Validated inputs of one call, every vector with the batch axis (N, ...)."""
+
+    batch: Batch
+    q: np.ndarray  # (N, nq), a broadcast view when q is shared by the states
+    v: np.ndarray | None  # (N, nv) or None for zeros
+    x: np.ndarray | None  # (N, nv): a (inverse dynamics) or tau (forward dynamics), or None
+    fext: np.ndarray | None  # (nj, 6) shared by the states, (N, nj, 6), or None
 
 
-def as_rows(x: np.ndarray | None, batch: Batch, width: int) -> np.ndarray:
-    """x as a float (N, width) array; None means zeros; a 1-D x is shared by every state."""
-    if x is None:
-        return np.zeros((batch.count, width))
-    x = np.asarray(x, dtype=float)
-    return np.broadcast_to(x, (batch.count, width)) if x.ndim == 1 else x
+def states(model: Model, q, v=None, x=None, fext=None, x_name: str = "a") -> States:
+    """Check the shapes of one call's inputs and give them a common batch axis.
+
+    q is (nq,) or (N, nq); v and x are (nv,) or (N, nv); fext is (nj, 6) or (N, nj, 6).
+    An input without the batch axis, or with N = 1, is shared by every state (numpy's
+    broadcasting). The outputs drop the batch axis when q, v and x have none and fext has
+    at most one state (:func:`~treedyn.engine.forces.external_forces` gives (1, nj, 6) for
+    wrenches shared by all states). Any other shape, or two different N, raises ValueError
+    naming the input: a mistaken shape never silently broadcasts into other numbers.
+    """
+    named = {"q": (q, (model.nq,)), "v": (v, (model.nv,)), x_name: (x, (model.nv,)),
+             "fext": (fext, (model.njoints, 6))}
+    arrays, counts = {}, {}
+    for name, (value, shape) in named.items():
+        if value is None:
+            continue
+        arrays[name] = array = np.asarray(value, dtype=float)
+        if array.shape == shape:
+            continue
+        if array.ndim != len(shape) + 1 or array.shape[1:] != shape:
+            raise ValueError(f"{name} has shape {array.shape}; expected {_shape(shape)}, or "
+                             f"{_shape(('N',) + shape)} for N states")
+        counts[name] = array.shape[0]
+    sizes = sorted({n for n in counts.values() if n != 1})
+    if len(sizes) > 1:
+        listed = ", ".join(f"{name} has {n}" for name, n in counts.items())
+        raise ValueError(f"the inputs disagree on the number of states: {listed}")
+    batch = Batch(sizes[0] if sizes else 1, not counts or counts == {"fext": 1})
+
+    def rows(name: str, width: int) -> np.ndarray | None:
+        array = arrays.get(name)
+        return None if array is None else np.broadcast_to(array, (batch.count, width))
+
+    return States(batch, rows("q", model.nq), rows("v", model.nv), rows(x_name, model.nv),
+                  arrays.get("fext"))
+
+
+def _shape(shape: tuple) -> str:
+    return "(" + ", ".join(map(str, shape)) + (",)" if len(shape) == 1 else ")")
 
 
 def finish(x: np.ndarray, batch: Batch) -> np.ndarray:
