@@ -319,6 +319,10 @@ INVALID = {
     "inertia violates A + B >= C": (BODY.format('<joint/><inertial pos="0 0 0" mass="1" '
                                                 'diaginertia="1 1 3"/>'), 3, 'body name="b"',
                                     "A + B >= C", True),
+    "inertia violates A + B >= C by 1e-13": (BODY.format('<joint/><inertial pos="0 0 0" mass="1" '
+                                                        'diaginertia="0.5 0.5 1.0000000000001"/>'),
+                                            3, 'body name="b"', "0.5, 0.5, 1.0000000000001 violate",
+                                            True),
     "repeated joint name": (BODY.format('<joint name="j"/><joint name="j"/><geom size="1"/>'), 4,
                             'joint name="j"', 'repeated joint name "j"', True),
     "unknown element": (BODY.format('<joint/><geom size="1"/><sprocket/>'), 4, "sprocket",
