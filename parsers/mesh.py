@@ -17,8 +17,9 @@ Conventions
   such as colours are ignored), faces are those of the first group or object that has any
   (a later ``o``/``g`` line ends it); ``f`` indices are 1-based or negative (relative),
   texture and normal indices are skipped. A quad is split along its shorter diagonal
-  (along the 2nd-4th corners on a tie) and a larger polygon into a fan from its first
-  corner.
+  (along the 2nd-4th corners on a tie) and a larger polygon by tinyobjloader's ear
+  clipping (:func:`_ear_clipping`), so a non-convex polygon gives the triangles MuJoCo
+  integrates, not a fan that reaches outside it.
 * ``.msh`` (MuJoCo's legacy binary format): int32 counts ``nvertex, nnormal, ntexcoord,
   nface`` followed by float32 positions, normals, texture coordinates and int32 face
   indices; the file size must match exactly. ``nface`` may be 0 (the convex hull is then
@@ -212,13 +213,73 @@ def _triangulated(corners: list[int], vertices: list[list[float]]) -> list[tuple
     """Triangles of one OBJ face, split as tinyobjloader does (see the module notes)."""
     if len(corners) == 3:
         return [tuple(corners)]
+    p = np.array([vertices[i] for i in corners], dtype=np.float32)
     if len(corners) == 4:
-        p = np.array([vertices[i] for i in corners], dtype=np.float32).astype(np.float64)
         a, b, c, d = corners
-        if np.sum((p[0] - p[2]) ** 2) < np.sum((p[1] - p[3]) ** 2):
+        if np.sum((p[2] - p[0]) ** 2) < np.sum((p[3] - p[1]) ** 2):
             return [(a, b, c), (a, c, d)]
         return [(a, b, d), (b, c, d)]
-    return [(corners[0], corners[i], corners[i + 1]) for i in range(1, len(corners) - 1)]
+    return [tuple(corners[i] for i in triangle) for triangle in _ear_clipping(p)]
+
+
+def _ear_clipping(p: np.ndarray) -> list[tuple[int, int, int]]:
+    """tinyobjloader's ear clipping of a polygon p (n, 3), float32 arithmetic as in its build.
+
+    The polygon is projected on a coordinate plane: the one most nearly normal to the
+    first corner that is not degenerate. Walking from corner 0, the triangle of the next
+    three remaining corners is cut off when its turn has the sign tinyobjloader's test
+    accepts (the turn times the cross product of its first two corners' projections) and no
+    other remaining corner lies inside it; otherwise the walk moves on one corner. When a
+    full lap cuts nothing, the corners left are dropped, as tinyobjloader drops them.
+    """
+    n = len(p)
+    plane = [1, 2]
+    epsilon = np.finfo(np.float32).eps
+    for k in range(n):
+        normal = np.abs(np.cross(p[(k + 1) % n] - p[k], p[(k + 2) % n] - p[(k + 1) % n]))
+        if np.any(normal > epsilon):
+            cx, cy, cz = normal
+            if not (cx > cy and cx > cz):
+                plane = [0, 1] if cz > cx and cz > cy else [0, 2]
+            break
+    xy = p[:, plane]
+    remaining = list(range(n))
+    triangles = []
+    start, budget, previous = 0, n, n
+    while len(remaining) > 3 and budget > 0:
+        m = len(remaining)
+        if start >= m:
+            start -= m
+        if previous != m:
+            previous, budget = m, m
+        else:
+            budget -= 1
+        triangle = [remaining[(start + k) % m] for k in range(3)]
+        (x0, y0), (x1, y1), (x2, y2) = xy[triangle]
+        turn = (x1 - x0) * (y2 - y1) - (y1 - y0) * (x2 - x1)
+        if turn * ((x0 * y1 - y0 * x1) * np.float32(0.5)) < 0:
+            start += 1
+            continue
+        corners = xy[triangle]
+        if any(_inside(corners, xy[remaining[(start + k) % m]]) for k in range(3, m)):
+            start += 1
+            continue
+        triangles.append(tuple(triangle))
+        del remaining[(start + 1) % m]
+    if len(remaining) == 3:
+        triangles.append(tuple(remaining))
+    return triangles
+
+
+def _inside(triangle: np.ndarray, point: np.ndarray) -> bool:
+    """Crossing-number test of a point in a triangle (3, 2), as tinyobjloader's pnpoly."""
+    x, y = point
+    inside = False
+    for i, j in ((0, 2), (1, 0), (2, 1)):
+        (xi, yi), (xj, yj) = triangle[i], triangle[j]
+        if (yi > y) != (yj > y) and x < (xj - xi) * (y - yi) / (yj - yi) + xi:
+            inside = not inside
+    return inside
 
 
 def read_msh(data: bytes) -> MeshData:

@@ -241,6 +241,32 @@ def test_ascii_stl_gives_the_binary_result():
         mujoco.MjModel.from_xml_path(os.path.join(FIXTURES, "meshes_ascii.xml"))
 
 
+def test_obj_polygons_are_cut_into_mujocos_triangles(tmp_path):
+    """Random prisms whose ends are star-shaped n-gons (5 to 11 corners, convex or not, in
+    either winding, some not planar): the triangles equal MuJoCo's mesh_face exactly."""
+    rng = np.random.default_rng(7)
+    for trial in range(40):
+        n = int(rng.integers(5, 12))
+        angles = np.sort(rng.uniform(0, 2 * np.pi, n))[::1 if trial % 2 else -1]
+        radii = rng.uniform(0.3, 1.0, n)
+        axes = np.linalg.qr(rng.normal(size=(3, 3)))[0]
+        end = np.c_[radii * np.cos(angles), radii * np.sin(angles), np.zeros(n)] @ axes.T
+        if trial % 3 == 0:
+            end += rng.normal(scale=0.05, size=end.shape)
+        vertices = np.r_[end, end + axes[:, 2] * rng.uniform(0.2, 1.0)]
+        lines = [f"v {x:.6f} {y:.6f} {z:.6f}" for x, y, z in vertices]
+        lines += ["f " + " ".join(str(i + 1) for i in range(n)),
+                  "f " + " ".join(str(n + i + 1) for i in reversed(range(n)))]
+        lines += [f"f {i + 1} {n + i + 1} {n + (i + 1) % n + 1} {(i + 1) % n + 1}" for i in range(n)]
+        path = tmp_path / f"prism{trial}.obj"
+        path.write_text("\n".join(lines) + "\n")
+        ours = read_mesh_file(str(path)).faces
+        m = mujoco.MjModel.from_xml_string(
+            f'<mujoco><asset><mesh name="m" file="{path}" inertia="shell"/></asset><worldbody>'
+            '<body><freejoint/><geom type="mesh" mesh="m"/></body></worldbody></mujoco>')
+        np.testing.assert_array_equal(ours, m.mesh_face[:m.mesh_facenum[0]], err_msg=str(trial))
+
+
 def test_mesh_readers():
     meshes = os.path.join(FIXTURES, "meshes")
     stl = read_mesh_file(os.path.join(meshes, "lblock.stl"))
