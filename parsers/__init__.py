@@ -17,7 +17,7 @@ from treedyn.engine.description import TreeDescription
 from treedyn.engine.model import Model, build_model
 
 from .errors import ParseError
-from .urdf import parse_urdf, parse_urdf_string
+from .urdf import parse_urdf, parse_urdf_string, read_xml
 
 
 def parse_mjcf(path: str) -> TreeDescription:
@@ -80,8 +80,10 @@ def _root_tag(path: str) -> tuple[str, int]:
                 return etree.QName(element).localname, element.sourceline or 0
     except OSError as error:
         raise ParseError(f"cannot read file ({error.strerror})", path) from None
-    except etree.XMLSyntaxError as error:
-        raise ParseError(f"not well-formed XML ({error.msg})", path, error.lineno or 0) from None
+    except etree.XMLSyntaxError:  # read as urdfdom's tinyxml2 would, or libxml2's error
+        with open(path, "rb") as stream:
+            root = read_xml(stream.read(), path)
+        return etree.QName(root).localname, root.sourceline or 0
     raise ParseError("not well-formed XML (no root element)", path)
 
 

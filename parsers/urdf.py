@@ -90,17 +90,76 @@ def read_xml(data: bytes, path: str, encoding: str | None = None) -> etree._Elem
     ``<robot>``.
 
     ``encoding`` overrides the document's own declaration (for text already decoded).
+
+    Where libxml2 is stricter than urdfdom's tinyxml2 for no harm to the model, the
+    document is read as tinyxml2 reads it: the XML declaration is skipped whatever it
+    says (``version="0.0"``, as in 25 of pybullet's URDFs; an encoding the bytes do not
+    have; a blank line before it), and undeclared namespace prefixes (``<sensor:camera>``
+    in ``<gazebo>``) are plain names. Any other problem is libxml2's error, found after
+    the declaration is skipped.
     """
-    parser = etree.XMLParser(encoding=encoding, remove_comments=True, remove_pis=True,
-                             resolve_entities=False, no_network=True)
     try:
-        root = etree.fromstring(data, parser)
-    except etree.XMLSyntaxError as error:
-        raise ParseError(f"not well-formed XML ({error.msg})", path, error.lineno or 0) from None
+        root = _parse_xml(data, encoding)
+    except etree.XMLSyntaxError as strict:
+        first = strict  # libxml2's own error stands when the text does not decode
+        data, encoding = _without_declaration(data, encoding)
+        try:
+            root = _parse_xml(data, encoding, prefixes=True)
+        except etree.XMLSyntaxError as lenient:
+            if data is not None:
+                first = lenient
+            raise ParseError(f"not well-formed XML ({first.msg})", path, first.lineno or 0) from None
     for element in root.iter(etree.Element):
         if element.tag[0] == "{" and element.prefix is None:  # a default namespace only:
             element.tag = etree.QName(element).localname  # xacro:property stays prefixed
     return root
+
+
+def _parse_xml(data: bytes | None, encoding: str | None, prefixes: bool = False) -> etree._Element:
+    """libxml2's reading; ``prefixes``: undeclared namespace prefixes are no error."""
+    if data is None:
+        raise etree.XMLSyntaxError("the text does not decode", None, 0, 0)
+    parser = etree.XMLParser(encoding=encoding, remove_comments=True, remove_pis=True,
+                             resolve_entities=False, no_network=True, recover=prefixes)
+    if not prefixes:
+        return etree.fromstring(data, parser)
+    root = etree.fromstring(data, parser)
+    wrong = [entry for entry in parser.error_log if entry.type_name != "NS_ERR_UNDEFINED_NAMESPACE"]
+    if root is None or wrong:
+        etree.fromstring(data, etree.XMLParser(encoding=encoding, resolve_entities=False,
+                                               no_network=True))  # raises the first error
+    return root
+
+
+_DECLARATION = re.compile(rb"\A(\xef\xbb\xbf)?(\s*<\?xml\s[^>]*?\?>)")
+_DECLARED_ENCODING = re.compile(rb"encoding\s*=\s*[\"']([A-Za-z0-9._-]+)[\"']")
+
+
+def _without_declaration(data: bytes, encoding: str | None) -> tuple[bytes | None, str | None]:
+    """(data, encoding) with the XML declaration replaced by as many line ends, so lines
+    keep their numbers; text in the declared encoding, when it is an ASCII-compatible codec
+    Python knows, becomes UTF-8 (None if it does not decode), otherwise it is read as UTF-8
+    like tinyxml2 reads every file."""
+    match = _DECLARATION.match(data)
+    if match is None:
+        return data, encoding
+    declared = _DECLARED_ENCODING.search(match.group(2))
+    data = data[:match.start(2)] + b"\n" * match.group(2).count(b"\n") + data[match.end(2):]
+    codec = None if declared is None else _ascii_compatible(declared.group(1).decode("ascii"))
+    if encoding is not None or codec is None:
+        return data, encoding
+    try:
+        return data.decode(codec).encode("utf-8"), "utf-8"
+    except UnicodeDecodeError:
+        return None, None
+
+
+def _ascii_compatible(name: str) -> str | None:
+    """The codec ``name`` if Python knows it and it encodes ASCII as ASCII, else None (UTF-8)."""
+    try:
+        return name if "robot<>".encode(name) == b"robot<>" else None
+    except LookupError:
+        return None
 
 
 def rpy_matrix(roll: float, pitch: float, yaw: float) -> np.ndarray:
@@ -261,6 +320,9 @@ def _axis(element: etree._Element | None, kind: str, owner: SourceRef) -> np.nda
     A planar joint without ``<axis>`` moves in the xy plane (normal z), as in Pinocchio."""
     if element is None:
         return np.array([0.0, 0.0, 1.0]) if kind == "planar" else np.array([1.0, 0.0, 0.0])
+    if element.get("xyz") is None and kind in AXIS_TYPES:
+        raise _error(element, owner, "<axis> has no xyz attribute (urdfdom then keeps a zero "
+                                     "axis: a joint that moves nothing, in Pinocchio too)")
     axis = _numbers(element, "xyz", 3, (1.0, 0.0, 0.0), owner)
     length = math.sqrt(axis.dot(axis))  # np.linalg.norm's own formula, without its overhead
     if length == 0.0:

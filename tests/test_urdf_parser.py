@@ -245,6 +245,7 @@ def test_number_syntax_and_defaults():
     assert fixed.type == "fixed"  # a zero axis is harmless where no axis is used
 
 
+ARM_TEXT = TWO_LINK_ARM.read_text().split("\n", 1)[1]  # without its XML declaration
 QUIRKS = {  # URDFs Pinocchio loads that dyn once got wrong (a review of the parser)
     "a link named universe, floated": ("""<robot name="u"><link name="universe">
       <inertial><mass value="1"/><inertia ixx="1" ixy="0" ixz="0" iyy="1" iyz="0" izz="1"/>
@@ -260,6 +261,15 @@ QUIRKS = {  # URDFs Pinocchio loads that dyn once got wrong (a review of the par
       <link name="b"><inertial><origin xyz="0 0 -0.3"/><mass value="2"/>
         <inertia ixx="0.1" ixy="0" ixz="0" iyy="0.2" iyz="0" izz="0.3"/></inertial></link>
       </robot>""", False),
+    # libxml2 refuses these; urdfdom's tinyxml2 skips the declaration and has no namespaces
+    "an XML declaration with version 0.0 (pybullet's minitaur)": (
+        '<?xml version="0.0" ?>\n' + ARM_TEXT, False),
+    "a blank line before the XML declaration": ('\n<?xml version="1.0"?>\n' + ARM_TEXT, False),
+    "an encoding the bytes do not have": ('<?xml version="1.0" encoding="UTF-16"?>\n' + ARM_TEXT,
+                                          False),
+    "an undeclared prefix in <gazebo>": (ARM_TEXT.replace(
+        "</robot>", '<gazebo><sensor:camera name="c"><sensor:fov>1</sensor:fov></sensor:camera>'
+                    '</gazebo></robot>'), True),
 }
 
 
@@ -325,6 +335,7 @@ BROKEN_CASES = {
     "two_parents": ('joint name="j2"', 'link "tip" already has parent joint "j1" (line 5)'),
     "unknown_type": ('joint name="j"', 'unknown joint type "hinge"'),
     "zero_axis": ('joint name="elbow"', "axis has zero length"),
+    "axis_without_xyz": ('joint name="elbow"', "<axis> has no xyz attribute"),
     "axis_nan": ('joint name="elbow"', 'axis xyz="0 nan 1": "nan" is not finite'),
     "origin_xyz_count": ('joint name="elbow"', "expected 3 numbers separated by spaces, got 2"),
     "origin_rpy_word": ('joint name="elbow"', '"zero" is not a number'),
@@ -390,6 +401,11 @@ def test_xml_with_robot_root_is_urdf(tmp_path):
     shutil.copy(TWO_LINK_ARM, path)
     description = load_description(str(path))
     assert (description.format, description.name) == ("urdf", "two_link_arm")
+    path.write_text('<?xml version="0.0"?>\n' + ARM_TEXT)  # libxml2 refuses, tinyxml2 reads
+    assert load_description(str(path)).format == "urdf"
+    path.write_text('<?xml version="0.0"?>\n' + ARM_TEXT.replace("</robot>", ""))
+    with pytest.raises(ParseError, match=r"arm.xml:\d+: not well-formed XML \(Premature end"):
+        load_description(str(path))  # the error past the declaration, not the version
 
 
 def test_xml_with_mujoco_root_is_mjcf(tmp_path):
@@ -406,7 +422,7 @@ def test_xml_with_mujoco_root_is_mjcf(tmp_path):
     ("other.xml", "<sdf version='1.6'/>", ":1: root element is <sdf>, expected <robot> or "
                                           "<mujoco>"),
     ("broken.xml", "<robot>\n<link>\n</robot>", ":3: not well-formed XML"),
-    ("empty.xml", "", ": not well-formed XML"),
+    ("empty.xml", "", ":1: not well-formed XML (Document is empty"),
     ("model.sdf", "<sdf/>", ": unsupported file type '.sdf'"),
     ("arm.urdf.xacro", "<robot/>", ": xacro files must be expanded first"),
     ("noext", "<robot/>", ": unsupported file type '(no suffix)'"),
