@@ -28,11 +28,16 @@ def load(path: str, free_flyer: bool) -> Model:
     from treedyn.engine import ModelError
     from treedyn.parsers import ParseError, load_model
 
+    from .output import warn
+
     try:
-        return load_model(path, free_flyer=free_flyer)
+        model = load_model(path, free_flyer=free_flyer)
     except ParseError as error:
         raise UsageError(str(error)) from None
     except ModelError as error:
         raise UsageError(f"{path}: {error}") from None
     except OSError as error:
         raise UsageError(f"{path}: cannot read ({error.strerror or error})") from None
+    for note in model.description.notes:
+        warn(note)
+    return model

@@ -183,6 +183,9 @@ class TreeDescription:
     gravity: np.ndarray = field(default_factory=lambda: np.array([0.0, 0.0, -9.81]))
     source: str = ""
     ignored: dict[str, int] = field(default_factory=dict)  # element kind -> count ignored
+    # one line each (file:line: what): values read as the reference parser reads them
+    # although the file meant something else; the CLI prints them as warnings
+    notes: tuple[str, ...] = ()
 
     def with_free_flyer(self, name: str = "root_joint") -> "TreeDescription":
         """A copy whose root link floats: a Pinocchio-LOCAL ``free`` joint to a new world link

@@ -183,9 +183,10 @@ def _parse(robot: etree._Element, path: str) -> TreeDescription:
     joints: dict[str, JointSpec] = {}
     elements: dict[str, etree._Element] = {}  # joint name -> its <joint> element
     ignored: Counter[str] = Counter()
+    notes: list[str] = []
     for element in robot.iterchildren(etree.Element):
         if element.tag == "link":
-            _add_unique(links, _link(element, path))
+            _add_unique(links, _link(element, path, notes))
         elif element.tag == "joint":
             joint = _add_unique(joints, _joint(element, path))
             elements[joint.name] = element
@@ -202,6 +203,7 @@ def _parse(robot: etree._Element, path: str) -> TreeDescription:
         gravity=np.array(GRAVITY),
         source=path,
         ignored=dict(ignored),
+        notes=tuple(notes),
     )
 
 
@@ -219,29 +221,66 @@ def _add_unique(table: dict, spec):
 # -- elements -------------------------------------------------------------------------
 
 
-def _link(element: etree._Element, path: str) -> LinkSpec:
+def _link(element: etree._Element, path: str, notes: list[str]) -> LinkSpec:
     source = _named_source(element, path)
     name = element.get("name")
     geometry = _geometry(element, path)
     inertial = element.find("inertial")
     if inertial is None:
         return LinkSpec(name, Inertia.zero(), source, has_inertial=False, geometry=geometry)
-    inertia, rotation = _inertia(inertial, source)
+    inertia, rotation = _inertia(inertial, source, notes)
     inertial_source = SourceRef(path, _line(inertial) or source.line,
                                 "inertial")
     return LinkSpec(name, inertia, source, inertial_source=inertial_source,
                     inertial_rotation=rotation, geometry=geometry)
 
 
-def _inertia(inertial: etree._Element, owner: SourceRef) -> tuple[Inertia, np.ndarray]:
-    """(inertia in the link frame, rotation of the frame the tensor was written in)."""
-    rotation, com = _pose(inertial.find("origin"), owner)
-    mass = _number(_child(inertial, "mass", owner), "value", None, owner)
+def _inertia(inertial: etree._Element, owner: SourceRef,
+             notes: list[str]) -> tuple[Inertia, np.ndarray]:
+    """(inertia in the link frame, rotation of the frame the tensor was written in).
+
+    Numbers urdfdom cannot read although they are numbers -- followed by whitespace
+    (``ixz="-3.2e-11\\r\\n"``, as in unitree_ros), or separated by a tab written as
+    ``&#9;`` -- are read as urdfdom reads them, so Pinocchio's numbers stay ours: its parser
+    stops at the first such value and leaves it and all that comes after (origin, mass,
+    tensor, in that order) at zero. ``notes`` gets one line saying so. (A literal tab or
+    line break between numbers is a space once libxml2 has normalised the attribute, so
+    it cannot be told from one; urdfdom's tinyxml2 does not normalise and fails there.)
+    """
+    origin = inertial.find("origin")
+    rotation, com = _pose(origin, owner)
+    mass_element = _child(inertial, "mass", owner)
+    mass = _number(mass_element, "value", None, owner)
     tensor_element = _child(inertial, "inertia", owner)
     ixx, ixy, ixz, iyy, iyz, izz = (_number(tensor_element, key, None, owner)
                                     for key in INERTIA_ATTRIBUTES)
     tensor = np.array([[ixx, ixy, ixz], [ixy, iyy, iyz], [ixz, iyz, izz]])
+    read = [(origin, key, 3, 2) for key in ("xyz", "rpy")]  # 2: origin, mass and tensor lost
+    read += [(mass_element, "value", 1, 1)]  # 1: mass and tensor
+    read += [(tensor_element, key, 1, 0) for key in INERTIA_ATTRIBUTES]  # 0: tensor
+    for element, key, count, lost in read:
+        text = None if element is None else element.get(key)
+        if text is None or _urdfdom_reads(text, count):
+            continue
+        what = ("rotational inertia", "mass and rotational inertia",
+                "mass, centre of mass and rotational inertia")[lost]
+        notes.append(f"{owner.file}:{_line(element) or owner.line}: {element.tag} {key}="
+                     f"{text!r}: urdfdom cannot read it (whitespace after a number, or between "
+                     f"numbers other than spaces), so Pinocchio, and dyn with it, set the {what} "
+                     f"of <{owner.element}> to zero")
+        mass, com, tensor = (mass if lost < 1 else 0.0, com if lost < 2 else np.zeros(3),
+                             np.zeros((3, 3)))
+        rotation = rotation if lost < 2 else np.eye(3)
+        break
     return Inertia(mass, com, rotation @ tensor @ rotation.T), rotation
+
+
+def _urdfdom_reads(text: str, count: int) -> bool:
+    """Whether urdfdom reads ``count`` numbers from ``text``: split at spaces only, each
+    piece a number that may follow whitespace but not be followed by any (its strToDouble
+    reads a std::istringstream to the end)."""
+    pieces = [piece for piece in text.split(" ") if piece] if count > 1 else [text]
+    return len(pieces) == count and all(piece.lstrip() == piece.strip() for piece in pieces)
 
 
 # Shape tag -> (attributes giving its size, in order); a box's single "size" has 3 numbers.

@@ -267,6 +267,13 @@ QUIRKS = {  # URDFs Pinocchio loads that dyn once got wrong (a review of the par
     "a blank line before the XML declaration": ('\n<?xml version="1.0"?>\n' + ARM_TEXT, False),
     "an encoding the bytes do not have": ('<?xml version="1.0" encoding="UTF-16"?>\n' + ARM_TEXT,
                                           False),
+    # numbers urdfdom's parser stops at (unitree_ros' dex2_5 hands: ixz="-3.261e-11\r\n"):
+    # Pinocchio keeps the link with the values read until then, the rest zero
+    "whitespace after an inertia value": (ARM_TEXT.replace('ixz="0"', 'ixz="0 "', 1), False),
+    "whitespace after a mass": (ARM_TEXT.replace('<mass value="1.0"/>', '<mass value="1.0\n"/>',
+                                                 1), True),
+    "a tab in an inertial origin, as a character reference": (ARM_TEXT.replace(
+        'xyz="0 0 -0.5"', 'xyz="0&#9;0 -0.5"', 1), False),
     "an undeclared prefix in <gazebo>": (ARM_TEXT.replace(
         "</robot>", '<gazebo><sensor:camera name="c"><sensor:fov>1</sensor:fov></sensor:camera>'
                     '</gazebo></robot>'), True),
@@ -289,6 +296,21 @@ def test_quirks_pinocchio_loads(pin, tmp_path, name):
                               timeout=120)  # a cycle in the tree once made this loop forever
         assert done.returncode in (0, 1) and b"internal error" not in done.stderr, done.stderr
     _assert_dynamics_match(pin, path, free_flyer, 1e-10, relative=True)
+
+
+def test_a_value_urdfdom_cannot_read_is_a_warning(tmp_path):
+    import subprocess
+    import sys
+
+    path = tmp_path / "trailing.urdf"
+    path.write_text(ARM_TEXT.replace('ixz="0"', 'ixz="0\r\n"', 1))
+    done = subprocess.run([sys.executable, "-m", "treedyn.cli.main", "mass", str(path)],
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0
+    assert done.stderr.splitlines() == [
+        f"dyn: warning: {path}:20: inertia ixz='0 ': urdfdom cannot read it (whitespace after "
+        "a number, or between numbers other than spaces), so Pinocchio, and dyn with it, set the "
+        'rotational inertia of <link name="link1"> to zero']
 
 
 def test_numbers_are_ascii(tmp_path):
