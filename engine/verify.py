@@ -6,10 +6,12 @@ Conventions
   ``tau`` and the external wrenches ``fext`` standard normal; ``fext`` rows are
   (force, torque) on each body in its frame about its origin.
 * A residual is ``max |lhs - rhs| / max(1, max |rhs|)`` over the states (relative to the
-  size of the reference, absolute below 1). It passes when it is at most the tolerance
-  ``rtol``; identities that solve with M (ABA against RNEA, the factor against ABA, free
-  fall), forward errors, are allowed ``max(rtol, 10 eps cond(M))``, and in the first
-  states where M is singular are left out (and reported).
+  size of the reference, absolute below 1; when lhs is the difference of two computations,
+  their sizes join the scale). It passes when it is at most the tolerance ``rtol``;
+  identities that solve with M (ABA against RNEA, the factor against ABA, free fall, zero
+  base actuation), forward errors, are allowed ``max(rtol, 10 eps cond(M))``. M is singular
+  where cond(M) >= 1 / eps: such states are left out of the first two (and reported), and
+  the other two are skipped.
 * Floating-base identities apply to every root joint of type ``free`` (Pinocchio LOCAL:
   linear velocity in the base frame) or ``free_world`` (MuJoCo: linear velocity in the
   joint's reference frame); they are skipped on a fixed base.
@@ -77,13 +79,30 @@ def random_states(model: Model, count: int, seed: int) -> States:
     return States(q, v, a, tau, rng.normal(size=(count, model.njoints, 6)))
 
 
-def residual(actual: np.ndarray, reference: np.ndarray) -> float:
-    """max |actual - reference| / max(1, max |reference|) (NaN anywhere gives inf)."""
+def residual(actual: np.ndarray, reference: np.ndarray, *terms: np.ndarray) -> float:
+    """max |actual - reference| / max(1, max |reference|) (NaN anywhere gives inf).
+
+    When ``actual`` is a difference of computed ``terms`` (RNEA with and without a change),
+    its rounding is that of the terms, so they join the scale: states at |q| ~ 1e6 give
+    torques of 1e13 whose difference carries errors of 1e-3.
+    """
     difference = np.abs(np.asarray(actual) - np.asarray(reference))
     if not np.all(np.isfinite(difference)):
         return np.inf
-    scale = max(1.0, float(np.max(np.abs(reference), initial=0.0)))
+    scale = max([1.0] + [float(np.max(np.abs(x), initial=0.0)) for x in (reference,) + terms])
     return float(np.max(difference, initial=0.0)) / scale
+
+
+def condition_numbers(M: np.ndarray) -> np.ndarray:
+    """cond(M) (N,) of symmetric M (N, nv, nv); inf where M is not positive definite."""
+    eigenvalues = np.linalg.eigvalsh(M)
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        return np.where(eigenvalues[:, 0] > 0, eigenvalues[:, -1] / eigenvalues[:, 0], np.inf)
+
+
+def singular(cond: np.ndarray) -> np.ndarray:
+    """States whose M is singular in double precision: cond(M) >= 1 / eps, or not finite."""
+    return ~(cond < 1.0 / EPS)
 
 
 @dataclass(frozen=True)
@@ -110,12 +129,10 @@ def check_rnea_mass(model: Model, s: States, rtol: float) -> Outcome:
 
 def check_aba_rnea(model: Model, s: States, rtol: float) -> Outcome:
     """ABA(q, v, RNEA(q, v, a, f), f) = a, states with singular M left out."""
-    eigenvalues = np.linalg.eigvalsh(crba(model, s.q))
-    with np.errstate(divide="ignore", invalid="ignore"):
-        cond = np.where(eigenvalues[:, 0] > 0, eigenvalues[:, -1] / eigenvalues[:, 0], np.inf)
+    cond = condition_numbers(crba(model, s.q))
     with np.errstate(all="ignore"):
         a = aba(model, s.q, s.v, rnea(model, s.q, s.v, s.a, s.fext), s.fext)
-    usable = np.isfinite(cond) & np.all(np.isfinite(a), axis=1)
+    usable = ~singular(cond) & np.all(np.isfinite(a), axis=1)
     if not usable.any():
         return _skipped(f"M is singular at all {len(cond)} states (see dyn check-inertia)")
     ratios = [residual(a[n], s.a[n]) / max(rtol, 10 * EPS * cond[n])
@@ -142,9 +159,9 @@ def check_rnea_columns(model: Model, s: States, rtol: float) -> Outcome:
 
 def check_external_force(model: Model, s: States, rtol: float) -> Outcome:
     """RNEA with f minus RNEA without = -sum J_i^T f_i (J from forward kinematics)."""
-    change = rnea(model, s.q, s.v, s.a, s.fext) - rnea(model, s.q, s.v, s.a)
+    forced, free = rnea(model, s.q, s.v, s.a, s.fext), rnea(model, s.q, s.v, s.a)
     expected = -generalized_forces(body_jacobians(model, s.q), s.fext)
-    return Outcome(residual(change, expected), rtol)
+    return Outcome(residual(forced - free, expected, forced, free), rtol)
 
 
 def check_crba_jacobians(model: Model, s: States, rtol: float) -> Outcome:
@@ -161,11 +178,11 @@ def check_factor(model: Model, s: States, rtol: float) -> Outcome:
         expected = aba(model, s.q, s.v, s.tau)
         solved = ltdl_solve(model.dof_parent, ltdl(model.dof_parent, M),
                             s.tau - rnea(model, s.q, s.v))
-    usable = np.all(np.isfinite(expected), axis=1)
+    conds = condition_numbers(M)
+    usable = np.all(np.isfinite(expected), axis=1) & ~singular(conds)
     if not usable.any():
         return _skipped("M is singular at every state")
-    eigenvalues = np.linalg.eigvalsh(M[usable])
-    cond = float(np.max(eigenvalues[:, -1] / np.maximum(eigenvalues[:, 0], np.finfo(float).tiny)))
+    cond = float(conds[usable].max())
     return Outcome(residual(solved[usable], expected[usable]),
                    max(rtol, 10 * EPS * cond), f"cond(M) up to {cond:.3g}")
 
@@ -190,10 +207,10 @@ def check_free_fall(model: Model, s: States, rtol: float) -> Outcome:
         return _skipped(FIXED_BASE)
     with np.errstate(all="ignore"):
         a = aba(model, s.q, None, None)
-    if not np.all(np.isfinite(a)):
+    conds = condition_numbers(crba(model, s.q))
+    if not np.all(np.isfinite(a)) or singular(conds).any():
         return _skipped("M is singular at some state (see dyn check-inertia)")
-    eigenvalues = np.linalg.eigvalsh(crba(model, s.q))
-    cond = float(np.max(eigenvalues[:, -1] / np.maximum(eigenvalues[:, 0], np.finfo(float).tiny)))
+    cond = float(conds.max())
     values, references = [], []
     for root in roots:
         dofs = _subtree_dofs(model, root)
@@ -218,8 +235,10 @@ def check_zero_base_actuation(model: Model, s: States, rtol: float) -> Outcome:
         tau[:, model.idx_v[root]:model.idx_v[root] + 6] = 0.0
     with np.errstate(all="ignore"):
         a = aba(model, s.q, s.v, tau)
-    if not np.all(np.isfinite(a)):
+    conds = condition_numbers(crba(model, s.q))
+    if not np.all(np.isfinite(a)) or singular(conds).any():
         return _skipped("M is singular at some state (see dyn check-inertia)")
+    cond = float(conds.max())
     momentum_rate = rnea(model, s.q, s.v, a, gravity=np.zeros(3)) - model.armature * a
     values, references, moving = [], [], True
     for root in roots:
@@ -229,9 +248,9 @@ def check_zero_base_actuation(model: Model, s: States, rtol: float) -> Outcome:
         references.append(mass * _base_frame_gravity(model, root, s.q, model.gravity))
         moving &= bool(np.all(np.abs(a[:, model.idx_v[root]:model.idx_v[root] + 6]).max(axis=1)
                               > 0))
-    note = "" if moving else "a base did not accelerate"
+    note = f"cond(M) up to {cond:.3g}" if moving else "a base did not accelerate"
     value = residual(np.hstack(values), np.hstack(references)) if moving else np.inf
-    return Outcome(value, rtol, note)
+    return Outcome(value, max(rtol, 10 * EPS * cond), note)  # a is an ABA solve
 
 
 def check_armature(model: Model, s: States, rtol: float) -> Outcome:
@@ -239,12 +258,11 @@ def check_armature(model: Model, s: States, rtol: float) -> Outcome:
     rng = np.random.default_rng(len(s.q))
     extra = rng.uniform(0.1, 1.0, size=model.nv)
     changed = dataclasses.replace(model, armature=model.armature + extra)
-    d_tau = rnea(changed, s.q, s.v, s.a) - rnea(model, s.q, s.v, s.a)
-    d_M = crba(changed, s.q) - crba(model, s.q)
-    value = max(residual(d_tau, extra * s.a), residual(d_M, np.broadcast_to(np.diag(extra),
-                                                                             d_M.shape)))
-    return Outcome(value,
-                   rtol)
+    tau_changed, tau = rnea(changed, s.q, s.v, s.a), rnea(model, s.q, s.v, s.a)
+    M_changed, M = crba(changed, s.q), crba(model, s.q)
+    value = max(residual(tau_changed - tau, extra * s.a, tau_changed, tau),
+                residual(M_changed - M, np.broadcast_to(np.diag(extra), M.shape), M_changed, M))
+    return Outcome(value, rtol)
 
 
 def _subtree_dofs(model: Model, root: int) -> np.ndarray:

@@ -514,6 +514,41 @@ def test_verify_catches_a_broken_engine(monkeypatch):
     assert {"rnea-mass", "rnea-columns", "crba-jacobians"} <= failed
 
 
+def test_verify_measures_differences_against_what_they_subtract():
+    """external-force and armature compare a difference of two RNEA calls; at |q| ~ 1e6
+    the calls' rounding (1e13 * eps) failed the armature identity on a healthy model."""
+    document = json.loads(dyn("verify", ROOT / "tests" / "data" / "far_reach.urdf",
+                              "--format", "json").stdout)
+    statuses = {r["name"]: r["status"] for r in document["identities"]}
+    assert document["ok"] and statuses["armature"] == statuses["external-force"] == "pass"
+
+
+def test_verify_skips_the_solves_where_m_is_singular(tmp_path):
+    """A floating joint in the URDF plus --free-flyer: M is singular everywhere. free-fall
+    'passed' with residual 21 against an infinite tolerance and zero-base-actuation failed;
+    both are ABA solves and are skipped, without numpy's overflow warnings."""
+    import warnings
+
+    path = tmp_path / "double_float.urdf"
+    inertial = ('<inertial><origin xyz="0.1 0.02 -0.03" rpy="0.3 -0.2 0.1"/><mass value="1"/>'
+                '<inertia ixx="0.02" ixy="0.001" ixz="-0.002" iyy="0.03" iyz="0.0015" '
+                'izz="0.025"/></inertial>')
+    path.write_text(f'<robot name="edge"><link name="world"/><link name="l1">{inertial}</link>'
+                    f'<link name="l2">{inertial}</link><joint name="float" type="floating">'
+                    '<parent link="world"/><child link="l1"/></joint><joint name="j2" '
+                    'type="revolute"><parent link="l1"/><child link="l2"/><origin xyz="0 0.1 0.3"'
+                    ' rpy="0.1 0.2 0.3"/><axis xyz="0 0 1"/><limit lower="-2" upper="2" '
+                    'effort="10" velocity="1"/></joint></robot>')
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)
+        result = dyn("verify", path, "--free-flyer", "--format", "json")
+    document = json.loads(result.stdout)
+    statuses = {r["name"]: r["status"] for r in document["identities"]}
+    assert result.returncode == 0 and result.stderr == ""
+    assert {statuses[name] for name in ("aba-rnea", "factor-aba", "free-fall",
+                                        "zero-base-actuation")} == {"skip"}
+
+
 def test_verify_free_flyer_runs_the_floating_base_identities():
     tool_arm = ROOT / "tests" / "data" / "arm_with_tool.urdf"  # the arm on a 2 kg base
     document = json.loads(dyn("verify", tool_arm, "--free-flyer", "--format", "json").stdout)
