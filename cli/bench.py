@@ -229,6 +229,16 @@ def write_states(path: str, fmt: str, vectors: dict[str, np.ndarray]) -> None:
 
 def run_bench(model, batch: int, seconds: float, fmt: str, files: bool = True) -> None:
     """Measure and print the tables (or JSON / CSV) on stdout."""
+    if files:
+        import tempfile
+
+        from .inputs import UsageError
+
+        try:
+            tempfile.gettempdir()
+        except FileNotFoundError:
+            raise UsageError("no writable temporary folder for the file rows: set TMPDIR to one, "
+                             "or skip them with --no-files") from None
     rows = measure(model, batch, seconds)
     file_rows = measure_files(model, batch, seconds) if files else []
     if fmt == "json":

@@ -18,6 +18,20 @@ FreeFlyerOpt = Annotated[bool, typer.Option(
     "[x, y, z, qx, qy, qz, qw], v = [linear, angular] in the base frame).")]
 
 
+def not_nan(value: float) -> float:
+    """Option callback: NaN passes typer's min/max checks, so refuse it here (exit 2)."""
+    if value != value:
+        raise typer.BadParameter("nan is not a number")
+    return value
+
+
+def finite(value: float) -> float:
+    """Option callback: a finite number (no nan, no inf)."""
+    if not abs(value) < float("inf"):
+        raise typer.BadParameter(f"{value} is not a finite number")
+    return value
+
+
 def examples(*lines: str) -> str:
     """An 'Examples:' epilog that click prints as is (\\b: no re-wrapping)."""
     return "\b\nExamples:\n" + "".join(f"  {line}\n" for line in lines)

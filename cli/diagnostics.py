@@ -14,7 +14,7 @@ from typing import Annotated, Optional
 
 import typer
 
-from .common import FreeFlyerOpt, ModelArg, examples, load
+from .common import FreeFlyerOpt, ModelArg, examples, load, not_nan
 
 CHECK_EXAMPLES = examples(
     "dyn check-inertia robot.urdf",
@@ -51,7 +51,7 @@ SeedOpt = Annotated[int, typer.Option("--seed", min=0, help="Seed of the random 
 def check_inertia(
         model: ModelArg, free_flyer: FreeFlyerOpt = False,
         tolerance: Annotated[float, typer.Option(
-            "--tolerance", min=0.0, max=1.0,
+            "--tolerance", min=0.0, max=1.0, callback=not_nan,
             help="Relative tolerance: the triangle inequality may be violated by this "
             "fraction of the largest moment (0.03 accepts 3 %), and positive definiteness "
             "needs a relative margin above it.")] = 1e-6,
@@ -69,8 +69,8 @@ def check_inertia(
             "--samples", min=1, help="Configurations (neutral first) for the body checks "
             "(mass of moving bodies, articulated inertia).")] = 8,
         min_block_ratio: Annotated[float, typer.Option(
-            "--min-block-ratio", min=0.0, help="Warn when a joint's articulated inertia "
-            "(ABA's D-block) is below this fraction of lambda_max(M).")] = 1e-8,
+            "--min-block-ratio", min=0.0, callback=not_nan, help="Warn when a joint's "
+            "articulated inertia (ABA's D-block) is below this fraction of lambda_max(M).")] = 1e-8,
 ) -> None:
     """Physical consistency of every link's inertia: one finding per link and check.
 
@@ -116,13 +116,13 @@ def condition(
             "within the joint limits.")] = 100,
         seed: SeedOpt = 0,
         max_cond: Annotated[float, typer.Option(
-            "--max-cond", min=1.0, help="Warn when cond(M) exceeds this.")] = 1e8,
+            "--max-cond", min=1.0, callback=not_nan, help="Warn when cond(M) exceeds this.")] = 1e8,
         max_mass_ratio: Annotated[float, typer.Option(
-            "--max-mass-ratio", min=1.0, help="Warn when a parent/child body mass ratio "
-            "(either way) exceeds this.")] = 1e3,
+            "--max-mass-ratio", min=1.0, callback=not_nan, help="Warn when a parent/child body "
+            "mass ratio (either way) exceeds this.")] = 1e3,
         min_block_ratio: Annotated[float, typer.Option(
-            "--min-block-ratio", min=0.0, help="Warn when a joint's ABA D-block is below "
-            "this fraction of lambda_max(M).")] = 1e-8,
+            "--min-block-ratio", min=0.0, callback=not_nan, help="Warn when a joint's ABA "
+            "D-block is below this fraction of lambda_max(M).")] = 1e-8,
         strict: Annotated[bool, typer.Option(
             "--strict", help="Exit 1 when there is any warning.")] = False,
         fmt: Annotated[Optional[ReportFormat], typer.Option(
@@ -142,11 +142,17 @@ def condition(
     from .inputs import Layout
 
     loaded = load(model, free_flyer)
-    if loaded.nv == 0:
-        print(f"model {loaded.name} has no degrees of freedom: M is empty (add --free-flyer?)")
-        raise typer.Exit(0)
     options = ConditionOptions(samples=samples, seed=seed, max_cond=max_cond,
                                max_mass_ratio=max_mass_ratio, min_block_ratio=min_block_ratio)
+    if loaded.nv == 0:
+        note = f"model {loaded.name} has no degrees of freedom: M is empty (add --free-flyer?)"
+        if fmt is ReportFormat.json:
+            print(json.dumps(reports.empty_condition_document(loaded, options, note)))
+        elif fmt is ReportFormat.csv:
+            reports.condition_csv(None, [], sys.stdout)
+        else:
+            print(note)
+        raise typer.Exit(0)
     report = analyze(loaded, options)
     layout = Layout.of(loaded)
     if fmt is ReportFormat.json:
@@ -165,7 +171,7 @@ def verify(
                                              help="Random states.")] = 8,
         seed: SeedOpt = 0,
         rtol: Annotated[float, typer.Option(
-            "--rtol", min=0.0, help="Tolerance on each residual, relative to "
+            "--rtol", min=0.0, callback=not_nan, help="Tolerance on each residual, relative to "
             "max(1, size of the reference).")] = 1e-9,
         fmt: Annotated[Optional[ReportFormat], typer.Option(
             "--format", "-f", case_sensitive=False, show_default=False,

@@ -20,7 +20,7 @@ import typer
 
 from treedyn.engine import aba, crba, external_forces, rnea
 
-from .common import FreeFlyerOpt, ModelArg, examples, load
+from .common import FreeFlyerOpt, ModelArg, examples, finite, load
 from .diagnostics import register as register_diagnostics
 from .inputs import (CHUNK, CorruptInput, Input, Layout, UsageError, parse_fext, parse_gravity,
                      single_state)
@@ -266,7 +266,8 @@ def bench(model: ModelArg, free_flyer: FreeFlyerOpt = False,
           states: Annotated[int, typer.Option(
               "--states", "-n", min=1, help="Batch size of the batched rows.")] = CHUNK,
           seconds: Annotated[float, typer.Option(
-              "--seconds", min=0.01, help="Time spent on each row (best of the runs).")] = 0.3,
+              "--seconds", min=0.01, callback=finite,
+              help="Time spent on each row (best of the runs).")] = 0.3,
           files: Annotated[bool, typer.Option(
               "--files/--no-files", help="Also time reading and writing .npz, JSON Lines "
               "and CSV files, and the whole --input/--output pipeline.")] = True,

@@ -199,11 +199,22 @@ def condition_document(report, model, labels: Sequence[str], options) -> dict:
     }
 
 
+def empty_condition_document(model, options, note: str) -> dict:
+    """condition_document's keys for a model without dofs: no samples, nulls, a note."""
+    return {"model": model.name, "samples": 0, "seed": options.seed, "cond": None,
+            "worst": None, "d_blocks": [], "mass_ratios": [],
+            "thresholds": {"max_cond": options.max_cond,
+                           "max_mass_ratio": options.max_mass_ratio,
+                           "min_block_ratio": options.min_block_ratio},
+            "warnings": [], "note": note}
+
+
 def condition_csv(report, q_names: Sequence[str], stream) -> None:
-    """One row per sampled configuration: cond(M), its extreme eigenvalues and q."""
+    """One row per sampled configuration: cond(M), its extreme eigenvalues and q (the header
+    alone for ``report`` None, a model without dofs)."""
     writer = csv.writer(stream, lineterminator="\n")
     writer.writerow(["sample", "cond", "lambda_min", "lambda_max", *[f"q:{n}" for n in q_names]])
-    for n, q in enumerate(report.q):
+    for n, q in enumerate(() if report is None else report.q):
         writer.writerow([n, *[float(x) for x in (report.cond[n], report.eigenvalues[n, 0],
                                                  report.eigenvalues[n, -1])], *q.tolist()])
 

@@ -583,10 +583,47 @@ def test_check_inertia_on_a_clean_model_exits_0_and_lists_all_with_all():
     ["check-inertia", "no/such/model.urdf"],
     ["verify", ARM, "--samples", "0"],
     ["condition", ARM, "--format", "github"],
+    # NaN passes typer's min/max checks: every identity failed against a nan tolerance
+    ["verify", ARM, "--rtol", "nan"],
+    ["condition", ARM, "--max-cond", "nan"],
+    ["check-inertia", ARM, "--tolerance", "nan"],
+    ["bench", ARM, "--seconds", "inf"],
 ])
 def test_bad_usage_exits_2_with_one_line(args):
     result = dyn(*args)
     assert result.returncode == 2 and len(result.stderr.strip().splitlines()) == 1
+
+
+def test_bench_without_a_writable_temporary_folder_says_so(monkeypatch):
+    import tempfile
+
+    def nowhere():
+        raise FileNotFoundError("No usable temporary directory found")
+
+    monkeypatch.setattr(tempfile, "gettempdir", nowhere)
+    result = dyn("bench", ARM, "--seconds", "0.01")
+    assert result.returncode == 2 and result.stderr.strip().splitlines() == [
+        "no writable temporary folder for the file rows: set TMPDIR to one, or skip them "
+        "with --no-files"]
+    assert dyn("bench", ARM, "--seconds", "0.01", "--no-files").returncode == 0
+
+
+@pytest.mark.parametrize("fmt", ["json", "csv", "table"])
+def test_condition_of_a_model_without_dofs_keeps_its_format(tmp_path, fmt):
+    path = tmp_path / "still.urdf"
+    path.write_text('<robot name="still"><link name="base"><inertial><mass value="1"/>'
+                    '<inertia ixx="1" ixy="0" ixz="0" iyy="1" iyz="0" izz="1"/></inertial>'
+                    '</link></robot>')
+    result = dyn("condition", path, "--format", fmt)
+    assert result.returncode == 0
+    if fmt == "json":
+        document = json.loads(result.stdout)
+        assert document["samples"] == 0 and document["cond"] is None and "no degrees" in \
+            document["note"]
+    elif fmt == "csv":
+        assert result.stdout == "sample,cond,lambda_min,lambda_max\n"
+    else:
+        assert "no degrees of freedom" in result.stdout
 
 
 def test_info_draws_the_tree_with_supports_and_subtrees():
