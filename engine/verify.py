@@ -29,6 +29,7 @@ from .factor import ltdl, ltdl_solve
 from .jacobian import body_jacobians, generalized_forces, placements
 from .model import Model
 from .rnea import rnea
+from .spatial import rotate
 
 EPS = np.finfo(float).eps
 FLOATING = ("free", "free_world")
@@ -265,6 +266,81 @@ def check_armature(model: Model, s: States, rtol: float) -> Outcome:
     return Outcome(value, rtol)
 
 
+def check_power(model: Model, s: States, rtol: float) -> Outcome:
+    """v^T (h(q, v) - g(q)) = 1/2 v^T (dM/dt) v: the velocity terms against CRBA.
+
+    Kinetic energy T = 1/2 v^T M v changes at the rate v^T (tau - g) along a motion, so the
+    power of the Coriolis and centrifugal forces equals half the rate of change of M seen
+    by v. dM/dt is a central difference of CRBA along the motion with velocity v (step
+    FD_STEP, O(step^2) = 1e-10 relative), so RNEA's velocity terms are checked against the
+    mass matrix, which crba-jacobians checks against forward kinematics. Held to
+    max(rtol, 1e-7) of the kinetic-energy scale max(1, max v^T M v). Angles are taken
+    modulo 2 pi first: drawn within limits of +-1e16 (iris' rotors), a step of 1e-5 would
+    not change them at all.
+    """
+    q = s.q.copy()
+    for j, joint in enumerate(model.joint_models):
+        for k in joint.angle_q:
+            q[:, model.idx_q[j] + k] = np.remainder(q[:, model.idx_q[j] + k], 2 * np.pi)
+    with np.errstate(all="ignore"):
+        bias = rnea(model, q, s.v, None, gravity=np.zeros(3))
+        ahead = crba(model, moved(model, q, s.v, FD_STEP))
+        behind = crba(model, moved(model, q, s.v, -FD_STEP))
+        M = crba(model, q)
+    power = np.einsum("ni,ni->n", s.v, bias)
+    rate = np.einsum("ni,nij,nj->n", s.v, (ahead - behind) / (2 * FD_STEP), s.v) / 2
+    energy = np.einsum("ni,nij,nj->n", s.v, M, s.v)
+    return Outcome(residual(power, rate, energy), max(rtol, 1e-7))
+
+
+FD_STEP = 1e-5  # time step of the central difference of M (velocities are O(1))
+
+
+def moved(model: Model, q: np.ndarray, v: np.ndarray, t: float) -> np.ndarray:
+    """q (N, nq) after moving for time t along a curve whose velocity at q is v (N, nv).
+
+    1-dof joints add t v; a quaternion turns by exp(t w / 2) about its child-frame angular
+    velocity w; a free joint's origin moves by t R v_lin (Pinocchio, v_lin in the child
+    frame) or t v_lin (MuJoCo, parent frame); a planar joint's (x, y) by t R(theta) (vx, vy).
+    Only the tangent matters for a central difference, so the curve need not be the motion
+    at constant v.
+    """
+    q = q.copy()
+    for j, joint in enumerate(model.joint_models):
+        qj = q[:, model.idx_q[j]:model.idx_q[j] + model.nq_joint[j]]
+        vj = v[:, model.idx_v[j]:model.idx_v[j] + model.nv_joint[j]]
+        kind = model.joint_types[j]
+        if kind in ("spherical", "ball"):
+            qj[:] = _turned(qj, vj, t, joint.scalar_first)
+        elif kind in ("free", "free_world"):
+            linear = vj[:, :3] if kind == "free_world" else rotate(joint.rotation_of(qj), vj[:, :3])
+            qj[:, :3] += t * linear
+            qj[:, 3:] = _turned(qj[:, 3:], vj[:, 3:], t, joint.scalar_first)
+        elif kind == "planar":
+            c, s_ = np.cos(qj[:, 2]), np.sin(qj[:, 2])
+            qj[:, 0] += t * (c * vj[:, 0] - s_ * vj[:, 1])
+            qj[:, 1] += t * (s_ * vj[:, 0] + c * vj[:, 1])
+            qj[:, 2] += t * vj[:, 2]
+        else:
+            qj += t * vj
+    return q
+
+
+def _turned(quat: np.ndarray, w: np.ndarray, t: float, scalar_first: bool) -> np.ndarray:
+    """quat (N, 4) times exp(t w / 2) (the child turns by t w in its own frame)."""
+    if scalar_first:
+        qw, qv = quat[:, :1], quat[:, 1:]
+    else:
+        qw, qv = quat[:, 3:], quat[:, :3]
+    angle = np.linalg.norm(w, axis=1, keepdims=True) * t / 2
+    with np.errstate(invalid="ignore", divide="ignore"):
+        axis = np.where(angle != 0, w * t / 2 / np.where(angle != 0, angle, 1), 0.0)
+    dw, dv = np.cos(angle), np.sin(angle) * axis
+    w_new = qw * dw - np.einsum("ni,ni->n", qv, dv)[:, None]
+    v_new = qw * dv + dw * qv + np.cross(qv, dv)
+    return np.hstack([w_new, v_new]) if scalar_first else np.hstack([v_new, w_new])
+
+
 def _subtree_dofs(model: Model, root: int) -> np.ndarray:
     return np.arange(model.idx_v[root], model.idx_v[root] + model.nv_subtree[root])
 
@@ -281,6 +357,8 @@ IDENTITIES = {  # name -> (identity, check)
     "zero-base-actuation": ("tau_base = 0 still accelerates the floating base: total force "
                             "m c'' = m g", check_zero_base_actuation),
     "armature": ("armature d: RNEA changes by d a and CRBA by diag(d)", check_armature),
+    "power": ("v^T (h(q,v) - g(q)) = 1/2 v^T dM/dt v (velocity terms against CRBA)",
+              check_power),
 }
 
 

@@ -514,6 +514,28 @@ def test_verify_catches_a_broken_engine(monkeypatch):
     assert {"rnea-mass", "rnea-columns", "crba-jacobians"} <= failed
 
 
+def test_verify_catches_wrong_velocity_terms_shared_by_rnea_and_aba(monkeypatch):
+    """A velocity-product error in the forward sweep, which RNEA and ABA share, kept every
+    other identity: RNEA is compared with itself at the same v, ABA inverts the same error.
+    Only the power identity ties the velocity terms to CRBA."""
+    aba_module, rnea_module = sys.modules["treedyn.engine.aba"], sys.modules["treedyn.engine.rnea"]
+    healthy = rnea_module.forward_sweep
+
+    def broken_sweep(plan, W, q, has_v, *args):
+        generic = healthy(plan, W, q, has_v, *args)
+        if has_v:
+            W.F[1:] += 0.3 * W.V[1:] * np.abs(W.V[1:])  # quadratic in v, does work
+        return generic
+
+    tool_arm = ROOT / "tests" / "data" / "arm_with_tool.urdf"
+    assert json.loads(dyn("verify", tool_arm, "--free-flyer", "--format", "json").stdout)["ok"]
+    monkeypatch.setattr(rnea_module, "forward_sweep", broken_sweep)
+    monkeypatch.setattr(aba_module, "forward_sweep", broken_sweep)
+    result = dyn("verify", tool_arm, "--free-flyer", "--format", "json")
+    failed = {r["name"] for r in json.loads(result.stdout)["identities"] if r["status"] == "fail"}
+    assert result.returncode == 1 and failed == {"power"}
+
+
 def test_verify_measures_differences_against_what_they_subtract():
     """external-force and armature compare a difference of two RNEA calls; at |q| ~ 1e6
     the calls' rounding (1e13 * eps) failed the armature identity on a healthy model."""
