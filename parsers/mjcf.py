@@ -727,6 +727,9 @@ class _Builder:
             raise node.error(f'repeated mesh name "{name}" (first at line '
                              f"{self.meshes[name].node.line})")
         path = self._mesh_path(node, file) if file else None
+        hull_vertices = attrs.integer("maxhullvert", -1)
+        if hull_vertices != -1 and hull_vertices < 4:
+            raise attrs.error("maxhullvert", "maxhullvert must be -1 (no limit) or at least 4")
         self.meshes[name] = MeshAsset(node, name, path, attrs)
 
     def _mesh_path(self, node: Node, file: str) -> str:
@@ -1514,7 +1517,8 @@ def _load_mesh(asset: MeshAsset) -> geo.MeshInertia:
     refpos = attrs.numbers("refpos", 3, (0.0, 0.0, 0.0))
     refquat = attrs.numbers("refquat", 4, (1.0, 0.0, 0.0, 0.0))
     try:
-        return geo.mesh_inertia(data.vertices, data.faces, mode, scale, refpos, refquat)
+        return geo.mesh_inertia(data.vertices, data.faces, mode, scale, refpos, refquat,
+                                attrs.integer("maxhullvert", -1))  # checked when registered
     except geo.GeometryError as error:
         raise asset.node.error(f'mesh "{asset.name}": {error}') from None
 

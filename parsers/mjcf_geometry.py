@@ -385,11 +385,12 @@ class MeshInertia:
 
 
 def mesh_inertia(vertices: np.ndarray, faces: np.ndarray, mode: str, scale: np.ndarray,
-                 refpos: np.ndarray, refquat: np.ndarray) -> MeshInertia:
+                 refpos: np.ndarray, refquat: np.ndarray, hull_vertices: int = -1) -> MeshInertia:
     """MuJoCo's mesh mass properties for ``<mesh inertia=mode>``.
 
     Faces are used as given (``legacy``, ``exact``, ``shell``) or replaced by the convex
-    hull (``convex``, and whenever the mesh has no faces). Vertices are offset by
+    hull (``convex``, and whenever the mesh has no faces), of at most ``hull_vertices``
+    vertices (``maxhullvert``; -1: no limit). Vertices are offset by
     ``refpos``, rotated by the conjugate of ``refquat`` and scaled; a mirroring scale
     reverses the winding. Each face forms a pyramid with the area-weighted face centroid
     (for the centroid) and with the centroid (for the inertia); ``legacy`` counts every
@@ -399,7 +400,7 @@ def mesh_inertia(vertices: np.ndarray, faces: np.ndarray, mode: str, scale: np.n
     points = np.asarray(vertices, dtype=float)
     faces = np.asarray(faces, dtype=np.int64).reshape(-1, 3)
     if len(faces) == 0 or mode == "convex":
-        faces = convex_hull_faces(points)
+        faces = convex_hull_faces(points, hull_vertices)
     if mode == "exact":
         _check_orientation(points, faces)
     if np.prod(scale) < 0:
@@ -503,12 +504,18 @@ def _check_orientation(points: np.ndarray, faces: np.ndarray) -> None:
                             "(required by <mesh inertia=\"exact\">)")
 
 
-def convex_hull_faces(points: np.ndarray) -> np.ndarray:
-    """Outward-oriented triangles (m, 3) of the convex hull of ``points`` (qhull)."""
+def convex_hull_faces(points: np.ndarray, max_vertices: int = -1) -> np.ndarray:
+    """Outward-oriented triangles (m, 3) of the convex hull of ``points`` (qhull).
+
+    ``max_vertices`` > 0 stops qhull as MuJoCo's ``maxhullvert`` does: option ``Q9`` (add
+    the furthest of all outside points first) and ``TA`` (stop after that many points
+    beyond the initial simplex's 4), so the hull has at most that many vertices.
+    """
     from scipy.spatial import ConvexHull, QhullError
 
+    options = "Qt" if max_vertices < 0 else f"Qt Q9 TA{max_vertices - 4}"
     try:
-        hull = ConvexHull(points, qhull_options="Qt")
+        hull = ConvexHull(points, qhull_options=options)
     except (QhullError, ValueError) as error:
         raise GeometryError(f"cannot build the convex hull of the mesh "
                             f"({str(error).splitlines()[0]})") from None

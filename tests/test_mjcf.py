@@ -349,6 +349,9 @@ INVALID = {
                                                         'diaginertia="0.5 0.5 1.0000000000001"/>'),
                                             3, 'body name="b"', "0.5, 0.5, 1.0000000000001 violate",
                                             True),
+    "maxhullvert below 4": ('<mujoco>\n<asset>\n<mesh name="m" maxhullvert="3" vertex="0 0 0 1 0 0 '
+                            '0 1 0 0 0 1"/>\n</asset>\n<worldbody/>\n</mujoco>\n', 3, 'mesh name="m"',
+                            "maxhullvert must be -1 (no limit) or at least 4", True),
     "repeated joint name": (BODY.format('<joint name="j"/><joint name="j"/><geom size="1"/>'), 4,
                             'joint name="j"', 'repeated joint name "j"', True),
     "unknown element": (BODY.format('<joint/><geom size="1"/><sprocket/>'), 4, "sprocket",
