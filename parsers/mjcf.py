@@ -77,7 +77,9 @@ Inertia
   averages them. A body without any inertia takes MuJoCo's placeholder inertial frame
   (its own ``pos``/orientation). A moving body needs mass and inertia (itself or a welded
   descendant). ``settotalmass`` then scales all masses and inertias; ``alignfree`` (or
-  ``<freejoint align>``) moves a childless free body's frame to its inertial frame.
+  ``<freejoint align>``) moves a childless free body's frame to its inertial frame (with
+  ``fusestatic``, a free body whose child bodies are all welded, which MuJoCo aligns after
+  fusing them, is refused).
 
 Geometry
 --------
@@ -433,6 +435,7 @@ class Compiler:
     balanceinertia: bool = False
     settotalmass: float = -1.0
     alignfree: bool = False
+    fusestatic: bool = False
     fitaabb: bool = False
     strippath: bool = False
     meshdir: str = ""
@@ -459,6 +462,7 @@ class Compiler:
         self.balanceinertia = attrs.boolean("balanceinertia", self.balanceinertia)
         self.settotalmass = attrs.number("settotalmass", self.settotalmass)
         self.alignfree = attrs.boolean("alignfree", self.alignfree)
+        self.fusestatic = attrs.boolean("fusestatic", self.fusestatic)
         self.fitaabb = attrs.boolean("fitaabb", self.fitaabb)
         self.strippath = attrs.boolean("strippath", self.strippath)
         if attrs.has("assetdir"):
@@ -1197,11 +1201,22 @@ class _Builder:
         )
 
     def _align_free(self, body: BodyBuild) -> None:
-        """alignfree: a childless free body's frame becomes its inertial frame."""
-        if len(body.joints) != 1 or body.joints[0].kind != "free" or body.children:
+        """alignfree: a childless free body's frame becomes its inertial frame.
+
+        With ``fusestatic``, MuJoCo first fuses welded children into the body and then
+        aligns it on the fused inertia; that is refused rather than computed differently.
+        """
+        if len(body.joints) != 1 or body.joints[0].kind != "free":
             return
         align = body.joints[0].align
         if align == "false" or (align == "auto" and not self.compiler.alignfree):
+            return
+        if body.children and self.compiler.fusestatic and _all_welded(body.children):
+            raise body.node.error("alignfree on a free body whose welded child bodies "
+                                  "fusestatic merges into it is not supported (MuJoCo aligns "
+                                  "it on the fused inertia); set fusestatic=\"false\" or "
+                                  "align=\"false\"")
+        if body.children:
             return
         inertia = body.inertia
         body.link_offset = (inertia.pos, geo.matrix_quat(inertia.rotation))
@@ -1578,6 +1593,12 @@ def _principal(inertia: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """(moments in decreasing order (3,), principal axes (3, 3) as columns), as MuJoCo."""
     moments, quat = geo.principal_axes(inertia, geo.BODY_TOLERANCE)
     return moments, geo.quat_matrix(quat)
+
+
+def _all_welded(bodies: list[BodyBuild]) -> bool:
+    """Whether these bodies and all their descendants have no joints and are not mocap."""
+    return all(not body.joints and not body.mocap and _all_welded(body.children)
+               for body in bodies)
 
 
 def _inertial_of(parts: list[Inertial]) -> Inertial:

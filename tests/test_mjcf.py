@@ -352,6 +352,12 @@ INVALID = {
     "maxhullvert below 4": ('<mujoco>\n<asset>\n<mesh name="m" maxhullvert="3" vertex="0 0 0 1 0 0 '
                             '0 1 0 0 0 1"/>\n</asset>\n<worldbody/>\n</mujoco>\n', 3, 'mesh name="m"',
                             "maxhullvert must be -1 (no limit) or at least 4", True),
+    # MuJoCo fuses the welded child first and aligns the body on the fused inertia
+    "alignfree after fusestatic": ('<mujoco>\n<compiler fusestatic="true" alignfree="true"/>\n'
+                                   '<worldbody>\n<body name="f">\n<freejoint/><geom size="1" '
+                                   'pos="1 0 0"/>\n<body><geom size="0.5" pos="0 1 0"/></body>'
+                                   '\n</body>\n</worldbody>\n</mujoco>\n', 4, 'body name="f"',
+                                   "fusestatic merges into it is not supported", False),
     "repeated joint name": (BODY.format('<joint name="j"/><joint name="j"/><geom size="1"/>'), 4,
                             'joint name="j"', 'repeated joint name "j"', True),
     "unknown element": (BODY.format('<joint/><geom size="1"/><sprocket/>'), 4, "sprocket",
