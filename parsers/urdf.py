@@ -109,10 +109,26 @@ def read_xml(data: bytes, path: str, encoding: str | None = None) -> etree._Elem
             if data is not None:
                 first = lenient
             raise ParseError(f"not well-formed XML ({first.msg})", path, first.lineno or 0) from None
+    _refuse_used_entities(root, data, path)
     for element in root.iter(etree.Element):
         if element.tag[0] == "{" and element.prefix is None:  # a default namespace only:
             element.tag = etree.QName(element).localname  # xacro:property stays prefixed
     return root
+
+
+def _refuse_used_entities(root: etree._Element, data: bytes | None, path: str) -> None:
+    """libxml2 expands the document's own <!ENTITY> declarations in attribute values,
+    urdfdom's tinyxml2 does not (``value="&m;"`` is then no number, and Pinocchio zeroes that
+    inertial): a file that uses one is refused rather than read differently."""
+    dtd = root.getroottree().docinfo.internalDTD
+    names = [] if dtd is None else [entity.name for entity in dtd.iterentities()]
+    for name in names:
+        match = None if data is None else re.search(b"&" + re.escape(name.encode()) + b";", data)
+        if match is not None:
+            line = data.count(b"\n", 0, match.start()) + 1
+            raise ParseError(f"the entity &{name}; is declared in the document's DTD: libxml2 "
+                             "would expand it, urdfdom (and so Pinocchio) reads it as text; "
+                             "write its value instead", path, line)
 
 
 def _parse_xml(data: bytes | None, encoding: str | None, prefixes: bool = False) -> etree._Element:

@@ -313,6 +313,18 @@ def test_a_value_urdfdom_cannot_read_is_a_warning(tmp_path):
         'rotational inertia of <link name="link1"> to zero']
 
 
+def test_an_entity_urdfdom_would_not_expand_is_refused(tmp_path):
+    """libxml2 expands <!ENTITY m "2.5"> in value="&m;"; tinyxml2 does not, urdfdom cannot
+    read "&m;" and Pinocchio zeroes that inertial. Declared but unused is harmless."""
+    declaration = '<?xml version="1.0"?>\n<!DOCTYPE robot [<!ENTITY m "2.5">]>\n'
+    path = tmp_path / "entity.urdf"
+    path.write_text(declaration + ARM_TEXT.replace('<mass value="1.0"/>', '<mass value="&m;"/>', 1))
+    with pytest.raises(ParseError, match=r"entity.urdf:\d+: the entity &m; is declared"):
+        parse_urdf(str(path))
+    path.write_text(declaration + ARM_TEXT)
+    assert parse_urdf(str(path)).name == "two_link_arm"
+
+
 def test_numbers_are_ascii(tmp_path):
     """urdfdom reads numbers with ASCII digits only; Python's float would take '١' or '１'."""
     with pytest.raises(ParseError, match='"١" is not a number'):
