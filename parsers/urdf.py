@@ -94,21 +94,28 @@ def read_xml(data: bytes, path: str, encoding: str | None = None) -> etree._Elem
     Where libxml2 is stricter than urdfdom's tinyxml2 for no harm to the model, the
     document is read as tinyxml2 reads it: the XML declaration is skipped whatever it
     says (``version="0.0"``, as in 25 of pybullet's URDFs; an encoding the bytes do not
-    have; a blank line before it), and undeclared namespace prefixes (``<sensor:camera>``
-    in ``<gazebo>``) are plain names. Any other problem is libxml2's error, found after
-    the declaration is skipped.
+    have; a blank line before it), and an undeclared namespace prefix (``<sensor:camera>``
+    in ``<gazebo>``) is declared on the root element, so such elements stay prefixed names
+    that no URDF element matches. The document is then read strictly again: any other
+    problem is libxml2's error, at its own line.
     """
     try:
         root = _parse_xml(data, encoding)
     except etree.XMLSyntaxError as strict:
-        first = strict  # libxml2's own error stands when the text does not decode
-        data, encoding = _without_declaration(data, encoding)
-        try:
-            root = _parse_xml(data, encoding, prefixes=True)
-        except etree.XMLSyntaxError as lenient:
-            if data is not None:
-                first = lenient
-            raise ParseError(f"not well-formed XML ({first.msg})", path, first.lineno or 0) from None
+        text, encoding = _without_declaration(data, encoding)
+        if text is None:  # the declared encoding does not decode it: libxml2's error stands
+            raise ParseError(f"not well-formed XML ({strict.msg})", path, strict.lineno or 0) from None
+        data, prefixes = text, []
+        while True:
+            try:
+                root = _parse_xml(_with_prefixes_declared(text, prefixes), encoding)
+                break
+            except etree.XMLSyntaxError as error:
+                undeclared = _UNDECLARED_PREFIX.match(error.msg)
+                if undeclared is None or undeclared.group(1) in prefixes:
+                    raise ParseError(f"not well-formed XML ({error.msg})", path,
+                                     error.lineno or 0) from None
+                prefixes.append(undeclared.group(1))
     _refuse_used_entities(root, data, path)
     for element in root.iter(etree.Element):
         if element.tag[0] == "{" and element.prefix is None:  # a default namespace only:
@@ -116,35 +123,51 @@ def read_xml(data: bytes, path: str, encoding: str | None = None) -> etree._Elem
     return root
 
 
-def _refuse_used_entities(root: etree._Element, data: bytes | None, path: str) -> None:
+_UNDECLARED_PREFIX = re.compile(r"Namespace prefix (\S+) (?:on|for) ")
+# the root element's start tag: the first element name past comments, PIs and the DOCTYPE
+_ROOT_START = re.compile(rb"<!--.*?-->|<\?.*?\?>|<!DOCTYPE(?:[^\[>]|\[.*?\])*>|<([A-Za-z_][\w.:-]*)",
+                         re.DOTALL)
+
+
+def _with_prefixes_declared(data: bytes, prefixes: list[str]) -> bytes:
+    """The document with ``xmlns:p="urn:undeclared:p"`` added to its root element for each
+    prefix (on the root's first line, so every line keeps its number)."""
+    if not prefixes:
+        return data
+    declarations = "".join(f' xmlns:{p}="urn:undeclared:{p}"' for p in prefixes).encode()
+    for match in _ROOT_START.finditer(data):
+        if match.group(1) is not None:
+            return data[:match.end(1)] + declarations + data[match.end(1):]
+    return data
+
+
+def _refuse_used_entities(root: etree._Element, data: bytes, path: str) -> None:
     """libxml2 expands the document's own <!ENTITY> declarations in attribute values,
     urdfdom's tinyxml2 does not (``value="&m;"`` is then no number, and Pinocchio zeroes that
-    inertial): a file that uses one is refused rather than read differently."""
+    inertial): a file that uses one in an attribute is refused rather than read differently.
+    Comments are blanked first (their line ends kept), so a mention there does not count."""
     dtd = root.getroottree().docinfo.internalDTD
     names = [] if dtd is None else [entity.name for entity in dtd.iterentities()]
+    if not names:
+        return
+    text = _COMMENT.sub(lambda match: b"\n" * match.group().count(b"\n"), data)
     for name in names:
-        match = None if data is None else re.search(b"&" + re.escape(name.encode()) + b";", data)
+        reference = re.escape(b"&" + name.encode() + b";")
+        match = re.search(rb"=\s*(?:\"[^\"<]*" + reference + rb"|'[^'<]*" + reference + b")", text)
         if match is not None:
-            line = data.count(b"\n", 0, match.start()) + 1
+            line = text.count(b"\n", 0, match.start()) + 1
             raise ParseError(f"the entity &{name}; is declared in the document's DTD: libxml2 "
                              "would expand it, urdfdom (and so Pinocchio) reads it as text; "
                              "write its value instead", path, line)
 
 
-def _parse_xml(data: bytes | None, encoding: str | None, prefixes: bool = False) -> etree._Element:
-    """libxml2's reading; ``prefixes``: undeclared namespace prefixes are no error."""
-    if data is None:
-        raise etree.XMLSyntaxError("the text does not decode", None, 0, 0)
+_COMMENT = re.compile(rb"<!--.*?-->", re.DOTALL)
+
+
+def _parse_xml(data: bytes, encoding: str | None) -> etree._Element:
     parser = etree.XMLParser(encoding=encoding, remove_comments=True, remove_pis=True,
-                             resolve_entities=False, no_network=True, recover=prefixes)
-    if not prefixes:
-        return etree.fromstring(data, parser)
-    root = etree.fromstring(data, parser)
-    wrong = [entry for entry in parser.error_log if entry.type_name != "NS_ERR_UNDEFINED_NAMESPACE"]
-    if root is None or wrong:
-        etree.fromstring(data, etree.XMLParser(encoding=encoding, resolve_entities=False,
-                                               no_network=True))  # raises the first error
-    return root
+                             resolve_entities=False, no_network=True)
+    return etree.fromstring(data, parser)
 
 
 _DECLARATION = re.compile(rb"\A(\xef\xbb\xbf)?(\s*<\?xml\s[^>]*?\?>)")

@@ -272,6 +272,8 @@ QUIRKS = {  # URDFs Pinocchio loads that dyn once got wrong (a review of the par
     "whitespace after an inertia value": (ARM_TEXT.replace('ixz="0"', 'ixz="0 "', 1), False),
     "whitespace after a mass": (ARM_TEXT.replace('<mass value="1.0"/>', '<mass value="1.0\n"/>',
                                                  1), True),
+    "an undeclared prefix directly under <robot>": (ARM_TEXT.replace(
+        '<link name="link1">', '<xacro:leftover name="x"/>\n  <link name="link1">', 1), False),
     "a tab in an inertial origin, as a character reference": (ARM_TEXT.replace(
         'xyz="0 0 -0.5"', 'xyz="0&#9;0 -0.5"', 1), False),
     "an undeclared prefix in <gazebo>": (ARM_TEXT.replace(
@@ -313,6 +315,21 @@ def test_a_value_urdfdom_cannot_read_is_a_warning(tmp_path):
         'rotational inertia of <link name="link1"> to zero']
 
 
+@pytest.mark.parametrize("tail", ["<a></b>\n", "text\n"])  # after </robot>
+def test_an_undeclared_prefix_does_not_hide_other_xml_errors(tmp_path, tail):
+    """The prefix is declared for a strict second reading: a real error is still refused,
+    at its own line, and not reported as the tolerated prefix."""
+    text = ARM_TEXT.replace("</robot>", "<gazebo><sensor:camera/></gazebo></robot>\n") + tail
+    path = tmp_path / "broken.urdf"
+    path.write_text(text)
+    with pytest.raises(ParseError) as caught:
+        parse_urdf(str(path))
+    assert caught.value.line == text.count("\n") and "Extra content" in str(caught.value)
+    path.write_text(text.replace("<sensor:camera/>", "<sensor:camera/><x></y>"))
+    with pytest.raises(ParseError, match="Opening and ending tag mismatch"):
+        parse_urdf(str(path))
+
+
 def test_an_entity_urdfdom_would_not_expand_is_refused(tmp_path):
     """libxml2 expands <!ENTITY m "2.5"> in value="&m;"; tinyxml2 does not, urdfdom cannot
     read "&m;" and Pinocchio zeroes that inertial. Declared but unused is harmless."""
@@ -322,6 +339,8 @@ def test_an_entity_urdfdom_would_not_expand_is_refused(tmp_path):
     with pytest.raises(ParseError, match=r"entity.urdf:\d+: the entity &m; is declared"):
         parse_urdf(str(path))
     path.write_text(declaration + ARM_TEXT)
+    assert parse_urdf(str(path)).name == "two_link_arm"
+    path.write_text(declaration + "<!-- mass=\"&m;\" once -->\n" + ARM_TEXT)  # a mention
     assert parse_urdf(str(path)).name == "two_link_arm"
 
 
