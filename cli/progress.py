@@ -52,8 +52,8 @@ class Progress:
         """``count`` more states are done, of ``total`` when the input knows it; else
         ``consumed`` is the share of the input read for them, when known (text files)."""
         self.done += count
-        if not self.enabled:
-            return
+        if not self.enabled or (self.bar is None and self.done == 0):
+            return  # the bar starts with states done (formatting workers may lag behind)
         elapsed = time.perf_counter() - self.start
         if elapsed < self.delay:
             return

@@ -392,6 +392,21 @@ def test_progress_bar_on_a_terminal_only(tmp_path):
     assert code == 0 and "states/s" not in printed  # results on the terminal: no bar
 
 
+def test_the_bar_never_starts_at_zero_states(monkeypatch):
+    """Text made by formatting workers reaches the output after the chunk that produced it:
+    the first advances count 0 states, which drew a '0% 0 states 0 states/s' frame."""
+    from treedyn.cli.progress import Progress
+
+    progress = Progress(True, delay=0.0)
+    frames = []
+    monkeypatch.setattr(Progress, "show", lambda self, fields: frames.append(fields["states"]))
+    progress.advance(0, 100)
+    progress.advance(0, 100)
+    assert frames == [] and progress.bar is None
+    progress.advance(30, 100)
+    assert frames == [30]
+
+
 def test_share_of_a_text_input_read_is_known_for_files_only(tmp_path, arm):
     """The progress bar's share done: bytes read of a text file (also on stdin), none for
     a pipe, whose size is unknown."""
