@@ -278,13 +278,15 @@ def verify_table(report, model, options) -> str:
     rows = [[r.status, r.name, _number(r.residual), _number(r.tolerance), r.note]
             for r in report.results]
     failed = sum(r.status == "fail" for r in report.results)
+    skipped = [r.name for r in report.results if r.status == "skip"]
     identities = [f"  {r.name}: {r.identity}" for r in report.results]
     return "\n".join([
         f"verify {model.name}: {report.states} random states (seed {options.seed}), "
         f"nq={model.nq}, nv={model.nv}; residual = max|lhs - rhs| / max(1, max|rhs|)",
         table(rows, ["status", "identity", "residual", "tolerance", "note"]),
         "", "identities:", *identities, "",
-        f"{'FAILED' if failed else 'ok'}: {failed} of {len(rows)} identities failed",
+        f"{'FAILED' if failed else 'ok'}: {failed} of {len(rows)} identities failed"
+        + (f"; {len(skipped)} not checked ({', '.join(skipped)})" if skipped else ""),
     ])
 
 
