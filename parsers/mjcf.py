@@ -128,6 +128,7 @@ from . import mjcf_geometry as geo
 from . import mjcf_schema
 from .errors import ParseError
 from .mesh import MeshData, MeshFileError, read_mesh_file
+from .xml_text import without_declaration
 
 GRAVITY = (0.0, 0.0, -9.81)
 WORLD = "world"
@@ -287,16 +288,28 @@ def _read_xml(path: str, include: Node | None) -> etree._Element:
                 from None
         raise ParseError(f"cannot read file ({error.strerror})", path) from None
     # huge_tree: libxml2 refuses documents nested deeper than 256 elements without it, and
-    # a chain of bodies nests one level per body (MuJoCo reads such files)
-    parser = etree.XMLParser(remove_comments=True, remove_pis=True, resolve_entities=False,
-                             no_network=True, huge_tree=True)
+    # a chain of bodies nests one level per body (MuJoCo reads such files); a declaration
+    # libxml2 refuses (version="0.0", a blank line before it) is skipped, as tinyxml2 does
     try:
-        return etree.fromstring(data, parser)
-    except etree.XMLSyntaxError as error:
+        return _parse_xml(data, None)
+    except etree.XMLSyntaxError as strict:
+        error = strict
+        text, encoding = without_declaration(data, None)
+        if text is not None and text != data:
+            try:
+                return _parse_xml(text, encoding)
+            except etree.XMLSyntaxError as later:
+                error = later
         if "Excessive depth" in (error.msg or ""):  # libxml2 stops at 2048 levels even so
             raise ParseError(DEPTH_PROBLEM, path, error.lineno or 0) from None
         raise ParseError(f"not well-formed XML ({error.msg})", path, error.lineno or 0) \
             from None
+
+
+def _parse_xml(data: bytes, encoding: str | None) -> etree._Element:
+    parser = etree.XMLParser(encoding=encoding, remove_comments=True, remove_pis=True,
+                             resolve_entities=False, no_network=True, huge_tree=True)
+    return etree.fromstring(data, parser)
 
 
 # -- attributes with their sources ----------------------------------------------------

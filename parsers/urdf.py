@@ -47,6 +47,7 @@ from treedyn.engine.description import (
 )
 
 from .errors import ParseError
+from .xml_text import without_declaration
 
 GRAVITY = (0.0, 0.0, -9.81)
 
@@ -102,7 +103,7 @@ def read_xml(data: bytes, path: str, encoding: str | None = None) -> etree._Elem
     try:
         root = _parse_xml(data, encoding)
     except etree.XMLSyntaxError as strict:
-        text, encoding = _without_declaration(data, encoding)
+        text, encoding = without_declaration(data, encoding)
         if text is None:  # the declared encoding does not decode it: libxml2's error stands
             raise ParseError(f"not well-formed XML ({strict.msg})", path, strict.lineno or 0) from None
         data, prefixes = text, []
@@ -168,37 +169,6 @@ def _parse_xml(data: bytes, encoding: str | None) -> etree._Element:
     parser = etree.XMLParser(encoding=encoding, remove_comments=True, remove_pis=True,
                              resolve_entities=False, no_network=True)
     return etree.fromstring(data, parser)
-
-
-_DECLARATION = re.compile(rb"\A(\xef\xbb\xbf)?(\s*<\?xml\s[^>]*?\?>)")
-_DECLARED_ENCODING = re.compile(rb"encoding\s*=\s*[\"']([A-Za-z0-9._-]+)[\"']")
-
-
-def _without_declaration(data: bytes, encoding: str | None) -> tuple[bytes | None, str | None]:
-    """(data, encoding) with the XML declaration replaced by as many line ends, so lines
-    keep their numbers; text in the declared encoding, when it is an ASCII-compatible codec
-    Python knows, becomes UTF-8 (None if it does not decode), otherwise it is read as UTF-8
-    like tinyxml2 reads every file."""
-    match = _DECLARATION.match(data)
-    if match is None:
-        return data, encoding
-    declared = _DECLARED_ENCODING.search(match.group(2))
-    data = data[:match.start(2)] + b"\n" * match.group(2).count(b"\n") + data[match.end(2):]
-    codec = None if declared is None else _ascii_compatible(declared.group(1).decode("ascii"))
-    if encoding is not None or codec is None:
-        return data, encoding
-    try:
-        return data.decode(codec).encode("utf-8"), "utf-8"
-    except UnicodeDecodeError:
-        return None, None
-
-
-def _ascii_compatible(name: str) -> str | None:
-    """The codec ``name`` if Python knows it and it encodes ASCII as ASCII, else None (UTF-8)."""
-    try:
-        return name if "robot<>".encode(name) == b"robot<>" else None
-    except LookupError:
-        return None
 
 
 def rpy_matrix(roll: float, pitch: float, yaw: float) -> np.ndarray:

@@ -556,6 +556,21 @@ def write(path, text: str) -> str:
     return str(path)
 
 
+@pytest.mark.parametrize("prologue", ['<?xml version="0.0"?>\n', '\n<?xml version="1.0"?>\n',
+                                      '<?xml version="1.0" encoding="UTF-16"?>\n'])
+def test_a_declaration_mujoco_skips_is_skipped(tmp_path, prologue):
+    """MuJoCo's tinyxml2 skips the XML declaration, which libxml2 refuses in these forms;
+    an error past it keeps its line."""
+    body = ('<mujoco>\n<worldbody>\n<body>\n<joint axis="0 1 0"/><geom size="0.1" pos="0 0 -1"/>'
+            '\n</body>\n</worldbody>\n</mujoco>\n')
+    path = write(tmp_path / "declared.xml", prologue + body)
+    compare_with_mujoco(path)
+    broken = write(tmp_path / "broken.xml", prologue + body.replace("</body>", "</bdy>"))
+    with pytest.raises(ParseError) as caught:
+        parse_mjcf(broken)
+    assert caught.value.line == prologue.count("\n") + 5 and "mismatch" in caught.value.problem
+
+
 def test_include_cycle(tmp_path):
     main = write(tmp_path / "main.xml", '<mujoco>\n<include file="a.xml"/>\n</mujoco>\n')
     write(tmp_path / "a.xml", '<x>\n<include file="b.xml"/>\n</x>\n')

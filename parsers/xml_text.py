@@ -1,0 +1,40 @@
+"""XML text as tinyxml2 reads it, for the readers of URDF (urdfdom) and MJCF (MuJoCo).
+
+tinyxml2 skips the XML declaration whatever it says -- ``version="0.0"`` (25 of pybullet's
+URDFs), an encoding the bytes do not have, a blank line before it -- where libxml2 refuses
+the document. :func:`without_declaration` gives the text libxml2 then reads as tinyxml2
+does, with every line keeping its number.
+"""
+from __future__ import annotations
+
+import re
+
+DECLARATION = re.compile(rb"\A(\xef\xbb\xbf)?(\s*<\?xml\s[^>]*?\?>)")
+DECLARED_ENCODING = re.compile(rb"encoding\s*=\s*[\"']([A-Za-z0-9._-]+)[\"']")
+
+
+def without_declaration(data: bytes, encoding: str | None) -> tuple[bytes | None, str | None]:
+    """(data, encoding) with the XML declaration replaced by as many line ends, so lines
+    keep their numbers; text in the declared encoding, when it is an ASCII-compatible codec
+    Python knows, becomes UTF-8 (None if it does not decode), otherwise it is read as UTF-8
+    like tinyxml2 reads every file. ``encoding`` (for text already decoded) wins."""
+    match = DECLARATION.match(data)
+    if match is None:
+        return data, encoding
+    declared = DECLARED_ENCODING.search(match.group(2))
+    data = data[:match.start(2)] + b"\n" * match.group(2).count(b"\n") + data[match.end(2):]
+    codec = None if declared is None else ascii_compatible(declared.group(1).decode("ascii"))
+    if encoding is not None or codec is None:
+        return data, encoding
+    try:
+        return data.decode(codec).encode("utf-8"), "utf-8"
+    except UnicodeDecodeError:
+        return None, None
+
+
+def ascii_compatible(name: str) -> str | None:
+    """The codec ``name`` if Python knows it and it encodes ASCII as ASCII, else None (UTF-8)."""
+    try:
+        return name if "robot<>".encode(name) == b"robot<>" else None
+    except LookupError:
+        return None
