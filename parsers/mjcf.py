@@ -128,7 +128,7 @@ from . import mjcf_geometry as geo
 from . import mjcf_schema
 from .errors import ParseError
 from .mesh import MeshData, MeshFileError, read_mesh_file
-from .xml_text import without_declaration
+from .xml_text import parse as parse_xml, without_declaration
 
 GRAVITY = (0.0, 0.0, -9.81)
 WORLD = "world"
@@ -291,25 +291,19 @@ def _read_xml(path: str, include: Node | None) -> etree._Element:
     # a chain of bodies nests one level per body (MuJoCo reads such files); a declaration
     # libxml2 refuses (version="0.0", a blank line before it) is skipped, as tinyxml2 does
     try:
-        return _parse_xml(data, None)
+        return parse_xml(data, None, huge_tree=True)
     except etree.XMLSyntaxError as strict:
         error = strict
         text, encoding = without_declaration(data, None)
         if text is not None and text != data:
             try:
-                return _parse_xml(text, encoding)
+                return parse_xml(text, encoding, huge_tree=True)
             except etree.XMLSyntaxError as later:
                 error = later
         if "Excessive depth" in (error.msg or ""):  # libxml2 stops at 2048 levels even so
             raise ParseError(DEPTH_PROBLEM, path, error.lineno or 0) from None
         raise ParseError(f"not well-formed XML ({error.msg})", path, error.lineno or 0) \
             from None
-
-
-def _parse_xml(data: bytes, encoding: str | None) -> etree._Element:
-    parser = etree.XMLParser(encoding=encoding, remove_comments=True, remove_pis=True,
-                             resolve_entities=False, no_network=True, huge_tree=True)
-    return etree.fromstring(data, parser)
 
 
 # -- attributes with their sources ----------------------------------------------------

@@ -47,7 +47,7 @@ from treedyn.engine.description import (
 )
 
 from .errors import ParseError
-from .xml_text import without_declaration
+from .xml_text import parse as parse_xml, without_declaration
 
 GRAVITY = (0.0, 0.0, -9.81)
 
@@ -101,7 +101,7 @@ def read_xml(data: bytes, path: str, encoding: str | None = None) -> etree._Elem
     problem is libxml2's error, at its own line.
     """
     try:
-        root = _parse_xml(data, encoding)
+        root = parse_xml(data, encoding)
     except etree.XMLSyntaxError as strict:
         text, encoding = without_declaration(data, encoding)
         if text is None:  # the declared encoding does not decode it: libxml2's error stands
@@ -109,7 +109,7 @@ def read_xml(data: bytes, path: str, encoding: str | None = None) -> etree._Elem
         data, prefixes = text, []
         while True:
             try:
-                root = _parse_xml(_with_prefixes_declared(text, prefixes), encoding)
+                root = parse_xml(_with_prefixes_declared(text, prefixes), encoding)
                 break
             except etree.XMLSyntaxError as error:
                 undeclared = _UNDECLARED_PREFIX.match(error.msg)
@@ -163,12 +163,6 @@ def _refuse_used_entities(root: etree._Element, data: bytes, path: str) -> None:
 
 
 _COMMENT = re.compile(rb"<!--.*?-->", re.DOTALL)
-
-
-def _parse_xml(data: bytes, encoding: str | None) -> etree._Element:
-    parser = etree.XMLParser(encoding=encoding, remove_comments=True, remove_pis=True,
-                             resolve_entities=False, no_network=True)
-    return etree.fromstring(data, parser)
 
 
 def rpy_matrix(roll: float, pitch: float, yaw: float) -> np.ndarray:

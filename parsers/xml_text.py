@@ -3,11 +3,14 @@
 tinyxml2 skips the XML declaration whatever it says -- ``version="0.0"`` (25 of pybullet's
 URDFs), an encoding the bytes do not have, a blank line before it -- where libxml2 refuses
 the document. :func:`without_declaration` gives the text libxml2 then reads as tinyxml2
-does, with every line keeping its number.
+does, with every line keeping its number; :func:`parse` is the one libxml2 reading both
+parsers use.
 """
 from __future__ import annotations
 
 import re
+
+from lxml import etree
 
 DECLARATION = re.compile(rb"\A(\xef\xbb\xbf)?(\s*<\?xml\s[^>]*?\?>)")
 DECLARED_ENCODING = re.compile(rb"encoding\s*=\s*[\"']([A-Za-z0-9._-]+)[\"']")
@@ -38,3 +41,11 @@ def ascii_compatible(name: str) -> str | None:
         return name if "robot<>".encode(name) == b"robot<>" else None
     except LookupError:
         return None
+
+
+def parse(data: bytes, encoding: str | None, huge_tree: bool = False) -> etree._Element:
+    """libxml2's strict reading: no comments or processing instructions, no network, DTD
+    entities not resolved from outside; ``huge_tree`` lifts the 256-level nesting limit."""
+    parser = etree.XMLParser(encoding=encoding, remove_comments=True, remove_pis=True,
+                             resolve_entities=False, no_network=True, huge_tree=huge_tree)
+    return etree.fromstring(data, parser)
