@@ -238,7 +238,12 @@ def parse_fext(items: Sequence[str] | None, model: Model) -> dict[str, np.ndarra
         if wrench.size != 6:
             raise UsageError(f"dyn: --fext {name} has {amount(wrench.size)}, it needs 6 "
                              "(fx,fy,fz,tx,ty,tz)")
-        wrenches[name] = wrenches.get(name, 0.0) + wrench
+        with np.errstate(over="ignore"):
+            total = wrenches.get(name, 0.0) + wrench
+        if not np.isfinite(total).all():
+            raise UsageError(f"dyn: --fext {name}: the repeated wrenches on {name} add up to "
+                             "more than a float holds")
+        wrenches[name] = total
     return wrenches
 
 
@@ -445,8 +450,9 @@ class _Chunk:
         n, name, lines = len(self.lines), self.name, self.lines
         vectors = {kind: block[:n] for kind, block in self.vectors.items()}
         wrenches = {link: block[:n] for link, block in self.wrenches.items()}
-        for link, wrench in self.cli_wrenches.items():
-            wrenches[link] = wrenches.get(link, 0.0) + wrench
+        with np.errstate(over="ignore"):  # an overflow is reported on the state's result
+            for link, wrench in self.cli_wrenches.items():
+                wrenches[link] = wrenches.get(link, 0.0) + wrench
         q = pop_q(vectors, self.layout, n)
         self.reset()
         return States(q=q, wrenches=wrenches, where=lambda i: f"{name}:{lines[i]}", **vectors)
@@ -574,7 +580,11 @@ def _json_fext(value, model: Model, chunk: _Chunk, row: int, known: set[str], wh
         if (not isinstance(wrench, list) or len(wrench) != 6
                 or not all(map(_is_number, wrench))):
             raise UsageError(f'{where}: "fext" {link} must be 6 numbers [fx, fy, fz, tx, ty, tz]')
-        values = np.array(wrench, dtype=float)
+        try:
+            values = np.array(wrench, dtype=float)
+        except OverflowError:
+            raise UsageError(f'{where}: "fext" {link} holds a number too large for a float'
+                             ) from None
         check_finite(values, f'{where}: "fext" {link}')
         chunk.wrench(link)[row] += values
 

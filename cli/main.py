@@ -478,9 +478,9 @@ class PartialResult(UsageError):
 def compute(command: str, layout: Layout, states, gravity) -> np.ndarray:
     """One batched engine call for a chunk of states; non-finite results are errors."""
     model = layout.model
-    fext = (external_forces(model, states.wrenches, states.count) if states.wrenches
-            else None)
     with np.errstate(all="ignore"):
+        fext = (external_forces(model, states.wrenches, states.count) if states.wrenches
+                else None)
         try:
             if command == "inverse":
                 result = rnea(model, states.q, states.v, states.a, fext, gravity)

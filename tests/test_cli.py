@@ -520,6 +520,21 @@ def test_errors_in_a_fresh_process(args):
     assert_usage_error(dyn(*args, check=False, fresh=True))
 
 
+@pytest.mark.parametrize("args, stdin, fragments", [
+    (["--fext", "tool=1e308,0,0,0,0,0", "--fext", "tool=1e308,0,0,0,0,0"], None,
+     ["--fext tool", "add up to more than a float holds"]),
+    (["--input", "-", "--fext", "tool=1e308,0,0,0,0,0"],
+     '{"fext": {"tool": [1e308, 0, 0, 0, 0, 0]}}\n', ["<stdin>:1", "not finite"]),
+    (["--input", "-"], '{"fext": {"tool": [1%s, 0, 0, 0, 0, 0]}}\n' % ("0" * 400),
+     ["<stdin>:1", '"fext" tool', "too large for a float"]),
+], ids=["repeated-option", "json-plus-option", "huge-json-integer"])
+def test_overflowing_wrenches_give_one_line(args, stdin, fragments):
+    """In a fresh process, where numpy's overflow warnings would reach stderr."""
+    result = dyn("inverse", TOOL_ARM, "--format", "json", *args, stdin=stdin, check=False,
+                 fresh=True)
+    assert_usage_error(result, *fragments)
+
+
 def test_invalid_model_reports_file_and_line(tmp_path):
     bad = tmp_path / "bad.urdf"
     bad.write_text('<robot name="r">\n  <link name="a"/>\n  <joint name="j" type="revolute">\n'
