@@ -44,6 +44,10 @@ class Model:
     # (nj,) the body each joint moves (MJCF: the <body> name; a body with several joints
     # names each of them, and its inertia and frame sit on the last)
     body_names: tuple[str, ...]
+    # (nj,) the link frame each body is expressed in: its inertia and its row of fext. For
+    # URDF the joint's child link; for MJCF the joint's own frame at its anchor
+    # (``leg/leg_joint``), which is the <body> frame only when the joint sits at its origin
+    body_frames: tuple[str, ...]
     parent: np.ndarray  # (nj,) int, -1 for the world
     idx_q: np.ndarray  # (nj,) int
     nq_joint: np.ndarray  # (nj,) int
@@ -115,6 +119,7 @@ def build_model(description: TreeDescription) -> Model:
     joints: list[JointSpec] = []
     parents: list[int] = []
     body_links: list[str] = []
+    body_frames: list[str] = []
     inertias: list[np.ndarray] = []
     frames: list[Frame] = []
     world_inertia = np.zeros((6, 6))
@@ -131,6 +136,7 @@ def build_model(description: TreeDescription) -> Model:
             joints.append(joint)
             parents.append(body)
             body_links.append(links[link].body or link)
+            body_frames.append(link)
             inertias.append(np.zeros((6, 6)))
             body, rotation, translation = len(joints) - 1, identity, origin
         spec = links[link]
@@ -149,7 +155,7 @@ def build_model(description: TreeDescription) -> Model:
                 stack.append((child.child, body, identity, origin,
                               _placed(child, placement_rotation, placement_translation)))
 
-    return _assemble(description, joints, parents, body_links, inertias, frames,
+    return _assemble(description, joints, parents, body_links, body_frames, inertias, frames,
                      float(world_inertia[3, 3]))
 
 
@@ -158,7 +164,8 @@ def _placed(joint: JointSpec, rotation: np.ndarray, translation: np.ndarray) -> 
     return JointSpec(**{**joint.__dict__, "rotation": rotation, "translation": translation})
 
 
-def _assemble(description, joints, parents, body_links, inertias, frames, world_mass) -> Model:
+def _assemble(description, joints, parents, body_links, body_frames, inertias, frames,
+              world_mass) -> Model:
     nj = len(joints)
     parent = np.array(parents, dtype=int).reshape(nj)
     models = tuple(JOINT_CLASSES[j.type](j.rotation, j.translation, j.axis, j.ref) for j in joints)
@@ -208,6 +215,7 @@ def _assemble(description, joints, parents, body_links, inertias, frames, world_
         joint_models=models,
         joint_sources=tuple(j.source for j in joints),
         body_names=tuple(body_links),
+        body_frames=tuple(body_frames),
         parent=parent,
         idx_q=idx_q,
         nq_joint=nq_joint,

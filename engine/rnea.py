@@ -39,8 +39,10 @@ def rnea(model: Model, q, v=None, a=None, fext=None, gravity=None) -> np.ndarray
     """Joint forces (N, nv) -- or (nv,) for one state -- that produce accelerations ``a``.
 
     q (N, nq); v, a (N, nv) or None for zeros; fext (nj, 6) or (N, nj, 6) as
-    ``[force, torque]`` on each body in its frame about its origin; gravity (3,) overrides
-    the model's.
+    ``[force, torque]`` on each body in its frame about its origin: row ``i`` in the link
+    frame ``model.body_frames[i]`` (for MJCF the joint's anchor frame, not always the
+    <body> frame; :func:`treedyn.engine.forces.external_forces` places wrenches given on
+    named frames); gravity (3,) overrides the model's.
     """
     plan = plan_of(model)
     batch, q, v, a, fext = states(model, q, v, a, fext)

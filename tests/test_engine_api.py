@@ -147,3 +147,27 @@ def test_work_memory_is_one_budget_per_thread_and_clear_releases_every_thread():
     threads_used = 3  # two pool threads and, for single-chunk calls, the caller
     assert kept <= threads_used * budget + (1 << 20), kept
     assert cleared <= 1 << 20, cleared
+
+
+@pytest.mark.parametrize("path", [ARM, "fixtures/mjcf/multijoint.xml"])
+def test_each_fext_row_is_in_the_frame_body_frames_names(path):
+    """Row i of fext is a wrench in the link frame ``body_frames[i]``, about its origin: the
+    same numbers as ``external_forces`` given on that name. For MJCF that is the joint's
+    anchor frame, and the <body> of a joint away from its origin is another frame."""
+    model = load_model(path)
+    rng = np.random.default_rng(3)
+    q = model.random_configuration(rng, 1)[0]
+    v = rng.standard_normal(model.nv)
+    assert len(model.body_frames) == model.njoints
+    for i, name in enumerate(model.body_frames):
+        wrench = rng.standard_normal(6)
+        rows = np.zeros((model.njoints, 6))
+        rows[i] = wrench
+        placed = external_forces(model, {name: wrench})
+        close(placed[0], rows)
+        close(rnea(model, q, v, None, rows), rnea(model, q, v, None, placed))
+    if model.format == "mjcf":
+        tip = model.frame("tip")  # its last joint, a ball, sits 0.02 away from its origin
+        assert model.body_frames[tip.joint] == "tip/tip_ball"
+        moved = external_forces(model, {"tip": [0, 1.0, 0, 0, 0, 0]})[0, tip.joint]
+        assert np.linalg.norm(moved[3:]) > 0.01  # the force's moment about the anchor
