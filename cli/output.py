@@ -410,22 +410,40 @@ def info_document(model, gravity: np.ndarray | None) -> dict:
             joint["mimic"] = {"joint": mimic.joint, "multiplier": float(mimic.multiplier),
                               "offset": float(mimic.offset)}
         joints.append(joint)
-    bodies = [{"name": body, "joint": model.joint_names[j], "mass": float(model.body_mass[j]),
-               "com": model.body_com[j].tolist(),
-               "links": [f.name for f in model.frames if f.joint == j]}
-              for j, body in enumerate(model.body_names)]
     return {
         "name": model.name, "format": model.format, "source": model.source,
         "nq": int(model.nq), "nv": int(model.nv),
         "gravity": (model.gravity if gravity is None else gravity).tolist(),
-        "total_mass": model.total_mass,
-        "joints": joints, "bodies": bodies,
+        # MuJoCo's mj_getTotalmass counts bodies welded to the world, Pinocchio's
+        # computeTotalMass does not
+        "total_mass": model.total_mass + (model.world_mass if model.format == "mjcf" else 0.0),
+        "joints": joints, "bodies": bodies_document(model),
         "world_links": [f.name for f in model.frames if f.joint < 0],
         "world_mass": float(model.world_mass),
         "ignored": dict(model.description.ignored),
         "tree": tree_document(model),
         "layout": layout_document(model),
     }
+
+
+def bodies_document(model) -> list[dict]:
+    """One entry per moving body of the file: the joints that move it (``joint`` the last,
+    which carries its frame), its mass, its com in its own frame, and its links (the body
+    and the links welded to it; not the joint-anchor frames of an MJCF body)."""
+    anchors = {frame for frame, body in zip(model.body_frames, model.body_names)
+               if frame != body}
+    bodies = []
+    for body in model.bodies:
+        last = body.joints[-1]
+        own = model.frame(body.name)
+        com = own.rotation.T @ (model.body_com[last] - own.translation)
+        bodies.append({
+            "name": body.name, "joint": model.joint_names[last],
+            "joints": [model.joint_names[j] for j in body.joints],
+            "mass": float(model.body_mass[list(body.joints)].sum()), "com": com.tolist(),
+            "links": [f.name for f in model.frames if f.joint == last and f.name not in anchors],
+        })
+    return bodies
 
 
 def layout_document(model) -> dict:
@@ -464,16 +482,21 @@ def tree_document(model) -> list[dict]:
 
 
 def tree_lines(model) -> list[str]:
-    """An indented ASCII drawing of the tree: joint (type) -> body [mass], dofs, subtree."""
+    """An indented ASCII drawing of the tree: joint (type) -> body [mass], dofs, subtree.
+
+    The joints of an MJCF body with several joints follow each other; its mass is shown at
+    the last one."""
     lines = ["world"]
 
     def draw(j: int, prefix: str, last: bool) -> None:
         first, own = int(model.idx_v[j]), int(model.nv_joint[j])
         dofs = f"v[{first}]" if own == 1 else f"v[{first}:{first + own}]"
         subtree = f"v[{first}:{first + int(model.nv_subtree[j])}]"
+        body = model.body_names[j]
+        mass = (f" [{model.body_mass[j]:g} kg]" if j + 1 == model.njoints
+                or model.body_names[j + 1] != body or model.parent[j + 1] != j else "")
         lines.append(f"{prefix}{'`- ' if last else '|- '}{model.joint_names[j]} "
-                     f"({model.public_type(j)}) -> {model.body_names[j]} "
-                     f"[{model.body_mass[j]:g} kg]  {dofs}, supports {subtree}")
+                     f"({model.public_type(j)}) -> {body}{mass}  {dofs}, supports {subtree}")
         children = [c for c in range(j + 1, model.subtree_end[j]) if model.parent[c] == j]
         for index, child in enumerate(children):
             draw(child, prefix + ("   " if last else "|  "), index == len(children) - 1)
@@ -499,8 +522,8 @@ def info_table(document: dict, model=None) -> str:
     d = document
     joints = table([[joint[c] for c in JOINT_COLUMNS] for joint in d["joints"]],
                    JOINT_COLUMNS)
-    bodies = table([[b["name"], b["joint"], b["mass"], ", ".join(b["links"])]
-                    for b in d["bodies"]], ["body", "joint", "mass [kg]", "links"])
+    bodies = table([[b["name"], ", ".join(b["joints"]), b["mass"], ", ".join(b["links"])]
+                    for b in d["bodies"]], ["body", "joints", "mass [kg]", "links"])
     mimics = [f"  {j['name']} = {j['mimic']['multiplier']:g} * {j['mimic']['joint']} "
               f"+ {j['mimic']['offset']:g}" for j in d["joints"] if "mimic" in j]
     ignored = ", ".join(f"{count} <{tag}>" for tag, count in sorted(d["ignored"].items()))
@@ -515,7 +538,9 @@ def info_table(document: dict, model=None) -> str:
         "",
         f"welded to the world: {', '.join(d['world_links']) or 'nothing'} "
         f"(mass {d['world_mass']:g} kg, no effect on the dynamics)",
-        f"total mass: {d['total_mass']:g} kg",
+        f"total mass: {d['total_mass']:g} kg"
+        + (" (MuJoCo's, with the bodies welded to the world)"
+           if d["format"] == "mjcf" and d["world_mass"] else ""),
         "gravity: " + ", ".join(f"{g:g}" for g in d["gravity"]) + " m/s^2",
         "mimic joints (reported, not enforced):" + ("" if mimics else " none"),
         *mimics,

@@ -146,10 +146,18 @@ def _joint_blocks(model: Model, q: np.ndarray, largest: np.ndarray) -> list[Join
 
 
 def mass_ratios(model: Model) -> list[MassRatio]:
-    """Parent/child mass pairs of the moving bodies, largest ratio first."""
-    pairs = [MassRatio(model.body_names[p], model.body_names[j], float(model.body_mass[p]),
-                       float(model.body_mass[j]))
-             for j, p in enumerate(model.parent) if p >= 0]
+    """Parent/child mass pairs of the moving bodies, largest ratio first.
+
+    Bodies are the file's (:attr:`Model.bodies`): the joints of an MJCF body with several
+    joints are one body, not a chain of massless ones.
+    """
+    mass = {body.name: float(model.body_mass[list(body.joints)].sum()) for body in model.bodies}
+    pairs = []
+    for body in model.bodies:
+        parent = model.parent[body.joints[0]]
+        if parent >= 0:
+            above = model.body_names[parent]
+            pairs.append(MassRatio(above, body.name, mass[above], mass[body.name]))
     return sorted(pairs, key=lambda pair: -pair.ratio)
 
 

@@ -12,6 +12,7 @@ structural sparsity of M and its tree-ordered factor) is computed once by
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import NamedTuple
 
 import numpy as np
 
@@ -28,6 +29,14 @@ class Frame:
     rotation: np.ndarray  # (3, 3) frame axes in the body frame
     translation: np.ndarray  # (3,) frame origin in the body frame
     source: SourceRef
+
+
+class MovingBody(NamedTuple):
+    """A body of the file that joints move: a URDF link (with the links welded to it) or an
+    MJCF <body>, which may have several joints; its inertia and frame sit on the last."""
+
+    name: str
+    joints: tuple[int, ...]  # the joints that move it, in tree order (a chain)
 
 
 @dataclass(frozen=True)
@@ -70,6 +79,7 @@ class Model:
     q_upper: np.ndarray  # (nq,) +inf where unlimited
     sparsity: np.ndarray  # (nv, nv) bool, dofs i, j couple only if one supports the other
     frames: tuple[Frame, ...]  # every link of the description, merged or not
+    bodies: tuple[MovingBody, ...]  # (nbodies,) the file's moving bodies, in tree order
     mimic: dict[str, Mimic]  # joint name -> mimic relation (reported, not enforced)
     world_mass: float  # mass welded to the world (ignored by the dynamics)
     description: TreeDescription
@@ -238,10 +248,20 @@ def _assemble(description, joints, parents, body_links, body_frames, inertias, f
         q_upper=q_upper,
         sparsity=sparsity,
         frames=tuple(frames),
+        bodies=_moving_bodies(body_links, parent),
         mimic={j.name: j.mimic for j in joints if j.mimic is not None},
         world_mass=world_mass,
         description=description,
     )
+
+
+def _moving_bodies(body_names: list[str], parent: np.ndarray) -> tuple[MovingBody, ...]:
+    """Group the joints by the body they move: a joint whose parent moves the same body
+    continues that body's chain (an MJCF <body> with several joints)."""
+    chains: dict[str, list[int]] = {}
+    for j, name in enumerate(body_names):
+        chains.setdefault(name, []).append(j)
+    return tuple(MovingBody(name, tuple(joints)) for name, joints in chains.items())
 
 
 def add_free_flyer(model: Model, name: str = "root_joint") -> Model:

@@ -439,6 +439,19 @@ def test_every_gymnasium_model_gets_a_verdict_and_passes_verify(path):
     assert report.ok, report.results
 
 
+@pytest.mark.skipif(not GYM, reason="gymnasium is not installed")
+def test_mass_ratios_pair_the_files_bodies_not_the_joints_of_one_body():
+    """hopper's torso has three joints: its pairs are torso -> thigh and on, never a
+    massless torso -> torso (which warned 'mass ratio inf' on 11 of 14 gymnasium models)."""
+    path = next(p for p in GYM if os.path.basename(p) == "hopper.xml")
+    result = dyn("condition", path, "--samples", "3", "--strict", "--format", "json")
+    ratios = json.loads(result.stdout)["mass_ratios"]
+    assert [(r["parent"], r["child"]) for r in ratios] == [
+        ("leg", "foot"), ("thigh", "leg"), ("torso", "thigh")]
+    assert ratios[-1]["parent_mass"] == pytest.approx(3.66519, rel=1e-5)
+    assert result.returncode == 0
+
+
 @pytest.mark.skipif(not URDFS, reason="example-robot-data is not installed")
 def test_body_jacobians_equal_pinocchios_local_jacobians():
     pin = pytest.importorskip("pinocchio")

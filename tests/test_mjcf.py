@@ -30,6 +30,7 @@ mujoco = pytest.importorskip("mujoco")
 
 from reference_models import gymnasium_models  # noqa: E402
 from treedyn.engine import aba, build_model, crba, rnea  # noqa: E402
+from treedyn.cli.output import info_document  # noqa: E402
 from treedyn.parsers.errors import ParseError  # noqa: E402
 from treedyn.parsers.mesh import MeshFileError, read_mesh_file, read_msh, read_stl  # noqa: E402
 from treedyn.parsers.mjcf import parse_mjcf  # noqa: E402
@@ -77,6 +78,15 @@ def check_structure(m, model) -> None:
     bodies = [mujoco.mj_id2name(m, mujoco.mjtObj.mjOBJ_BODY, int(b)) or f"body{b}"
               for b in m.jnt_bodyid]
     assert list(model.body_names) == bodies
+    # the file's moving bodies, one each however many joints it has; info lists those,
+    # with their own links only (no joint-anchor frames) and MuJoCo's total mass
+    assert [body.name for body in model.bodies] == list(dict.fromkeys(bodies))
+    document = info_document(model, None)
+    assert [body["name"] for body in document["bodies"]] == list(dict.fromkeys(bodies))
+    names = {mujoco.mj_id2name(m, mujoco.mjtObj.mjOBJ_BODY, b) or f"body{b}" for b in range(m.nbody)}
+    assert {link for body in document["bodies"] for link in body["links"]} <= names
+    assert abs(document["total_mass"] - mujoco.mj_getTotalmass(m)) <= 1e-12 * max(
+        1.0, mujoco.mj_getTotalmass(m))
     for j in range(m.njnt):
         if m.jnt_type[j] in (2, 3):
             adr = m.jnt_qposadr[j]
