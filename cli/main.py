@@ -238,9 +238,10 @@ def forward(model: ModelArg, q: QOpt = None, v: VOpt = None, tau: TauOpt = None,
 def mass(model: ModelArg, q: QOpt = None,
          sparsity: Annotated[bool, typer.Option(
              "--sparsity", help="Add the structural pattern of M (1 where the tree lets dofs "
-             "i and j couple), its nnz, the tree-ordered L^T D L factor (nnz, MuJoCo's "
-             "M_rownnz/M_rowadr/M_colind layout, the fill-in a root-first order would "
-             "create) and a check of the pattern on M at random q.")] = False,
+             "i and j couple), its nnz, the tree-ordered L^T D L factor (nnz, its row layout "
+             "as MuJoCo's M_rownnz/M_rowadr/M_colind without MuJoCo's shortened rows of "
+             "'simple' dofs, the fill-in a root-first order would create) and a check of "
+             "the pattern on M at random q.")] = False,
          input_file: InputOpt = None, output_file: OutputOpt = None, fmt: FormatOpt = None,
          gravity: Annotated[Optional[str], typer.Option(
              "--gravity", metavar="GX,GY,GZ", show_default=False,

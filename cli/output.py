@@ -570,7 +570,8 @@ def sparsity_document(model, samples: int = 3, seed: int = 0) -> dict:
 
     ``pattern``, ``nnz`` and ``nnz_factor`` are the interface's keys. ``factor`` is the
     factor's compressed layout in MuJoCo's terms (``M_rownnz``, ``M_rowadr``,
-    ``M_colind``); ``fill_in`` counts the new non-zeros (pairs below the diagonal) that
+    ``M_colind``, every row with all its ancestors: MuJoCo 4 shortens the rows of its
+    "simple" dofs to the diagonal); ``fill_in`` counts the new non-zeros (pairs below the diagonal) that
     eliminating in another order would create; ``confirmed`` checks the pattern on M(q) at
     random configurations, and the factor's solve against ABA there.
     """
@@ -614,7 +615,7 @@ def confirm_pattern(model, samples: int, seed: int) -> dict:
         solved = ltdl_solve(model.dof_parent, ltdl(model.dof_parent, M),
                             tau - rnea(model, q, None, None))
         expected = aba(model, q, None, tau)
-    difference = np.abs(solved - expected)
+        difference = np.abs(solved - expected)  # inf - inf when M is singular
     gap = float(difference.max()) if np.all(np.isfinite(difference)) else None
     return {"samples": samples, "seed": seed,
             "max_outside": float(outside.max()) if outside.size else 0.0,

@@ -73,8 +73,12 @@ def factor_structure(dof_parent: np.ndarray,
 def ltdl(dof_parent: np.ndarray, M: np.ndarray) -> LTDL:
     """Factor M = L^T D L in tree order, from the last dof to the first (no fill-in).
 
-    Only the structurally non-zero entries of M are read. A pivot that is not positive
-    (M singular or indefinite) gives inf/nan in the factor rather than an error.
+    Only the structurally non-zero entries of M are read. Eliminating dof ``k`` updates
+    the block of its ancestors, which all support each other (a path to the root), so the
+    update is one dense rank-1 step over that block. The pivots are not checked: M is
+    positive definite exactly when every entry of ``D`` is positive; a zero pivot
+    (M singular) leaves inf/nan in ``L`` where its row couples, a negative one (M
+    indefinite) a negative ``D``.
     """
     M = np.asarray(M, dtype=float)
     single = M.ndim == 2
@@ -82,18 +86,27 @@ def ltdl(dof_parent: np.ndarray, M: np.ndarray) -> LTDL:
     chains = ancestors(dof_parent)
     nv = work.shape[-1]
     for k in reversed(range(nv)):
-        pivot = work[:, k, k]
-        with np.errstate(divide="ignore", invalid="ignore"):
-            inverse = 1.0 / pivot
-        for i in reversed(chains[k]):
-            path = np.append(chains[i], i)  # i and its ancestors
-            with np.errstate(invalid="ignore"):
-                scale = work[:, k, i] * inverse  # (N,)
-                work[:, i, path] -= scale[:, None] * work[:, k, path]
-            work[:, k, i] = scale
+        chain = chains[k]
+        if not chain.size:
+            continue
+        row = work[:, k, chain]  # (N, depth)
+        with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+            scale = row / work[:, k, k:k + 1]
+            for rows, at_rows in _runs(chain):  # contiguous runs of the path: plain slices
+                for cols, at_cols in _runs(chain):
+                    work[:, rows, cols] -= scale[:, at_rows, None] * row[:, None, at_cols]
+        work[:, k, chain] = scale
     D = np.diagonal(work, axis1=1, axis2=2).copy()
     L = np.where(strict_lower_pattern(chains, nv), work, 0.0) + np.eye(nv)
     return LTDL(L[0], D[0]) if single else LTDL(L, D)
+
+
+def _runs(chain: np.ndarray) -> list[tuple[slice, slice]]:
+    """The increasing dofs ``chain`` as runs of consecutive dofs: (dofs, places in chain)."""
+    breaks = np.flatnonzero(np.diff(chain) != 1) + 1
+    starts = np.concatenate([[0], breaks])
+    ends = np.concatenate([breaks, [len(chain)]])
+    return [(slice(chain[a], chain[b - 1] + 1), slice(a, b)) for a, b in zip(starts, ends)]
 
 
 def strict_lower_pattern(chains: list[np.ndarray], nv: int) -> np.ndarray:
@@ -141,20 +154,23 @@ def fill_in(pattern: np.ndarray, order: np.ndarray) -> int:
     (``order = nv-1 .. 0``) creates none; eliminating a root first couples all its
     branches (the textbook's star example).
     """
-    graph = np.array(pattern, dtype=bool)
-    np.fill_diagonal(graph, False)
-    remaining = np.ones(len(graph), dtype=bool)
-    created = 0
+    # each row of the graph as a bit set (a Python int): bit j set when i and j are linked
+    graph = [int.from_bytes(np.packbits(row, bitorder="little").tobytes(), "little") & ~(1 << i)
+             for i, row in enumerate(np.asarray(pattern, dtype=bool))]
+    remaining = (1 << len(graph)) - 1
+    created = 0  # each new pair is counted from both of its ends
     for k in order:
-        remaining[k] = False
-        neighbours = np.flatnonzero(graph[k] & remaining)
-        block = graph[np.ix_(neighbours, neighbours)]
-        missing = ~block
-        np.fill_diagonal(missing, False)
-        created += int(missing.sum()) // 2
-        graph[np.ix_(neighbours, neighbours)] = True
-        np.fill_diagonal(graph, False)
-    return created
+        remaining &= ~(1 << int(k))
+        neighbours = graph[k] & remaining
+        rest = neighbours
+        while rest:
+            bit = rest & -rest
+            rest ^= bit
+            j = bit.bit_length() - 1
+            others = neighbours & ~bit
+            created += (others & ~graph[j]).bit_count()
+            graph[j] |= others
+    return created // 2
 
 
 def eliminate(M: np.ndarray, order: np.ndarray) -> np.ndarray:

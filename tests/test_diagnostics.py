@@ -690,6 +690,27 @@ def test_mass_sparsity_reports_factor_fill_in_and_confirmation():
     assert "fill-in" in table and "confirmed on M(q)" in table
 
 
+COAXIAL = """<robot name="coax"><link name="base"/>
+<link name="a"><inertial><mass value="0"/>
+<inertia ixx="0" ixy="0" ixz="0" iyy="0" iyz="0" izz="0"/></inertial></link>
+<link name="b"><inertial><origin xyz="0.1 0.2 0.3"/><mass value="1.3"/>
+<inertia ixx="0.1" ixy="0" ixz="0" iyy="0.1" iyz="0" izz="0.1"/></inertial></link>
+<joint name="p1" type="prismatic"><parent link="base"/><child link="a"/><axis xyz="0 0 1"/>
+<limit lower="-1" upper="1" effort="1" velocity="1"/></joint>
+<joint name="p2" type="prismatic"><parent link="a"/><child link="b"/><axis xyz="0 0 1"/>
+<limit lower="-1" upper="1" effort="1" velocity="1"/></joint></robot>"""
+
+
+def test_mass_sparsity_of_a_singular_model_says_so_without_numpy_warnings(tmp_path):
+    """Two coaxial slides, the first moving nothing: M is singular, the solve gives inf."""
+    path = tmp_path / "coax.urdf"
+    path.write_text(COAXIAL)
+    result = subprocess.run([sys.executable, "-m", "treedyn.cli.main", "mass", str(path),
+                             "--sparsity", "--format", "json"], capture_output=True, text=True)
+    assert result.returncode == 0 and result.stderr == ""
+    assert json.loads(result.stdout)["sparsity"]["confirmed"]["solve_vs_aba"] is None
+
+
 def test_start_up_stays_lean_with_the_diagnostics_registered():
     probe = ("import sys\nfrom treedyn.cli.main import app\n"
              "print(sorted(m for m in ('lxml', 'scipy', 'tabulate', 'treedyn.parsers')"

@@ -94,6 +94,10 @@ def test_factor_reproduces_m_and_solves_like_aba(tree):
     assert np.array_equal(lower | lower.T, model.sparsity)
     assert factor_nnz(model.dof_parent) == (model.sparsity.sum() + model.nv) // 2
     assert fill_in(model.sparsity, np.arange(model.nv)[::-1]) == 0
+    # any order: the symbolic count equals the new non-zeros of the numeric elimination
+    order = np.random.default_rng(model.nv).permutation(model.nv)
+    eliminated = eliminate(M[0], order)
+    assert fill_in(model.sparsity, order) == int((~model.sparsity & (eliminated != 0)).sum()) // 2
     solved = ltdl_solve(model.dof_parent, (L, D), tau - rnea(model, q, v))
     expected = aba(model, q, v, tau)
     assert relative_error(solved, expected) <= TOL
