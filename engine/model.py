@@ -122,6 +122,7 @@ class ModelError(ValueError):
 def build_model(description: TreeDescription) -> Model:
     """Merge fixed joints, order joints depth-first parents-first, and derive every index."""
     links = {link.name: link for link in description.links}
+    _check_tree(description, links)
     children: dict[str, list[JointSpec]] = {name: [] for name in links}
     for joint in description.joints:
         children[joint.parent].append(joint)
@@ -167,6 +168,38 @@ def build_model(description: TreeDescription) -> Model:
 
     return _assemble(description, joints, parents, body_links, body_frames, inertias, frames,
                      float(world_inertia[3, 3]))
+
+
+def _check_tree(description: TreeDescription, links: dict) -> None:
+    """Every link but the world link is the child of exactly one joint, and every link
+    hangs from the world link (so there is no cycle); else ModelError. The parsers check
+    this with file and line; a description built by hand meets it here."""
+    if description.world_link not in links:
+        raise ModelError(f"the world link {description.world_link!r} is not a link")
+    parent_joint: dict[str, str] = {}
+    for joint in description.joints:
+        for role in ("parent", "child"):
+            if getattr(joint, role) not in links:
+                raise ModelError(f"joint {joint.name!r}: its {role} link "
+                                 f"{getattr(joint, role)!r} is not a link")
+        if joint.child == description.world_link:
+            raise ModelError(f"joint {joint.name!r} moves the world link {joint.child!r}")
+        if joint.child in parent_joint:
+            raise ModelError(f"link {joint.child!r} is the child of two joints: "
+                             f"{parent_joint[joint.child]!r} and {joint.name!r}")
+        parent_joint[joint.child] = joint.name
+    below: dict[str, list[str]] = {}
+    for joint in description.joints:
+        below.setdefault(joint.parent, []).append(joint.child)
+    reached, stack = {description.world_link}, [description.world_link]
+    while stack:  # with one parent per link, what a cycle holds is never reached
+        for child in below.get(stack.pop(), ()):
+            reached.add(child)
+            stack.append(child)
+    loose = [name for name in links if name not in reached]
+    if loose:
+        raise ModelError(f"link {loose[0]!r} does not hang from the world link "
+                         f"{description.world_link!r} (no joint chain leads to it, or a cycle)")
 
 
 def _placed(joint: JointSpec, rotation: np.ndarray, translation: np.ndarray) -> JointSpec:

@@ -8,6 +8,7 @@ relative to the largest entry.
 """
 from __future__ import annotations
 
+import re
 import sys
 import threading
 import tracemalloc
@@ -171,3 +172,32 @@ def test_each_fext_row_is_in_the_frame_body_frames_names(path):
         assert model.body_frames[tip.joint] == "tip/tip_ball"
         moved = external_forces(model, {"tip": [0, 1.0, 0, 0, 0, 0]})[0, tip.joint]
         assert np.linalg.norm(moved[3:]) > 0.01  # the force's moment about the anchor
+
+
+def _description(joints: list[tuple[str, str, str]], links=("world", "a", "b", "c")):
+    from treedyn.engine import Inertia, JointSpec, LinkSpec, TreeDescription
+
+    body = Inertia(1.0, np.zeros(3), 0.1 * np.eye(3))
+    return TreeDescription("t", "urdf", [LinkSpec(name, body) for name in links],
+                           [JointSpec(name, "revolute", parent, child, axis=np.array([0, 0, 1.0]))
+                            for name, parent, child in joints], "world")
+
+
+@pytest.mark.parametrize("joints, message", [
+    ([("j1", "world", "a"), ("j2", "a", "b"), ("j3", "b", "a"), ("j4", "b", "c")],
+     "link 'a' is the child of two joints: 'j1' and 'j3'"),
+    ([("j1", "world", "a"), ("j2", "a", "b"), ("j3", "world", "b"), ("j4", "b", "c")],
+     "link 'b' is the child of two joints"),
+    ([("j1", "world", "a"), ("j2", "b", "c")], "link 'b' does not hang from the world link"),
+    ([("j1", "world", "a"), ("j2", "b", "c"), ("j3", "c", "b")], "does not hang from the world"),
+    ([("j1", "world", "a"), ("j2", "nowhere", "b"), ("j3", "b", "c")],
+     "joint 'j2': its parent link 'nowhere' is not a link"),
+    ([("j1", "a", "world"), ("j2", "a", "b"), ("j3", "b", "c")], "moves the world link"),
+])
+def test_build_model_refuses_what_is_not_a_tree(joints, message):
+    """A cycle used to loop forever, a link with two parents was counted twice, a link no
+    joint chain reaches was dropped: a description built by hand gets a ModelError."""
+    from treedyn.engine import ModelError, build_model
+
+    with pytest.raises(ModelError, match=re.escape(message)):
+        build_model(_description(joints))
