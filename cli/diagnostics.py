@@ -75,10 +75,10 @@ def check_inertia(
     """Physical consistency of every link's inertia: one finding per link and check.
 
     Checks: finite numbers; mass (negative is an error; a massless moving body is fine
-    only if its subtree gives its joint mass and inertia, MuJoCo's rule); rotational
-    inertia symmetric positive definite (principal moments); triangle inequality (deficit
-    in kg m^2 and %); pseudo-inertia J = [[tr(I)/2 1 - I, h], [h^T, m]] positive definite
-    (smallest eigenvalue); against the collision (else visual) geometry: plausibility
+    only if its subtree gives its joint mass and inertia); rotational inertia symmetric
+    positive definite (principal moments); triangle inequality (deficit in kg m^2 and %);
+    pseudo-inertia J = [[tr(I)/2 1 - I, h], [h^T, m]] positive definite (smallest
+    eigenvalue of the second moment about the com); against the collision (else visual) geometry: plausibility
     (equivalent uniform box vs geometry box, 100x is an error), inertia given about the link
     origin instead of the com, principal axes vs geometry (inertial rpy applied wrongly),
     density; per moving body: ABA's articulated inertia (singular or nearly singular
@@ -99,9 +99,9 @@ def check_inertia(
     if fmt is CheckFormat.json:
         print(json.dumps(reports.inertia_document(report, loaded)))
     elif fmt is CheckFormat.csv:
-        reports.inertia_csv(report, sys.stdout)
+        reports.inertia_csv(report, sys.stdout, loaded.format, fix)
     elif fmt is CheckFormat.github:
-        text = reports.github_annotations(report)
+        text = reports.github_annotations(report, loaded.format)
         if text:
             print(text)
     else:

@@ -32,7 +32,7 @@ def plain(value):
 
 # ----------------------------------------------------------------------------- check-inertia
 
-def finding_document(finding) -> dict:
+def finding_document(finding, fmt: str) -> dict:
     document = {"body": finding.body, "check": finding.check, "severity": finding.severity,
                 "message": finding.message, "value": plain(finding.value),
                 "status": finding.status, "margin": plain(finding.margin),
@@ -41,13 +41,14 @@ def finding_document(finding) -> dict:
     if finding.links:
         document["links"] = list(finding.links)
     if finding.fix is not None:
-        document["fix"] = fix_document(finding.fix)
+        document["fix"] = fix_document(finding.fix, fmt)
     return document
 
 
-def fix_document(fix) -> dict:
+def fix_document(fix, fmt: str) -> dict:
     return {"mass": plain(fix.mass), "com": plain(fix.com), "inertia": plain(fix.inertia),
-            "inertia_as_written": plain(fix.tensor_as_written()), "reason": fix.reason}
+            "inertia_as_written": plain(fix.tensor_as_written()), "reason": fix.reason,
+            "element": fix_element(fix, fmt)}
 
 
 def check_summary(report) -> dict:
@@ -64,7 +65,7 @@ def check_summary(report) -> dict:
 
 def inertia_document(report, model) -> dict:
     return {"ok": report.ok, "model": model.name, "source": model.source,
-            "findings": [finding_document(f) for f in report.findings],
+            "findings": [finding_document(f, model.format) for f in report.findings],
             "summary": check_summary(report)}
 
 
@@ -72,15 +73,18 @@ FINDING_COLUMNS = ("body", "check", "severity", "status", "value", "margin", "fi
                    "scope", "message")
 
 
-def inertia_csv(report, stream) -> None:
-    """One row per finding; list values (principal moments) joined with spaces."""
+def inertia_csv(report, stream, fmt: str, fixes: bool = False) -> None:
+    """One row per finding; list values (principal moments) joined with spaces; with
+    ``fixes`` (--fix) a last column ``fix`` holds the suggested element."""
     writer = csv.writer(stream, lineterminator="\n")
-    writer.writerow(FINDING_COLUMNS)
+    columns = FINDING_COLUMNS + (("fix",) if fixes else ())
+    writer.writerow(columns)
     for finding in report.findings:
-        row = finding_document(finding)
+        row = finding_document(finding, fmt)
         value = row["value"]
         row["value"] = " ".join(map(repr, value)) if isinstance(value, list) else value
-        writer.writerow(["" if row[c] is None else row[c] for c in FINDING_COLUMNS])
+        row["fix"] = row["fix"]["element"] if "fix" in row else None
+        writer.writerow(["" if row[c] is None else row[c] for c in columns])
 
 
 def inertia_table(report, model, show_all: bool) -> str:
@@ -127,18 +131,26 @@ def _fixes(report, fmt: str) -> str | None:
 
 
 def fix_element(fix, fmt: str) -> str:
-    """The fix in the file's own terms: URDF <mass>/<inertia>, MJCF <inertial> attributes.
+    """The fix in the file's own terms: URDF <mass>/<inertia>, a whole MJCF <inertial>.
 
     The URDF tensor is written in the frame of the element's own <origin rpy>, so only the
-    <inertia> line needs replacing; the MJCF one is in the body frame.
+    <inertia> line needs replacing. The MJCF element replaces the old one whole (MuJoCo
+    forbids ``quat`` beside ``fullinertia``): ``pos`` and ``fullinertia`` in the <body>
+    frame, where MuJoCo reads them (with alignfree too).
     """
-    t = fix.tensor_as_written()
-    t = np.where(np.abs(t) > 1e-12 * np.abs(t).max(initial=0.0), t, 0.0)  # rounding noise
     if fmt == "mjcf":
-        return (f'<inertial mass="{fix.mass:.9g}" pos="{_vec(fix.com)}" fullinertia="'
+        com, t = fix.in_file_frame()
+        t = _denoised(t)
+        return (f'<inertial mass="{fix.mass:.9g}" pos="{_vec(com)}" fullinertia="'
                 f'{_vec([t[0, 0], t[1, 1], t[2, 2], t[0, 1], t[0, 2], t[1, 2]])}"/>')
+    t = _denoised(fix.tensor_as_written())
     return (f'<mass value="{fix.mass:.9g}"/> <inertia ixx="{t[0, 0]:.9g}" ixy="{t[0, 1]:.9g}" '
             f'ixz="{t[0, 2]:.9g}" iyy="{t[1, 1]:.9g}" iyz="{t[1, 2]:.9g}" izz="{t[2, 2]:.9g}"/>')
+
+
+def _denoised(tensor: np.ndarray) -> np.ndarray:
+    """Entries below 1e-12 of the largest set to zero (rounding noise of the rotations)."""
+    return np.where(np.abs(tensor) > 1e-12 * np.abs(tensor).max(initial=0.0), tensor, 0.0)
 
 
 def _vec(values) -> str:
@@ -151,8 +163,9 @@ def _where(source) -> str:
     return f"{source.file}:{source.line}" if source.line else source.file
 
 
-def github_annotations(report) -> str:
-    """``::error file=...,line=...,title=...::message`` per error and warning."""
+def github_annotations(report, fmt: str) -> str:
+    """``::error file=...,line=...,title=...::message`` per error and warning (with the
+    suggested element on a second line of the message under --fix)."""
     lines = []
     for f in report.findings:
         if f.status != "fail":
@@ -162,7 +175,10 @@ def github_annotations(report) -> str:
         if f.source.line:
             properties += f",line={f.source.line}"
         properties += f",title={_escape_property(f'dyn check-inertia: {f.check} ({f.body})')}"
-        lines.append(f"::{kind} {properties}::{_escape_data(f'{f.body}: {f.message}')}")
+        message = f"{f.body}: {f.message}"
+        if f.fix is not None:
+            message += f"\nsuggested ({f.fix.reason}): {fix_element(f.fix, fmt)}"
+        lines.append(f"::{kind} {properties}::{_escape_data(message)}")
     return "\n".join(lines)
 
 

@@ -147,6 +147,12 @@ class LinkSpec:
     # so that the tensor as written is rotation.T @ inertia.inertia @ rotation.
     inertial_rotation: np.ndarray = field(default_factory=lambda: np.eye(3))  # (3, 3)
     geometry: tuple[Shape, ...] = ()  # collision and visual shapes, in document order
+    # MJCF: the compiler computed the inertia from the body's geoms (no <inertial> used)
+    inertia_from_geometry: bool = False
+    # Pose in the link frame of the frame the file places <inertial> in (MJCF: the <body>
+    # frame, which alignfree moves off the link frame); the link frame itself for URDF.
+    file_rotation: np.ndarray = field(default_factory=lambda: np.eye(3))  # (3, 3)
+    file_translation: np.ndarray = field(default_factory=lambda: np.zeros(3))  # (3,)
 
 
 @dataclass

@@ -11,24 +11,29 @@ Conventions
   ``J = [[Sigma, h], [h^T, m]]`` with ``Ibar = I + m (|c|^2 1 - c c^T)`` (the inertia about
   the origin), ``Sigma = 1/2 tr(Ibar) 1 - Ibar`` (the second moment of the mass about the
   origin) and ``h = m c``. A mass distribution exists iff ``J >= 0``; ``J > 0`` rules out
-  point, rod and flat idealisations. Its smallest eigenvalue is reported in SI as is; the
-  verdict uses the dimensionless ``J_n = D J D / m`` with ``D = diag(1/l, 1/l, 1/l, 1)``,
-  ``l^2 = tr(Sigma) / m``, so it does not depend on the units of length.
+  point, rod and flat idealisations. Moving the reference point to the com is a congruence
+  that keeps that verdict and makes ``J_c = [[Sigma_c, 0], [0, m]]``, ``Sigma_c = 1/2 tr(I) 1
+  - I``, whose eigenvalues are the halved triangle slacks ``(lambda_i + lambda_j -
+  lambda_k) / 2``. The value reported is Sigma_c's smallest eigenvalue (kg m^2); the verdict
+  uses it over ``tr(Sigma_c)``, which depends neither on the units of length nor on where
+  the link origin is.
 * Geometry (collision, else visual) enters as primitive solids in the link frame
   (:class:`LinkGeometry`, meshes replaced by their bounding boxes): the *uniform inertia*
   is the inertia the link's mass would have if it filled the solids at uniform density.
 * ``tolerance`` is relative: a relative violation up to it is accepted, a relative margin
   below it is reported as degenerate.
 * Body checks use the compact tree: a body is a moving joint's link with every link welded
-  to it. "mass" follows MuJoCo's rule: a massless moving body is fine when its subtree
-  gives its joint mass and inertia (the joint's diagonal block of M, armature excluded, is
-  positive definite). "articulated-inertia" is ABA's local D-block relative to
+  to it. "mass": a massless moving body is fine when its subtree gives its joint mass and
+  inertia (the joint's diagonal block of M, armature excluded, is positive definite), as
+  Pinocchio computes it; MuJoCo is stricter and refuses it unless a welded child gives it
+  mass (the MJCF parser applies that rule). "articulated-inertia" is ABA's local D-block relative to
   ``lambda_max(M)`` (see :mod:`treedyn.engine.conditioning`). Both are evaluated at the
   neutral configuration and a few random ones (worst case reported).
 
 Checks (one finding per link, or per body, and check; status pass, fail or skip)
 ---------------------------------------------------------------------------------
-finite, mass (negative: error; moving body by MuJoCo's rule), inertia-pd (asymmetric or
+finite, mass (negative: error; zero with a non-zero tensor: warning; a massless moving
+body whose subtree gives its joint no inertia: error), inertia-pd (asymmetric or
 indefinite: error; semi-definite or nil: warning), triangle (deficit beyond the tolerance:
 error), pseudo-inertia (J not PSD: error; only PSD: warning), plausibility (inertia >= 100x
 the uniform inertia of the geometry: error; >= 10x, <= 1/100x or com far outside the
@@ -40,9 +45,13 @@ the inverse of, the inertial rpy: error; exact geometry far off: warning), densi
 several massive links). The geometry checks' errors are warnings on a welded link holding
 under 1 % of its body's mass, and on a link welded to the world (it moves nothing here; a
 floating base, --free-flyer, makes it part of the base body and the check counts again).
+Plausibility and about-origin are skipped where the density check finds the geometry too
+small to hold the mass (a token shape), and every geometry check where MuJoCo computed the
+inertia from the geoms themselves.
 """
 from __future__ import annotations
 
+import dataclasses
 import itertools
 from dataclasses import dataclass, field
 
@@ -98,10 +107,19 @@ class Fix:
     inertia: np.ndarray  # (3, 3)
     rotation: np.ndarray  # (3, 3) frame the file writes the tensor in (URDF inertial rpy)
     reason: str
+    # pose in the link frame of the frame the file places <inertial> in (LinkSpec.file_*)
+    file_rotation: np.ndarray = field(default_factory=lambda: np.eye(3))  # (3, 3)
+    file_translation: np.ndarray = field(default_factory=lambda: np.zeros(3))  # (3,)
 
     def tensor_as_written(self) -> np.ndarray:
         """The tensor in the frame the file writes it in (to paste into the same element)."""
         return self.rotation.T @ self.inertia @ self.rotation
+
+    def in_file_frame(self) -> tuple[np.ndarray, np.ndarray]:
+        """(com (3,), tensor (3, 3)) in the frame the file places <inertial> in (MJCF: the
+        <body> frame, where ``pos`` and ``fullinertia`` are read)."""
+        R = self.file_rotation
+        return R.T @ (self.com - self.file_translation), R.T @ self.inertia @ R
 
 
 @dataclass(frozen=True)
@@ -171,14 +189,19 @@ def pseudo_inertia(mass: float, com: np.ndarray, inertia: np.ndarray) -> np.ndar
     return J
 
 
-def normalized_pseudo_inertia(J: np.ndarray) -> np.ndarray:
-    """J_n = D J D / m, D = diag(1/l, 1/l, 1/l, 1), l^2 = tr(Sigma)/m (J itself if m <= 0)."""
-    mass = J[3, 3]
-    spread = np.trace(J[:3, :3])
-    if mass <= 0 or spread <= 0:
-        return J
-    D = np.diag([np.sqrt(mass / spread)] * 3 + [1.0])
-    return D @ J @ D / mass
+def pseudo_inertia_margin(inertia: np.ndarray) -> tuple[float, float]:
+    """(smallest eigenvalue of Sigma_c in kg m^2, the same over tr(Sigma_c)), for m > 0 and
+    the rotational inertia ``inertia`` about the com.
+
+    J about the origin is congruent to [[Sigma_c, 0], [0, m]], so with m > 0 it is positive
+    (semi-)definite exactly when Sigma_c is; the ratio is dimensionless and the same
+    wherever the link origin is. Sigma_c comes from the tensor about the com directly (not
+    from J, where m |c|^2 would swamp it for a com far from the origin).
+    """
+    sigma = np.linalg.eigvalsh(second_moment(symmetric(inertia)))
+    spread = float(sigma.sum())
+    smallest = float(sigma[0])
+    return smallest, (smallest / spread if spread > 0 else (-np.inf if smallest < 0 else 0.0))
 
 
 def nearest_consistent(inertia: np.ndarray, margin: float = 1e-5) -> np.ndarray:
@@ -316,8 +339,11 @@ class _Checker:
         self.model, self.options = model, options
         self.findings: list[Finding] = []
         self.q = sample_configurations(model, options.samples, options.seed)
-        self.M = crba(model, self.q).reshape(len(self.q), model.nv, model.nv)
-        self.largest = np.linalg.eigvalsh(self.M)[:, -1] if model.nv else np.zeros(len(self.q))
+        with np.errstate(all="ignore"):
+            self.M = crba(model, self.q).reshape(len(self.q), model.nv, model.nv)
+        self.finite = bool(np.all(np.isfinite(self.M)))  # huge inertias can overflow M
+        self.largest = (np.linalg.eigvalsh(self.M)[:, -1] if model.nv and self.finite
+                        else np.zeros(len(self.q)))
 
     def add(self, context: LinkContext, check: str, status: str, severity: str, message: str,
             value=None, margin=None, details=None, fix=None, scope="link", links=()) -> None:
@@ -326,6 +352,9 @@ class _Checker:
         ``fix`` is a callable making the suggested Fix, called only with CheckOptions.fix.
         """
         fix = fix() if callable(fix) and self.options.fix else None
+        if fix is not None:
+            fix = dataclasses.replace(fix, file_rotation=context.link.file_rotation,
+                                      file_translation=context.link.file_translation)
         if severity == "error" and check in HEURISTIC_CHECKS and context.negligible:
             severity, message = "warning", f"{message} [warning only: {context.negligible}]"
         self.findings.append(Finding(
@@ -343,6 +372,13 @@ class _Checker:
         if not np.all(np.isfinite(values)):
             self.add(context, "finite", "fail", "error",
                      "mass, com or inertia is not a finite number")
+            return
+        with np.errstate(over="ignore", invalid="ignore"):
+            J = pseudo_inertia(inertia.mass, inertia.com, inertia.inertia)
+        if not np.all(np.isfinite(J)):
+            self.add(context, "finite", "fail", "error",
+                     f"mass x com distance^2 overflows a double (mass {inertia.mass:g} kg, com "
+                     f"{np.abs(inertia.com).max():g} m from the link origin along an axis)")
             return
         self.add(context, "finite", "pass", "info", "all numbers finite")
         self.mass(context)
@@ -362,11 +398,12 @@ class _Checker:
         if mass < 0:
             self.add(context, "mass", "fail", "error", f"negative mass {mass:g} kg",
                      mass, mass, fix=lambda: _negative_mass_fix(link))
-        elif context.main:
-            self.moving_body_mass(context)
         elif mass == 0 and np.any(link.inertia.inertia):
             self.add(context, "mass", "fail", "warning",
-                     "zero mass but a non-zero inertia tensor (inertia needs mass)", mass, 0.0)
+                     "zero mass but a non-zero inertia tensor: no body has rotational inertia "
+                     "without mass (MuJoCo refuses it on a moving body)", mass, 0.0)
+        elif context.main:
+            self.moving_body_mass(context)
         elif mass == 0:
             note = "no <inertial>" if not link.has_inertial else "zero mass"
             self.add(context, "mass", "pass", "info", f"{note}: a massless frame {welded}",
@@ -375,7 +412,7 @@ class _Checker:
             self.add(context, "mass", "pass", "info", f"{mass:g} kg, {welded}", mass, mass)
 
     def moving_body_mass(self, context: LinkContext) -> None:
-        """MuJoCo's rule for the link a joint moves (with the links welded to it)."""
+        """The mass of the body a joint moves (its link with the links welded to it)."""
         model, j = self.model, context.body
         body_mass = float(model.body_mass[j])
         joint = model.joint_names[j]
@@ -386,6 +423,9 @@ class _Checker:
                      f"{context.link.inertia.mass:g} kg{merged}, moved by joint {joint}",
                      context.link.inertia.mass, body_mass, details={"body_mass": body_mass})
             return
+        if not self.finite:
+            self.add(context, "mass", "skip", "info", "skipped: M(q) overflows")
+            return
         dofs = slice(model.idx_v[j], model.idx_v[j] + model.nv_joint[j])
         block = self.M[:, dofs, dofs] - np.diag(model.armature[dofs])
         smallest = float(np.linalg.eigvalsh(block)[:, 0].min())
@@ -393,7 +433,9 @@ class _Checker:
         if smallest > MINVAL:
             self.add(context, "mass", "pass", "info",
                      f"massless moving body, but its subtree gives joint {joint} mass and "
-                     f"inertia (smallest eigenvalue {smallest:.3g}; allowed, as in MuJoCo)",
+                     f"inertia (smallest eigenvalue {smallest:.3g}): the dynamics are defined, "
+                     "as Pinocchio computes them (MuJoCo would refuse a massless moving body "
+                     "without a welded child that has mass)",
                      body_mass, smallest, details=details)
         else:
             self.add(context, "mass", "fail", "error",
@@ -453,31 +495,40 @@ class _Checker:
 
     def pseudo_inertia(self, context: LinkContext) -> None:
         link = context.link
-        J = pseudo_inertia(link.inertia.mass, link.inertia.com, link.inertia.inertia)
-        self.add_pseudo_inertia(context, J, "pseudo-inertia",
+        if link.inertia.mass == 0:
+            self.add(context, "pseudo-inertia", "skip", "info", "skipped: no mass (see mass)")
+            return
+        self.add_pseudo_inertia(context, link.inertia, "pseudo-inertia",
                                 lambda: _consistent_fix(context, self.options.tolerance))
 
-    def add_pseudo_inertia(self, context, J, check, fix, **extra) -> None:
+    def add_pseudo_inertia(self, context, inertia: Inertia, check, fix, **extra) -> None:
         tol = self.options.tolerance
-        smallest = float(np.linalg.eigvalsh(J)[0])
-        margin = float(np.linalg.eigvalsh(normalized_pseudo_inertia(J))[0])
-        details = {"eigenvalues": np.linalg.eigvalsh(J), "normalized_min": margin}
-        if J[3, 3] < 0 or margin < -tol:
+        J = pseudo_inertia(inertia.mass, inertia.com, inertia.inertia)
+        if J[3, 3] < 0:
             self.add(context, check, "fail", "error",
-                     f"pseudo-inertia J is not positive semi-definite (smallest eigenvalue "
-                     f"{smallest:.3g}): no mass distribution has this inertia", smallest,
-                     margin, details, fix, **extra)
+                     f"pseudo-inertia J is not positive semi-definite (mass {J[3, 3]:g} kg): "
+                     "no mass distribution has this inertia", J[3, 3], None,
+                     {"eigenvalues": np.linalg.eigvalsh(J)}, fix, **extra)
+            return
+        smallest, margin = pseudo_inertia_margin(inertia.inertia)
+        if negligible_inertia(inertia):  # a point mass: J = [[0, 0], [0, m]] about the com
+            smallest, margin = 0.0, 0.0
+        details = {"eigenvalues": np.linalg.eigvalsh(J), "normalized_min": margin}
+        text = f"smallest eigenvalue of the second moment about the com {smallest:.3g} kg m^2"
+        if margin < -tol:
+            self.add(context, check, "fail", "error",
+                     f"pseudo-inertia J is not positive semi-definite ({text}): no mass "
+                     "distribution has this inertia", smallest, margin, details, fix, **extra)
         elif margin <= tol:
             state = ("only semi-definite" if margin >= 0 else
                      f"not positive semi-definite, within the tolerance {tol:g}")
             self.add(context, check, "fail", "warning",
-                     f"pseudo-inertia J is {state} (smallest eigenvalue {smallest:.3g}): a "
-                     f"point, rod or flat idealisation", smallest, margin, details, fix,
-                     **extra)
+                     f"pseudo-inertia J is {state} ({text}): a point, rod or flat "
+                     "idealisation", smallest, margin, details, fix, **extra)
         else:
             self.add(context, check, "pass", "info",
-                     f"pseudo-inertia J positive definite (smallest eigenvalue {smallest:.3g},"
-                     f" normalized {margin:.3g})", smallest, margin, details, **extra)
+                     f"pseudo-inertia J positive definite ({text}, {margin:.3g} of its trace)",
+                     smallest, margin, details, **extra)
 
     # -- geometry --
 
@@ -489,21 +540,29 @@ class _Checker:
         consistent = (not negligible_inertia(inertia) and moments[0] > 0
                       and triangle_slack(moments) >= -self.options.tolerance * moments[2])
         why = ("the link has no mass" if inertia.mass <= 0 else
+               "MuJoCo computed this inertia from the body's geoms"
+               if context.link.inertia_from_geometry else
                f"no usable geometry ({geometry.note})" if geometry and uniform is None else
                "no geometry" if uniform is None else "")
         if why:
             for check in HEURISTIC_CHECKS:
                 self.add(context, check, "skip", "info", f"skipped: {why}")
             return
-        self.density(context, uniform)
+        token = self.density(context, uniform)
         if not consistent:
             for check in HEURISTIC_CHECKS[:3]:
                 self.add(context, check, "skip", "info",
                          "skipped: the inertia itself is not physically consistent")
             return
-        reading = origin_reading(context.link.inertia, uniform, self.options)
-        self.plausibility(context, uniform, reading)
-        self.about_origin(context, reading, uniform)
+        if token:
+            for check in HEURISTIC_CHECKS[:2]:
+                self.add(context, check, "skip", "info",
+                         f"skipped: the {context.geometry.role} geometry is too small to hold "
+                         "the mass (see density): a token shape says nothing of the inertia")
+        else:
+            reading = origin_reading(context.link.inertia, uniform, self.options)
+            self.plausibility(context, uniform, reading)
+            self.about_origin(context, reading, uniform)
         self.orientation(context, uniform)
 
     def plausibility(self, context: LinkContext, uniform: UniformInertia,
@@ -629,7 +688,8 @@ class _Checker:
                      f"{'' if context.geometry.exact else ', meshes as bounding boxes'})",
                      distance, 0.5 - distance, details)
 
-    def density(self, context: LinkContext, uniform: UniformInertia) -> None:
+    def density(self, context: LinkContext, uniform: UniformInertia) -> bool:
+        """The density check; True when the geometry is too small to hold the mass."""
         density = context.link.inertia.mass / uniform.volume
         limit = self.options.max_density
         text = (f"mass / {context.geometry.role} volume = {density:.4g} kg/m^3 "
@@ -638,23 +698,29 @@ class _Checker:
             self.add(context, "density", "fail", "warning",
                      f"{text}: denser than any metal ({limit:g}); mass in the wrong unit?",
                      density, limit - density)
-        else:
-            self.add(context, "density", "pass", "info", text, density, limit - density)
+            return True
+        self.add(context, "density", "pass", "info", text, density, limit - density)
+        return False
 
     # -- body level --
 
     def bodies(self, contexts: dict[str, LinkContext]) -> None:
         model = self.model
-        blocks = articulated_blocks(model, self.q)
+        with np.errstate(all="ignore"):
+            blocks = articulated_blocks(model, self.q)
         for j, name in enumerate(model.body_names):
             context = contexts[name]
             links = tuple(f.name for f in model.frames if f.joint == j)
-            self.articulated(context, j, blocks[j], links)
+            if self.finite and np.all(np.isfinite(blocks[j])):
+                self.articulated(context, j, blocks[j], links)
+            else:
+                self.add(context, "articulated-inertia", "fail", "error",
+                         f"joint {model.joint_names[j]}: M(q) or ABA's D-block overflows "
+                         "(inertias too large for a double)", scope="body", links=links)
             massive = [n for n in links if contexts[n].link.inertia.mass != 0]
             if len(massive) >= 2:
                 rigid = Inertia.from_spatial(model.body_inertia[j])
-                J = pseudo_inertia(rigid.mass, rigid.com, rigid.inertia)
-                self.add_pseudo_inertia(context, J, "merged-pseudo-inertia", None,
+                self.add_pseudo_inertia(context, rigid, "merged-pseudo-inertia", None,
                                         scope="body", links=links)
 
     def articulated(self, context: LinkContext, j: int, D: np.ndarray, links) -> None:
@@ -780,7 +846,10 @@ def _consistent_fix(context: LinkContext, tolerance: float) -> Fix | None:
         return Fix(inertia.mass, inertia.com, inertia.mass * uniform.inertia,
                    link.inertial_rotation,
                    f"uniform density filling the {geometry.role} geometry, same mass")
-    return Fix(inertia.mass, inertia.com, nearest_consistent(inertia.inertia, 10 * tolerance),
+    # sigma_min >= margin tr(I) passes the triangle and pseudo-inertia checks at
+    # ``tolerance``; above 1/6 no inertia would meet it (the sigmas sum to tr(I) / 2)
+    margin = min(tolerance, 0.05)
+    return Fix(inertia.mass, inertia.com, nearest_consistent(inertia.inertia, margin),
                link.inertial_rotation, "nearest inertia (Frobenius) meeting the strict "
                "triangle inequality, same mass and com")
 

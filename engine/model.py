@@ -152,7 +152,8 @@ def build_model(description: TreeDescription) -> Model:
             body, rotation, translation = len(joints) - 1, identity, origin
         spec = links[link]
         frames.append(Frame(link, body, rotation, translation, spec.source))
-        spatial = spec.inertia.transformed(rotation, translation).spatial()
+        with np.errstate(over="ignore", invalid="ignore"):  # check-inertia reports overflows
+            spatial = spec.inertia.transformed(rotation, translation).spatial()
         if body >= 0:
             inertias[body] += spatial
         else:
@@ -238,7 +239,8 @@ def _assemble(description, joints, parents, body_links, body_frames, inertias, f
         sparsity[dofs, idx_v[i]:idx_v[i] + nv_joint[i]] = True
 
     body_inertia = np.array(inertias).reshape(nj, 6, 6)
-    rigid = [Inertia.from_spatial(I) for I in body_inertia]
+    with np.errstate(over="ignore", invalid="ignore"):
+        rigid = [Inertia.from_spatial(I) for I in body_inertia]
     q_neutral = np.concatenate([j.neutral if j.neutral is not None else m.neutral()
                                 for j, m in zip(joints, models)] or [np.zeros(0)])
     q_lower = np.full(nq, -np.inf)

@@ -597,6 +597,7 @@ class BodyBuild:
     children: list["BodyBuild"] = field(default_factory=list)
     inertia: Inertial | None = None  # compiled
     uses_inertial: bool = False  # the compiled inertia is the explicit <inertial>'s
+    inertia_from_geoms: bool = False  # the compiled inertia is its geoms'
     # Pose of the link frame in the body frame (alignfree moves it to the inertial frame).
     link_offset: Pose = IDENTITY_POSE
 
@@ -1102,6 +1103,7 @@ class _Builder:
         if (mode == "true" or (mode == "auto" and not explicit)) and parts:
             inertial = _inertial_of(parts)
         body.uses_inertial = explicit and inertial is body.inertial
+        body.inertia_from_geoms = bool(parts) and inertial is not body.inertial
         if inertial is None:
             inertial = Inertial(0.0, body.own_pose[0], geo.quat_matrix(body.own_pose[1]),
                                 np.zeros(3))
@@ -1247,7 +1249,9 @@ class _Builder:
         return LinkSpec(body.name, Inertia(props.mass, props.com, props.inertia),
                         body.source(), has_inertial=has_inertial,
                         inertial_source=inertial_source, inertial_rotation=written,
-                        geometry=self._geometry(body, to_link))
+                        geometry=self._geometry(body, to_link),
+                        inertia_from_geometry=body.inertia_from_geoms,
+                        file_rotation=geo.quat_matrix(to_link[1]), file_translation=to_link[0])
 
     def _geometry(self, body: BodyBuild, to_link: Pose) -> tuple[Shape, ...]:
         """The body's geoms as Shapes in its link frame, in document order.

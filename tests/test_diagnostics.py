@@ -16,6 +16,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import glob
+import csv
 import io
 import json
 import os
@@ -170,6 +171,111 @@ def test_fixes_are_consistent_and_undo_the_planted_mistakes():
                                atol=1e-12)
     table = dyn("check-inertia", BROKEN / "rotated_inertial_origin.urdf", "--fix").stdout
     assert "not applied" in table and "<inertia ixx=" in table
+
+
+def one_link_urdf(inertial: str, geometry: str = "") -> str:
+    """A revolute link ``arm`` on a fixed base, with the given <inertial> (and geometry)."""
+    return (f'<robot name="r"><link name="base"/><link name="arm"><inertial>{inertial}'
+            f'</inertial>{geometry}</link><joint name="j" type="revolute"><parent link="base"/>'
+            '<child link="arm"/><axis xyz="0 0 1"/><limit lower="-1" upper="1" effort="1" '
+            'velocity="1"/></joint></robot>')
+
+
+def findings_of(path, *options) -> tuple[dict, int]:
+    result = dyn("check-inertia", path, "--format", "json", *options)
+    return {f["check"]: f for f in json.loads(result.stdout)["findings"]
+            if f["body"] == "arm"}, result.returncode
+
+
+@pytest.mark.parametrize("offset", [0.0, 0.05, 10.0])
+def test_pseudo_inertia_verdict_does_not_depend_on_where_the_link_origin_is(tmp_path, offset):
+    """A 9 % triangle deficit is an impossible body wherever its com sits: the verdict and
+    margin are the same with the com at the origin, 5 cm or 10 m away (the margin was
+    normalized about the origin and fell to a warning as the com moved away)."""
+    path = tmp_path / "finger.urdf"
+    path.write_text(one_link_urdf(f'<origin xyz="{offset} 0 0"/><mass value="0.05"/><inertia '
+                                  'ixx="1e-6" ixy="0" ixz="0" iyy="1e-6" iyz="0" izz="2.2e-6"/>'))
+    findings, code = findings_of(path, "--tolerance", "0.001")
+    pseudo = findings["pseudo-inertia"]
+    assert code == 1 and pseudo["severity"] == "error"
+    # Sigma_c's eigenvalues are the halved slacks: (1 + 1 - 2.2) / 2 = -0.1 of 1e-6 kg m^2,
+    # over tr(Sigma_c) = tr(I) / 2 = 2.1e-6
+    assert pseudo["value"] == pytest.approx(-0.1e-6, rel=1e-9)
+    assert pseudo["margin"] == pytest.approx(-0.1 / 2.1, rel=1e-9)
+
+
+def test_zero_mass_with_an_inertia_tensor_is_flagged_on_a_moving_link(tmp_path):
+    path = tmp_path / "ghost.urdf"
+    path.write_text(one_link_urdf('<mass value="0"/><inertia ixx="0.01" ixy="0" ixz="0" '
+                                  'iyy="0.01" iyz="0" izz="0.01"/>'))
+    findings, _ = findings_of(path)
+    assert findings["mass"]["status"] == "fail"
+    assert "zero mass but a non-zero inertia tensor" in findings["mass"]["message"]
+    assert findings["pseudo-inertia"]["status"] == "skip"  # not "a point or rod idealisation"
+
+
+@pytest.mark.parametrize("tolerance", ["1e-6", "0.01", "0.05", "0.5"])
+def test_the_triangle_fix_stays_near_whatever_the_tolerance(tmp_path, tolerance):
+    """Moments 0.01, 0.02, 0.0309 miss the triangle by 0.0009 (2.9 %: a triangle error
+    below the tolerance 0.05, a pseudo-inertia warning above): the fix moves them by
+    about 5e-4, not up to ten times the tolerance times their trace (which tripled them)."""
+    path = BROKEN / "triangle_violation.urdf"
+    document = json.loads(dyn("check-inertia", path, "--fix", "--tolerance", tolerance,
+                              "--format", "json").stdout)
+    fix = next(f["fix"] for f in document["findings"] if f["body"] == "link2" and "fix" in f)
+    moments = np.linalg.eigvalsh(np.array(fix["inertia"]))
+    assert np.abs(moments - [0.01, 0.02, 0.0309]).max() < 0.01
+    assert np.trace(fix["inertia"]) == pytest.approx(0.0609, rel=0.1)
+    if float(tolerance) < 0.02:  # the fix passes the checks at the tolerance it was made for
+        fixed = tmp_path / "fixed.urdf"
+        fixed.write_text(path.read_text().replace(
+            next(line for line in path.read_text().splitlines() if 'izz="0.0309"' in line),
+            fix["element"].split("/> ", 1)[1]))
+        findings = json.loads(dyn("check-inertia", fixed, "--tolerance", tolerance,
+                                  "--format", "json").stdout)["findings"]
+        assert not [f for f in findings if f["body"] == "link2" and f["status"] == "fail"
+                    and f["check"] in ("triangle", "pseudo-inertia")]
+
+
+def test_fix_reaches_csv_and_github_annotations():
+    path = BROKEN / "triangle_violation.urdf"
+    rows = list(csv.DictReader(io.StringIO(
+        dyn("check-inertia", path, "--fix", "--format", "csv").stdout)))
+    assert [row["fix"] for row in rows if row["check"] == "triangle" and row["fix"]][0].startswith(
+        "<mass ")
+    assert "fix" not in next(csv.DictReader(io.StringIO(
+        dyn("check-inertia", path, "--format", "csv").stdout)))
+    annotations = dyn("check-inertia", path, "--fix", "--format", "github").stdout
+    triangle = next(line for line in annotations.splitlines() if "triangle" in line)
+    assert "%0Asuggested (nearest inertia" in triangle and "<inertia ixx=" in triangle
+
+
+def test_a_token_geometry_too_small_for_the_mass_judges_no_inertia(tmp_path):
+    """tiago's 1 mm hand spheres hold 0.05 kg and a deliberate 1e-3 inertia: the density
+    check says the shape is a token, so plausibility does not call the inertia 10^5 x too
+    large nor suggest the sphere's (which would make M nearly singular)."""
+    sphere = '<geometry><sphere radius="0.001"/></geometry>'
+    path = tmp_path / "hand.urdf"
+    path.write_text(one_link_urdf(
+        '<mass value="0.05"/><inertia ixx="1e-3" ixy="0" ixz="0" iyy="1e-3" iyz="0" '
+        'izz="1e-3"/>', f"<collision>{sphere}</collision><visual>{sphere}</visual>"))
+    findings, code = findings_of(path, "--fix")
+    assert code == 0
+    assert findings["density"]["status"] == "fail"
+    assert findings["plausibility"]["status"] == "skip" and "fix" not in findings["plausibility"]
+
+
+@pytest.mark.parametrize("origin, mass", [("1e160 0 0", "1"), ("1e10 0 0", "1e300")])
+def test_an_overflowing_inertia_is_a_finding_not_a_crash(tmp_path, origin, mass):
+    path = tmp_path / "far.urdf"
+    path.write_text(one_link_urdf(f'<origin xyz="{origin}"/><mass value="{mass}"/><inertia '
+                                  'ixx="1" ixy="0" ixz="0" iyy="1" iyz="0" izz="1"/>'))
+    result = subprocess.run([sys.executable, "-m", "treedyn.cli.main", "check-inertia",
+                             str(path), "--format", "json"], capture_output=True, text=True)
+    assert result.returncode == 1 and result.stderr == ""
+    failed = [(f["check"], f["severity"]) for f in json.loads(result.stdout)["findings"]
+              if f["status"] == "fail"]
+    assert ("finite", "error") in failed
 
 
 def consistent_inertia(rng: np.random.Generator) -> Inertia:

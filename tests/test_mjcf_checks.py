@@ -26,7 +26,8 @@ mujoco = pytest.importorskip("mujoco")
 from test_diagnostics import dyn  # noqa: E402
 from reference_models import gymnasium_models  # noqa: E402
 from treedyn.engine.description import Shape  # noqa: E402
-from treedyn.engine.inertia_checks import check_inertia, solid_properties  # noqa: E402
+from treedyn.engine.inertia_checks import (check_inertia, solid_properties,  # noqa: E402
+                                           uniform_inertia)
 from treedyn.parsers import load_model  # noqa: E402
 from treedyn.parsers.geometry_bounds import link_geometry, mesh_bounds  # noqa: E402
 from treedyn.parsers.mesh import read_mesh_file  # noqa: E402
@@ -220,24 +221,46 @@ def test_uniform_inertia_of_an_ellipsoid_equals_mujocos_geom_inertia():
 
 @pytest.mark.skipif(not GYMNASIUM, reason="gymnasium is not installed")
 @pytest.mark.parametrize("path", GYMNASIUM, ids=os.path.basename)
-def test_gymnasium_models_pass_the_geometry_checks(path):
-    """Inertia from the geoms at uniform density: every massive body fits its geometry."""
+def test_gymnasium_models_pass_and_their_geom_inertias_fit_the_geometry(path):
+    """Inertia from the geoms at uniform density: the geometry checks do not second-guess
+    MuJoCo's own computation (they are skipped, saying why), and the uniform inertia they
+    would use agrees with it (the geoms overlap, so not exactly)."""
     model = load_model(path)
     geometry = link_geometry(model.description, path)
     report = check_inertia(model, geometry)
     assert report.ok
-    massive = [link.name for link in model.description.links
+    massive = [link for link in model.description.links
                if link.inertia.mass > 0 and not link.body]
     assert massive
-    for name in massive:
-        assert geometry[name].role in ("collision", "visual") and geometry[name].exact
-        findings = {f.check: f for f in report.findings if f.body == name}
+    for link in massive:
+        assert link.inertia_from_geometry
+        assert geometry[link.name].role in ("collision", "visual") and geometry[link.name].exact
+        findings = {f.check: f for f in report.findings if f.body == link.name}
         for check in GEOMETRY_CHECKS:
-            assert findings[check].status in ("pass", "skip"), findings[check]
-        assert findings["plausibility"].status == findings["density"].status == "pass"
-        assert 0.5 < findings["plausibility"].value < 2.0, findings["plausibility"]
-        if findings["orientation"].status == "skip":
-            assert "too round" in findings["orientation"].message
+            assert findings[check].status == "skip", findings[check]
+            assert "computed this inertia from the body's geoms" in findings[check].message
+        uniform = uniform_inertia(geometry[link.name].solids)
+        ratio = np.trace(link.inertia.inertia) / np.trace(link.inertia.mass * uniform.inertia)
+        assert 0.5 < ratio < 2.0, (link.name, ratio)
+
+
+def check_xml(xml: str, tmp_path, *options) -> tuple[dict, int]:
+    path = tmp_path / "model.xml"
+    path.write_text(xml)
+    result = dyn("check-inertia", path, "--format", "json", *options)
+    return json.loads(result.stdout), result.returncode
+
+
+def test_visual_geoms_that_carry_mass_are_not_an_implausible_inertia(tmp_path):
+    """A 2 cm collision sphere and a 1 m visual box (contype 0) with mass: MuJoCo's inertia
+    counts both; check-inertia must not call it 356x the collision geometry's."""
+    xml = ('<mujoco><worldbody><body name="b"><joint type="hinge"/>'
+           '<geom type="sphere" size="0.02"/>'
+           '<geom type="box" size="0.5 0.05 0.05" contype="0" conaffinity="0"/>'
+           '</body></worldbody></mujoco>')
+    document, code = check_xml(xml, tmp_path)
+    assert code == 0 and document["ok"]
+    assert not [f for f in document["findings"] if f["status"] == "fail"]
 
 
 def test_broken_mjcf_fixture_is_caught_at_its_inertial():
@@ -251,3 +274,32 @@ def test_broken_mjcf_fixture_is_caught_at_its_inertial():
     line = element_line(path, "body[@name='finger']/inertial")
     assert (errors[0]["file"], errors[0]["line"]) == (str(path), line)
     assert errors[0]["value"] == pytest.approx(100, rel=0.01)
+
+
+@pytest.mark.parametrize("compiler, inertial, com_world", [
+    ('<compiler angle="radian"/>',  # a rod along x, its axes given by quat: 90 deg about z
+     '<inertial pos="0.25 0 0" quat="0.7071067811865476 0 0 0.7071067811865476" mass="2" '
+     'diaginertia="4.2 0.08 4.2"/>', [0.25, 0.0, 1.0]),
+    ('<compiler alignfree="true"/>',  # the link frame moves to the inertial frame
+     '<inertial pos="0.25 0 0" mass="2" diaginertia="0.08 4.2 4.2"/>', [0.25, 0.0, 1.0]),
+])
+def test_an_mjcf_fix_pasted_over_the_inertial_gives_mujoco_that_inertia(tmp_path, compiler,
+                                                                        inertial, com_world):
+    """The rod's inertia is 100x its geometry's: the suggested <inertial> is written in the
+    <body> frame, without quat (MuJoCo forbids it beside fullinertia), so MuJoCo compiles
+    exactly the suggested tensor, and the com stays where it was."""
+    joint = '<freejoint/>' if "alignfree" in compiler else '<joint type="hinge"/>'
+    xml = (f'<mujoco>{compiler}<worldbody><body name="arm" pos="0 0 1">{joint}'
+           '<geom type="box" size="0.25 0.02 0.02" pos="0.25 0 0"/>'
+           f'{inertial}</body></worldbody></mujoco>')
+    document, code = check_xml(xml, tmp_path, "--fix")
+    assert code == 1
+    fix = next(f["fix"] for f in document["findings"] if f["check"] == "plausibility")
+    fixed = mujoco.MjModel.from_xml_string(xml.replace(inertial, fix["element"]))
+    data = mujoco.MjData(fixed)
+    mujoco.mj_forward(fixed, data)
+    rotation = data.ximat[1].reshape(3, 3)  # inertial frame in the world
+    tensor = rotation @ np.diag(fixed.body_inertia[1]) @ rotation.T
+    uniform = 2.0 * np.diag([0.04 ** 2 + 0.04 ** 2, 0.5 ** 2 + 0.04 ** 2, 0.5 ** 2 + 0.04 ** 2]) / 12
+    np.testing.assert_allclose(tensor, uniform, rtol=1e-6, atol=1e-12)
+    np.testing.assert_allclose(data.xipos[1], com_world, atol=1e-9)
