@@ -22,6 +22,13 @@ def run() -> None:
 
     if signal.getsignal(signal.SIGINT) is signal.default_int_handler:
         signal.signal(signal.SIGINT, interrupted)
+    for name in ("TREEDYN_THREADS", "TREEDYN_CHUNK", "TREEDYN_STREAM_CHUNK"):
+        value = os.environ.get(name, "").strip()
+        if value and not value.isdigit():
+            import sys
+
+            print(f"dyn: {name}={value!r} is not a positive whole number", file=sys.stderr)
+            raise SystemExit(2)
     from .main import run as run_main
 
     run_main()

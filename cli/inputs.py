@@ -36,10 +36,11 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from treedyn.engine import Model
+from treedyn.engine.kernels import environment_count
 
 from .output import UsageError, warn
 
-CHUNK = max(1, int(os.environ.get("TREEDYN_STREAM_CHUNK") or 16384))  # states per chunk at
+CHUNK = environment_count("TREEDYN_STREAM_CHUNK", 16384)  # states per chunk at
 # most (callers may ask for fewer)
 KINDS = ("q", "v", "a", "tau")
 DEGREE = math.pi / 180.0
@@ -271,7 +272,10 @@ def single_state(layout: Layout, vectors: dict[str, str | None],
     values = {kind: parse_vector(text, kind, layout)[None]
               for kind, text in vectors.items() if text is not None}
     q = values.pop("q", layout.model.q_neutral[None])
-    return States(q=q, wrenches=dict(wrenches), **values)
+    source = layout.model.source
+    return States(q=q, wrenches=dict(wrenches),
+                  where=lambda i: f"dyn: {source}: at the state given on the command line",
+                  **values)
 
 
 class Input:
@@ -507,6 +511,8 @@ def _jsonl_row(line: str, where: str, layout: Layout, kinds, chunk: _Chunk,
         state = DECODER.decode(line)
     except ValueError as error:
         raise UsageError(f"{where}: not valid JSON ({getattr(error, 'msg', error)})") from None
+    except RecursionError:
+        raise UsageError(f"{where}: JSON nested too deeply to read") from None
     if not isinstance(state, dict):
         raise UsageError(f"{where}: expected a JSON object like {{\"q\": [...]}}")
     if state and not any(kind in state for kind in kinds) and not (
@@ -973,7 +979,8 @@ def _npz_members(stream, name, layout, kinds, warns: bool = True) -> list[_Membe
     return members
 
 
-FORCE_NAME = re.compile(r"fext(?:$|[^a-z0-9])", re.IGNORECASE)  # fext, fext:b, fext_b, not fextra
+# fext, fext0..fext5 (named as q0..), fext:b, fext_b; not fextra
+FORCE_NAME = re.compile(r"fext\d*(?:$|[^a-z0-9])", re.IGNORECASE)
 
 
 def warn_ignored_forces(names: Sequence[str], where: str, what: str) -> None:

@@ -602,9 +602,35 @@ FULL = {errno.ENOSPC, errno.EDQUOT, errno.EFBIG}  # writes that fail for lack of
 
 
 def fail(message: str) -> None:
-    """Print one error line on stderr and exit with code 2."""
-    print(" ".join(message.splitlines()), file=sys.stderr)
+    """Print one error line on stderr and exit with code 2 (also when stderr is closed or
+    cannot be written: the exit code still says it)."""
+    try:
+        if sys.stderr is not None:
+            print(" ".join(message.splitlines()), file=sys.stderr)
+            sys.stderr.flush()
+    except (OSError, ValueError):
+        pass
     sys.exit(2)
+
+
+class ClosedStdout:
+    """Stands for stdout when dyn was started with it closed (``>&-``): writing a result
+    fails as writing to a closed descriptor does, so it is an error, not a silent success."""
+
+    def write(self, text) -> int:
+        raise OSError(errno.EBADF, "stdout is closed")
+
+    flush = write_through = write
+
+    @property
+    def buffer(self) -> "ClosedStdout":
+        return self
+
+    def fileno(self) -> int:
+        raise OSError(errno.EBADF, "stdout is closed")
+
+    def isatty(self) -> bool:
+        return False
 
 
 def click_message(error: ClickException) -> str:
@@ -647,6 +673,8 @@ def run(argv: Optional[list] = None) -> None:
 
     if signal.getsignal(signal.SIGINT) is interrupted:  # set while the modules loaded
         signal.signal(signal.SIGINT, signal.default_int_handler)  # run_app handles Ctrl-C
+    if sys.stdout is None:
+        sys.stdout = ClosedStdout()
     try:
         run_app(sys.argv[1:])
     except SystemExit as ending:
@@ -669,7 +697,7 @@ def leave(code) -> None:
     if "distributed" in sys.modules:
         sys.exit(code)
     try:
-        if sys.stdout is not None:  # None when dyn was started with stdout closed (>&-)
+        if not isinstance(sys.stdout, ClosedStdout):
             sys.stdout.flush()
     except (OSError, ValueError) as error:  # a full disk behind `> file`; a closed stdout
         print(f"dyn: cannot write to stdout: {getattr(error, 'strerror', None) or error}",
@@ -698,6 +726,8 @@ def run_app(args: list) -> None:
     except Exception as error:
         if isinstance(error, OSError) and error.errno in FULL:  # a report to a full disk
             fail(f"dyn: cannot write the output ({error.strerror})")
+        if isinstance(error, OSError) and error.errno == errno.EBADF:
+            fail(f"dyn: cannot write the results ({error.strerror})")
         if os.environ.get("DYN_TRACEBACK"):
             raise
         fail(f"dyn: internal error: {type(error).__name__}: {error} "

@@ -42,11 +42,25 @@ class Settings:
     memory: int = 256 << 20
 
 
+def environment_count(name: str, default: int) -> int:
+    """The whole number in environment variable ``name`` (at least 1), else ``default``;
+    a value that is not a whole number keeps the default with a warning (the dyn command
+    refuses it before it gets here)."""
+    text = os.environ.get(name, "").strip()
+    if not text:
+        return default
+    try:
+        return max(1, int(text))
+    except ValueError:
+        import warnings
+
+        warnings.warn(f"{name}={text!r} is not a whole number; using {default}", stacklevel=2)
+        return default
+
+
 settings = Settings()
-if os.environ.get("TREEDYN_THREADS"):
-    settings.threads = max(1, int(os.environ["TREEDYN_THREADS"]))
-if os.environ.get("TREEDYN_CHUNK"):
-    settings.chunk = max(1, int(os.environ["TREEDYN_CHUNK"]))
+settings.threads = environment_count("TREEDYN_THREADS", settings.threads)
+settings.chunk = environment_count("TREEDYN_CHUNK", settings.chunk)
 
 
 def configure(threads: int | None = None, chunk: int | None = None,

@@ -535,6 +535,54 @@ def test_overflowing_wrenches_give_one_line(args, stdin, fragments):
     assert_usage_error(result, *fragments)
 
 
+def dyn_program(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, close=(), env=None):
+    """The dyn program in a fresh process, with the descriptors in ``close`` closed."""
+    import os
+
+    def closing() -> None:
+        for descriptor in close:
+            os.close(descriptor)
+
+    script = "from treedyn.cli import run; run()"
+    return subprocess.run([sys.executable, "-c", script, *map(str, args)], stdout=stdout,
+                          stderr=stderr, preexec_fn=closing, cwd=ROOT, timeout=60,
+                          env=None if env is None else {**os.environ, **env})
+
+
+@pytest.mark.parametrize("name", ["TREEDYN_THREADS", "TREEDYN_CHUNK", "TREEDYN_STREAM_CHUNK"])
+def test_a_bad_setting_in_the_environment_is_one_line(name):
+    result = dyn_program(["inverse", ARM], env={name: "abc"})
+    assert result.returncode == 2
+    assert result.stderr.decode() == f"dyn: {name}='abc' is not a positive whole number\n"
+
+
+@pytest.mark.parametrize("args", [
+    ["inverse", ARM, "--q", "1,2", "--format", "json"],
+    ["info", ARM, "--format", "json"],
+    ["check-inertia", ARM],
+])
+def test_a_closed_stdout_is_an_error_not_a_silent_success(args):
+    result = dyn_program(args, stdout=None, close=(1,))
+    assert result.returncode == 2
+    assert result.stderr.decode().strip() in ("dyn: cannot write the results (stdout is closed)",
+                                              "dyn: cannot write to stdout (stdout is closed)")
+
+
+@pytest.mark.parametrize("close", [(2,), ()])
+def test_a_bad_model_exits_2_even_when_stderr_cannot_be_written(close):
+    """Exit 1 would tell a CI job that check-inertia found errors in a file it never read."""
+    with open("/dev/full", "wb") as full:
+        result = dyn_program(["check-inertia", "no/such/model.urdf"], stderr=None if close
+                             else full, close=close)
+    assert result.returncode == 2
+
+
+def test_a_singular_state_on_the_command_line_names_the_model():
+    line = assert_usage_error(dyn("forward", ROOT / "fixtures" / "urdf" / "features.urdf",
+                                  "--format", "json", check=False), "singular")
+    assert line.startswith("dyn: ") and "features.urdf: at the state given on the command" in line
+
+
 def test_invalid_model_reports_file_and_line(tmp_path):
     bad = tmp_path / "bad.urdf"
     bad.write_text('<robot name="r">\n  <link name="a"/>\n  <joint name="j" type="revolute">\n'
@@ -550,6 +598,7 @@ def test_invalid_model_reports_file_and_line(tmp_path):
     (".jsonl", '{"q": {"joint7": 1}}\n', ["states.jsonl:1", "unknown joint 'joint7'"]),
     (".jsonl", '{"fext": {"tol": [0, 0, 0, 0, 0, 0]}}\n', ["states.jsonl:1", "'tool'"]),
     (".jsonl", '[0, 0]\n', ["states.jsonl:1", "JSON object"]),
+
     (".csv", "q0,q1\n0,0\n0,x\n", ["states.csv:3", "'q1'", "'x'"]),
     (".csv", "q0,q1\n0,0\n0\n", ["states.csv:3", "1 field, the header has 2"]),
     (".csv", "q0\n0\n", ["states.csv:1", "needs nq=2"]),
@@ -566,6 +615,13 @@ def test_bad_input_rows_name_the_line(tmp_path, suffix, content, fragments):
         assert len(output.read_text().splitlines()) == 1
     else:
         assert not output.exists()
+
+
+def test_a_json_line_nested_too_deeply_names_its_line(tmp_path):
+    path = tmp_path / "deep.jsonl"
+    path.write_text('{"q": %s}\n' % ("[" * 100000 + "]" * 100000))
+    assert_usage_error(dyn("inverse", ARM, "-i", path, check=False), "deep.jsonl:1",
+                       "nested too deeply")
 
 
 def test_bad_npz_inputs(tmp_path):

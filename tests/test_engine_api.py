@@ -39,6 +39,7 @@ def arm():
 
 @pytest.mark.parametrize("call, message", [
     (lambda m: rnea(m, Q, V[:, None], A[:, None]), r"v has shape \(2, 1\); expected \(2,\), or \(N, 2\)"),
+    (lambda m: rnea(m, Q, V, A[:, None]), r"a has shape \(2, 1\); expected \(2,\), or \(N, 2\)"),
     (lambda m: aba(m, Q, V, TAU[:, None]), r"tau has shape \(2, 1\)"),
     (lambda m: rnea(m, Q[:, None]), r"q has shape \(2, 1\)"),
     (lambda m: crba(m, np.zeros((3, 4))), r"q has shape \(3, 4\)"),  # Pinocchio's (cos, sin) layout
