@@ -183,8 +183,9 @@ def verify(
     is that column of M; an external force changes tau by -J^T f (J from forward
     kinematics); M = sum J^T I J; the L^T D L solve equals ABA; on a floating base
     (--free-flyer) tau = 0 is a free fall and zero base actuation gives m c'' = m g;
-    armature changes RNEA and CRBA consistently. Exit 1 if any residual exceeds its
-    tolerance.
+    armature changes RNEA and CRBA consistently; the power of the velocity forces is half
+    of v^T (dM/dt) v (dM/dt from CRBA: the one identity that catches an error in the
+    Coriolis terms RNEA and ABA share). Exit 1 if any residual exceeds its tolerance.
     """
     from treedyn.engine.verify import VerifyOptions
     from treedyn.engine.verify import verify as run_verify
