@@ -151,9 +151,11 @@ def test_a_reader_that_goes_away_ends_dyn_quietly(tmp_path, source, processes):
     assert process.wait(timeout=120) == -signal.SIGPIPE and stderr == b""
 
 
-def test_a_closed_stdout_is_not_an_error_for_reports():
-    """`dyn info MODEL >&-`: Python has no sys.stdout then; the report goes nowhere."""
+def test_a_closed_stdout_is_an_error_for_reports_too():
+    """`dyn info MODEL >&-`: Python has no sys.stdout then; the report cannot be written,
+    which is an error (exit 2, one line), as for ls or cat, not a silent success."""
     done = subprocess.run([sys.executable, "-m", "treedyn.cli.main", "info", str(ARM)],
                           stderr=subprocess.PIPE, cwd=ROOT, timeout=120,
                           preexec_fn=lambda: os.close(1))
-    assert done.returncode == 0 and done.stderr == b""
+    assert done.returncode == 2
+    assert done.stderr.decode().startswith("dyn: cannot write") and done.stderr.count(b"\n") == 1
