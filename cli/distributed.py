@@ -5,12 +5,18 @@
 processes on this machine) expands the pattern here, reads the .npz headers to count the
 states of each file, and submits one task per file, or per block of about
 :data:`ROWS_PER_TASK` states of a large file. A task loads the model once per worker process
-(cached by path and ``--free-flyer``), reads its rows of the .npz, runs the same chunks
+and model version (see :func:`worker_model`), reads its rows of the .npz, runs the same chunks
 through the same batched engine calls as the single-machine path (blocks start on chunk
 boundaries) and writes ``out/<input stem>.npz``, or a raw part file that a last task per
 file assembles into it. The arrays are those ``--output FILE.npz`` holds (``tau``, ``a`` or
 ``M``, and ``dofs``), so the numbers are identical. Input and output paths must be visible
 to the workers at the same path (a shared file system; always true for ``local``).
+
+Every file a task writes (``.raw``, ``.partK``, ``.tmp``) is created empty by the client
+before the tasks are submitted, and tasks only open it (never create it): a stopped run's
+cleanup removes these names, so a task still running on the cluster afterwards (Ctrl-C, a
+lost scheduler) fails to open or rename them instead of leaving a file in the output folder;
+an output appears only complete, renamed from its ``.tmp``.
 
 Without ``--scheduler`` a pattern (or an --output directory) runs the single-machine
 streaming path once per file, writing ``out/<input stem>.npz``.
@@ -19,11 +25,13 @@ Dask is imported only here and only when ``--scheduler`` is given.
 """
 from __future__ import annotations
 
+import contextlib
 import functools
 import glob
 import os
 import shutil
 import signal
+import sys
 import threading
 from dataclasses import replace
 
@@ -34,7 +42,8 @@ from .progress import Progress, wanted
 
 ROWS_PER_TASK = 100_000  # states per task at most (rounded down to whole chunks)
 EXTRA = "--scheduler needs the optional extra: pip install 'treedyn[dask]'"
-_MODELS: dict = {}  # (path, free_flyer) -> Model, per worker process
+CONNECT_SECONDS = 30  # --scheduler tcp://...: connecting and the scheduler's first answer
+_MODELS: dict = {}  # (path, free_flyer) -> (model digest, Model), per worker process
 
 
 def wants_many(request) -> bool:
@@ -44,7 +53,12 @@ def wants_many(request) -> bool:
     if request.input is None or request.input == "-":
         return False
     pattern = glob.has_magic(request.input) and not os.path.exists(request.input)
-    return pattern or (request.output is not None and is_directory(request.output))
+    output = request.output
+    if (output is not None and os.path.isdir(output) and not output.endswith(("/", os.sep))
+            and os.path.splitext(output)[1].lower() in (".jsonl", ".csv", ".npz")):
+        raise UsageError(f"{output}: is a directory, not the {os.path.splitext(output)[1]} "
+                         "file its name asks for (write DIR/ for one .npz per input file)")
+    return pattern or (output is not None and is_directory(output))
 
 
 def is_directory(path: str) -> bool:
@@ -52,7 +66,10 @@ def is_directory(path: str) -> bool:
 
 
 def expand(pattern: str) -> list[str]:
-    files = sorted(glob.glob(pattern)) if glob.has_magic(pattern) else [pattern]
+    """The input files: ``pattern`` itself when it names a file (``run[1].npz``), else the
+    files its glob matches, sorted."""
+    literal = not glob.has_magic(pattern) or os.path.exists(pattern)
+    files = [pattern] if literal else sorted(glob.glob(pattern))
     if not files:
         raise UsageError(f"{pattern}: no file matches")
     return files
@@ -192,71 +209,192 @@ def connect(address: str):
     The dyn program lets SIGPIPE end it quietly when its stdout reader goes away; with
     sockets to a cluster, a peer closing a connection must be an error the client handles,
     not the end of dyn, so SIGPIPE is ignored again (Python's default) from here on.
+    Distributed's own log lines are silenced: what goes wrong is dyn's one line.
+
+    A tcp address is first asked who it is (distributed's ``identity`` call), the
+    connection and the answer bounded by :data:`CONNECT_SECONDS` in all: anything but a
+    Dask scheduler answering in time (a closed port, an HTTP server such as the dashboard's
+    port, a service that greets first) is one line, exit 2, not a hang or a MemoryError.
     """
     if hasattr(signal, "SIGPIPE") and threading.current_thread() is threading.main_thread():
         signal.signal(signal.SIGPIPE, signal.SIG_IGN)
     distributed = require_dask()
+    quiet_logs()
     if address == "local":
-        import logging
-
-        cluster = distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
-                                           dashboard_address=None,
-                                           silence_logs=logging.CRITICAL)
-        return distributed.Client(cluster), cluster
+        return local_cluster(distributed)
+    check_scheduler(address)
     try:
-        return distributed.Client(address, timeout="30s"), None
-    except (OSError, TimeoutError, ValueError) as error:
-        raise UsageError(f"dyn: --scheduler {address}: cannot connect ({error})") from None
+        return distributed.Client(address, timeout=f"{CONNECT_SECONDS}s"), None
+    except Exception as error:  # noqa: BLE001 -- any failure to connect is the user's address
+        raise UsageError(not_a_scheduler(address, error)) from None
+
+
+def quiet_logs() -> None:
+    """Silence the log records of distributed in this process (a lost scheduler logs ~30
+    lines of errors and tracebacks; dyn reports it in one line)."""
+    import logging
+
+    for name in ["distributed", *logging.root.manager.loggerDict]:
+        if name == "distributed" or name.startswith("distributed."):
+            logging.getLogger(name).setLevel(logging.CRITICAL)
+
+
+def local_cluster(distributed):
+    """A LocalCluster of 2 single-threaded worker processes, and its Client.
+
+    Its scheduler's HTTP server (distributed always starts one) listens on a free port of
+    127.0.0.1, with no dashboard: port 8787 taken by another cluster is no warning. A
+    terminal's Ctrl-C goes to the whole process group, the worker processes too, which
+    would print tracebacks: they are started with SIGINT ignored (inherited), so only dyn
+    takes it, cleans up and closes them. The price: a Ctrl-C in the seconds the cluster
+    takes to start (SIGINT ignored here too) is lost; press it again once it runs.
+    """
+    import logging
+
+    ignoring = threading.current_thread() is threading.main_thread()
+    saved = signal.signal(signal.SIGINT, signal.SIG_IGN) if ignoring else None
+    cluster = client = None
+    try:
+        cluster = distributed.LocalCluster(
+            n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None,
+            scheduler_kwargs={"dashboard_address": "127.0.0.1:0"},
+            silence_logs=logging.CRITICAL)
+        client = distributed.Client(cluster)
+    except BaseException:
+        if client is not None:
+            client.close()
+        if cluster is not None:
+            cluster.close()
+        raise
+    finally:
+        if ignoring:
+            signal.signal(signal.SIGINT, saved)
+    return client, cluster
+
+
+def check_scheduler(address: str) -> None:
+    """A one-line UsageError unless the tcp ``address`` answers as a Dask scheduler within
+    :data:`CONNECT_SECONDS` (other protocols go straight to the Client)."""
+    import asyncio
+
+    from distributed.comm import parse_address
+    from distributed.core import rpc
+
+    try:
+        scheme = parse_address(address)[0]
+    except ValueError as error:
+        raise UsageError(not_a_scheduler(address, error)) from None
+    if scheme != "tcp":
+        return
+
+    async def identity():
+        remote = rpc(address, timeout=CONNECT_SECONDS)
+        try:
+            return await remote.identity()
+        finally:
+            await remote.close_rpc()
+
+    try:
+        answer = asyncio.run(asyncio.wait_for(identity(), CONNECT_SECONDS))
+    except Exception as error:  # noqa: BLE001 -- a MemoryError too: a banner read as a size
+        raise UsageError(not_a_scheduler(address, error)) from None
+    kind = answer.get("type") if isinstance(answer, dict) else None
+    if kind != "Scheduler":
+        raise UsageError(not_a_scheduler(address, f"it answered as {kind or 'something else'}"))
+
+
+def not_a_scheduler(address: str, error) -> str:
+    """The one line for an address that gave no Dask scheduler (``error``: why)."""
+    import asyncio
+
+    if isinstance(error, (asyncio.TimeoutError, TimeoutError)):
+        error = f"no answer in {CONNECT_SECONDS} s"
+    detail = " ".join(str(error).split()) or type(error).__name__
+    return f"{address}: not a Dask scheduler, or not answering ({detail})"
 
 
 def run_on_cluster(client, request, layout: Layout, files, outputs, counts) -> None:
     """One task per file or block of rows, a last task per file assembling the parts.
 
     The inputs were checked (:func:`checked_counts`) before the first task is submitted;
-    anything that fails from then on (a bad row, a failed submission) goes through the
-    same cleanup, which keeps the files that finished and removes the others.
+    anything that fails from then on (a bad row, a failed submission, Ctrl-C, a lost
+    scheduler) goes through the same cleanup, which keeps the files that finished (as
+    recorded when they finished: a cancelled or lost future no longer says so) and removes
+    the others; the line (or, after Ctrl-C, a line before exit 130) says how many were kept.
+    A bad row reported is the earliest of the first failing input.
     """
+    import distributed
+
     from .main import chunk_states
 
     size = chunk_states(request.command, layout)
     per_task = ROWS_PER_TASK // size * size if ROWS_PER_TASK >= size else ROWS_PER_TASK
-    job = {"command": request.command, "model": os.path.abspath(request.model),
+    model = os.path.abspath(request.model)
+    try:
+        digest = model_digest(model, layout.model)
+    except OSError as error:
+        raise UsageError(f"{request.model}: cannot read ({error.strerror or error})") from None
+    job = {"command": request.command, "model": model, "digest": digest,
            "free_flyer": request.free_flyer, "degrees": request.degrees,
            "gravity": request.gravity, "fext": request.fext, "kinds": tuple(request.vectors),
            "size": size, "sparsity": request.sparsity}
     futures, written = [], []  # per input file: its final task, and the files it writes
+    finished = set()  # the inputs whose final task finished: their output is complete
     states = {}  # computing task -> its number of states, for the progress bar
     before = {os.path.abspath(output): snapshot(output) for output in outputs}
     progress = Progress(wanted(request.quiet, results_on_stdout=False))
     try:
-        import distributed
-
         for path, output, count in zip(files, outputs, counts):
             blocks = [(start, min(start + per_task, count))
                       for start in range(0, count, per_task)] or [(0, 0)]
             output = os.path.abspath(output)
             parts = ([output + ".raw"] if len(blocks) == 1
                      else [f"{output}.part{k}" for k in range(len(blocks))])
-            written.append([output, *parts])  # before submitting: cleaned up if that fails
+            # before creating or submitting anything: cleaned up if that fails; the output
+            # last, so that a task renaming its .tmp during the cleanup leaves nothing
+            written.append([*parts, output + ".tmp", output])
+            create_empty([*parts, output + ".tmp"])
             futures.append(submit(client, job, os.path.abspath(path), blocks, parts, output,
                                   states))
+        final = {future: k for k, future in enumerate(futures)}
         total = sum(states.values())
-        for done in distributed.as_completed(list(states)):
+        for done in distributed.as_completed(list(dict.fromkeys([*states, *futures]))):
             if done.status == "finished":
-                progress.advance(states[done], total)
-        distributed.wait(futures)  # every task ended: no file is written after the cleanup
+                if done in states:
+                    progress.advance(states[done], total)
+                if done in final:
+                    finished.add(final[done])
+        client.gather(list(states))  # the first error of the first failing input
         client.gather(futures)
-    except UsageError as error:
-        kept = keep_finished(futures, written, before)
-        raise UsageError(f"{error}; {kept} of {len(files)} output files were completed and "
-                         "kept, the others removed (or left as they were if no task had "
-                         "written to them)") from None
-    except BaseException:
-        client.cancel([*futures, *states])
-        keep_finished(futures, written, before)
+    except BaseException as error:
+        finished.update(k for k, future in enumerate(futures) if future.status == "finished")
+        lost = client.status != "running"
+        if not lost:
+            with contextlib.suppress(Exception):
+                client.cancel([*futures, *states])
+        kept = keep_finished(finished, written, before)
+        outcome = (f"{kept} of {len(files)} output files were completed and kept, the others "
+                   "removed (or left as they were if no task had written to them)")
+        if isinstance(error, UsageError):
+            raise UsageError(f"{error}; {outcome}") from None
+        if lost and not isinstance(error, KeyboardInterrupt):
+            raise UsageError(f"{request.scheduler}: lost the scheduler (the connection to it "
+                             f"closed); {outcome}") from None
+        if isinstance(error, KeyboardInterrupt):
+            progress.close()
+            print(f"dyn: interrupted; {outcome}", file=sys.stderr)
         raise
     finally:
         progress.close()
+
+
+def create_empty(paths) -> None:
+    """Make the files the tasks will write (see the module's docstring)."""
+    for path in paths:
+        try:
+            open(path, "wb").close()
+        except OSError as error:
+            raise UsageError(f"{path}: cannot write ({error.strerror or error})") from None
 
 
 def submit(client, job: dict, path: str, blocks, parts, output: str, states: dict):
@@ -275,19 +413,19 @@ def submit(client, job: dict, path: str, blocks, parts, output: str, states: dic
     return client.submit(assemble, job, pieces, output, pure=False)
 
 
-def keep_finished(futures, written, before: dict) -> int:
-    """Remove the files of every input whose last task did not finish (or was never
-    submitted), except an output that existed ``before`` the run and that no task has
-    written to since (its :func:`snapshot` unchanged); count the outputs kept."""
+def keep_finished(finished: set, written, before: dict) -> int:
+    """Remove the files of every input not in ``finished`` (the indexes of the inputs whose
+    last task finished), except an output that existed ``before`` the run and that no task
+    has written to since (its :func:`snapshot` unchanged); count the outputs kept."""
     kept = 0
     for k, paths in enumerate(written):
-        if k < len(futures) and futures[k].status == "finished":
+        if k in finished:
             kept += 1
             continue
         for path in paths:
             if before.get(path) is not None and snapshot(path) == before[path]:
                 continue
-            if os.path.exists(path):
+            with contextlib.suppress(FileNotFoundError):
                 os.remove(path)
     return kept
 
@@ -312,14 +450,76 @@ def states_in(path: str, layout: Layout, kinds) -> int:
 
 # ----------------------------------------------------------------------------- on a worker
 
-def worker_model(path: str, free_flyer: bool):
-    """The model, loaded once per worker process."""
-    key = (path, free_flyer)
-    if key not in _MODELS:
+def worker_model(job: dict):
+    """The model of ``job``, loaded once per worker process and model version.
+
+    It is kept by path and --free-flyer with the :func:`model_digest` the client computed
+    from its own load; a job with another digest (the file was edited between runs on a
+    long-lived cluster) loads it again. What the worker loaded is digested too: a digest
+    other than the client's (the file changed during the run, or the workers do not see the
+    same file) is an error, not results from another model.
+    """
+    key = (job["model"], job["free_flyer"])
+    cached = _MODELS.get(key)
+    if cached is None or cached[0] != job["digest"]:
         from .common import load
 
-        _MODELS[key] = load(path, free_flyer)
-    return _MODELS[key]
+        model = load(job["model"], job["free_flyer"])
+        if model_digest(job["model"], model) != job["digest"]:
+            raise UsageError(f"{job['model']}: the workers read another version of the model "
+                             "than dyn did (it changed during the run, or is not the same "
+                             "file on the workers); run again")
+        cached = _MODELS[key] = (job["digest"], model)
+    return cached[1]
+
+
+def model_digest(path: str, model) -> str:
+    """A SHA-256 of the model's files: the bytes of ``path``, of the other XML files the
+    model was read from (MJCF includes: those its description names, and every file its
+    document includes), and the size and modification time of the mesh files its MJCF
+    shapes name (a mesh can give a body's inertia; meshes can be large, so they are not
+    read). The limits: a file named only through something else (a mesh used only to fit a
+    primitive), and a mesh edited with its size and modification time kept, are not seen;
+    a URDF's meshes do not count (they do not change the dynamics)."""
+    import hashlib
+
+    description = model.description
+    digest = hashlib.sha256()
+    with open(path, "rb") as stream:
+        digest.update(stream.read())
+    texts = {ref.file for ref in [*(link.source for link in description.links),
+                                  *(link.inertial_source for link in description.links),
+                                  *(joint.source for joint in description.joints)]}
+    meshes = set()
+    if description.format == "mjcf":
+        texts.update(shape.source.file for link in description.links
+                     for shape in link.geometry)
+        meshes = {shape.mesh for link in description.links for shape in link.geometry}
+        texts.update(mjcf_includes(path))
+    main = os.path.realpath(path)
+    for name in sorted({text for text in texts if os.path.isabs(text)
+                        and os.path.realpath(text) != main}):
+        digest.update(f"\0{name}\0".encode())
+        try:
+            with open(name, "rb") as stream:
+                digest.update(stream.read())
+        except OSError:
+            digest.update(b"unreadable")
+    for name in sorted({mesh for mesh in meshes if os.path.isabs(mesh)} - texts):
+        status = snapshot(name)
+        digest.update(f"\0{name}\0{status and status[1:]}".encode())
+    return digest.hexdigest()
+
+
+def mjcf_includes(path: str) -> list[str]:
+    """Every file an MJCF document includes, nested includes too (the parser's own view of
+    the document; none if it cannot be read, which loading the model would have said)."""
+    try:
+        from ..parsers.mjcf import _Document
+
+        return list(_Document(path).included)
+    except Exception:  # noqa: BLE001 -- the digest then covers the files the model names
+        return []
 
 
 def one_line(task):
@@ -339,54 +539,78 @@ def one_line(task):
 def solve_block(job: dict, path: str, start: int, stop: int, target: str,
                 whole: bool) -> int:
     """States [start, stop) of ``path``: computed chunk by chunk as the single-machine path
-    does, written to ``target`` (the .npz if ``whole``, else raw float64 rows)."""
+    does, written to ``target`` (the .npz if ``whole``, else raw float64 rows).
+
+    The raw rows go to ``target``.raw (if ``whole``) or ``target``, which the client made:
+    it is opened first and never created (see the module's docstring)."""
+    import zipfile
+    import zlib
+
     from .inputs import parse_fext, parse_gravity
     from .main import compute
 
-    model = worker_model(job["model"], job["free_flyer"])
-    layout = Layout.of(model, job["degrees"])
-    gravity = parse_gravity(job["gravity"])
-    wrenches = parse_fext(job["fext"], model)
-    source = Input.open(path)
-    try:
-        members = _npz_members(source.stream, path, layout, job["kinds"], warns=False)
-        for member in members:  # move every member to row ``start``
-            if member.stream is not None and start:
-                member.stream.seek(start * member.width * member.dtype.itemsize, 1)
-        with open(target if not whole else target + ".raw", "wb") as out:
+    raw = target + ".raw" if whole else target
+    with reopen(raw) as out:
+        model = worker_model(job)
+        layout = Layout.of(model, job["degrees"])
+        gravity = parse_gravity(job["gravity"])
+        wrenches = parse_fext(job["fext"], model)
+        source = Input.open(path)
+        try:
+            members = _npz_members(source.stream, path, layout, job["kinds"], warns=False)
+            try:
+                for member in members:  # move every member to row ``start``
+                    if member.stream is not None and start:
+                        member.stream.seek(start * member.width * member.dtype.itemsize, 1)
+            except (OSError, EOFError, ValueError, zipfile.BadZipFile, zlib.error) as error:
+                raise UsageError(f"{path}: not a readable .npz file ({error})") from None
             for begin in range(start, stop, job["size"]):
                 end = min(begin + job["size"], stop)
                 states = read_states(members, path, layout, wrenches, begin, end)
                 result = compute(job["command"], layout, states, gravity)
                 np.ascontiguousarray(result, dtype=np.float64).tofile(out)
-    finally:
-        source.stream.close()
+        finally:
+            source.stream.close()
     if whole:
-        write_npz(job, layout, [target + ".raw"], stop - start, target)
+        write_npz(job, layout, [raw], stop - start, target)
     return stop - start
 
 
+def reopen(path: str):
+    """``path``, a file the client made, opened to be written anew; never created: if the
+    client removed it (the run was stopped), this fails and the task writes nothing."""
+    return os.fdopen(os.open(path, os.O_WRONLY | os.O_TRUNC | getattr(os, "O_BINARY", 0)),
+                     "wb")
+
+
 def read_states(members, path: str, layout: Layout, wrenches, begin: int, end: int):
-    """States [begin, end) (rows are read in order); a non-finite number is an error."""
+    """States [begin, end) (rows are read in order); a non-finite number is an error, which
+    names the earliest such row of any array (the first array's on a tie), as the
+    single-machine path does."""
+    import zipfile
+    import zlib
+
     from .inputs import States
 
     vectors = {}
+    bad = None  # (row, kind) of the earliest non-finite number
     for member in members:
         if member.whole is not None:
             block = member.whole.reshape(member.count, member.width)[begin:end]
         else:
             try:
                 block = member.read(begin, end)
-            except (OSError, EOFError, ValueError) as error:
+            except (OSError, EOFError, ValueError, zipfile.BadZipFile, zlib.error) as error:
                 raise UsageError(f"{path}: not a readable .npz file ({error})") from None
             except UsageError as error:
                 raise UsageError(f"{path}: {error}") from None
         block = block.astype(float)
         rows = np.flatnonzero(~np.isfinite(block).all(axis=1))
-        if rows.size:
-            raise UsageError(f"{path}: {member.kind}[{begin + int(rows[0])}] holds a "
-                             "non-finite number")
+        if rows.size and (bad is None or rows[0] < bad[0]):
+            bad = (int(rows[0]), member.kind)
         vectors[member.kind] = block * layout.scale(member.kind)
+    if bad is not None:
+        raise UsageError(f"{path}: {bad[1]}[{begin + bad[0]}] holds a non-finite number")
     q = pop_q(vectors, layout, end - begin)
     return States(q=q, wrenches=dict(wrenches),
                   where=lambda i: f"{path}: state {begin + i}", **vectors)
@@ -403,32 +627,40 @@ def assemble(job: dict, counts: list[int], target: str) -> int:
 def write_npz(job: dict, layout: Layout | None, raws: list[str], count: int,
               target: str) -> None:
     """The archive ``--output FILE.npz`` writes: the result rows, ``dofs`` (and
-    ``sparsity`` for mass --sparsity); the raw files are removed."""
+    ``sparsity`` for mass --sparsity); the raw files are removed.
+
+    The raw files are opened before anything is written; the archive is written to
+    ``target``.tmp, which the client made (:func:`reopen`), and renamed to ``target`` once
+    complete: a task never leaves a partial ``target``, nor one after the client's cleanup.
+    """
     import zipfile
 
     from numpy.lib import format as npy
 
     from .main import RESULT_KEY
 
-    if layout is None:
-        layout = Layout.of(worker_model(job["model"], job["free_flyer"]), job["degrees"])
-    key = RESULT_KEY[job["command"]]
-    nv = layout.model.nv
-    shape = (nv, nv) if key == "M" else (nv,)
-    extra = {"dofs": np.array(layout.v_labels, dtype=str)}
-    if job["sparsity"]:
-        extra["sparsity"] = layout.model.sparsity.astype(np.int8)
-    header = {"descr": npy.dtype_to_descr(np.dtype(np.float64)), "fortran_order": False,
-              "shape": (count, *shape)}
-    with open(target, "wb") as stream, zipfile.ZipFile(
-            stream, "w", zipfile.ZIP_STORED, allowZip64=True) as archive:
-        with archive.open(f"{key}.npy", "w", force_zip64=True) as member:
-            npy.write_array_header_2_0(member, header)
-            for raw in raws:
-                with open(raw, "rb") as part:
+    with contextlib.ExitStack() as opened:
+        parts = [opened.enter_context(open(raw, "rb")) for raw in raws]
+        if layout is None:
+            layout = Layout.of(worker_model(job), job["degrees"])
+        key = RESULT_KEY[job["command"]]
+        nv = layout.model.nv
+        shape = (nv, nv) if key == "M" else (nv,)
+        extra = {"dofs": np.array(layout.v_labels, dtype=str)}
+        if job["sparsity"]:
+            extra["sparsity"] = layout.model.sparsity.astype(np.int8)
+        header = {"descr": npy.dtype_to_descr(np.dtype(np.float64)), "fortran_order": False,
+                  "shape": (count, *shape)}
+        with reopen(target + ".tmp") as stream, zipfile.ZipFile(
+                stream, "w", zipfile.ZIP_STORED, allowZip64=True) as archive:
+            with archive.open(f"{key}.npy", "w", force_zip64=True) as member:
+                npy.write_array_header_2_0(member, header)
+                for part in parts:
                     shutil.copyfileobj(part, member, 1 << 20)
-        for name, array in extra.items():
-            with archive.open(f"{name}.npy", "w", force_zip64=True) as member:
-                npy.write_array(member, np.asanyarray(array), allow_pickle=False)
+            for name, array in extra.items():
+                with archive.open(f"{name}.npy", "w", force_zip64=True) as member:
+                    npy.write_array(member, np.asanyarray(array), allow_pickle=False)
+        os.replace(target + ".tmp", target)
     for raw in raws:
-        os.remove(raw)
+        with contextlib.suppress(FileNotFoundError):
+            os.remove(raw)

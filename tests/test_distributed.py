@@ -294,6 +294,7 @@ def test_the_cluster_path_ignores_sigpipe_again(monkeypatch):
 
     fake = types.SimpleNamespace(Client=lambda address, timeout: ("client", address))
     monkeypatch.setattr(distributed, "require_dask", lambda: fake)
+    monkeypatch.setattr(distributed, "check_scheduler", lambda address: None)
     saved = signal.signal(signal.SIGPIPE, signal.SIG_DFL)
     try:
         assert distributed.connect("tcp://127.0.0.1:8786") == (("client", "tcp://127.0.0.1:8786"),
@@ -301,3 +302,333 @@ def test_the_cluster_path_ignores_sigpipe_again(monkeypatch):
         assert signal.getsignal(signal.SIGPIPE) == signal.SIG_IGN
     finally:
         signal.signal(signal.SIGPIPE, saved)
+
+
+# ----------------------------------------------------------------- review findings (Dask path)
+
+def free_port() -> int:
+    import socket
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+@pytest.fixture
+def tcp_cluster(distributed):
+    """A ``dask scheduler`` and one single-threaded ``dask worker`` on 127.0.0.1, as a
+    long-lived cluster is: (address, the scheduler's process); both killed afterwards."""
+    import os
+    import signal
+    import subprocess
+
+    address = f"tcp://127.0.0.1:{free_port()}"
+    quiet = {"stdout": subprocess.DEVNULL, "stderr": subprocess.DEVNULL,
+             "start_new_session": True}
+    processes = [subprocess.Popen([sys.executable, "-m", "dask", "scheduler", "--host",
+                                   "127.0.0.1", "--port", address.rsplit(":", 1)[1],
+                                   "--dashboard-address", "127.0.0.1:0"], **quiet)]
+    try:
+        with distributed.Client(address, timeout="30s") as client:
+            processes.append(subprocess.Popen([sys.executable, "-m", "dask", "worker", address,
+                                               "--nworkers", "1", "--nthreads", "1",
+                                               "--no-dashboard"], **quiet))
+            client.wait_for_workers(1, timeout=60)
+        yield address, processes[0]
+    finally:
+        for process in processes:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(process.pid, signal.SIGKILL)
+            process.wait()
+
+
+def test_an_edited_model_is_loaded_again_on_a_long_lived_cluster(tmp_path, tcp_cluster):
+    """Workers keep the model between runs; an edit of the file must not give the old
+    model's numbers (the cache is keyed on the file's content)."""
+    address, _ = tcp_cluster
+    model = tmp_path / "arm.urdf"
+    model.write_text(ARM.read_text())
+    inputs = write_inputs(tmp_path / "logs", load_model(str(ARM)), [20])
+    for mass in ("1.0", "3.0"):
+        model.write_text(ARM.read_text().replace('<mass value="1.0"/>',
+                                                 f'<mass value="{mass}"/>'))
+        out = tmp_path / f"out-{mass}"
+        code, err = dyn("inverse", model, "--input", inputs[0], "--output", f"{out}/",
+                        "--scheduler", address, "--quiet")
+        assert code == 0, err
+        assert_same_as_single(tmp_path, "inverse", model, inputs, out)
+
+
+def test_the_model_digest_covers_mjcf_includes(tmp_path):
+    """An included file that holds no body (options, defaults) changes the digest too."""
+    import shutil
+
+    from treedyn.cli.distributed import model_digest
+
+    shutil.copytree(ROOT / "fixtures" / "mjcf" / "include", tmp_path / "m")
+    main = tmp_path / "m" / "main.xml"
+    first = model_digest(str(main), load_model(str(main)))
+    assert model_digest(str(main), load_model(str(main))) == first
+    settings = tmp_path / "m" / "parts" / "settings.xml"
+    settings.write_text(settings.read_text() + "\n<!-- edited -->\n")
+    assert model_digest(str(main), load_model(str(main))) != first
+
+
+def worker_job(**changes) -> dict:
+    from treedyn.cli.distributed import model_digest
+
+    job = {"command": "inverse", "model": str(ARM), "free_flyer": False, "degrees": False,
+           "gravity": None, "fext": None, "kinds": ("q", "v", "a"), "size": 32,
+           "sparsity": False, "digest": model_digest(str(ARM), load_model(str(ARM)))}
+    return {**job, **changes}
+
+
+def test_a_task_of_a_stopped_run_leaves_no_file(tmp_path):
+    """The client made the files tasks write and removed them when the run stopped: a task
+    still running then writes nothing (it used to leave a 256-byte unreadable .npz)."""
+    from treedyn.cli.distributed import assemble, solve_block
+    from treedyn.cli.inputs import UsageError
+
+    inputs = write_inputs(tmp_path / "logs", load_model(str(ARM)), [3])
+    out = tmp_path / "out"
+    out.mkdir()
+    with pytest.raises(UsageError, match="No such file"):
+        solve_block(worker_job(), str(inputs[0]), 0, 3, str(out / "log0.npz"), True)
+    (out / "log0.npz.part0").write_bytes(np.zeros(2).tobytes())  # part1 removed, as .tmp
+    with pytest.raises(UsageError, match="No such file"):
+        assemble(worker_job(), [1, 1], str(out / "log0.npz"))
+    assert sorted(p.name for p in out.iterdir()) == ["log0.npz.part0"]
+
+
+def test_a_task_writes_its_output_whole_through_the_files_the_client_made(tmp_path):
+    from treedyn.cli.distributed import solve_block
+
+    inputs = write_inputs(tmp_path / "logs", load_model(str(ARM)), [3])
+    target = tmp_path / "log0.npz"
+    for name in ("log0.npz.raw", "log0.npz.tmp"):
+        (tmp_path / name).write_bytes(b"")
+    assert solve_block(worker_job(), str(inputs[0]), 0, 3, str(target), True) == 3
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["log0.npz", "logs"]
+    assert len(np.load(target)["tau"]) == 3
+
+
+def test_ctrl_c_keeps_the_outputs_that_finished(tmp_path, monkeypatch, distributed):
+    """Ctrl-C once a file is done: that file stays (cancelling used to make its future look
+    unfinished, and it was removed), a line says how many were kept, exit 130."""
+    import time
+
+    from treedyn.cli import distributed as module
+
+    out = tmp_path / "out"
+
+    class Interrupted(module.Progress):
+        def advance(self, *args, **kwargs):
+            if (out / "log0.npz").exists():  # Ctrl-C once log0's task has written it
+                time.sleep(0.5)
+                raise KeyboardInterrupt
+
+    monkeypatch.setattr(module, "Progress", Interrupted)
+    small_tasks(monkeypatch, chunk=32, per_task=64)
+    inputs = write_inputs(tmp_path / "logs", load_model(str(ARM)), [3, 6000])
+    code, err = dyn("inverse", ARM, "--input", tmp_path / "logs" / "*.npz",
+                    "--output", f"{out}/", "--scheduler", "local", "--quiet")
+    assert code == 130
+    kept = sorted(p.name for p in out.iterdir())
+    assert "log0.npz" in kept and all(name.endswith(".npz") for name in kept), kept
+    assert err == (f"dyn: interrupted; {len(kept)} of 2 output files were completed and "
+                   "kept, the others removed (or left as they were if no task had written "
+                   "to them)\n")
+    assert_same_as_single(tmp_path, "inverse", ARM, inputs[:len(kept)], out)
+
+
+def test_losing_the_scheduler_is_one_line_and_leaves_no_partial_file(tmp_path, monkeypatch,
+                                                                     tcp_cluster):
+    import os
+    import signal
+    import time
+
+    from treedyn.cli import distributed as module
+
+    address, scheduler = tcp_cluster
+
+    class Killing(module.Progress):
+        def advance(self, *args, **kwargs):
+            if scheduler.poll() is None:
+                os.killpg(scheduler.pid, signal.SIGKILL)
+                scheduler.wait()
+                time.sleep(0.5)
+
+    monkeypatch.setattr(module, "Progress", Killing)
+    small_tasks(monkeypatch, chunk=32, per_task=64)
+    write_inputs(tmp_path / "logs", load_model(str(ARM)), [3, 6000])
+    out = tmp_path / "out"
+    code, err = dyn("inverse", ARM, "--input", tmp_path / "logs" / "*.npz",
+                    "--output", f"{out}/", "--scheduler", address, "--quiet")
+    assert code == 2 and err.count("\n") == 1, err
+    assert err.startswith(f"{address}: lost the scheduler (the connection to it closed); ")
+    assert "of 2 output files were completed and kept" in err
+    time.sleep(1)  # a task still running on the worker writes no file after the cleanup
+    for path in out.iterdir():
+        assert path.suffix == ".npz", path
+        np.load(path)["tau"]
+
+
+def test_a_damaged_compressed_input_on_a_worker_is_one_line(tmp_path):
+    """As on one machine: "not a readable .npz file (Bad CRC-32 ...)", not an internal error."""
+    import zipfile
+
+    from treedyn.cli.distributed import solve_block
+    from treedyn.cli.inputs import UsageError
+
+    path = tmp_path / "b.npz"
+    np.savez_compressed(path, **states(load_model(str(ARM)), 2000, seed=0))
+    info = zipfile.ZipFile(path).getinfo("v.npy")
+    data = bytearray(path.read_bytes())
+    data[info.header_offset + 30 + len(info.filename) + len(info.extra)
+         + info.compress_size // 2] ^= 0x55
+    path.write_bytes(bytes(data))
+    single = dyn("inverse", ARM, "--input", path, "--output", tmp_path / "single.npz")[1]
+    message = single.strip().split(";")[0]
+    assert "not a readable .npz file" in message
+    for start in (0, 1024):  # from the first row, and seeking to a later block
+        for name in ("b.npz.raw", "b.npz.tmp"):
+            (tmp_path / name).write_bytes(b"")
+        with pytest.raises(UsageError) as error:
+            solve_block(worker_job(size=512), str(path), start, 2000, str(tmp_path / "b.npz"),
+                        True)
+        assert str(error.value) == message
+
+
+def test_the_earliest_bad_row_of_any_array_is_named(tmp_path):
+    from treedyn.cli.distributed import solve_block
+    from treedyn.cli.inputs import UsageError
+
+    values = states(load_model(str(ARM)), 50, seed=0)
+    values["v"][12, 0] = np.inf
+    values["q"][25, 1] = np.nan
+    path = tmp_path / "f.npz"
+    np.savez(path, **values)
+    for name in ("f.npz.raw", "f.npz.tmp"):
+        (tmp_path / name).write_bytes(b"")
+    with pytest.raises(UsageError) as error:
+        solve_block(worker_job(), str(path), 0, 50, str(tmp_path / "f.npz"), True)
+    assert str(error.value) == f"{path}: v[12] holds a non-finite number"
+    single = dyn("inverse", ARM, "--input", path, "--output", tmp_path / "single.npz")[1]
+    assert single.startswith(f"{path}: v[12] holds a non-finite number;")
+
+
+def test_a_file_named_like_a_pattern_is_that_file(tmp_path):
+    """in/run[1].npz exists: it is the input, not a pattern matching in/run1.npz."""
+    from treedyn.cli.distributed import expand
+
+    logs = tmp_path / "in"
+    logs.mkdir()
+    model = load_model(str(ARM))
+    np.savez(logs / "run[1].npz", **states(model, 10, seed=0))
+    np.savez(logs / "run1.npz", **states(model, 3, seed=1))
+    assert expand(str(logs / "run[1].npz")) == [str(logs / "run[1].npz")]
+    out = tmp_path / "out"
+    code, err = dyn("inverse", ARM, "--input", logs / "run[1].npz", "--output", f"{out}/")
+    assert code == 0, err
+    assert sorted(p.name for p in out.iterdir()) == ["run[1].npz"]
+    assert len(np.load(out / "run[1].npz")["tau"]) == 10
+
+
+@pytest.mark.parametrize("server", ["http", "banner"])
+def test_an_address_that_is_not_a_scheduler_is_one_line(tmp_path, monkeypatch, distributed,
+                                                         server):
+    """An HTTP server (the dashboard's port given by mistake) hung dyn; a service that greets
+    first made it allocate its greeting read as a size (MemoryError)."""
+    import http.server
+    import socketserver
+    import threading
+    import time
+
+    from treedyn.cli import distributed as module
+
+    class Banner(socketserver.BaseRequestHandler):
+        def handle(self):
+            self.request.sendall(b"SSH-2.0-OpenSSH_8.9p1 Ubuntu-3\r\n")
+            time.sleep(5)
+
+    class Web(http.server.SimpleHTTPRequestHandler):
+        def log_message(self, *args):  # not on the stderr the test reads
+            pass
+
+    handler = Web if server == "http" else Banner
+    listening = socketserver.ThreadingTCPServer(("127.0.0.1", 0), handler)
+    listening.daemon_threads = True
+    threading.Thread(target=listening.serve_forever, daemon=True).start()
+    monkeypatch.setattr(module, "CONNECT_SECONDS", 2)
+    address = f"tcp://127.0.0.1:{listening.server_address[1]}"
+    inputs = write_inputs(tmp_path / "logs", load_model(str(ARM)), [3])
+    try:
+        began = time.monotonic()
+        code, err = dyn("inverse", ARM, "--input", inputs[0], "--output", f"{tmp_path}/out/",
+                        "--scheduler", address)
+    finally:
+        listening.shutdown()
+        listening.server_close()
+    assert code == 2 and err.count("\n") == 1, err
+    assert err.startswith(f"{address}: not a Dask scheduler, or not answering (")
+    assert time.monotonic() - began < 10
+
+
+def test_local_cluster_does_not_warn_when_port_8787_is_taken(tmp_path, distributed):
+    import socket
+    import warnings
+
+    inputs = write_inputs(tmp_path / "logs", load_model(str(ARM)), [3])
+    with contextlib.ExitStack() as stack:
+        taker = stack.enter_context(socket.socket())
+        with contextlib.suppress(OSError):  # taken already: as good
+            taker.bind(("0.0.0.0", 8787))
+            taker.listen()
+        caught = stack.enter_context(warnings.catch_warnings(record=True))
+        warnings.simplefilter("always")
+        code, err = dyn("inverse", ARM, "--input", inputs[0], "--output",
+                        f"{tmp_path}/out/", "--scheduler", "local", "--quiet")
+    assert code == 0 and err == "", err
+    assert not [w for w in caught if "already in use" in str(w.message)]
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="process groups, /proc")
+def test_ctrl_c_on_a_terminal_ends_the_local_cluster_quietly(tmp_path, distributed):
+    """A terminal's Ctrl-C reaches dyn and its worker processes (one process group): exit
+    130, one line, no traceback from the workers."""
+    import os
+    import signal
+    import subprocess
+    import time
+
+    model = load_model(str(ARM))
+    write_inputs(tmp_path / "logs", model, [400_000, 400_000, 400_000])
+    out = tmp_path / "out"
+    process = subprocess.Popen(
+        [sys.executable, "-m", "treedyn.cli.main", "forward", str(ARM), "--input",
+         str(tmp_path / "logs" / "*.npz"), "--output", f"{out}/", "--scheduler", "local",
+         "--quiet"], cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+        start_new_session=True)
+    try:
+        deadline = time.monotonic() + 60
+        while not (out.exists() and any(out.iterdir())) and time.monotonic() < deadline:
+            time.sleep(0.1)  # the files are made once the cluster runs
+        time.sleep(0.5)
+        os.killpg(process.pid, signal.SIGINT)
+        _, err = process.communicate(timeout=60)
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(process.pid, signal.SIGKILL)
+    err = err.decode()
+    assert process.returncode == 130, err
+    assert "Traceback" not in err and err.startswith("dyn: interrupted; "), err
+
+
+def test_an_output_directory_named_like_a_file_is_refused(tmp_path):
+    """`--output res.csv` where res.csv is a directory used to write res.csv/<stem>.npz."""
+    inputs = tmp_path / "a.jsonl"
+    inputs.write_text('{"q": [0.1, 0.2]}\n')
+    (tmp_path / "res.csv").mkdir()
+    code, stderr = dyn("inverse", ARM, "--input", inputs, "--output", tmp_path / "res.csv")
+    assert code == 2 and "is a directory, not the .csv file" in stderr
+    assert not list((tmp_path / "res.csv").iterdir())
