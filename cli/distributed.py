@@ -331,7 +331,7 @@ def run_on_cluster(client, request, layout: Layout, files, outputs, counts) -> N
     per_task = ROWS_PER_TASK // size * size if ROWS_PER_TASK >= size else ROWS_PER_TASK
     model = os.path.abspath(request.model)
     try:
-        digest = model_digest(model, layout.model)
+        digest = model_digest(layout.model)
     except OSError as error:
         raise UsageError(f"{request.model}: cannot read ({error.strerror or error})") from None
     job = {"command": request.command, "model": model, "digest": digest,
@@ -465,7 +465,7 @@ def worker_model(job: dict):
         from .common import load
 
         model = load(job["model"], job["free_flyer"])
-        if model_digest(job["model"], model) != job["digest"]:
+        if model_digest(model) != job["digest"]:
             raise UsageError(f"{job['model']}: the workers read another version of the model "
                              "than dyn did (it changed during the run, or is not the same "
                              "file on the workers); run again")
@@ -473,53 +473,22 @@ def worker_model(job: dict):
     return cached[1]
 
 
-def model_digest(path: str, model) -> str:
-    """A SHA-256 of the model's files: the bytes of ``path``, of the other XML files the
-    model was read from (MJCF includes: those its description names, and every file its
-    document includes), and the size and modification time of the mesh files its MJCF
-    shapes name (a mesh can give a body's inertia; meshes can be large, so they are not
-    read). The limits: a file named only through something else (a mesh used only to fit a
-    primitive), and a mesh edited with its size and modification time kept, are not seen;
-    a URDF's meshes do not count (they do not change the dynamics)."""
+def model_digest(model) -> str:
+    """A SHA-256 of the names and bytes of every file the model was read from (its
+    description's ``files``: the model, its MJCF includes, the meshes MJCF inertias may
+    come from; a URDF's meshes do not change the dynamics)."""
     import hashlib
 
-    description = model.description
     digest = hashlib.sha256()
-    with open(path, "rb") as stream:
-        digest.update(stream.read())
-    texts = {ref.file for ref in [*(link.source for link in description.links),
-                                  *(link.inertial_source for link in description.links),
-                                  *(joint.source for joint in description.joints)]}
-    meshes = set()
-    if description.format == "mjcf":
-        texts.update(shape.source.file for link in description.links
-                     for shape in link.geometry)
-        meshes = {shape.mesh for link in description.links for shape in link.geometry}
-        texts.update(mjcf_includes(path))
-    main = os.path.realpath(path)
-    for name in sorted({text for text in texts if os.path.isabs(text)
-                        and os.path.realpath(text) != main}):
+    for name in model.description.files:
         digest.update(f"\0{name}\0".encode())
         try:
             with open(name, "rb") as stream:
-                digest.update(stream.read())
+                for block in iter(lambda: stream.read(1 << 20), b""):
+                    digest.update(block)
         except OSError:
             digest.update(b"unreadable")
-    for name in sorted({mesh for mesh in meshes if os.path.isabs(mesh)} - texts):
-        status = snapshot(name)
-        digest.update(f"\0{name}\0{status and status[1:]}".encode())
     return digest.hexdigest()
-
-
-def mjcf_includes(path: str) -> list[str]:
-    """Every file an MJCF document includes, nested includes too (the parser's own view of
-    the document; none if it cannot be read, which loading the model would have said)."""
-    try:
-        from ..parsers.mjcf import _Document
-
-        return list(_Document(path).included)
-    except Exception:  # noqa: BLE001 -- the digest then covers the files the model names
-        return []
 
 
 def one_line(task):

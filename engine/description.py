@@ -192,6 +192,9 @@ class TreeDescription:
     # one line each (file:line: what): values read as the reference parser reads them
     # although the file meant something else; the CLI prints them as warnings
     notes: tuple[str, ...] = ()
+    # every file the dynamics were read from, absolute: the model, its MJCF includes and
+    # the mesh files MJCF inertias may come from (URDF meshes do not change the dynamics)
+    files: tuple[str, ...] = ()
 
     def with_free_flyer(self, name: str = "root_joint") -> "TreeDescription":
         """A copy whose root link floats: a Pinocchio-LOCAL ``free`` joint to a new world link

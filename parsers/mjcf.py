@@ -167,9 +167,11 @@ def parse_mjcf(path: str) -> TreeDescription:
     limit = sys.getrecursionlimit()  # the document and the tree are read recursively,
     sys.setrecursionlimit(max(limit, 4 * MAX_TOTAL_DEPTH + 1000))  # a few calls per level
     try:
-        root = _Document(path).root
-        mjcf_schema.check(root)
-        return _Builder(root, path).build()
+        document = _Document(path)
+        mjcf_schema.check(document.root)
+        description = _Builder(document.root, path).build()
+        meshes = sorted({os.path.realpath(f) for f in description.files})
+        return dataclasses.replace(description, files=(*document.included, *meshes))
     finally:
         sys.setrecursionlimit(limit)
 
@@ -1207,6 +1209,7 @@ class _Builder:
             gravity=np.zeros(3) if "gravity" in self.disabled else np.array(self.gravity, float),
             source=self.path,
             ignored={kind: count for kind, count in sorted(self.ignored.items()) if count},
+            files=tuple(mesh.path for mesh in self.meshes.values() if mesh.path),
         )
 
     def _align_free(self, body: BodyBuild) -> None:

@@ -35,6 +35,7 @@ The semantics are Pinocchio's (``pin.buildModelFromUrdf``, which reads URDF with
 from __future__ import annotations
 
 import math
+import os
 import re
 from collections import Counter
 from pathlib import Path
@@ -207,6 +208,7 @@ def _parse(robot: etree._Element, path: str) -> TreeDescription:
         source=path,
         ignored=dict(ignored),
         notes=tuple(notes),
+        files=(os.path.realpath(path),),
     )
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import io
+import os
 import sys
 import sysconfig
 from pathlib import Path
@@ -367,11 +368,13 @@ def test_the_model_digest_covers_mjcf_includes(tmp_path):
 
     shutil.copytree(ROOT / "fixtures" / "mjcf" / "include", tmp_path / "m")
     main = tmp_path / "m" / "main.xml"
-    first = model_digest(str(main), load_model(str(main)))
-    assert model_digest(str(main), load_model(str(main))) == first
+    first = model_digest(load_model(str(main)))
+    assert model_digest(load_model(str(main))) == first
     settings = tmp_path / "m" / "parts" / "settings.xml"
     settings.write_text(settings.read_text() + "\n<!-- edited -->\n")
-    assert model_digest(str(main), load_model(str(main))) != first
+    assert model_digest(load_model(str(main))) != first
+    meshes = load_model(str(ROOT / "fixtures" / "mjcf" / "meshes.xml")).description.files
+    assert {os.path.basename(name) for name in meshes} >= {"cloud.msh", "hull.msh", "lblock.stl"}
 
 
 def worker_job(**changes) -> dict:
@@ -379,7 +382,7 @@ def worker_job(**changes) -> dict:
 
     job = {"command": "inverse", "model": str(ARM), "free_flyer": False, "degrees": False,
            "gravity": None, "fext": None, "kinds": ("q", "v", "a"), "size": 32,
-           "sparsity": False, "digest": model_digest(str(ARM), load_model(str(ARM)))}
+           "sparsity": False, "digest": model_digest(load_model(str(ARM)))}
     return {**job, **changes}
 
 
