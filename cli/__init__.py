@@ -22,13 +22,7 @@ def run() -> None:
 
     if signal.getsignal(signal.SIGINT) is signal.default_int_handler:
         signal.signal(signal.SIGINT, interrupted)
-    for name in ("TREEDYN_THREADS", "TREEDYN_CHUNK", "TREEDYN_STREAM_CHUNK"):
-        value = os.environ.get(name, "").strip()
-        if value and not value.isdigit():
-            import sys
-
-            print(f"dyn: {name}={value!r} is not a positive whole number", file=sys.stderr)
-            raise SystemExit(2)
+    check_environment()
     from .main import run as run_main
 
     run_main()
@@ -37,3 +31,16 @@ def run() -> None:
 def interrupted(number, frame) -> None:
     """SIGINT while dyn starts: exit code 130, nothing printed."""
     os._exit(130)
+
+
+def check_environment() -> None:
+    """Exit 2 with one line when a TREEDYN_* count in the environment is not a positive
+    whole number (before the engine, which would keep its default, reads it)."""
+    for name in ("TREEDYN_THREADS", "TREEDYN_CHUNK", "TREEDYN_STREAM_CHUNK"):
+        value = os.environ.get(name, "").strip()
+        if value and not (value.isascii() and value.isdigit() and int(value) >= 1):
+            import sys
+
+            if sys.stderr is not None:
+                print(f"dyn: {name}={value!r} is not a positive whole number", file=sys.stderr)
+            os._exit(2)

@@ -568,7 +568,12 @@ def _json_vector(value, kind: str, layout: Layout, out: np.ndarray, where: str) 
         scale = layout.scale(kind)
         for joint, x in value.items():
             i = layout.index(joint, kind, f'{where}: "{kind}"')
-            if not _is_number(x) or not math.isfinite(x):
+            try:
+                finite = _is_number(x) and math.isfinite(x)
+            except OverflowError:  # an integer beyond any float
+                raise UsageError(f'{where}: "{kind}" {joint} is a number too large for a '
+                                 "float") from None
+            if not finite:
                 raise UsageError(f'{where}: "{kind}" {joint} is {json.dumps(x)}, '
                                  "not a finite number")
             out[i] = x * scale[i]

@@ -620,7 +620,8 @@ class ClosedStdout:
     def write(self, text) -> int:
         raise OSError(errno.EBADF, "stdout is closed")
 
-    flush = write_through = write
+    def flush(self) -> None:
+        """Nothing is ever buffered (runs that write to --output flush stdout too)."""
 
     @property
     def buffer(self) -> "ClosedStdout":
@@ -669,10 +670,11 @@ def run(argv: Optional[list] = None) -> None:
     if hasattr(signal, "SIGPIPE"):  # the dyn program in `dyn ... | head`:
         signal.signal(signal.SIGPIPE, signal.SIG_DFL)  # end quietly, as other Unix tools do
         # (no sockets here; the --scheduler path, which has them, ignores SIGPIPE again)
-    from treedyn.cli import interrupted
+    from treedyn.cli import check_environment, interrupted
 
     if signal.getsignal(signal.SIGINT) is interrupted:  # set while the modules loaded
         signal.signal(signal.SIGINT, signal.default_int_handler)  # run_app handles Ctrl-C
+    check_environment()
     if sys.stdout is None:
         sys.stdout = ClosedStdout()
     try:

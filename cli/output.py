@@ -55,8 +55,11 @@ def warn(message: str) -> None:
     CAPTURED["into"] instead when that is a list (a worker process, see .parts)."""
     if CAPTURED["into"] is not None:
         CAPTURED["into"].append(message)
-    elif not QUIET["on"]:
-        print(f"dyn: warning: {message}", file=sys.stderr)
+    elif not QUIET["on"] and sys.stderr is not None:
+        try:
+            print(f"dyn: warning: {message}", file=sys.stderr)
+        except (OSError, ValueError):  # stderr closed or full: a warning is not worth the run
+            pass
 
 
 def table(rows, headers, **options) -> str:

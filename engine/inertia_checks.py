@@ -74,6 +74,8 @@ CHECKS = LINK_CHECKS + BODY_CHECKS
 HEURISTIC_CHECKS = ("plausibility", "about-origin", "orientation", "density")
 NEGLIGIBLE_MASS = 0.01  # welded link mass / body mass below which the link hardly matters
 EXACT_MATCH = 0.05  # relative distance under which an inertia IS the geometry's uniform one
+GHOST = ("zero mass but a non-zero inertia tensor: no body has rotational inertia without "
+         "mass (MuJoCo refuses it on a moving body)")
 
 
 @dataclass(frozen=True)
@@ -186,6 +188,17 @@ def pseudo_inertia(mass: float, com: np.ndarray, inertia: np.ndarray) -> np.ndar
     J[:3, :3] = second_moment(about_origin)
     J[:3, 3] = J[3, :3] = mass * np.asarray(com, dtype=float)
     J[3, 3] = mass
+    return J
+
+
+def spatial_pseudo_inertia(spatial: np.ndarray) -> np.ndarray:
+    """J (4, 4) about the origin from a spatial inertia (6, 6) about the origin (angular,
+    linear), whatever the sign of its mass."""
+    about_origin = symmetric(spatial[:3, :3])
+    J = np.empty((4, 4))
+    J[:3, :3] = second_moment(about_origin)
+    J[:3, 3] = J[3, :3] = [spatial[2, 4], spatial[0, 5], spatial[1, 3]]
+    J[3, 3] = spatial[3, 3]
     return J
 
 
@@ -398,12 +411,10 @@ class _Checker:
         if mass < 0:
             self.add(context, "mass", "fail", "error", f"negative mass {mass:g} kg",
                      mass, mass, fix=lambda: _negative_mass_fix(link))
-        elif mass == 0 and np.any(link.inertia.inertia):
-            self.add(context, "mass", "fail", "warning",
-                     "zero mass but a non-zero inertia tensor: no body has rotational inertia "
-                     "without mass (MuJoCo refuses it on a moving body)", mass, 0.0)
         elif context.main:
             self.moving_body_mass(context)
+        elif mass == 0 and np.any(link.inertia.inertia):
+            self.add(context, "mass", "fail", "warning", GHOST, mass, 0.0)
         elif mass == 0:
             note = "no <inertial>" if not link.has_inertial else "zero mass"
             self.add(context, "mass", "pass", "info", f"{note}: a massless frame {welded}",
@@ -416,9 +427,14 @@ class _Checker:
         model, j = self.model, context.body
         body_mass = float(model.body_mass[j])
         joint = model.joint_names[j]
+        ghost = context.link.inertia.mass == 0 and np.any(context.link.inertia.inertia)
         if body_mass > MINVAL:
             merged = "" if body_mass == context.link.inertia.mass else (
                 f" ({body_mass:g} kg with the links welded to it)")
+            if ghost:
+                self.add(context, "mass", "fail", "warning", f"{GHOST}; the body has{merged}",
+                         0.0, body_mass, details={"body_mass": body_mass})
+                return
             self.add(context, "mass", "pass", "info",
                      f"{context.link.inertia.mass:g} kg{merged}, moved by joint {joint}",
                      context.link.inertia.mass, body_mass, details={"body_mass": body_mass})
@@ -430,7 +446,11 @@ class _Checker:
         block = self.M[:, dofs, dofs] - np.diag(model.armature[dofs])
         smallest = float(np.linalg.eigvalsh(block)[:, 0].min())
         details = {"body_mass": body_mass, "joint": joint, "subtree_inertia": smallest}
-        if smallest > MINVAL:
+        if smallest > MINVAL and ghost:
+            self.add(context, "mass", "fail", "warning",
+                     f"{GHOST}; its subtree gives joint {joint} mass and inertia", body_mass,
+                     smallest, details=details)
+        elif smallest > MINVAL:
             self.add(context, "mass", "pass", "info",
                      f"massless moving body, but its subtree gives joint {joint} mass and "
                      f"inertia (smallest eigenvalue {smallest:.3g}): the dynamics are defined, "
@@ -501,9 +521,22 @@ class _Checker:
         self.add_pseudo_inertia(context, link.inertia, "pseudo-inertia",
                                 lambda: _consistent_fix(context, self.options.tolerance))
 
-    def add_pseudo_inertia(self, context, inertia: Inertia, check, fix, **extra) -> None:
+    def add_pseudo_inertia(self, context, inertia: Inertia, check, fix, J=None,
+                           **extra) -> None:
+        """The pseudo-inertia finding of ``inertia`` (``J`` given when the mass is not
+        positive: an Inertia about the com then has lost the first moment)."""
         tol = self.options.tolerance
-        J = pseudo_inertia(inertia.mass, inertia.com, inertia.inertia)
+        J = pseudo_inertia(inertia.mass, inertia.com, inertia.inertia) if J is None else J
+        if J[3, 3] == 0:  # a merged body whose masses cancel: J = [[Sigma, h], [h^T, 0]]
+            smallest = float(np.linalg.eigvalsh(J)[0])
+            if smallest < 0:
+                self.add(context, check, "fail", "error",
+                         f"pseudo-inertia J is not positive semi-definite (zero mass, smallest "
+                         f"eigenvalue {smallest:.3g}): no mass distribution has this inertia",
+                         smallest, None, {"eigenvalues": np.linalg.eigvalsh(J)}, fix, **extra)
+            else:
+                self.add(context, check, "skip", "info", "skipped: no mass (see mass)", **extra)
+            return
         if J[3, 3] < 0:
             self.add(context, check, "fail", "error",
                      f"pseudo-inertia J is not positive semi-definite (mass {J[3, 3]:g} kg): "
@@ -721,6 +754,7 @@ class _Checker:
             if len(massive) >= 2:
                 rigid = Inertia.from_spatial(model.body_inertia[j])
                 self.add_pseudo_inertia(context, rigid, "merged-pseudo-inertia", None,
+                                        J=spatial_pseudo_inertia(model.body_inertia[j]),
                                         scope="body", links=links)
 
     def articulated(self, context: LinkContext, j: int, D: np.ndarray, links) -> None:
@@ -846,9 +880,10 @@ def _consistent_fix(context: LinkContext, tolerance: float) -> Fix | None:
         return Fix(inertia.mass, inertia.com, inertia.mass * uniform.inertia,
                    link.inertial_rotation,
                    f"uniform density filling the {geometry.role} geometry, same mass")
-    # sigma_min >= margin tr(I) passes the triangle and pseudo-inertia checks at
-    # ``tolerance``; above 1/6 no inertia would meet it (the sigmas sum to tr(I) / 2)
-    margin = min(tolerance, 0.05)
+    # sigma_min >= margin tr(I) passes the triangle and pseudo-inertia checks (which want
+    # sigma_min > tolerance tr(I) / 2) at ``tolerance``; the sigmas sum to tr(I) / 2, so no
+    # inertia meets a margin above 1/6: capped there, the fix passes up to tolerance ~0.3
+    margin = min(tolerance, 0.16)
     return Fix(inertia.mass, inertia.com, nearest_consistent(inertia.inertia, margin),
                link.inertial_rotation, "nearest inertia (Frobenius) meeting the strict "
                "triangle inequality, same mass and com")

@@ -11,6 +11,7 @@ structural sparsity of M and its tree-ordered factor) is computed once by
 """
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import dataclass
 from typing import NamedTuple
 
@@ -177,6 +178,11 @@ def _check_tree(description: TreeDescription, links: dict) -> None:
     this with file and line; a description built by hand meets it here."""
     if description.world_link not in links:
         raise ModelError(f"the world link {description.world_link!r} is not a link")
+    for kind, names in (("link", [link.name for link in description.links]),
+                        ("joint", [joint.name for joint in description.joints])):
+        repeated = sorted(name for name, count in Counter(names).items() if count > 1)
+        if repeated:
+            raise ModelError(f"two {kind}s are named {repeated[0]!r}")
     parent_joint: dict[str, str] = {}
     for joint in description.joints:
         for role in ("parent", "child"):

@@ -550,10 +550,11 @@ def dyn_program(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, close=(), 
 
 
 @pytest.mark.parametrize("name", ["TREEDYN_THREADS", "TREEDYN_CHUNK", "TREEDYN_STREAM_CHUNK"])
-def test_a_bad_setting_in_the_environment_is_one_line(name):
-    result = dyn_program(["inverse", ARM], env={name: "abc"})
+@pytest.mark.parametrize("value", ["abc", "0", "\u00b2"])
+def test_a_bad_setting_in_the_environment_is_one_line(name, value):
+    result = dyn_program(["inverse", ARM], env={name: value})
     assert result.returncode == 2
-    assert result.stderr.decode() == f"dyn: {name}='abc' is not a positive whole number\n"
+    assert result.stderr.decode() == f"dyn: {name}={value!r} is not a positive whole number\n"
 
 
 @pytest.mark.parametrize("args", [
@@ -566,6 +567,27 @@ def test_a_closed_stdout_is_an_error_not_a_silent_success(args):
     assert result.returncode == 2
     assert result.stderr.decode().strip() in ("dyn: cannot write the results (stdout is closed)",
                                               "dyn: cannot write to stdout (stdout is closed)")
+
+
+def test_a_closed_stdout_does_not_stop_a_run_that_writes_to_a_file(tmp_path):
+    """The split over processes flushes stdout before it starts them: with stdout closed
+    that flush must not fail when the results go to --output."""
+    states = tmp_path / "states.jsonl"
+    states.write_text("".join(f'{{"q": [{k / 100!r}, 0.5]}}\n' for k in range(400)))
+    output = tmp_path / "tau.jsonl"
+    result = dyn_program(["inverse", ARM, "-i", states, "-o", output], stdout=None, close=(1,),
+                         env={"TREEDYN_PART_BYTES": "3000", "TREEDYN_STREAM_CHUNK": "32",
+                              "TREEDYN_PROCESSES": "2"})
+    assert result.returncode == 0, result.stderr
+    assert len(output.read_text().splitlines()) == 400
+
+
+def test_a_warning_that_cannot_be_printed_does_not_stop_the_run(tmp_path):
+    states = tmp_path / "states.csv"
+    states.write_text("q0,q1,fext_b\n0.1,0.2,3\n")
+    result = dyn_program(["inverse", ARM, "-i", states, "--format", "csv"], stderr=None,
+                         close=(2,))
+    assert result.returncode == 0 and result.stdout.decode().startswith("tau:joint1,")
 
 
 @pytest.mark.parametrize("close", [(2,), ()])
@@ -615,6 +637,13 @@ def test_bad_input_rows_name_the_line(tmp_path, suffix, content, fragments):
         assert len(output.read_text().splitlines()) == 1
     else:
         assert not output.exists()
+
+
+def test_a_huge_integer_given_by_joint_name_names_its_line(tmp_path):
+    path = tmp_path / "huge.jsonl"
+    path.write_text('{"q": {"joint1": 1%s}}\n' % ("0" * 400))
+    assert_usage_error(dyn("inverse", ARM, "-i", path, check=False), "huge.jsonl:1",
+                       "joint1 is a number too large for a float")
 
 
 def test_a_json_line_nested_too_deeply_names_its_line(tmp_path):

@@ -214,7 +214,7 @@ def test_zero_mass_with_an_inertia_tensor_is_flagged_on_a_moving_link(tmp_path):
     assert findings["pseudo-inertia"]["status"] == "skip"  # not "a point or rod idealisation"
 
 
-@pytest.mark.parametrize("tolerance", ["1e-6", "0.01", "0.05", "0.5"])
+@pytest.mark.parametrize("tolerance", ["1e-6", "0.01", "0.05", "0.15", "0.5"])
 def test_the_triangle_fix_stays_near_whatever_the_tolerance(tmp_path, tolerance):
     """Moments 0.01, 0.02, 0.0309 miss the triangle by 0.0009 (2.9 %: a triangle error
     below the tolerance 0.05, a pseudo-inertia warning above): the fix moves them by
@@ -225,8 +225,8 @@ def test_the_triangle_fix_stays_near_whatever_the_tolerance(tmp_path, tolerance)
     fix = next(f["fix"] for f in document["findings"] if f["body"] == "link2" and "fix" in f)
     moments = np.linalg.eigvalsh(np.array(fix["inertia"]))
     assert np.abs(moments - [0.01, 0.02, 0.0309]).max() < 0.01
-    assert np.trace(fix["inertia"]) == pytest.approx(0.0609, rel=0.1)
-    if float(tolerance) < 0.02:  # the fix passes the checks at the tolerance it was made for
+    assert np.trace(fix["inertia"]) == pytest.approx(0.0609, rel=0.2)  # not tripled
+    if float(tolerance) < 0.3:  # the fix passes the checks at the tolerance it was made for
         fixed = tmp_path / "fixed.urdf"
         fixed.write_text(path.read_text().replace(
             next(line for line in path.read_text().splitlines() if 'izz="0.0309"' in line),
@@ -276,6 +276,33 @@ def test_an_overflowing_inertia_is_a_finding_not_a_crash(tmp_path, origin, mass)
     failed = [(f["check"], f["severity"]) for f in json.loads(result.stdout)["findings"]
               if f["status"] == "fail"]
     assert ("finite", "error") in failed
+
+
+def test_a_moving_leaf_with_a_tensor_but_no_mass_is_still_a_mass_error(tmp_path):
+    """A prismatic leaf moves only mass, so its rotational inertia gives the joint nothing:
+    the mass check stays the error it was (not the zero-mass-with-tensor warning)."""
+    path = tmp_path / "slide.urdf"
+    path.write_text(one_link_urdf('<mass value="0"/><inertia ixx="0.01" ixy="0" ixz="0" '
+                                  'iyy="0.01" iyz="0" izz="0.01"/>').replace(
+                                      'type="revolute"', 'type="prismatic"'))
+    findings, code = findings_of(path)
+    assert code == 1 and findings["mass"]["severity"] == "error"
+    assert "moving body without mass" in findings["mass"]["message"]
+
+
+def test_a_merged_body_whose_masses_cancel_is_no_mass_distribution(tmp_path):
+    """+1 kg and -1 kg welded 1 cm apart: mass 0 with a first moment, J indefinite."""
+    path = tmp_path / "cancel.urdf"
+    path.write_text(one_link_urdf('<origin xyz="0.1 0 0"/><mass value="1"/><inertia ixx="0.01" '
+                                  'ixy="0" ixz="0" iyy="0.01" iyz="0" izz="0.01"/>').replace(
+        "</robot>", '<link name="tool"><inertial><origin xyz="0.11 0 0"/><mass value="-1"/>'
+        '<inertia ixx="0.001" ixy="0" ixz="0" iyy="0.001" iyz="0" izz="0.001"/></inertial>'
+        '</link><joint name="w" type="fixed"><parent link="arm"/><child link="tool"/></joint>'
+        '</robot>'))
+    findings, _ = findings_of(path)
+    merged = findings["merged-pseudo-inertia"]
+    assert merged["status"] == "fail" and merged["severity"] == "error"
+    assert "zero mass" in merged["message"]
 
 
 def consistent_inertia(rng: np.random.Generator) -> Inertia:

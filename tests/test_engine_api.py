@@ -194,6 +194,7 @@ def _description(joints: list[tuple[str, str, str]], links=("world", "a", "b", "
     ([("j1", "world", "a"), ("j2", "nowhere", "b"), ("j3", "b", "c")],
      "joint 'j2': its parent link 'nowhere' is not a link"),
     ([("j1", "a", "world"), ("j2", "a", "b"), ("j3", "b", "c")], "moves the world link"),
+    ([("j1", "world", "a"), ("j1", "a", "b"), ("j3", "b", "c")], "two joints are named 'j1'"),
 ])
 def test_build_model_refuses_what_is_not_a_tree(joints, message):
     """A cycle used to loop forever, a link with two parents was counted twice, a link no
@@ -202,3 +203,12 @@ def test_build_model_refuses_what_is_not_a_tree(joints, message):
 
     with pytest.raises(ModelError, match=re.escape(message)):
         build_model(_description(joints))
+
+
+def test_build_model_refuses_two_links_of_one_name():
+    """Two links named 'a' (1 and 5 kg) kept only the last: the total mass was 5."""
+    from treedyn.engine import ModelError, build_model
+
+    with pytest.raises(ModelError, match="two links are named 'a'"):
+        build_model(_description([("j1", "world", "a"), ("j2", "a", "b")],
+                                 links=("world", "a", "a", "b")))
