@@ -15,6 +15,7 @@ from typing import Annotated, Optional
 import typer
 
 from .common import FreeFlyerOpt, ModelArg, examples, load, not_nan
+from .output import warn
 
 CHECK_EXAMPLES = examples(
     "dyn check-inertia robot.urdf",
@@ -96,6 +97,18 @@ def check_inertia(
     options = CheckOptions(tolerance=tolerance, fix=fix, samples=samples,
                            min_block_ratio=min_block_ratio)
     report = run_checks(loaded, geometry, options)
+    missing = {name: mesh for name, link in geometry.items() for mesh in link.missing}
+    if missing:
+        meshes = list(dict.fromkeys(missing.values()))
+        text = (f"{len(meshes)} mesh file(s) not found ({', '.join(meshes[:2])}"
+                f"{', ...' if len(meshes) > 2 else ''}): the geometry checks of "
+                f"{len(missing)} link(s) were skipped (package:// is looked up above the "
+                "model and in ROS_PACKAGE_PATH and AMENT_PREFIX_PATH)")
+        warn(f"{loaded.source}: {text}")
+        if fmt is CheckFormat.github:
+            print(f"::warning file={reports.escape_property(loaded.source)},"
+                  f"title={reports.escape_property('dyn check-inertia: meshes not found')}::"
+                  f"{reports.escape_data(text)}")
     if fmt is CheckFormat.json:
         print(json.dumps(reports.inertia_document(report, loaded)))
     elif fmt is CheckFormat.csv:

@@ -108,9 +108,16 @@ class Layout:
         """The value of an omitted vector: the neutral configuration, or zeros."""
         return self.model.q_neutral if kind == "q" else np.zeros(self.model.nv)
 
-    def need(self, kind: str) -> str:
-        """'model ur5 needs nq=6' for error messages."""
-        return f"model {self.model.name} needs n{'q' if kind == 'q' else 'v'}={self.width(kind)}"
+    def need(self, kind: str, given: int = -1) -> str:
+        """'model ur5 needs nq=6' for error messages; with the ``given`` count of q numbers
+        that is nq plus one per continuous joint, a hint at Pinocchio's (cos, sin)."""
+        text = f"model {self.model.name} needs n{'q' if kind == 'q' else 'v'}={self.width(kind)}"
+        continuous = sum(kind == "continuous" for kind in map(self.model.public_type,
+                                                               range(self.model.njoints)))
+        if kind == "q" and continuous and given == self.width("q") + continuous:
+            text += (f" (Pinocchio's layout, with cos and sin for each of its {continuous} "
+                     "continuous joints? dyn takes one angle for each: atan2(sin, cos))")
+        return text
 
     def index(self, name: str, kind: str, where: str) -> int:
         """Position in q (kind 'q') or v of a 1-dof joint ``name``, or of ``joint:k``."""
@@ -183,7 +190,8 @@ def parse_vector(text: str, kind: str, layout: Layout) -> np.ndarray:
     if "=" not in text:
         values = parse_numbers(text, option)
         if values.size != layout.width(kind):
-            raise UsageError(f"{option} has {amount(values.size)}, {layout.need(kind)}")
+            raise UsageError(f"{option} has {amount(values.size)}, "
+                             f"{layout.need(kind, values.size)}")
         return values * layout.scale(kind)
     vector = layout.default(kind).copy()
     seen: set[int] = set()
@@ -272,10 +280,44 @@ def single_state(layout: Layout, vectors: dict[str, str | None],
     values = {kind: parse_vector(text, kind, layout)[None]
               for kind, text in vectors.items() if text is not None}
     q = values.pop("q", layout.model.q_neutral[None])
+    if "q" in vectors and vectors["q"] is not None:
+        warn_unlikely_q(layout, q[0])
     source = layout.model.source
     return States(q=q, wrenches=dict(wrenches),
                   where=lambda i: f"dyn: {source}: at the state given on the command line",
                   **values)
+
+
+def warn_unlikely_q(layout: Layout, q: np.ndarray) -> None:
+    """Warnings for a command-line q that is probably not what was meant: an angle beyond
+    2 pi and outside its joint's limits (degrees without --degrees?), and a quaternion that
+    is the identity written in the other order (x, y, z, w against MuJoCo's w, x, y, z)."""
+    model = layout.model
+    if not layout.degrees:
+        suspects = [j for j in range(model.njoints) if model.nq_joint[j] == 1
+                    and model.public_type(j) in ("revolute", "continuous")
+                    and abs(q[model.idx_q[j]]) > 2 * math.pi
+                    and not model.q_lower[model.idx_q[j]] <= q[model.idx_q[j]]
+                    <= model.q_upper[model.idx_q[j]]]
+        if suspects:
+            listed = ", ".join(f"{model.joint_names[j]} = {q[model.idx_q[j]]:g}" for j in
+                               suspects[:3]) + (", ..." if len(suspects) > 3 else "")
+            warn(f"q beyond 2 pi and the joint limits: {listed} (radians); degrees? "
+                 "--degrees reads them")
+    for j, joint in enumerate(model.joint_models):
+        parts = list(joint.q_parts)
+        slots = [k for k, part in enumerate(parts) if part in ("qw", "qx", "qy", "qz")]
+        if len(slots) != 4:
+            continue
+        block = q[model.idx_q[j] + slots[0]:model.idx_q[j] + slots[0] + 4]
+        w_first = parts[slots[0]] == "qw"
+        other_identity = [0.0, 0.0, 0.0, 1.0] if w_first else [1.0, 0.0, 0.0, 0.0]
+        if np.array_equal(block, other_identity):
+            order, identity = (("w, x, y, z", "1, 0, 0, 0") if w_first
+                               else ("x, y, z, w", "0, 0, 0, 1"))
+            warn(f"{model.joint_names[j]}: its quaternion ({order}) = "
+                 f"({', '.join(f'{x:g}' for x in block)}) is a half turn, not the identity "
+                 f"({identity}); this model's order is {order}")
 
 
 class Input:
@@ -490,11 +532,12 @@ def _jsonl_chunks(stream, name, layout, kinds, wrenches, size, lines=None) -> It
     lines before it, then the error."""
     chunk = _Chunk(name, layout, wrenches, size)
     known_links: set[str] = set()
+    foreign: set[str] = set()  # keys dyn does not read, warned about once each
     try:
         for number, line in _text_lines(stream, name) if lines is None else lines:
             if not is_data(line, "jsonl"):
                 continue
-            _jsonl_row(line, f"{name}:{number}", layout, kinds, chunk, known_links)
+            _jsonl_row(line, f"{name}:{number}", layout, kinds, chunk, known_links, foreign)
             chunk.lines.append(number)
             if len(chunk.lines) == size:
                 yield from chunk.flush()
@@ -505,8 +548,9 @@ def _jsonl_chunks(stream, name, layout, kinds, wrenches, size, lines=None) -> It
 
 
 def _jsonl_row(line: str, where: str, layout: Layout, kinds, chunk: _Chunk,
-               known_links: set[str]) -> None:
-    """Parse one JSON line into the next row of ``chunk`` (UsageError naming ``where``)."""
+               known_links: set[str], foreign: set[str]) -> None:
+    """Parse one JSON line into the next row of ``chunk`` (UsageError naming ``where``);
+    keys dyn does not read (``"qd"``, ``"time"``) are warned about once, in ``foreign``."""
     try:
         state = DECODER.decode(line)
     except ValueError as error:
@@ -520,6 +564,12 @@ def _jsonl_row(line: str, where: str, layout: Layout, kinds, chunk: _Chunk,
         keys = ", ".join(json.dumps(key) for key in list(state)[:4])
         raise UsageError(f"{where}: no {_or(kinds)} here, nothing to compute from (the object "
                          f"has {keys}{', ...' if len(state) > 4 else ''})")
+    unread = state.keys() - JSON_KEYS - foreign
+    if unread:
+        foreign.update(unread)
+        listed = ", ".join(json.dumps(key) for key in sorted(unread))
+        warn(f"{chunk.name}: key{'s' if len(unread) > 1 else ''} {listed} not read: dyn "
+             "reads \"q\", \"v\", \"a\", \"tau\" and \"fext\"")
     row = len(chunk.lines)
     for kind in kinds:
         if kind in state:
@@ -529,6 +579,7 @@ def _jsonl_row(line: str, where: str, layout: Layout, kinds, chunk: _Chunk,
 
 
 DECODER = json.JSONDecoder()
+JSON_KEYS = frozenset(("q", "v", "a", "tau", "fext"))
 FORCES = frozenset(("a", "tau"))  # the commands reading these (inverse, forward) take "fext"
 NUMBER_TYPES = frozenset((int, float))  # JSON numbers; not bool
 
@@ -554,7 +605,8 @@ def _json_vector(value, kind: str, layout: Layout, out: np.ndarray, where: str) 
     """
     if type(value) is list:
         if len(value) != len(out):
-            raise UsageError(f'{where}: "{kind}" has {amount(len(value))}, {layout.need(kind)}')
+            raise UsageError(f'{where}: "{kind}" has {amount(len(value))}, '
+                             f'{layout.need(kind, len(value))}')
         if not _all_numbers(value):
             bad = next(x for x in value if not _is_number(x))
             raise UsageError(f'{where}: "{kind}" holds {json.dumps(bad)}, not a number')
@@ -623,12 +675,15 @@ def _csv_plan(header: list[str], name: str, layout: Layout, kinds: Sequence[str]
     if warns:
         warn_ignored_forces(header, f"{name}:{line}", "column")
     plan: dict[str, _Columns] = {}
+    foreign = []
     for column, title in enumerate(t.strip() for t in header):
         match = POSITIONAL.fullmatch(title)
         kind, _, joint = title.partition(":")
         if match:
             kind = match.group(1)
         elif not (joint and kind in KINDS):
+            if not FORCE_NAME.match(title):
+                foreign.append(title)
             continue
         if kind not in kinds:
             continue
@@ -643,6 +698,10 @@ def _csv_plan(header: list[str], name: str, layout: Layout, kinds: Sequence[str]
             raise UsageError(f"{where}: the same {kind} entry appears twice")
         entry.columns.append(column)
         entry.targets.append(target)
+    if foreign and plan and warns:
+        listed = ", ".join(repr(t) for t in foreign[:3]) + (", ..." if len(foreign) > 3 else "")
+        warn(f"{name}:{line}: column{'s' if len(foreign) > 1 else ''} {listed} not read: dyn "
+             "reads the columns q0.., v0.., a0.., tau0.. or q:<joint>, v:<joint>, ...")
     if not plan:
         titles = ", ".join(repr(t.strip()) for t in header[:4]) + (", ..." if len(header) > 4 else "")
         forms = ", ".join(f"{kind}0.. or {kind}:<joint>" for kind in kinds)
@@ -652,7 +711,8 @@ def _csv_plan(header: list[str], name: str, layout: Layout, kinds: Sequence[str]
         if entry.positional and len(entry.targets) != layout.width(entry.kind):
             kind = entry.kind
             raise UsageError(f"{name}:{line}: has {len(entry.targets)} {kind}<k> columns, "
-                             f"{layout.need(kind)} ({kind}0..{kind}{layout.width(kind) - 1})")
+                             f"{layout.need(kind, len(entry.targets))} "
+                             f"({kind}0..{kind}{layout.width(kind) - 1})")
     return list(plan.values())
 
 
@@ -972,12 +1032,20 @@ def _npz_members(stream, name, layout, kinds, warns: bool = True) -> list[_Membe
                          f"(it has: {', '.join(names) or 'nothing'})")
     if warns:
         warn_ignored_forces(names, name, "array")
+        foreign = [n for n in names if n not in KINDS and not FORCE_NAME.match(n)
+                   and n != "dofs"]
+        if foreign:
+            listed = ", ".join(repr(n) for n in foreign[:3]) + (", ..." if len(foreign) > 3
+                                                               else "")
+            warn(f"{name}: array{'s' if len(foreign) > 1 else ''} {listed} not read: dyn "
+                 "reads the arrays q, v, a and tau")
     for member in members:
         width = layout.width(member.kind)
         if (len(member.shape) not in (1, 2) or member.width != width
                 or member.dtype.kind not in "fiu"):
             raise UsageError(f"{name}: array {member.kind} is {member.dtype} {member.shape}, "
-                             f"{layout.need(member.kind)}: expected (N, {width}) numbers")
+                             f"{layout.need(member.kind, member.width)}: expected (N, {width}) "
+                             "numbers")
     if len({member.count for member in members}) > 1:
         shapes = ", ".join(f"{m.kind} {m.shape}" for m in members)
         raise UsageError(f"{name}: arrays have different numbers of states ({shapes})")

@@ -246,7 +246,10 @@ def mass(model: ModelArg, q: QOpt = None,
          gravity: Annotated[Optional[str], typer.Option(
              "--gravity", metavar="GX,GY,GZ", show_default=False,
              help="Accepted like the other commands; M does not depend on gravity.")] = None,
-         degrees: DegreesOpt = False, free_flyer: FreeFlyerOpt = False,
+         degrees: Annotated[bool, typer.Option(
+             "--degrees", help="The angles of q in degrees (revolute and continuous joints, "
+             "the planar angle), also in --input files; M stays SI.")] = False,
+         free_flyer: FreeFlyerOpt = False,
          quiet: QuietOpt = False, scheduler: SchedulerOpt = None) -> None:
     """The joint-space mass matrix M(q) (CRBA), full and symmetric.
 

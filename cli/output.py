@@ -421,7 +421,8 @@ def info_document(model, gravity: np.ndarray | None) -> dict:
         # computeTotalMass does not
         "total_mass": model.total_mass + (model.world_mass if model.format == "mjcf" else 0.0),
         "joints": joints, "bodies": bodies_document(model),
-        "world_links": [f.name for f in model.frames if f.joint < 0],
+        # (not the world link --free-flyer makes up, which is in no file)
+        "world_links": [f.name for f in model.frames if f.joint < 0 and f.source.file],
         "world_mass": float(model.world_mass),
         "ignored": dict(model.description.ignored),
         "tree": tree_document(model),
@@ -526,7 +527,8 @@ def info_table(document: dict, model=None) -> str:
     joints = table([[joint[c] for c in JOINT_COLUMNS] for joint in d["joints"]],
                    JOINT_COLUMNS)
     bodies = table([[b["name"], ", ".join(b["joints"]), b["mass"], ", ".join(b["links"])]
-                    for b in d["bodies"]], ["body", "joints", "mass [kg]", "links"])
+                    for b in d["bodies"]], ["body", "joints", "mass [kg]", "links"],
+                   maxcolwidths=[None, 40, None, 60])
     mimics = [f"  {j['name']} = {j['mimic']['multiplier']:g} * {j['mimic']['joint']} "
               f"+ {j['mimic']['offset']:g}" for j in d["joints"] if "mimic" in j]
     ignored = ", ".join(f"{count} <{tag}>" for tag, count in sorted(d["ignored"].items()))
@@ -537,7 +539,8 @@ def info_table(document: dict, model=None) -> str:
             *tree_lines(model)] if model is not None else []),
         "", "joints in tree order:", joints,
         "", "bodies (links welded by fixed joints are merged into their body):", bodies,
-        "", "coordinate layout (q = qpos, v = qvel):", layout_table(d["layout"]),
+        "", "coordinate layout" + (" (q = qpos, v = qvel):" if d["format"] == "mjcf"
+                                   else ":"), layout_table(d["layout"]),
         "",
         f"welded to the world: {', '.join(d['world_links']) or 'nothing'} "
         f"(mass {d['world_mass']:g} kg, no effect on the dynamics)",

@@ -91,7 +91,7 @@ def inertia_table(report, model, show_all: bool) -> str:
     shown = [f for f in report.findings if show_all or f.status == "fail"]
     shown.sort(key=lambda f: SEVERITY_ORDER[f.severity])
     rows = [[f.severity, f.body + (" (body)" if f.scope == "body" else ""), f.check,
-             f"{_where(f.source)}", f.message] for f in shown]
+             _where(f.source, model.source), f.message] for f in shown]
     errors = sum(f.severity == "error" for f in report.findings)
     warnings = sum(f.severity == "warning" for f in report.findings)
     summary = check_summary(report)
@@ -101,7 +101,7 @@ def inertia_table(report, model, show_all: bool) -> str:
     lines = [f"check-inertia {model.name} ({model.format}, {model.source}): "
              f"{len(report.findings)} findings", ""]
     if rows:
-        lines += [table(rows, ["severity", "body", "check", "where", "message"],
+        lines += [table(rows, ["severity", "body", "check", "line", "message"],
                         maxcolwidths=[None, None, None, None, 90]), ""]
     elif not show_all:
         lines += ["no errors or warnings", ""]
@@ -157,9 +157,12 @@ def _vec(values) -> str:
     return " ".join(f"{float(v):.9g}" for v in values)
 
 
-def _where(source) -> str:
+def _where(source, model_file: str = "") -> str:
+    """file:line, or the line alone in the model's own file (named in the header)."""
     if not source.file:
         return "-"
+    if source.file == model_file:
+        return str(source.line) if source.line else "-"
     return f"{source.file}:{source.line}" if source.line else source.file
 
 
@@ -171,23 +174,23 @@ def github_annotations(report, fmt: str) -> str:
         if f.status != "fail":
             continue
         kind = "error" if f.severity == "error" else "warning"
-        properties = f"file={_escape_property(f.source.file)}"
+        properties = f"file={escape_property(f.source.file)}"
         if f.source.line:
             properties += f",line={f.source.line}"
-        properties += f",title={_escape_property(f'dyn check-inertia: {f.check} ({f.body})')}"
+        properties += f",title={escape_property(f'dyn check-inertia: {f.check} ({f.body})')}"
         message = f"{f.body}: {f.message}"
         if f.fix is not None:
             message += f"\nsuggested ({f.fix.reason}): {fix_element(f.fix, fmt)}"
-        lines.append(f"::{kind} {properties}::{_escape_data(message)}")
+        lines.append(f"::{kind} {properties}::{escape_data(message)}")
     return "\n".join(lines)
 
 
-def _escape_data(text: str) -> str:
+def escape_data(text: str) -> str:
     return text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
 
 
-def _escape_property(text: str) -> str:
-    return _escape_data(text).replace(":", "%3A").replace(",", "%2C")
+def escape_property(text: str) -> str:
+    return escape_data(text).replace(":", "%3A").replace(",", "%2C")
 
 
 # ----------------------------------------------------------------------------- condition

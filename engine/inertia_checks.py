@@ -86,6 +86,7 @@ class LinkGeometry:
     solids: tuple[Shape, ...]  # boxes, cylinders, spheres, capsules, ellipsoids
     exact: bool  # False when a mesh is stood in for by its bounding box
     note: str = ""  # why the geometry is unknown
+    missing: tuple[str, ...] = ()  # mesh files (as written) that could not be found
 
 
 @dataclass(frozen=True)

@@ -49,8 +49,14 @@ def states(model: Model, q, v=None, x=None, fext=None, x_name: str = "a") -> Sta
         if array.shape == shape:
             continue
         if array.ndim != len(shape) + 1 or array.shape[1:] != shape:
+            continuous = sum(t == "continuous" for t in map(model.public_type,
+                                                           range(model.njoints)))
+            hint = (f" (Pinocchio's (cos, sin) for each of the {continuous} continuous joints? "
+                    "this takes one angle each: atan2(sin, cos))"
+                    if name == "q" and continuous and array.shape[-1:] == (model.nq + continuous,)
+                    else "")
             raise ValueError(f"{name} has shape {array.shape}; expected {_shape(shape)}, or "
-                             f"{_shape(('N',) + shape)} for N states")
+                             f"{_shape(('N',) + shape)} for N states{hint}")
         counts[name] = array.shape[0]
     sizes = sorted({n for n in counts.values() if n != 1})
     if len(sizes) > 1:

@@ -10,8 +10,12 @@ Mesh files
 ----------
 * ``package://PKG/rest`` is looked up in the ancestors of the model's directory: an
   ancestor named ``PKG``, or one holding a directory ``PKG`` (``package:///rest`` has an
-  empty package and is looked up the same way with ``rest`` alone); ``file://`` and plain
-  paths are absolute or relative to the model's directory.
+  empty package and is looked up the same way with ``rest`` alone); then in the
+  directories of ``ROS_PACKAGE_PATH`` (``DIR/PKG``, or ``DIR`` itself when named ``PKG``)
+  and the prefixes of ``AMENT_PREFIX_PATH`` (``PREFIX/share/PKG``), as ROS finds packages
+  (without crawling deeper). ``file://`` and plain paths are absolute or relative to the
+  model's directory. Meshes that cannot be found are listed (``LinkGeometry.missing``):
+  ``dyn check-inertia`` warns that the geometry checks of those links were skipped.
 * STL (binary and ASCII), Wavefront OBJ (``v`` lines) and COLLADA (.dae: the positions of
   every ``<instance_geometry>`` of the visual scene, through the node transforms, in
   ``<unit meter>`` and with ``Y_UP``/``X_UP`` turned to z-up as assimp does) and MuJoCo's
@@ -24,6 +28,7 @@ Mesh files
 from __future__ import annotations
 
 import functools
+import os
 import re
 from pathlib import Path
 
@@ -50,13 +55,15 @@ def _usable(shapes: tuple[Shape, ...], model_path: str) -> LinkGeometry:
     """The collision shapes as solids if all resolve, else the visual ones, else unknown;
     collision shapes under :data:`PLACEHOLDER` across stand aside for visual shapes
     more than ten times their size (a token sphere beside the real mesh)."""
-    notes = []
+    notes, missing = [], []
     found = {}
     for role in ("collision", "visual"):
         group = [shape for shape in shapes if shape.role == role]
         if not group:
             continue
         solids, problem = _solids(group, model_path)
+        missing += [shape.mesh for shape in group if shape.kind not in PRIMITIVES
+                    and resolve_mesh(shape.mesh, model_path) is None]
         if solids is None:
             notes.append(f"{role}: {problem}")
             continue
@@ -68,7 +75,8 @@ def _usable(shapes: tuple[Shape, ...], model_path: str) -> LinkGeometry:
             return visual
     if collision is not None or visual is not None:
         return collision or visual
-    return LinkGeometry("", (), False, "; ".join(notes) or "no shapes")
+    return LinkGeometry("", (), False, "; ".join(notes) or "no shapes",
+                        tuple(dict.fromkeys(missing)))
 
 
 PLACEHOLDER = 0.01  # m: a collision geometry whose bounding box is smaller is a token
@@ -114,9 +122,12 @@ def resolve_mesh(filename: str, model_path: str) -> Path | None:
         package, _, rest = filename[len("package://"):].partition("/")
         if not package:
             package, _, rest = rest.partition("/")
-        for ancestor in (base, *base.parents):
-            for candidate in (ancestor / rest if ancestor.name == package else None,
-                              ancestor / package / rest):
+        ros = [Path(d) for d in os.environ.get("ROS_PACKAGE_PATH", "").split(os.pathsep) if d]
+        ament = [Path(d) / "share" for d in
+                 os.environ.get("AMENT_PREFIX_PATH", "").split(os.pathsep) if d]
+        for folder in (base, *base.parents, *ros, *ament):
+            for candidate in (folder / rest if folder.name == package else None,
+                              folder / package / rest):
                 if candidate is not None and candidate.is_file():
                     return candidate
         return None

@@ -639,6 +639,44 @@ def test_bad_input_rows_name_the_line(tmp_path, suffix, content, fragments):
         assert not output.exists()
 
 
+def test_columns_and_keys_dyn_does_not_read_are_warned_about_once():
+    """Logs name velocities qd or dq: read as nothing, v would silently be zero."""
+    csv_result = dyn("inverse", ARM, "-i", "-", "-f", "csv",
+                     stdin="time,q0,q1,qd0,qd1\n0,0.1,0.2,1,2\n1,0.1,0.2,1,2\n")
+    assert csv_result.stderr.decode() == (
+        "dyn: warning: <stdin>:1: columns 'time', 'qd0', 'qd1' not read: dyn reads the "
+        "columns q0.., v0.., a0.., tau0.. or q:<joint>, v:<joint>, ...\n")
+    lines = '{"q": [0.1, 0.2], "qd": [1, 2]}\n' * 3 + '{"q": [0, 0], "t": 3}\n'
+    json_result = dyn("inverse", ARM, "-i", "-", "-f", "json", stdin=lines)
+    assert json_result.stderr.decode().splitlines() == [
+        'dyn: warning: <stdin>: key "qd" not read: dyn reads "q", "v", "a", "tau" and "fext"',
+        'dyn: warning: <stdin>: key "t" not read: dyn reads "q", "v", "a", "tau" and "fext"']
+    assert len(json_lines(json_result)) == 4
+
+
+def test_likely_mistakes_in_a_command_line_q_are_warned_about():
+    """Degrees without --degrees, and the identity quaternion in the other order: the run
+    goes on (the numbers are valid), with a warning naming the likely mistake."""
+    degrees = dyn("inverse", ARM, "--q", "joint1=3,joint2=720", "-f", "json")
+    assert degrees.stderr.decode() == ("dyn: warning: q beyond 2 pi and the joint limits: "
+                                       "joint2 = 720 (radians); degrees? --degrees reads them\n")
+    assert dyn("inverse", ARM, "--q", "joint1=3,joint2=720", "--degrees").stderr == b""
+    wxyz = dyn("inverse", ARM, "--free-flyer", "--q", "0,0,1,1,0,0,0,0.1,0.2", "-f", "json")
+    assert "root_joint: its quaternion (x, y, z, w) = (1, 0, 0, 0) is a half turn" in (
+        wxyz.stderr.decode())
+    assert dyn("inverse", ARM, "--free-flyer", "--q", "0,0,1,0,0,0,1,0.1,0.2").stderr == b""
+
+
+def test_a_pinocchio_cos_sin_q_gets_a_hint(tmp_path):
+    path = tmp_path / "wheel.urdf"
+    path.write_text(ARM.read_text().replace('type="revolute"', 'type="continuous"'))
+    assert_usage_error(dyn("inverse", path, "--q", "1,0,1,0", check=False),
+                       "needs nq=2 (Pinocchio's layout, with cos and sin for each of its 2 "
+                       "continuous joints? dyn takes one angle for each: atan2(sin, cos))")
+    with pytest.raises(ValueError, match=r"Pinocchio's \(cos, sin\) for each of the 2 continuous"):
+        rnea(load_model(str(path)), np.zeros((5, 4)))
+
+
 def test_a_huge_integer_given_by_joint_name_names_its_line(tmp_path):
     path = tmp_path / "huge.jsonl"
     path.write_text('{"q": {"joint1": 1%s}}\n' % ("0" * 400))

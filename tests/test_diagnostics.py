@@ -305,6 +305,25 @@ def test_a_merged_body_whose_masses_cancel_is_no_mass_distribution(tmp_path):
     assert "zero mass" in merged["message"]
 
 
+@pytest.mark.skipif(not URDFS, reason="example-robot-data is not installed")
+def test_meshes_not_found_are_said_and_ros_package_path_finds_them(tmp_path, monkeypatch):
+    """A URDF copied away from its package (as xacro writes one into a build folder) used
+    to pass the check silently, every geometry check skipped."""
+    source = next(path for path in URDFS if path.endswith(os.path.join("urdf", "ur5_robot.urdf")))
+    copy = tmp_path / "ur5_robot.urdf"
+    copy.write_text(Path(source).read_text())
+    monkeypatch.delenv("ROS_PACKAGE_PATH", raising=False)
+    monkeypatch.delenv("AMENT_PREFIX_PATH", raising=False)
+    result = dyn("check-inertia", copy, "--format", "github")
+    assert result.returncode == 0
+    assert "mesh file(s) not found (package://example-robot-data/" in result.stderr
+    assert result.stdout.startswith("::warning file=") and "meshes not found" in result.stdout
+    share = Path(source).parents[3]  # .../share, holding example-robot-data/
+    monkeypatch.setenv("ROS_PACKAGE_PATH", f"/nonexistent{os.pathsep}{share}")
+    found = dyn("check-inertia", copy, "--format", "github")
+    assert found.returncode == 1 and "wrist_3_link" in found.stdout and found.stderr == ""
+
+
 def consistent_inertia(rng: np.random.Generator) -> Inertia:
     """The inertia of a random cloud of point masses (consistent by construction)."""
     masses = rng.uniform(0.1, 1.0, size=8)
