@@ -48,16 +48,16 @@ _MODELS: dict = {}  # (path, free_flyer) -> (model digest, Model), per worker pr
 
 def wants_many(request) -> bool:
     """--scheduler, a glob pattern that names no file as is, or an --output directory."""
-    if getattr(request, "scheduler", None) is not None:
-        return True
-    if request.input is None or request.input == "-":
-        return False
-    pattern = glob.has_magic(request.input) and not os.path.exists(request.input)
     output = request.output
     if (output is not None and os.path.isdir(output) and not output.endswith(("/", os.sep))
             and os.path.splitext(output)[1].lower() in (".jsonl", ".csv", ".npz")):
         raise UsageError(f"{output}: is a directory, not the {os.path.splitext(output)[1]} "
                          "file its name asks for (write DIR/ for one .npz per input file)")
+    if getattr(request, "scheduler", None) is not None:
+        return True
+    if request.input is None or request.input == "-":
+        return False
+    pattern = glob.has_magic(request.input) and not os.path.exists(request.input)
     return pattern or (output is not None and is_directory(output))
 
 
@@ -153,12 +153,37 @@ def solve_many(request, layout: Layout, gravity, wrenches) -> None:
         run_here(request, layout, gravity, wrenches, files, outputs)
         return
     client, cluster = connect(request.scheduler)
+    # SIGTERM and SIGHUP (kill, timeout, a cancelled CI job) end dyn as ever, after the
+    # cleanup a Ctrl-C gets: the finished outputs kept, the placeholders removed
+    ending = ({number: signal.signal(number, _raise_ended)
+               for number in (signal.SIGTERM, signal.SIGHUP)}
+              if threading.current_thread() is threading.main_thread() else {})
+    end_by = None
     try:
         run_on_cluster(client, request, layout, files, outputs, counts)
+    except _Ended as ended:
+        end_by = ended.number
     finally:
+        for number, handler in ending.items():
+            signal.signal(number, handler)
         client.close()
         if cluster is not None:
             cluster.close()
+        if end_by is not None:
+            signal.signal(end_by, signal.SIG_DFL)
+            os.kill(os.getpid(), end_by)
+
+
+class _Ended(BaseException):
+    """SIGTERM or SIGHUP arrived during a cluster run (raised to clean up first)."""
+
+    def __init__(self, number: int):
+        super().__init__(number)
+        self.number = number
+
+
+def _raise_ended(number, frame) -> None:
+    raise _Ended(number)
 
 
 def checked_counts(files: list[str], layout: Layout, kinds) -> list[int | None]:
@@ -364,7 +389,9 @@ def run_on_cluster(client, request, layout: Layout, files, outputs, counts) -> N
                     progress.advance(states[done], total)
                 if done in final:
                     finished.add(final[done])
-        client.gather(list(states))  # the first error of the first failing input
+        for task in [*states, *futures]:  # the first error of the first failing input, in
+            if task.status == "error":  # input and block order (gather's is arbitrary)
+                task.result()
         client.gather(futures)
     except BaseException as error:
         finished.update(k for k, future in enumerate(futures) if future.status == "finished")
@@ -380,19 +407,28 @@ def run_on_cluster(client, request, layout: Layout, files, outputs, counts) -> N
         if lost and not isinstance(error, KeyboardInterrupt):
             raise UsageError(f"{request.scheduler}: lost the scheduler (the connection to it "
                              f"closed); {outcome}") from None
-        if isinstance(error, KeyboardInterrupt):
+        if isinstance(error, (KeyboardInterrupt, _Ended)):
             progress.close()
-            print(f"dyn: interrupted; {outcome}", file=sys.stderr)
+            print(f"dyn: {'interrupted' if isinstance(error, KeyboardInterrupt) else 'ended'}"
+                  f"; {outcome}", file=sys.stderr)
+            raise
+        if isinstance(error, Exception) and not os.environ.get("DYN_TRACEBACK"):
+            detail = " ".join(str(error).split())[:200]
+            raise UsageError(f"{request.scheduler}: a task failed on the cluster "
+                             f"({type(error).__name__}: {detail}); {outcome}") from None
         raise
     finally:
         progress.close()
 
 
 def create_empty(paths) -> None:
-    """Make the files the tasks will write (see the module's docstring)."""
+    """Make the files the tasks will write (see the module's docstring), writable by
+    whoever may write their folder (workers may run as another user)."""
     for path in paths:
         try:
             open(path, "wb").close()
+            folder = os.stat(os.path.dirname(os.path.abspath(path))).st_mode
+            os.chmod(path, (0o666 & folder) | 0o600)
         except OSError as error:
             raise UsageError(f"{path}: cannot write ({error.strerror or error})") from None
 
@@ -474,16 +510,18 @@ def worker_model(job: dict):
 
 
 def model_digest(model) -> str:
-    """A SHA-256 of the names and bytes of every file the model was read from (its
-    description's ``files``: the model, its MJCF includes, the meshes MJCF inertias may
-    come from; a URDF's meshes do not change the dynamics)."""
+    """A SHA-256 of the bytes of every file the model was read from, in the order it read
+    them (its description's ``files``: the model, its MJCF includes, the meshes MJCF
+    inertias may come from; a URDF's meshes do not change the dynamics). Names are left
+    out: the same bytes behind a link that resolves differently on a worker are the same
+    model."""
     import hashlib
 
     digest = hashlib.sha256()
     for name in model.description.files:
-        digest.update(f"\0{name}\0".encode())
         try:
             with open(name, "rb") as stream:
+                digest.update(f"\0{os.fstat(stream.fileno()).st_size}\0".encode())
                 for block in iter(lambda: stream.read(1 << 20), b""):
                     digest.update(block)
         except OSError:

@@ -170,7 +170,7 @@ def parse_mjcf(path: str) -> TreeDescription:
         document = _Document(path)
         mjcf_schema.check(document.root)
         description = _Builder(document.root, path).build()
-        meshes = sorted({os.path.realpath(f) for f in description.files})
+        meshes = dict.fromkeys(os.path.realpath(f) for f in description.files)  # in order
         return dataclasses.replace(description, files=(*document.included, *meshes))
     finally:
         sys.setrecursionlimit(limit)

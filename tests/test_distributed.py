@@ -635,3 +635,71 @@ def test_an_output_directory_named_like_a_file_is_refused(tmp_path):
     code, stderr = dyn("inverse", ARM, "--input", inputs, "--output", tmp_path / "res.csv")
     assert code == 2 and "is a directory, not the .csv file" in stderr
     assert not list((tmp_path / "res.csv").iterdir())
+
+
+def test_sigterm_keeps_the_finished_outputs_and_ends_dyn_by_it(tmp_path, monkeypatch,
+                                                               distributed):
+    """kill, timeout or a cancelled CI job: the cleanup of a Ctrl-C runs (finished outputs
+    kept, the tasks' placeholder files removed), then dyn ends by the signal."""
+    import signal
+    import time
+
+    from treedyn.cli import distributed as module
+
+    out = tmp_path / "out"
+    sent = []
+
+    class Terminated(module.Progress):
+        def advance(self, *args, **kwargs):
+            if (out / "log0.npz").exists():
+                time.sleep(0.5)
+                raise module._Ended(signal.SIGTERM)
+
+    monkeypatch.setattr(module, "Progress", Terminated)
+    monkeypatch.setattr(module.os, "kill", lambda pid, number: sent.append(number))
+    monkeypatch.setattr(module.signal, "signal", lambda number, handler: signal.SIG_DFL)
+    small_tasks(monkeypatch, chunk=32, per_task=64)
+    write_inputs(tmp_path / "logs", load_model(str(ARM)), [3, 6000])
+    code, err = dyn("inverse", ARM, "--input", tmp_path / "logs" / "*.npz",
+                    "--output", f"{out}/", "--scheduler", "local", "--quiet")
+    assert sent == [signal.SIGTERM]
+    kept = sorted(p.name for p in out.iterdir())
+    assert "log0.npz" in kept and all(name.endswith(".npz") for name in kept), kept
+    assert err.startswith(f"dyn: ended; {len(kept)} of 2 output files were completed and kept")
+
+
+def test_the_first_failing_input_is_named_whatever_order_tasks_fail_in(tmp_path, distributed):
+    """gather raised whichever failed future its set met first: one run in six named c."""
+    model = load_model(str(ARM))
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    for name, row in (("a", 5), ("b", None), ("c", 6)):
+        values = states(model, 50, seed=len(name))
+        if row is not None:
+            values["q"][row, 0] = np.nan
+        np.savez(logs / f"{name}.npz", **values)
+    code, err = dyn("inverse", ARM, "--input", logs / "*.npz", "--output", f"{tmp_path}/o/",
+                    "--scheduler", "local", "--quiet")
+    assert code == 2 and err.startswith(f"{logs / 'a.npz'}: q[5] holds a non-finite number")
+
+
+def test_task_files_are_writable_by_whoever_may_write_the_folder(tmp_path):
+    """Workers may run as another user: a placeholder made by dyn in a shared folder."""
+    import os
+    import stat
+
+    from treedyn.cli.distributed import create_empty
+
+    for mode, expected in ((0o777, 0o666), (0o755, 0o644), (0o700, 0o600)):
+        folder = tmp_path / oct(mode)
+        folder.mkdir()
+        os.chmod(folder, mode)
+        create_empty([str(folder / "x.npz.tmp")])
+        assert stat.S_IMODE(os.stat(folder / "x.npz.tmp").st_mode) == expected
+
+
+def test_an_output_directory_named_like_a_file_is_refused_with_a_scheduler_too(tmp_path):
+    (tmp_path / "res.npz").mkdir()
+    code, stderr = dyn("inverse", ARM, "--input", tmp_path / "a.npz", "--output",
+                       tmp_path / "res.npz", "--scheduler", "local")
+    assert code == 2 and "is a directory, not the .npz file" in stderr
