@@ -120,15 +120,19 @@ class Layout:
         return text
 
     def index(self, name: str, kind: str, where: str) -> int:
-        """Position in q (kind 'q') or v of a 1-dof joint ``name``, or of ``joint:k``."""
+        """Position in q (kind 'q') or v of a 1-dof joint ``name``, of ``joint:k``, or of
+        ``joint.part`` as ``dyn info`` names the entries (``root_joint.qw``, ``ball.wx``)."""
         model = self.model
         sizes, starts = ((model.nq_joint, model.idx_q) if kind == "q"
                          else (model.nv_joint, model.idx_v))
         if name in model.joint_names:
             j = model.joint_names.index(name)
             if sizes[j] != 1:
+                parts = model.joint_models[j].q_parts if kind == "q" else \
+                    model.joint_models[j].v_parts
                 raise UsageError(f"{where}: joint '{name}' has {sizes[j]} entries in {kind}; "
-                                 f"name them '{name}:0'..'{name}:{sizes[j] - 1}'")
+                                 f"name them '{name}:0'..'{name}:{sizes[j] - 1}' or as dyn "
+                                 f"info does ('{name}.{parts[0]}'..)")
             return int(starts[j])
         joint, _, k = name.rpartition(":")
         if joint in model.joint_names and k.isdigit():
@@ -137,6 +141,16 @@ class Layout:
                 raise UsageError(f"{where}: joint '{joint}' has only {sizes[j]} entries in "
                                  f"{kind} ({joint}:0..{joint}:{sizes[j] - 1})")
             return int(starts[j]) + int(k)
+        joint, _, part = name.rpartition(".")  # the names dyn info prints: root_joint.qx
+        if joint in model.joint_names:
+            j = model.joint_names.index(joint)
+            joint_model = model.joint_models[j]
+            parts = list(joint_model.q_parts if kind == "q" else
+                         joint_model.v_parts or ("rate",))
+            if part in parts:
+                return int(starts[j]) + parts.index(part)
+            raise UsageError(f"{where}: joint '{joint}' has no {kind} entry '{part}' (it has "
+                             f"{', '.join(parts)})")
         raise UsageError(f"{where}: unknown joint '{name}' in model {model.name}"
                          + suggest(name, model.joint_names))
 

@@ -667,6 +667,21 @@ def test_likely_mistakes_in_a_command_line_q_are_warned_about():
     assert dyn("inverse", ARM, "--free-flyer", "--q", "0,0,1,0,0,0,1,0.1,0.2").stderr == b""
 
 
+def test_entries_named_as_dyn_info_prints_them_are_inputs_too():
+    """dyn info's layout names root_joint.z, root_joint.qw, root_joint.wx: --q, --v and CSV
+    headers take them, as they take root_joint:2 and the like."""
+    by_index = dyn_json("inverse", ARM, "--free-flyer", "--q", "root_joint:2=1,root_joint:6=1",
+                        "--v", "root_joint:3=0.5")
+    by_part = dyn_json("inverse", ARM, "--free-flyer", "--q", "root_joint.z=1,root_joint.qw=1",
+                       "--v", "root_joint.wx=0.5")
+    assert by_part == by_index
+    rows = dyn("inverse", ARM, "--free-flyer", "-i", "-", "-f", "json",
+               stdin="q:root_joint.z,q:root_joint.qw,v:root_joint.wx\n1,1,0.5\n")
+    assert json_lines(rows)[0]["tau"] == by_index["tau"]
+    assert_usage_error(dyn("inverse", ARM, "--free-flyer", "--q", "root_joint.w=1", check=False),
+                       "joint 'root_joint' has no q entry 'w' (it has x, y, z, qx, qy, qz, qw)")
+
+
 def test_a_pinocchio_cos_sin_q_gets_a_hint(tmp_path):
     path = tmp_path / "wheel.urdf"
     path.write_text(ARM.read_text().replace('type="revolute"', 'type="continuous"'))
