@@ -501,13 +501,31 @@ def compute(command: str, layout: Layout, states, gravity) -> np.ndarray:
         bad = int(np.argmin(finite))
         problem = "the result is not finite (it overflows)"
         if command == "forward" and singular(model, states.q[bad]):
-            problem = SINGULAR
+            problem = singular_problem(model, states.q[bad])
         raise PartialResult(f"{states.where(bad)}: {problem}", result[:bad])
     return result
 
 
 SINGULAR = ("forward dynamics is singular here (a joint moves no mass or inertia?); "
             "see dyn check-inertia")
+
+
+def singular_problem(model, q: np.ndarray) -> str:
+    """Why forward dynamics is singular at q, naming the joints whose ABA D-block is."""
+    from treedyn.engine.conditioning import articulated_blocks
+
+    with np.errstate(all="ignore"):
+        blocks = articulated_blocks(model, q[None])
+    scale = max((float(np.abs(b).max()) for b in blocks if b.size and np.isfinite(b).all()),
+                default=1.0)
+    names = [model.joint_names[j] for j, block in enumerate(blocks) if block.size and not (
+        np.isfinite(block).all() and np.linalg.eigvalsh(block[0])[0] > 1e-12 * scale)]
+    if not names:
+        return SINGULAR
+    listed = ", ".join(names[:4]) + (", ..." if len(names) > 4 else "")
+    return (f"forward dynamics is singular here: joint{'s' if len(names) > 1 else ''} "
+            f"{listed} move{'' if len(names) > 1 else 's'} no mass or inertia; see dyn "
+            "check-inertia")
 
 
 def singular(model, q: np.ndarray) -> bool:
