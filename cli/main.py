@@ -524,7 +524,7 @@ def singular_problem(model, q: np.ndarray) -> str:
         return SINGULAR
     listed = ", ".join(names[:4]) + (", ..." if len(names) > 4 else "")
     return (f"forward dynamics is singular here: joint{'s' if len(names) > 1 else ''} "
-            f"{listed} move{'' if len(names) > 1 else 's'} no mass or inertia; see dyn "
+            f"{listed} move{'' if len(names) > 1 else 's'} no positive mass or inertia; see dyn "
             "check-inertia")
 
 

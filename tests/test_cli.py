@@ -729,7 +729,7 @@ def test_singular_forward_dynamics_is_an_error_not_nan():
     if not FEATURES.exists():
         pytest.skip("fixtures/urdf/features.urdf is missing")
     assert_usage_error(dyn("forward", FEATURES, check=False), "singular here: joints left, "
-                       "table move no mass or inertia")
+                       "table move no positive mass or inertia")
 
 
 def test_an_overflow_is_not_called_singular():
