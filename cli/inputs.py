@@ -593,7 +593,7 @@ def _jsonl_row(line: str, where: str, layout: Layout, kinds, chunk: _Chunk,
 
 
 DECODER = json.JSONDecoder()
-JSON_KEYS = frozenset(("q", "v", "a", "tau", "fext"))
+JSON_KEYS = frozenset(("q", "v", "a", "tau", "fext", "dofs"))  # "dofs": as dyn writes it
 FORCES = frozenset(("a", "tau"))  # the commands reading these (inverse, forward) take "fext"
 NUMBER_TYPES = frozenset((int, float))  # JSON numbers; not bool
 
