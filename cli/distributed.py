@@ -38,6 +38,7 @@ from dataclasses import replace
 import numpy as np
 
 from .inputs import INPUT_FORMATS, Input, Layout, UsageError, _npz_members, pop_q
+from .output import Ended
 from .progress import Progress, wanted
 
 ROWS_PER_TASK = 100_000  # states per task at most (rounded down to whole chunks)
@@ -161,7 +162,7 @@ def solve_many(request, layout: Layout, gravity, wrenches) -> None:
     end_by = None
     try:
         run_on_cluster(client, request, layout, files, outputs, counts)
-    except _Ended as ended:
+    except Ended as ended:
         end_by = ended.number
     finally:
         for number, handler in ending.items():
@@ -174,16 +175,8 @@ def solve_many(request, layout: Layout, gravity, wrenches) -> None:
             os.kill(os.getpid(), end_by)
 
 
-class _Ended(BaseException):
-    """SIGTERM or SIGHUP arrived during a cluster run (raised to clean up first)."""
-
-    def __init__(self, number: int):
-        super().__init__(number)
-        self.number = number
-
-
 def _raise_ended(number, frame) -> None:
-    raise _Ended(number)
+    raise Ended(number)
 
 
 def checked_counts(files: list[str], layout: Layout, kinds) -> list[int | None]:
@@ -407,7 +400,7 @@ def run_on_cluster(client, request, layout: Layout, files, outputs, counts) -> N
         if lost and not isinstance(error, KeyboardInterrupt):
             raise UsageError(f"{request.scheduler}: lost the scheduler (the connection to it "
                              f"closed); {outcome}") from None
-        if isinstance(error, (KeyboardInterrupt, _Ended)):
+        if isinstance(error, (KeyboardInterrupt, Ended)):
             progress.close()
             print(f"dyn: {'interrupted' if isinstance(error, KeyboardInterrupt) else 'ended'}"
                   f"; {outcome}", file=sys.stderr)

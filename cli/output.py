@@ -38,6 +38,15 @@ class UsageError(Exception):
     """Bad usage or bad input: reported as one line on stderr with exit code 2."""
 
 
+class Ended(BaseException):
+    """SIGTERM or SIGHUP arrived while dyn ran work it must clean up (worker processes, a
+    cluster's files): raised by a handler so the cleanup runs, then dyn ends by the signal."""
+
+    def __init__(self, number: int):
+        super().__init__(number)
+        self.number = number
+
+
 class OutputError(UsageError):
     """The results could not be written (a full disk, a file size limit); ``reason`` is
     the system's. The sink has already cut or removed its file, and the message says so."""

@@ -40,7 +40,7 @@ from typing import NamedTuple
 import numpy as np
 
 from .inputs import INPUT_FORMATS, Input, Layout, UsageError, _csv_plan, is_data
-from .output import CAPTURED, CsvSink, JsonSink, NpzSink, OutputError, Sink
+from .output import CAPTURED, CsvSink, Ended, JsonSink, NpzSink, OutputError, Sink
 
 PART_BYTES = 16 << 20  # bytes of text per part
 MAX_PROCESSES = 8
@@ -187,7 +187,7 @@ def try_parts(request, layout: Layout, gravity, wrenches) -> bool:
             raise
         end_by = signal.SIGPIPE  # stdout's reader went away: end as one process does
         return True
-    except _Ended as ended:
+    except Ended as ended:
         end_by = ended.number
         raise
     finally:
@@ -201,19 +201,11 @@ def try_parts(request, layout: Layout, gravity, wrenches) -> bool:
             os.kill(os.getpid(), end_by)
 
 
-class _Ended(BaseException):
-    """SIGTERM or SIGHUP arrived while workers ran (raised to clean up first)."""
-
-    def __init__(self, number: int):
-        super().__init__(number)
-        self.number = number
-
-
 def _ended(number, frame) -> None:
     if os.getpid() != _JOB.get("parent"):  # a worker not set up yet: end as by default
         signal.signal(number, signal.SIG_DFL)
         os.kill(os.getpid(), number)
-    raise _Ended(number)
+    raise Ended(number)
 
 
 def data_start(path: str, kind: str, layout: Layout, request) -> Rows | None:

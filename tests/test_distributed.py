@@ -653,7 +653,7 @@ def test_sigterm_keeps_the_finished_outputs_and_ends_dyn_by_it(tmp_path, monkeyp
         def advance(self, *args, **kwargs):
             if (out / "log0.npz").exists():
                 time.sleep(0.5)
-                raise module._Ended(signal.SIGTERM)
+                raise module.Ended(signal.SIGTERM)
 
     monkeypatch.setattr(module, "Progress", Terminated)
     monkeypatch.setattr(module.os, "kill", lambda pid, number: sent.append(number))
