@@ -289,16 +289,16 @@ def _assemble(description, joints, parents, body_links, body_frames, inertias, f
         q_upper=q_upper,
         sparsity=sparsity,
         frames=tuple(frames),
-        bodies=_moving_bodies(body_links, parent),
+        bodies=_moving_bodies(body_links),
         mimic={j.name: j.mimic for j in joints if j.mimic is not None},
         world_mass=world_mass,
         description=description,
     )
 
 
-def _moving_bodies(body_names: list[str], parent: np.ndarray) -> tuple[MovingBody, ...]:
-    """Group the joints by the body they move: a joint whose parent moves the same body
-    continues that body's chain (an MJCF <body> with several joints)."""
+def _moving_bodies(body_names: list[str]) -> tuple[MovingBody, ...]:
+    """Group the joints by the body they move (names are unique per body; the joints of
+    an MJCF <body> with several follow each other in tree order, a chain)."""
     chains: dict[str, list[int]] = {}
     for j, name in enumerate(body_names):
         chains.setdefault(name, []).append(j)
