@@ -97,12 +97,12 @@ def check_inertia(
     options = CheckOptions(tolerance=tolerance, fix=fix, samples=samples,
                            min_block_ratio=min_block_ratio)
     report = run_checks(loaded, geometry, options)
-    missing = {name: mesh for name, link in geometry.items() for mesh in link.missing}
-    if missing:
-        meshes = list(dict.fromkeys(missing.values()))
+    meshes = list(dict.fromkeys(mesh for link in geometry.values() for mesh in link.missing))
+    if meshes:
+        skipped = sum(bool(link.missing) for link in geometry.values())
         text = (f"{len(meshes)} mesh file(s) not found ({', '.join(meshes[:2])}"
                 f"{', ...' if len(meshes) > 2 else ''}): the geometry checks of "
-                f"{len(missing)} link(s) were skipped (package:// is looked up above the "
+                f"{skipped} link(s) were skipped (package:// is looked up above the "
                 "model and in ROS_PACKAGE_PATH and AMENT_PREFIX_PATH)")
         warn(f"{loaded.source}: {text}")
         if fmt is CheckFormat.github:

@@ -148,7 +148,8 @@ def solve_many(request, layout: Layout, gravity, wrenches) -> None:
         for path in files:
             if INPUT_FORMATS.get(os.path.splitext(path)[1].lower()) != "npz":
                 raise UsageError(f"{path}: --scheduler reads .npz inputs only")
-    counts = checked_counts(files, layout, tuple(request.vectors))
+    counts = checked_counts(files, layout, tuple(request.vectors),
+                            warns=request.scheduler is not None)  # else the runs warn
     make_folder(request.output)
     if request.scheduler is None:
         run_here(request, layout, gravity, wrenches, files, outputs)
@@ -179,7 +180,8 @@ def _raise_ended(number, frame) -> None:
     raise Ended(number)
 
 
-def checked_counts(files: list[str], layout: Layout, kinds) -> list[int | None]:
+def checked_counts(files: list[str], layout: Layout, kinds,
+                   warns: bool = True) -> list[int | None]:
     """The number of states of each .npz input (None for a text input), every input
     checked before anything is written or submitted, so that a bad later file fails the
     run up front rather than halfway: its format known, the file readable and, for an
@@ -188,7 +190,7 @@ def checked_counts(files: list[str], layout: Layout, kinds) -> list[int | None]:
     try:
         for path in files:
             if INPUT_FORMATS.get(os.path.splitext(path)[1].lower()) == "npz":
-                counts.append(states_in(path, layout, kinds))
+                counts.append(states_in(path, layout, kinds, warns))
             else:
                 Input.open(path).stream.close()
                 counts.append(None)
@@ -386,6 +388,8 @@ def run_on_cluster(client, request, layout: Layout, files, outputs, counts) -> N
             if task.status == "error":  # input and block order (gather's is arbitrary)
                 task.result()
         client.gather(futures)
+        for paths in written:
+            settle(paths[-1])
     except BaseException as error:
         finished.update(k for k, future in enumerate(futures) if future.status == "finished")
         lost = client.status != "running"
@@ -414,9 +418,19 @@ def run_on_cluster(client, request, layout: Layout, files, outputs, counts) -> N
         progress.close()
 
 
+def settle(output: str) -> None:
+    """A finished output gets the mode a file dyn creates gets (0666 less the umask): its
+    placeholder was opened up for the workers (:func:`create_empty`)."""
+    mask = os.umask(0)
+    os.umask(mask)
+    with contextlib.suppress(OSError):
+        os.chmod(output, 0o666 & ~mask)
+
+
 def create_empty(paths) -> None:
     """Make the files the tasks will write (see the module's docstring), writable by
-    whoever may write their folder (workers may run as another user)."""
+    whoever may write their folder while the run lasts (workers may run as another user;
+    a finished output is then settled, see :func:`settle`)."""
     for path in paths:
         try:
             open(path, "wb").close()
@@ -449,6 +463,7 @@ def keep_finished(finished: set, written, before: dict) -> int:
     kept = 0
     for k, paths in enumerate(written):
         if k in finished:
+            settle(paths[-1])
             kept += 1
             continue
         for path in paths:
@@ -468,11 +483,12 @@ def snapshot(path: str):
     return status.st_ino, status.st_size, status.st_mtime_ns
 
 
-def states_in(path: str, layout: Layout, kinds) -> int:
-    """The number of states of an .npz, its arrays checked (headers only)."""
+def states_in(path: str, layout: Layout, kinds, warns: bool = True) -> int:
+    """The number of states of an .npz, its arrays checked (headers only); ``warns`` of
+    arrays it does not read."""
     source = Input.open(path)
     try:
-        return _npz_members(source.stream, path, layout, kinds)[0].count
+        return _npz_members(source.stream, path, layout, kinds, warns)[0].count
     finally:
         source.stream.close()
 

@@ -125,6 +125,10 @@ class Layout:
         model = self.model
         sizes, starts = ((model.nq_joint, model.idx_q) if kind == "q"
                          else (model.nv_joint, model.idx_v))
+        joint, _, part = name.rpartition(".")
+        if name in model.joint_names and joint in model.joint_names:
+            raise UsageError(f"{where}: '{name}' is both a joint and an entry of joint "
+                             f"'{joint}'; write '{name}.<entry>' or '{joint}:<k>'")
         if name in model.joint_names:
             j = model.joint_names.index(name)
             if sizes[j] != 1:
@@ -314,7 +318,7 @@ def warn_unlikely_q(layout: Layout, q: np.ndarray) -> None:
                     and not model.q_lower[model.idx_q[j]] <= q[model.idx_q[j]]
                     <= model.q_upper[model.idx_q[j]]]
         if suspects:
-            listed = ", ".join(f"{model.joint_names[j]} = {q[model.idx_q[j]]:g}" for j in
+            listed = ", ".join(f"{model.joint_names[j]} = {q[model.idx_q[j]]:.10g}" for j in
                                suspects[:3]) + (", ..." if len(suspects) > 3 else "")
             warn(f"q beyond 2 pi and the joint limits: {listed} (radians); degrees? "
                  "--degrees reads them")
@@ -579,11 +583,10 @@ def _jsonl_row(line: str, where: str, layout: Layout, kinds, chunk: _Chunk,
         raise UsageError(f"{where}: no {_or(kinds)} here, nothing to compute from (the object "
                          f"has {keys}{', ...' if len(state) > 4 else ''})")
     unread = state.keys() - JSON_KEYS - foreign
-    if unread:
-        foreign.update(unread)
-        listed = ", ".join(json.dumps(key) for key in sorted(unread))
-        warn(f"{chunk.name}: key{'s' if len(unread) > 1 else ''} {listed} not read: dyn "
-             "reads \"q\", \"v\", \"a\", \"tau\" and \"fext\"")
+    for key in sorted(unread):  # one warning per key: the same in every part of a split run
+        foreign.add(key)
+        warn(f'{chunk.name}: key {json.dumps(key)} not read: dyn reads "q", "v", "a", "tau" '
+             'and "fext"')
     row = len(chunk.lines)
     for kind in kinds:
         if kind in state:
@@ -696,7 +699,7 @@ def _csv_plan(header: list[str], name: str, layout: Layout, kinds: Sequence[str]
         if match:
             kind = match.group(1)
         elif not (joint and kind in KINDS):
-            if not FORCE_NAME.match(title):
+            if title and not FORCE_NAME.match(title):  # not pandas' unnamed index column
                 foreign.append(title)
             continue
         if kind not in kinds:
@@ -1047,7 +1050,7 @@ def _npz_members(stream, name, layout, kinds, warns: bool = True) -> list[_Membe
     if warns:
         warn_ignored_forces(names, name, "array")
         foreign = [n for n in names if n not in KINDS and not FORCE_NAME.match(n)
-                   and n != "dofs"]
+                   and n != "dofs" and _rows_of(archive, n) == members[0].count]
         if foreign:
             listed = ", ".join(repr(n) for n in foreign[:3]) + (", ..." if len(foreign) > 3
                                                                else "")
@@ -1091,6 +1094,21 @@ def _on_disk(stream) -> bool:
         return stat.S_ISREG(os.fstat(stream.fileno()).st_mode)
     except (AttributeError, OSError, ValueError, io.UnsupportedOperation):
         return False
+
+
+def _rows_of(archive, name: str) -> int | None:
+    """The first dimension of member ``name``.npy from its header (None for a scalar or an
+    unreadable header): arrays with one row per state are the ones worth a warning."""
+    from numpy.lib import format as npy
+
+    try:
+        with archive.open(f"{name}.npy") as stream:
+            version = npy.read_magic(stream)
+            read = npy.read_array_header_1_0 if version == (1, 0) else npy.read_array_header_2_0
+            shape = read(stream)[0]
+    except (OSError, ValueError, KeyError):
+        return None
+    return shape[0] if shape else None
 
 
 def _open_member(archive, kind: str, file=None) -> _Member:

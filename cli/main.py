@@ -500,8 +500,8 @@ def compute(command: str, layout: Layout, states, gravity) -> np.ndarray:
     if not finite.all():
         bad = int(np.argmin(finite))
         problem = "the result is not finite (it overflows)"
-        if command == "forward" and singular(model, states.q[bad]):
-            problem = singular_problem(model, states.q[bad])
+        if command == "forward":
+            problem = singular_problem(model, states.q[bad]) or problem
         raise PartialResult(f"{states.where(bad)}: {problem}", result[:bad])
     return result
 
@@ -511,7 +511,8 @@ SINGULAR = ("forward dynamics is singular here (a joint moves no mass or inertia
 
 
 def singular_problem(model, q: np.ndarray) -> str:
-    """Why forward dynamics is singular at q, naming the joints whose ABA D-block is."""
+    """Why forward dynamics is singular at q, naming the joints whose ABA D-block is; ""
+    when M(q) is positive definite (a non-finite result then overflowed)."""
     from treedyn.engine.conditioning import articulated_blocks
 
     with np.errstate(all="ignore"):
@@ -521,7 +522,7 @@ def singular_problem(model, q: np.ndarray) -> str:
     names = [model.joint_names[j] for j, block in enumerate(blocks) if block.size and not (
         np.isfinite(block).all() and np.linalg.eigvalsh(block[0])[0] > 1e-12 * scale)]
     if not names:
-        return SINGULAR
+        return SINGULAR if singular(model, q) else ""
     listed = ", ".join(names[:4]) + (", ..." if len(names) > 4 else "")
     return (f"forward dynamics is singular here: joint{'s' if len(names) > 1 else ''} "
             f"{listed} move{'' if len(names) > 1 else 's'} no positive mass or inertia; see dyn "

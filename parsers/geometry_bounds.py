@@ -47,11 +47,15 @@ def link_geometry(description: TreeDescription, model_path: str) -> dict[str, Li
     result = {}
     for link in description.links:
         if link.geometry:
-            result[link.name] = _usable(link.geometry, model_path)
+            # the MJCF parser resolves mesh files (and refuses missing ones); a mesh name
+            # it gives without a file is a form dyn does not read, not a missing file
+            result[link.name] = _usable(link.geometry, model_path,
+                                        files_named=description.format == "urdf")
     return result
 
 
-def _usable(shapes: tuple[Shape, ...], model_path: str) -> LinkGeometry:
+def _usable(shapes: tuple[Shape, ...], model_path: str, files_named: bool = True
+            ) -> LinkGeometry:
     """The collision shapes as solids if all resolve, else the visual ones, else unknown;
     collision shapes under :data:`PLACEHOLDER` across stand aside for visual shapes
     more than ten times their size (a token sphere beside the real mesh)."""
@@ -62,8 +66,8 @@ def _usable(shapes: tuple[Shape, ...], model_path: str) -> LinkGeometry:
         if not group:
             continue
         solids, problem = _solids(group, model_path)
-        missing += [shape.mesh for shape in group if shape.kind not in PRIMITIVES
-                    and resolve_mesh(shape.mesh, model_path) is None]
+        missing += [shape.mesh for shape in group if files_named and shape.kind not in
+                    PRIMITIVES and resolve_mesh(shape.mesh, model_path) is None]
         if solids is None:
             notes.append(f"{role}: {problem}")
             continue

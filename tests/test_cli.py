@@ -682,6 +682,46 @@ def test_entries_named_as_dyn_info_prints_them_are_inputs_too():
                        "joint 'root_joint' has no q entry 'w' (it has x, y, z, qx, qy, qz, qw)")
 
 
+def test_a_joint_named_like_an_entry_of_another_is_ambiguous(tmp_path):
+    path = tmp_path / "dots.urdf"
+    path.write_text(ARM.read_text().replace('name="joint2"', 'name="root_joint.x"'))
+    assert_usage_error(dyn("inverse", path, "--free-flyer", "--q", "root_joint.x=1", check=False),
+                       "'root_joint.x' is both a joint and an entry of joint 'root_joint'")
+
+
+def test_split_runs_and_pandas_files_warn_as_one_process_does(tmp_path):
+    """A key first met beside another in one part was warned about again in a second
+    wording; pandas' unnamed index column is no column to warn about."""
+    import os
+
+    path = tmp_path / "keys.jsonl"
+    path.write_text("".join(json.dumps({"q": [k / 100, 0.5], "time": k, **(
+        {"qd": [0, 0]} if k >= 200 else {})}) + "\n" for k in range(400)))
+    split = dyn_program(["inverse", ARM, "-i", path, "-o", tmp_path / "out.jsonl"], env={
+        "TREEDYN_PART_BYTES": "3000", "TREEDYN_STREAM_CHUNK": "32", "TREEDYN_PROCESSES": "2"})
+    one = dyn_program(["inverse", ARM, "-i", path, "-o", tmp_path / "one.jsonl"],
+                      env={"TREEDYN_PROCESSES": "1"})
+    assert split.returncode == one.returncode == 0
+    assert sorted(split.stderr.decode().splitlines()) == sorted(one.stderr.decode().splitlines())
+    assert len(one.stderr.decode().splitlines()) == 2
+    assert os.path.getsize(tmp_path / "out.jsonl") == os.path.getsize(tmp_path / "one.jsonl")
+    pandas = dyn("inverse", ARM, "-i", "-", "-f", "json", stdin=",q0,q1\n0,0.1,0.2\n")
+    assert pandas.stderr == b""
+
+
+def test_an_exactly_singular_mass_matrix_is_called_singular(tmp_path):
+    """Coaxial hinges with a massless link between: Cholesky may pass on M by rounding,
+    the message named an overflow; the D-block of the first joint is exactly zero."""
+    path = tmp_path / "coaxial.urdf"
+    path.write_text(ARM.read_text().replace('<mass value="1.0"/>', '<mass value="0"/>', 1)
+                    .replace('ixx="0.0841666666666667" ixy="0" ixz="0"\n               '
+                             'iyy="0.0841666666666667" iyz="0" izz="0.00166666666666667"',
+                             'ixx="0" ixy="0" ixz="0" iyy="0" iyz="0" izz="0"', 1)
+                    .replace('<origin xyz="0 0 -1" rpy="0 0 0"/>', '<origin xyz="0 0 0"/>'))
+    line = assert_usage_error(dyn("forward", path, "--q", "0.1,0.2", check=False), "singular")
+    assert "joint1 moves no positive mass" in line
+
+
 def test_a_pinocchio_cos_sin_q_gets_a_hint(tmp_path):
     path = tmp_path / "wheel.urdf"
     path.write_text(ARM.read_text().replace('type="revolute"', 'type="continuous"'))

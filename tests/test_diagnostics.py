@@ -316,7 +316,8 @@ def test_meshes_not_found_are_said_and_ros_package_path_finds_them(tmp_path, mon
     monkeypatch.delenv("AMENT_PREFIX_PATH", raising=False)
     result = dyn("check-inertia", copy, "--format", "github")
     assert result.returncode == 0
-    assert "mesh file(s) not found (package://example-robot-data/" in result.stderr
+    meshes = set(re.findall(r'filename="(package://[^"]+)"', copy.read_text()))
+    assert f"{len(meshes)} mesh file(s) not found (package://example-robot-data/" in result.stderr
     assert result.stdout.startswith("::warning file=") and "meshes not found" in result.stdout
     share = Path(source).parents[3]  # .../share, holding example-robot-data/
     monkeypatch.setenv("ROS_PACKAGE_PATH", f"/nonexistent{os.pathsep}{share}")
@@ -881,3 +882,12 @@ def test_geometry_in_a_description_changes_no_dynamics():
     q = build_model(description).random_configuration(rng, 2)
     np.testing.assert_array_equal(crba(build_model(description), q),
                                   crba(build_model(shaped), q))
+
+
+def test_an_mjcf_mesh_given_by_its_vertices_is_not_a_missing_file(tmp_path):
+    path = tmp_path / "vertices.xml"
+    path.write_text('<mujoco><asset><mesh name="tet" vertex="0 0 0 0.1 0 0 0 0.1 0 0 0 0.1"/>'
+                    '</asset><worldbody><body><joint/><geom type="mesh" mesh="tet"/></body>'
+                    '</worldbody></mujoco>')
+    result = dyn("check-inertia", path, "--format", "github")
+    assert result.returncode == 0 and result.stdout == "" and result.stderr == ""

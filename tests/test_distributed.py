@@ -703,3 +703,36 @@ def test_an_output_directory_named_like_a_file_is_refused_with_a_scheduler_too(t
     code, stderr = dyn("inverse", ARM, "--input", tmp_path / "a.npz", "--output",
                        tmp_path / "res.npz", "--scheduler", "local")
     assert code == 2 and "is a directory, not the .npz file" in stderr
+
+
+def test_a_finished_output_gets_the_mode_the_umask_gives(tmp_path):
+    """The placeholder was opened up for workers of another user: the finished output
+    does not stay writable by all (here: umask 077 in a sticky, world-writable folder)."""
+    import os
+    import stat
+
+    from treedyn.cli.distributed import create_empty, settle
+
+    folder = tmp_path / "shared"
+    folder.mkdir()
+    os.chmod(folder, 0o1777)
+    output = str(folder / "x.npz")
+    create_empty([output])
+    assert stat.S_IMODE(os.stat(output).st_mode) == 0o666
+    old = os.umask(0o077)
+    try:
+        settle(output)
+    finally:
+        os.umask(old)
+    assert stat.S_IMODE(os.stat(output).st_mode) == 0o600
+
+
+def test_an_unread_array_is_warned_about_once_without_a_scheduler(tmp_path):
+    """The inputs' headers are checked up front and read again by the run: one warning."""
+    model = load_model(str(ARM))
+    path = tmp_path / "a.npz"
+    np.savez(path, **states(model, 5, seed=0), qd=np.zeros((5, 2)), dt=0.01)
+    code, err = dyn("inverse", ARM, "--input", path, "--output", f"{tmp_path}/out/")
+    assert code == 0
+    assert err.splitlines() == [f"dyn: warning: {path}: array 'qd' not read: dyn reads the "
+                                "arrays q, v, a and tau"]
