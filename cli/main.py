@@ -573,6 +573,10 @@ def sink_kind(request: Request) -> str:
     """json, csv, npz or table: --output's extension, else --format, else table on a
     terminal and json in a pipe."""
     if request.output is not None:
+        if request.input is not None and request.output.lower().endswith(".json"):
+            raise UsageError(f"{request.output}: many states are written as JSON Lines, one "
+                             "object per line, which is not one JSON document: name the "
+                             "file .jsonl")
         return output_format(request.output, request.format)
     return request.format.value if request.format else (
         "table" if sys.stdout.isatty() else "json")

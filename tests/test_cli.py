@@ -732,6 +732,17 @@ def test_a_pinocchio_cos_sin_q_gets_a_hint(tmp_path):
         rnea(load_model(str(path)), np.zeros((5, 4)))
 
 
+def test_many_states_are_not_written_to_a_json_file(tmp_path):
+    """JSON Lines in a .json file is not one JSON document (json.load fails): refused,
+    before any file is made; one state is one object, which a .json file holds."""
+    target = tmp_path / "out.json"
+    assert_usage_error(dyn("inverse", ARM, "-i", "-", "-o", target, stdin='{"q": [0, 0]}\n',
+                           check=False), "out.json", "name the file .jsonl")
+    assert not target.exists()
+    dyn("inverse", ARM, "--q", "0.1,0.2", "-o", target)
+    assert json.loads(target.read_text())["tau"]
+
+
 def test_a_huge_integer_given_by_joint_name_names_its_line(tmp_path):
     path = tmp_path / "huge.jsonl"
     path.write_text('{"q": {"joint1": 1%s}}\n' % ("0" * 400))
