@@ -37,6 +37,7 @@ import numpy as np
 
 from treedyn.engine import Model
 from treedyn.engine.kernels import environment_count
+from treedyn.engine.state import cos_sin_hint
 
 from .output import UsageError, warn
 
@@ -112,12 +113,7 @@ class Layout:
         """'model ur5 needs nq=6' for error messages; with the ``given`` count of q numbers
         that is nq plus one per continuous joint, a hint at Pinocchio's (cos, sin)."""
         text = f"model {self.model.name} needs n{'q' if kind == 'q' else 'v'}={self.width(kind)}"
-        continuous = sum(kind == "continuous" for kind in map(self.model.public_type,
-                                                               range(self.model.njoints)))
-        if kind == "q" and continuous and given == self.width("q") + continuous:
-            text += (f" (Pinocchio's layout, with cos and sin for each of its {continuous} "
-                     "continuous joints? dyn takes one angle for each: atan2(sin, cos))")
-        return text
+        return text + (cos_sin_hint(self.model, given) if kind == "q" else "")
 
     def index(self, name: str, kind: str, where: str) -> int:
         """Position in q (kind 'q') or v of a 1-dof joint ``name``, of ``joint:k``, or of
@@ -1096,19 +1092,28 @@ def _on_disk(stream) -> bool:
         return False
 
 
+def _npy_header(stream) -> tuple | None:
+    """(shape, fortran, dtype) from the header of an .npy stream, left at its data; None
+    for a format version without a header reader here (3.0)."""
+    from numpy.lib import format as npy
+
+    version = npy.read_magic(stream)
+    if version == (1, 0):
+        return npy.read_array_header_1_0(stream)
+    if version == (2, 0):
+        return npy.read_array_header_2_0(stream)
+    return None
+
+
 def _rows_of(archive, name: str) -> int | None:
     """The first dimension of member ``name``.npy from its header (None for a scalar or an
     unreadable header): arrays with one row per state are the ones worth a warning."""
-    from numpy.lib import format as npy
-
     try:
         with archive.open(f"{name}.npy") as stream:
-            version = npy.read_magic(stream)
-            read = npy.read_array_header_1_0 if version == (1, 0) else npy.read_array_header_2_0
-            shape = read(stream)[0]
+            header = _npy_header(stream)
     except (OSError, ValueError, KeyError):
         return None
-    return shape[0] if shape else None
+    return header[0][0] if header and header[0] else None
 
 
 def _open_member(archive, kind: str, file=None) -> _Member:
@@ -1117,11 +1122,9 @@ def _open_member(archive, kind: str, file=None) -> _Member:
     from numpy.lib import format as npy
 
     stream = archive.open(f"{kind}.npy")
-    version = npy.read_magic(stream)
-    if version == (1, 0):
-        shape, fortran, dtype = npy.read_array_header_1_0(stream)
-    elif version == (2, 0):
-        shape, fortran, dtype = npy.read_array_header_2_0(stream)
+    header = _npy_header(stream)
+    if header is not None:
+        shape, fortran, dtype = header
     else:
         stream = archive.open(f"{kind}.npy")
         whole = npy.read_array(stream, allow_pickle=False)

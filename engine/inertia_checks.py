@@ -184,12 +184,8 @@ def second_moment(inertia: np.ndarray) -> np.ndarray:
 
 def pseudo_inertia(mass: float, com: np.ndarray, inertia: np.ndarray) -> np.ndarray:
     """J (4, 4) about the link origin, from the inertia about the com (see module doc)."""
-    about_origin = symmetric(inertia) + parallel_axis(mass, com)
-    J = np.empty((4, 4))
-    J[:3, :3] = second_moment(about_origin)
-    J[:3, 3] = J[3, :3] = mass * np.asarray(com, dtype=float)
-    J[3, 3] = mass
-    return J
+    return spatial_pseudo_inertia(Inertia(mass, np.asarray(com, dtype=float),
+                                          np.asarray(inertia, dtype=float)).spatial())
 
 
 def spatial_pseudo_inertia(spatial: np.ndarray) -> np.ndarray:

@@ -49,12 +49,7 @@ def states(model: Model, q, v=None, x=None, fext=None, x_name: str = "a") -> Sta
         if array.shape == shape:
             continue
         if array.ndim != len(shape) + 1 or array.shape[1:] != shape:
-            continuous = sum(t == "continuous" for t in map(model.public_type,
-                                                           range(model.njoints)))
-            hint = (f" (Pinocchio's (cos, sin) for each of the {continuous} continuous joints? "
-                    "this takes one angle each: atan2(sin, cos))"
-                    if name == "q" and continuous and array.shape[-1:] == (model.nq + continuous,)
-                    else "")
+            hint = cos_sin_hint(model, array.shape[-1]) if name == "q" and array.ndim else ""
             raise ValueError(f"{name} has shape {array.shape}; expected {_shape(shape)}, or "
                              f"{_shape(('N',) + shape)} for N states{hint}")
         counts[name] = array.shape[0]
@@ -70,6 +65,16 @@ def states(model: Model, q, v=None, x=None, fext=None, x_name: str = "a") -> Sta
 
     return States(batch, rows("q", model.nq), rows("v", model.nv), rows(x_name, model.nv),
                   arrays.get("fext"))
+
+
+def cos_sin_hint(model: Model, width: int) -> str:
+    """A hint when ``width`` numbers per q are nq plus one per continuous joint: Pinocchio's
+    layout, with (cos, sin) for each of them ("" otherwise)."""
+    continuous = sum(model.public_type(j) == "continuous" for j in range(model.njoints))
+    if not continuous or width != model.nq + continuous:
+        return ""
+    return (f" (Pinocchio's layout, with cos and sin for each of the {continuous} continuous "
+            "joints? dyn takes one angle for each: atan2(sin, cos))")
 
 
 def _shape(shape: tuple) -> str:

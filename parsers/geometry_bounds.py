@@ -65,9 +65,11 @@ def _usable(shapes: tuple[Shape, ...], model_path: str, files_named: bool = True
         group = [shape for shape in shapes if shape.role == role]
         if not group:
             continue
-        solids, problem = _solids(group, model_path)
-        missing += [shape.mesh for shape in group if files_named and shape.kind not in
-                    PRIMITIVES and resolve_mesh(shape.mesh, model_path) is None]
+        located = {shape.mesh: resolve_mesh(shape.mesh, model_path) for shape in group
+                   if shape.kind not in PRIMITIVES}
+        solids, problem = _solids(group, located)
+        if files_named:
+            missing += [mesh for mesh, path in located.items() if path is None]
         if solids is None:
             notes.append(f"{role}: {problem}")
             continue
@@ -92,14 +94,16 @@ def _diagonal(solids: tuple[Shape, ...]) -> float:
     return float(np.linalg.norm(corners.max(axis=0) - corners.min(axis=0)))
 
 
-def _solids(shapes: list[Shape], model_path: str) -> tuple[tuple[Shape, ...] | None, str]:
-    """(primitive solids, "") or (None, why a shape cannot be used)."""
+def _solids(shapes: list[Shape], located: dict[str, Path | None]
+            ) -> tuple[tuple[Shape, ...] | None, str]:
+    """(primitive solids, "") or (None, why a shape cannot be used); ``located`` gives each
+    mesh's file (None when not found)."""
     solids = []
     for shape in shapes:
         if shape.kind in PRIMITIVES:
             solids.append(shape)
             continue
-        path = resolve_mesh(shape.mesh, model_path)
+        path = located[shape.mesh]
         if path is None:
             return None, f"mesh {shape.mesh} not found"
         bounds = mesh_bounds(str(path))

@@ -726,9 +726,9 @@ def test_a_pinocchio_cos_sin_q_gets_a_hint(tmp_path):
     path = tmp_path / "wheel.urdf"
     path.write_text(ARM.read_text().replace('type="revolute"', 'type="continuous"'))
     assert_usage_error(dyn("inverse", path, "--q", "1,0,1,0", check=False),
-                       "needs nq=2 (Pinocchio's layout, with cos and sin for each of its 2 "
+                       "needs nq=2 (Pinocchio's layout, with cos and sin for each of the 2 "
                        "continuous joints? dyn takes one angle for each: atan2(sin, cos))")
-    with pytest.raises(ValueError, match=r"Pinocchio's \(cos, sin\) for each of the 2 continuous"):
+    with pytest.raises(ValueError, match=r"Pinocchio's layout, with cos and sin for each of the 2"):
         rnea(load_model(str(path)), np.zeros((5, 4)))
 
 
