@@ -5,6 +5,11 @@ URDFs), an encoding the bytes do not have, a blank line before it -- where libxm
 the document. :func:`without_declaration` gives the text libxml2 then reads as tinyxml2
 does, with every line keeping its number; :func:`parse` is the one libxml2 reading both
 parsers use.
+
+libxml2 numbers an element by the line where its start tag ends, so an element written over
+several lines (``<inertia ixx=...`` one attribute per line, as CAD exporters write them)
+would be reported at its last attribute. :func:`parse` renumbers every element to the line
+where its tag opens, as tinyxml2 (urdfdom, MuJoCo) reports it.
 """
 from __future__ import annotations
 
@@ -14,6 +19,11 @@ from lxml import etree
 
 DECLARATION = re.compile(rb"\A(\xef\xbb\xbf)?(\s*<\?xml\s[^>]*?\?>)")
 DECLARED_ENCODING = re.compile(rb"encoding\s*=\s*[\"']([A-Za-z0-9._-]+)[\"']")
+# markup in document order: comments, CDATA, processing instructions, the document type
+# (with its internal subset) and end tags are skipped; a "<" before a name opens an element
+MARKUP = re.compile(rb"<!--.*?-->|<!\[CDATA\[.*?\]\]>|<\?.*?\?>|<!DOCTYPE(?:[^\[>]|\[.*?\])*>"
+                    rb"|</|<(?=[^!?/])", re.S)
+LINE_LIMIT = 65535  # libxml2 keeps a line number in 16 bits
 
 
 def without_declaration(data: bytes, encoding: str | None) -> tuple[bytes | None, str | None]:
@@ -48,4 +58,26 @@ def parse(data: bytes, encoding: str | None, huge_tree: bool = False) -> etree._
     entities not resolved from outside; ``huge_tree`` lifts the 256-level nesting limit."""
     parser = etree.XMLParser(encoding=encoding, remove_comments=True, remove_pis=True,
                              resolve_entities=False, no_network=True, huge_tree=huge_tree)
-    return etree.fromstring(data, parser)
+    root = etree.fromstring(data, parser)
+    number_from_tag_start(root, data)
+    return root
+
+
+def number_from_tag_start(root: etree._Element, data: bytes) -> None:
+    """Set each element's ``sourceline`` to the line where its start tag opens.
+
+    The start tags found in ``data`` pair with the elements in document order; when their
+    counts differ (markup the scan cannot see, such as elements from an entity), or for
+    lines past libxml2's limit, libxml2's own numbers stay.
+    """
+    openings = [m.start() for m in MARKUP.finditer(data) if m.end() - m.start() == 1]
+    elements = list(root.iter(etree.Element))
+    if len(openings) != len(elements):
+        return
+    line, counted = 1, 0
+    for element, offset in zip(elements, openings):
+        line += data.count(b"\n", counted, offset)
+        counted = offset
+        if line >= LINE_LIMIT:
+            return
+        element.sourceline = line

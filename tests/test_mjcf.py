@@ -581,6 +581,18 @@ def test_a_declaration_mujoco_skips_is_skipped(tmp_path, prologue):
     assert caught.value.line == prologue.count("\n") + 5 and "mismatch" in caught.value.problem
 
 
+
+def test_an_element_written_over_several_lines_is_named_at_its_line_as_in_mujoco(tmp_path):
+    """MuJoCo (tinyxml2) names the line where an element opens; libxml2 the line where its
+    start tag ends (here 7)."""
+    path = write(tmp_path / "lines.xml", '<mujoco>\n<worldbody>\n<body>\n<joint axis="0 1 0"/>\n'
+                 '<geom\n  size="x"\n  pos="0 0 -1"/>\n</body>\n</worldbody>\n</mujoco>\n')
+    with pytest.raises(ValueError, match="Element 'geom', line 5"):
+        mujoco.MjModel.from_xml_path(path)
+    with pytest.raises(ParseError) as caught:
+        parse_mjcf(path)
+    assert caught.value.line == 5, caught.value
+
 def test_include_cycle(tmp_path):
     main = write(tmp_path / "main.xml", '<mujoco>\n<include file="a.xml"/>\n</mujoco>\n')
     write(tmp_path / "a.xml", '<x>\n<include file="b.xml"/>\n</x>\n')

@@ -310,7 +310,7 @@ def test_a_value_urdfdom_cannot_read_is_a_warning(tmp_path):
                           capture_output=True, text=True, timeout=120)
     assert done.returncode == 0
     assert done.stderr.splitlines() == [
-        f"dyn: warning: {path}:20: inertia ixz='0 ': urdfdom cannot read it (whitespace after "
+        f"dyn: warning: {path}:18: inertia ixz='0 ': urdfdom cannot read it (whitespace after "
         "a number, or between numbers other than spaces), so Pinocchio, and dyn with it, set the "
         'rotational inertia of <link name="link1"> to zero']
 
@@ -444,6 +444,31 @@ def test_string_errors_name_the_given_path():
     with pytest.raises(ParseError, match=r'^mine\.urdf:1: <link name="a">: <inertial> has no'):
         parse_urdf_string('<robot name="r"><link name="a"><inertial/></link></robot>',
                           "mine.urdf")
+
+
+
+def test_an_element_written_over_several_lines_is_named_at_the_line_it_opens():
+    """libxml2 numbers an element by the line where its start tag ends; errors and findings
+    name the line where it opens, as urdfdom and MuJoCo do. Markup that holds a "<" --
+    a comment, CDATA, the document type -- does not shift the count."""
+    text = """<?xml version="1.0"?>
+<!DOCTYPE robot [ <!ELEMENT robot ANY> ]>
+<robot name="r"><!-- <link name="commented"> -->
+  <link name="a"><inertial><mass value="1"/>
+    <inertia ixx="1" ixy="0" ixz="0"
+             iyy="1" iyz="0"
+             izz="1"/></inertial></link>
+  <link name="b"><![CDATA[ <link> ]]></link>
+  <joint
+      name="j" type="revolute"><parent link="a"/><child link="b"/>
+    <axis xyz="0 0 1"/></joint>
+</robot>"""
+    for change, line, problem in (('izz="1"', 5, 'izz="x"'),  # libxml2 says 7
+                                  ('<parent link="a"/>', 9, ""),  # 10
+                                  ('<axis xyz="0 0 1"/>', 11, '<axis\n xyz="0 0 0"/>')):  # 12
+        with pytest.raises(ParseError) as caught:
+            parse_urdf_string(text.replace(change, problem))
+        assert caught.value.line == line, caught.value
 
 
 # -- dispatch -------------------------------------------------------------------------
