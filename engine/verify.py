@@ -9,7 +9,10 @@ Conventions
   size of the reference, absolute below 1; when lhs is the difference of two computations,
   their sizes join the scale). It passes when it is at most the tolerance ``rtol``;
   identities that solve with M (ABA against RNEA, the factor against ABA, free fall, zero
-  base actuation), forward errors, are allowed ``max(rtol, 10 eps cond(M))``. M is singular
+  base actuation), forward errors, are allowed ``max(rtol, 10 eps cond(M))``; ABA against
+  RNEA, whose right-hand side tau - h cancels the external wrenches, at least
+  ``2 d eps max(|M^-1| max(|tau|, |h|)) / max(1, |a|)`` (elementwise absolute values; d
+  the most dofs on a path from the root). M is singular
   where cond(M) >= 1 / eps: such states are left out of the first two (and reported), and
   the other two are skipped.
 * Floating-base identities apply to every root joint of type ``free`` (Pinocchio LOCAL:
@@ -129,21 +132,43 @@ def check_rnea_mass(model: Model, s: States, rtol: float) -> Outcome:
 
 
 def check_aba_rnea(model: Model, s: States, rtol: float) -> Outcome:
-    """ABA(q, v, RNEA(q, v, a, f), f) = a, states with singular M left out."""
-    cond = condition_numbers(crba(model, s.q))
+    """ABA(q, v, RNEA(q, v, a, f), f) = a, states with singular M left out.
+
+    ABA solves M a = tau - h, where tau and h carry the external wrenches: on light bodies
+    (a fruit fly's legs, M ~ 1e-4) unit wrenches make them 1e4 times M a, and their
+    cancellation leaves rounding of eps max(|tau_j|, |h_j|) in each dof j, once per dof on
+    the path to the root in RNEA and again in ABA, which moves a by up to |M^-1| times that.
+    The tolerance is the larger of that and 10 eps cond(M).
+    """
+    M = crba(model, s.q)
+    cond = condition_numbers(M)
     with np.errstate(all="ignore"):
-        a = aba(model, s.q, s.v, rnea(model, s.q, s.v, s.a, s.fext), s.fext)
+        tau = rnea(model, s.q, s.v, s.a, s.fext)
+        h = rnea(model, s.q, s.v, None, s.fext)
+        a = aba(model, s.q, s.v, tau, s.fext)
     usable = ~singular(cond) & np.all(np.isfinite(a), axis=1)
     if not usable.any():
         return _skipped(f"M is singular at all {len(cond)} states (see dyn check-inertia)")
-    ratios = [residual(a[n], s.a[n]) / max(rtol, 10 * EPS * cond[n])
-              for n in np.flatnonzero(usable)]
-    worst = int(np.flatnonzero(usable)[int(np.argmax(ratios))])
-    tolerance = max(rtol, 10 * EPS * cond[worst])
+    roundings = 2 * max_dof_depth(model)
+    tolerances = {}
+    for n in np.flatnonzero(usable):
+        cancelled = np.maximum(np.abs(tau[n]), np.abs(h[n]))  # (nv,)
+        moved = float(np.max(np.abs(np.linalg.inv(M[n])) @ cancelled))
+        tolerances[n] = max(rtol, 10 * EPS * cond[n],
+                            roundings * EPS * moved / max(1.0, float(np.abs(s.a[n]).max())))
+    worst = max(tolerances, key=lambda n: residual(a[n], s.a[n]) / tolerances[n])
     note = f"cond(M) up to {cond[usable].max():.3g}"
     if not usable.all():
         note += f"; M singular at {int((~usable).sum())} of {len(cond)} states, left out"
-    return Outcome(residual(a[worst], s.a[worst]), tolerance, note)
+    return Outcome(residual(a[worst], s.a[worst]), tolerances[worst], note)
+
+
+def max_dof_depth(model: Model) -> int:
+    """The most dofs on one path from the root to a leaf."""
+    depth = np.zeros(model.nv, dtype=int)
+    for i, parent in enumerate(model.dof_parent):
+        depth[i] = 1 + (depth[parent] if parent >= 0 else 0)
+    return int(depth.max(initial=0))
 
 
 def check_rnea_columns(model: Model, s: States, rtol: float) -> Outcome:

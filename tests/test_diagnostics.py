@@ -576,6 +576,22 @@ def test_verify_allows_ill_conditioned_free_fall():
     assert free_fall.status == "pass" and "cond(M) up to" in free_fall.note, free_fall
 
 
+def test_verify_holds_aba_on_milligram_bodies_to_the_rounding_of_their_wrenches(tmp_path):
+    """Unit external wrenches on an 8 mg chain make tau and h 1e4 times M a: ABA's a then
+    carries rounding of eps |M^-1| max(|tau|, |h|), far above eps cond(M) (dm_control's
+    fruit fly failed at 1.75e-9 against 1e-9, with cond(M) ~ 1e3)."""
+    links = "".join(f'<body pos="0 0 -0.002"><joint type="hinge" axis="{i % 2} {1 - i % 2} 0"/>'
+                    '<geom type="capsule" size="0.0002" fromto="0 0 0 0 0 -0.002"/>'
+                    for i in range(12))
+    path = tmp_path / "fly.xml"
+    path.write_text(f'<mujoco><worldbody><body><freejoint/><geom type="sphere" size="0.001"/>'
+                    f'{links}{"</body>" * 13}</worldbody></mujoco>')
+    report = verify(load_model(str(path)), VerifyOptions(samples=5))
+    assert report.ok, report.results
+    aba_rnea = next(r for r in report.results if r.name == "aba-rnea")
+    assert aba_rnea.residual > 1e-9 and aba_rnea.tolerance > aba_rnea.residual, aba_rnea
+
+
 GYM = gymnasium_models()
 
 
