@@ -32,7 +32,7 @@ from hypothesis import strategies as st
 from lxml import etree
 
 from random_trees import random_description, random_model, random_rotation, trees
-from reference_models import gymnasium_models, robots_root
+from reference_models import dm_control_id, dm_control_models, gymnasium_models, robots_root
 from treedyn.engine import Inertia, JointSpec, LinkSpec, TreeDescription, build_model, crba
 from treedyn.engine.conditioning import analyze, articulated_blocks
 from treedyn.engine.description import Shape
@@ -595,10 +595,15 @@ def test_verify_holds_aba_on_milligram_bodies_to_the_rounding_of_their_wrenches(
 GYM = gymnasium_models()
 
 
-@pytest.mark.skipif(not GYM, reason="gymnasium is not installed")
-@pytest.mark.parametrize("path", GYM, ids=[os.path.basename(p) for p in GYM])
-def test_every_gymnasium_model_gets_a_verdict_and_passes_verify(path):
-    """MuJoCo compiles these models, so its own checks (mass, A + B >= C) pass: ours too."""
+MJCF_MODELS = GYM + dm_control_models()
+
+
+@pytest.mark.skipif(not MJCF_MODELS, reason="neither gymnasium nor dm_control is installed")
+@pytest.mark.parametrize("path", MJCF_MODELS, ids=lambda p: os.path.basename(p) if p in GYM
+                         else dm_control_id(p))
+def test_every_gymnasium_and_dm_control_model_passes_check_inertia_and_verify(path):
+    """MuJoCo compiles these models, so its own checks (mass, A + B >= C) pass: ours too,
+    and none of our other checks calls any of their bodies an error."""
     result = dyn("check-inertia", path, "--format", "json")
     document = json.loads(result.stdout)
     assert result.returncode == 0 and document["ok"]

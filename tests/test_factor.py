@@ -17,7 +17,7 @@ import pytest
 from hypothesis import given, settings
 
 from random_trees import random_model, random_state, trees
-from reference_models import gymnasium_models
+from reference_models import dm_control_id, dm_control_models, gymnasium_models
 from treedyn.engine import aba, crba, rnea
 from treedyn.engine.factor import (eliminate, factor_nnz, factor_structure, fill_in, ltdl,
                                    ltdl_solve)
@@ -105,9 +105,13 @@ def test_factor_reproduces_m_and_solves_like_aba(tree):
 
 # ----------------------------------------------------------------------------- MuJoCo
 
-@pytest.mark.skipif(not GYM, reason="gymnasium is not installed")
-@pytest.mark.parametrize("path", GYM, ids=[os.path.basename(p) for p in GYM])
-def test_structure_equals_mujoco_on_gymnasium_models(path):
+MJCF_MODELS = GYM + dm_control_models()
+
+
+@pytest.mark.skipif(not MJCF_MODELS, reason="neither gymnasium nor dm_control is installed")
+@pytest.mark.parametrize("path", MJCF_MODELS, ids=lambda p: os.path.basename(p) if p in GYM
+                         else dm_control_id(p))
+def test_structure_equals_mujoco_on_gymnasium_and_dm_control_models(path):
     """The full pattern is MuJoCo's D_*; the factor layout its M_*, whose rows of "simple"
     dofs MuJoCo reduces to the diagonal (couplings that vanish identically: checked on M)."""
     mujoco = pytest.importorskip("mujoco")
@@ -129,7 +133,7 @@ def test_structure_equals_mujoco_on_gymnasium_models(path):
     M = crba(model, q)
     dropped = model.sparsity & (simple[:, None] | simple[None, :])
     np.fill_diagonal(dropped, False)
-    assert np.all(np.abs(M[:, dropped]) <= 1e-12 * np.abs(M).max())
+    assert np.all(np.abs(M[:, dropped]) <= 1e-12 * np.abs(M).max(initial=0.0))
 
 
 @pytest.mark.skipif(not GYM, reason="gymnasium is not installed")

@@ -1,6 +1,7 @@
 """treedyn's MJCF parser against MuJoCo (the reference, test-only).
 
-For every MJCF model gymnasium ships and every fixture in ``fixtures/mjcf``:
+For every MJCF model gymnasium ships, dm_control's models (its suite, locomotion walkers, ant
+and Jaco) and every fixture in ``fixtures/mjcf``:
 
 * structure: nq, nv, joint names, joint order and joint types equal MuJoCo's; the neutral
   q equals ``qpos0``; position limits equal ``jnt_range`` of limited hinges and slides;
@@ -28,7 +29,7 @@ import pytest
 
 mujoco = pytest.importorskip("mujoco")
 
-from reference_models import gymnasium_models  # noqa: E402
+from reference_models import dm_control_id, dm_control_models, gymnasium_models  # noqa: E402
 from treedyn.engine import aba, build_model, crba, rnea  # noqa: E402
 from treedyn.cli.output import info_document  # noqa: E402
 from treedyn.parsers.errors import ParseError  # noqa: E402
@@ -147,6 +148,16 @@ GYMNASIUM = gymnasium_models()
 @pytest.mark.skipif(not GYMNASIUM, reason="gymnasium is not installed")
 @pytest.mark.parametrize("path", GYMNASIUM, ids=os.path.basename)
 def test_gymnasium_model_matches_mujoco(path):
+    compare_with_mujoco(path)
+
+
+DM_CONTROL = dm_control_models()
+
+
+@pytest.mark.skipif(not DM_CONTROL, reason="dm_control is not installed")
+@pytest.mark.parametrize("path", DM_CONTROL, ids=dm_control_id)
+def test_dm_control_model_matches_mujoco(path):
+    """Mesh inertias (dog, rodent, fruit fly), hundreds of joints, grams and millimetres."""
     compare_with_mujoco(path)
 
 

@@ -24,7 +24,7 @@ from lxml import etree
 mujoco = pytest.importorskip("mujoco")
 
 from test_diagnostics import dyn  # noqa: E402
-from reference_models import gymnasium_models  # noqa: E402
+from reference_models import dm_control_models, gymnasium_models  # noqa: E402
 from treedyn.engine.description import Shape  # noqa: E402
 from treedyn.engine.inertia_checks import (check_inertia, solid_properties,  # noqa: E402
                                            uniform_inertia)
@@ -51,7 +51,7 @@ def fixture_models() -> list[str]:
 
 
 GYMNASIUM = gymnasium_models()
-MODELS = GYMNASIUM + fixture_models()
+MODELS = GYMNASIUM + fixture_models() + dm_control_models()
 
 
 def shape_size(kind: str, size: np.ndarray) -> np.ndarray:
