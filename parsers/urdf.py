@@ -13,7 +13,10 @@ The semantics are Pinocchio's (``pin.buildModelFromUrdf``, which reads URDF with
 * Joint types: revolute, continuous, prismatic, fixed (merged by ``build_model``),
   floating (type ``free``: Pinocchio's LOCAL free-flyer) and planar (see ``JOINT_TYPES``).
   ``<limit lower upper>`` bounds revolute and prismatic joints (both default to 0, as in
-  the URDF specification); continuous and the other joints are unlimited.
+  the URDF specification); continuous and the other joints are unlimited. urdfdom refuses
+  a revolute or prismatic joint without ``<limit>`` and a ``<limit>`` without ``effort``
+  or ``velocity``, so ROS and Pinocchio cannot load such a file: it is read (unlimited
+  when ``<limit>`` is missing) with a note saying so.
 * ``<inertial>``: ``<mass value>``, the centre of mass at the origin's ``xyz`` and the
   ``<inertia>`` tensor given in the frame rotated by the origin's ``rpy``, so that in the
   link frame ``I = R I_urdf R^T``. A link without ``<inertial>`` has zero inertia and
@@ -192,7 +195,7 @@ def _parse(robot: etree._Element, path: str) -> TreeDescription:
         if element.tag == "link":
             _add_unique(links, _link(element, path, notes))
         elif element.tag == "joint":
-            joint = _add_unique(joints, _joint(element, path))
+            joint = _add_unique(joints, _joint(element, path, notes))
             elements[joint.name] = element
         else:
             ignored[_tag_name(element)] += 1
@@ -326,7 +329,7 @@ def _shape(element: etree._Element, path: str) -> Shape | None:
     return Shape(body.tag, size, rotation, translation, element.tag, source=source)
 
 
-def _joint(element: etree._Element, path: str) -> JointSpec:
+def _joint(element: etree._Element, path: str, notes: list[str]) -> JointSpec:
     source = _named_source(element, path)
     kind = element.get("type")
     if kind is None:
@@ -335,7 +338,7 @@ def _joint(element: etree._Element, path: str) -> JointSpec:
         raise ParseError.at(source, f'unknown joint type "{kind}" '
                                     f"(expected one of {', '.join(JOINT_TYPES)})")
     rotation, translation = _pose(element.find("origin"), source)
-    lower, upper = _limits(element.find("limit"), kind, source)
+    lower, upper = _limits(element.find("limit"), kind, source, notes)
     return JointSpec(
         name=element.get("name"),
         type=JOINT_TYPES[kind],
@@ -376,10 +379,20 @@ def _axis(element: etree._Element | None, kind: str, owner: SourceRef) -> np.nda
     return axis / length
 
 
-def _limits(element: etree._Element | None, kind: str, owner: SourceRef) -> tuple[float, float]:
-    """(lower, upper) position limits; every number given is checked, whatever the type."""
+def _limits(element: etree._Element | None, kind: str, owner: SourceRef,
+            notes: list[str]) -> tuple[float, float]:
+    """(lower, upper) position limits; every number given is checked, whatever the type.
+    What urdfdom refuses (see the module notes) goes to ``notes``."""
+    refused = ": urdfdom refuses the joint, so ROS and Pinocchio cannot load this file"
     if element is None:
+        if kind in LIMITED_TYPES:
+            notes.append(f"{owner.file}:{owner.line}: <{owner.element}>: a {kind} joint without "
+                         f"<limit>{refused} (dyn takes the joint as unlimited)")
         return -math.inf, math.inf
+    missing = [key for key in ("effort", "velocity") if element.get(key) is None]
+    if missing:
+        notes.append(f"{owner.file}:{_line(element) or owner.line}: <{owner.element}>: <limit> "
+                     f"has no {' and no '.join(missing)}{refused}")
     lower = _number(element, "lower", 0.0, owner)
     upper = _number(element, "upper", 0.0, owner)
     _number(element, "effort", 0.0, owner)

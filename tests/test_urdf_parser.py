@@ -471,6 +471,46 @@ def test_an_element_written_over_several_lines_is_named_at_the_line_it_opens():
         assert caught.value.line == line, caught.value
 
 
+
+LIMIT_LINKS = ('<link name="a"/><link name="b"><inertial><mass value="1"/><inertia ixx="1" '
+               'ixy="0" ixz="0" iyy="1" iyz="0" izz="1"/></inertial></link>')
+
+
+@pytest.mark.parametrize("joint, note", [
+    ('<joint name="j" type="revolute">', "a revolute joint without <limit>"),
+    ('<joint name="j" type="prismatic">', "a prismatic joint without <limit>"),
+    ('<joint name="j" type="revolute">\n<limit lower="0" upper="1" velocity="1"/>',
+     "<limit> has no effort"),
+    ('<joint name="j" type="continuous"><limit effort="1"/>', "<limit> has no velocity"),
+])
+def test_a_joint_urdfdom_refuses_is_read_with_a_note(pin, joint, note):
+    """urdfdom refuses these joints, so ROS and Pinocchio cannot load the file: dyn reads
+    it (a missing <limit> is no limit) and says so, at the element's line."""
+    text = (f'<robot name="r">{LIMIT_LINKS}\n{joint}<parent link="a"/><child link="b"/>'
+            '<axis xyz="0 0 1"/></joint></robot>')
+    with pytest.raises(ValueError):
+        pin.buildModelFromXML(text)
+    description = parse_urdf_string(text, "limits.urdf")
+    line = 3 if "\n<limit" in joint else 2
+    assert description.notes == (
+        f'limits.urdf:{line}: <joint name="j">: {note}: urdfdom refuses the joint, so ROS and '
+        "Pinocchio cannot load this file" + (" (dyn takes the joint as unlimited)"
+                                             if "without" in note else ""),)
+    assert (description.joints[0].lower, description.joints[0].upper) == (
+        (-math.inf, math.inf) if "without" in note or "continuous" in joint else (0.0, 1.0))
+
+
+@pytest.mark.skipif(not ROBOTS, reason="example-robot-data is not installed")
+def test_no_example_robot_data_joint_is_one_urdfdom_refuses():
+    """Pinocchio loads these files, so none of their joints gets the note."""
+    for path in ROBOTS:
+        try:
+            notes = parse_urdf(str(path)).notes
+        except ParseError:
+            continue
+        assert not [note for note in notes if "urdfdom refuses" in note], path
+
+
 # -- dispatch -------------------------------------------------------------------------
 
 
