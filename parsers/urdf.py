@@ -182,6 +182,32 @@ def rpy_matrix(roll: float, pitch: float, yaw: float) -> np.ndarray:
 
 
 def _parse(robot: etree._Element, path: str) -> TreeDescription:
+    """The description of ``robot``; an error in a file that still holds xacro markup says
+    so, since expanding it is then the fix."""
+    try:
+        return _parse_robot(robot, path)
+    except ParseError as error:
+        markup = _xacro_markup(robot)
+        if not markup:
+            raise
+        raise ParseError(f"{error.problem} (the file holds unexpanded xacro: {markup}; expand "
+                         f"it first: xacro FILE > robot.urdf)", error.file, error.line,
+                         error.element) from None
+
+
+def _xacro_markup(robot: etree._Element) -> str:
+    """Where ``robot`` first holds xacro markup (an ``xacro:`` element, or ``${...}`` or
+    ``$(...)`` in an attribute), or "" if it holds none."""
+    for element in robot.iter(etree.Element):
+        if element.prefix == "xacro" or "wiki/xacro" in (etree.QName(element).namespace or ""):
+            return f"<{_tag_name(element)}> at line {_line(element)}"
+        for key, value in element.attrib.items():
+            if "${" in value or "$(" in value:
+                return f'{key}="{value}" at line {_line(element)}'
+    return ""
+
+
+def _parse_robot(robot: etree._Element, path: str) -> TreeDescription:
     if robot.tag != "robot":
         raise ParseError(f"root element is <{_tag_name(robot)}>, expected <robot>", path,
                          _line(robot))

@@ -511,6 +511,36 @@ def test_no_example_robot_data_joint_is_one_urdfdom_refuses():
         assert not [note for note in notes if "urdfdom refuses" in note], path
 
 
+
+@pytest.mark.parametrize("macro, where", [
+    ('<xacro:macro name="leg" params="side"><link name="${side}_leg"/></xacro:macro>',
+     "<xacro:macro> at line 3"),
+    ('<link name="${side}_leg"/>', 'name="${side}_leg" at line 3'),
+    ('<x:macro xmlns:x="http://www.ros.org/wiki/xacro" name="leg"/>', "<x:macro> at line 3"),
+])
+def test_an_error_in_unexpanded_xacro_says_to_expand_it(macro, where):
+    """xacro saved as .urdf fails on what the macros would have made; the error says that
+    the file still holds xacro, and where."""
+    text = (f'<robot name="r" xmlns:xacro="http://www.ros.org/wiki/xacro">\n<link name="base"/>'
+            f'\n{macro}\n<xacro:leg side="left"/>\n<joint name="j" type="fixed">'
+            '<parent link="base"/><child link="left_leg"/></joint></robot>')
+    with pytest.raises(ParseError) as caught:
+        parse_urdf_string(text, "robot.urdf")
+    assert str(caught.value) == (
+        'robot.urdf:5: <joint name="j">: child link "left_leg" is not defined (the file holds '
+        f"unexpanded xacro: {where}; expand it first: xacro FILE > robot.urdf)")
+
+
+def test_xacro_leftovers_in_a_complete_urdf_are_ignored():
+    """xacro keeps xmlns:xacro on the robot, and urdfdom ignores unknown elements."""
+    text = ARM_TEXT.replace("<robot ", '<robot xmlns:xacro="http://www.ros.org/wiki/xacro" ', 1)
+    text = text.replace("</robot>", '<xacro:property name="unused" value="1"/></robot>')
+    description = parse_urdf_string(text)
+    assert [joint.name for joint in description.joints] == [
+        joint.name for joint in parse_urdf_string(ARM_TEXT).joints]
+    assert description.ignored.get("xacro:property") == 1
+
+
 # -- dispatch -------------------------------------------------------------------------
 
 
