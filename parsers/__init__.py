@@ -1,7 +1,8 @@
 """treedyn.parsers: model files to a :class:`TreeDescription`, and on to a :class:`Model`.
 
 The format of a file is decided by its suffix, then by its root element: ``.urdf`` is
-URDF; ``.xml`` is URDF when its root is ``<robot>`` and MJCF when it is ``<mujoco>``.
+URDF; ``.xml`` (and ``.mjcf``) is URDF when its root is ``<robot>`` and MJCF when it is
+``<mujoco>``.
 Every problem with the file (missing, unreadable, not XML, invalid model) is a
 :class:`ParseError` naming the file. To add a format, map its root element to a parser in
 ``ROOT_PARSERS`` (and a suffix that alone decides it in ``SUFFIX_ROOTS``).
@@ -36,7 +37,7 @@ ROOT_PARSERS: dict[str, Callable[[str], TreeDescription]] = {
     "mujoco": parse_mjcf,
 }
 # suffix -> the root element it implies, or "" to read the root element from the file
-SUFFIX_ROOTS = {".urdf": "robot", ".xml": ""}
+SUFFIX_ROOTS = {".urdf": "robot", ".xml": "", ".mjcf": ""}  # "": the root element decides
 
 
 def load_description(path: str) -> TreeDescription:

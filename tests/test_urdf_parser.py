@@ -556,8 +556,10 @@ def test_xml_with_robot_root_is_urdf(tmp_path):
         load_description(str(path))  # the error past the declaration, not the version
 
 
-def test_xml_with_mujoco_root_is_mjcf(tmp_path):
-    path = tmp_path / "scene.xml"
+@pytest.mark.parametrize("name", ["scene.xml", "scene.mjcf", "SCENE.MJCF"])
+def test_xml_with_mujoco_root_is_mjcf(tmp_path, name):
+    """.mjcf too: MuJoCo reads an MJCF file whatever its name."""
+    path = tmp_path / name
     path.write_text('<mujoco model="m"><worldbody><body><freejoint/>'
                     '<geom size="0.1"/></body></worldbody></mujoco>')
     assert load_description(str(path)).format == "mjcf"
