@@ -170,8 +170,10 @@ def condition(
     layout = Layout.of(loaded)
     if fmt is ReportFormat.json:
         print(json.dumps(reports.condition_document(report, loaded, layout.v_labels, options)))
-    elif fmt is ReportFormat.csv:
+    elif fmt is ReportFormat.csv:  # one row per sample: the warnings go to stderr
         reports.condition_csv(report, q_labels(loaded), sys.stdout)
+        for message in report.warnings:
+            warn(message)
     else:
         print(reports.condition_table(report, loaded, layout.v_names, q_labels(loaded),
                                       options))

@@ -151,6 +151,18 @@ def test_near_singular_chain_names_the_wrist_in_dyn_condition():
     assert dyn("condition", ARM, "--samples", "5", "--strict").returncode == 0
 
 
+def test_condition_csv_prints_its_warnings_on_stderr():
+    """CSV rows are the samples: the warnings that fail --strict go to stderr, as in JSON's
+    "warnings" and the table's list."""
+    path = BROKEN / "near_singular_chain.urdf"
+    expected = json.loads(dyn("condition", path, "--samples", "5", "--format", "json")
+                          .stdout)["warnings"]
+    result = dyn("condition", path, "--samples", "5", "--strict", "--format", "csv")
+    assert result.returncode == 1 and expected
+    assert result.stderr.splitlines() == [f"dyn: warning: {w}" for w in expected]
+    assert len(result.stdout.splitlines()) == 6
+
+
 # ----------------------------------------------------------------------------- --fix
 
 def test_fixes_are_consistent_and_undo_the_planted_mistakes():
