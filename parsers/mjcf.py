@@ -570,8 +570,13 @@ class Inertial:
 
     mass: float
     pos: np.ndarray
-    rotation: np.ndarray  # (3, 3) principal axes in the body frame (columns)
+    quat: np.ndarray  # (4,) the principal frame in the body frame, with MuJoCo's sign
     moments: np.ndarray  # (3,)
+
+    @property
+    def rotation(self) -> np.ndarray:
+        """(3, 3) principal axes in the body frame (columns)."""
+        return geo.quat_matrix(self.quat)
 
     def properties(self) -> geo.MassProperties:
         return geo.MassProperties(self.mass, self.pos,
@@ -978,20 +983,18 @@ class _Builder:
                 raise attrs.error(given[0], "fullinertia and an inertial orientation cannot "
                                             "both be given")
             xx, yy, zz, xy, xz, yz = attrs.numbers("fullinertia", 6)
-            moments, rotation = _principal(np.array([[xx, xy, xz], [xy, yy, yz],
-                                                     [xz, yz, zz]]))
+            moments, quat = _principal(np.array([[xx, xy, xz], [xy, yy, yz], [xz, yz, zz]]))
             if moments[2] < geo.EPS and self.compiler.boundinertia <= 0:
                 raise attrs.error("fullinertia", "inertia must have positive eigenvalues")
             written = np.eye(3)
         else:
             moments = attrs.numbers("diaginertia", 3, (0.0, 0.0, 0.0))
-            rotation = geo.quat_matrix(self._orientation(attrs))
-            written = rotation
+            quat = self._orientation(attrs)
+            written = geo.quat_matrix(quat)
         if frame is not None:
-            frame_rotation = geo.quat_matrix(frame[1])
-            pos, rotation = frame[0] + frame_rotation @ pos, frame_rotation @ rotation
-            written = frame_rotation @ written
-        body.inertial = Inertial(mass, pos, rotation, moments)
+            pos, quat = geo.compose(frame, (pos, quat))
+            written = geo.quat_matrix(frame[1]) @ written
+        body.inertial = Inertial(mass, pos, quat, moments)
         body.inertial_node = node
         body.inertial_written = written
 
@@ -1107,7 +1110,7 @@ class _Builder:
         body.uses_inertial = explicit and inertial is body.inertial
         body.inertia_from_geoms = bool(parts) and inertial is not body.inertial
         if inertial is None:
-            inertial = Inertial(0.0, body.own_pose[0], geo.quat_matrix(body.own_pose[1]),
+            inertial = Inertial(0.0, body.own_pose[0], body.own_pose[1],
                                 np.zeros(3))
         return self._bounded(body, inertial)
 
@@ -1129,7 +1132,7 @@ class _Builder:
                                       "violate A + B >= C (compiler balanceinertia averages "
                                       "them)")
             moments = np.full(3, moments.sum() / 3)
-        return Inertial(mass, inertial.pos, inertial.rotation, moments)
+        return Inertial(mass, inertial.pos, inertial.quat, moments)
 
     def _geom_inertial(self, body: BodyBuild, attrs: Attributes, frame: Pose | None,
                        infer: bool) -> Inertial | None:
@@ -1146,9 +1149,8 @@ class _Builder:
             return None
         if frame is None:
             return part
-        rotation = geo.quat_matrix(frame[1])
-        return Inertial(part.mass, frame[0] + rotation @ part.pos, rotation @ part.rotation,
-                        part.moments)
+        pos, quat = geo.compose(frame, (part.pos, part.quat))
+        return Inertial(part.mass, pos, quat, part.moments)
 
     def _check_moving_bodies(self) -> None:
         """MuJoCo: a body with joints needs mass and inertia, itself or in a welded descendant."""
@@ -1173,7 +1175,7 @@ class _Builder:
         scale = max(geo.MINVAL, target / max(geo.MINVAL, total))
         for body in self.bodies[1:]:
             inertia = body.inertia
-            body.inertia = Inertial(inertia.mass * scale, inertia.pos, inertia.rotation,
+            body.inertia = Inertial(inertia.mass * scale, inertia.pos, inertia.quat,
                                     inertia.moments * scale)
 
     def mesh(self, name: str, attrs: Attributes) -> geo.MeshInertia:
@@ -1231,9 +1233,10 @@ class _Builder:
         if body.children:
             return
         inertia = body.inertia
-        body.link_offset = (inertia.pos, geo.matrix_quat(inertia.rotation))
+        body.link_offset = (inertia.pos, inertia.quat)
         body.pose = geo.compose(body.pose, body.link_offset)
-        body.inertia = Inertial(inertia.mass, np.zeros(3), np.eye(3), inertia.moments)
+        body.inertia = Inertial(inertia.mass, np.zeros(3), geo.IDENTITY_QUAT.copy(),
+                                inertia.moments)
 
     def _link(self, body: BodyBuild) -> LinkSpec:
         """The body's link: compiled inertia, where it was written, and the body's geoms.
@@ -1458,12 +1461,11 @@ class _GeomCompiler:
         if mass < 0 or density < 0:
             raise attrs.error("mass" if attrs.has("mass") else "density",
                               "mass and density cannot be negative")
-        rotation = geo.quat_matrix(quat)
         if is_mesh:
-            return Inertial(mass, pos + rotation @ mesh.com,
-                            rotation @ geo.quat_matrix(mesh.quat), density * mesh.principal)
+            pos, quat = geo.compose((pos, quat), (mesh.com, mesh.quat))
+            return Inertial(mass, pos, quat, density * mesh.principal)
         moments = geo.primitive_inertia(self.kind, size, mass, self.shell)
-        return Inertial(mass, pos, rotation, moments)
+        return Inertial(mass, pos, quat, moments)
 
     def shape(self) -> Shape | None:
         """The geom as a Shape in the body frame (before enclosing frames); None for a plane
@@ -1604,9 +1606,8 @@ def _placed(shape: Shape, pose: Pose) -> Shape:
 
 
 def _principal(inertia: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """(moments in decreasing order (3,), principal axes (3, 3) as columns), as MuJoCo."""
-    moments, quat = geo.principal_axes(inertia, geo.BODY_TOLERANCE)
-    return moments, geo.quat_matrix(quat)
+    """(moments in decreasing order (3,), quat of the principal axes), as MuJoCo finds them."""
+    return geo.principal_axes(inertia, geo.BODY_TOLERANCE)
 
 
 def _all_welded(bodies: list[BodyBuild]) -> bool:
@@ -1620,5 +1621,5 @@ def _inertial_of(parts: list[Inertial]) -> Inertial:
     if len(parts) == 1:
         return parts[0]
     total = geo.combine([part.properties() for part in parts])
-    moments, axes = _principal(total.inertia)
-    return Inertial(total.mass, total.com, axes, moments)
+    moments, quat = _principal(total.inertia)
+    return Inertial(total.mass, total.com, quat, moments)
