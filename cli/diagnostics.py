@@ -69,6 +69,7 @@ def check_inertia(
         samples: Annotated[int, typer.Option(
             "--samples", min=1, help="Configurations (neutral first) for the body checks "
             "(mass of moving bodies, articulated inertia).")] = 8,
+        seed: SeedOpt = 0,
         min_block_ratio: Annotated[float, typer.Option(
             "--min-block-ratio", min=0.0, callback=not_nan, help="Warn when a joint's "
             "articulated inertia (ABA's D-block) is below this fraction of lambda_max(M).")] = 1e-8,
@@ -94,7 +95,7 @@ def check_inertia(
 
     loaded = load(model, free_flyer)
     geometry = link_geometry(loaded.description, loaded.source)
-    options = CheckOptions(tolerance=tolerance, fix=fix, samples=samples,
+    options = CheckOptions(tolerance=tolerance, fix=fix, samples=samples, seed=seed,
                            min_block_ratio=min_block_ratio)
     report = run_checks(loaded, geometry, options)
     meshes = list(dict.fromkeys(mesh for link in geometry.values() for mesh in link.missing))
