@@ -693,8 +693,10 @@ class _Checker:
         candidates = {}
         if not np.allclose(R, np.eye(3)):
             written = R.T @ link.inertia.inertia @ R
-            candidates = {"without the inertial <origin rpy>": written,
-                          "with the inverse of the inertial <origin rpy>": R.T @ written @ R}
+            rotation = ("the inertial <origin rpy>" if self.model.description.format == "urdf"
+                        else "the <inertial> orientation")
+            candidates = {f"without {rotation}": written,
+                          f"with the inverse of {rotation}": R.T @ written @ R}
         scored = sorted((float(np.linalg.norm(_shape_of(tensor) - target)), name, tensor)
                         for name, tensor in candidates.items())
         details = {"distance": distance, "candidates": {n: d for d, n, _ in scored}}

@@ -251,6 +251,19 @@ def check_xml(xml: str, tmp_path, *options) -> tuple[dict, int]:
     return json.loads(result.stdout), result.returncode
 
 
+def test_a_misapplied_inertial_orientation_is_named_in_mjcf_terms(tmp_path):
+    """A box long in z whose <inertial> quat turns its long axis onto y: the orientation
+    check says the <inertial> orientation was applied wrongly (not URDF's <origin rpy>)."""
+    xml = ('<mujoco><worldbody><body name="arm"><joint type="hinge" axis="1 0 0"/>'
+           '<geom type="box" size="0.05 0.05 0.3" mass="0"/>'
+           '<inertial pos="0 0 0" quat="0.7071068 0.7071068 0 0" mass="2" '
+           'diaginertia="0.0613 0.0613 0.00333"/></body></worldbody></mujoco>')
+    document, code = check_xml(xml, tmp_path)
+    finding = next(f for f in document["findings"] if f["check"] == "orientation")
+    assert code == 1 and finding["severity"] == "error", finding
+    assert "agree without the <inertial> orientation" in finding["message"], finding
+
+
 def test_visual_geoms_that_carry_mass_are_not_an_implausible_inertia(tmp_path):
     """A 2 cm collision sphere and a 1 m visual box (contype 0) with mass: MuJoCo's inertia
     counts both; check-inertia must not call it 356x the collision geometry's."""
