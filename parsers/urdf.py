@@ -397,7 +397,10 @@ def _axis(element: etree._Element | None, kind: str, owner: SourceRef) -> np.nda
         raise _error(element, owner, "<axis> has no xyz attribute (urdfdom then keeps a zero "
                                      "axis: a joint that moves nothing, in Pinocchio too)")
     axis = _numbers(element, "xyz", 3, (1.0, 0.0, 0.0), owner)
-    length = math.sqrt(axis.dot(axis))  # np.linalg.norm's own formula, without its overhead
+    with np.errstate(over="ignore"):
+        length = math.sqrt(axis.dot(axis))  # np.linalg.norm's own formula, without its overhead
+    if length == math.inf and kind in AXIS_TYPES:  # Pinocchio's joint would move nothing
+        raise _error(element, owner, "axis is too long: its length overflows (scale it down)")
     if length == 0.0:
         if kind in AXIS_TYPES:
             raise _error(element, owner, "axis has zero length")

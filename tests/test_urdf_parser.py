@@ -472,6 +472,16 @@ def test_an_element_written_over_several_lines_is_named_at_the_line_it_opens():
 
 
 
+
+def test_an_axis_whose_length_overflows_is_refused():
+    """|xyz| > ~1e154 squares to inf: the axis normalised to zero moved nothing, with nan
+    dynamics and no error (Pinocchio's Eigen gives a joint that moves nothing too)."""
+    text = ARM_TEXT.replace('<axis xyz="0 -1 0"/>', '<axis xyz="1e200 0 0"/>', 1)
+    assert text != ARM_TEXT
+    with pytest.raises(ParseError, match="axis is too long: its length overflows"):
+        parse_urdf_string(text)
+    parse_urdf_string(ARM_TEXT.replace('<axis xyz="0 -1 0"/>', '<axis xyz="1e150 0 0"/>', 1))
+
 LIMIT_LINKS = ('<link name="a"/><link name="b"><inertial><mass value="1"/><inertia ixx="1" '
                'ixy="0" ixz="0" iyy="1" iyz="0" izz="1"/></inertial></link>')
 
