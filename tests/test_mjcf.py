@@ -115,11 +115,11 @@ def check_inertia(m, description, model) -> None:
     assert abs(total - m.body_mass.sum()) <= 1e-12 * max(1.0, m.body_mass.sum())
 
 
-def check_dynamics(m, model, seed: int) -> None:
+def states(m, model, seed: int):
+    """Random states (q, v, a) with MuJoCo's M, tau = M a + qfrc_bias and qfrc_bias."""
     d = mujoco.MjData(m)
     rng = np.random.default_rng(seed)
-    q_all = model.random_configuration(rng, STATES)
-    for q in q_all:
+    for q in model.random_configuration(rng, STATES):
         v = rng.normal(size=m.nv)
         a = rng.normal(size=m.nv)
         d.qpos[:] = q
@@ -127,7 +127,11 @@ def check_dynamics(m, model, seed: int) -> None:
         mujoco.mj_forward(m, d)
         M = np.zeros((m.nv, m.nv))
         mujoco.mj_fullM(m, d, M)
-        tau = M @ a + d.qfrc_bias
+        yield q, v, a, M, M @ a + d.qfrc_bias, d.qfrc_bias.copy()
+
+
+def check_dynamics(m, model, seed: int) -> None:
+    for q, v, a, M, tau, _ in states(m, model, seed):
         assert relative_error(crba(model, q), M) <= TOL
         assert relative_error(rnea(model, q, v, a), tau) <= TOL
         assert relative_error(aba(model, q, v, tau), a) <= TOL

@@ -54,7 +54,7 @@ from scipy.spatial import ConvexHull, QhullError
 mujoco = pytest.importorskip("mujoco")
 
 from test_mjcf import (  # noqa: E402
-    ENGINE_TYPES, STATES, TOL, check_inertia, check_structure, compare_with_mujoco, reference,
+    ENGINE_TYPES, TOL, check_inertia, check_structure, compare_with_mujoco, reference, states,
     relative_error,
 )
 from treedyn.engine import aba, build_model, crba, rnea  # noqa: E402
@@ -695,22 +695,6 @@ def near_simple(m) -> bool:
         if quat_near and (not quat_exact or (pos_near and not pos_exact)):
             return True
     return False
-
-
-def states(m, model, seed: int):
-    """check_dynamics's states, as (q, v, a, M, tau, bias) with MuJoCo's M, qfrc_bias
-    and tau = M a + bias."""
-    d = mujoco.MjData(m)
-    rng = np.random.default_rng(seed)
-    for q in model.random_configuration(rng, STATES):
-        v = rng.normal(size=m.nv)
-        a = rng.normal(size=m.nv)
-        d.qpos[:] = q
-        d.qvel[:] = v
-        mujoco.mj_forward(m, d)
-        M = np.zeros((m.nv, m.nv))
-        mujoco.mj_fullM(m, d, M)
-        yield q, v, a, M, M @ a + d.qfrc_bias, d.qfrc_bias.copy()
 
 
 def aba_sensitivity(m, model, seed: int) -> float:
