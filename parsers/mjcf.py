@@ -38,7 +38,11 @@ Kinematic tree
   everything they contain (bodies, joints, geoms, inertials). ``<replicate>`` repeats its
   contents ``count`` times, copy i turned by ``i * euler`` and moved by ``offset`` (in the
   previous copy's frame) from the previous one; names get ``sep`` and the copy number
-  (zero-padded to the digits of ``count``), inner suffixes first.
+  (zero-padded to the digits of ``count``), inner suffixes first. Tendons and actuators
+  that reference a replicated element are copied with it (:mod:`.mjcf_references`).
+* Names are unique per kind (body, joint, geom, site, camera, light, tendon, actuator),
+  checked as MuJoCo checks them: when an element is read, before replicate suffixes, and
+  in the compiled model.
 * No joint: the body is welded to its parent (a ``fixed`` joint named ``<body>/weld``).
 * Joints of one body act in document order. A hinge rotates about its axis through its
   ``pos`` anchor, a ball about its anchor, a slide translates along its axis; anchors and
@@ -54,7 +58,9 @@ Kinematic tree
   world, allowed only alone in a child of the world, neutral = the body's pos and quat.
 * Joint armature adds the ``armature`` of actuators with a joint transmission times
   gear[0]^2, and that of single-joint fixed tendons (and their actuators) times coef^2;
-  armature on other tendons is an error (it couples joints).
+  armature on other tendons is an error (it couples joints). Tendon paths and actuator
+  transmissions must name existing elements, as MuJoCo requires (an actuator given both a
+  joint and a tendon acts on the tendon, MuJoCo's precedence).
 * Unnamed bodies are named ``body<id>`` and unnamed joints ``joint<id>`` (MuJoCo's ids),
   with ``_`` appended while the name is taken.
 
@@ -125,6 +131,7 @@ from treedyn.engine.description import (
 )
 
 from . import mjcf_geometry as geo
+from . import mjcf_references as refs
 from . import mjcf_schema
 from .errors import ParseError
 from .mesh import MeshData, MeshFileError, read_mesh_file
@@ -654,6 +661,7 @@ class _Builder:
         self.hfields: dict[str, np.ndarray] = {}
         self.bodies: list[BodyBuild] = []
         self.suffix = ""  # name suffix inside <replicate> copies
+        self.names = refs.NameRegistry()
 
     # -- sections --
 
@@ -685,6 +693,7 @@ class _Builder:
             self._contents(node, world, None, self.defaults.main)
         for attrs, _frame in world.geoms:
             _GeomCompiler(self, attrs).validate()
+        self.names.check_final(("geom", "site", "camera", "light"))
         self._name_bodies_and_joints()
         self._actuator_armature(sections["tendon"], sections["actuator"])
         for body in self.bodies[1:]:
@@ -788,10 +797,13 @@ class _Builder:
             elif tag == "geom":
                 attrs = element_class.resolve("geom", child)
                 body.geoms.append((attrs, frame))
+                self._register("geom", child)
             elif tag == "inertial":
                 self._inertial(child, body, frame)
             elif tag in IGNORED_BODY_ELEMENTS:
                 self.ignored[tag] += 1
+                if tag != "plugin":
+                    self._register(tag, child)
             elif tag in UNSUPPORTED_BODY_ELEMENTS:
                 raise child.error(f"<{tag}> is not supported")
             else:
@@ -834,18 +846,29 @@ class _Builder:
         outer_suffix = self.suffix
         pos = np.zeros(3)
         width = len(str(max(count, 1)))
-        for i in range(count):
+        suffixes = tuple(f"{attrs.text('sep', '')}{i:0{width}d}" for i in range(count))
+        template = self.names.open_replicate()
+        for i, suffix in enumerate(suffixes):
+            self.names.in_template = template and i == 0
             quat = geo.euler_quat(i * euler, self.compiler.eulerseq, self.compiler.degree)
             pose = (pos, quat)
-            self.suffix = f"{attrs.text('sep', '')}{i:0{width}d}{outer_suffix}"
+            self.suffix = suffix + outer_suffix
             self._contents(node, body, geo.compose(frame, pose) if frame is not None else pose,
                            inner_class)
             pos = pos + geo.quat_matrix(quat) @ offset
         self.suffix = outer_suffix
+        self.names.close_replicate(template, suffixes)
 
     def _named(self, name: str) -> str:
         """An element's name inside the current replicate copies ("" stays unnamed)."""
         return name + self.suffix if name else ""
+
+    def _register(self, kind: str, node: Node) -> str:
+        """Check and record the name of a tree element; returns its name in the model."""
+        written = node.get("name", "")
+        final = self._named(written)
+        self.names.add(kind, written, final, node)
+        return final
 
     def _body(self, node: Node, parent: BodyBuild, frame: Pose | None,
               cls: DefaultClass) -> None:
@@ -854,7 +877,7 @@ class _Builder:
         own_pose = (attrs.numbers("pos", 3, (0.0, 0.0, 0.0)), self._orientation(attrs))
         pose = geo.compose(frame, own_pose) if frame is not None else own_pose
         body = BodyBuild(node, len(self.bodies), parent, pose, own_pose,
-                         name=self._named(attrs.text("name", "")),
+                         name=self._register("body", node),
                          mocap=attrs.boolean("mocap", False))
         self._count_passive("body", attrs, ("gravcomp",))
         self.bodies.append(body)
@@ -911,7 +934,7 @@ class _Builder:
                            ref=math.radians(ref) if kind == "hinge" and self.compiler.degree
                            else ref,
                            armature=attrs.number("armature", 0.0),
-                           name=self._named(node.get("name", "")))
+                           name=self._register("joint", node))
         if kind != "free":
             self._limits(joint, attrs)
         body.joints.append(joint)
@@ -945,7 +968,7 @@ class _Builder:
         attrs.integer("group", 0)
         align = attrs.keyword("align", ("false", "true", "auto"), "auto")
         body.joints.append(JointBuild(node, "free", np.zeros(3), np.array([0.0, 0.0, 1.0]),
-                                      align=align, name=self._named(attrs.text("name", ""))))
+                                      align=align, name=self._register("joint", node)))
 
     def _check_joints(self, body: BodyBuild) -> None:
         """MuJoCo's joint rules: free alone in a top-level body, <= 6 dofs, no ball+rotation."""
@@ -1031,69 +1054,67 @@ class _Builder:
 
     # -- armature from actuators and tendons --
 
-    def _actuator_armature(self, tendons: list[Node], actuators: list[Node]) -> None:
-        """Joint armature contributed by actuators (armature * gear^2) and fixed tendons."""
+    def _actuator_armature(self, tendon_sections: list[Node],
+                           actuator_sections: list[Node]) -> None:
+        """Joint armature contributed by actuators (armature * gear^2) and fixed tendons,
+        after the tendons and actuators are copied for ``<replicate>`` and checked (see
+        :mod:`.mjcf_references`)."""
+        tendons = [self._tendon(node) for section in tendon_sections
+                   for node in section.children]
+        actuators = [self._actuator(node) for section in actuator_sections
+                     for node in section.children
+                     if node.tag in ACTUATOR_TAGS and node.tag != "plugin"]
+        tendons, actuators = refs.replicated(tendons, actuators, self.names.replications)
         joints = {joint.name: joint for body in self.bodies for joint in body.joints}
-        tendon_info: dict[str, tuple] = {}
-        for section in tendons:
-            for node in section.children:
-                name, *info = self._tendon(node, joints)
-                tendon_info[name] = tuple(info)
-        extra_tendon: Counter[str] = Counter()
-        for section in actuators:
-            for node in section.children:
-                self._one_actuator(node, joints, tendon_info, extra_tendon)
-        for name, (node, path, armature) in tendon_info.items():
-            total = armature + extra_tendon[name]
+        refs.check(tendons, actuators, self.names,
+                   {name: joints[name].kind for name in self.names.named("joint")})
+        reflected: Counter[str] = Counter()
+        for actuator in actuators:
+            if actuator.reflected == 0:
+                continue
+            if actuator.kind == "joint":
+                joints[actuator.target].armature += actuator.reflected
+            elif actuator.kind == "tendon":
+                reflected[actuator.target] += actuator.reflected
+            else:
+                raise actuator.node.error("actuator armature is supported for joint and "
+                                          "fixed-tendon transmissions only")
+        for tendon in tendons:
+            total = tendon.armature + (reflected[tendon.name] if tendon.name else 0.0)
             if total == 0:
                 continue
-            if path is None or len(path) != 1:
-                raise node.error("armature on a tendon that spans several joints (or a spatial "
-                                 "tendon) couples joints and is not supported")
-            joint, coef = path[0]
-            joints[joint].armature += total * coef * coef
+            if not tendon.fixed or len(tendon.path) != 1:
+                raise tendon.node.error("armature on a tendon that spans several joints (or a "
+                                        "spatial tendon) couples joints and is not supported")
+            entry = tendon.path[0]
+            joints[entry.target].armature += total * entry.coef * entry.coef
 
-    def _tendon(self, node: Node, joints: dict[str, JointBuild]):
-        """(name, node, [(joint, coef)] or None for spatial, armature) of one tendon."""
+    def _tendon(self, node: Node) -> refs.Tendon:
+        """A tendon's name, path (joints; sites and geoms of spatial ones) and armature."""
         cls = self.defaults.find(node.get("class"), node) if node.get("class") is not None \
             else self.defaults.main
         attrs = cls.resolve("tendon", node)
-        armature = attrs.number("armature", 0.0)
-        name = node.get("name", "")
-        path = None
-        if node.tag == "fixed":
-            path = []
-            for child in node.children:
-                if child.tag == "joint":
-                    entry = own_attributes(child)
-                    joint = entry.text("joint", "")
-                    if armature and joint not in joints:
-                        raise child.error(f'unknown joint "{joint}"')
-                    path.append((joint, entry.number("coef", 1.0)))
-        return name, node, path, armature
+        path = []
+        for child in node.children:
+            entry = own_attributes(child)
+            if child.tag == "joint":
+                path.append(refs.PathEntry("joint", entry.text("joint", ""),
+                                           entry.number("coef", 1.0), child))
+            elif child.tag in ("site", "geom"):
+                path.append(refs.PathEntry(child.tag, entry.text(child.tag, ""), 1.0, child))
+        return refs.Tendon(node, node.get("name", ""), node.tag == "fixed", path,
+                           attrs.number("armature", 0.0),
+                           attrs.error("armature", "tendon armature cannot be negative"))
 
-    def _one_actuator(self, node: Node, joints: dict[str, JointBuild],
-                      tendons: dict, extra_tendon: Counter) -> None:
-        """Add one actuator's ``armature * gear[0]^2`` to its joint or tendon."""
-        if node.tag not in ACTUATOR_TAGS or node.tag == "plugin":
-            return
+    def _actuator(self, node: Node) -> refs.Actuator:
+        """An actuator's transmission and its ``armature * gear[0]^2``."""
         cls = self.defaults.find(node.get("class"), node) if node.get("class") is not None \
             else self.defaults.main
         attrs = cls.resolve("actuator", node)
         armature = attrs.number("armature", 0.0)
-        if armature == 0:
-            return
         gear = attrs.numbers("gear", 6, (1.0, 0, 0, 0, 0, 0), exact=False)[0]
-        target = attrs.text("joint") or attrs.text("jointinparent")
-        if target is not None:
-            if target not in joints:
-                raise node.error(f'unknown joint "{target}"')
-            joints[target].armature += armature * gear * gear
-        elif attrs.has("tendon") and attrs.text("tendon") in tendons:
-            extra_tendon[attrs.text("tendon")] += armature * gear * gear
-        else:
-            raise node.error("actuator armature is supported for joint and fixed-tendon "
-                             "transmissions only")
+        kind, target = refs.transmission(node)
+        return refs.Actuator(node, node.get("name", ""), kind, target, armature * gear * gear)
 
     # -- inertia --
 

@@ -322,6 +322,10 @@ def test_mesh_readers():
 # -- errors -----------------------------------------------------------------------------
 
 BODY = '<mujoco>\n<worldbody>\n<body name="b">\n{}\n</body>\n</worldbody>\n</mujoco>\n'
+# a hinge "a", a ball "b" and an unnamed slide (joint2); {} is the sections after worldbody
+REFS = ('<mujoco>\n<worldbody>\n<body><joint name="a" axis="0 1 0"/><geom size="0.1"/>\n'
+        '<body pos="0 0 -0.3"><joint name="b" type="ball"/><joint type="slide"/><geom size="0.1"/>'
+        '</body>\n</body>\n</worldbody>\n{}\n</mujoco>\n')
 
 # name -> (model text, line, element, problem fragment, does MuJoCo reject it too)
 INVALID = {
@@ -437,6 +441,64 @@ INVALID = {
                                     '\n<inertial pos="0 0 0" mass="2" diaginertia="1 1 1"/>'), 5,
                         "inertial", 'a second <inertial> in this <body>; MuJoCo allows one',
                         True),
+    # tendons and actuators (read for armature) are checked as MuJoCo compiles them
+    "tendon on an unknown joint": (REFS.format('<tendon>\n<fixed name="t"><joint joint="nope" '
+                                               'coef="1"/></fixed>\n</tendon>\n<actuator>'
+                                               '<motor tendon="t" armature="1"/></actuator>'), 8,
+                                   "joint", 'unknown joint "nope"', True),
+    "tendon naming a joint twice": (REFS.format('<tendon>\n<fixed>\n<joint joint="a" coef="1"/>'
+                                                '\n<joint joint="a" coef="2"/></fixed>\n'
+                                                '</tendon>'), 10, "joint",
+                                    'joint "a" is repeated in this tendon', True),
+    "tendon on a ball joint": (REFS.format('<tendon>\n<fixed><joint joint="b" coef="1"/>'
+                                           '</fixed>\n</tendon>'), 8, "joint",
+                               "hinge and slide joints only", True),
+    "empty tendon": (REFS.format('<tendon>\n<fixed name="t"/>\n</tendon>'), 8,
+                     'fixed name="t"', "path cannot be empty", True),
+    "negative tendon armature": (REFS.format('<tendon>\n<fixed armature="-1"><joint joint="a" '
+                                             'coef="1"/></fixed>\n</tendon>'), 8, "fixed",
+                                 'armature="-1": tendon armature cannot be negative', True),
+    "repeated tendon name": (REFS.format('<tendon>\n<fixed name="t"><joint joint="a"/></fixed>'
+                                         '\n<fixed name="t"><joint joint="a"/></fixed>\n'
+                                         '</tendon>'), 9, 'fixed name="t"',
+                             'repeated tendon name "t" (first at line 8)', True),
+    "actuator without a target": (REFS.format('<actuator>\n<motor/>\n</actuator>'), 8, "motor",
+                                  "needs a transmission target", True),
+    "actuator on an unknown joint": (REFS.format('<actuator>\n<motor joint="nope"/>\n'
+                                                 '</actuator>'), 8, "motor",
+                                     'unknown joint "nope"', True),
+    "actuator on an unnamed joint's default name": (REFS.format('<actuator>\n<motor joint='
+                                                                '"joint2"/>\n</actuator>'), 8,
+                                                    "motor", 'unknown joint "joint2"', True),
+    "actuator on an unknown tendon": (REFS.format('<actuator>\n<motor tendon="nope"/>\n'
+                                                  '</actuator>'), 8, "motor",
+                                      'unknown tendon "nope"', True),
+    "actuator on an unknown site": (REFS.format('<actuator>\n<motor site="nope"/>\n'
+                                                '</actuator>'), 8, "motor",
+                                    'unknown site "nope"', True),
+    "repeated actuator name": (REFS.format('<actuator>\n<motor name="m" joint="a"/>\n<motor '
+                                           'name="m" joint="a"/>\n</actuator>'), 9,
+                               'motor name="m"', 'repeated actuator name "m" (first at line 8)',
+                               True),
+    "repeated geom name": (BODY.format('<joint/><geom name="g" size="1"/>\n<geom name="g" '
+                                       'size="1"/>'), 5, 'geom name="g"',
+                           'repeated geom name "g" (first at line 4)', True),
+    # MuJoCo checks a name when it reads it, before <replicate> adds suffixes
+    "replicate template named like an earlier copy": (
+        '<mujoco>\n<worldbody>\n<replicate count="2" offset="1 0 0">\n<body name="a"><joint/>'
+        '<geom size="1"/></body>\n</replicate>\n<replicate count="2" offset="0 1 0">\n'
+        '<body name="a0"><joint/><geom size="1"/></body>\n</replicate>\n</worldbody>\n'
+        '</mujoco>\n', 7, 'body name="a0"', 'repeated body name "a0" (first at line 4)', True),
+    "replicate template named like an earlier body": (
+        '<mujoco>\n<worldbody>\n<body name="a"><joint/><geom size="1"/></body>\n'
+        '<replicate count="2" offset="1 0 0">\n<body name="a"><joint/><geom size="1"/>'
+        '</body>\n</replicate>\n</worldbody>\n</mujoco>\n', 5, 'body name="a"',
+        'repeated body name "a" (first at line 3)', True),
+    "replicate copy named like an earlier joint": (
+        '<mujoco>\n<worldbody>\n<body><joint name="j1"/><geom size="1"/></body>\n'
+        '<replicate count="2" offset="1 0 0">\n<body><joint name="j"/><geom size="1"/>'
+        '</body>\n</replicate>\n</worldbody>\n</mujoco>\n', 5, 'joint name="j"',
+        'repeated joint name "j1" (first at line 3)', True),
     "second joint default": ('<mujoco>\n<default>\n<joint damping="1"/>\n<joint armature="1"/>'
                              '\n</default>\n<worldbody/>\n</mujoco>\n', 4, "joint",
                              "a second <joint> in this <default>", True),

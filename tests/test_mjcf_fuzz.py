@@ -14,7 +14,8 @@ mesh geoms and fitted primitives (fitscale, fitaabb); ``<inertial>`` with diagin
 an orientation or fullinertia; inertiafromgeom, inertiagrouprange, boundmass, boundinertia,
 balanceinertia, settotalmass, alignfree, fusestatic; welded bodies, bodies welded to the
 world, mocap bodies, world geoms and planes; joint, actuator (gear) and single-joint tendon
-armature; ``<option gravity>`` and ``<flag gravity>``. Now and then it writes an invalid
+armature, with tendons and actuators on joints inside ``<replicate>`` (MuJoCo copies
+them), unnamed and repeated names, unknown or missing targets; ``<option gravity>`` and ``<flag gravity>``. Now and then it writes an invalid
 model on purpose (zero axes, a hinge after a ball, negative masses, ...).
 
 * MuJoCo refuses a model: treedyn must raise ParseError too.
@@ -31,9 +32,7 @@ Known treedyn bugs make some features fail; they are generated only with
 ``FUZZ_KNOWN_BUGS=1`` (look for "bug:" below): fusestatic (not applied: bodies, their
 inertia and total mass differ, and with settotalmass, boundinertia, boundmass or
 inertiafromgeom="true" the dynamics too; meanwhile fusestatic models are compared on
-joints and dynamics only, see compare_fused); meshes that only MuJoCo reads; names that
-<replicate> suffixes collide with; actuators and tendons on joints inside <replicate>;
-tendons that name a joint twice; several unnamed tendons with armature.
+joints and dynamics only, see compare_fused); meshes that only MuJoCo reads.
 
 The committed run is deterministic (``derandomize``) and takes about 30 s. To hunt for
 bugs, run it long and random: ``FUZZ_EXAMPLES=5000 FUZZ_SEED=1 python -m pytest
@@ -71,11 +70,6 @@ SEED = 3  # of compare_with_mujoco's random states
 # are fixed (each is marked "bug:" where the generator avoids it). Once they are, drop the
 # switch (KNOWN_BUGS always true) and compare_fused.
 KNOWN_BUGS = os.environ.get("FUZZ_KNOWN_BUGS") == "1"
-# bug: MuJoCo refuses <replicate><body name="a"/></replicate> followed by
-# <replicate><body name="a0"/></replicate> (the second template's "a0" meets the first
-# copy's, before its suffix), treedyn does not. Names end in a letter, so that no name is
-# another one with a replicate suffix appended; with FUZZ_KNOWN_BUGS=1 in digits.
-NAME_END = "" if KNOWN_BUGS else "a"
 # ABA is compared at 1e-9 only where rounding tau and the bias cannot move a by more than
 # 2e-13 (relative): see aba_sensitivity (treedyn's ABA loses up to ~5e3 x that bound, a
 # dense solve of M far less)
@@ -139,6 +133,10 @@ class Generator:
         self.scalar_joints: list[str] = []  # named hinges and slides
         self.ball_joints: list[str] = []  # named balls
         self.copies = 0  # depth of <replicate> being written
+        # Names end in a digit in half the documents, so that a name can be another one
+        # with a replicate suffix appended (j1, j10): MuJoCo checks names as it reads them,
+        # before a replicate's suffixes, and references take a suffix when that name exists.
+        self.name_end = draw(st.sampled_from(("", "a")))
 
     def rarely(self, one_in: int) -> bool:
         """True once in ``one_in`` draws (hypothesis favours 0 and the bounds, and shrinks
@@ -384,7 +382,7 @@ class Generator:
         if self.rarely(4):
             return {}
         self.joint_names += 1
-        return {"name": f"j{self.joint_names}{NAME_END}"}
+        return {"name": f"j{self.joint_names}{self.name_end}"}
 
     def joint(self, kind: str, active: str, used: dict) -> El:
         draw = self.draw
@@ -401,9 +399,7 @@ class Generator:
             return El("joint", attrs)
         class_attrs, cls = self.pick_class(active)
         attrs = {**self.joint_name(), "type": kind, **class_attrs, **self.joint_attrs(kind)}
-        if "name" in attrs and (KNOWN_BUGS or not self.copies):
-            # bug: MuJoCo copies an actuator or tendon on a joint inside <replicate> for
-            # each copy; treedyn refuses the joint name as unknown
+        if "name" in attrs:  # (inside <replicate>, MuJoCo copies what references it)
             (self.scalar_joints if kind != "ball" else self.ball_joints).append(attrs["name"])
         inherited = self.classes[cls]["joint"]
         if kind == "ball" and "range" not in attrs and "range" in inherited \
@@ -489,7 +485,7 @@ class Generator:
         attrs: dict = {}
         if not self.rarely(4):
             self.body_names += 1
-            attrs["name"] = f"b{self.body_names}{NAME_END}"
+            attrs["name"] = f"b{self.body_names}{self.name_end}"
         attrs.update(self.pose(5))
         active = self.childclass(attrs, active)
         plan = self.joint_plan(top_level)
@@ -621,23 +617,17 @@ class Generator:
         if not self.scalar_joints or not self.rarely(3):
             return []  # (balls are targets only beside hinges and slides, for simplicity)
         tendon, actuator = El("tendon"), El("actuator")
-        unnamed = 0
         for index in range(draw(st.integers(0, 2))):
             joints = [draw(st.sampled_from(self.scalar_joints))]
             if self.rarely(6):
                 joints.append(draw(st.sampled_from(self.scalar_joints)))
-                if joints[0] == joints[1] and not KNOWN_BUGS:
-                    # bug: MuJoCo refuses a tendon that names a joint twice, treedyn does
-                    # not check the tendons (nor actuators) it ignores
-                    joints.pop()
             children = [El("joint", {"joint": name, "coef": fmt(grid(draw, -4, 4, 2) or 1)})
                         for name in joints]
             attrs = {"name": f"t{index}"}
-            if self.rarely(3) and (KNOWN_BUGS or not unnamed):
-                # bug: treedyn keeps the armature of only the last of several unnamed
-                # tendons (it files them by name)
+            if self.rarely(3):
                 del attrs["name"]
-                unnamed += 1
+            elif self.rarely(12) and index:  # repeated: refused
+                attrs["name"] = "t0"
             if draw(st.booleans()):
                 attrs["armature"] = fmt(grid(draw, 1, 10, 20))
             tendon.children.append(El("fixed", attrs, children))
@@ -647,6 +637,11 @@ class Generator:
             named = [t.attrs["name"] for t in tendon.children if "name" in t.attrs]
             if named and self.rarely(4):
                 attrs["tendon"] = draw(st.sampled_from(named))
+                if self.rarely(5):  # both: the tendon is the transmission
+                    attrs["joint"] = draw(st.sampled_from(self.scalar_joints))
+            elif self.rarely(15):  # refused: no transmission, or an unknown target
+                attrs.update(draw(st.sampled_from(({}, {"joint": "nojoint"},
+                                                   {"tendon": "notendon"}))))
             elif self.ball_joints and self.rarely(5):
                 attrs["joint"] = draw(st.sampled_from(self.ball_joints))
             else:
@@ -660,6 +655,8 @@ class Generator:
                 attrs["armature"] = fmt(grid(draw, 0, 10, 50))
             if kind == "position":
                 attrs["kp"] = "10"
+            if self.rarely(15):
+                attrs["name"] = "act"  # refused when repeated
             actuator.children.append(El(kind, attrs))
         return [section for section in (tendon, actuator) if section.children]
 
