@@ -43,16 +43,18 @@ class NameRegistry:
     """Names of the kinematic tree's elements, checked when read and at the end.
 
     ``live[kind]`` holds the names as MuJoCo's reader has them while it reads (templates
-    of open replicates unsuffixed); ``final[kind]`` the names of the compiled model with
-    the element that carries each. Elements read in copies after the first of a replicate
+    of open replicates unsuffixed), each with the elements that carry it: copies may share
+    a name for a while (``a`` copied to ``a20`` beside another replicate's ``a20``) as
+    long as the final names differ. ``final[kind]`` has the names of the compiled model
+    with the element that carries each. Elements read in copies after the first of a replicate
     are copies to MuJoCo: ``in_template`` is then false and they are not checked when read.
     """
 
-    live: dict[str, dict[str, object]] = field(
+    live: dict[str, dict[str, list]] = field(
         default_factory=lambda: {kind: {} for kind in TREE_KINDS})
     final: dict[str, list[tuple[str, object]]] = field(
         default_factory=lambda: {kind: [] for kind in TREE_KINDS})
-    templates: list[list[tuple[str, str]]] = field(default_factory=list)
+    templates: list[list[tuple[str, str, object]]] = field(default_factory=list)
     replications: list[Replication] = field(default_factory=list)
     in_template: bool = True
 
@@ -62,12 +64,16 @@ class NameRegistry:
             self.final[kind].append((final, node))
         if not written or not self.in_template:
             return
-        first = self.live[kind].get(written)
-        if first is not None:
-            raise node.error(f'repeated {kind} name "{written}" (first at line {first.line})')
-        self.live[kind][written] = node
+        carriers = self.live[kind].get(written)
+        if carriers:
+            raise node.error(f'repeated {kind} name "{written}" (first at line '
+                             f"{carriers[0].line})")
+        self._enter(kind, written, node)
+
+    def _enter(self, kind: str, name: str, node) -> None:
+        self.live[kind].setdefault(name, []).append(node)
         if self.templates:
-            self.templates[-1].append((kind, written))
+            self.templates[-1].append((kind, name, node))
 
     def open_replicate(self) -> bool:
         """Start a replicate; returns whether it is read as a template (to close it)."""
@@ -82,14 +88,16 @@ class NameRegistry:
         if not template:
             return
         entries = self.templates.pop()
-        nodes = [self.live[kind].pop(name) for kind, name in entries]
+        template = {kind: frozenset(name for entry_kind, name, _node in entries
+                                    if entry_kind == kind) for kind in TREE_KINDS}
+        for kind, name, node in entries:
+            carriers = self.live[kind][name]
+            del carriers[next(i for i, other in enumerate(carriers) if other is node)]
+            if not carriers:
+                del self.live[kind][name]
         for suffix in suffixes:
-            for (kind, name), node in zip(entries, nodes):
-                self.live[kind].setdefault(name + suffix, node)
-                if self.templates:
-                    self.templates[-1].append((kind, name + suffix))
-        template = {kind: frozenset(name for entry_kind, name in entries if entry_kind == kind)
-                    for kind in TREE_KINDS}
+            for kind, name, node in entries:
+                self._enter(kind, name + suffix, node)
         existing = {kind: frozenset(self.live[kind]) | template[kind] for kind in TREE_KINDS}
         self.replications.append(Replication(suffixes, template, existing))
 

@@ -256,6 +256,22 @@ def test_armature_from_actuators_and_tendons():
     assert armature["jc"] == pytest.approx((0.3 + 0.02 * 0.5 ** 2) * 2 ** 2)
 
 
+def test_replicate_copies_may_share_a_name_for_a_while(tmp_path):
+    """As in MuJoCo's sand_castle.xml: inside the outer replicate, "a" copied twice is
+    a00..a21 and "a2" copied once is a20, a21; the outer copies make every name unique, so
+    the model loads (it crashed when names were kept one element each)."""
+    body = '<body name="{}"><freejoint/><geom size="0.01"/></body>'
+    path = tmp_path / "shared.xml"
+    path.write_text(
+        '<mujoco><worldbody><replicate count="2" offset="0 0 1">'
+        '<replicate count="2" offset="1 0 0"><replicate count="3" offset="0 1 0">'
+        + body.format("a") + '</replicate></replicate>'
+        '<replicate count="2" offset="2 0 0"><replicate count="2" offset="0 2 0">'
+        + body.format("a2") + '</replicate></replicate>'
+        '</replicate></worldbody></mujoco>')
+    compare_with_mujoco(str(path))  # body and joint names included
+
+
 def test_ascii_stl_gives_the_binary_result():
     binary = parse_mjcf(os.path.join(FIXTURES, "meshes.xml"))
     ascii_ = parse_mjcf(os.path.join(FIXTURES, "meshes_ascii.xml"))
