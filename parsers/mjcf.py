@@ -105,7 +105,9 @@ explicit one, else the body, and ``inertial_rotation`` the frame its tensor is w
 
 Everything else (actuators, tendons, equality, sensors, contact, keyframes, visual,
 textures, materials, sites, cameras, lights, ...) is ignored and counted in
-``TreeDescription.ignored``. Not supported (a ParseError): ``<attach>``, ``<flexcomp>``,
+``TreeDescription.ignored``; the names it uses must exist, as MuJoCo requires (the
+materials of geoms and sites, textures of materials, the elements sensors, equality
+constraints and contact pairs name: :func:`.mjcf_references.check_references`). Not supported (a ParseError): ``<attach>``, ``<flexcomp>``,
 ``<composite>``, sdf geoms, builtin meshes, and armature on tendons that couple joints.
 Errors are ParseError with file, line and element; NaN and infinite numbers are errors
 (MuJoCo only warns). Before anything is compiled, the document is checked against MuJoCo's
@@ -144,6 +146,7 @@ PARTIAL = {("geom", "size"), ("actuator", "gear")}  # shorter values replace lea
 ACTUATOR_TAGS = ("general", "motor", "position", "velocity", "damper", "intvelocity",
                  "orientation", "pid", "cylinder", "muscle", "adhesion", "dcmotor", "plugin")
 DEFAULT_KINDS = {"joint": "joint", "geom": "geom", "mesh": "mesh", "tendon": "tendon",
+                 "site": "site", "material": "material",
                  **{tag: "actuator" for tag in ACTUATOR_TAGS if tag != "plugin"}}
 SECTION_ORDER = ("compiler", "option", "size", "visual", "statistic", "default", "extension",
                  "custom", "asset", "contact", "deformable", "equality", "tendon", "actuator",
@@ -659,9 +662,12 @@ class _Builder:
         self.ignored: Counter[str] = Counter()
         self.meshes: dict[str, MeshAsset] = {}
         self.hfields: dict[str, np.ndarray] = {}
+        self.textures: set[str] = set()
+        self.materials: dict[str, Node] = {}
         self.bodies: list[BodyBuild] = []
         self.suffix = ""  # name suffix inside <replicate> copies
         self.names = refs.NameRegistry()
+        self.compiled_names: dict[str, set[str]] = {}  # tendons and actuators
 
     # -- sections --
 
@@ -682,6 +688,7 @@ class _Builder:
             self.defaults.read_top(node)
         for node in sections["asset"]:
             self._asset(node)
+        self._check_materials()
         for tag in COUNTED_SECTIONS:
             for node in sections[tag]:
                 self.ignored[tag] += len(node.children)
@@ -696,6 +703,7 @@ class _Builder:
         self.names.check_final(("geom", "site", "camera", "light"))
         self._name_bodies_and_joints()
         self._actuator_armature(sections["tendon"], sections["actuator"])
+        self._check_references(sections)
         for body in self.bodies[1:]:
             body.inertia = self._body_inertia(body)
         self._check_moving_bodies()
@@ -740,6 +748,28 @@ class _Builder:
                 self.hfields[name] = attrs.numbers("size", 4)
             else:
                 self.ignored[node.tag] += 1
+                if node.tag == "texture":
+                    self.textures.add(node.get("name") or Path(node.get("file", "")).stem)
+                elif node.tag == "material":
+                    self.materials[node.get("name", "")] = node
+
+    def _check_materials(self) -> None:
+        """Textures that materials name (attribute, defaults or ``<layer>``) exist."""
+        for node in self.materials.values():
+            cls = self.defaults.find(node.get("class"), node) if node.get("class") is not None \
+                else self.defaults.main
+            names = [cls.resolve("material", node).text("texture")]
+            names += [layer.get("texture") for layer in node.children if layer.tag == "layer"]
+            for name in names:
+                if name is not None and name not in self.textures:
+                    raise node.error(f'unknown texture "{name}"')
+
+    def _check_assets(self, attrs: Attributes, node: Node) -> None:
+        """The material and height field a geom or site names exist."""
+        for key, known in (("material", self.materials), ("hfield", self.hfields)):
+            name = attrs.text(key)
+            if name is not None and name not in known:
+                raise attrs.error(key, f'unknown {key} "{name}"')
 
     def _mesh_asset(self, node: Node) -> None:
         """Register a mesh (name defaults to the file's stem); its file must exist."""
@@ -798,12 +828,15 @@ class _Builder:
                 attrs = element_class.resolve("geom", child)
                 body.geoms.append((attrs, frame))
                 self._register("geom", child)
+                self._check_assets(attrs, child)
             elif tag == "inertial":
                 self._inertial(child, body, frame)
             elif tag in IGNORED_BODY_ELEMENTS:
                 self.ignored[tag] += 1
                 if tag != "plugin":
                     self._register(tag, child)
+                if tag == "site":
+                    self._check_assets(element_class.resolve("site", child), child)
             elif tag in UNSUPPORTED_BODY_ELEMENTS:
                 raise child.error(f"<{tag}> is not supported")
             else:
@@ -1068,6 +1101,8 @@ class _Builder:
         joints = {joint.name: joint for body in self.bodies for joint in body.joints}
         refs.check(tendons, actuators, self.names,
                    {name: joints[name].kind for name in self.names.named("joint")})
+        self.compiled_names = {"tendon": {tendon.name for tendon in tendons},
+                               "actuator": {actuator.name for actuator in actuators}}
         reflected: Counter[str] = Counter()
         for actuator in actuators:
             if actuator.reflected == 0:
@@ -1088,6 +1123,23 @@ class _Builder:
                                         "spatial tendon) couples joints and is not supported")
             entry = tendon.path[0]
             joints[entry.target].armature += total * entry.coef * entry.coef
+
+    def _check_references(self, sections: dict[str, list[Node]]) -> None:
+        """Names in ``<sensor>``, ``<equality>`` and ``<contact>`` exist (see
+        :func:`.mjcf_references.check_references`)."""
+        known = {kind: self.names.named(kind) for kind in refs.TREE_KINDS}
+        for replication in self.names.replications:
+            for kind, names in replication.template.items():
+                known[kind] |= names
+        known["body"].add(WORLD)
+        for kind in ("tendon", "actuator"):
+            known[kind] = self.compiled_names[kind] | {
+                node.get("name") for section in sections[kind] for node in section.children}
+        known.update(mesh=set(self.meshes), hfield=set(self.hfields), texture=self.textures,
+                     material=set(self.materials))
+        refs.check_references([node for tag in ("sensor", "equality", "contact")
+                               for section in sections[tag] for node in section.children],
+                              known)
 
     def _tendon(self, node: Node) -> refs.Tendon:
         """A tendon's name, path (joints; sites and geoms of spatial ones) and armature."""

@@ -254,3 +254,43 @@ def check(tendons: list[Tendon], actuators: list[Actuator], names: NameRegistry,
                                       "jointinparent, tendon, site, cranksite or body)")
         if actuator.target not in known[actuator.kind]:
             raise actuator.node.error(f'unknown {actuator.kind} "{actuator.target}"')
+
+
+# -- references from the sections the tree does not use ---------------------------------
+
+# attributes of <sensor>, <equality> and <contact> elements that name an element, by kind
+REFERENCE_ATTRIBUTES = {
+    "site": "site", "joint": "joint", "tendon": "tendon", "actuator": "actuator",
+    "body": "body", "camera": "camera", "geom": "geom", "mesh": "mesh",
+    "geom1": "geom", "geom2": "geom", "body1": "body", "body2": "body",
+    "subtree1": "body", "subtree2": "body", "site1": "site", "site2": "site",
+    "joint1": "joint", "joint2": "joint", "tendon1": "tendon", "tendon2": "tendon",
+}
+# objtype / reftype values whose names dyn knows, by kind
+OBJECT_TYPES = {"body": "body", "xbody": "body", "joint": "joint", "geom": "geom",
+                "site": "site", "camera": "camera", "light": "light", "tendon": "tendon",
+                "actuator": "actuator", "mesh": "mesh", "hfield": "hfield",
+                "texture": "texture", "material": "material"}
+
+
+def references(node) -> list[tuple[str, str]]:
+    """(kind, name) of every element a sensor, equality or contact element names."""
+    found = [(kind, node.get(attribute)) for attribute, kind in REFERENCE_ATTRIBUTES.items()
+             if node.get(attribute) is not None]
+    for type_key, name_key in (("objtype", "objname"), ("reftype", "refname")):
+        kind = OBJECT_TYPES.get(node.get(type_key, ""))
+        if kind is not None and node.get(name_key) is not None:
+            found.append((kind, node.get(name_key)))
+    return found
+
+
+def check_references(nodes, known: dict[str, set[str]]) -> None:
+    """Every name the ``nodes`` reference is in ``known[kind]`` (as MuJoCo requires).
+
+    Lenient about ``<replicate>``: a name that one of its templates had counts as known,
+    since MuJoCo copies or drops what references a template (rules that differ by element
+    and are not followed here)."""
+    for node in nodes:
+        for kind, name in references(node):
+            if name not in known[kind]:
+                raise node.error(f'unknown {kind} "{name}"')

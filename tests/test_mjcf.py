@@ -272,6 +272,23 @@ def test_replicate_copies_may_share_a_name_for_a_while(tmp_path):
     compare_with_mujoco(str(path))  # body and joint names included
 
 
+def test_references_to_replicated_elements_are_accepted(tmp_path):
+    """A sensor, equality or contact pair naming an element inside <replicate> by its
+    template name: MuJoCo copies or drops it (rules that differ by element), so dyn, which
+    checks these sections' names only, accepts it as MuJoCo does."""
+    path = tmp_path / "replicated.xml"
+    path.write_text(
+        '<mujoco><worldbody><body name="base"><joint name="k"/><geom size="0.1"/></body>'
+        '<replicate count="2" offset="1 0 0"><body name="leg"><joint name="j"/>'
+        '<geom name="g" size="0.1"/><site name="s"/></body></replicate></worldbody>'
+        '<contact><pair geom1="g" geom2="g"/><exclude body1="leg" body2="base"/></contact>'
+        '<equality><connect body1="leg" body2="base" anchor="0 0 0"/>'
+        '<joint joint1="j" joint2="k"/></equality>'
+        '<sensor><touch site="s"/><framepos objtype="site" objname="s" reftype="body" '
+        'refname="base"/><jointpos joint="j"/></sensor></mujoco>')
+    compare_with_mujoco(str(path))
+
+
 def test_ascii_stl_gives_the_binary_result():
     binary = parse_mjcf(os.path.join(FIXTURES, "meshes.xml"))
     ascii_ = parse_mjcf(os.path.join(FIXTURES, "meshes_ascii.xml"))
@@ -499,6 +516,31 @@ INVALID = {
     "repeated geom name": (BODY.format('<joint/><geom name="g" size="1"/>\n<geom name="g" '
                                        'size="1"/>'), 5, 'geom name="g"',
                            'repeated geom name "g" (first at line 4)', True),
+    # names in the sections the tree does not use, and assets, must exist as in MuJoCo
+    "sensor on an unknown site": (REFS.format('<sensor>\n<touch site="nope"/>\n</sensor>'), 8,
+                                  "touch", 'unknown site "nope"', True),
+    "frame sensor on an unknown object": (REFS.format('<sensor>\n<framepos objtype="xbody" '
+                                                      'objname="nope"/>\n</sensor>'), 8,
+                                          "framepos", 'unknown body "nope"', True),
+    "sensor on an unknown actuator": (REFS.format('<sensor>\n<actuatorfrc actuator="nope"/>\n'
+                                                  '</sensor>'), 8, "actuatorfrc",
+                                      'unknown actuator "nope"', True),
+    "equality on an unknown joint": (REFS.format('<equality>\n<joint joint1="a" joint2="nope"/>'
+                                                 '\n</equality>'), 8, "joint",
+                                     'unknown joint "nope"', True),
+    "contact pair on an unknown geom": (REFS.format('<contact>\n<pair geom1="nope" geom2="nope"/>'
+                                                    '\n</contact>'), 8, "pair",
+                                        'unknown geom "nope"', True),
+    "geom with an unknown material": (BODY.format('<joint/><geom size="1" material="nope"/>'), 4,
+                                      "geom", 'material="nope": unknown material "nope"', True),
+    "site with an unknown material by default": ('<mujoco>\n<default>\n<site material="nope"/>'
+                                                 '\n</default>\n<worldbody>\n<site/>\n'
+                                                 '</worldbody>\n</mujoco>\n', 3, "site",
+                                                 'unknown material "nope"', True),
+    "material with an unknown texture": ('<mujoco>\n<asset>\n<material name="m">\n<layer '
+                                         'role="rgb" texture="nope"/>\n</material>\n</asset>\n'
+                                         '<worldbody/>\n</mujoco>\n', 3, 'material name="m"',
+                                         'unknown texture "nope"', True),
     # MuJoCo checks a name when it reads it, before <replicate> adds suffixes
     "replicate template named like an earlier copy": (
         '<mujoco>\n<worldbody>\n<replicate count="2" offset="1 0 0">\n<body name="a"><joint/>'
