@@ -16,7 +16,12 @@ The semantics are Pinocchio's (``pin.buildModelFromUrdf``, which reads URDF with
   the URDF specification); continuous and the other joints are unlimited. urdfdom refuses
   a revolute or prismatic joint without ``<limit>`` and a ``<limit>`` without ``effort``
   or ``velocity``, so ROS and Pinocchio cannot load such a file: it is read (unlimited
-  when ``<limit>`` is missing) with a note saying so.
+  when ``<limit>`` is missing) with a note saying so. So are the other things urdfdom
+  refuses in elements dyn does not need or reads more kindly: ``<dynamics>`` with neither
+  damping nor friction, ``<safety_controller>`` without k_velocity, a number in a joint's
+  limit, dynamics, safety, calibration or mimic element that its strToDouble cannot read
+  (whitespace after it, or not a finite number), and a ``<robot version>`` other than
+  1.0 to 1.2.
 * ``<inertial>``: ``<mass value>``, the centre of mass at the origin's ``xyz`` and the
   ``<inertia>`` tensor given in the frame rotated by the origin's ``rpy``, so that in the
   link frame ``I = R I_urdf R^T``. A link without ``<inertial>`` has zero inertia and
@@ -68,6 +73,16 @@ JOINT_TYPES = {
 }
 AXIS_TYPES = ("revolute", "continuous", "prismatic", "planar")
 LIMITED_TYPES = ("revolute", "prismatic")
+# numbers urdfdom reads in a joint's first element of each tag (its strToDouble); one it
+# cannot read makes it refuse the whole file
+URDFDOM_JOINT_NUMBERS = {"limit": ("lower", "upper", "effort", "velocity"),
+                         "dynamics": ("damping", "friction"),
+                         "safety_controller": ("soft_lower_limit", "soft_upper_limit",
+                                               "k_position", "k_velocity"),
+                         "calibration": ("rising", "falling"),
+                         "mimic": ("multiplier", "offset")}
+URDFDOM_VERSIONS = ((1, 0), (1, 1), (1, 2))  # <robot version> "major.minor" it accepts
+URDFDOM_REFUSES = "urdfdom refuses the joint, so ROS and Pinocchio cannot load this file"
 INERTIA_ATTRIBUTES = ("ixx", "ixy", "ixz", "iyy", "iyz", "izz")
 
 _NUMBER = re.compile(r"[+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?", re.ASCII)  # 0-9 only
@@ -217,6 +232,11 @@ def _parse_robot(robot: etree._Element, path: str) -> TreeDescription:
     elements: dict[str, etree._Element] = {}  # joint name -> its <joint> element
     ignored: Counter[str] = Counter()
     notes: list[str] = []
+    version = robot.get("version")
+    if version is not None and _urdfdom_version(version) not in URDFDOM_VERSIONS:
+        notes.append(f'{path}:{_line(robot)}: <robot> version="{version}": urdfdom refuses '
+                     f"the file, so ROS and Pinocchio cannot load it (it reads versions 1.0 to "
+                     f"1.2, written major.minor)")
     for element in robot.iterchildren(etree.Element):
         if element.tag == "link":
             _add_unique(links, _link(element, path, notes))
@@ -309,6 +329,42 @@ def _inertia(inertial: etree._Element, owner: SourceRef,
     return Inertia(mass, com, rotation @ tensor @ rotation.T), rotation
 
 
+def _urdfdom_version(text: str) -> tuple[int, int] | None:
+    """(major, minor) as urdfdom reads ``<robot version>``: two integers (strtol: leading
+    whitespace and a sign allowed, nothing after) joined by one dot; None if it cannot."""
+    pieces = text.split(".")
+    if len(pieces) != 2 or not all(re.fullmatch(r"\s*[+-]?\d+", piece) for piece in pieces):
+        return None
+    major, minor = (int(piece) for piece in pieces)
+    return (major, minor) if major >= 0 and minor >= 0 else None
+
+
+def _urdfdom_joint_notes(joint: etree._Element, owner: SourceRef, notes: list[str]) -> None:
+    """What makes urdfdom refuse a joint dyn can read: a number in a sub-element it cannot
+    read (whitespace after it; not a finite number, where dyn does not need it), ``<dynamics>``
+    with neither damping nor friction, ``<safety_controller>`` without k_velocity."""
+    where = f"{owner.file}:{{line}}: <{owner.element}>: "
+    for tag, keys in URDFDOM_JOINT_NUMBERS.items():
+        element = joint.find(tag)
+        if element is None:
+            continue
+        line = _line(element) or owner.line
+        for key in keys:
+            text = element.get(key)
+            if text is not None and not (_urdfdom_reads(text, 1)
+                                         and _NUMBER.fullmatch(text.strip())
+                                         and math.isfinite(float(text))):
+                notes.append(where.format(line=line) + f"{tag} {key}={text!r}: urdfdom cannot "
+                             f"read it as a number: {URDFDOM_REFUSES}")
+        if tag == "dynamics" and element.get("damping") is None \
+                and element.get("friction") is None:
+            notes.append(where.format(line=line) + f"<dynamics> has neither damping nor "
+                         f"friction: {URDFDOM_REFUSES}")
+        if tag == "safety_controller" and element.get("k_velocity") is None:
+            notes.append(where.format(line=line) + f"<safety_controller> has no k_velocity: "
+                         f"{URDFDOM_REFUSES}")
+
+
 def _urdfdom_reads(text: str, count: int) -> bool:
     """Whether urdfdom reads ``count`` numbers from ``text``: split at spaces only, each
     piece a number that may follow whitespace but not be followed by any (its strToDouble
@@ -365,6 +421,7 @@ def _joint(element: etree._Element, path: str, notes: list[str]) -> JointSpec:
                                     f"(expected one of {', '.join(JOINT_TYPES)})")
     rotation, translation = _pose(element.find("origin"), source)
     lower, upper = _limits(element.find("limit"), kind, source, notes)
+    _urdfdom_joint_notes(element, source, notes)
     return JointSpec(
         name=element.get("name"),
         type=JOINT_TYPES[kind],
@@ -412,7 +469,7 @@ def _limits(element: etree._Element | None, kind: str, owner: SourceRef,
             notes: list[str]) -> tuple[float, float]:
     """(lower, upper) position limits; every number given is checked, whatever the type.
     What urdfdom refuses (see the module notes) goes to ``notes``."""
-    refused = ": urdfdom refuses the joint, so ROS and Pinocchio cannot load this file"
+    refused = ": " + URDFDOM_REFUSES
     if element is None:
         if kind in LIMITED_TYPES:
             notes.append(f"{owner.file}:{owner.line}: <{owner.element}>: a {kind} joint without "

@@ -17,7 +17,8 @@ external forces on every body, to ``max|ours - ref| / max|ref| <= 1e-9`` with
 Some documents are broken on purpose (``MUTATIONS``), each in a way the parser's
 docstring says how it treats: urdfdom refuses a revolute or prismatic joint without
 ``<limit>`` and a ``<limit>`` without effort or velocity, which the parser reads with a
-note; the parser refuses a zero axis (or one whose length overflows), an ``<inertial>``
+note, as are an empty ``<dynamics>``, a ``<safety_controller>`` without k_velocity and a
+number urdfdom cannot read in a joint's elements; the parser refuses a zero axis (or one whose length overflows), an ``<inertial>``
 without ``<mass>``, ``<inertia>`` or one of its attributes, and a ``<mimic>`` without
 ``joint``; an inertial number urdfdom cannot read (whitespace after it) is read as urdfdom
 reads it, with a note, and the dynamics must stay Pinocchio's. A document Pinocchio
@@ -34,6 +35,7 @@ Kept out of the generator:
 
 * planar axes other than +z (README, "Planar joints": Pinocchio ignores the axis, treedyn
   takes it as the plane normal; ``0 0 -1`` too differs);
+* ``<robot version>`` (test_urdf_parser checks each spelling against Pinocchio);
 * joints named ``universe`` or ``root_joint``, Pinocchio's own names (the mapping by name
   is ambiguous; with the free-flyer, two joints named ``root_joint`` are a ModelError);
 * axes shorter than ~1e-154 (Pinocchio keeps the axis as Eigen normalises it, no longer of
@@ -149,6 +151,8 @@ AXES = ((1, 0, 0), (0, 1, 0), (0, 0, 1), (-1, 0, 0), (0, -1, 0), (0, 0, -1))
 # we note it, with Pinocchio's numbers
 MUTATIONS = {
     "no_limit": "refused", "no_effort": "refused", "no_velocity": "refused",
+    "empty_dynamics": "refused", "safety_without_k_velocity": "refused",
+    "unreadable_joint_number": "refused",
     "zero_axis": "error", "huge_axis": "error", "mimic_without_joint": "error", "no_mass": "error",
     "no_inertia": "error", "no_inertia_attribute": "error",
     "unreadable_number": "zeroed",  # Pinocchio loads it, our numbers must be its numbers
@@ -279,6 +283,19 @@ def mutate(draw, mutation: str, links: list[str], joints: list[list]) -> None:
         parts[:] = [f'<axis xyz="{xyz}"/>'] + [p for p in parts if not p.startswith("<axis")]
     elif mutation == "mimic_without_joint":
         parts.insert(0, "<mimic/>")
+    elif mutation == "empty_dynamics":  # urdfdom reads a joint's first <dynamics>
+        parts.insert(0, "<dynamics/>")
+    elif mutation == "safety_without_k_velocity":
+        parts.insert(0, '<safety_controller k_position="1" soft_upper_limit="0.5"/>')
+    elif mutation == "unreadable_joint_number":  # whitespace after it, in the first <limit>
+        space = draw(st.sampled_from((" ", "&#9;", "&#10;")))
+        if with_limit and draw(st.booleans()):
+            part = parts[with_limit[0]]
+            cut = draw(st.sampled_from([m.end(1) for m in re.finditer(r'="([^"]*)', part)]))
+            parts[with_limit[0]] = part[:cut] + space + part[cut:]
+        else:
+            key = draw(st.sampled_from(("rising", "falling")))
+            parts.insert(0, f'<calibration {key}="0.25{space}"/>')
     else:  # in the first <inertial> of a link
         assume(bodies)
         i = draw(st.sampled_from(bodies))

@@ -510,6 +510,55 @@ def test_a_joint_urdfdom_refuses_is_read_with_a_note(pin, joint, note):
         (-math.inf, math.inf) if "without" in note or "continuous" in joint else (0.0, 1.0))
 
 
+URDFDOM_NUMBERS = ("1", " 1", "1 ", "+1.5", ".5", "1.", "1e3", "5e", "inf", "nan", "1e400",
+                   "0x1", "x", "")
+
+
+@pytest.mark.parametrize("element", [
+    *(f'<dynamics damping="{value}"/>' for value in URDFDOM_NUMBERS),
+    '<dynamics/>', '<dynamics friction="1"/>',
+    *(f'<safety_controller k_velocity="1" soft_lower_limit="{value}"/>'
+      for value in URDFDOM_NUMBERS),
+    '<safety_controller k_position="1"/>', '<safety_controller k_velocity="1"/>',
+    *(f'<calibration falling="{value}"/>' for value in URDFDOM_NUMBERS),
+    '<limit lower="0" upper="1" effort="1" velocity="1 "/>',
+])
+def test_joint_elements_urdfdom_refuses_get_a_note(pin, element):
+    """Whatever Pinocchio (urdfdom) refuses in the joint elements dyn does not use, or whose
+    numbers dyn reads more kindly, is read with a note at the element's line; whatever it
+    loads gets none."""
+    limit = "" if element.startswith("<limit") else '<limit lower="0" upper="1" effort="1" ' \
+                                                     'velocity="1"/>'
+    text = (f'<robot name="r">{LIMIT_LINKS}\n<joint name="j" type="revolute"><parent link="a"/>'
+            f'<child link="b"/><axis xyz="0 0 1"/>{limit}\n{element}</joint></robot>')
+    try:
+        pin.buildModelFromXML(text)
+        refused = False
+    except ValueError:
+        refused = True
+    notes = parse_urdf_string(text, "joint.urdf").notes
+    assert [note for note in notes if "urdfdom refuses" in note] == (
+        [note for note in notes if note.startswith('joint.urdf:3: <joint name="j">: ')]
+        if refused else [])
+    assert len(notes) == refused
+
+
+@pytest.mark.parametrize("version", ["1.0", "1.2", "01.00", "+1.1", " 1.0", "-0.0", "1.3",
+                                     "2.0", "1", "1.0.0", "1.0 ", "1..0", "1.x", "", "0.9"])
+def test_a_robot_version_urdfdom_refuses_gets_a_note(pin, version):
+    text = (f'<robot name="r" version="{version}"><link name="a"><inertial><mass value="1"/>'
+            '<inertia ixx="1" ixy="0" ixz="0" iyy="1" iyz="0" izz="1"/></inertial></link></robot>')
+    try:
+        pin.buildModelFromXML(text)
+        refused = False
+    except ValueError:
+        refused = True
+    notes = parse_urdf_string(text, "version.urdf").notes
+    assert notes == ((f'version.urdf:1: <robot> version="{version}": urdfdom refuses the file, '
+                      "so ROS and Pinocchio cannot load it (it reads versions 1.0 to 1.2, "
+                      "written major.minor)",) if refused else ())
+
+
 @pytest.mark.skipif(not ROBOTS, reason="example-robot-data is not installed")
 def test_no_example_robot_data_joint_is_one_urdfdom_refuses():
     """Pinocchio loads these files, so none of their joints gets the note."""
