@@ -107,8 +107,9 @@ Everything else (actuators, tendons, equality, sensors, contact, keyframes, visu
 textures, materials, sites, cameras, lights, ...) is ignored and counted in
 ``TreeDescription.ignored``; the names it uses must exist, as MuJoCo requires (the
 materials of geoms and sites, textures of materials, the elements sensors, equality
-constraints and contact pairs name: :func:`.mjcf_references.check_references`). Not supported (a ParseError): ``<attach>``, ``<flexcomp>``,
-``<composite>``, sdf geoms, builtin meshes, and armature on tendons that couple joints.
+constraints and contact pairs name: :func:`.mjcf_references.check_references`). Not
+supported (a ParseError): ``<attach>``, ``<flexcomp>``, ``<composite>``, sdf geoms,
+builtin meshes, and armature on tendons that couple joints.
 Errors are ParseError with file, line and element; NaN and infinite numbers are errors
 (MuJoCo only warns). Before anything is compiled, the document is checked against MuJoCo's
 schema (:mod:`.mjcf_schema`): unknown attributes and misplaced or repeated elements are
@@ -1155,8 +1156,7 @@ class _Builder:
             elif child.tag in ("site", "geom"):
                 path.append(refs.PathEntry(child.tag, entry.text(child.tag, ""), 1.0, child))
         return refs.Tendon(node, node.get("name", ""), node.tag == "fixed", path,
-                           attrs.number("armature", 0.0),
-                           attrs.error("armature", "tendon armature cannot be negative"))
+                           attrs.number("armature", 0.0), attrs)
 
     def _actuator(self, node: Node) -> refs.Actuator:
         """An actuator's transmission and its ``armature * gear[0]^2``."""

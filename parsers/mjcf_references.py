@@ -46,8 +46,9 @@ class NameRegistry:
     of open replicates unsuffixed), each with the elements that carry it: copies may share
     a name for a while (``a`` copied to ``a20`` beside another replicate's ``a20``) as
     long as the final names differ. ``final[kind]`` has the names of the compiled model
-    with the element that carries each. Elements read in copies after the first of a replicate
-    are copies to MuJoCo: ``in_template`` is then false and they are not checked when read.
+    with the element that carries each. Elements read in copies after the first of a
+    replicate are copies to MuJoCo: ``in_template`` is then false and they are not checked
+    when read.
     """
 
     live: dict[str, dict[str, list]] = field(
@@ -82,10 +83,10 @@ class NameRegistry:
             self.templates.append([])
         return template
 
-    def close_replicate(self, template: bool, suffixes: tuple[str, ...]) -> None:
+    def close_replicate(self, read_as_template: bool, suffixes: tuple[str, ...]) -> None:
         """Replace the template's names by its copies' and record the replication."""
-        self.in_template = template
-        if not template:
+        self.in_template = read_as_template
+        if not read_as_template:
             return
         entries = self.templates.pop()
         template = {kind: frozenset(name for entry_kind, name, _node in entries
@@ -135,7 +136,7 @@ class Tendon:
     fixed: bool
     path: list[PathEntry]
     armature: float
-    armature_error: object  # ParseError to raise if the armature is negative
+    attrs: object  # its attributes with defaults applied, to point an error at
 
 
 @dataclass
@@ -225,7 +226,7 @@ def check(tendons: list[Tendon], actuators: list[Actuator], names: NameRegistry,
                                         f"{seen[tendon.name].line})")
             seen[tendon.name] = tendon.node
         if tendon.armature < 0:
-            raise tendon.armature_error
+            raise tendon.attrs.error("armature", "tendon armature cannot be negative")
         if not tendon.path:
             raise tendon.node.error("a tendon's path cannot be empty")
         used: set[str] = set()

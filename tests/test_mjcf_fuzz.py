@@ -13,10 +13,11 @@ vertices (and faces) in the four inertia modes with scale/refpos/refquat/maxhull
 mesh geoms and fitted primitives (fitscale, fitaabb); ``<inertial>`` with diaginertia and
 an orientation or fullinertia; inertiafromgeom, inertiagrouprange, boundmass, boundinertia,
 balanceinertia, settotalmass, alignfree, fusestatic; welded bodies, bodies welded to the
-world, mocap bodies, world geoms and planes; joint, actuator (gear) and single-joint tendon
-armature, with tendons and actuators on joints inside ``<replicate>`` (MuJoCo copies
-them), unnamed and repeated names, unknown or missing targets; ``<option gravity>`` and ``<flag gravity>``. Now and then it writes an invalid
-model on purpose (zero axes, a hinge after a ball, negative masses, ...).
+world, mocap bodies, world geoms and planes; joint, actuator (gear) and single-joint
+tendon armature, with tendons and actuators on joints inside ``<replicate>`` (MuJoCo
+copies them), unnamed and repeated names, unknown or missing targets; ``<option gravity>``
+and ``<flag gravity>``. Now and then it writes an invalid model on purpose (zero axes, a
+hinge after a ball, negative masses, ...).
 
 * MuJoCo refuses a model: treedyn must raise ParseError too.
 * MuJoCo compiles it: treedyn must give MuJoCo's model, as test_mjcf.compare_with_mujoco

@@ -14,16 +14,16 @@ masses exactly; tau (RNEA), M (CRBA) and a (ABA) at random states within the lim
 external forces on every body, to ``max|ours - ref| / max|ref| <= 1e-9`` with
 ``test_pinocchio``'s joint mapping and measure (see ``WELL_CONDITIONED`` for a).
 
-Some documents are broken on purpose (``MUTATIONS``), each in a way the parser's
-docstring says how it treats: urdfdom refuses a revolute or prismatic joint without
-``<limit>`` and a ``<limit>`` without effort or velocity, which the parser reads with a
-note, as are an empty ``<dynamics>``, a ``<safety_controller>`` without k_velocity and a
-number urdfdom cannot read in a joint's elements; the parser refuses a zero axis (or one whose length overflows), an ``<inertial>``
-without ``<mass>``, ``<inertia>`` or one of its attributes, and a ``<mimic>`` without
-``joint``; an inertial number urdfdom cannot read (whitespace after it) is read as urdfdom
-reads it, with a note, and the dynamics must stay Pinocchio's. A document Pinocchio
-refuses for a reason no mutation made passes if we refuse it or note it, and is skipped
-otherwise (the parser promises nothing there).
+Some documents are broken on purpose (``MUTATIONS``), each in a way the parser's docstring
+says how it treats: urdfdom refuses a revolute or prismatic joint without ``<limit>`` and
+a ``<limit>`` without effort or velocity, which the parser reads with a note, as are an
+empty ``<dynamics>``, a ``<safety_controller>`` without k_velocity and a number urdfdom
+cannot read in a joint's elements; the parser refuses a zero axis (or one whose length
+overflows), an ``<inertial>`` without ``<mass>``, ``<inertia>`` or one of its attributes,
+and a ``<mimic>`` without ``joint``; an inertial number urdfdom cannot read (whitespace
+after it) is read as urdfdom reads it, with a note, and the dynamics must stay
+Pinocchio's. A document Pinocchio refuses for a reason no mutation made passes if we
+refuse it or note it, and is skipped otherwise (the parser promises nothing there).
 
 The committed run is derandomized and sized for about half a minute. To fuzz::
 
