@@ -150,15 +150,27 @@ def _stl_number(word: bytes) -> float:
 
 
 def _merge_repeated(corners: np.ndarray) -> MeshData:
-    """Merge bit-identical float32 corners; vertices keep the order of first appearance."""
-    keys = np.ascontiguousarray(corners).view(np.dtype((np.void, 12))).ravel()
-    _, first, inverse = np.unique(keys, return_index=True, return_inverse=True)
-    order = np.argsort(first, kind="stable")
-    rank = np.empty_like(order)
-    rank[order] = np.arange(len(order))
-    vertices = corners[first[order]].astype(np.float64)
-    faces = rank[inverse.ravel()].reshape(-1, 3).astype(np.int64)
-    return MeshData(vertices, faces)
+    """Merge bit-identical float32 corners; vertices keep the order of first appearance.
+
+    The corners' bits are sorted as two integer keys (a stable sort, so each run of equal
+    corners starts at its first appearance), which is several times faster than sorting
+    12-byte strings.
+    """
+    bits = np.ascontiguousarray(corners, dtype=np.float32).view(np.uint32).reshape(-1, 3)
+    high = (bits[:, 0].astype(np.uint64) << np.uint64(32)) | bits[:, 1]
+    low = bits[:, 2]
+    order = np.lexsort((low, high))
+    new = np.ones(len(order), dtype=bool)
+    new[1:] = (high[order[1:]] != high[order[:-1]]) | (low[order[1:]] != low[order[:-1]])
+    group = np.cumsum(new) - 1  # of each sorted corner
+    first = order[new]  # first appearance of each group
+    by_appearance = np.argsort(first, kind="stable")
+    rank = np.empty_like(by_appearance)
+    rank[by_appearance] = np.arange(len(by_appearance))
+    inverse = np.empty(len(order), dtype=np.int64)
+    inverse[order] = rank[group]
+    vertices = corners[first[by_appearance]].astype(np.float64)
+    return MeshData(vertices, inverse.reshape(-1, 3))
 
 
 def read_obj(data: bytes) -> MeshData:
