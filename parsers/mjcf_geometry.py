@@ -409,11 +409,12 @@ def mesh_inertia(vertices: np.ndarray, faces: np.ndarray, mode: str, scale: np.n
     if np.any(refquat != IDENTITY_QUAT):
         points = points @ quat_matrix(normalized(np.asarray(refquat, dtype=float)))
     points = points * scale
-    facecen = _face_centroid(points, faces)
+    triangles = _triangles(points, faces)
+    facecen = _face_centroid(triangles)
     if mode == "shell":
-        com = _shell_centroid(points, faces, facecen)
+        com = _shell_centroid(triangles, facecen)
     else:
-        com = _volume_centroid(points, faces, facecen, legacy=(mode == "legacy"))
+        com = _volume_centroid(triangles, facecen, legacy=(mode == "legacy"))
     measure, inertia = _pyramid_inertia(points - com, faces, mode)
     principal, quat = principal_axes(inertia, MESH_TOLERANCE)
     _check_principal(principal)
@@ -432,18 +433,19 @@ def _triangles(points: np.ndarray, faces: np.ndarray):
     return normals, (a + b + c) / 3, areas
 
 
-def _face_centroid(points: np.ndarray, faces: np.ndarray) -> np.ndarray:
-    """Area-weighted centroid of the faces (the pyramids' apex for the mesh centroid)."""
-    _, centers, areas = _triangles(points, faces)
+def _face_centroid(triangles) -> np.ndarray:
+    """Area-weighted centroid of the faces (the pyramids' apex for the mesh centroid);
+    ``triangles`` as :func:`_triangles` gives them."""
+    _, centers, areas = triangles
     total = areas.sum()
     if total < MINVAL:
         raise GeometryError("mesh surface area is too small")
     return (areas[:, None] * centers).sum(axis=0) / total
 
 
-def _volume_centroid(points, faces, facecen, legacy: bool) -> np.ndarray:
+def _volume_centroid(triangles, facecen, legacy: bool) -> np.ndarray:
     """Centroid of the pyramids from ``facecen`` to every face (all positive if legacy)."""
-    normals, centers, areas = _triangles(points, faces)
+    normals, centers, areas = triangles
     volumes = np.einsum("ij,ij->i", centers - facecen, normals) * areas / 3
     if legacy:
         volumes = np.abs(volumes)
@@ -455,9 +457,9 @@ def _volume_centroid(points, faces, facecen, legacy: bool) -> np.ndarray:
     return (volumes[:, None] * (0.75 * centers + 0.25 * facecen)).sum(axis=0) / total
 
 
-def _shell_centroid(points, faces, facecen) -> np.ndarray:
+def _shell_centroid(triangles, facecen) -> np.ndarray:
     """MuJoCo's shell centroid: face-area weights on 3/4 face center + 1/4 facecen."""
-    _, centers, areas = _triangles(points, faces)
+    _, centers, areas = triangles
     total = areas.sum()
     return (areas[:, None] * (0.75 * centers + 0.25 * facecen)).sum(axis=0) / total
 
@@ -513,6 +515,7 @@ def convex_hull_faces(points: np.ndarray, max_vertices: int = -1) -> np.ndarray:
     """
     from scipy.spatial import ConvexHull, QhullError
 
+    _check_spread(points)
     options = "Qt" if max_vertices < 0 else f"Qt Q9 TA{max_vertices - 4}"
     try:
         hull = ConvexHull(points, qhull_options=options)
@@ -524,6 +527,34 @@ def convex_hull_faces(points: np.ndarray, max_vertices: int = -1) -> np.ndarray:
     inward = np.einsum("ij,ij->i", np.cross(b - a, c - a), hull.equations[:, :3]) < 0
     faces[inward] = faces[inward][:, [0, 2, 1]]
     return faces
+
+
+def _check_spread(points: np.ndarray) -> None:
+    """MuJoCo's test before qhull: the points must span 3D (tolerances ``MINVAL``).
+
+    From point 0: the first point farther than MINVAL gives the first edge, the first
+    later point whose edge makes a cross product above MINVAL * |e1| * |e2| the plane, and
+    some point must then lie more than MINVAL * |e1| off that plane.
+    """
+    edges = points[1:] - points[0]
+    lengths = np.linalg.norm(edges, axis=1)
+    far = np.flatnonzero(lengths > MINVAL)
+    if not len(far):
+        raise GeometryError("the mesh's vertices are all at one point (colocated); no "
+                            "convex hull")
+    first = far[0]
+    edge, length = edges[first], lengths[first]
+    cross = np.cross(edge, edges)
+    norms = np.linalg.norm(cross, axis=1)
+    spanning = (lengths >= MINVAL) & (norms > MINVAL * length * lengths)
+    spanning[first] = False
+    if not spanning.any():
+        raise GeometryError("the mesh's vertices are collinear; no convex hull")
+    index = np.flatnonzero(spanning)[0]
+    normal = cross[index] / norms[index]
+    if np.all(np.abs(edges @ normal) <= MINVAL * length):
+        raise GeometryError("the mesh's vertices are coplanar (the mesh is flat); no convex "
+                            "hull")
 
 
 def fitted_primitive(mesh: MeshInertia, kind: str, aabb: bool,
