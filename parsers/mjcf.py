@@ -17,7 +17,7 @@ Compiler and option
 ``angle`` (degrees by default: euler, axisangle, hinge ref and hinge/ball range),
 ``eulerseq``, ``autolimits``, ``inertiafromgeom`` (false/true/auto), ``inertiagrouprange``,
 ``boundmass``, ``boundinertia``, ``balanceinertia``, ``settotalmass``, ``alignfree``,
-``fitaabb``, ``strippath``, ``meshdir``/``assetdir``. ``<option gravity>`` (default
+``fitaabb``, ``discardvisual``, ``strippath``, ``meshdir``/``assetdir``. ``<option gravity>`` (default
 0 0 -9.81); ``<flag gravity="disable">`` makes it zero.
 
 Defaults
@@ -75,6 +75,15 @@ Inertia
   default) on the scaled STL/OBJ/``.msh``/XML vertices (see :mod:`.mesh` and
   :func:`.mjcf_geometry.mesh_inertia`); a primitive type with a ``mesh`` is fitted to the
   mesh's equivalent-inertia box (or its bounding box with ``fitaabb``).
+* As in MuJoCo, every mesh asset is compiled, used or not, before any geom: a mesh MuJoCo
+  cannot process (too few vertices, coplanar vertices without faces, zero volume, faces
+  turned inconsistently under ``inertia="exact"``, ...) is an error. Its convex hull is
+  built when it has no faces, for ``inertia="convex"``, and when a colliding mesh geom (or
+  one in a contact ``<pair>``) uses it. Every geom is compiled too, world geoms and those
+  whose inertia is not needed included (a primitive fitted to a mesh must get positive
+  sizes). With ``discardvisual``, visual geoms are left out of the model; when none of them
+  counts for a body's inertia, they and the meshes only they use are not compiled at all
+  (MuJoCo 4.0). Builtin and plugin meshes are checked only where a geom needs them.
 * Principal axes (meshes, bodies with several geoms, ``fullinertia``) are found with
   MuJoCo's Jacobi iteration and its stopping rule, whose small residual MuJoCo drops
   (:func:`.mjcf_geometry.principal_axes`); the compiled inertia is MuJoCo's to rounding.
@@ -95,7 +104,8 @@ applied): primitives with the :class:`~treedyn.engine.description.Shape` sizes (
 half sizes doubled where the Shape wants full lengths; ellipsoids keep their semi-axes),
 mesh geoms as their mesh file (meshdir/assetdir applied) with the asset's scale, refpos
 and refquat folded into the pose, primitives fitted to a mesh as the fitted primitive.
-Planes and height fields are left out. A geom is "visual" when its contype and
+Planes and height fields are left out, and so are visual geoms under ``discardvisual``.
+A geom is "visual" when its contype and
 conaffinity (after defaults) are both 0, else "collision". Geoms of a body with several
 joints belong to the body's own link, not to the chain's intermediate links.
 ``LinkSpec.inertial_source`` is the ``<inertial>`` element when the compiled inertia is the
@@ -457,6 +467,7 @@ class Compiler:
     alignfree: bool = False
     fusestatic: bool = False
     fitaabb: bool = False
+    discardvisual: bool = False
     strippath: bool = False
     meshdir: str = ""
 
@@ -484,6 +495,7 @@ class Compiler:
         self.alignfree = attrs.boolean("alignfree", self.alignfree)
         self.fusestatic = attrs.boolean("fusestatic", self.fusestatic)
         self.fitaabb = attrs.boolean("fitaabb", self.fitaabb)
+        self.discardvisual = attrs.boolean("discardvisual", self.discardvisual)
         self.strippath = attrs.boolean("strippath", self.strippath)
         if attrs.has("assetdir"):
             self.meshdir = attrs.text("assetdir")
@@ -637,13 +649,16 @@ class BodyBuild:
 
 @dataclass
 class MeshAsset:
-    """A ``<mesh>`` asset; its file is checked at once, read on first use."""
+    """A ``<mesh>`` asset; its file is checked at once, read when the meshes are compiled
+    (see _Builder._compile_meshes) or on first use, and read once."""
 
     node: Node
     name: str
     path: str | None
     attrs: Attributes
     data: geo.MeshInertia | None = None
+    vertices: np.ndarray | None = None  # as read, once read
+    hull_checked: bool = False  # its convex hull was built (MuJoCo's collision hull)
 
 
 class _Builder:
@@ -666,6 +681,10 @@ class _Builder:
         self.textures: set[str] = set()
         self.materials: dict[str, Node] = {}
         self.bodies: list[BodyBuild] = []
+        # every geom: its body, attributes and name (replicate suffix included)
+        self.all_geoms: list[tuple[BodyBuild, Attributes, str]] = []
+        self.discarded: set[int] = set()  # id() of geoms discardvisual leaves uncompiled
+        self.dropped: set[int] = set()  # id() of geoms discardvisual leaves out of the model
         self.suffix = ""  # name suffix inside <replicate> copies
         self.names = refs.NameRegistry()
         self.compiled_names: dict[str, set[str]] = {}  # tendons and actuators
@@ -699,8 +718,10 @@ class _Builder:
             if node.element.attrib:
                 raise node.error("<worldbody> cannot have attributes")
             self._contents(node, world, None, self.defaults.main)
+        self._compile_meshes(sections["contact"])
         for attrs, _frame in world.geoms:
-            _GeomCompiler(self, attrs).validate()
+            if id(attrs) not in self.discarded:
+                _GeomCompiler(self, attrs).validate()
         self.names.check_final(("geom", "site", "camera", "light"))
         self._name_bodies_and_joints()
         self._actuator_armature(sections["tendon"], sections["actuator"])
@@ -828,7 +849,7 @@ class _Builder:
             elif tag == "geom":
                 attrs = element_class.resolve("geom", child)
                 body.geoms.append((attrs, frame))
-                self._register("geom", child)
+                self.all_geoms.append((body, attrs, self._register("geom", child)))
                 self._check_assets(attrs, child)
             elif tag == "inertial":
                 self._inertial(child, body, frame)
@@ -1210,6 +1231,8 @@ class _Builder:
     def _geom_inertial(self, body: BodyBuild, attrs: Attributes, frame: Pose | None,
                        infer: bool) -> Inertial | None:
         """A geom's inertial in the body frame when it counts for the body's inertia."""
+        if id(attrs) in self.discarded:
+            return None
         geom = _GeomCompiler(self, attrs)
         if geom.kind in ("plane", "hfield") and not (body.static or body.mocap):
             raise attrs.error("type", f"{geom.kind} geoms are allowed only in static bodies")
@@ -1259,6 +1282,61 @@ class _Builder:
         if asset.data is None:
             asset.data = _load_mesh(asset)
         return asset.data
+
+    def _compile_meshes(self, contact: list[Node]) -> None:
+        """Compile the mesh assets as MuJoCo does, before any geom.
+
+        MuJoCo compiles every ``<mesh>``, used or not: it is read and processed (inertia
+        mode, volume or area, principal moments), and its convex hull is built when it has
+        no faces, when its inertia is ``convex``, or when a mesh (or sdf) geom that collides
+        (contype or conaffinity non-zero) or is in a contact ``<pair>`` uses it. With
+        ``discardvisual``, visual geoms (contype = conaffinity = 0, in no pair) are left out
+        of the model; when none of them counts for a body's inertia they are dropped before
+        compiling, unchecked, and so are the meshes no remaining geom uses. Builtin and
+        plugin meshes, which treedyn cannot build, are checked only where a geom needs them.
+        """
+        paired = {name for section in contact for node in section.children
+                  if node.tag == "pair" for name in (node.get("geom1"), node.get("geom2"))
+                  if name}
+
+        def visual(attrs: Attributes, name: str) -> bool:
+            return (attrs.integer("contype", 1) == 0 and attrs.integer("conaffinity", 1) == 0
+                    and name not in paired)
+
+        def infers(body: BodyBuild, attrs: Attributes) -> bool:
+            return (body.id > 0
+                    and (body.inertial is None or self.compiler.inertiafromgeom == "true")
+                    and self.compiler.in_inertia_group(attrs.integer("group", 0)))
+
+        early = False
+        if self.compiler.discardvisual:
+            self.dropped = {id(attrs) for _, attrs, name in self.all_geoms if visual(attrs, name)}
+            early = not any(id(attrs) in self.dropped and infers(body, attrs)
+                            for body, attrs, _ in self.all_geoms)
+            if early:
+                self.discarded = set(self.dropped)
+        used: set[str] = set()
+        hull: set[str] = set()
+        for _, attrs, name in self.all_geoms:
+            mesh = attrs.text("mesh")
+            if mesh is None or id(attrs) in self.discarded:
+                continue
+            if mesh not in self.meshes:
+                raise attrs.error("mesh", f'unknown mesh "{mesh}"')
+            used.add(mesh)
+            kind = attrs.text("type", "sphere")
+            if kind in ("mesh", "sdf") and not visual(attrs, name):
+                hull.add(mesh)
+        for name, asset in self.meshes.items():
+            if early and name not in used:
+                continue
+            if name not in used and (asset.attrs.has("builtin")
+                                     or any(c.tag == "plugin" for c in asset.node.children)):
+                continue
+            if asset.data is None:
+                asset.data = _load_mesh(asset, unused=name not in used)
+            if name in hull and not asset.hull_checked:
+                _check_hull(asset)
 
     # -- description --
 
@@ -1339,6 +1417,8 @@ class _Builder:
         """
         shapes = []
         for attrs, frame in body.geoms:
+            if id(attrs) in self.dropped:
+                continue
             shape = _GeomCompiler(self, attrs).shape()
             if shape is not None:
                 outer = geo.compose(to_link, frame) if frame is not None else to_link
@@ -1428,8 +1508,9 @@ class _GeomCompiler:
         self.shell = attrs.boolean("shellinertia", False)
 
     def validate(self) -> None:
-        """Checks that do not need the mesh: shape attributes, pose and sizes."""
-        self._shape_and_pose(load_mesh=False)
+        """MuJoCo's checks of a geom whose inertia is not needed: shape attributes, pose,
+        the fit of a primitive to its mesh, sizes."""
+        self._shape_and_pose(load_mesh=self.kind != "mesh")
 
     def _shape_and_pose(self, load_mesh: bool):
         """(size, pose, mesh or None): fromto, orientation, mesh fit; sizes checked."""
@@ -1599,8 +1680,9 @@ class _GeomCompiler:
                      self.attrs.owner)
 
 
-def _load_mesh(asset: MeshAsset) -> geo.MeshInertia:
-    """Read and process a mesh asset (file or XML vertices) into its mass properties."""
+def _load_mesh(asset: MeshAsset, unused: bool = False) -> geo.MeshInertia:
+    """Read and process a mesh asset (file or XML vertices) into its mass properties;
+    ``unused``: no geom uses it (said in errors, which then surprise)."""
     attrs = asset.attrs
     if attrs.has("builtin"):
         raise attrs.error("builtin", "procedural (builtin) meshes are not supported")
@@ -1620,11 +1702,29 @@ def _load_mesh(asset: MeshAsset) -> geo.MeshInertia:
     scale = attrs.numbers("scale", 3, (1.0, 1.0, 1.0))
     refpos = attrs.numbers("refpos", 3, (0.0, 0.0, 0.0))
     refquat = attrs.numbers("refquat", 4, (1.0, 0.0, 0.0, 0.0))
+    asset.vertices = data.vertices
+    asset.hull_checked = mode == "convex" or len(data.faces) == 0
     try:
         return geo.mesh_inertia(data.vertices, data.faces, mode, scale, refpos, refquat,
                                 attrs.integer("maxhullvert", -1))  # checked when registered
     except geo.GeometryError as error:
-        raise asset.node.error(f'mesh "{asset.name}": {error}') from None
+        raise _mesh_error(asset, error, unused) from None
+
+
+def _check_hull(asset: MeshAsset) -> None:
+    """Build the convex hull MuJoCo makes for collisions of a mesh that has faces."""
+    try:
+        geo.convex_hull_faces(asset.vertices, asset.attrs.integer("maxhullvert", -1))
+    except geo.GeometryError as error:
+        raise asset.node.error(f'mesh "{asset.name}": {error} (a colliding mesh geom uses '
+                               "it, and MuJoCo builds its convex hull)") from None
+    asset.hull_checked = True
+
+
+def _mesh_error(asset: MeshAsset, error: Exception, unused: bool) -> ParseError:
+    """A ParseError at the ``<mesh>`` element for a mesh MuJoCo cannot compile."""
+    note = " (no geom uses this mesh, but MuJoCo compiles every mesh)" if unused else ""
+    return asset.node.error(f'mesh "{asset.name}": {error}{note}')
 
 
 def _xml_mesh(attrs: Attributes) -> MeshData:

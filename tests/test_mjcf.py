@@ -360,6 +360,12 @@ REFS = ('<mujoco>\n<worldbody>\n<body><joint name="a" axis="0 1 0"/><geom size="
         '<body pos="0 0 -0.3"><joint name="b" type="ball"/><joint type="slide"/><geom size="0.1"/>'
         '</body>\n</body>\n</worldbody>\n{}\n</mujoco>\n')
 
+# assets, then a moving body's other elements
+MESHES = ('<mujoco>\n<asset>\n{}\n</asset>\n<worldbody>\n<body name="b">\n<joint/>'
+          '<geom size="1"/>\n{}\n</body>\n</worldbody>\n</mujoco>\n')
+TETRAHEDRON = '<mesh name="m" vertex="0 0 0 1 0 0 0 1 0 0 0 1"/>'
+FLAT_FACES = 'vertex="0 0 0 1 0 0 0 1 0 1 1 0" face="0 1 2 1 3 2"'
+
 # name -> (model text, line, element, problem fragment, does MuJoCo reject it too)
 INVALID = {
     "unknown joint type": (BODY.format('<joint type="spin"/><geom size="1"/>'), 4, "joint",
@@ -416,6 +422,42 @@ INVALID = {
     "maxhullvert below 4": ('<mujoco>\n<asset>\n<mesh name="m" maxhullvert="3" vertex="0 0 0 1 0 0 '
                             '0 1 0 0 0 1"/>\n</asset>\n<worldbody/>\n</mujoco>\n', 3, 'mesh name="m"',
                             "maxhullvert must be -1 (no limit) or at least 4", True),
+    # MuJoCo compiles every mesh, used or not, and every geom, in the world too
+    "unused flat mesh": (MESHES.format('<mesh name="m" vertex="0 0 0 1 0 0 0 1 0 1 1 0"/>', ''),
+                         3, 'mesh name="m"', "coplanar (the mesh is flat); no convex hull (no "
+                         "geom uses this mesh, but MuJoCo compiles every mesh)", True),
+    "unused mesh of zero volume": (MESHES.format(f'<mesh name="m" {FLAT_FACES}/>', ''), 3,
+                                   'mesh name="m"', "mesh volume is too small", True),
+    "unused exact mesh with faces turned": (
+        MESHES.format('<mesh name="m" inertia="exact" vertex="0 0 0 1 0 0 0 1 0 0 0 1" '
+                      'face="0 2 1 0 1 3 0 3 2 1 2 3 0 1 2"/>', ''), 3, 'mesh name="m"',
+        "inconsistent orientation", True),
+    "unused mesh of 3 vertices": (MESHES.format('<mesh name="m" vertex="0 0 0 1 0 0 0 1 0"/>',
+                                                ''), 3, 'mesh name="m"', "at least 4 vertices",
+                                  True),
+    "capsule fitted to a mesh in the world": (
+        f'<mujoco>\n<compiler fitaabb="true"/>\n<asset>\n{TETRAHEDRON}\n</asset>\n<worldbody>\n'
+        '<geom type="capsule" mesh="m"/>\n</worldbody>\n</mujoco>\n', 7, "geom",
+        "size[1] must be positive for a capsule", True),
+    "fitted cylinder of fitscale 0 in a body with an inertial": (
+        MESHES.format(TETRAHEDRON, '<inertial pos="0 0 0" mass="1" diaginertia="1 1 1"/>\n'
+                      '<geom type="cylinder" mesh="m" fitscale="0"/>'), 9, "geom",
+        "size[0] must be positive for a cylinder", True),
+    "flat shell mesh of a colliding mesh geom": (
+        MESHES.format(f'<mesh name="m" inertia="shell" {FLAT_FACES}/>',
+                      '<geom type="mesh" mesh="m"/>'), 3, 'mesh name="m"',
+        "coplanar (the mesh is flat); no convex hull (a colliding mesh geom uses it", True),
+    "flat shell mesh of a visual mesh geom in a contact pair": (
+        MESHES.format(f'<mesh name="m" inertia="shell" {FLAT_FACES}/>',
+                      '<geom name="g" type="mesh" mesh="m" contype="0" conaffinity="0"/>'
+                      '<geom name="h" size="1"/>')[:-10]
+        + '<contact>\n<pair geom1="g" geom2="h"/>\n</contact>\n</mujoco>\n', 3,
+        'mesh name="m"', "coplanar", True),
+    "visual geom of a body's inertia under discardvisual": (
+        '<mujoco>\n<compiler discardvisual="true"/>\n<worldbody>\n<geom type="box" '
+        'size="0 1 1" contype="0" conaffinity="0"/>\n<body>\n<joint/><geom size="1" '
+        'contype="0" conaffinity="0"/>\n</body>\n</worldbody>\n</mujoco>\n', 4, "geom",
+        "size[0] must be positive for a box", True),
     # MuJoCo fuses the welded child first and aligns the body on the fused inertia
     "alignfree after fusestatic": ('<mujoco>\n<compiler fusestatic="true" alignfree="true"/>\n'
                                    '<worldbody>\n<body name="f">\n<freejoint/><geom size="1" '
@@ -578,6 +620,36 @@ def test_invalid_model(name, tmp_path):
     if mujoco_rejects:
         with pytest.raises(ValueError):
             mujoco.MjModel.from_xml_path(path)
+
+
+# name -> model MuJoCo compiles: meshes and geoms it never compiles are not checked
+UNCOMPILED = {
+    "unused flat shell mesh with faces": MESHES.format(
+        f'<mesh name="m" inertia="shell" {FLAT_FACES}/>', ''),
+    "flat shell mesh of a visual mesh geom (no convex hull)": MESHES.format(
+        f'<mesh name="m" inertia="shell" {FLAT_FACES}/>',
+        '<geom type="mesh" mesh="m" contype="0" conaffinity="0"/>'),
+    "unused builtin mesh": MESHES.format('<mesh name="m" builtin="sphere" params="2"/>', ''),
+    "discardvisual: unused flat mesh, visual world geoms": (
+        '<mujoco>\n<compiler discardvisual="true"/>\n<asset>\n<mesh name="m" vertex="0 0 0 '
+        '1 0 0 0 1 0 1 1 0"/>\n</asset>\n<worldbody>\n<geom type="mesh" mesh="m" contype="0"'
+        ' conaffinity="0"/>\n<geom type="box" size="0 1 1" contype="0" conaffinity="0"/>\n'
+        '<body>\n<joint/><geom size="1"/>\n<inertial pos="0 0 0" mass="1" diaginertia="1 1 1"/>'
+        '\n<geom type="sphere" fromto="0 0 0 0 0 1" size="1" contype="0" conaffinity="0"/>\n'
+        '</body>\n</worldbody>\n</mujoco>\n'),
+}
+
+
+@pytest.mark.parametrize("name", list(UNCOMPILED))
+def test_meshes_and_geoms_mujoco_does_not_compile_are_not_checked(name, tmp_path):
+    """MuJoCo compiles every mesh and geom, except: the convex hull only of meshes that
+    collide, and with discardvisual, when no visual geom counts for an inertia, neither
+    visual geoms (left out of the model) nor the meshes only they use."""
+    path = write(tmp_path / "model.xml", UNCOMPILED[name])
+    m = mujoco.MjModel.from_xml_path(path)
+    description = parse_mjcf(path)
+    shapes = sum(len(link.geometry) for link in description.links)
+    assert shapes == m.ngeom
 
 
 def mujoco_schema() -> dict[str, tuple[frozenset, bool]]:
