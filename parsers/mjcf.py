@@ -1698,6 +1698,7 @@ def _load_mesh(asset: MeshAsset, unused: bool = False) -> geo.MeshInertia:
         data = _xml_mesh(attrs)
     if len(data.vertices) < 4:
         raise asset.node.error("a mesh needs at least 4 vertices")
+    _check_normals_and_texcoords(attrs, len(data.vertices) if asset.path is None else None)
     mode = attrs.keyword("inertia", geo.MESH_INERTIA_MODES, "legacy")
     scale = attrs.numbers("scale", 3, (1.0, 1.0, 1.0))
     refpos = attrs.numbers("refpos", 3, (0.0, 0.0, 0.0))
@@ -1709,6 +1710,19 @@ def _load_mesh(asset: MeshAsset, unused: bool = False) -> geo.MeshInertia:
                                 attrs.integer("maxhullvert", -1))  # checked when registered
     except geo.GeometryError as error:
         raise _mesh_error(asset, error, unused) from None
+
+
+def _check_normals_and_texcoords(attrs: Attributes, vertices: int | None) -> None:
+    """MuJoCo's checks of a mesh's ``normal`` and ``texcoord`` (not used here otherwise):
+    3 and 2 numbers each and, without ``facetexcoord``, one texcoord per XML vertex."""
+    for key, width in (("normal", 3), ("texcoord", 2)):
+        count = len((attrs.text(key) or "").split())
+        if count % width:
+            raise attrs.error(key, f"the number of values must be a multiple of {width}")
+    count = len((attrs.text("texcoord") or "").split())
+    if count and vertices is not None and not attrs.has("facetexcoord") and count != 2 * vertices:
+        raise attrs.error("texcoord", f"{count // 2} texture coordinates for {vertices} vertices"
+                                      " (without facetexcoord, one per vertex)")
 
 
 def _check_hull(asset: MeshAsset) -> None:

@@ -435,6 +435,12 @@ INVALID = {
     "unused mesh of 3 vertices": (MESHES.format('<mesh name="m" vertex="0 0 0 1 0 0 0 1 0"/>',
                                                 ''), 3, 'mesh name="m"', "at least 4 vertices",
                                   True),
+    "unused mesh with a texcoord per face corner": (
+        MESHES.format('<mesh name="m" vertex="0 0 0 1 0 0 0 1 0 0 0 1" texcoord="0 0 1 1"/>',
+                      ''), 3, 'mesh name="m"', "2 texture coordinates for 4 vertices", True),
+    "unused mesh with 4 normal numbers": (
+        MESHES.format('<mesh name="m" vertex="0 0 0 1 0 0 0 1 0 0 0 1" normal="0 0 1 0"/>', ''),
+        3, 'mesh name="m"', "multiple of 3", True),
     "capsule fitted to a mesh in the world": (
         f'<mujoco>\n<compiler fitaabb="true"/>\n<asset>\n{TETRAHEDRON}\n</asset>\n<worldbody>\n'
         '<geom type="capsule" mesh="m"/>\n</worldbody>\n</mujoco>\n', 7, "geom",
