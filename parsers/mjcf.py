@@ -1694,6 +1694,10 @@ def _load_mesh(asset: MeshAsset, unused: bool = False) -> geo.MeshInertia:
             data = read_mesh_file(asset.path, attrs.text("content_type"))
         except MeshFileError as error:
             raise asset.node.error(f'mesh file "{asset.path}": {error}') from None
+        if attrs.has("face"):  # MuJoCo takes them for a file that has none
+            if len(data.faces):
+                raise attrs.error("face", "the mesh file has faces already")
+            data = MeshData(data.vertices, _xml_faces(attrs, len(data.vertices)))
     else:
         data = _xml_mesh(attrs)
     if len(data.vertices) < 4:
@@ -1750,16 +1754,21 @@ def _xml_mesh(attrs: Attributes) -> MeshData:
     if len(words) % 3:
         raise attrs.error("vertex", "the number of values must be a multiple of 3")
     vertices = attrs.numbers("vertex", len(words)).astype(np.float32).astype(np.float64)
-    faces = np.zeros((0, 3), dtype=np.int64)
-    if attrs.has("face"):
-        face_words = attrs.text("face").split()
-        if len(face_words) % 3:
-            raise attrs.error("face", "the number of values must be a multiple of 3")
-        faces = np.array(attrs.integers("face", len(face_words), ()), dtype=np.int64)
-        faces = faces.reshape(-1, 3)
-        if len(faces) and (faces.min() < 0 or faces.max() >= len(vertices) // 3):
-            raise attrs.error("face", "a face refers to a vertex that does not exist")
-    return MeshData(vertices.reshape(-1, 3), faces)
+    return MeshData(vertices.reshape(-1, 3), _xml_faces(attrs, len(vertices) // 3))
+
+
+def _xml_faces(attrs: Attributes, vertices: int) -> np.ndarray:
+    """The ``face`` attribute's triangles (m, 3) over ``vertices`` vertices (m may be 0)."""
+    if not attrs.has("face"):
+        return np.zeros((0, 3), dtype=np.int64)
+    face_words = attrs.text("face").split()
+    if len(face_words) % 3:
+        raise attrs.error("face", "the number of values must be a multiple of 3")
+    faces = np.array(attrs.integers("face", len(face_words), ()), dtype=np.int64)
+    faces = faces.reshape(-1, 3)
+    if len(faces) and (faces.min() < 0 or faces.max() >= vertices):
+        raise attrs.error("face", "a face refers to a vertex that does not exist")
+    return faces
 
 
 # -- geometry helpers -------------------------------------------------------------------

@@ -658,6 +658,21 @@ def test_meshes_and_geoms_mujoco_does_not_compile_are_not_checked(name, tmp_path
     assert shapes == m.ngeom
 
 
+def test_a_face_attribute_on_a_mesh_file_with_faces_is_refused(tmp_path):
+    """MuJoCo refuses it (repeated face specification), also for an unused mesh. The file
+    is a fresh copy: MuJoCo skips the check for a file in its mesh cache."""
+    stl = tmp_path / "block.stl"
+    stl.write_bytes(open(os.path.join(FIXTURES, "meshes", "lblock.stl"), "rb").read())
+    path = write(tmp_path / "model.xml",
+                 MESHES.format(f'<mesh name="m" file="{stl}" face="0 1 2"/>', ''))
+    with pytest.raises(ParseError) as caught:
+        parse_mjcf(path)
+    assert (caught.value.line, caught.value.element) == (3, 'mesh name="m"')
+    assert "the mesh file has faces already" in caught.value.problem
+    with pytest.raises(ValueError, match="repeated face"):
+        mujoco.MjModel.from_xml_path(path)
+
+
 def mujoco_schema() -> dict[str, tuple[frozenset, bool]]:
     """The installed MuJoCo's schema (mj_printSchema's text) as path -> (attributes, at
     most once): element names in a 30-column field, marked (!) once, (?) at most once,
