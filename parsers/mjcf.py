@@ -1519,6 +1519,8 @@ class _GeomCompiler:
         pos = attrs.numbers("pos", 3, (0.0, 0.0, 0.0))
         quat = self.builder._orientation(attrs)
         mesh_name = attrs.text("mesh")
+        if attrs.integer("condim", 3) not in (1, 3, 4, 6):
+            raise attrs.error("condim", "condim must be 1, 3, 4 or 6")
         if self.kind in ("mesh", "sdf") and not mesh_name:
             raise attrs.error("type", "a mesh geom needs a mesh attribute")
         if self.kind == "sdf":

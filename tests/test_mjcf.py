@@ -441,6 +441,9 @@ INVALID = {
     "unused mesh with 4 normal numbers": (
         MESHES.format('<mesh name="m" vertex="0 0 0 1 0 0 0 1 0 0 0 1" normal="0 0 1 0"/>', ''),
         3, 'mesh name="m"', "multiple of 3", True),
+    "condim 2 on a world geom": ('<mujoco>\n<worldbody>\n<geom size="1" condim="2"/>\n'
+                                 '</worldbody>\n</mujoco>\n', 3, "geom",
+                                 "condim must be 1, 3, 4 or 6", True),
     "capsule fitted to a mesh in the world": (
         f'<mujoco>\n<compiler fitaabb="true"/>\n<asset>\n{TETRAHEDRON}\n</asset>\n<worldbody>\n'
         '<geom type="capsule" mesh="m"/>\n</worldbody>\n</mujoco>\n', 7, "geom",
