@@ -17,8 +17,8 @@ Compiler and option
 ``angle`` (degrees by default: euler, axisangle, hinge ref and hinge/ball range),
 ``eulerseq``, ``autolimits``, ``inertiafromgeom`` (false/true/auto), ``inertiagrouprange``,
 ``boundmass``, ``boundinertia``, ``balanceinertia``, ``settotalmass``, ``alignfree``,
-``fitaabb``, ``discardvisual``, ``strippath``, ``meshdir``/``assetdir``. ``<option gravity>`` (default
-0 0 -9.81); ``<flag gravity="disable">`` makes it zero.
+``fitaabb``, ``discardvisual``, ``strippath``, ``meshdir``/``assetdir``. ``<option
+gravity>`` (default 0 0 -9.81); ``<flag gravity="disable">`` makes it zero.
 
 Defaults
 --------
@@ -105,9 +105,9 @@ half sizes doubled where the Shape wants full lengths; ellipsoids keep their sem
 mesh geoms as their mesh file (meshdir/assetdir applied) with the asset's scale, refpos
 and refquat folded into the pose, primitives fitted to a mesh as the fitted primitive.
 Planes and height fields are left out, and so are visual geoms under ``discardvisual``.
-A geom is "visual" when its contype and
-conaffinity (after defaults) are both 0, else "collision". Geoms of a body with several
-joints belong to the body's own link, not to the chain's intermediate links.
+A geom is "visual" when its contype and conaffinity (after defaults) are both 0, else
+"collision". Geoms of a body with several joints belong to the body's own link, not to
+the chain's intermediate links.
 ``LinkSpec.inertial_source`` is the ``<inertial>`` element when the compiled inertia is the
 explicit one, else the body, and ``inertial_rotation`` the frame its tensor is written in
 (the inertial's orientation for ``diaginertia``, the enclosing frames' for
