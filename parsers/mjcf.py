@@ -1243,6 +1243,11 @@ class _Builder:
         part = geom.inertial()
         if part is None or part.mass <= geo.EPS:
             return None
+        if id(attrs) in self.dropped and self.compiler.inertiafromgeom == "true":
+            raise body.node.error(f"discardvisual drops the visual geom at line "
+                                  f"{attrs.owner.line}, which has mass, from a body whose "
+                                  'inertia inertiafromgeom="true" takes from its geoms '
+                                  '(MuJoCo refuses this; "auto" keeps the inertia)')
         if frame is None:
             return part
         pos, quat = geo.compose(frame, (part.pos, part.quat))

@@ -462,6 +462,11 @@ INVALID = {
                       '<geom name="h" size="1"/>')[:-10]
         + '<contact>\n<pair geom1="g" geom2="h"/>\n</contact>\n</mujoco>\n', 3,
         'mesh name="m"', "coplanar", True),
+    "discardvisual with inertiafromgeom true and a visual geom with mass": (
+        '<mujoco>\n<compiler discardvisual="true" inertiafromgeom="true"/>\n<worldbody>\n'
+        '<body name="b">\n<joint/><geom size="1"/>\n<geom size="0.5" contype="0" '
+        'conaffinity="0"/>\n</body>\n</worldbody>\n</mujoco>\n', 4, 'body name="b"',
+        "discardvisual drops the visual geom at line 6", True),
     "visual geom of a body's inertia under discardvisual": (
         '<mujoco>\n<compiler discardvisual="true"/>\n<worldbody>\n<geom type="box" '
         'size="0 1 1" contype="0" conaffinity="0"/>\n<body>\n<joint/><geom size="1" '
