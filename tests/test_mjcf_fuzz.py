@@ -12,12 +12,12 @@ fromto, mass and/or density, shellinertia, group, contype/conaffinity; meshes gi
 vertices (and faces) in the four inertia modes with scale/refpos/refquat/maxhullvert, as
 mesh geoms and fitted primitives (fitscale, fitaabb); ``<inertial>`` with diaginertia and
 an orientation or fullinertia; inertiafromgeom, inertiagrouprange, boundmass, boundinertia,
-balanceinertia, settotalmass, alignfree, fusestatic; welded bodies, bodies welded to the
-world, mocap bodies, world geoms and planes; joint, actuator (gear) and single-joint
-tendon armature, with tendons and actuators on joints inside ``<replicate>`` (MuJoCo
-copies them), unnamed and repeated names, unknown or missing targets; ``<option gravity>``
-and ``<flag gravity>``. Now and then it writes an invalid model on purpose (zero axes, a
-hinge after a ball, negative masses, ...).
+balanceinertia, settotalmass, alignfree, fusestatic, discardvisual; welded bodies, bodies
+welded to the world, mocap bodies, world geoms and planes; joint, actuator (gear) and
+single-joint tendon armature, with tendons and actuators on joints inside ``<replicate>``
+(MuJoCo copies them), unnamed and repeated names, unknown or missing targets; ``<option
+gravity>`` and ``<flag gravity>``. Now and then it writes an invalid model on purpose (zero
+axes, a hinge after a ball, negative masses, ...).
 
 * MuJoCo refuses a model: treedyn must raise ParseError too.
 * MuJoCo compiles it: treedyn must give MuJoCo's model, as test_mjcf.compare_with_mujoco
@@ -33,7 +33,7 @@ Known treedyn bugs make some features fail; they are generated only with
 ``FUZZ_KNOWN_BUGS=1`` (look for "bug:" below): fusestatic (not applied: bodies, their
 inertia and total mass differ, and with settotalmass, boundinertia, boundmass or
 inertiafromgeom="true" the dynamics too; meanwhile fusestatic models are compared on
-joints and dynamics only, see compare_fused); meshes that only MuJoCo reads.
+joints and dynamics only, see compare_fused).
 
 The committed run is deterministic (``derandomize``) and takes about 30 s. To hunt for
 bugs, run it long and random: ``FUZZ_EXAMPLES=5000 FUZZ_SEED=1 python -m pytest
@@ -229,6 +229,8 @@ class Generator:
                     del attrs["inertiafromgeom"]  # <inertial> of fused bodies
         if self.rarely(8):
             attrs["fitaabb"] = draw(st.sampled_from(("true", "false")))
+        if self.rarely(8):  # visual geoms (contype = conaffinity = 0) and their meshes
+            attrs["discardvisual"] = draw(st.sampled_from(("true", "false")))
         if self.rarely(6):
             attrs["autolimits"] = draw(st.sampled_from(("true", "false")))
             self.autolimits = attrs["autolimits"] == "true"
@@ -438,8 +440,6 @@ class Generator:
         if self.meshes and self.rarely(3):
             # a mesh geom, or a primitive fitted to the mesh
             kind = draw(st.sampled_from(("mesh",) + GEOM_TYPES))
-            if kind == "capsule" and not KNOWN_BUGS:
-                kind = "cylinder"  # a capsule fit can fail: see assets()
             attrs.update({"type": kind, "mesh": draw(st.sampled_from(self.meshes))})
             if kind != "mesh" and self.rarely(3):
                 attrs["fitscale"] = fmt(grid(draw, 5, 20, 10))
@@ -563,25 +563,16 @@ class Generator:
 
     def assets(self) -> El | None:
         """Now and then, meshes given by their vertices (MuJoCo takes their convex hull) and
-        sometimes faces.
-
-        Bug: treedyn reads a mesh only when it needs the inertia of a geom that uses it;
-        MuJoCo compiles every mesh and every geom, so a flat mesh, one whose faces turn
-        inconsistently under inertia="exact", or a capsule fitted to a mesh with a length
-        <= 0 (fitaabb), that is unused (or used only by world geoms or by geoms of a body
-        with an explicit <inertial>) is refused by MuJoCo and not by treedyn. Unless
-        FUZZ_KNOWN_BUGS=1, meshes are not flat, such faces keep their winding and no
-        capsule is fitted to a mesh."""
+        sometimes faces, some turned over; some flat. MuJoCo compiles every mesh and every
+        geom: a flat mesh, one whose faces turn inconsistently under inertia="exact", or a
+        capsule fitted to a mesh with a length <= 0 (fitaabb) is refused even where no
+        inertia needs it."""
         draw = self.draw
         if not self.rarely(4):
             return None
         asset = El("asset")
         for index in range(draw(st.integers(1, 2))):
             points = [vector(draw, -20, 20, 100) for _ in range(draw(st.integers(4, 10)))]
-            flat = np.linalg.matrix_rank(np.array(points[1:]) - points[0], tol=1e-9) < 3
-            if flat and not KNOWN_BUGS:  # see below
-                points += [[x + 0.2 * (i == j) for j, x in enumerate(points[0])]
-                           for i in range(3)]
             attrs = {"name": f"m{index}", "vertex": " ".join(fmt(*p) for p in points)}
             if draw(st.booleans()):
                 attrs["inertia"] = draw(st.sampled_from(("convex", "exact", "legacy", "shell")))
@@ -594,8 +585,7 @@ class Generator:
                     list(face) if np.cross(*(np.array(points)[face[1:]] - points[face[0]]))
                     @ normal[:3] > 0 else list(face[::-1])
                     for face, normal in zip(hull.simplices, hull.equations)]
-                if attrs.get("inertia") != "exact" or KNOWN_BUGS:
-                    faces = [face[::-1] if self.rarely(4) else face for face in faces]
+                faces = [face[::-1] if self.rarely(4) else face for face in faces]
                 if faces:
                     attrs["face"] = " ".join(str(i) for face in faces for i in face)
             if self.rarely(3):
