@@ -1739,7 +1739,7 @@ def _check_normals_and_texcoords(attrs: Attributes, vertices: int | None) -> Non
 def _check_hull(asset: MeshAsset) -> None:
     """Build the convex hull MuJoCo makes for collisions of a mesh that has faces."""
     try:
-        geo.convex_hull_faces(asset.vertices, asset.attrs.integer("maxhullvert", -1))
+        geo.check_hull(asset.vertices, asset.attrs.integer("maxhullvert", -1))
     except geo.GeometryError as error:
         raise asset.node.error(f'mesh "{asset.name}": {error} (a colliding mesh geom uses '
                                "it, and MuJoCo builds its convex hull)") from None

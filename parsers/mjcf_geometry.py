@@ -529,6 +529,20 @@ def convex_hull_faces(points: np.ndarray, max_vertices: int = -1) -> np.ndarray:
     return faces
 
 
+def check_hull(points: np.ndarray, max_vertices: int = -1) -> None:
+    """Raise GeometryError where MuJoCo cannot build the convex hull of ``points``.
+
+    MuJoCo's own test (:func:`_check_spread`), then qhull itself, unless the points are
+    plainly 3-D (their smallest spread at least 1e-6 of the largest), which qhull never
+    refuses: so most models need not load scipy.
+    """
+    _check_spread(points)
+    centered = points - points.mean(axis=0)
+    spread = np.linalg.eigvalsh(centered.T @ centered)
+    if not spread[0] > 1e-12 * spread[2]:
+        convex_hull_faces(points, max_vertices)
+
+
 def _check_spread(points: np.ndarray) -> None:
     """MuJoCo's test before qhull: the points must span 3D (tolerances ``MINVAL``).
 
