@@ -179,6 +179,10 @@ PASSIVE_FLAGS = {"stiffness": ("spring",), "damping": ("damper",),
 SWITCHES = ("gravity", "spring", "damper", "frictionloss")  # the <flag>s the parser reads
 MAX_DEPTH = 500  # levels of nested elements in one file, its root being 1: MuJoCo's limit
 MAX_TOTAL_DEPTH = 1000  # levels in the whole document, includes expanded: dyn's own limit
+# attributes by which elements (sensors, equality, exclude, actuators, cameras, lights,
+# skins, flexes) refer to bodies by name; objname/refname do when objtype/reftype is a body
+BODY_REFERENCES = ("body", "body1", "body2", "subtree1", "subtree2", "target")
+FREE_PROBLEM = "a free joint is allowed only in a child of the world body (a top-level body)"
 DEPTH_PROBLEM = f"elements nested more than {MAX_DEPTH} deep (MuJoCo's XML reader refuses such files too)"
 
 
@@ -617,6 +621,10 @@ class BodyBuild:
     own_pose: Pose  # from the body's own attributes (MuJoCo's placeholder inertial frame)
     name: str = ""
     mocap: bool = False
+    gravcomp: float = 0.0
+    fuse: bool = True  # the body's fuse attribute is not "false"
+    keeps_forces: bool = False  # a sleep policy or a plugin, which fusing would drop
+    sites: list[str] = field(default_factory=list)  # names of its sites (for sensors)
     joints: list[JointBuild] = field(default_factory=list)
     geoms: list[tuple[Attributes, Pose | None]] = field(default_factory=list)
     inertial: Inertial | None = None  # explicit <inertial>
@@ -628,6 +636,7 @@ class BodyBuild:
     inertia: Inertial | None = None  # compiled
     uses_inertial: bool = False  # the compiled inertia is the explicit <inertial>'s
     inertia_from_geoms: bool = False  # the compiled inertia is its geoms'
+    bounds_changed: bool = False  # boundmass/boundinertia/balanceinertia changed it
     # Pose of the link frame in the body frame (alignfree moves it to the inertial frame).
     link_offset: Pose = IDENTITY_POSE
 
@@ -675,6 +684,7 @@ class _Builder:
         self.defaults = Defaults()
         self.gravity = np.array(GRAVITY)
         self.disabled: set[str] = set()  # SWITCHES a <flag ...="disable"> turned off
+        self.fluid = False  # <option> density or viscosity is not zero
         self.ignored: Counter[str] = Counter()
         self.meshes: dict[str, MeshAsset] = {}
         self.hfields: dict[str, np.ndarray] = {}
@@ -723,11 +733,14 @@ class _Builder:
             if id(attrs) not in self.discarded:
                 _GeomCompiler(self, attrs).validate()
         self.names.check_final(("geom", "site", "camera", "light"))
-        self._name_bodies_and_joints()
+        self._name_joints()
         self._actuator_armature(sections["tendon"], sections["actuator"])
         self._check_references(sections)
         for body in self.bodies[1:]:
             body.inertia = self._body_inertia(body)
+        if self.compiler.fusestatic:
+            self._fuse_static()
+        self._name_bodies()
         self._check_moving_bodies()
         self._scale_total_mass()
         return self._description()
@@ -736,6 +749,8 @@ class _Builder:
         """``gravity``, and the ``<flag>`` :data:`SWITCHES` (the last one given wins)."""
         attrs = own_attributes(node)
         self.gravity = attrs.numbers("gravity", 3, self.gravity)
+        if attrs.has("density") or attrs.has("viscosity"):
+            self.fluid = attrs.number("density", 0.0) != 0 or attrs.number("viscosity", 0.0) != 0
         self._count_passive("option", attrs, ("density", "viscosity"))
         for child in node.children:
             if child.tag == "flag":
@@ -859,6 +874,9 @@ class _Builder:
                     self._register(tag, child)
                 if tag == "site":
                     self._check_assets(element_class.resolve("site", child), child)
+                    if child.get("name"):
+                        body.sites.append(self._named(child.get("name")))
+                body.keeps_forces |= tag == "plugin"
             elif tag in UNSUPPORTED_BODY_ELEMENTS:
                 raise child.error(f"<{tag}> is not supported")
             else:
@@ -933,7 +951,10 @@ class _Builder:
         pose = geo.compose(frame, own_pose) if frame is not None else own_pose
         body = BodyBuild(node, len(self.bodies), parent, pose, own_pose,
                          name=self._register("body", node),
-                         mocap=attrs.boolean("mocap", False))
+                         mocap=attrs.boolean("mocap", False),
+                         gravcomp=attrs.number("gravcomp", 0.0),
+                         fuse=attrs.keyword("fuse", ("false", "auto"), "auto") == "auto",
+                         keeps_forces=attrs.text("sleep", "auto") != "auto")
         self._count_passive("body", attrs, ("gravcomp",))
         self.bodies.append(body)
         parent.children.append(body)
@@ -1032,9 +1053,8 @@ class _Builder:
             free = body.joints[kinds.index("free")]
             if len(kinds) > 1:
                 raise free.node.error("a free joint must be the only joint of its body")
-            if body.parent.id != 0:
-                raise free.node.error("a free joint is allowed only in a child of the world "
-                                      "body (a top-level body)")
+            if body.parent.id != 0 and not self.compiler.fusestatic:
+                raise free.node.error(FREE_PROBLEM)
         dofs = sum({"free": 6, "ball": 3}.get(kind, 1) for kind in kinds)
         if dofs > 6:
             raise body.node.error(f"body has {dofs} degrees of freedom; at most 6 are allowed")
@@ -1078,16 +1098,22 @@ class _Builder:
 
     # -- names --
 
-    def _name_bodies_and_joints(self) -> None:
-        """MuJoCo names, unique per kind; unnamed ones get ``body<id>`` / ``joint<id>``."""
-        self._unique_names([(b.name, b) for b in self.bodies[1:]], "body",
-                           reserved={WORLD: self.bodies[0]})
+    def _name_joints(self) -> None:
+        """MuJoCo names, unique per kind; unnamed joints get ``joint<id>``. Body names are
+        checked here, before fusestatic removes bodies, and completed by _name_bodies."""
+        self._repeated_names([(b.name, b) for b in self.bodies[1:]], "body",
+                             reserved={WORLD: self.bodies[0]})
         joints = [joint for body in self.bodies for joint in body.joints]
         self._unique_names([(j.name, j) for j in joints], "joint", reserved={})
 
+    def _name_bodies(self) -> None:
+        """Unnamed bodies get ``body<id>`` with their compiled (after fusestatic) ids."""
+        self._unique_names([(b.name, b) for b in self.bodies[1:]], "body",
+                           reserved={WORLD: self.bodies[0]})
+
     @staticmethod
-    def _unique_names(items, prefix: str, reserved: dict) -> None:
-        """Check named items are unique, then name the unnamed ``<prefix><id>`` (+ ``_``)."""
+    def _repeated_names(items, prefix: str, reserved: dict) -> dict:
+        """The named items by name (over ``reserved``); ParseError for a repeated name."""
         taken = dict(reserved)
         for name, item in items:
             if not name:
@@ -1098,6 +1124,12 @@ class _Builder:
                 raise item.node.error(f'repeated {prefix} name "{name}"'
                                       + (f" (first at line {line})" if line else ""))
             taken[name] = item
+        return taken
+
+    @classmethod
+    def _unique_names(cls, items, prefix: str, reserved: dict) -> None:
+        """Check named items are unique, then name the unnamed ``<prefix><id>`` (+ ``_``)."""
+        taken = cls._repeated_names(items, prefix, reserved)
         for index, (name, item) in enumerate(items, start=1 if prefix == "body" else 0):
             if name:
                 continue
@@ -1226,6 +1258,7 @@ class _Builder:
                                       "violate A + B >= C (compiler balanceinertia averages "
                                       "them)")
             moments = np.full(3, moments.sum() / 3)
+        body.bounds_changed = bool(mass != inertial.mass or np.any(moments != inertial.moments))
         return Inertial(mass, inertial.pos, inertial.quat, moments)
 
     def _geom_inertial(self, body: BodyBuild, attrs: Attributes, frame: Pose | None,
@@ -1252,6 +1285,120 @@ class _Builder:
             return part
         pos, quat = geo.compose(frame, (part.pos, part.quat))
         return Inertial(part.mass, pos, quat, part.moments)
+
+    # -- fusestatic --
+
+    def _fuse_static(self) -> None:
+        """compiler fusestatic: merge each static body into its parent, as MuJoCo 4 does.
+
+        Bodies are visited depth-first in document order (parents first); a body without
+        joints that may be fused (see :meth:`_fusable`) is replaced by its contents: its
+        child bodies, geoms and sites move to its parent, posed through it. Its compiled
+        inertia (boundmass and boundinertia applied) is added to the parent's, unless its
+        mass is below MINVAL; an inertia whose smallest principal moment is below EPS (two
+        point masses, a point mass alone) is refused, as MuJoCo refuses it. With
+        ``inertiafromgeom="true"`` the parent's inertia is computed again from all its geoms
+        instead, so that the <inertial> of the fused body is dropped. Mass fused into the
+        world is dropped (the world has no inertia). The remaining bodies are renumbered.
+        """
+        referenced, force_sites = self._fusion_references()
+        remaining = [self.bodies[0]]
+        fused: dict[int, tuple[BodyBuild, Pose]] = {}  # body id -> (its host, pose there)
+        for body in self.bodies[1:]:
+            if body.parent.id in fused:
+                host, outer = fused[body.parent.id]
+                body.parent, body.pose = host, geo.compose(outer, body.pose)
+            if not self._fusable(body, referenced, force_sites):
+                remaining.append(body)
+                continue
+            fused[body.id] = (body.parent, body.pose)
+            self._merge(body.parent, body)
+        for body in remaining:
+            body.children = []
+        for index, body in enumerate(remaining):
+            body.id = index
+            if index:
+                body.parent.children.append(body)
+                if body.joints and body.joints[0].kind == "free" and body.parent.id != 0:
+                    raise body.joints[0].node.error(FREE_PROBLEM)
+        self.bodies = remaining
+
+    def _fusable(self, body: BodyBuild, referenced: set[str], force_sites: set[str]) -> bool:
+        """Whether MuJoCo fuses this body into its (current) parent.
+
+        Kept: bodies with joints, mocap bodies, ``fuse="false"``, a name that another element
+        refers to, a site of a force or torque sensor, a plugin or a sleep policy. Under a
+        parent other than the world also: a body with mass whose gravcomp differs from the
+        parent's; in a fluid (option density or viscosity), a body with mass or with an
+        ellipsoid-fluid geom; with ``inertiafromgeom="true"``, a body with mass when the
+        bounds (boundmass, boundinertia, balanceinertia) changed its inertia or its
+        parent's, which the geoms of both in one body would not give.
+        """
+        if body.joints or body.mocap or not body.fuse or body.keeps_forces:
+            return False
+        if body.name in referenced or any(site in force_sites for site in body.sites):
+            return False
+        host = body.parent
+        if host.id == 0:
+            return True
+        massive = body.inertia.mass >= geo.MINVAL
+        if massive and body.gravcomp != host.gravcomp:
+            return False
+        if self.fluid and (massive or any(attrs.text("fluidshape") == "ellipsoid"
+                                          for attrs, _frame in body.geoms)):
+            return False
+        if self.compiler.inertiafromgeom == "true" and massive and (
+                body.bounds_changed or host.bounds_changed):
+            return False
+        return True
+
+    def _merge(self, host: BodyBuild, body: BodyBuild) -> None:
+        """Move ``body`` (posed in ``host`` by ``body.pose``) into ``host``: geoms, sites and
+        inertia."""
+        pose = body.pose
+        host.geoms.extend((attrs, geo.compose(pose, frame) if frame is not None else pose)
+                          for attrs, frame in body.geoms)
+        host.sites.extend(body.sites)
+        if host.id == 0:
+            return
+        if self.compiler.inertiafromgeom == "true":
+            host.inertia = self._body_inertia(host)
+            return
+        if body.inertia.mass < geo.MINVAL:
+            return
+        parts = [host.inertia.properties(), body.inertia.properties().placed(pose)]
+        total = geo.combine(parts)
+        moments, quat = _principal(total.inertia)
+        if moments[2] < geo.EPS:
+            raise body.node.error(
+                "fusestatic adds this static body's mass to its parent's, which gives an "
+                f"inertia with principal moments {float(moments[0]):g}, "
+                f"{float(moments[1]):g}, {float(moments[2]):g} (point or rod masses): "
+                "MuJoCo refuses it (give the bodies inertia, or set fuse=\"false\")")
+        host.inertia_from_geoms = body.inertia_from_geoms and (
+            host.inertia_from_geoms or host.inertia.mass < geo.MINVAL)
+        host.uses_inertial = False
+        host.inertia = Inertial(total.mass, total.com, quat, moments)
+
+    def _fusion_references(self) -> tuple[set[str], set[str]]:
+        """(body names other elements refer to, site names of force and torque sensors)."""
+        bodies: set[str] = set()
+        sites: set[str] = set()
+        stack = [self.root]
+        while stack:
+            node = stack.pop()
+            stack.extend(node.children)
+            attrib = node.element.attrib
+            for key in BODY_REFERENCES:
+                bodies.update(attrib.get(key, "").split())
+            if attrib.get("objtype") in ("body", "xbody"):
+                bodies.add(attrib.get("objname", ""))
+            if attrib.get("reftype") in ("body", "xbody"):
+                bodies.add(attrib.get("refname", ""))
+            if node.tag in ("force", "torque"):
+                sites.add(attrib.get("site", ""))
+        bodies.discard("")
+        return bodies, sites
 
     def _check_moving_bodies(self) -> None:
         """MuJoCo: a body with joints needs mass and inertia, itself or in a welded descendant."""
@@ -1373,19 +1520,14 @@ class _Builder:
     def _align_free(self, body: BodyBuild) -> None:
         """alignfree: a childless free body's frame becomes its inertial frame.
 
-        With ``fusestatic``, MuJoCo first fuses welded children into the body and then
-        aligns it on the fused inertia; that is refused rather than computed differently.
+        With ``fusestatic`` the body's fused children are gone by then, so it is aligned on
+        the fused inertia, as in MuJoCo.
         """
         if len(body.joints) != 1 or body.joints[0].kind != "free":
             return
         align = body.joints[0].align
         if align == "false" or (align == "auto" and not self.compiler.alignfree):
             return
-        if body.children and self.compiler.fusestatic and _all_welded(body.children):
-            raise body.node.error("alignfree on a free body whose welded child bodies "
-                                  "fusestatic merges into it is not supported (MuJoCo aligns "
-                                  "it on the fused inertia); set fusestatic=\"false\" or "
-                                  "align=\"false\"")
         if body.children:
             return
         inertia = body.inertia
@@ -1811,12 +1953,6 @@ def _placed(shape: Shape, pose: Pose) -> Shape:
 def _principal(inertia: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """(moments in decreasing order (3,), quat of the principal axes), as MuJoCo finds them."""
     return geo.principal_axes(inertia, geo.BODY_TOLERANCE)
-
-
-def _all_welded(bodies: list[BodyBuild]) -> bool:
-    """Whether these bodies and all their descendants have no joints and are not mocap."""
-    return all(not body.joints and not body.mocap and _all_welded(body.children)
-               for body in bodies)
 
 
 def _inertial_of(parts: list[Inertial]) -> Inertial:

@@ -5,9 +5,10 @@ and Jaco) and every fixture in ``fixtures/mjcf``:
 
 * structure: nq, nv, joint names, joint order and joint types equal MuJoCo's; the neutral
   q equals ``qpos0``; position limits equal ``jnt_range`` of limited hinges and slides;
-* inertia: every body's mass, centre of mass and rotational inertia equal MuJoCo's
-  ``body_mass``, ``body_ipos`` and ``body_iquat``/``body_inertia`` (relative 1e-9), and the
-  total mass equals ``sum(body_mass)``;
+* inertia: the bodies are MuJoCo's, with its ids and names; every body's mass, centre of
+  mass and rotational inertia equal MuJoCo's ``body_mass``, ``body_ipos`` and
+  ``body_iquat``/``body_inertia`` (relative 1e-9), and the total mass equals
+  ``sum(body_mass)``;
 * dynamics, at random states (unit quaternions for free and ball joints, hinges and
   slides within their limits, normal velocities and accelerations): M equals
   ``mj_fullM`` after ``mj_forward``; RNEA equals ``M a + qfrc_bias``; ABA recovers a.
@@ -99,6 +100,9 @@ def check_structure(m, model) -> None:
 
 
 def check_inertia(m, description, model) -> None:
+    bodies = [mujoco.mj_id2name(m, mujoco.mjtObj.mjOBJ_BODY, i) or f"body{i}"
+              for i in range(m.nbody)]
+    assert [link.name for link in description.links if not link.body] == bodies
     links = {link.name: link for link in description.links}
     for i in range(1, m.nbody):
         name = mujoco.mj_id2name(m, mujoco.mjtObj.mjOBJ_BODY, i) or f"body{i}"
@@ -472,12 +476,11 @@ INVALID = {
         'size="0 1 1" contype="0" conaffinity="0"/>\n<body>\n<joint/><geom size="1" '
         'contype="0" conaffinity="0"/>\n</body>\n</worldbody>\n</mujoco>\n', 4, "geom",
         "size[0] must be positive for a box", True),
-    # MuJoCo fuses the welded child first and aligns the body on the fused inertia
-    "alignfree after fusestatic": ('<mujoco>\n<compiler fusestatic="true" alignfree="true"/>\n'
-                                   '<worldbody>\n<body name="f">\n<freejoint/><geom size="1" '
-                                   'pos="1 0 0"/>\n<body><geom size="0.5" pos="0 1 0"/></body>'
-                                   '\n</body>\n</worldbody>\n</mujoco>\n', 4, 'body name="f"',
-                                   "fusestatic merges into it is not supported", False),
+    # fusestatic adds a point mass (boundmass) to a massless parent: a singular inertia
+    "fused point masses": ('<mujoco>\n<compiler fusestatic="true" boundmass="0.2"/>\n'
+                           '<worldbody>\n<body>\n<joint type="slide"/>\n<body pos="0.3 0 0"/>'
+                           '\n</body>\n</worldbody>\n</mujoco>\n', 6, "body",
+                           "MuJoCo refuses it", True),
     "repeated joint name": (BODY.format('<joint name="j"/><joint name="j"/><geom size="1"/>'), 4,
                             'joint name="j"', 'repeated joint name "j"', True),
     "unknown element": (BODY.format('<joint/><geom size="1"/><sprocket/>'), 4, "sprocket",
@@ -679,6 +682,86 @@ def test_a_face_attribute_on_a_mesh_file_with_faces_is_refused(tmp_path):
     assert "the mesh file has faces already" in caught.value.problem
     with pytest.raises(ValueError, match="repeated face"):
         mujoco.MjModel.from_xml_path(path)
+
+
+# -- fusestatic ---------------------------------------------------------------------------
+
+HINGE = '<joint axis="0 1 0"/>'
+BALL = '<geom size="0.1" mass="1"/>'
+
+# name -> (compiler attributes besides fusestatic, worldbody, sections after it); MuJoCo's
+# compiled bodies (ids, names, inertias, total mass) must be treedyn's
+FUSED = {
+    # a static child of the world is dropped with its mass; unnamed bodies take the ids left
+    "world and sibling": ("", '<body pos="0 0 1"><geom size="0.1"/></body><body>' + HINGE
+                          + '<geom size="0.1"/><body pos="0.3 0 0"><geom size="0.1"/></body>'
+                          '<body pos="0 0 -0.3"><joint axis="1 0 0"/><geom size="0.1"/></body>'
+                          '</body>', ""),
+    # settotalmass scales after fusing: the mass fused into the world does not count
+    "settotalmass": ('settotalmass="2"', '<body>' + BALL + '</body><body>' + HINGE
+                     + '<geom size="0.1" mass="1" pos="0 0 -0.5"/></body>', ""),
+    # a massless static body adds nothing, not even its inertia or its boundinertia
+    "zero mass": ("", '<body>' + HINGE + BALL + '<body pos="0 0 -0.5"><inertial pos="0 0 0" '
+                  'mass="0" diaginertia="0.01 0.01 0.01"/></body></body>', ""),
+    "boundinertia": ('boundinertia="0.01"', '<body>' + HINGE + BALL
+                     + '<body pos="0 0 -0.5"/></body>', ""),
+    # the parent's inertia comes from all the geoms: the fused body's <inertial> is dropped
+    "inertiafromgeom true": ('inertiafromgeom="true"', '<body>' + HINGE + BALL
+                             + '<body><inertial pos="0 0 -0.5" mass="2"/></body></body>', ""),
+    # ... unless the bounds changed an inertia: then the body is kept
+    "inertiafromgeom true, bounded": ('inertiafromgeom="true" boundinertia="0.01"', '<body>'
+                                      + HINGE + BALL + '<body pos="0.3 0 0"><inertial pos="0 0 0" '
+                                      'mass="1" diaginertia="1 1 1"/></body></body>', ""),
+    # compiled inertias are added: boundmass, and the placeholder frame of a body without
+    # inertia (its own pos, seen from its frame)
+    "boundmass placeholder": ('boundmass="0.5" boundinertia="0.01"', '<body>' + HINGE + BALL
+                              + '<frame pos="0 0 1"><body pos="0.3 0 0"/></frame></body>', ""),
+    # bodies are added to the parent one by one, parents first
+    "point masses": ("", '<body>' + HINGE + BALL + '<body pos="0.3 0 0"><inertial pos="0 0 0" '
+                     'mass="1"/><body pos="0 0.3 0"><inertial pos="0 0 0" mass="1"/></body>'
+                     '</body></body>', ""),
+    "explicit parent": ("", '<body euler="10 20 30">' + HINGE + '<inertial pos="0.1 0 0" '
+                        'mass="2" diaginertia="0.1 0.2 0.25"/><geom size="0.1"/><body '
+                        'pos="0.2 0.1 0" euler="0 90 0"><geom type="box" size="0.1 0.2 0.3" '
+                        'pos="0 0.1 0"/><body pos="0 0 0.2"><geom type="capsule" '
+                        'size="0.05 0.2"/></body></body></body>', ""),
+    # kept: referenced, force sensor site, fuse="false", another gravcomp, a fluid, mocap
+    "kept bodies": ("", '<body mocap="true"><geom size="0.1"/><body pos="1 0 0"><geom '
+                    'size="0.1"/></body></body><body name="p">' + HINGE + BALL
+                    + '<camera mode="targetbody" target="c"/>'
+                    '<body name="a" pos="1 0 0">' + BALL + '</body><body name="b" pos="0 1 0">'
+                    + BALL + '</body><body name="c" pos="0 0 1">' + BALL + '</body>'
+                    '<body name="d" pos="1 1 0">' + BALL + '<site name="s"/></body>'
+                    '<body fuse="false" pos="1 0 1">' + BALL + '</body>'
+                    '<body gravcomp="1" pos="0 1 1">' + BALL + '</body>'
+                    '<body gravcomp="1" pos="0 1 1"/><body name="e" pos="2 0 0">' + BALL
+                    + '</body></body>',
+                    '<contact><exclude body1="p" body2="a"/></contact><sensor><subtreecom '
+                    'body="b"/><force site="s"/></sensor>'),
+    "fluid": ("", '<body>' + HINGE + BALL + '<body pos="1 0 0">' + BALL + '</body><body '
+              'pos="0 1 0"/></body>', ""),
+    # a free body under a static child of the world is a top-level body once that is fused
+    "free joint under a static body": ("", '<body pos="0 0 1"><geom size="0.1"/><body '
+                                       'pos="1 0 0"><freejoint/><geom size="0.1"/><body '
+                                       'pos="0 0 0.2"><geom size="0.1" pos="0 0.1 0"/></body>'
+                                       '</body></body>', ""),
+    # alignfree aligns a free body on its fused inertia
+    "alignfree": ('alignfree="true"', '<body name="f"><freejoint/><geom size="1" pos="1 0 0"/>'
+                  '<body><geom size="0.5" pos="0 1 0"/></body></body>', ""),
+    # the name of a fused body is free again for an unnamed body's body<id>
+    "names": ("", '<body name="body2">' + BALL + '</body><body>' + HINGE + BALL + '<body '
+              'name="body1" pos="1 0 0">' + BALL + '</body><body pos="0 1 0">' + HINGE + BALL
+              + '</body></body>', ""),
+}
+
+
+@pytest.mark.parametrize("name", list(FUSED))
+def test_fusestatic_matches_mujoco(name, tmp_path):
+    compiler, worldbody, sections = FUSED[name]
+    option = '<option density="1.2"/>' if name == "fluid" else ""
+    path = write(tmp_path / "model.xml", f'<mujoco><compiler fusestatic="true" {compiler}/>'
+                 f'{option}<worldbody>{worldbody}</worldbody>{sections}</mujoco>')
+    compare_with_mujoco(path)
 
 
 def mujoco_schema() -> dict[str, tuple[frozenset, bool]]:
