@@ -17,8 +17,9 @@ Compiler and option
 ``angle`` (degrees by default: euler, axisangle, hinge ref and hinge/ball range),
 ``eulerseq``, ``autolimits``, ``inertiafromgeom`` (false/true/auto), ``inertiagrouprange``,
 ``boundmass``, ``boundinertia``, ``balanceinertia``, ``settotalmass``, ``alignfree``,
-``fitaabb``, ``discardvisual``, ``strippath``, ``meshdir``/``assetdir``. ``<option
-gravity>`` (default 0 0 -9.81); ``<flag gravity="disable">`` makes it zero.
+``fusestatic``, ``fitaabb``, ``discardvisual``, ``strippath``, ``meshdir``/``assetdir``.
+``<option gravity>`` (default 0 0 -9.81); ``<flag gravity="disable">`` makes it zero;
+``<option density viscosity>`` only decide which static bodies ``fusestatic`` keeps.
 
 Defaults
 --------
@@ -92,9 +93,11 @@ Inertia
   averages them. A body without any inertia takes MuJoCo's placeholder inertial frame
   (its own ``pos``/orientation). A moving body needs mass and inertia (itself or a welded
   descendant). ``settotalmass`` then scales all masses and inertias; ``alignfree`` (or
-  ``<freejoint align>``) moves a childless free body's frame to its inertial frame (with
-  ``fusestatic``, a free body whose child bodies are all welded, which MuJoCo aligns after
-  fusing them, is refused).
+  ``<freejoint align>``) moves a childless free body's frame to its inertial frame.
+* ``fusestatic`` merges static bodies into their parents after the bodies' inertias are
+  compiled and before the names ``body<id>``, the moving-body check, ``settotalmass`` and
+  ``alignfree`` (see :meth:`_Builder._fuse_static` for MuJoCo's rules), so the bodies,
+  their ids and inertias are MuJoCo's. A fused body's geoms join its parent's link.
 
 Geometry
 --------
