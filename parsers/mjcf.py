@@ -640,6 +640,8 @@ class BodyBuild:
     uses_inertial: bool = False  # the compiled inertia is the explicit <inertial>'s
     inertia_from_geoms: bool = False  # the compiled inertia is its geoms'
     bounds_changed: bool = False  # boundmass/boundinertia/balanceinertia changed it
+    # inertiafromgeom="true" and fusestatic: the sum of its inertia and the fused bodies'
+    fused_sum: Inertial | None = None
     # Pose of the link frame in the body frame (alignfree moves it to the inertial frame).
     link_offset: Pose = IDENTITY_POSE
 
@@ -1333,9 +1335,9 @@ class _Builder:
         refers to, a site of a force or torque sensor, a plugin or a sleep policy. Under a
         parent other than the world also: a body with mass whose gravcomp differs from the
         parent's; in a fluid (option density or viscosity), a body with mass or with an
-        ellipsoid-fluid geom; with ``inertiafromgeom="true"``, a body with mass when the
-        bounds (boundmass, boundinertia, balanceinertia) changed its inertia or its
-        parent's, which the geoms of both in one body would not give.
+        ellipsoid-fluid geom; with ``inertiafromgeom="true"``, a body with mass or geoms
+        when the bounds (boundmass, boundinertia, balanceinertia) changed its inertia or
+        its parent's, which the geoms of both in one body would not give.
         """
         if body.joints or body.mocap or not body.fuse or body.keeps_forces:
             return False
@@ -1350,38 +1352,47 @@ class _Builder:
         if self.fluid and (massive or any(attrs.text("fluidshape") == "ellipsoid"
                                           for attrs, _frame in body.geoms)):
             return False
-        if self.compiler.inertiafromgeom == "true" and massive and (
+        if self.compiler.inertiafromgeom == "true" and (massive or body.geoms) and (
                 body.bounds_changed or host.bounds_changed):
             return False
         return True
 
     def _merge(self, host: BodyBuild, body: BodyBuild) -> None:
         """Move ``body`` (posed in ``host`` by ``body.pose``) into ``host``: geoms, sites and
-        inertia."""
+        inertia.
+
+        MuJoCo adds the body's compiled inertia to the sum of the host's and of the bodies
+        fused into it so far, and refuses a sum without inertia, also with
+        ``inertiafromgeom="true"``, where the host's inertia is then that of all its geoms
+        (its own <inertial> without any) and the sum only serves that check.
+        """
         pose = body.pose
         host.geoms.extend((attrs, geo.compose(pose, frame) if frame is not None else pose)
                           for attrs, frame in body.geoms)
         host.sites.extend(body.sites)
         if host.id == 0:
             return
+        base = host.fused_sum or host.inertia
+        total = base
+        if body.inertia.mass >= geo.MINVAL:
+            props = geo.combine([base.properties(), body.inertia.properties().placed(pose)])
+            moments, quat = _principal(props.inertia)
+            if moments[2] < geo.EPS:
+                raise body.node.error(
+                    "fusestatic adds this static body's mass to its parent's, which gives an "
+                    f"inertia with principal moments {float(moments[0]):g}, "
+                    f"{float(moments[1]):g}, {float(moments[2]):g} (point or rod masses): "
+                    "MuJoCo refuses it (give the bodies inertia, or set fuse=\"false\")")
+            total = Inertial(props.mass, props.com, quat, moments)
+            if self.compiler.inertiafromgeom != "true":
+                host.inertia_from_geoms = body.inertia_from_geoms and (
+                    host.inertia_from_geoms or base.mass < geo.MINVAL)
+                host.uses_inertial = False
         if self.compiler.inertiafromgeom == "true":
+            host.fused_sum = total
             host.inertia = self._body_inertia(host)
-            return
-        if body.inertia.mass < geo.MINVAL:
-            return
-        parts = [host.inertia.properties(), body.inertia.properties().placed(pose)]
-        total = geo.combine(parts)
-        moments, quat = _principal(total.inertia)
-        if moments[2] < geo.EPS:
-            raise body.node.error(
-                "fusestatic adds this static body's mass to its parent's, which gives an "
-                f"inertia with principal moments {float(moments[0]):g}, "
-                f"{float(moments[1]):g}, {float(moments[2]):g} (point or rod masses): "
-                "MuJoCo refuses it (give the bodies inertia, or set fuse=\"false\")")
-        host.inertia_from_geoms = body.inertia_from_geoms and (
-            host.inertia_from_geoms or host.inertia.mass < geo.MINVAL)
-        host.uses_inertial = False
-        host.inertia = Inertial(total.mass, total.com, quat, moments)
+        else:
+            host.inertia = total
 
     def _fusion_references(self) -> tuple[set[str], set[str]]:
         """(body names other elements refer to, site names of force and torque sensors)."""

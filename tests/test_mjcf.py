@@ -481,6 +481,11 @@ INVALID = {
                            '<worldbody>\n<body>\n<joint type="slide"/>\n<body pos="0.3 0 0"/>'
                            '\n</body>\n</worldbody>\n</mujoco>\n', 6, "body",
                            "MuJoCo refuses it", True),
+    "fused point masses, inertiafromgeom true": (
+        '<mujoco>\n<compiler fusestatic="true" inertiafromgeom="true"/>\n<worldbody>\n'
+        '<body>\n<joint/><inertial pos="0 0 0" mass="0.5" diaginertia="0 0 0"/>\n'
+        '<body name="p"><inertial pos="0 0 0" mass="1" diaginertia="0 0 0"/></body>\n</body>'
+        '\n</worldbody>\n</mujoco>\n', 6, 'body name="p"', "MuJoCo refuses it", True),
     "repeated joint name": (BODY.format('<joint name="j"/><joint name="j"/><geom size="1"/>'), 4,
                             'joint name="j"', 'repeated joint name "j"', True),
     "unknown element": (BODY.format('<joint/><geom size="1"/><sprocket/>'), 4, "sprocket",
@@ -712,6 +717,17 @@ FUSED = {
     "inertiafromgeom true, bounded": ('inertiafromgeom="true" boundinertia="0.01"', '<body>'
                                       + HINGE + BALL + '<body pos="0.3 0 0"><inertial pos="0 0 0" '
                                       'mass="1" diaginertia="1 1 1"/></body></body>', ""),
+    # ... also a body with geoms but no mass (bounded), not one without either
+    "inertiafromgeom true, massless": ('inertiafromgeom="true" boundinertia="0.01"', '<body>'
+                                       + HINGE + '<geom size="0.2" mass="1"/><body '
+                                       'pos="0.3 0 0"><geom size="0.1" mass="0"/></body><body '
+                                       'pos="0 0.3 0"><inertial pos="0 0 0" mass="0" '
+                                       'diaginertia="0 0 0"/></body></body>', ""),
+    # ... and the fused bodies' inertias are summed only to refuse a sum without inertia
+    "inertiafromgeom true, point mass": ('inertiafromgeom="true"', '<body>' + HINGE
+                                         + '<inertial pos="0 0 0" mass="0.5" diaginertia="0.1 '
+                                         '0.1 0.1"/><body pos="0.3 0 0"><inertial pos="0 0 0" '
+                                         'mass="1"/></body></body>', ""),
     # compiled inertias are added: boundmass, and the placeholder frame of a body without
     # inertia (its own pos, seen from its frame)
     "boundmass placeholder": ('boundmass="0.5" boundinertia="0.01"', '<body>' + HINGE + BALL
