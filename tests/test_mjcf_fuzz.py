@@ -13,11 +13,11 @@ vertices (and faces) in the four inertia modes with scale/refpos/refquat/maxhull
 mesh geoms and fitted primitives (fitscale, fitaabb); ``<inertial>`` with diaginertia and
 an orientation or fullinertia; inertiafromgeom, inertiagrouprange, boundmass, boundinertia,
 balanceinertia, settotalmass, alignfree, fusestatic, discardvisual; welded bodies, bodies
-welded to the world, mocap bodies, world geoms and planes; joint, actuator (gear) and
-single-joint tendon armature, with tendons and actuators on joints inside ``<replicate>``
-(MuJoCo copies them), unnamed and repeated names, unknown or missing targets; ``<option
-gravity>`` and ``<flag gravity>``. Now and then it writes an invalid model on purpose (zero
-axes, a hinge after a ball, negative masses, ...).
+welded to the world, mocap bodies, body fuse and gravcomp, world geoms and planes; joint,
+actuator (gear) and single-joint tendon armature, with tendons and actuators on joints
+inside ``<replicate>`` (MuJoCo copies them), unnamed and repeated names, unknown or missing
+targets; ``<option gravity density viscosity>`` and ``<flag gravity>``. Now and then it
+writes an invalid model on purpose (zero axes, a hinge after a ball, negative masses, ...).
 
 * MuJoCo refuses a model: treedyn must raise ParseError too.
 * MuJoCo compiles it: treedyn must give MuJoCo's model, as test_mjcf.compare_with_mujoco
@@ -28,12 +28,6 @@ MuJoCo's 1e-6 of the body frame without being on it ("simple" bodies); ABA where
 alone could move the accelerations by 2e-13 (then the rest is compared: see
 aba_sensitivity); a fullinertia on the A + B >= C boundary; an aligned free body whose
 principal frame rounding decides (see ambiguous_alignment).
-
-Known treedyn bugs make some features fail; they are generated only with
-``FUZZ_KNOWN_BUGS=1`` (look for "bug:" below): fusestatic (not applied: bodies, their
-inertia and total mass differ, and with settotalmass, boundinertia, boundmass or
-inertiafromgeom="true" the dynamics too; meanwhile fusestatic models are compared on
-joints and dynamics only, see compare_fused).
 
 The committed run is deterministic (``derandomize``) and takes about 30 s. To hunt for
 bugs, run it long and random: ``FUZZ_EXAMPLES=5000 FUZZ_SEED=1 python -m pytest
@@ -54,10 +48,10 @@ from scipy.spatial import ConvexHull, QhullError
 mujoco = pytest.importorskip("mujoco")
 
 from test_mjcf import (  # noqa: E402
-    ENGINE_TYPES, TOL, check_inertia, check_structure, compare_with_mujoco, reference, states,
+    TOL, check_inertia, check_structure, compare_with_mujoco, reference, states,
     relative_error,
 )
-from treedyn.engine import aba, build_model, crba, rnea  # noqa: E402
+from treedyn.engine import build_model, crba, rnea  # noqa: E402
 from treedyn.parsers.errors import ParseError  # noqa: E402
 from treedyn.parsers.mjcf import parse_mjcf  # noqa: E402
 from treedyn.parsers.mjcf_geometry import (  # noqa: E402
@@ -67,10 +61,6 @@ from treedyn.parsers.mjcf_geometry import (  # noqa: E402
 EXAMPLES = int(os.environ.get("FUZZ_EXAMPLES", "450"))
 FUZZ_SEED = os.environ.get("FUZZ_SEED")
 SEED = 3  # of compare_with_mujoco's random states
-# FUZZ_KNOWN_BUGS=1: also generate, and check in full, what fails until these treedyn bugs
-# are fixed (each is marked "bug:" where the generator avoids it). Once they are, drop the
-# switch (KNOWN_BUGS always true) and compare_fused.
-KNOWN_BUGS = os.environ.get("FUZZ_KNOWN_BUGS") == "1"
 # ABA is compared at 1e-9 only where rounding tau and the bias cannot move a by more than
 # 2e-13 (relative): see aba_sensitivity (treedyn's ABA loses up to ~5e3 x that bound, a
 # dense solve of M far less)
@@ -217,16 +207,6 @@ class Generator:
             attrs["alignfree"] = draw(st.sampled_from(("true", "false")))
         if self.rarely(5):
             attrs["fusestatic"] = draw(st.sampled_from(("true", "false")))
-            if attrs["fusestatic"] == "true" and not KNOWN_BUGS:
-                # bug: treedyn does not fuse; MuJoCo drops massless static bodies (their
-                # boundinertia), scales settotalmass without the bodies fused into the
-                # world, with inertiafromgeom="true" drops the <inertial> of fused
-                # bodies, and refuses fused point masses (boundmass) whose inertia is
-                # singular (see compare_fused)
-                for key in ("settotalmass", "boundinertia", "boundmass"):
-                    attrs.pop(key, None)
-                if attrs.get("inertiafromgeom") == "true":  # MuJoCo then drops the
-                    del attrs["inertiafromgeom"]  # <inertial> of fused bodies
         if self.rarely(8):
             attrs["fitaabb"] = draw(st.sampled_from(("true", "false")))
         if self.rarely(8):  # visual geoms (contype = conaffinity = 0) and their meshes
@@ -244,6 +224,8 @@ class Generator:
             attrs["gravity"] = fmt(*vector(draw, -10, 10))
         if self.rarely(8):
             children.append(El("flag", {"gravity": "disable"}))
+        if self.rarely(12):  # a fluid: fusestatic keeps static bodies with mass
+            attrs[draw(st.sampled_from(("density", "viscosity")))] = "1.2"
         return El("option", attrs, children) if attrs or children else None
 
     # -- defaults --
@@ -492,6 +474,11 @@ class Generator:
         plan = self.joint_plan(top_level)
         if top_level and not plan and self.rarely(10):
             attrs["mocap"] = "true"
+        if self.rarely(12):  # fusestatic keeps fuse="false", and another gravcomp
+            if draw(st.booleans()):
+                attrs["fuse"] = draw(st.sampled_from(("false", "auto")))
+            else:
+                attrs["gravcomp"] = draw(st.sampled_from(("0", "0.5", "1")))
         # tokens in document order: joints (in plan order), geoms, inertial, child bodies
         tokens: list = [("joint", kind) for kind in plan]
         geoms = draw(st.sampled_from((0, 1, 1, 1, 2, 3) if plan else (0, 1, 2)))
@@ -708,24 +695,6 @@ def compare_without_aba(m, description, model, seed: int) -> None:
         assert relative_error(rnea(model, q, v, a), tau) <= TOL
 
 
-def compare_fused(m, model, seed: int, with_aba: bool) -> None:
-    """compare_with_mujoco without the body-level checks, for fusestatic models: treedyn
-    does not fuse static bodies (bug: MuJoCo's bodies, their ids, inertias and total mass
-    differ; the joints and the dynamics do not)."""
-    assert (model.nq, model.nv) == (m.nq, m.nv)
-    names = [mujoco.mj_id2name(m, mujoco.mjtObj.mjOBJ_JOINT, j) for j in range(m.njnt)]
-    assert list(model.joint_names) == [name or f"joint{j}" for j, name in enumerate(names)]
-    assert list(model.joint_types) == [ENGINE_TYPES[int(t)] for t in m.jnt_type]
-    assert list(model.idx_q) == list(m.jnt_qposadr)
-    assert list(model.idx_v) == list(m.jnt_dofadr)
-    np.testing.assert_allclose(model.q_neutral, m.qpos0, rtol=0, atol=1e-12)
-    for q, v, a, M, tau, _bias in states(m, model, seed):
-        assert relative_error(crba(model, q), M) <= TOL
-        assert relative_error(rnea(model, q, v, a), tau) <= TOL
-        if with_aba:
-            assert relative_error(aba(model, q, v, tau), a) <= TOL
-
-
 def on_triangle_boundary(description) -> bool:
     """Whether a body's compiled principal moments satisfy A + B >= C only within
     rounding (1e-12 relative): MuJoCo's eigenvalues of such an inertia may break it by an
@@ -773,7 +742,7 @@ def ambiguous_alignment(text: str, directory: str) -> bool:
 def check_document(text: str, directory: str) -> str:
     """Compare one document: "refused" (both refuse it), "skipped" (a documented or
     rounding-level difference), "compared", "no ABA" (compared without ABA: see
-    aba_sensitivity) or "fused" (see compare_fused)."""
+    aba_sensitivity)."""
     path = os.path.join(directory, "model.xml")
     with open(path, "w") as stream:
         stream.write(text)
@@ -792,13 +761,9 @@ def check_document(text: str, directory: str) -> str:
         with pytest.raises(ParseError):
             parse_mjcf(path)
         return "refused"
-    fused = 'fusestatic="true"' in text
     try:
         description = parse_mjcf(path)
     except ParseError as error:
-        # refused by design: alignfree on a free body that fusestatic fuses children into
-        if fused and "alignfree" in error.problem:
-            return "refused"
         # refused by design: armature on a tendon over several joints
         if "spans several joints" in error.problem:
             return "refused"
@@ -811,9 +776,6 @@ def check_document(text: str, directory: str) -> str:
         # rounding moves them by up to ~1e-11): a rounding-level difference
         return "skipped"
     with_aba = not m.nv or aba_sensitivity(m, model, SEED) <= MAX_SENSITIVITY
-    if fused and not KNOWN_BUGS:
-        compare_fused(m, model, SEED, with_aba)
-        return "fused"
     if not with_aba:
         compare_without_aba(m, description, model, SEED)
         return "no ABA"
