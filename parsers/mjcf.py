@@ -32,7 +32,8 @@ takes no defaults.
 
 Kinematic tree
 --------------
-* Bodies are numbered depth-first in document order (MuJoCo's body ids) and their joints
+* Bodies are numbered depth-first in document order (MuJoCo's body ids, counting only the
+  bodies that ``fusestatic`` keeps) and their joints
   follow in that body order, each body's joints in document order (MuJoCo's joint ids).
 * A body's pose is ``pos`` and one orientation form (``quat`` w x y z, ``axisangle``,
   ``euler``, ``xyaxes``, ``zaxis``); ``<frame>`` elements compose their pose into
