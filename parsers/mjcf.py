@@ -690,7 +690,8 @@ class _Builder:
         self.defaults = Defaults()
         self.gravity = np.array(GRAVITY)
         self.disabled: set[str] = set()  # SWITCHES a <flag ...="disable"> turned off
-        self.fluid = False  # <option> density or viscosity is not zero
+        self.fluid = {"density": 0.0, "viscosity": 0.0}  # <option>'s (fusestatic keeps
+        # static bodies with mass in a fluid)
         self.ignored: Counter[str] = Counter()
         self.meshes: dict[str, MeshAsset] = {}
         self.hfields: dict[str, np.ndarray] = {}
@@ -755,8 +756,8 @@ class _Builder:
         """``gravity``, and the ``<flag>`` :data:`SWITCHES` (the last one given wins)."""
         attrs = own_attributes(node)
         self.gravity = attrs.numbers("gravity", 3, self.gravity)
-        if attrs.has("density") or attrs.has("viscosity"):
-            self.fluid = attrs.number("density", 0.0) != 0 or attrs.number("viscosity", 0.0) != 0
+        for key in self.fluid:
+            self.fluid[key] = attrs.number(key, self.fluid[key])
         self._count_passive("option", attrs, ("density", "viscosity"))
         for child in node.children:
             if child.tag == "flag":
@@ -1303,9 +1304,10 @@ class _Builder:
         inertia (boundmass and boundinertia applied) is added to the parent's, unless its
         mass is below MINVAL; an inertia whose smallest principal moment is below EPS (two
         point masses, a point mass alone) is refused, as MuJoCo refuses it. With
-        ``inertiafromgeom="true"`` the parent's inertia is computed again from all its geoms
-        instead, so that the <inertial> of the fused body is dropped. Mass fused into the
-        world is dropped (the world has no inertia). The remaining bodies are renumbered.
+        ``inertiafromgeom="true"`` the parent's inertia is then that of all its geoms (see
+        :meth:`_merge`), so that the <inertial> of a fused body is dropped. Mass fused into
+        the world is dropped (the world has no inertia). The remaining bodies are
+        renumbered, and a free joint must then be in a child of the world.
         """
         referenced, force_sites = self._fusion_references()
         remaining = [self.bodies[0]]
@@ -1350,7 +1352,7 @@ class _Builder:
         massive = body.inertia.mass >= geo.MINVAL
         if massive and body.gravcomp != host.gravcomp:
             return False
-        if self.fluid and (massive or any(attrs.text("fluidshape") == "ellipsoid"
+        if any(self.fluid.values()) and (massive or any(attrs.text("fluidshape") == "ellipsoid"
                                           for attrs, _frame in body.geoms)):
             return False
         if self.compiler.inertiafromgeom == "true" and (massive or body.geoms) and (
