@@ -1462,7 +1462,8 @@ class _Builder:
         ``discardvisual``, visual geoms (contype = conaffinity = 0, in no pair) are left out
         of the model; when none of them counts for a body's inertia they are dropped before
         compiling, unchecked, and so are the meshes no remaining geom uses. Builtin and
-        plugin meshes, which treedyn cannot build, are checked only where a geom needs them.
+        plugin meshes, which treedyn cannot build, are refused only where a geom needs their
+        inertia (an sdf geom is refused for itself).
         """
         paired = {name for section in contact for node in section.children
                   if node.tag == "pair" for name in (node.get("geom1"), node.get("geom2"))
@@ -1499,9 +1500,8 @@ class _Builder:
         for name, asset in self.meshes.items():
             if early and name not in used:
                 continue
-            if name not in used and (asset.attrs.has("builtin")
-                                     or any(c.tag == "plugin" for c in asset.node.children)):
-                continue
+            if asset.attrs.has("builtin") or any(c.tag == "plugin" for c in asset.node.children):
+                continue  # treedyn cannot build these: refused only where a geom needs them
             if asset.data is None:
                 asset.data = _load_mesh(asset, unused=name not in used)
             if name in hull and not asset.hull_checked:

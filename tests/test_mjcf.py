@@ -652,6 +652,11 @@ UNCOMPILED = {
         f'<mesh name="m" inertia="shell" {FLAT_FACES}/>',
         '<geom type="mesh" mesh="m" contype="0" conaffinity="0"/>'),
     "unused builtin mesh": MESHES.format('<mesh name="m" builtin="sphere" params="2"/>', ''),
+    # treedyn cannot build a builtin mesh: a geom that uses one without needing its inertia
+    # loads (as MuJoCo's rfcamera.xml and makemesh.xml did before every mesh was compiled)
+    "builtin mesh of a geom whose inertia is not needed": MESHES.format(
+        '<mesh name="m" builtin="sphere" params="2"/>',
+        '<inertial pos="0 0 0" mass="1" diaginertia="1 1 1"/>\n<geom type="mesh" mesh="m"/>'),
     "discardvisual: unused flat mesh, visual world geoms": (
         '<mujoco>\n<compiler discardvisual="true"/>\n<asset>\n<mesh name="m" vertex="0 0 0 '
         '1 0 0 0 1 0 1 1 0"/>\n</asset>\n<worldbody>\n<geom type="mesh" mesh="m" contype="0"'
