@@ -171,6 +171,7 @@ COUNTED_SECTIONS = ("contact", "deformable", "equality", "tendon", "actuator", "
 IGNORED_BODY_ELEMENTS = ("site", "camera", "light", "plugin")
 UNSUPPORTED_BODY_ELEMENTS = ("attach", "composite", "flexcomp")
 JOINT_TYPES = ("free", "ball", "slide", "hinge")
+SLEEP_POLICIES = ("auto", "never", "allowed", "init")  # <body sleep>
 GEOM_TYPES = tuple(geo.SIZE_COUNT)
 ENGINE_TYPE = {"hinge": "revolute", "slide": "prismatic", "ball": "ball", "free": "free_world"}
 
@@ -961,12 +962,15 @@ class _Builder:
                          mocap=attrs.boolean("mocap", False),
                          gravcomp=attrs.number("gravcomp", 0.0),
                          fuse=attrs.keyword("fuse", ("false", "auto"), "auto") == "auto",
-                         keeps_forces=attrs.text("sleep", "auto") != "auto")
+                         keeps_forces=attrs.keyword("sleep", SLEEP_POLICIES, "auto") != "auto")
         self._count_passive("body", attrs, ("gravcomp",))
         self.bodies.append(body)
         parent.children.append(body)
         self._contents(node, body, None, self._childclass(node, cls))
         self._check_joints(body)
+        if body.keeps_forces and not (body.joints and parent.id == 0):
+            raise attrs.error("sleep", "a sleep policy is allowed only on a moving top-level "
+                                       "body (a child of the world with joints), as in MuJoCo")
 
     def _orientation(self, attrs: Attributes) -> np.ndarray:
         """Unit quaternion of an element's orientation attributes (identity if none)."""

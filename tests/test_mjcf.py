@@ -605,6 +605,17 @@ INVALID = {
                                          'role="rgb" texture="nope"/>\n</material>\n</asset>\n'
                                          '<worldbody/>\n</mujoco>\n', 3, 'material name="m"',
                                          'unknown texture "nope"', True),
+    "sleep policy on a static body": ('<mujoco>\n<worldbody>\n<body sleep="never">\n'
+                                      '<geom size="1"/>\n</body>\n</worldbody>\n</mujoco>\n',
+                                      3, "body", 'sleep="never": a sleep policy is allowed only '
+                                      "on a moving top-level body", True),
+    "sleep policy below the top level": (BODY.format('<joint/><geom size="1"/>\n<body '
+                                                     'sleep="init"><joint/><geom size="1"/>'
+                                                     '</body>'), 5, "body",
+                                         "allowed only on a moving top-level body", True),
+    "unknown sleep policy": (BODY.format('<joint/><geom size="1"/>').replace(
+        '<body name="b">', '<body name="b" sleep="soon">'), 3, 'body name="b"',
+        'sleep="soon"', True),
     # MuJoCo checks a name when it reads it, before <replicate> adds suffixes
     "replicate template named like an earlier copy": (
         '<mujoco>\n<worldbody>\n<replicate count="2" offset="1 0 0">\n<body name="a"><joint/>'
