@@ -105,16 +105,23 @@ class NameRegistry:
     def check_final(self, kinds: tuple[str, ...]) -> None:
         """Names of each kind are unique in the compiled model (as the compiler checks)."""
         for kind in kinds:
-            seen: dict[str, object] = {}
-            for name, node in self.final[kind]:
-                if name in seen:
-                    raise node.error(f'repeated {kind} name "{name}" (first at line '
-                                     f"{seen[name].line})")
-                seen[name] = node
+            check_unique(self.final[kind], kind)
 
     def named(self, kind: str) -> set[str]:
         """The names given to elements of ``kind`` (unnamed elements cannot be referenced)."""
         return {name for name, _node in self.final[kind]}
+
+
+def check_unique(items, kind: str) -> None:
+    """ParseError at the element of ``kind`` whose name (of ``items``: (name, element);
+    unnamed ones skipped) an earlier one already has."""
+    seen: dict[str, object] = {}
+    for name, node in items:
+        if not name:
+            continue
+        if name in seen:
+            raise node.error(f'repeated {kind} name "{name}" (first at line {seen[name].line})')
+        seen[name] = node
 
 
 @dataclass
@@ -218,13 +225,8 @@ def check(tendons: list[Tendon], actuators: list[Actuator], names: NameRegistry,
     """MuJoCo's refusals for tendon and actuator references (``joint_kinds``: the kind of
     each named joint)."""
     known = {kind: names.named(kind) for kind in TREE_KINDS}
-    seen: dict[str, object] = {}
+    check_unique([(tendon.name, tendon.node) for tendon in tendons], "tendon")
     for tendon in tendons:
-        if tendon.name:
-            if tendon.name in seen:
-                raise tendon.node.error(f'repeated tendon name "{tendon.name}" (first at line '
-                                        f"{seen[tendon.name].line})")
-            seen[tendon.name] = tendon.node
         if tendon.armature < 0:
             raise tendon.attrs.error("armature", "tendon armature cannot be negative")
         if not tendon.path:
@@ -242,14 +244,9 @@ def check(tendons: list[Tendon], actuators: list[Actuator], names: NameRegistry,
             if entry.target in used:
                 raise entry.node.error(f'joint "{entry.target}" is repeated in this tendon')
             used.add(entry.target)
-    known["tendon"] = set(seen)
-    seen = {}
+    known["tendon"] = {tendon.name for tendon in tendons if tendon.name}
+    check_unique([(actuator.name, actuator.node) for actuator in actuators], "actuator")
     for actuator in actuators:
-        if actuator.name:
-            if actuator.name in seen:
-                raise actuator.node.error(f'repeated actuator name "{actuator.name}" (first '
-                                          f"at line {seen[actuator.name].line})")
-            seen[actuator.name] = actuator.node
         if not actuator.kind:
             raise actuator.node.error("an actuator needs a transmission target (joint, "
                                       "jointinparent, tendon, site, cranksite or body)")
