@@ -878,12 +878,11 @@ class _Builder:
                 self._inertial(child, body, frame)
             elif tag in IGNORED_BODY_ELEMENTS:
                 self.ignored[tag] += 1
-                if tag != "plugin":
-                    self._register(tag, child)
+                name = self._register(tag, child) if tag != "plugin" else ""
                 if tag == "site":
                     self._check_assets(element_class.resolve("site", child), child)
-                    if child.get("name"):
-                        body.sites.append(self._named(child.get("name")))
+                    if name:
+                        body.sites.append(name)
                 body.keeps_forces |= tag == "plugin"
             elif tag in UNSUPPORTED_BODY_ELEMENTS:
                 raise child.error(f"<{tag}> is not supported")
