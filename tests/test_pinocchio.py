@@ -76,6 +76,15 @@ class Mapping:
     def back(self, x: np.ndarray) -> np.ndarray:
         return x[self.v_index]
 
+    def reference(self, data, q, v, a, fext) -> tuple[np.ndarray, np.ndarray, tuple]:
+        """Pinocchio's tau and full M for one treedyn state, in treedyn's dof order, and
+        Pinocchio's (q, v, forces) of that state for further calls."""
+        pq, pv, forces = self.q(q), self.v(v), self.forces(fext)
+        tau = self.back(pin.rnea(self.pinmodel, data, pq, pv, self.v(a), forces))
+        M = np.array(pin.crba(self.pinmodel, data, pq))
+        M = np.triu(M) + np.triu(M, 1).T
+        return tau, M[np.ix_(self.v_index, self.v_index)], (pq, pv, forces)
+
     def forces(self, fext: np.ndarray):
         forces = pin.StdVec_Force()
         for _ in range(self.pinmodel.njoints):
@@ -112,12 +121,7 @@ def test_matches_pinocchio(path, free_flyer):
     ours_M = crba(model, q)
     ours_a = aba(model, q, v, tau, fext)
     for n in range(STATES):
-        pq, pv = mapping.q(q[n]), mapping.v(v[n])
-        forces = mapping.forces(fext[n])
-        ref_tau = mapping.back(pin.rnea(pinmodel, data, pq, pv, mapping.v(a[n]), forces))
-        ref_M = np.array(pin.crba(pinmodel, data, pq))
-        ref_M = np.triu(ref_M) + np.triu(ref_M, 1).T
-        ref_M = ref_M[np.ix_(mapping.v_index, mapping.v_index)]
+        ref_tau, ref_M, (pq, pv, forces) = mapping.reference(data, q[n], v[n], a[n], fext[n])
         ref_a = mapping.back(pin.aba(pinmodel, data, pq, pv, mapping.v(tau[n]), forces))
         assert relative_error(ours_tau[n], ref_tau) <= TOL
         assert relative_error(ours_M[n], ref_M) <= TOL

@@ -475,12 +475,7 @@ def compare_models(model, pinmodel, seed: int) -> None:
     with np.errstate(all="ignore"):
         ours_a = np.asarray(aba(model, q, v, tau, fext)).reshape(STATES, model.nv)
     for n in range(STATES):
-        pq, pv = mapping.q(q[n]), mapping.v(v[n])
-        forces = mapping.forces(fext[n])
-        ref_tau = mapping.back(pin.rnea(pinmodel, data, pq, pv, mapping.v(a[n]), forces))
-        ref_M = np.array(pin.crba(pinmodel, data, pq))
-        ref_M = np.triu(ref_M) + np.triu(ref_M, 1).T
-        ref_M = ref_M[np.ix_(mapping.v_index, mapping.v_index)]
+        ref_tau, ref_M, (pq, pv, forces) = mapping.reference(data, q[n], v[n], a[n], fext[n])
         if n == 0:
             assert [data.nvSubtree[j] for j in mapping.joint] == list(model.nv_subtree)
         assert relative_error(ours_tau[n], ref_tau) <= TOL, (ours_tau[n], ref_tau)
