@@ -50,6 +50,18 @@ def ancestors(dof_parent: np.ndarray) -> list[np.ndarray]:
     return chains
 
 
+def descendants(dof_parent: np.ndarray) -> list[np.ndarray]:
+    """For each dof, the dofs that have it as an ancestor, in increasing order."""
+    below: list[list[np.ndarray]] = [[] for _ in dof_parent]
+    for i in reversed(range(len(dof_parent))):
+        parent = int(dof_parent[i])
+        if parent >= 0:
+            below[parent].append(np.append(i, np.concatenate(below[i])) if below[i] else
+                                 np.array([i]))
+    return [np.sort(np.concatenate(parts)) if parts else np.zeros(0, dtype=int)
+            for parts in below]
+
+
 def factor_structure(dof_parent: np.ndarray,
                      diagonal_only: np.ndarray | None = None) -> FactorStructure:
     """The compressed pattern (MuJoCo's M_rownnz, M_rowadr, M_colind) of M's lower half.
@@ -71,50 +83,53 @@ def factor_structure(dof_parent: np.ndarray,
 
 
 def ltdl(dof_parent: np.ndarray, M: np.ndarray) -> LTDL:
-    """Factor M = L^T D L in tree order, from the last dof to the first (no fill-in).
+    """Factor M = L^T D L in tree order, one row at a time from the last dof to the first.
 
-    Only the structurally non-zero entries of M are read. Eliminating dof ``k`` updates
-    the block of its ancestors, which all support each other (a path to the root), so the
-    update is one dense rank-1 step over that block. The pivots are not checked: M is
-    positive definite exactly when every entry of ``D`` is positive; a zero pivot
-    (M singular) leaves inf/nan in ``L`` where its row couples, a negative one (M
-    indefinite) a negative ``D``.
+    Only the structurally non-zero entries of M are read. Writing ``below(i)`` for the dofs
+    that have ``i`` among their ancestors, the factor's row ``i`` follows from M's row ``i``
+    and the rows of ``below(i)``, all computed before it (eliminating the leaves before
+    their parents creates no fill-in)::
+
+        D_i          = M_ii - sum_{k in below(i)} L_ki D_k L_ki
+        D_i L_ij     = M_ij - sum_{k in below(i)} L_ki D_k L_kj     (j an ancestor of i)
+
+    MuJoCo's ``mj_factorI`` subtracts the same products, as a rank-one update of the
+    ancestors each time it eliminates a k (only the order of the sums differs). Summed here as one matrix product per run
+    of consecutive dofs, a deep chain costs BLAS calls instead of a dense update of all
+    ancestors per dof. The pivots are not checked: M is positive definite exactly when
+    every entry of ``D`` is positive; a zero pivot (M singular) leaves inf/nan in ``L``
+    where its row couples, a negative one (M indefinite) a negative ``D``.
     """
     M = np.asarray(M, dtype=float)
     single = M.ndim == 2
-    work = np.array(M[None] if single else M, dtype=float)
+    M = M[None] if single else M
+    nv = M.shape[-1]
     chains = ancestors(dof_parent)
-    nv = work.shape[-1]
-    for k in reversed(range(nv)):
-        chain = chains[k]
-        if not chain.size:
-            continue
-        row = work[:, k, chain]  # (N, depth)
-        with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-            scale = row / work[:, k, k:k + 1]
-            for rows, at_rows in _runs(chain):  # contiguous runs of the path: plain slices
-                for cols, at_cols in _runs(chain):
-                    work[:, rows, cols] -= scale[:, at_rows, None] * row[:, None, at_cols]
-        work[:, k, chain] = scale
-    D = np.diagonal(work, axis1=1, axis2=2).copy()
-    L = np.where(strict_lower_pattern(chains, nv), work, 0.0) + np.eye(nv)
+    below = descendants(dof_parent)
+    L = np.zeros(M.shape)  # (N, nv, nv)
+    D = np.empty(M.shape[:2])  # (N, nv)
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        for i in reversed(range(nv)):
+            columns = np.append(chains[i], i)
+            row = M[:, i, columns]  # (N, depth + 1): D_i L_ij, then D_i last
+            weights = L[:, below[i], i] * D[:, below[i]]  # (N, len(below)): L_ki D_k
+            for rows, at_rows in _runs(below[i]):
+                for cols, at_cols in _runs(columns):
+                    row[:, at_cols] -= (weights[:, None, at_rows] @ L[:, rows, cols])[:, 0]
+            D[:, i] = row[:, -1]
+            L[:, i, chains[i]] = row[:, :-1] / row[:, -1:]
+    L[:, np.arange(nv), np.arange(nv)] = 1.0
     return LTDL(L[0], D[0]) if single else LTDL(L, D)
 
 
 def _runs(chain: np.ndarray) -> list[tuple[slice, slice]]:
     """The increasing dofs ``chain`` as runs of consecutive dofs: (dofs, places in chain)."""
+    if not len(chain):
+        return []
     breaks = np.flatnonzero(np.diff(chain) != 1) + 1
     starts = np.concatenate([[0], breaks])
     ends = np.concatenate([breaks, [len(chain)]])
     return [(slice(chain[a], chain[b - 1] + 1), slice(a, b)) for a, b in zip(starts, ends)]
-
-
-def strict_lower_pattern(chains: list[np.ndarray], nv: int) -> np.ndarray:
-    """(nv, nv) bool: True at (i, j) when dof j is an ancestor of dof i."""
-    pattern = np.zeros((nv, nv), dtype=bool)
-    for i, chain in enumerate(chains):
-        pattern[i, chain] = True
-    return pattern
 
 
 def ltdl_solve(dof_parent: np.ndarray, factor: LTDL, b: np.ndarray) -> np.ndarray:

@@ -103,6 +103,28 @@ def test_factor_reproduces_m_and_solves_like_aba(tree):
     assert relative_error(solved, expected) <= TOL
 
 
+@pytest.mark.parametrize("seed", range(20))
+def test_factor_recovers_a_planted_factor_on_any_parents_first_order(seed):
+    """Parents before children, but subtrees not contiguous (breadth-first, random): the
+    factor is read back from M = L^T D L built from a random L on the ancestor pattern."""
+    rng = np.random.default_rng(seed)
+    nv = int(rng.integers(2, 40))
+    dof_parent = np.array([-1] + [int(rng.integers(-1, i)) for i in range(1, nv)])
+    structure = factor_structure(dof_parent)
+    L = np.eye(nv)
+    for i in range(nv):
+        ancestors = structure.colind[structure.rowadr[i]:structure.rowadr[i] + structure.rownnz[i] - 1]
+        L[i, ancestors] = rng.normal(size=len(ancestors))
+    D = rng.uniform(0.5, 2.0, size=nv)
+    M = L.T @ np.diag(D) @ L
+    factor = ltdl(dof_parent, np.stack([M, 2.0 * M]))
+    np.testing.assert_allclose(factor.L, np.stack([L, L]), atol=1e-9)
+    np.testing.assert_allclose(factor.D, np.stack([D, 2.0 * D]), rtol=1e-9)
+    b = rng.normal(size=nv)
+    np.testing.assert_allclose(ltdl_solve(dof_parent, ltdl(dof_parent, M), b),
+                               np.linalg.solve(M, b), rtol=1e-8, atol=1e-8)
+
+
 # ----------------------------------------------------------------------------- MuJoCo
 
 MJCF_MODELS = GYM + dm_control_models()
