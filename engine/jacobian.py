@@ -46,15 +46,15 @@ def body_jacobians(model: Model, q) -> np.ndarray:
     J = np.zeros((batch.count, model.njoints, 6, model.nv))
     for k in range(model.njoints):
         S = np.broadcast_to(Xup.S[k], (batch.count, 6, model.nv_joint[k]))
-        angular = R[:, k] @ S[:, :3]  # (N, 3, m) world axes
-        linear = R[:, k] @ S[:, 3:]
+        angular = (R[:, k] @ S[:, :3])[:, None]  # (N, 1, 3, m) world axes
+        linear = (R[:, k] @ S[:, 3:])[:, None]
         cols = slice(model.idx_v[k], model.idx_v[k] + model.nv_joint[k])
-        for i in range(k, model.subtree_end[k]):
-            lever = (p[:, i] - p[:, k])[:, :, None]  # (N, 3, 1) from origin k to origin i
-            moved = linear + np.cross(angular, lever, axisa=1, axisb=1, axisc=1)
-            Rt = np.swapaxes(R[:, i], 1, 2)
-            J[:, i, :3, cols] = Rt @ angular
-            J[:, i, 3:, cols] = Rt @ moved
+        below = slice(k, model.subtree_end[k])  # joint k's subtree, itself first
+        lever = (p[:, below] - p[:, k, None])[..., None]  # (N, b, 3, 1) origin k to each origin
+        moved = linear + np.cross(angular, lever, axisa=2, axisb=2, axisc=2)  # (N, b, 3, m)
+        Rt = np.swapaxes(R[:, below], 2, 3)  # (N, b, 3, 3)
+        J[:, below, :3, cols] = Rt @ angular
+        J[:, below, 3:, cols] = Rt @ moved
     return finish(J, batch)
 
 

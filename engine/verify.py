@@ -193,7 +193,8 @@ def check_external_force(model: Model, s: States, rtol: float) -> Outcome:
 def check_crba_jacobians(model: Model, s: States, rtol: float) -> Outcome:
     """M = sum_i J_i^T I_i J_i + diag(armature): kinetic energy body by body."""
     J = body_jacobians(model, s.q)
-    energy = np.einsum("nisv,ist,nitw->nvw", J, model.body_inertia, J) + np.diag(model.armature)
+    energy = (np.einsum("nisv,ist,nitw->nvw", J, model.body_inertia, J, optimize=True)
+              + np.diag(model.armature))
     return Outcome(residual(crba(model, s.q), energy), rtol)
 
 
