@@ -94,11 +94,11 @@ def ltdl(dof_parent: np.ndarray, M: np.ndarray) -> LTDL:
         D_i L_ij     = M_ij - sum_{k in below(i)} L_ki D_k L_kj     (j an ancestor of i)
 
     MuJoCo's ``mj_factorI`` subtracts the same products, as a rank-one update of the
-    ancestors each time it eliminates a k (only the order of the sums differs). Summed here as one matrix product per run
-    of consecutive dofs, a deep chain costs BLAS calls instead of a dense update of all
-    ancestors per dof. The pivots are not checked: M is positive definite exactly when
-    every entry of ``D`` is positive; a zero pivot (M singular) leaves inf/nan in ``L``
-    where its row couples, a negative one (M indefinite) a negative ``D``.
+    ancestors each time it eliminates a k (only the order of the sums differs). Summed here
+    as one matrix product per run of consecutive dofs, a deep chain costs BLAS calls instead
+    of a dense update of all ancestors per dof. The pivots are not checked: M is positive
+    definite exactly when every entry of ``D`` is positive; a zero pivot (M singular) leaves
+    inf/nan in ``L`` where its row couples, a negative one (M indefinite) a negative ``D``.
     """
     M = np.asarray(M, dtype=float)
     single = M.ndim == 2
@@ -164,28 +164,36 @@ def factor_nnz(dof_parent: np.ndarray) -> int:
 def fill_in(pattern: np.ndarray, order: np.ndarray) -> int:
     """New off-diagonal non-zeros (pairs i > j) that eliminating the dofs in ``order`` creates.
 
-    Symbolic Gaussian elimination on the graph of ``pattern`` (nv, nv) bool: eliminating a
-    dof connects all of its not-yet-eliminated neighbours. Tree order from the leaves
+    Symbolic elimination on the graph of ``pattern`` (nv, nv) bool, symmetric: eliminating
+    a dof connects all of its not-yet-eliminated neighbours. Tree order from the leaves
     (``order = nv-1 .. 0``) creates none; eliminating a root first couples all its
     branches (the textbook's star example).
+
+    Counted through the elimination tree, as a symbolic Cholesky factorization does: the
+    later neighbours of the dof eliminated p-th, once it goes, are its own later neighbours
+    in M together with those of every dof whose first later neighbour it was. Every pair is
+    then listed once, at its earlier end, so the fill is that total minus M's own pairs.
     """
-    # each row of the graph as a bit set (a Python int): bit j set when i and j are linked
-    graph = [int.from_bytes(np.packbits(row, bitorder="little").tobytes(), "little") & ~(1 << i)
-             for i, row in enumerate(np.asarray(pattern, dtype=bool))]
-    remaining = (1 << len(graph)) - 1
-    created = 0  # each new pair is counted from both of its ends
-    for k in order:
-        remaining &= ~(1 << int(k))
-        neighbours = graph[k] & remaining
-        rest = neighbours
-        while rest:
-            bit = rest & -rest
-            rest ^= bit
-            j = bit.bit_length() - 1
-            others = neighbours & ~bit
-            created += (others & ~graph[j]).bit_count()
-            graph[j] |= others
-    return created // 2
+    pattern = np.asarray(pattern, dtype=bool)
+    order = np.asarray(order, dtype=int)
+    nv = len(pattern)
+    by_position = pattern[np.ix_(order, order)]  # row and column p: the dof eliminated p-th
+    # each row as a bit set (a Python int): bit j set when the p-th and j-th dofs are linked
+    rows = [int.from_bytes(np.packbits(row, bitorder="little").tobytes(), "little")
+            for row in by_position]
+    merged: list[list[int]] = [[] for _ in range(nv)]  # later neighbour sets handed to p
+    listed = 0
+    for p in range(nv):
+        later = rows[p] >> (p + 1) << (p + 1)
+        for neighbours in merged[p]:
+            later |= neighbours
+        later &= ~(1 << p)
+        listed += later.bit_count()
+        if later:
+            first = (later & -later).bit_length() - 1  # its parent in the elimination tree
+            merged[first].append(later)
+    original = int(np.count_nonzero(pattern) - np.count_nonzero(np.diagonal(pattern))) // 2
+    return listed - original
 
 
 def eliminate(M: np.ndarray, order: np.ndarray) -> np.ndarray:
