@@ -125,6 +125,21 @@ def test_factor_recovers_a_planted_factor_on_any_parents_first_order(seed):
                                np.linalg.solve(M, b), rtol=1e-8, atol=1e-8)
 
 
+@pytest.mark.parametrize("seed", range(30))
+def test_fill_in_counts_the_new_nonzeros_of_numeric_elimination_on_any_graph(seed):
+    """Any symmetric pattern (not only a tree's) and any order: the symbolic count equals
+    the structurally-zero entries that eliminating a random SPD matrix makes non-zero."""
+    rng = np.random.default_rng(seed)
+    nv = int(rng.integers(1, 30))
+    links = np.triu(rng.random((nv, nv)) < rng.uniform(0.05, 0.5), 1)
+    pattern = links | links.T | np.eye(nv, dtype=bool)
+    weights = np.triu(rng.uniform(-1.0, 1.0, (nv, nv)), 1)
+    M = np.where(pattern, weights + weights.T, 0.0) + np.diag(np.full(nv, 2.0 * nv))
+    order = rng.permutation(nv)
+    eliminated = eliminate(M, order)
+    assert fill_in(pattern, order) == int((~pattern & (eliminated != 0)).sum()) // 2
+
+
 # ----------------------------------------------------------------------------- MuJoCo
 
 MJCF_MODELS = GYM + dm_control_models()
