@@ -97,8 +97,8 @@ Inertia
   ``<freejoint align>``) moves a childless free body's frame to its inertial frame.
 * ``fusestatic`` merges static bodies into their parents after the bodies' inertias are
   compiled and before the names ``body<id>``, the moving-body check, ``settotalmass`` and
-  ``alignfree`` (see :meth:`_Builder._fuse_static` for MuJoCo's rules), so the bodies,
-  their ids and inertias are MuJoCo's. A fused body's geoms join its parent's link.
+  ``alignfree`` (see :func:`.mjcf_fusestatic.fuse_static` for MuJoCo's rules), so the
+  bodies, their ids and inertias are MuJoCo's. A fused body's geoms join its parent's link.
 
 Geometry
 --------
@@ -134,7 +134,6 @@ from __future__ import annotations
 import dataclasses
 import math
 import os
-import re
 import sys
 from collections import Counter
 from dataclasses import dataclass, field
@@ -152,6 +151,11 @@ from . import mjcf_references as refs
 from . import mjcf_schema
 from .errors import ParseError
 from .mesh import MeshData, MeshFileError, read_mesh_file
+from .mjcf_fusestatic import fuse_static
+from .mjcf_types import (
+    FREE_PROBLEM, IDENTITY_POSE, NUMBER, Attributes, BodyBuild, Compiler, Inertial,
+    JointBuild, Node, Pose, Value, own_attributes, own_values, principal,
+)
 from .xml_text import parse as parse_xml, without_declaration
 
 GRAVITY = (0.0, 0.0, -9.81)
@@ -175,8 +179,6 @@ SLEEP_POLICIES = ("auto", "never", "allowed", "init")  # <body sleep>
 GEOM_TYPES = tuple(geo.SIZE_COUNT)
 ENGINE_TYPE = {"hinge": "revolute", "slide": "prismatic", "ball": "ball", "free": "free_world"}
 
-_NUMBER = re.compile(r"[+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?", re.ASCII)  # 0-9 only
-_INTEGER = re.compile(r"[+-]?\d+", re.ASCII)
 # passive-force attributes -> the <flag> switches that turn all of their forces off
 PASSIVE_FLAGS = {"stiffness": ("spring",), "damping": ("damper",),
                  "springdamper": ("spring", "damper"), "frictionloss": ("frictionloss",),
@@ -184,10 +186,6 @@ PASSIVE_FLAGS = {"stiffness": ("spring",), "damping": ("damper",),
 SWITCHES = ("gravity", "spring", "damper", "frictionloss")  # the <flag>s the parser reads
 MAX_DEPTH = 500  # levels of nested elements in one file, its root being 1: MuJoCo's limit
 MAX_TOTAL_DEPTH = 1000  # levels in the whole document, includes expanded: dyn's own limit
-# attributes by which elements (sensors, equality, exclude, actuators, cameras, lights,
-# skins, flexes) refer to bodies by name; objname/refname do when objtype/reftype is a body
-BODY_REFERENCES = ("body", "body1", "body2", "subtree1", "subtree2", "target")
-FREE_PROBLEM = "a free joint is allowed only in a child of the world body (a top-level body)"
 DEPTH_PROBLEM = f"elements nested more than {MAX_DEPTH} deep (MuJoCo's XML reader refuses such files too)"
 
 
@@ -207,34 +205,6 @@ def parse_mjcf(path: str) -> TreeDescription:
 
 
 # -- document: XML nodes with their file, includes expanded ---------------------------
-
-
-@dataclass
-class Node:
-    """An XML element with the file it came from and its children, includes expanded."""
-
-    element: etree._Element
-    file: str
-    children: list["Node"] = field(default_factory=list)
-
-    @property
-    def tag(self) -> str:
-        return self.element.tag
-
-    @property
-    def line(self) -> int:
-        return self.element.sourceline or 0
-
-    def get(self, name: str, default: str | None = None) -> str | None:
-        return self.element.get(name, default)
-
-    def source(self) -> SourceRef:
-        name = self.get("name")
-        label = f'{self.tag} name="{name}"' if name else self.tag
-        return SourceRef(self.file, self.line, label)
-
-    def error(self, problem: str) -> ParseError:
-        return ParseError.at(self.source(), problem)
 
 
 class _Document:
@@ -338,106 +308,7 @@ def _read_xml(path: str, include: Node | None) -> etree._Element:
             from None
 
 
-# -- attributes with their sources ----------------------------------------------------
-
-
-@dataclass(frozen=True)
-class Value:
-    """An attribute's text and where it was written."""
-
-    text: str
-    source: SourceRef
-
-
-class Attributes:
-    """Resolved attributes of one element (its own merged over its default class)."""
-
-    def __init__(self, values: dict[str, Value], owner: SourceRef):
-        self.values = values
-        self.owner = owner
-
-    def has(self, key: str) -> bool:
-        return key in self.values
-
-    def text(self, key: str, default: str | None = None) -> str | None:
-        value = self.values.get(key)
-        return default if value is None else value.text
-
-    def error(self, key: str, problem: str) -> ParseError:
-        """The error about attribute ``key`` where it was written (else at the element)."""
-        value = self.values.get(key)
-        if value is None:
-            return ParseError(problem, self.owner.file, self.owner.line, self.owner.element)
-        return ParseError(f'{key}="{value.text}": {problem}', value.source.file,
-                          value.source.line or self.owner.line, self.owner.element)
-
-    def numbers(self, key: str, count: int, default=None, exact: bool = True) -> np.ndarray:
-        """``count`` finite numbers (``exact=False``: 1 to ``count``); ``default`` if absent."""
-        value = self.values.get(key)
-        if value is None:
-            if default is None:
-                raise ParseError(f"required attribute {key} is missing", self.owner.file,
-                                 self.owner.line, self.owner.element)
-            return np.array(default, dtype=float)
-        words = value.text.split()
-        if len(words) > count or (exact and len(words) < count) or not words:
-            expected = f"{count}" if exact else f"1 to {count}"
-            raise self.error(key, f"expected {expected} number{'s' if count > 1 else ''}, "
-                                  f"got {len(words)}")
-        for word in words:
-            if not _NUMBER.fullmatch(word):
-                problem = "is not finite" if _is_non_finite(word) else "is not a number"
-                raise self.error(key, f'"{word}" {problem}')
-        numbers = np.array([float(word) for word in words])
-        if not np.all(np.isfinite(numbers)):
-            raise self.error(key, "number out of double range")
-        return numbers
-
-    def number(self, key: str, default: float | None = None) -> float:
-        fallback = None if default is None else (default,)
-        return float(self.numbers(key, 1, fallback)[0])
-
-    def integers(self, key: str, count: int, default) -> list[int]:
-        value = self.values.get(key)
-        if value is None:
-            return list(default)
-        words = value.text.split()
-        if len(words) != count:
-            raise self.error(key, f"expected {count} integer{'s' if count > 1 else ''}, "
-                                  f"got {len(words)}")
-        for word in words:
-            if not _INTEGER.fullmatch(word):
-                raise self.error(key, f'"{word}" is not an integer')
-        return [int(word) for word in words]
-
-    def integer(self, key: str, default: int) -> int:
-        return self.integers(key, 1, (default,))[0]
-
-    def keyword(self, key: str, choices: tuple[str, ...], default: str) -> str:
-        text = self.text(key)
-        if text is None:
-            return default
-        if text not in choices:
-            raise self.error(key, f"expected one of {', '.join(choices)}")
-        return text
-
-    def boolean(self, key: str, default: bool) -> bool:
-        return self.keyword(key, ("false", "true"), "true" if default else "false") == "true"
-
-
-def _is_non_finite(word: str) -> bool:
-    """True for nan/inf spellings, which are rejected with their own message."""
-    return word.lower().lstrip("+-") in ("nan", "inf", "infinity")
-
-
-def _own_values(node: Node) -> dict[str, Value]:
-    source = node.source()
-    return {key: Value(text, source) for key, text in node.element.attrib.items()}
-
-
-def own_attributes(node: Node) -> Attributes:
-    """The element's own attributes (for elements that take no defaults)."""
-    return Attributes(_own_values(node), node.source())
+# -- defaults -----------------------------------------------------------------------------
 
 
 def merge_values(base: dict[str, Value], own: dict[str, Value], kind: str) -> dict[str, Value]:
@@ -457,67 +328,6 @@ def merge_values(base: dict[str, Value], own: dict[str, Value], kind: str) -> di
     return merged
 
 
-# -- compiler settings ------------------------------------------------------------------
-
-
-@dataclass
-class Compiler:
-    """The ``<compiler>`` settings that matter for the tree, with MuJoCo's defaults."""
-
-    degree: bool = True
-    eulerseq: str = "xyz"
-    autolimits: bool = True
-    inertiafromgeom: str = "auto"
-    inertiagrouprange: tuple[int, int] = (0, 5)
-    boundmass: float = 0.0
-    boundinertia: float = 0.0
-    balanceinertia: bool = False
-    settotalmass: float = -1.0
-    alignfree: bool = False
-    fusestatic: bool = False
-    fitaabb: bool = False
-    discardvisual: bool = False
-    strippath: bool = False
-    meshdir: str = ""
-
-    def read(self, node: Node) -> None:
-        """Apply one ``<compiler>`` element (later elements override earlier ones)."""
-        attrs = own_attributes(node)
-        if attrs.text("coordinate", "local") == "global":
-            raise attrs.error("coordinate", "global coordinates are not supported by MuJoCo")
-        attrs.keyword("coordinate", ("local", "global"), "local")
-        self.degree = attrs.keyword("angle", ("radian", "degree"),
-                                    "degree" if self.degree else "radian") == "degree"
-        sequence = attrs.text("eulerseq", self.eulerseq)
-        if len(sequence) != 3 or any(c not in "xyzXYZ" for c in sequence):
-            raise attrs.error("eulerseq", "expected 3 letters from x, y, z, X, Y, Z")
-        self.eulerseq = sequence
-        self.autolimits = attrs.boolean("autolimits", self.autolimits)
-        self.inertiafromgeom = attrs.keyword("inertiafromgeom", ("false", "true", "auto"),
-                                             self.inertiafromgeom)
-        self.inertiagrouprange = tuple(attrs.integers("inertiagrouprange", 2,
-                                                      self.inertiagrouprange))
-        self.boundmass = attrs.number("boundmass", self.boundmass)
-        self.boundinertia = attrs.number("boundinertia", self.boundinertia)
-        self.balanceinertia = attrs.boolean("balanceinertia", self.balanceinertia)
-        self.settotalmass = attrs.number("settotalmass", self.settotalmass)
-        self.alignfree = attrs.boolean("alignfree", self.alignfree)
-        self.fusestatic = attrs.boolean("fusestatic", self.fusestatic)
-        self.fitaabb = attrs.boolean("fitaabb", self.fitaabb)
-        self.discardvisual = attrs.boolean("discardvisual", self.discardvisual)
-        self.strippath = attrs.boolean("strippath", self.strippath)
-        if attrs.has("assetdir"):
-            self.meshdir = attrs.text("assetdir")
-        if attrs.has("meshdir"):
-            self.meshdir = attrs.text("meshdir")
-
-    def in_inertia_group(self, group: int) -> bool:
-        return self.inertiagrouprange[0] <= group <= self.inertiagrouprange[1]
-
-
-# -- defaults -----------------------------------------------------------------------------
-
-
 @dataclass
 class DefaultClass:
     """A default class: per element kind, the attribute values it sets."""
@@ -530,7 +340,7 @@ class DefaultClass:
 
     def resolve(self, kind: str, node: Node) -> Attributes:
         """Attributes of ``node`` (a ``kind`` element) over this class's values."""
-        return Attributes(merge_values(self.values.get(kind, {}), _own_values(node), kind),
+        return Attributes(merge_values(self.values.get(kind, {}), own_values(node), kind),
                           node.source())
 
 
@@ -555,7 +365,7 @@ class Defaults:
             kind = DEFAULT_KINDS.get(child.tag)
             if kind is not None:
                 target.values[kind] = merge_values(target.values.get(kind, {}),
-                                                   _own_values(child), kind)
+                                                   own_values(child), kind)
         for child in node.children:
             if child.tag != "default":
                 continue
@@ -572,95 +382,6 @@ class Defaults:
         if found is None:
             raise node.error(f'{key}="{name}": unknown default class')
         return found
-
-
-# -- the body tree --------------------------------------------------------------------
-
-Pose = tuple  # (pos (3,), quat (4,))
-IDENTITY_POSE: Pose = (np.zeros(3), geo.IDENTITY_QUAT)
-
-
-@dataclass
-class JointBuild:
-    """A compiled joint: type, anchor and axis in the body frame, limits in q units."""
-
-    node: Node
-    kind: str
-    pos: np.ndarray
-    axis: np.ndarray
-    ref: float = 0.0
-    limited: bool = False
-    range: tuple[float, float] = (0.0, 0.0)
-    armature: float = 0.0
-    align: str = "auto"
-    name: str = ""
-
-
-@dataclass
-class Inertial:
-    """MuJoCo's body inertial: mass, frame (ipos, iquat) and principal moments."""
-
-    mass: float
-    pos: np.ndarray
-    quat: np.ndarray  # (4,) the principal frame in the body frame, with MuJoCo's sign
-    moments: np.ndarray  # (3,)
-
-    @property
-    def rotation(self) -> np.ndarray:
-        """(3, 3) principal axes in the body frame (columns)."""
-        return geo.quat_matrix(self.quat)
-
-    def properties(self) -> geo.MassProperties:
-        return geo.MassProperties(self.mass, self.pos,
-                                  self.rotation @ np.diag(self.moments) @ self.rotation.T)
-
-
-@dataclass
-class BodyBuild:
-    """A body being compiled: pose, joints, geoms and inertia (id = MuJoCo's body id)."""
-
-    node: Node | None
-    id: int
-    parent: "BodyBuild | None"
-    pose: Pose  # in the parent body's frame, frames included
-    own_pose: Pose  # from the body's own attributes (MuJoCo's placeholder inertial frame)
-    name: str = ""
-    mocap: bool = False
-    gravcomp: float = 0.0
-    fuse: bool = True  # the body's fuse attribute is not "false"
-    keeps_forces: bool = False  # a sleep policy or a plugin, which fusing would drop
-    sites: list[str] = field(default_factory=list)  # names of its sites (for sensors)
-    joints: list[JointBuild] = field(default_factory=list)
-    geoms: list[tuple[Attributes, Pose | None]] = field(default_factory=list)
-    inertial: Inertial | None = None  # explicit <inertial>
-    inertial_node: Node | None = None  # its element
-    # Rotation (body frame) of the frame the explicit tensor is written in: the inertial's
-    # orientation for diaginertia, the enclosing frames' for fullinertia.
-    inertial_written: np.ndarray = field(default_factory=lambda: np.eye(3))
-    children: list["BodyBuild"] = field(default_factory=list)
-    inertia: Inertial | None = None  # compiled
-    uses_inertial: bool = False  # the compiled inertia is the explicit <inertial>'s
-    inertia_from_geoms: bool = False  # the compiled inertia is its geoms'
-    bounds_changed: bool = False  # boundmass/boundinertia/balanceinertia changed it
-    # inertiafromgeom="true" and fusestatic: the sum of its inertia and the fused bodies'
-    fused_sum: Inertial | None = None
-    # Pose of the link frame in the body frame (alignfree moves it to the inertial frame).
-    link_offset: Pose = IDENTITY_POSE
-
-    @property
-    def static(self) -> bool:
-        """Welded to the world: no joints here or in any ancestor."""
-        body = self
-        while body is not None and body.id > 0:
-            if body.joints:
-                return False
-            body = body.parent
-        return True
-
-    def source(self) -> SourceRef:
-        if self.node is None:
-            return SourceRef()
-        return self.node.source()
 
 
 @dataclass
@@ -747,7 +468,8 @@ class _Builder:
         for body in self.bodies[1:]:
             body.inertia = self._body_inertia(body)
         if self.compiler.fusestatic:
-            self._fuse_static()
+            self.bodies = fuse_static(self.bodies, self.root, self.compiler, self.fluid,
+                                      self._body_inertia)
         self._name_bodies()
         self._check_moving_bodies()
         self._scale_total_mass()
@@ -778,7 +500,7 @@ class _Builder:
             switches = PASSIVE_FLAGS.get(key, ())
             if switches and all(s in self.disabled for s in switches):
                 continue  # MuJoCo leaves these forces out too
-            if any(_NUMBER.fullmatch(word) and float(word) != 0.0
+            if any(NUMBER.fullmatch(word) and float(word) != 0.0
                    for word in (attrs.text(key) or "").split()):
                 self.ignored[f"{tag} {key}"] += 1
 
@@ -1091,7 +813,7 @@ class _Builder:
                 raise attrs.error(given[0], "fullinertia and an inertial orientation cannot "
                                             "both be given")
             xx, yy, zz, xy, xz, yz = attrs.numbers("fullinertia", 6)
-            moments, quat = _principal(np.array([[xx, xy, xz], [xy, yy, yz], [xz, yz, zz]]))
+            moments, quat = principal(np.array([[xx, xy, xz], [xy, yy, yz], [xz, yz, zz]]))
             if moments[2] < geo.EPS and self.compiler.boundinertia <= 0:
                 raise attrs.error("fullinertia", "inertia must have positive eigenvalues")
             written = np.eye(3)
@@ -1295,130 +1017,6 @@ class _Builder:
             return part
         pos, quat = geo.compose(frame, (part.pos, part.quat))
         return Inertial(part.mass, pos, quat, part.moments)
-
-    # -- fusestatic --
-
-    def _fuse_static(self) -> None:
-        """compiler fusestatic: merge each static body into its parent, as MuJoCo 4 does.
-
-        Bodies are visited depth-first in document order (parents first); a body without
-        joints that may be fused (see :meth:`_fusable`) is replaced by its contents: its
-        child bodies, geoms and sites move to its parent, posed through it. Its compiled
-        inertia (boundmass and boundinertia applied) is added to the parent's, unless its
-        mass is below MINVAL; an inertia whose smallest principal moment is below EPS (two
-        point masses, a point mass alone) is refused, as MuJoCo refuses it. With
-        ``inertiafromgeom="true"`` the parent's inertia is then that of all its geoms (see
-        :meth:`_merge`), so that the <inertial> of a fused body is dropped. Mass fused into
-        the world is dropped (the world has no inertia). The remaining bodies are
-        renumbered, and a free joint must then be in a child of the world.
-        """
-        referenced, force_sites = self._fusion_references()
-        remaining = [self.bodies[0]]
-        fused: dict[int, tuple[BodyBuild, Pose]] = {}  # body id -> (its host, pose there)
-        for body in self.bodies[1:]:
-            if body.parent.id in fused:
-                host, outer = fused[body.parent.id]
-                body.parent, body.pose = host, geo.compose(outer, body.pose)
-            if not self._fusable(body, referenced, force_sites):
-                remaining.append(body)
-                continue
-            fused[body.id] = (body.parent, body.pose)
-            self._merge(body.parent, body)
-        for body in remaining:
-            body.children = []
-        for index, body in enumerate(remaining):
-            body.id = index
-            if index:
-                body.parent.children.append(body)
-                if body.joints and body.joints[0].kind == "free" and body.parent.id != 0:
-                    raise body.joints[0].node.error(FREE_PROBLEM)
-        self.bodies = remaining
-
-    def _fusable(self, body: BodyBuild, referenced: set[str], force_sites: set[str]) -> bool:
-        """Whether MuJoCo fuses this body into its (current) parent.
-
-        Kept: bodies with joints, mocap bodies, ``fuse="false"``, a name that another element
-        refers to, a site of a force or torque sensor, a plugin or a sleep policy. Under a
-        parent other than the world also: a body with mass whose gravcomp differs from the
-        parent's; in a fluid (option density or viscosity), a body with mass or with an
-        ellipsoid-fluid geom; with ``inertiafromgeom="true"``, a body with mass or geoms
-        when the bounds (boundmass, boundinertia, balanceinertia) changed its inertia or
-        its parent's, which the geoms of both in one body would not give.
-        """
-        if body.joints or body.mocap or not body.fuse or body.keeps_forces:
-            return False
-        if body.name in referenced or any(site in force_sites for site in body.sites):
-            return False
-        host = body.parent
-        if host.id == 0:
-            return True
-        massive = body.inertia.mass >= geo.MINVAL
-        if massive and body.gravcomp != host.gravcomp:
-            return False
-        if any(self.fluid.values()) and (massive or any(attrs.text("fluidshape") == "ellipsoid"
-                                          for attrs, _frame in body.geoms)):
-            return False
-        if self.compiler.inertiafromgeom == "true" and (massive or body.geoms) and (
-                body.bounds_changed or host.bounds_changed):
-            return False
-        return True
-
-    def _merge(self, host: BodyBuild, body: BodyBuild) -> None:
-        """Move ``body`` (posed in ``host`` by ``body.pose``) into ``host``: geoms, sites and
-        inertia.
-
-        MuJoCo adds the body's compiled inertia to the sum of the host's and of the bodies
-        fused into it so far, and refuses a sum without inertia, also with
-        ``inertiafromgeom="true"``, where the host's inertia is then that of all its geoms
-        (its own <inertial> without any) and the sum only serves that check.
-        """
-        pose = body.pose
-        host.geoms.extend((attrs, geo.compose(pose, frame) if frame is not None else pose)
-                          for attrs, frame in body.geoms)
-        host.sites.extend(body.sites)
-        if host.id == 0:
-            return
-        base = host.fused_sum or host.inertia
-        total = base
-        if body.inertia.mass >= geo.MINVAL:
-            props = geo.combine([base.properties(), body.inertia.properties().placed(pose)])
-            moments, quat = _principal(props.inertia)
-            if moments[2] < geo.EPS:
-                raise body.node.error(
-                    "fusestatic adds this static body's mass to its parent's, which gives an "
-                    f"inertia with principal moments {float(moments[0]):g}, "
-                    f"{float(moments[1]):g}, {float(moments[2]):g} (point or rod masses): "
-                    "MuJoCo refuses it (give the bodies inertia, or set fuse=\"false\")")
-            total = Inertial(props.mass, props.com, quat, moments)
-            if self.compiler.inertiafromgeom != "true":
-                host.inertia_from_geoms = body.inertia_from_geoms and (
-                    host.inertia_from_geoms or base.mass < geo.MINVAL)
-                host.uses_inertial = False
-        if self.compiler.inertiafromgeom == "true":
-            host.fused_sum = total
-            host.inertia = self._body_inertia(host)
-        else:
-            host.inertia = total
-
-    def _fusion_references(self) -> tuple[set[str], set[str]]:
-        """(body names other elements refer to, site names of force and torque sensors)."""
-        bodies: set[str] = set()
-        sites: set[str] = set()
-        stack = [self.root]
-        while stack:
-            node = stack.pop()
-            stack.extend(node.children)
-            attrib = node.element.attrib
-            for key in BODY_REFERENCES:
-                bodies.update(attrib.get(key, "").split())
-            if attrib.get("objtype") in ("body", "xbody"):
-                bodies.add(attrib.get("objname", ""))
-            if attrib.get("reftype") in ("body", "xbody"):
-                bodies.add(attrib.get("refname", ""))
-            if node.tag in ("force", "torque"):
-                sites.add(attrib.get("site", ""))
-        bodies.discard("")
-        return bodies, sites
 
     def _check_moving_bodies(self) -> None:
         """MuJoCo: a body with joints needs mass and inertia, itself or in a welded descendant."""
@@ -1970,15 +1568,10 @@ def _placed(shape: Shape, pose: Pose) -> Shape:
 # -- inertia helpers --------------------------------------------------------------------
 
 
-def _principal(inertia: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """(moments in decreasing order (3,), quat of the principal axes), as MuJoCo finds them."""
-    return geo.principal_axes(inertia, geo.BODY_TOLERANCE)
-
-
 def _inertial_of(parts: list[Inertial]) -> Inertial:
     """Body inertial from its geoms: one geom is copied, several are combined."""
     if len(parts) == 1:
         return parts[0]
     total = geo.combine([part.properties() for part in parts])
-    moments, quat = _principal(total.inertia)
+    moments, quat = principal(total.inertia)
     return Inertial(total.mass, total.com, quat, moments)

@@ -351,8 +351,9 @@ def schema() -> dict[str, tuple[frozenset[str], bool]]:
 
 
 def check(root) -> None:
-    """Raise the ParseError of the first element of ``root`` (a :class:`parsers.mjcf.Node`
-    tree, includes expanded) that breaks the schema, in document order."""
+    """Raise the ParseError of the first element of ``root`` (a
+    :class:`parsers.mjcf_types.Node` tree, includes expanded) that breaks the schema, in
+    document order."""
     table = schema()
     _attributes(root, table["mujoco"][0], prefixed=True)
     _children(root, "", table)
