@@ -245,10 +245,12 @@ def build_plan(model: Model) -> Plan:
     for i in range(nj):
         depth[i] = 0 if parent[i] < 0 else depth[parent[i]] + 1
 
+    levels: list[list[int]] = [[] for _ in range(int(depth.max(initial=-1)) + 1)]
+    for i in range(nj):  # the joints of each level in increasing order
+        levels[depth[i]].append(i)
     slot = np.zeros(nj, dtype=int)
     order: list[int] = []
-    for level in range(int(depth.max(initial=-1)) + 1):
-        members = [i for i in range(nj) if depth[i] == level]
+    for members in levels:
         members.sort(key=lambda i: (KIND_RANK[kinds[i]], slot[parent[i]] if parent[i] >= 0 else 0, i))
         for i in members:
             order.append(i)
