@@ -79,6 +79,7 @@ class Layout:
     q_scale: np.ndarray  # (nq,) user q times this is radians
     v_scale: np.ndarray  # (nv,) user v, a times this is rad/s, rad/s^2
     tau_scale: np.ndarray  # (nv,) ones: tau is never converted
+    joint_of: dict[str, int]  # joint name -> its index in the model (names are unique)
     degrees: bool = False
 
     @staticmethod
@@ -95,7 +96,8 @@ class Layout:
         factor = DEGREE if degrees else 1.0
         return Layout(model, tuple(v_labels), tuple(v_names), angular,
                       np.where(angle_q, factor, 1.0), np.where(angular, factor, 1.0),
-                      np.ones(model.nv), degrees)
+                      np.ones(model.nv), {name: j for j, name in enumerate(model.joint_names)},
+                      degrees)
 
     def width(self, kind: str) -> int:
         """Length of a vector of ``kind``: nq for q, nv for v, a and tau."""
@@ -118,15 +120,15 @@ class Layout:
     def index(self, name: str, kind: str, where: str) -> int:
         """Position in q (kind 'q') or v of a 1-dof joint ``name``, of ``joint:k``, or of
         ``joint.part`` as ``dyn info`` names the entries (``root_joint.qw``, ``ball.wx``)."""
-        model = self.model
+        model, joint_of = self.model, self.joint_of
         sizes, starts = ((model.nq_joint, model.idx_q) if kind == "q"
                          else (model.nv_joint, model.idx_v))
         joint, _, part = name.rpartition(".")
-        if name in model.joint_names and joint in model.joint_names:
+        if name in joint_of and joint in joint_of:
             raise UsageError(f"{where}: '{name}' is both a joint and an entry of joint "
                              f"'{joint}'; write '{name}.<entry>' or '{joint}:<k>'")
-        if name in model.joint_names:
-            j = model.joint_names.index(name)
+        if name in joint_of:
+            j = joint_of[name]
             if sizes[j] != 1:
                 parts = model.joint_models[j].q_parts if kind == "q" else \
                     model.joint_models[j].v_parts
@@ -135,15 +137,15 @@ class Layout:
                                  f"info does ('{name}.{parts[0]}'..)")
             return int(starts[j])
         joint, _, k = name.rpartition(":")
-        if joint in model.joint_names and k.isdigit():
-            j = model.joint_names.index(joint)
+        if joint in joint_of and k.isdigit():
+            j = joint_of[joint]
             if int(k) >= sizes[j]:
                 raise UsageError(f"{where}: joint '{joint}' has only {sizes[j]} entries in "
                                  f"{kind} ({joint}:0..{joint}:{sizes[j] - 1})")
             return int(starts[j]) + int(k)
         joint, _, part = name.rpartition(".")  # the names dyn info prints: root_joint.qx
-        if joint in model.joint_names:
-            j = model.joint_names.index(joint)
+        if joint in joint_of:
+            j = joint_of[joint]
             joint_model = model.joint_models[j]
             parts = list(joint_model.q_parts if kind == "q" else
                          joint_model.v_parts or ("rate",))
