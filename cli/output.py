@@ -445,16 +445,21 @@ def bodies_document(model) -> list[dict]:
     and the links welded to it; not the joint-anchor frames of an MJCF body)."""
     anchors = {frame for frame, body in zip(model.body_frames, model.body_names)
                if frame != body}
+    frames, links = {}, {}  # frame name -> frame; joint -> its links in model.frames order
+    for frame in model.frames:
+        frames.setdefault(frame.name, frame)
+        if frame.name not in anchors:
+            links.setdefault(frame.joint, []).append(frame.name)
     bodies = []
     for body in model.bodies:
         last = body.joints[-1]
-        own = model.frame(body.name)
+        own = frames[body.name]
         com = own.rotation.T @ (model.body_com[last] - own.translation)
         bodies.append({
             "name": body.name, "joint": model.joint_names[last],
             "joints": [model.joint_names[j] for j in body.joints],
             "mass": float(model.body_mass[list(body.joints)].sum()), "com": com.tolist(),
-            "links": [f.name for f in model.frames if f.joint == last and f.name not in anchors],
+            "links": links.get(last, []),
         })
     return bodies
 
@@ -475,17 +480,17 @@ def layout_document(model) -> dict:
 def tree_document(model) -> list[dict]:
     """Per joint in tree order: depth, children, support (root .. joint) and subtree."""
     names = model.joint_names
+    children = joint_children(model)
+    supports: list[list[str]] = []
     tree = []
     for j, name in enumerate(names):
-        support, k = [], j
-        while k >= 0:
-            support.insert(0, names[k])
-            k = model.parent[k]
+        parent = model.parent[j]  # parents come first
+        support = (supports[parent] if parent >= 0 else []) + [name]
+        supports.append(support)
         first = int(model.idx_v[j])
         tree.append({
             "joint": name, "depth": len(support) - 1,
-            "children": [names[c] for c in range(j + 1, model.subtree_end[j])
-                         if model.parent[c] == j],
+            "children": [names[c] for c in children[j]],
             "support": support,
             "subtree": list(names[j:model.subtree_end[j]]),
             "dofs": [first, first + int(model.nv_joint[j])],
@@ -498,10 +503,14 @@ def tree_lines(model) -> list[str]:
     """An indented ASCII drawing of the tree: joint (type) -> body [mass], dofs, subtree.
 
     The joints of an MJCF body with several joints follow each other; its mass is shown at
-    the last one."""
+    the last one. Drawn depth first with a stack of (joint, prefix, last child): a chain of
+    a thousand joints is deeper than Python's recursion limit."""
     lines = ["world"]
-
-    def draw(j: int, prefix: str, last: bool) -> None:
+    children = joint_children(model)
+    roots = [j for j in range(model.njoints) if model.parent[j] < 0]
+    stack = [(root, "", index == len(roots) - 1) for index, root in enumerate(roots)][::-1]
+    while stack:
+        j, prefix, last = stack.pop()
         first, own = int(model.idx_v[j]), int(model.nv_joint[j])
         dofs = f"v[{first}]" if own == 1 else f"v[{first}:{first + own}]"
         subtree = f"v[{first}:{first + int(model.nv_subtree[j])}]"
@@ -510,14 +519,19 @@ def tree_lines(model) -> list[str]:
                 or model.body_names[j + 1] != body or model.parent[j + 1] != j else "")
         lines.append(f"{prefix}{'`- ' if last else '|- '}{model.joint_names[j]} "
                      f"({model.public_type(j)}) -> {body}{mass}  {dofs}, supports {subtree}")
-        children = [c for c in range(j + 1, model.subtree_end[j]) if model.parent[c] == j]
-        for index, child in enumerate(children):
-            draw(child, prefix + ("   " if last else "|  "), index == len(children) - 1)
-
-    roots = [j for j in range(model.njoints) if model.parent[j] < 0]
-    for index, root in enumerate(roots):
-        draw(root, "", index == len(roots) - 1)
+        below = prefix + ("   " if last else "|  ")
+        stack += [(child, below, index == len(children[j]) - 1)
+                  for index, child in enumerate(children[j])][::-1]
     return lines
+
+
+def joint_children(model) -> list[list[int]]:
+    """The children of each joint (nj lists), in tree order."""
+    children: list[list[int]] = [[] for _ in range(model.njoints)]
+    for j, parent in enumerate(model.parent):
+        if parent >= 0:
+            children[parent].append(j)
+    return children
 
 
 JOINT_COLUMNS = ("name", "type", "parent", "idx_q", "nq", "idx_v", "nv", "nv_subtree", "body")

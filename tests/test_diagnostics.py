@@ -883,6 +883,25 @@ def test_info_draws_the_tree_with_supports_and_subtrees():
     assert "`- joint1 (revolute) -> link1" in table and "   `- joint2" in table
 
 
+def test_info_draws_a_chain_deeper_than_the_recursion_limit(tmp_path):
+    depth = sys.getrecursionlimit() + 10
+    links = "".join(f'<link name="l{k}"><inertial><mass value="1"/><inertia ixx="0.1" ixy="0" '
+                    'ixz="0" iyy="0.1" iyz="0" izz="0.1"/></inertial></link>'
+                    for k in range(depth + 1))
+    joints = "".join(f'<joint name="j{k}" type="continuous"><parent link="l{k}"/>'
+                     f'<child link="l{k + 1}"/><axis xyz="0 0 1"/></joint>' for k in range(depth))
+    path = tmp_path / "deep.urdf"
+    path.write_text(f'<robot name="deep">{links}{joints}</robot>')
+    lines = dyn("info", path).stdout.splitlines()
+    start = lines.index("world") + 1
+    for k, line in enumerate(lines[start:start + depth]):
+        assert line.startswith(" " * (3 * k) + f"`- j{k} (continuous) -> l{k + 1} [1 kg]")
+    document = json.loads(dyn("info", path, "--format", "json").stdout)
+    assert [entry["support"] for entry in document["tree"][-2:]] == \
+        [[f"j{k}" for k in range(depth - 1)], [f"j{k}" for k in range(depth)]]
+    assert document["tree"][0]["children"] == ["j1"] and document["tree"][-1]["children"] == []
+
+
 def test_mass_sparsity_reports_factor_fill_in_and_confirmation():
     path = ROOT / "tests" / "data" / "arm_with_tool.urdf"
     document = json.loads(dyn("mass", path, "--free-flyer", "--sparsity",
