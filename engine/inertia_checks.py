@@ -740,9 +740,12 @@ class _Checker:
         model = self.model
         with np.errstate(all="ignore"):
             blocks = articulated_blocks(model, self.q)
+        frames: dict[int, list[str]] = {}  # body -> its links, in model.frames order
+        for frame in model.frames:
+            frames.setdefault(frame.joint, []).append(frame.name)
         for j, name in enumerate(model.body_names):
             context = contexts[name]
-            links = tuple(f.name for f in model.frames if f.joint == j)
+            links = tuple(frames.get(j, ()))
             if self.finite and np.all(np.isfinite(blocks[j])):
                 self.articulated(context, j, blocks[j], links)
             else:
