@@ -21,6 +21,8 @@ from dataclasses import dataclass
 import numpy as np
 
 FUNCTIONS = ("inverse", "forward", "mass")
+MASS_BYTES = 256 << 20  # the mass matrices of one batched call stay under this
+FIRST_FILE_NUMBERS = 1 << 16  # the first file of a format holds about this many results
 FORMATS = {"npz": ".npz", "jsonl": ".jsonl", "csv": ".csv"}  # format -> file extension
 INPUTS = {"inverse": ("q", "v", "a"), "forward": ("q", "v", "tau"), "mass": ("q",)}
 STAGES = ("read", "write", "pipeline")
@@ -79,14 +81,24 @@ def random_states(model, count: int, seed: int = 0) -> dict[str, np.ndarray]:
     return {"q": q, "v": v, "a": a, "tau": tau}
 
 
+def batch_states(command: str, model, batch: int) -> int:
+    """States of a batched call of ``command``: ``batch``, fewer for mass matrices that
+    would pass MASS_BYTES (16384 states of 38 dofs fit; 33 states of 1000 dofs)."""
+    if command != "mass":
+        return batch
+    return max(1, min(batch, MASS_BYTES // (8 * max(model.nv, 1) ** 2)))
+
+
 def calls(model, count: int, seed: int = 0) -> dict:
-    """The engine call of each command on ``count`` random states."""
+    """The engine call of each command on ``count`` random states (mass on the first
+    :func:`batch_states` of them)."""
     from treedyn.engine import aba, crba, rnea
 
     s = random_states(model, count, seed)
+    q_mass = s["q"][:batch_states("mass", model, count)]
     return {"inverse": lambda: rnea(model, s["q"], s["v"], s["a"]),
             "forward": lambda: aba(model, s["q"], s["v"], s["tau"]),
-            "mass": lambda: crba(model, s["q"])}
+            "mass": lambda: crba(model, q_mass)}
 
 
 def best_time(call, seconds: float) -> float:
@@ -101,7 +113,8 @@ def best_time(call, seconds: float) -> float:
 
 
 def measure(model, batch: int, seconds: float) -> list[Row]:
-    """Rows for every command: N=1, then N=batch with 1 and 2 threads."""
+    """Rows for every command: N=1, then N=batch (:func:`batch_states`) with 1 and 2
+    threads."""
     from treedyn.engine.kernels import configured
 
     rows = []
@@ -112,13 +125,16 @@ def measure(model, batch: int, seconds: float) -> list[Row]:
                 rows.append(Row(command, 1, 1, best_time(single[command], seconds)))
             for threads in (1, 2):
                 with configured(threads=threads):
-                    rows.append(Row(command, batch, threads,
+                    rows.append(Row(command, batch_states(command, model, batch), threads,
                                     best_time(many[command], seconds)))
     return rows
 
 
 def measure_files(model, batch: int, seconds: float) -> list[FileRow]:
-    """A FileRow for every command and format, in a temporary folder."""
+    """A FileRow for every command and format, in a temporary folder: on 16 states first
+    (fewer when their results pass FIRST_FILE_NUMBERS: 1 mass matrix of 1000 dofs, whose
+    text takes a second), then more until the pipeline takes about ``seconds``, at most
+    :func:`batch_states`."""
     import tempfile
 
     from .inputs import Layout
@@ -127,14 +143,16 @@ def measure_files(model, batch: int, seconds: float) -> list[FileRow]:
     rows = []
     with tempfile.TemporaryDirectory(prefix="dyn-bench-") as folder, np.errstate(all="ignore"):
         for command in FUNCTIONS:
+            most = batch_states(command, model, batch)
+            numbers = max(1, model.nv ** 2 if command == "mass" else model.nv)
             for fmt in FORMATS:
-                count = min(batch, 16)
+                count = min(most, 16, max(1, FIRST_FILE_NUMBERS // numbers))
                 job = FileJob(layout, command, fmt, count, folder)
                 took = job.time(job.pipeline)
                 for _ in range(4):  # fixed costs weigh on small runs: grow in steps
-                    if took >= seconds / 2 or count == batch:
+                    if took >= seconds / 2 or count == most:
                         break
-                    count = min(batch, 16 * count, int(count * seconds / max(took, 1e-6)))
+                    count = min(most, 16 * count, int(count * seconds / max(took, 1e-6)))
                     job = FileJob(layout, command, fmt, count, folder)
                     took = job.time(job.pipeline)
                 rows.append(job.row(took))

@@ -623,6 +623,24 @@ def test_bench_prints_a_throughput_table():
     assert lines[-1].startswith("mass,") and lines[-1].endswith(",pipeline,csv")
 
 
+def test_bench_mass_rows_stay_under_their_memory_budget(monkeypatch, arm):
+    """Batched mass calls and mass files hold at most MASS_BYTES of matrices: the rows say
+    how many states they timed, and the first file of each format starts smaller when its
+    results are many numbers."""
+    from treedyn.cli import bench
+
+    monkeypatch.setattr(bench, "MASS_BYTES", 8 * 2 * 2 * 10)  # 10 mass matrices of the arm
+    monkeypatch.setattr(bench, "FIRST_FILE_NUMBERS", 2 * 2 * 3)  # a first file of 3 states
+    assert bench.batch_states("mass", arm, 64) == 10 and bench.batch_states("inverse", arm, 64) == 64
+    document = json.loads(dyn("bench", ARM, "--states", "64", "--seconds", "0.01",
+                              "-f", "json").stdout)
+    assert [(r["command"], r["states"]) for r in document["rows"] if r["states"] > 1] == [
+        (command, n) for command, n in (("inverse", 64), ("forward", 64), ("mass", 10))
+        for _ in range(2)]
+    files = [r for r in document["files"] if r["command"] == "mass"]
+    assert files and all(3 <= r["states"] <= 10 for r in files)
+
+
 @pytest.mark.parametrize("fmt", ["npz", "jsonl", "csv"])
 def test_bench_times_real_pipelines(tmp_path, arm, fmt):
     """The files bench writes states that read back exactly, and its written and piped
