@@ -202,6 +202,18 @@ class TextSink(Sink):
         self.record(lambda: self.write_text(text), count)
 
 
+TEXT_BLOCK = 1 << 16  # results turned into Python floats at a time
+
+
+def row_lists(result: np.ndarray):
+    """``result.tolist()`` (N, ...) row by row, converted TEXT_BLOCK numbers at a time: a
+    chunk of 64 mass matrices of 1000 dofs is 64 million numbers, 2 GB as Python floats."""
+    per_row = max(1, int(np.prod(result.shape[1:])))
+    step = max(1, TEXT_BLOCK // per_row)
+    for start in range(0, len(result), step):
+        yield from result[start:start + step].tolist()
+
+
 class JsonSink(TextSink):
     """One JSON object per state and line: ``{"<key>": value, **extra}``."""
 
@@ -212,7 +224,7 @@ class JsonSink(TextSink):
 
     def text(self, result) -> str:
         return "".join(["{" + self.head + json.dumps(row) + self.tail + "}\n"
-                        for row in result.tolist()])
+                        for row in row_lists(result)])
 
 
 class CsvSink(TextSink):
@@ -227,7 +239,7 @@ class CsvSink(TextSink):
 
     def text(self, result) -> str:
         # numbers never need quoting; joining their reprs gives csv.writer's bytes faster
-        rows = result.reshape(len(result), -1).tolist()
+        rows = row_lists(result.reshape(len(result), -1))
         return "".join([",".join(map(repr, row)) + "\n" for row in rows])
 
     def write_text(self, text: str) -> None:
