@@ -79,7 +79,6 @@ class Layout:
     q_scale: np.ndarray  # (nq,) user q times this is radians
     v_scale: np.ndarray  # (nv,) user v, a times this is rad/s, rad/s^2
     tau_scale: np.ndarray  # (nv,) ones: tau is never converted
-    joint_of: dict[str, int]  # joint name -> its index in the model (names are unique)
     degrees: bool = False
 
     @staticmethod
@@ -96,8 +95,7 @@ class Layout:
         factor = DEGREE if degrees else 1.0
         return Layout(model, tuple(v_labels), tuple(v_names), angular,
                       np.where(angle_q, factor, 1.0), np.where(angular, factor, 1.0),
-                      np.ones(model.nv), {name: j for j, name in enumerate(model.joint_names)},
-                      degrees)
+                      np.ones(model.nv), degrees)
 
     def width(self, kind: str) -> int:
         """Length of a vector of ``kind``: nq for q, nv for v, a and tau."""
@@ -120,7 +118,7 @@ class Layout:
     def index(self, name: str, kind: str, where: str) -> int:
         """Position in q (kind 'q') or v of a 1-dof joint ``name``, of ``joint:k``, or of
         ``joint.part`` as ``dyn info`` names the entries (``root_joint.qw``, ``ball.wx``)."""
-        model, joint_of = self.model, self.joint_of
+        model, joint_of = self.model, self.model.joint_ids
         sizes, starts = ((model.nq_joint, model.idx_q) if kind == "q"
                          else (model.nv_joint, model.idx_v))
         joint, _, part = name.rpartition(".")

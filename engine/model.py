@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass
+from functools import cached_property
 from typing import NamedTuple
 
 import numpy as np
@@ -97,8 +98,13 @@ class Model:
         """Joint type as the machine interface names it."""
         return PUBLIC_TYPE[self.joint_types[joint]]
 
+    @cached_property
+    def joint_ids(self) -> dict[str, int]:
+        """Joint name -> its index (the names are unique), built on first use."""
+        return {name: j for j, name in enumerate(self.joint_names)}
+
     def joint_index(self, name: str) -> int:
-        return self.joint_names.index(name)
+        return self.joint_ids[name]
 
     def frame(self, name: str) -> Frame:
         for frame in self.frames:
