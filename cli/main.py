@@ -443,11 +443,12 @@ CHUNK_FLOOR = 32  # ... but hold at least this many states: the engine's per-lev
 
 
 def chunk_states(command: str, layout: Layout) -> int:
-    """States per chunk: inputs.CHUNK, fewer when a chunk's results would pass CHUNK_BYTES
-    (mass matrices of large models), so memory stays small whatever the output format."""
+    """States per chunk: inputs.CHUNK (TREEDYN_STREAM_CHUNK), fewer when a chunk's results
+    would pass CHUNK_BYTES (mass matrices of large models), so memory stays small whatever
+    the output format."""
     nv = max(layout.model.nv, 1)
     per_state = 8 * (nv * nv if command == "mass" else nv)
-    return max(CHUNK_FLOOR, min(CHUNK, CHUNK_BYTES // per_state))
+    return min(CHUNK, max(CHUNK_FLOOR, CHUNK_BYTES // per_state))
 
 
 def stopped(sink: Sink, error: BaseException) -> BaseException:

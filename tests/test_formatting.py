@@ -1,7 +1,7 @@
 """JSON Lines and CSV results of a run in one process (an .npz input, stdin, a text file
 that cannot be split), formatted in worker processes (treedyn.cli.formatting).
 
-Fresh ``dyn`` processes with chunks of 64 states (test_parts.SPLIT), compared byte for
+Fresh ``dyn`` processes with chunks of 32 states (test_parts.SPLIT), compared byte for
 byte with TREEDYN_PROCESSES=1: results, error lines, exit codes and the states written
 before an error.
 """
@@ -79,7 +79,7 @@ def test_the_text_is_what_one_process_writes(tmp_path, source, output):
 
 
 @pytest.mark.parametrize("output", ["out.jsonl", "out.csv", "csv"])
-@pytest.mark.parametrize("bad", [700, 832])  # 832: the first state of a chunk (13 x 64)
+@pytest.mark.parametrize("bad", [700, 832])  # 832: the first state of a chunk (26 x 32)
 def test_a_bad_state_stops_as_in_one_process(tmp_path, output, bad):
     """A NaN the reader rejects, and a huge tau that makes forward dynamics non-finite in
     the engine: the same line, and the same states written before it."""
@@ -153,7 +153,7 @@ def test_a_worker_that_dies_leaves_no_gap(tmp_path):
     written = out.read_bytes() if out.exists() else b""
     assert whole.read_bytes().startswith(written)
     count = written.count(b"\n")
-    assert count < 1000 and count % 64 == 0
+    assert count < 1000 and count % int(SPLIT["TREEDYN_STREAM_CHUNK"]) == 0
     assert (f"the {count} states before it" in message) == (count > 0)
 
 

@@ -109,7 +109,7 @@ def test_a_bad_line_in_a_later_part_stops_as_one_process_does(tmp_path, bad_line
 
 
 @pytest.mark.parametrize("output", ["out.csv", "out.jsonl"])
-@pytest.mark.parametrize("bad", [800, 832])  # 832: the first state of a chunk (13 x 64)
+@pytest.mark.parametrize("bad", [800, 832])  # 832: the first state of a chunk (26 x 32)
 def test_non_finite_result_in_a_later_part(tmp_path, bad, output):
     """forward dynamics that turns singular mid-file (a NaN in tau is caught by the
     reader; a huge one overflows the engine) stops at the same state."""
