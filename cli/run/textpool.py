@@ -18,14 +18,17 @@ thread is started.
 from __future__ import annotations
 
 import collections
-import os
 import signal
 import sys
 import threading
+from concurrent.futures.process import BrokenProcessPool
 
 import numpy as np
 
-from .output import TextSink, UsageError
+from ..errors import UsageError
+from ..io.sinks import TextSink
+from .pool import WORKER_DIED, fork_pool, processes
+from .request import sink_kind
 
 _SINK: dict = {}  # "sink": the TextSink whose text() the forked workers call
 
@@ -45,8 +48,6 @@ class Ahead:
         """Hand out the results of (the first ``len(result)`` of) a chunk of ``states``,
         read with ``share`` of the input (for the progress bar); write the texts that are
         done."""
-        from concurrent.futures.process import BrokenProcessPool
-
         try:
             future = self.pool.submit(_text, result)
         except BrokenProcessPool:
@@ -67,8 +68,6 @@ class Ahead:
             self._write_first()
 
     def _write_first(self) -> None:
-        from concurrent.futures.process import BrokenProcessPool
-
         future, count, share = self.pending[0]
         try:
             text = future.result()
@@ -84,8 +83,6 @@ class Ahead:
     def _broken(self) -> UsageError:
         self.write_done()
         self.pending.clear()  # the later texts would leave a gap in the output
-        from .parts import WORKER_DIED
-
         return UsageError(WORKER_DIED)
 
     def shutdown(self, wait: bool = True) -> None:
@@ -99,9 +96,6 @@ def text_workers(request, source) -> int:
     """Worker processes to make the text of ``request``'s results (see the module's
     documentation), or 0 to make it in this process. Asked before the output is created:
     a bad TREEDYN_PROCESSES is reported first."""
-    from .main import sink_kind
-    from .parts import processes
-
     if (sink_kind(request) not in ("json", "csv") or not sys.platform.startswith("linux")
             or not source.size):  # a pipe: a live producer's states are written as they come
         return 0
@@ -112,35 +106,16 @@ def text_workers(request, source) -> int:
 def ahead_of(sink: TextSink, workers: int) -> Ahead | None:
     """The workers' pool for ``sink``, forked now; None (one process makes the text) if a
     thread already runs (fork would copy its locks) or the pool cannot be started."""
-    from concurrent.futures import ProcessPoolExecutor
-    from concurrent.futures.process import BrokenProcessPool
-    from multiprocessing import get_context
-
-    from .parts import start_worker
-
     if threading.active_count() > 1:
         return None
-    for stdio in (sys.stdout, sys.stderr):
-        if stdio is not None:
-            stdio.flush()  # a forked worker must not write the parent's buffers again
     _SINK["sink"] = sink
-    pool = None
     # The workers ignore Ctrl-C: this process stops them (a worker that died at once could
-    # end it through SIGPIPE, writing the next task to it, before it reports). Ctrl-C here
-    # waits until every worker is forked (they are, at the first task).
-    signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+    # end it through SIGPIPE, writing the next task to it, before it reports).
     try:
-        pool = ProcessPoolExecutor(workers, mp_context=get_context("fork"),
-                                   initializer=start_worker,
-                                   initargs=(os.getpid(), signal.SIG_IGN))
-        pool.submit(int).result()
+        pool = fork_pool(workers, interrupt=signal.SIG_IGN)
     except (OSError, BrokenProcessPool):  # no semaphores, no fork: one process does it
-        if pool is not None:
-            pool.shutdown(wait=False, cancel_futures=True)
         _SINK.clear()
         return None
-    finally:
-        signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
     return Ahead(sink, pool, workers)
 
 

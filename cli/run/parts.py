@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import shutil
 import signal
 import sys
@@ -39,27 +40,22 @@ from typing import NamedTuple
 
 import numpy as np
 
-from .inputs import INPUT_FORMATS, Input, Layout, UsageError, _csv_plan, is_data
-from .output import CAPTURED, CsvSink, Ended, JsonSink, NpzSink, OutputError, Sink
+from ..console import console, warn
+from ..errors import OutputError, UsageError
+from ..io.csvfile import csv_plan
+from ..io.layout import Layout
+from ..io.sinks import CsvSink, JsonSink, NpzSink, RawSink, Sink
+from ..io.source import INPUT_FORMATS, Input
+from ..io.text import is_data
+from ..settings import whole
+from .compute import collect, compute
+from .pool import WORKER_DIED, ended_by_signals, fork_pool, processes
+from .progress import Progress, wanted
+from .request import RESULT_KEY, chunk_states, open_output, open_sink, sink_kind
+from .stream import stopped
 
 PART_BYTES = 16 << 20  # bytes of text per part
-MAX_PROCESSES = 8
 SCAN = 1 << 20  # bytes read at a time when surveying a part
-PR_SET_PDEATHSIG = 1  # prctl(2): the signal a process gets when its parent dies
-WORKER_DIED = ("dyn: a worker process ended abruptly (killed, or out of memory?); "
-               "TREEDYN_PROCESSES=1 runs in one process")
-
-
-def processes() -> int:
-    """Worker processes: TREEDYN_PROCESSES, else the CPUs this process may use (at most
-    MAX_PROCESSES); 1 turns the split off."""
-    if os.environ.get("TREEDYN_PROCESSES"):
-        return max(1, _whole("TREEDYN_PROCESSES"))
-    try:
-        cpus = len(os.sched_getaffinity(0))
-    except AttributeError:  # not on Linux
-        cpus = os.cpu_count() or 1
-    return min(cpus, MAX_PROCESSES)
 
 
 def split_bytes() -> int:
@@ -69,15 +65,7 @@ def split_bytes() -> int:
 
 def part_bytes() -> int:
     """Bytes per part: TREEDYN_PART_BYTES (tests use small parts), else PART_BYTES."""
-    return max(1, _whole("TREEDYN_PART_BYTES")) if os.environ.get("TREEDYN_PART_BYTES") \
-        else PART_BYTES
-
-
-def _whole(name: str) -> int:
-    try:
-        return int(os.environ[name])
-    except ValueError:
-        raise UsageError(f"dyn: {name}={os.environ[name]!r} is not a whole number") from None
+    return whole("TREEDYN_PART_BYTES", PART_BYTES)
 
 
 @dataclass
@@ -136,8 +124,6 @@ def try_parts(request, layout: Layout, gravity, wrenches) -> bool:
     """Run ``request`` over parts of its input file in worker processes; False (nothing
     done, nothing opened) when the input is not a large regular text file, or cannot be
     split safely, or the results go to a table."""
-    from .main import sink_kind
-
     path = request.input
     kind = INPUT_FORMATS.get(os.path.splitext(path)[1].lower())
     workers = processes()
@@ -163,49 +149,30 @@ def try_parts(request, layout: Layout, gravity, wrenches) -> bool:
             os.path.abspath(request.output)) if request.output is not None else None)
     except OSError:  # one process reports an unwritable output as it does
         return False
-    import multiprocessing  # only now: a few ms that small and .npz inputs need not pay
-
     _JOB["job"] = Job(request, layout, gravity, wrenches, kind, rows.header, rows.first - 1,
                       "raw" if output == "npz" else output, folder)
-    _JOB["parent"] = os.getpid()
     # The parent talks to the workers through pipes: a worker that dies (Ctrl-C) must not
     # end it through SIGPIPE before it cleans up. A reader of stdout that goes away ends
     # it as it would end one process (dyn lets SIGPIPE do that), after the clean-up.
-    # Signals are handled in this thread, the only one (see above).
+    # Signals are handled in this thread, the only one (see above). SIGTERM and SIGHUP end
+    # dyn as ever, but after the parts are removed.
     quiet_end = signal.getsignal(signal.SIGPIPE) == signal.SIG_DFL
     signal.signal(signal.SIGPIPE, signal.SIG_IGN)
-    # SIGTERM and SIGHUP end dyn as ever, but after the parts are removed
-    ending = {number: signal.signal(number, _ended) for number in (signal.SIGTERM, signal.SIGHUP)}
-    end_by = None
-    try:
-        for stdio in (sys.stdout, sys.stderr):
-            stdio.flush()  # a forked worker must not write the parent's buffers again
-        return run(request, layout, bounds, rows.first, size, min(workers, len(bounds)),
-                   multiprocessing.get_context("fork"))
-    except BrokenPipeError:
-        if request.output is not None or not quiet_end:
-            raise
-        end_by = signal.SIGPIPE  # stdout's reader went away: end as one process does
-        return True
-    except Ended as ended:
-        end_by = ended.number
-        raise
-    finally:
-        _JOB.clear()
-        shutil.rmtree(folder, ignore_errors=True)
-        for number, handler in ending.items():
-            signal.signal(number, handler)
-        signal.signal(signal.SIGPIPE, signal.SIG_DFL if quiet_end else signal.SIG_IGN)
-        if end_by is not None and (end_by != signal.SIGPIPE or quiet_end):
-            signal.signal(end_by, signal.SIG_DFL)
-            os.kill(os.getpid(), end_by)
-
-
-def _ended(number, frame) -> None:
-    if os.getpid() != _JOB.get("parent"):  # a worker not set up yet: end as by default
-        signal.signal(number, signal.SIG_DFL)
-        os.kill(os.getpid(), number)
-    raise Ended(number)
+    broken_pipe = False
+    with ended_by_signals():
+        try:
+            return run(request, layout, bounds, rows.first, size, min(workers, len(bounds)))
+        except BrokenPipeError:
+            if request.output is not None or not quiet_end:
+                raise
+            broken_pipe = True  # stdout's reader went away: end as one process does
+            return True
+        finally:
+            _JOB.clear()
+            shutil.rmtree(folder, ignore_errors=True)
+            signal.signal(signal.SIGPIPE, signal.SIG_DFL if quiet_end else signal.SIG_IGN)
+            if broken_pipe:
+                os.kill(os.getpid(), signal.SIGPIPE)
 
 
 def data_start(path: str, kind: str, layout: Layout, request) -> Rows | None:
@@ -232,7 +199,7 @@ def data_start(path: str, kind: str, layout: Layout, request) -> Rows | None:
         return None
     header = next(csv.reader([line.decode()]))
     try:
-        _csv_plan(header, path, layout, tuple(request.vectors), warns=False)  # workers do
+        csv_plan(header, path, layout, tuple(request.vectors), warns=False)  # workers do
     except UsageError:  # one process reports it, as ever
         return None
     return Rows(end + 1, number + 1, header)
@@ -293,25 +260,13 @@ def survey(path: str, start: int, end: int, kind: str) -> Survey:
                 return Survey(lines, data, True)
 
 
-def run(request, layout, bounds, first: int, size: int, workers: int, context) -> bool:
+def run(request, layout, bounds, first: int, size: int, workers: int) -> bool:
     """Survey the byte ranges, then compute parts of whole chunks in ``workers`` processes
     and join them; False if a range cannot be read apart (nothing opened then)."""
-    from concurrent.futures import ProcessPoolExecutor
-
-    from .main import chunk_states, open_sink, stopped
-    from .progress import Progress, wanted
-
     job = _JOB["job"]
-    pool = ProcessPoolExecutor(workers, mp_context=context, initializer=start_worker,
-                               initargs=(os.getpid(),))
+    pool = fork_pool(workers)
     try:
-        # Ctrl-C waits until every worker is forked and the pool can stop them: it is
-        # blocked while the first tasks fork them, and raised when unblocked
-        signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
-        try:
-            pending = [pool.submit(survey, request.input, a, b, job.kind) for a, b in bounds]
-        finally:
-            signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
+        pending = [pool.submit(survey, request.input, a, b, job.kind) for a, b in bounds]
         surveys = [future.result() for future in pending]
         if not all(part.fine for part in surveys):
             return False
@@ -359,10 +314,7 @@ def join(pool, parts: list[Part], sink: Sink, folder: str, progress, total: int,
     """Compute the parts, at most ``ahead`` past the one being joined (their files wait on
     disk), and append them to ``sink`` in order; at a part's error, what it wrote, then
     the error."""
-    import re
     from concurrent.futures.process import BrokenProcessPool
-
-    from .output import warn
 
     where = re.compile(re.escape(_JOB["job"].request.input) + r":\d+: ")
     warned: set[str] = set()  # as one process: once per cause, at its first line
@@ -431,33 +383,10 @@ def part_file(folder: str, index: int) -> str:
     return os.path.join(folder, f"part{index:06d}")
 
 
-def start_worker(parent: int, interrupt=signal.SIG_DFL) -> None:
-    """In each worker: one engine thread; Ctrl-C (unless ``interrupt`` is SIG_IGN: the
-    parent then stops the worker), SIGTERM or SIGHUP end it quietly (the parent reports),
-    and so does the parent's death (no worker outlives it)."""
-    import ctypes
-
-    from treedyn.engine import kernels
-
-    signal.signal(signal.SIGINT, interrupt)
-    for number in (signal.SIGTERM, signal.SIGHUP):
-        signal.signal(number, signal.SIG_DFL)
-    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
-    try:
-        ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, int(signal.SIGKILL))
-    except (OSError, AttributeError):  # not Linux's C library: the pipes end it later
-        pass
-    if os.getppid() != parent:  # the parent died before prctl took effect
-        os._exit(1)
-    kernels.configure(threads=1)
-
-
 def _run_part(index: int, start: int, first: int, skip: int, take: int) -> Outcome:
     """Read, compute and write one part (in a worker): ``take`` states from the data line
     after the first ``skip`` ones of the range at byte ``start`` (line ``first``); a bad
     line ends it as in one process, with the states before it written."""
-    from .main import RESULT_KEY, chunk_states, collect, compute, open_output
-
     job = _JOB["job"]
     request, layout = job.request, job.layout
     source = Input.part(request.input, job.kind, start, first, skip, take)
@@ -472,7 +401,7 @@ def _run_part(index: int, start: int, first: int, skip: int, take: int) -> Outco
     else:
         sink = JsonSink(open_output(path, False)[0], key, {}, path)
     outcome = Outcome(0)
-    CAPTURED["into"] = outcome.warnings
+    console.capture(outcome.warnings)
     try:
         try:
             for states in chunks:
@@ -487,14 +416,8 @@ def _run_part(index: int, start: int, first: int, skip: int, take: int) -> Outco
     except UsageError as error:
         outcome.error = str(error)
     finally:
-        CAPTURED["into"] = None
+        console.capture(None)
     outcome.count = sink.count
     return outcome
 
 
-class RawSink(Sink):
-    """Results as raw float64 rows (a part of an .npz output)."""
-
-    def write(self, result, states) -> None:
-        self.stream.write(np.ascontiguousarray(result, dtype=np.float64))
-        self.stream.flush()

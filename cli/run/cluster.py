@@ -37,9 +37,17 @@ from dataclasses import replace
 
 import numpy as np
 
-from .inputs import INPUT_FORMATS, Input, Layout, UsageError, _npz_members, pop_q
-from .output import Ended
+from ..errors import Ended, UsageError
+from ..io.layout import Layout
+from ..io.model import load
+from ..io.npz import npz_members
+from ..io.source import INPUT_FORMATS, Input
+from ..io.vectors import States, parse_fext, parse_gravity, pop_q
+from .compute import compute
+from .pool import ended_by_signals
 from .progress import Progress, wanted
+from .request import RESULT_KEY, chunk_states
+from .stream import stream
 
 ROWS_PER_TASK = 100_000  # states per task at most (rounded down to whole chunks)
 EXTRA = "--scheduler needs the optional extra: pip install 'treedyn[dask]'"
@@ -85,8 +93,8 @@ def targets(request, files: list[str]) -> list[str]:
         raise UsageError(f"dyn: --output {request.output} must be a directory (end it with "
                          "/) with several input files or --scheduler: each input file "
                          "gives DIR/<input stem>.npz")
-    if request.format is not None and request.format.value != "npz":
-        raise UsageError(f"dyn: --format {request.format.value} conflicts with --output "
+    if request.format is not None and request.format != "npz":
+        raise UsageError(f"dyn: --format {request.format} conflicts with --output "
                          "DIR/: the files written there are .npz")
     outputs = [os.path.join(request.output, os.path.splitext(os.path.basename(f))[0] + ".npz")
                for f in files]
@@ -157,27 +165,13 @@ def solve_many(request, layout: Layout, gravity, wrenches) -> None:
     client, cluster = connect(request.scheduler)
     # SIGTERM and SIGHUP (kill, timeout, a cancelled CI job) end dyn as ever, after the
     # cleanup a Ctrl-C gets: the finished outputs kept, the placeholders removed
-    ending = ({number: signal.signal(number, _raise_ended)
-               for number in (signal.SIGTERM, signal.SIGHUP)}
-              if threading.current_thread() is threading.main_thread() else {})
-    end_by = None
-    try:
-        run_on_cluster(client, request, layout, files, outputs, counts)
-    except Ended as ended:
-        end_by = ended.number
-    finally:
-        for number, handler in ending.items():
-            signal.signal(number, handler)
-        client.close()
-        if cluster is not None:
-            cluster.close()
-        if end_by is not None:
-            signal.signal(end_by, signal.SIG_DFL)
-            os.kill(os.getpid(), end_by)
-
-
-def _raise_ended(number, frame) -> None:
-    raise Ended(number)
+    with ended_by_signals():
+        try:
+            run_on_cluster(client, request, layout, files, outputs, counts)
+        finally:
+            client.close()
+            if cluster is not None:
+                cluster.close()
 
 
 def checked_counts(files: list[str], layout: Layout, kinds,
@@ -202,8 +196,6 @@ def checked_counts(files: list[str], layout: Layout, kinds,
 def run_here(request, layout: Layout, gravity, wrenches, files, outputs) -> None:
     """Each file in turn through the single-machine streaming path; an error in one (a bad
     row) also says how many output files, those of the inputs before it, were completed."""
-    from .main import stream
-
     for done, (path, output) in enumerate(zip(files, outputs)):
         try:
             stream(replace(request, input=path, output=output), layout, gravity, wrenches)
@@ -344,8 +336,6 @@ def run_on_cluster(client, request, layout: Layout, files, outputs, counts) -> N
     A bad row reported is the earliest of the first failing input.
     """
     import distributed
-
-    from .main import chunk_states
 
     size = chunk_states(request.command, layout)
     per_task = ROWS_PER_TASK // size * size if ROWS_PER_TASK >= size else ROWS_PER_TASK
@@ -488,7 +478,7 @@ def states_in(path: str, layout: Layout, kinds, warns: bool = True) -> int:
     arrays it does not read."""
     source = Input.open(path)
     try:
-        return _npz_members(source.stream, path, layout, kinds, warns)[0].count
+        return npz_members(source.stream, path, layout, kinds, warns)[0].count
     finally:
         source.stream.close()
 
@@ -507,8 +497,6 @@ def worker_model(job: dict):
     key = (job["model"], job["free_flyer"])
     cached = _MODELS.get(key)
     if cached is None or cached[0] != job["digest"]:
-        from .common import load
-
         model = load(job["model"], job["free_flyer"])
         if model_digest(model) != job["digest"]:
             raise UsageError(f"{job['model']}: the workers read another version of the model "
@@ -562,9 +550,6 @@ def solve_block(job: dict, path: str, start: int, stop: int, target: str,
     import zipfile
     import zlib
 
-    from .inputs import parse_fext, parse_gravity
-    from .main import compute
-
     raw = target + ".raw" if whole else target
     with reopen(raw) as out:
         model = worker_model(job)
@@ -573,7 +558,7 @@ def solve_block(job: dict, path: str, start: int, stop: int, target: str,
         wrenches = parse_fext(job["fext"], model)
         source = Input.open(path)
         try:
-            members = _npz_members(source.stream, path, layout, job["kinds"], warns=False)
+            members = npz_members(source.stream, path, layout, job["kinds"], warns=False)
             try:
                 for member in members:  # move every member to row ``start``
                     if member.stream is not None and start:
@@ -605,8 +590,6 @@ def read_states(members, path: str, layout: Layout, wrenches, begin: int, end: i
     single-machine path does."""
     import zipfile
     import zlib
-
-    from .inputs import States
 
     vectors = {}
     bad = None  # (row, kind) of the earliest non-finite number
@@ -652,8 +635,6 @@ def write_npz(job: dict, layout: Layout | None, raws: list[str], count: int,
     import zipfile
 
     from numpy.lib import format as npy
-
-    from .main import RESULT_KEY
 
     with contextlib.ExitStack() as opened:
         parts = [opened.enter_context(open(raw, "rb")) for raw in raws]

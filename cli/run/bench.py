@@ -15,10 +15,25 @@ batch size); each stage is then the fastest of two runs.
 from __future__ import annotations
 
 import json
+import os
+import tempfile
 import time
 from dataclasses import dataclass
 
 import numpy as np
+
+from treedyn.engine import aba, crba, kernels, rnea
+from treedyn.engine.kernels import configured
+
+from ..errors import UsageError
+from ..io.layout import Layout
+from ..io.source import Input
+from ..render.table import table
+from .compute import compute
+from .parts import split_bytes
+from .pool import processes
+from .request import Request, chunk_states, open_sink
+from .stream import stream
 
 FUNCTIONS = ("inverse", "forward", "mass")
 MASS_BYTES = 256 << 20  # the mass matrices of one batched call stay under this
@@ -92,8 +107,6 @@ def batch_states(command: str, model, batch: int) -> int:
 def calls(model, count: int, seed: int = 0) -> dict:
     """The engine call of each command on ``count`` random states (mass on the first
     :func:`batch_states` of them)."""
-    from treedyn.engine import aba, crba, rnea
-
     s = random_states(model, count, seed)
     q_mass = s["q"][:batch_states("mass", model, count)]
     return {"inverse": lambda: rnea(model, s["q"], s["v"], s["a"]),
@@ -115,8 +128,6 @@ def best_time(call, seconds: float) -> float:
 def measure(model, batch: int, seconds: float) -> list[Row]:
     """Rows for every command: N=1, then N=batch (:func:`batch_states`) with 1 and 2
     threads."""
-    from treedyn.engine.kernels import configured
-
     rows = []
     single, many = calls(model, 1), calls(model, batch)
     with np.errstate(all="ignore"):
@@ -135,10 +146,6 @@ def measure_files(model, batch: int, seconds: float) -> list[FileRow]:
     (fewer when their results pass FIRST_FILE_NUMBERS: 1 mass matrix of 1000 dofs, whose
     text takes a second), then more until the pipeline takes about ``seconds``, at most
     :func:`batch_states`."""
-    import tempfile
-
-    from .inputs import Layout
-
     layout = Layout.of(model)
     rows = []
     with tempfile.TemporaryDirectory(prefix="dyn-bench-") as folder, np.errstate(all="ignore"):
@@ -164,10 +171,6 @@ class FileJob:
     (states.<ext>), and the stages to time on it; results go to results.<ext>."""
 
     def __init__(self, layout, command: str, fmt: str, count: int, folder: str):
-        import os
-
-        from .main import chunk_states, compute
-
         self.layout, self.command, self.fmt, self.count = layout, command, fmt, count
         self.kinds = INPUTS[command]
         self.extension = FORMATS[fmt]
@@ -179,10 +182,6 @@ class FileJob:
         self.results = [(compute(command, layout, chunk, None), chunk) for chunk in self.read()]
 
     def request(self, output: str):
-        import os
-
-        from .main import Request
-
         return Request(command=self.command, model=self.layout.model.name, free_flyer=False,
                        vectors=dict.fromkeys(self.kinds), fext=None, input=self.source,
                        output=os.path.join(self.folder, output + self.extension), format=None,
@@ -190,14 +189,10 @@ class FileJob:
 
     def read(self) -> list:
         """Every chunk of the input file, parsed and checked."""
-        from .inputs import Input
-
         return list(Input.open(self.source).chunks(self.layout, self.kinds, {}, self.size))
 
     def write(self) -> None:
         """The results, chunk by chunk, to written.<ext>."""
-        from .main import open_sink
-
         sink = open_sink(self.request("written"), self.layout, single=False)
         sink.total = self.count
         for result, chunk in self.results:
@@ -206,8 +201,6 @@ class FileJob:
 
     def pipeline(self) -> None:
         """dyn COMMAND --input states.<ext> --output results.<ext>, after the parse."""
-        from .main import stream
-
         stream(self.request("results"), self.layout, None, {})
 
     @staticmethod
@@ -218,8 +211,6 @@ class FileJob:
 
     def row(self, pipeline: float, runs: int = 2) -> FileRow:
         """Each stage's fastest of ``runs``, the pipeline's counting the run timed already."""
-        from treedyn.engine import kernels
-
         def fastest(stage, *done: float) -> float:
             return min([*done, *(self.time(stage) for _ in range(runs - len(done)))])
 
@@ -248,10 +239,6 @@ def write_states(path: str, fmt: str, vectors: dict[str, np.ndarray]) -> None:
 def run_bench(model, batch: int, seconds: float, fmt: str, files: bool = True) -> None:
     """Measure and print the tables (or JSON / CSV) on stdout."""
     if files:
-        import tempfile
-
-        from .inputs import UsageError
-
         try:
             tempfile.gettempdir()
         except FileNotFoundError:
@@ -275,8 +262,6 @@ def run_bench(model, batch: int, seconds: float, fmt: str, files: bool = True) -
             print(",".join(str(line[key]) if isinstance(line[key], (int, str))
                            else repr(line[key]) for key in line))
         return
-    from .output import table
-
     print(f"model {model.name}: nq={model.nq}, nv={model.nv}, {model.njoints} joints "
           "(engine only, best of repeated calls)")
     print(table([[r.command, r.states, r.threads, f"{r.rate:,.0f}", f"{r.micros:.3g}"]
@@ -284,8 +269,6 @@ def run_bench(model, batch: int, seconds: float, fmt: str, files: bool = True) -
                 colalign=("left", "right", "right", "right", "right")))
     if not files:
         return
-    from .parts import processes, split_bytes
-
     print("\nfiles: states/s reading the inputs, writing the results, and the whole "
           "'dyn COMMAND --input F --output F'\n(in this process, after start-up and "
           "parsing the model; fastest of two runs; text files of "

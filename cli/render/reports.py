@@ -12,7 +12,8 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from .output import table
+from ..naming import listing
+from .table import table
 
 SEVERITY_ORDER = {"error": 0, "warning": 1, "info": 2}
 
@@ -164,6 +165,23 @@ def _where(source, model_file: str = "") -> str:
     if source.file == model_file:
         return str(source.line) if source.line else "-"
     return f"{source.file}:{source.line}" if source.line else source.file
+
+
+def missing_meshes(geometry: dict) -> str:
+    """The warning for the links whose meshes were not found ("" when none is missing)."""
+    meshes = list(dict.fromkeys(mesh for link in geometry.values() for mesh in link.missing))
+    if not meshes:
+        return ""
+    skipped = sum(bool(link.missing) for link in geometry.values())
+    return (f"{len(meshes)} mesh file(s) not found ({listing(meshes, 2)}): the geometry "
+            f"checks of {skipped} link(s) were skipped (package:// is looked up above the "
+            "model and in ROS_PACKAGE_PATH and AMENT_PREFIX_PATH)")
+
+
+def github_warning(path: str, title: str, text: str) -> str:
+    """One GitHub Actions ``::warning`` annotation for the file ``path``."""
+    return (f"::warning file={escape_property(path)},title={escape_property(title)}::"
+            f"{escape_data(text)}")
 
 
 def github_annotations(report, fmt: str) -> str:

@@ -1,0 +1,54 @@
+"""The TREEDYN_* environment variables, read in one place.
+
+| variable | meaning | default |
+|---|---|---|
+| TREEDYN_THREADS | engine worker threads | 2 (or the CPUs) |
+| TREEDYN_CHUNK | states per engine call | the engine's |
+| TREEDYN_STREAM_CHUNK | states read per chunk of ``--input`` | 16384 |
+| TREEDYN_PROCESSES | worker processes for text files (1: none) | the CPUs, at most 8 |
+| TREEDYN_PART_BYTES | bytes of text per worker's part | 16 MiB |
+
+The first three are checked when dyn starts (:func:`check_environment`); the process
+counts when a command first needs them (:func:`whole`), as a usage error.
+"""
+import os
+import sys
+
+from .errors import UsageError
+
+COUNTS = ("TREEDYN_THREADS", "TREEDYN_CHUNK", "TREEDYN_STREAM_CHUNK")
+
+
+def interrupted(number, frame) -> None:
+    """SIGINT while dyn starts: exit code 130, nothing printed."""
+    os._exit(130)
+
+
+def check_environment() -> None:
+    """Exit 2 with one line when a count of :data:`COUNTS` is not a positive whole number
+    (before any module reads it)."""
+    for name in COUNTS:
+        value = os.environ.get(name, "").strip()
+        if value and not (value.isascii() and value.isdigit() and int(value) >= 1):
+            if sys.stderr is not None:
+                print(f"dyn: {name}={value!r} is not a positive whole number", file=sys.stderr)
+            os._exit(2)
+
+
+def count(name: str, default: int | None) -> int | None:
+    """The positive whole number in ``name`` (one of :data:`COUNTS`, checked at start),
+    else ``default``."""
+    value = os.environ.get(name, "").strip()
+    return int(value) if value.isascii() and value.isdigit() and int(value) >= 1 else default
+
+
+def whole(name: str, default: int) -> int:
+    """The whole number in ``name`` (at least 1), else ``default``; UsageError when it is
+    not a whole number."""
+    value = os.environ.get(name)
+    if not value:
+        return default
+    try:
+        return max(1, int(value))
+    except ValueError:
+        raise UsageError(f"dyn: {name}={value!r} is not a whole number") from None

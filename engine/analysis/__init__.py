@@ -1,0 +1,1 @@
+"""Diagnostics of a model, returned as data: the caller words and renders them."""
