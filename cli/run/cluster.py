@@ -29,7 +29,6 @@ import contextlib
 import functools
 import glob
 import os
-import shutil
 import signal
 import sys
 import threading
@@ -40,9 +39,10 @@ import numpy as np
 from ..errors import Ended, UsageError
 from ..io.layout import Layout
 from ..io.model import load
-from ..io.npz import npz_members
-from ..io.source import INPUT_FORMATS, Input
-from ..io.vectors import States, parse_fext, parse_gravity, pop_q
+from ..io.npz import npz_chunks, npz_members
+from ..io.sinks import npz_extra, write_archive
+from ..io.source import INPUT_FORMATS, Input, file_identity
+from ..io.vectors import parse_fext, parse_gravity
 from .compute import compute
 from .pool import ended_by_signals
 from .progress import Progress, wanted
@@ -121,22 +121,13 @@ def refuse_overwrite(files: list[str], outputs: list[str]) -> None:
     as :func:`os.path.samefile` does (one stat per file, not one per pair).
     """
     paths = {os.path.realpath(path): path for path in files}
-    inodes = {inode(path): path for path in files}
+    inodes = {file_identity(path): path for path in files}
     inodes.pop(None, None)  # inputs that do not exist (they fail later, as unreadable)
     for output in outputs:
-        path = paths.get(os.path.realpath(output)) or inodes.get(inode(output))
+        path = paths.get(os.path.realpath(output)) or inodes.get(file_identity(output))
         if path is not None:
             raise UsageError(f"dyn: --output {output} would overwrite the input {path}; "
                              "choose another output folder")
-
-
-def inode(path: str):
-    """(device, inode) of an existing file, else None."""
-    try:
-        status = os.stat(path)
-    except (OSError, ValueError):
-        return None
-    return status.st_dev, status.st_ino
 
 
 def make_folder(path: str) -> None:
@@ -547,9 +538,6 @@ def solve_block(job: dict, path: str, start: int, stop: int, target: str,
 
     The raw rows go to ``target``.raw (if ``whole``) or ``target``, which the client made:
     it is opened first and never created (see the module's docstring)."""
-    import zipfile
-    import zlib
-
     raw = target + ".raw" if whole else target
     with reopen(raw) as out:
         model = worker_model(job)
@@ -559,15 +547,7 @@ def solve_block(job: dict, path: str, start: int, stop: int, target: str,
         source = Input.open(path)
         try:
             members = npz_members(source.stream, path, layout, job["kinds"], warns=False)
-            try:
-                for member in members:  # move every member to row ``start``
-                    if member.stream is not None and start:
-                        member.stream.seek(start * member.width * member.dtype.itemsize, 1)
-            except (OSError, EOFError, ValueError, zipfile.BadZipFile, zlib.error) as error:
-                raise UsageError(f"{path}: not a readable .npz file ({error})") from None
-            for begin in range(start, stop, job["size"]):
-                end = min(begin + job["size"], stop)
-                states = read_states(members, path, layout, wrenches, begin, end)
+            for states in npz_chunks(members, path, layout, wrenches, job["size"], start, stop):
                 result = compute(job["command"], layout, states, gravity)
                 np.ascontiguousarray(result, dtype=np.float64).tofile(out)
         finally:
@@ -582,37 +562,6 @@ def reopen(path: str):
     client removed it (the run was stopped), this fails and the task writes nothing."""
     return os.fdopen(os.open(path, os.O_WRONLY | os.O_TRUNC | getattr(os, "O_BINARY", 0)),
                      "wb")
-
-
-def read_states(members, path: str, layout: Layout, wrenches, begin: int, end: int):
-    """States [begin, end) (rows are read in order); a non-finite number is an error, which
-    names the earliest such row of any array (the first array's on a tie), as the
-    single-machine path does."""
-    import zipfile
-    import zlib
-
-    vectors = {}
-    bad = None  # (row, kind) of the earliest non-finite number
-    for member in members:
-        if member.whole is not None:
-            block = member.whole.reshape(member.count, member.width)[begin:end]
-        else:
-            try:
-                block = member.read(begin, end)
-            except (OSError, EOFError, ValueError, zipfile.BadZipFile, zlib.error) as error:
-                raise UsageError(f"{path}: not a readable .npz file ({error})") from None
-            except UsageError as error:
-                raise UsageError(f"{path}: {error}") from None
-        block = block.astype(float)
-        rows = np.flatnonzero(~np.isfinite(block).all(axis=1))
-        if rows.size and (bad is None or rows[0] < bad[0]):
-            bad = (int(rows[0]), member.kind)
-        vectors[member.kind] = block * layout.scale(member.kind)
-    if bad is not None:
-        raise UsageError(f"{path}: {bad[1]}[{begin + bad[0]}] holds a non-finite number")
-    q = pop_q(vectors, layout, end - begin)
-    return States(q=q, wrenches=dict(wrenches),
-                  where=lambda i: f"{path}: state {begin + i}", **vectors)
 
 
 @one_line
@@ -632,10 +581,6 @@ def write_npz(job: dict, layout: Layout | None, raws: list[str], count: int,
     ``target``.tmp, which the client made (:func:`reopen`), and renamed to ``target`` once
     complete: a task never leaves a partial ``target``, nor one after the client's cleanup.
     """
-    import zipfile
-
-    from numpy.lib import format as npy
-
     with contextlib.ExitStack() as opened:
         parts = [opened.enter_context(open(raw, "rb")) for raw in raws]
         if layout is None:
@@ -643,20 +588,9 @@ def write_npz(job: dict, layout: Layout | None, raws: list[str], count: int,
         key = RESULT_KEY[job["command"]]
         nv = layout.model.nv
         shape = (nv, nv) if key == "M" else (nv,)
-        extra = {"dofs": np.array(layout.v_labels, dtype=str)}
-        if job["sparsity"]:
-            extra["sparsity"] = layout.model.sparsity.astype(np.int8)
-        header = {"descr": npy.dtype_to_descr(np.dtype(np.float64)), "fortran_order": False,
-                  "shape": (count, *shape)}
-        with reopen(target + ".tmp") as stream, zipfile.ZipFile(
-                stream, "w", zipfile.ZIP_STORED, allowZip64=True) as archive:
-            with archive.open(f"{key}.npy", "w", force_zip64=True) as member:
-                npy.write_array_header_2_0(member, header)
-                for part in parts:
-                    shutil.copyfileobj(part, member, 1 << 20)
-            for name, array in extra.items():
-                with archive.open(f"{name}.npy", "w", force_zip64=True) as member:
-                    npy.write_array(member, np.asanyarray(array), allow_pickle=False)
+        extra = npz_extra(layout.v_labels, layout.model.sparsity if job["sparsity"] else None)
+        with reopen(target + ".tmp") as stream:
+            write_archive(stream, key, (count, *shape), parts, extra)
         os.replace(target + ".tmp", target)
     for raw in raws:
         with contextlib.suppress(FileNotFoundError):
