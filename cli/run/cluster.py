@@ -328,17 +328,9 @@ def run_on_cluster(client, request, layout: Layout, files, outputs, counts) -> N
     """
     import distributed
 
-    size = chunk_states(request.command, layout)
+    job = cluster_job(request, layout)
+    size = job["size"]
     per_task = ROWS_PER_TASK // size * size if ROWS_PER_TASK >= size else ROWS_PER_TASK
-    model = os.path.abspath(request.model)
-    try:
-        digest = model_digest(layout.model)
-    except OSError as error:
-        raise UsageError(f"{request.model}: cannot read ({error.strerror or error})") from None
-    job = {"command": request.command, "model": model, "digest": digest,
-           "free_flyer": request.free_flyer, "degrees": request.degrees,
-           "gravity": request.gravity, "fext": request.fext, "kinds": tuple(request.vectors),
-           "size": size, "sparsity": request.sparsity}
     futures, written = [], []  # per input file: its final task, and the files it writes
     finished = set()  # the inputs whose final task finished: their output is complete
     states = {}  # computing task -> its number of states, for the progress bar
@@ -380,23 +372,46 @@ def run_on_cluster(client, request, layout: Layout, files, outputs, counts) -> N
         kept = keep_finished(finished, written, before)
         outcome = (f"{kept} of {len(files)} output files were completed and kept, the others "
                    "removed (or left as they were if no task had written to them)")
-        if isinstance(error, UsageError):
-            raise UsageError(f"{error}; {outcome}") from None
-        if lost and not isinstance(error, KeyboardInterrupt):
-            raise UsageError(f"{request.scheduler}: lost the scheduler (the connection to it "
-                             f"closed); {outcome}") from None
-        if isinstance(error, (KeyboardInterrupt, Ended)):
-            progress.close()
-            print(f"dyn: {'interrupted' if isinstance(error, KeyboardInterrupt) else 'ended'}"
-                  f"; {outcome}", file=sys.stderr)
+        reported = stopped_on_cluster(error, request.scheduler, outcome, lost, progress)
+        if reported is error:
             raise
-        if isinstance(error, Exception) and not os.environ.get("DYN_TRACEBACK"):
-            detail = " ".join(str(error).split())[:200]
-            raise UsageError(f"{request.scheduler}: a task failed on the cluster "
-                             f"({type(error).__name__}: {detail}); {outcome}") from None
-        raise
+        raise reported from None
     finally:
         progress.close()
+
+
+def cluster_job(request, layout: Layout) -> dict:
+    """What every task of ``request`` needs, as plain data (it is pickled to the workers)."""
+    try:
+        digest = model_digest(layout.model)
+    except OSError as error:
+        raise UsageError(f"{request.model}: cannot read ({error.strerror or error})") from None
+    return {"command": request.command, "model": os.path.abspath(request.model),
+            "digest": digest, "free_flyer": request.free_flyer, "degrees": request.degrees,
+            "gravity": request.gravity, "fext": request.fext, "kinds": tuple(request.vectors),
+            "size": chunk_states(request.command, layout), "sparsity": request.sparsity}
+
+
+def stopped_on_cluster(error: BaseException, scheduler: str, outcome: str, lost: bool,
+                       progress) -> BaseException:
+    """The error to report once the cleanup after ``error`` kept what it could (``outcome``
+    says what): a usage error naming the cause, or ``error`` itself (Ctrl-C, SIGTERM, and
+    internal errors under DYN_TRACEBACK), after a line on stderr for the first two."""
+    if isinstance(error, UsageError):
+        return UsageError(f"{error}; {outcome}")
+    if lost and not isinstance(error, KeyboardInterrupt):
+        return UsageError(f"{scheduler}: lost the scheduler (the connection to it closed); "
+                          f"{outcome}")
+    if isinstance(error, (KeyboardInterrupt, Ended)):
+        progress.close()
+        print(f"dyn: {'interrupted' if isinstance(error, KeyboardInterrupt) else 'ended'}"
+              f"; {outcome}", file=sys.stderr)
+        return error
+    if isinstance(error, Exception) and not os.environ.get("DYN_TRACEBACK"):
+        detail = " ".join(str(error).split())[:200]
+        return UsageError(f"{scheduler}: a task failed on the cluster "
+                          f"({type(error).__name__}: {detail}); {outcome}")
+    return error
 
 
 def settle(output: str) -> None:
