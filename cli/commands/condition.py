@@ -77,6 +77,6 @@ def condition(
         for message in report.warnings:
             warn(message)
     else:
-        print(reports.condition_table(report, loaded, layout.v_names, naming.q_labels(loaded),
+        print(reports.condition_table(report, loaded, layout.v_labels, naming.q_labels(loaded),
                                       options))
     raise typer.Exit(1 if strict and report.warnings else 0)

@@ -77,8 +77,8 @@ def open_sink(request: Request, layout: Layout, single: bool) -> Sink:
         pattern = sparsity["pattern"] if sparsity else None
         sink = NpzSink(stream, key, shape, npz_extra(labels, pattern), path)
     else:
-        footer = sparsity_table(sparsity, layout.v_names) if sparsity else ""
-        sink = TableSink(stream, key, layout.v_names, units(request.command, layout), single,
+        footer = sparsity_table(sparsity, layout.v_labels) if sparsity else ""
+        sink = TableSink(stream, key, layout.v_labels, units(request.command, layout), single,
                          footer)
     sink.created = created
     return sink
