@@ -89,7 +89,7 @@ def check_inertia(
     """
     from treedyn.engine.inertia_checks import CheckOptions
     from treedyn.engine.inertia_checks import check_inertia as run_checks
-    from treedyn.parsers.geometry_bounds import link_geometry
+    from treedyn.parsers.link_geometry import link_geometry
 
     from . import reports
 

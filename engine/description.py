@@ -27,6 +27,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+GRAVITY = (0.0, 0.0, -9.81)  # m/s^2 along -z: the default of URDF readers and of MuJoCo
+
 JOINT_TYPES = (
     "fixed",
     "revolute",
@@ -186,7 +188,7 @@ class TreeDescription:
     links: list[LinkSpec]
     joints: list[JointSpec]
     world_link: str  # name of the link fixed to the world (URDF root, or MJCF "world")
-    gravity: np.ndarray = field(default_factory=lambda: np.array([0.0, 0.0, -9.81]))
+    gravity: np.ndarray = field(default_factory=lambda: np.array(GRAVITY))
     source: str = ""
     ignored: dict[str, int] = field(default_factory=dict)  # element kind -> count ignored
     # one line each (file:line: what): values read as the reference parser reads them

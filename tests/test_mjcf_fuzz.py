@@ -54,7 +54,7 @@ from test_mjcf import (  # noqa: E402
 from treedyn.engine import build_model, crba, rnea  # noqa: E402
 from treedyn.parsers.errors import ParseError  # noqa: E402
 from treedyn.parsers.mjcf import parse_mjcf  # noqa: E402
-from treedyn.parsers.mjcf_geometry import (  # noqa: E402
+from treedyn.parsers.mjcf.geometry import (  # noqa: E402
     BODY_TOLERANCE, principal_axes, quat_matrix,
 )
 

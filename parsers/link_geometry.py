@@ -37,7 +37,7 @@ import numpy as np
 from treedyn.engine.description import Shape, TreeDescription
 from treedyn.engine.inertia_checks import LinkGeometry, solid_corners
 
-from .mesh import read_msh
+from .meshes import read_msh
 
 PRIMITIVES = ("box", "cylinder", "sphere", "capsule", "ellipsoid")
 
@@ -275,7 +275,7 @@ def _float_array(source) -> np.ndarray:
 
 
 def msh_points(data: bytes) -> np.ndarray:
-    """Vertices (n, 3) of a MuJoCo ``.msh`` file (read by :func:`.mesh.read_msh`)."""
+    """Vertices (n, 3) of a MuJoCo ``.msh`` file (read by :func:`.meshes.read_msh`)."""
     return read_msh(data).vertices
 
 

@@ -13,8 +13,8 @@ Each geom is then compiled on its own (:class:`GeomCompiler`): its sizes (from `
 principal moments (from ``mass`` or ``density``), each with MuJoCo's checks, and its
 geometry for the diagnostics as a :class:`~treedyn.engine.description.Shape`.
 
-Mesh vertices come from the asset's file (:mod:`.mesh`) or from the ``<mesh>`` element
-itself, and :func:`.mjcf_geometry.mesh_inertia` gives their mass properties. A mesh is
+Mesh vertices come from the asset's file (:mod:`treedyn.parsers.meshes`) or from the ``<mesh>`` element
+itself, and :func:`.geometry.mesh_inertia` gives their mass properties. A mesh is
 read once, when the assets are compiled or when a geom first needs it
 (:func:`processed_mesh`); its errors point at the ``<mesh>`` element and say when no geom
 uses it.
@@ -28,10 +28,10 @@ import numpy as np
 
 from treedyn.engine.description import Shape
 
-from . import mjcf_geometry as geo
-from .errors import ParseError
-from .mesh import MeshData, MeshFileError, read_mesh_file
-from .mjcf_types import Attributes, BodyBuild, Compiler, Inertial, Node, Pose
+from ..errors import ParseError
+from ..meshes import MeshData, MeshFileError, read_mesh_file
+from . import geometry as geo
+from .types import Attributes, BodyBuild, Compiler, Inertial, Node, Pose
 
 GEOM_TYPES = tuple(geo.SIZE_COUNT)
 
