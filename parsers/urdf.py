@@ -52,13 +52,12 @@ import numpy as np
 from lxml import etree
 
 from treedyn.engine.description import (
-    Inertia, JointSpec, LinkSpec, Mimic, Shape, SourceRef, TreeDescription,
+    GRAVITY, Inertia, JointSpec, LinkSpec, Mimic, Shape, SourceRef, TreeDescription,
 )
 
 from .errors import ParseError
+from .numbers import NUMBER, word_problem
 from .xml_text import parse as parse_xml, without_declaration
-
-GRAVITY = (0.0, 0.0, -9.81)
 
 # URDF joint type -> engine joint type. For "planar" Pinocchio ignores <axis> and always
 # moves in the joint frame's xy plane; our engine honours the axis as the plane normal,
@@ -84,9 +83,6 @@ URDFDOM_JOINT_NUMBERS = {"limit": ("lower", "upper", "effort", "velocity"),
 URDFDOM_VERSIONS = ((1, 0), (1, 1), (1, 2))  # <robot version> "major.minor" it accepts
 URDFDOM_REFUSES = "urdfdom refuses the joint, so ROS and Pinocchio cannot load this file"
 INERTIA_ATTRIBUTES = ("ixx", "ixy", "ixz", "iyy", "iyz", "izz")
-
-_NUMBER = re.compile(r"[+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?", re.ASCII)  # 0-9 only
-_NON_FINITE = re.compile(r"[+-]?(?:nan|inf|infinity)", re.IGNORECASE)
 
 
 def parse_urdf(path: str) -> TreeDescription:
@@ -352,7 +348,7 @@ def _urdfdom_joint_notes(joint: etree._Element, owner: SourceRef, notes: list[st
         for key in keys:
             text = element.get(key)
             if text is not None and not (_urdfdom_reads(text, 1)
-                                         and _NUMBER.fullmatch(text.strip())
+                                         and NUMBER.fullmatch(text.strip())
                                          and math.isfinite(float(text))):
                 notes.append(where.format(line=line) + f"{tag} {key}={text!r}: urdfdom cannot "
                              f"read it as a number: {URDFDOM_REFUSES}")
@@ -534,9 +530,8 @@ def _floats(element: etree._Element, attribute: str, count: int, default,
             raise _error(element, owner, f"<{element.tag}> has no {attribute} attribute")
         return default
     words = text.split()
-    # The common case in one pass; _number_problem then says what is wrong, word by word
-    # (a word that is a _NUMBER never matches _NON_FINITE).
-    if len(words) == count and all(map(_NUMBER.fullmatch, words)):
+    # The common case in one pass; _number_problem then says what is wrong, word by word.
+    if len(words) == count and all(map(NUMBER.fullmatch, words)):
         values = [float(word) for word in words]
         if all(map(math.isfinite, values)):
             return values
@@ -550,10 +545,9 @@ def _number_problem(words: list[str], count: int) -> str:
         expected = "1 number" if count == 1 else f"{count} numbers separated by spaces"
         return f"expected {expected}, got {len(words)}"
     for word in words:
-        if _NON_FINITE.fullmatch(word):
-            return f'"{word}" is not finite'
-        if not _NUMBER.fullmatch(word):
-            return f'"{word}" is not a number'
+        problem = word_problem(word)
+        if problem:
+            return f'"{word}" {problem}'
         if not math.isfinite(float(word)):
             return f'"{word}" is not finite (out of double range)'
     return ""
