@@ -27,6 +27,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from .rotations import skew  # noqa: F401 (re-exported: joints and compiled read it here)
+
 GRAVITY = (0.0, 0.0, -9.81)  # m/s^2 along -z: the default of URDF readers and of MuJoCo
 
 JOINT_TYPES = (
@@ -213,8 +215,3 @@ class TreeDescription:
             world_link=world,
         )
 
-
-def skew(vector: np.ndarray) -> np.ndarray:
-    """3x3 matrix with skew(a) @ b == cross(a, b)."""
-    x, y, z = vector
-    return np.array([[0.0, -z, y], [z, 0.0, -x], [-y, x, 0.0]])

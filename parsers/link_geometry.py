@@ -35,7 +35,8 @@ from pathlib import Path
 import numpy as np
 
 from treedyn.engine.description import Shape, TreeDescription
-from treedyn.engine.inertia_checks import LinkGeometry, solid_corners
+from treedyn.engine.geometry import LinkGeometry, solid_corners
+from treedyn.engine.rotations import axis_angle_matrix
 
 from .meshes import read_msh
 
@@ -243,9 +244,8 @@ def _node_transform(node) -> np.ndarray:
         elif element.tag == "scale":
             step[:3, :3] = np.diag(values)
         else:
-            axis, angle = values[:3] / np.linalg.norm(values[:3]), np.radians(values[3])
-            K = np.array([[0, -axis[2], axis[1]], [axis[2], 0, -axis[0]], [-axis[1], axis[0], 0]])
-            step[:3, :3] = np.eye(3) + np.sin(angle) * K + (1 - np.cos(angle)) * K @ K
+            step[:3, :3] = axis_angle_matrix(values[:3] / np.linalg.norm(values[:3]),
+                                             np.radians(values[3]))
         transform = transform @ step
     return transform
 

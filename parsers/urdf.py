@@ -54,6 +54,7 @@ from lxml import etree
 from treedyn.engine.description import (
     GRAVITY, Inertia, JointSpec, LinkSpec, Mimic, Shape, SourceRef, TreeDescription,
 )
+from treedyn.engine.rotations import rpy_matrix
 
 from .errors import ParseError
 from .numbers import NUMBER, word_problem
@@ -178,18 +179,6 @@ def _refuse_used_entities(root: etree._Element, data: bytes, path: str) -> None:
 
 
 _COMMENT = re.compile(rb"<!--.*?-->", re.DOTALL)
-
-
-def rpy_matrix(roll: float, pitch: float, yaw: float) -> np.ndarray:
-    """URDF's fixed-axis roll-pitch-yaw: ``Rz(yaw) @ Ry(pitch) @ Rx(roll)`` (3, 3)."""
-    cr, sr = math.cos(roll), math.sin(roll)
-    cp, sp = math.cos(pitch), math.sin(pitch)
-    cy, sy = math.cos(yaw), math.sin(yaw)
-    return np.array([
-        [cy * cp, cy * sp * sr - sy * cr, cy * sp * cr + sy * sr],
-        [sy * cp, sy * sp * sr + cy * cr, sy * sp * cr - cy * sr],
-        [-sp, cp * sr, cp * cr],
-    ])
 
 
 def _parse(robot: etree._Element, path: str) -> TreeDescription:

@@ -37,9 +37,9 @@ from treedyn.engine import Inertia, JointSpec, LinkSpec, TreeDescription, build_
 from treedyn.engine.conditioning import analyze, articulated_blocks
 from treedyn.engine.description import Shape
 from treedyn.engine.factor import ltdl
+from treedyn.engine.geometry import solid_properties
 from treedyn.engine.inertia_checks import (CHECKS, CheckOptions, check_inertia,
-                                           nearest_consistent, pseudo_inertia,
-                                           solid_properties, triangle_slack)
+                                           nearest_consistent, pseudo_inertia, triangle_slack)
 from treedyn.engine.jacobian import body_jacobians
 from treedyn.engine.verify import VerifyOptions, verify
 from treedyn.parsers import load_model

@@ -36,7 +36,7 @@ from treedyn.cli.output import info_document  # noqa: E402
 from treedyn.parsers.errors import ParseError  # noqa: E402
 from treedyn.parsers.meshes import MeshFileError, read_mesh_file, read_msh, read_stl  # noqa: E402
 from treedyn.parsers.mjcf import parse_mjcf  # noqa: E402
-from treedyn.parsers.mjcf.geometry import quat_matrix  # noqa: E402
+from treedyn.engine.rotations import quat_matrix  # noqa: E402
 
 TOL = 1e-9
 STATES = 4

@@ -12,6 +12,7 @@ from pathlib import Path
 import numpy as np
 
 from treedyn.engine.description import Inertia, JointSpec, LinkSpec, Shape, SourceRef, TreeDescription
+from treedyn.engine.rotations import IDENTITY_QUAT, quat_matrix
 
 from . import geometry as geo
 from .state import BuildState
@@ -64,7 +65,7 @@ class Assembly(BuildState):
         inertia = body.inertia
         body.link_offset = (inertia.pos, inertia.quat)
         body.pose = geo.compose(body.pose, body.link_offset)
-        body.inertia = Inertial(inertia.mass, np.zeros(3), geo.IDENTITY_QUAT.copy(),
+        body.inertia = Inertial(inertia.mass, np.zeros(3), IDENTITY_QUAT.copy(),
                                 inertia.moments)
 
     def _link(self, body: BodyBuild) -> LinkSpec:
@@ -80,13 +81,13 @@ class Assembly(BuildState):
         inertial_source, written = body.source(), np.eye(3)
         if body.uses_inertial:
             inertial_source = body.inertial_node.source()
-            written = geo.quat_matrix(to_link[1]) @ body.inertial_written
+            written = quat_matrix(to_link[1]) @ body.inertial_written
         return LinkSpec(body.name, Inertia(props.mass, props.com, props.inertia),
                         body.source(), has_inertial=has_inertial,
                         inertial_source=inertial_source, inertial_rotation=written,
                         geometry=self._geometry(body, to_link),
                         inertia_from_geometry=body.inertia_from_geoms,
-                        file_rotation=geo.quat_matrix(to_link[1]), file_translation=to_link[0])
+                        file_rotation=quat_matrix(to_link[1]), file_translation=to_link[0])
 
     def _geometry(self, body: BodyBuild, to_link: Pose) -> tuple[Shape, ...]:
         """The body's geoms as Shapes in its link frame, in document order.
@@ -112,7 +113,7 @@ class Assembly(BuildState):
         """
         parent = body.parent.name
         pos, quat = body.pose
-        rotation = geo.quat_matrix(quat)
+        rotation = quat_matrix(quat)
         if not body.joints:
             return [], [JointSpec(f"{body.name}/weld", "fixed", parent, body.name, rotation,
                                   pos, source=body.source())]
@@ -150,7 +151,7 @@ class Assembly(BuildState):
         if joint.kind == "free":
             neutral = np.concatenate([body.pose[0], body.pose[1]])
         elif joint.kind == "ball":
-            neutral = geo.IDENTITY_QUAT.copy()
+            neutral = IDENTITY_QUAT.copy()
         else:
             neutral = np.array([joint.ref])
         return JointSpec(
@@ -173,11 +174,11 @@ class Assembly(BuildState):
 def _inverse(pose: Pose) -> Pose:
     """The pose of the parent frame in the child frame of ``pose``."""
     pos, quat = pose
-    return -(geo.quat_matrix(quat).T @ pos), quat * np.array([1.0, -1.0, -1.0, -1.0])
+    return -(quat_matrix(quat).T @ pos), quat * np.array([1.0, -1.0, -1.0, -1.0])
 
 
 def _placed(shape: Shape, pose: Pose) -> Shape:
     """``shape``, posed in a frame F, re-posed in the frame in which F has ``pose``."""
-    rotation = geo.quat_matrix(pose[1])
+    rotation = quat_matrix(pose[1])
     return dataclasses.replace(shape, rotation=rotation @ shape.rotation,
                                translation=pose[0] + rotation @ shape.translation)

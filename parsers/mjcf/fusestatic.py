@@ -15,6 +15,8 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from treedyn.engine.rotations import EPS
+
 from . import geometry as geo
 from .types import FREE_PROBLEM, BodyBuild, Compiler, Inertial, Node, Pose, principal
 
@@ -120,7 +122,7 @@ def _merge(host: BodyBuild, body: BodyBuild, compiler: Compiler,
     if body.inertia.mass >= geo.MINVAL:
         props = geo.combine([base.properties(), body.inertia.properties().placed(pose)])
         moments, quat = principal(props.inertia)
-        if moments[2] < geo.EPS:
+        if moments[2] < EPS:
             raise body.node.error(
                 "fusestatic adds this static body's mass to its parent's, which gives an "
                 f"inertia with principal moments {float(moments[0]):g}, "

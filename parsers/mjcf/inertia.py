@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from treedyn.engine.rotations import EPS
+
 from . import geometry as geo
 from .state import BuildState
 from .types import Attributes, BodyBuild, Inertial, Pose, principal
@@ -63,7 +65,7 @@ class Inertias(BuildState):
             geom.validate()
             return None
         part = geom.inertial()
-        if part is None or part.mass <= geo.EPS:
+        if part is None or part.mass <= EPS:
             return None
         if id(attrs) in self.dropped and self.compiler.inertiafromgeom == "true":
             raise body.node.error(f"discardvisual drops the visual geom at line "

@@ -13,10 +13,12 @@ from collections import Counter
 import numpy as np
 
 from treedyn.engine.description import GRAVITY
+from treedyn.engine.rotations import (
+    IDENTITY_QUAT, axisangle_quat, euler_quat, GeometryError, normalized, xyaxes_quat, zaxis_quat,
+)
 
 from ..errors import ParseError
 from ..numbers import NUMBER
-from . import geometry as geo
 from . import references as refs
 from .defaults import DefaultClass, Defaults
 from .geoms import GeomCompiler, MeshAsset
@@ -83,23 +85,23 @@ class BuildState:
             raise attrs.error(given[1], f"only one orientation attribute is allowed "
                                         f"(also given: {given[0]})")
         if not given:
-            return geo.IDENTITY_QUAT
+            return IDENTITY_QUAT
         key = given[0]
         try:
             if key == "quat":
                 quat = attrs.numbers("quat", 4)
                 if not np.any(quat):
                     raise attrs.error("quat", "zero quaternion")
-                return geo.normalized(quat)
+                return normalized(quat)
             if key == "axisangle":
-                return geo.axisangle_quat(attrs.numbers(key, 4), self.compiler.degree)
+                return axisangle_quat(attrs.numbers(key, 4), self.compiler.degree)
             if key == "euler":
-                return geo.euler_quat(attrs.numbers(key, 3), self.compiler.eulerseq,
+                return euler_quat(attrs.numbers(key, 3), self.compiler.eulerseq,
                                       self.compiler.degree)
             if key == "xyaxes":
-                return geo.xyaxes_quat(attrs.numbers(key, 6))
-            return geo.zaxis_quat(attrs.numbers(key, 3))
-        except geo.GeometryError as error:
+                return xyaxes_quat(attrs.numbers(key, 6))
+            return zaxis_quat(attrs.numbers(key, 3))
+        except GeometryError as error:
             raise attrs.error(key, str(error)) from None
 
     def _geom(self, attrs: Attributes) -> GeomCompiler:

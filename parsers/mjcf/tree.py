@@ -10,6 +10,10 @@ import math
 
 import numpy as np
 
+from treedyn.engine.rotations import (
+    EPS, euler_quat, GeometryError, normalized, quat_matrix,
+)
+
 from . import geometry as geo
 from .defaults import DefaultClass
 from .state import BuildState
@@ -106,12 +110,12 @@ class Tree(BuildState):
         template = self.names.open_replicate()
         for i, suffix in enumerate(suffixes):
             self.names.in_template = template and i == 0
-            quat = geo.euler_quat(i * euler, self.compiler.eulerseq, self.compiler.degree)
+            quat = euler_quat(i * euler, self.compiler.eulerseq, self.compiler.degree)
             pose = (pos, quat)
             self.suffix = suffix + outer_suffix
             self._contents(node, body, geo.compose(frame, pose) if frame is not None else pose,
                            inner_class)
-            pos = pos + geo.quat_matrix(quat) @ offset
+            pos = pos + quat_matrix(quat) @ offset
         self.suffix = outer_suffix
         self.names.close_replicate(template, suffixes)
 
@@ -158,12 +162,12 @@ class Tree(BuildState):
         pos = attrs.numbers("pos", 3, (0.0, 0.0, 0.0))
         axis = attrs.numbers("axis", 3, (0.0, 0.0, 1.0))
         if frame is not None:
-            rotation = geo.quat_matrix(frame[1])
+            rotation = quat_matrix(frame[1])
             pos, axis = frame[0] + rotation @ pos, rotation @ axis
         if kind in ("hinge", "slide"):
             try:
-                axis = geo.normalized(axis)
-            except geo.GeometryError:
+                axis = normalized(axis)
+            except GeometryError:
                 raise attrs.error("axis", "axis has zero length") from None
         ref = attrs.number("ref", 0.0)
         joint = JointBuild(node, kind, pos if kind != "free" else np.zeros(3), axis,
@@ -242,16 +246,16 @@ class Tree(BuildState):
                                             "both be given")
             xx, yy, zz, xy, xz, yz = attrs.numbers("fullinertia", 6)
             moments, quat = principal(np.array([[xx, xy, xz], [xy, yy, yz], [xz, yz, zz]]))
-            if moments[2] < geo.EPS and self.compiler.boundinertia <= 0:
+            if moments[2] < EPS and self.compiler.boundinertia <= 0:
                 raise attrs.error("fullinertia", "inertia must have positive eigenvalues")
             written = np.eye(3)
         else:
             moments = attrs.numbers("diaginertia", 3, (0.0, 0.0, 0.0))
             quat = self._orientation(attrs)
-            written = geo.quat_matrix(quat)
+            written = quat_matrix(quat)
         if frame is not None:
             pos, quat = geo.compose(frame, (pos, quat))
-            written = geo.quat_matrix(frame[1]) @ written
+            written = quat_matrix(frame[1]) @ written
         body.inertial = Inertial(mass, pos, quat, moments)
         body.inertial_node = node
         body.inertial_written = written

@@ -26,6 +26,7 @@ import numpy as np
 from lxml import etree
 
 from treedyn.engine.description import SourceRef
+from treedyn.engine.rotations import IDENTITY_QUAT, quat_matrix
 
 from ..errors import ParseError
 from ..numbers import INTEGER, word_problem
@@ -227,7 +228,7 @@ class Compiler:
 # -- the body tree --------------------------------------------------------------------
 
 Pose = tuple  # (pos (3,), quat (4,))
-IDENTITY_POSE: Pose = (np.zeros(3), geo.IDENTITY_QUAT)
+IDENTITY_POSE: Pose = (np.zeros(3), IDENTITY_QUAT)
 # MuJoCo's rule for free joints, checked when a body is read and after fusestatic
 FREE_PROBLEM = "a free joint is allowed only in a child of the world body (a top-level body)"
 
@@ -260,7 +261,7 @@ class Inertial:
     @property
     def rotation(self) -> np.ndarray:
         """(3, 3) principal axes in the body frame (columns)."""
-        return geo.quat_matrix(self.quat)
+        return quat_matrix(self.quat)
 
     def properties(self) -> geo.MassProperties:
         return geo.MassProperties(self.mass, self.pos,
