@@ -43,7 +43,8 @@ from treedyn.engine.inertia_checks import (CHECKS, CheckOptions, check_inertia,
 from treedyn.engine.jacobian import body_jacobians
 from treedyn.engine.verify import VerifyOptions, verify
 from treedyn.parsers import load_model
-from treedyn.parsers.link_geometry import dae_points, link_geometry, mesh_bounds, resolve_mesh
+from treedyn.parsers.collada import dae_points
+from treedyn.parsers.link_geometry import link_geometry, mesh_bounds, resolve_mesh
 
 ROOT = Path(__file__).resolve().parents[1]
 BROKEN = ROOT / "fixtures" / "broken"

@@ -1,13 +1,17 @@
-"""engine/geometry.py and engine/rotations.py: the one primitive-inertia and rotation set.
+"""One of each: primitive inertia and rotations (engine/geometry.py, engine/rotations.py), and
+the mesh reader (parsers/meshes.py).
 
 Each was written twice before (the inertia check's full-size solids and the MJCF
 compiler's half-size geoms with shells; the engine's batched quaternion matrix and the
-MJCF compiler's single one, the two skew matrices, COLLADA's inline Rodrigues). These
-tests hold the merged functions to the numbers of both former call sites.
+MJCF compiler's single one, the two skew matrices, COLLADA's inline Rodrigues; the
+MuJoCo-exact mesh reader and the bounding boxes' regex reader). These tests hold the
+merged functions to the numbers of both former call sites.
 """
 from __future__ import annotations
 
 import math
+import struct
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -20,6 +24,8 @@ from treedyn.engine.geometry import (
 from treedyn.engine.rotations import (
     axis_angle_matrix, quat_matrix, quaternion_matrix, rpy_matrix, skew,
 )
+from treedyn.parsers.link_geometry import mesh_bounds
+from treedyn.parsers.meshes import POINT_READERS, MeshFileError, read_mesh_file, read_stl
 
 KINDS = {"box": 3, "sphere": 1, "cylinder": 2, "capsule": 2, "ellipsoid": 3}
 
@@ -128,3 +134,40 @@ def test_axis_angle_matrix_is_the_quaternion_rotation():
     angle = 0.7
     quat = np.concatenate([[math.cos(angle / 2)], math.sin(angle / 2) * axis])
     np.testing.assert_allclose(axis_angle_matrix(axis, angle), quat_matrix(quat), atol=1e-15)
+
+
+# -- one mesh reader: MuJoCo-exact for the MJCF compiler, lenient for bounding boxes -------
+
+MESHES = Path(__file__).resolve().parent.parent / "fixtures" / "mjcf" / "meshes"
+
+
+@pytest.mark.parametrize("path", sorted(p for p in MESHES.iterdir()
+                                        if p.suffix.lower() in (".stl", ".obj", ".msh")),
+                         ids=lambda p: p.name)
+def test_lenient_vertices_bound_the_exact_mesh(path):
+    """Both modes read one file to the same vertices' box: to the bit where the file holds
+    float32 (binary STL, .msh), to float32 rounding where it holds text (ASCII STL, OBJ:
+    MuJoCo rounds, the bounding boxes keep the written decimals)."""
+    exact = read_mesh_file(str(path)).vertices
+    lenient = POINT_READERS[path.suffix.lower()](path.read_bytes())
+    low, high = mesh_bounds(str(path))
+    np.testing.assert_array_equal([low, high], [lenient.min(axis=0), lenient.max(axis=0)])
+    text = path.suffix.lower() == ".obj" or path.read_bytes().lstrip().startswith(b"solid")
+    binary = not text
+    tolerance = 0 if binary else 1e-7 * np.abs(exact).max()
+    np.testing.assert_allclose(low, exact.min(axis=0), rtol=0, atol=tolerance)
+    np.testing.assert_allclose(high, exact.max(axis=0), rtol=0, atol=tolerance)
+
+
+def test_lenient_stl_has_none_of_mujocos_limits(tmp_path):
+    """A binary STL MuJoCo refuses (no faces) or an ASCII one without 'solid' still has a
+    bounding box when it has vertices."""
+    ascii_stl = b"facet normal 0 0 1\n outer loop\n vertex 0 0 0\n vertex 1 0 0\n" \
+                b" vertex 0 2 0\n endloop\nendfacet\n"
+    with pytest.raises(MeshFileError):
+        read_stl(ascii_stl)
+    np.testing.assert_array_equal(POINT_READERS[".stl"](ascii_stl).max(axis=0), [1, 2, 0])
+    empty = bytes(80) + struct.pack("<I", 0)
+    with pytest.raises(MeshFileError):
+        read_stl(empty)
+    assert len(POINT_READERS[".stl"](empty)) == 0
