@@ -58,7 +58,7 @@ from treedyn.engine.rotations import rpy_matrix
 
 from .errors import ParseError
 from .numbers import NUMBER, word_problem
-from .xml_text import parse as parse_xml, without_declaration
+from .xml_text import read_xml
 
 # URDF joint type -> engine joint type. For "planar" Pinocchio ignores <axis> and always
 # moves in the joint frame's xy plane; our engine honours the axis as the plane normal,
@@ -99,86 +99,6 @@ def parse_urdf(path: str) -> TreeDescription:
 def parse_urdf_string(text: str, path: str = "<string>") -> TreeDescription:
     """The description of URDF ``text``; ``path`` names it in errors and ``source``."""
     return _parse(read_xml(text.encode("utf-8"), path, encoding="utf-8"), path)
-
-
-def read_xml(data: bytes, path: str, encoding: str | None = None) -> etree._Element:
-    """Root element of an XML document (no comments, entities left unresolved), with element
-    names stripped of a default namespace: urdfdom reads ``<robot xmlns="...">`` as
-    ``<robot>``.
-
-    ``encoding`` overrides the document's own declaration (for text already decoded).
-
-    Where libxml2 is stricter than urdfdom's tinyxml2 for no harm to the model, the
-    document is read as tinyxml2 reads it: the XML declaration is skipped whatever it
-    says (``version="0.0"``, as in 25 of pybullet's URDFs; an encoding the bytes do not
-    have; a blank line before it), and an undeclared namespace prefix (``<sensor:camera>``
-    in ``<gazebo>``) is declared on the root element, so such elements stay prefixed names
-    that no URDF element matches. The document is then read strictly again: any other
-    problem is libxml2's error, at its own line.
-    """
-    try:
-        root = parse_xml(data, encoding)
-    except etree.XMLSyntaxError as strict:
-        text, encoding = without_declaration(data, encoding)
-        if text is None:  # the declared encoding does not decode it: libxml2's error stands
-            raise ParseError(f"not well-formed XML ({strict.msg})", path, strict.lineno or 0) from None
-        data, prefixes = text, []
-        while True:
-            try:
-                root = parse_xml(_with_prefixes_declared(text, prefixes), encoding)
-                break
-            except etree.XMLSyntaxError as error:
-                undeclared = _UNDECLARED_PREFIX.match(error.msg)
-                if undeclared is None or undeclared.group(1) in prefixes:
-                    raise ParseError(f"not well-formed XML ({error.msg})", path,
-                                     error.lineno or 0) from None
-                prefixes.append(undeclared.group(1))
-    _refuse_used_entities(root, data, path)
-    for element in root.iter(etree.Element):
-        if element.tag[0] == "{" and element.prefix is None:  # a default namespace only:
-            element.tag = etree.QName(element).localname  # xacro:property stays prefixed
-    return root
-
-
-_UNDECLARED_PREFIX = re.compile(r"Namespace prefix (\S+) (?:on|for) ")
-# the root element's start tag: the first element name past comments, PIs and the DOCTYPE
-_ROOT_START = re.compile(rb"<!--.*?-->|<\?.*?\?>|<!DOCTYPE(?:[^\[>]|\[.*?\])*>|<([A-Za-z_][\w.:-]*)",
-                         re.DOTALL)
-
-
-def _with_prefixes_declared(data: bytes, prefixes: list[str]) -> bytes:
-    """The document with ``xmlns:p="urn:undeclared:p"`` added to its root element for each
-    prefix (on the root's first line, so every line keeps its number)."""
-    if not prefixes:
-        return data
-    declarations = "".join(f' xmlns:{p}="urn:undeclared:{p}"' for p in prefixes).encode()
-    for match in _ROOT_START.finditer(data):
-        if match.group(1) is not None:
-            return data[:match.end(1)] + declarations + data[match.end(1):]
-    return data
-
-
-def _refuse_used_entities(root: etree._Element, data: bytes, path: str) -> None:
-    """libxml2 expands the document's own <!ENTITY> declarations in attribute values,
-    urdfdom's tinyxml2 does not (``value="&m;"`` is then no number, and Pinocchio zeroes that
-    inertial): a file that uses one in an attribute is refused rather than read differently.
-    Comments are blanked first (their line ends kept), so a mention there does not count."""
-    dtd = root.getroottree().docinfo.internalDTD
-    names = [] if dtd is None else [entity.name for entity in dtd.iterentities()]
-    if not names:
-        return
-    text = _COMMENT.sub(lambda match: b"\n" * match.group().count(b"\n"), data)
-    for name in names:
-        reference = re.escape(b"&" + name.encode() + b";")
-        match = re.search(rb"=\s*(?:\"[^\"<]*" + reference + rb"|'[^'<]*" + reference + b")", text)
-        if match is not None:
-            line = text.count(b"\n", 0, match.start()) + 1
-            raise ParseError(f"the entity &{name}; is declared in the document's DTD: libxml2 "
-                             "would expand it, urdfdom (and so Pinocchio) reads it as text; "
-                             "write its value instead", path, line)
-
-
-_COMMENT = re.compile(rb"<!--.*?-->", re.DOTALL)
 
 
 def _parse(robot: etree._Element, path: str) -> TreeDescription:

@@ -30,7 +30,7 @@ class Document:
         self.included: dict[str, SourceRef] = {}
         main = os.path.realpath(path)
         self.included[main] = SourceRef(path, 0, "")
-        element = read_xml(path, None)
+        element = read_file(path, None)
         self.root = self._node(element, path, os.path.dirname(os.path.abspath(path)), [main],
                                1, 1)
 
@@ -75,7 +75,7 @@ class Document:
             where = f" (first included at {first.file}:{first.line})" if first.line else ""
             raise include.error(f'file "{name}" is already included{where}')
         self.included[real] = include.source()
-        root = read_xml(path, include)
+        root = read_file(path, include)
         if next(root.iterchildren(etree.Element), None) is None:
             raise include.error(f'included file "{name}" has no elements')
         # its own root is level 1 of its file (MuJoCo's XML reader limits each file alone)
@@ -94,7 +94,7 @@ class Document:
                             f"{' and '.join(dict.fromkeys(candidates))})")
 
 
-def read_xml(path: str, include: Node | None) -> etree._Element:
+def read_file(path: str, include: Node | None) -> etree._Element:
     """Root element of an XML file; errors name the file (and the include that asked)."""
     try:
         with open(path, "rb") as stream:
