@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .rotations import skew  # noqa: F401 (re-exported: joints and compiled read it here)
+from .rotations import skew
 
 GRAVITY = (0.0, 0.0, -9.81)  # m/s^2 along -z: the default of URDF readers and of MuJoCo
 
