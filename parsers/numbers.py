@@ -10,14 +10,19 @@ import re
 
 NUMBER = re.compile(r"[+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?", re.ASCII)  # 0-9 only
 INTEGER = re.compile(r"[+-]?\d+", re.ASCII)
-NON_FINITE = re.compile(r"[+-]?(?:nan|inf|infinity)", re.IGNORECASE)
+NON_FINITE = re.compile(r"[+-]?(?:nan|inf|infinity)", re.IGNORECASE)  # urdfdom's reading
+NON_FINITE_WORDS = ("nan", "inf", "infinity")  # MuJoCo's, after any signs, lower-cased
 
 
 def word_problem(word: str, any_signs: bool = False) -> str:
     """Why ``word`` is not a :data:`NUMBER`: "is not finite" for a NaN or infinity spelling
-    (after one optional sign as urdfdom reads it, or after any number of signs with
-    ``any_signs``, as the MJCF parser reads it), else "is not a number"; "" for a NUMBER."""
+    (:data:`NON_FINITE` as the URDF parser reads it, or with ``any_signs``
+    :data:`NON_FINITE_WORDS` as the MJCF parser does), else "is not a number"; "" for a
+    NUMBER."""
     if NUMBER.fullmatch(word):
         return ""
-    bare = word.lstrip("+-") if any_signs else word
-    return "is not finite" if NON_FINITE.fullmatch(bare) else "is not a number"
+    if any_signs:
+        non_finite = word.lower().lstrip("+-") in NON_FINITE_WORDS
+    else:
+        non_finite = NON_FINITE.fullmatch(word) is not None
+    return "is not finite" if non_finite else "is not a number"

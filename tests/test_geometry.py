@@ -48,7 +48,8 @@ def former_check_solid(kind: str, size: np.ndarray) -> tuple[float, np.ndarray]:
         caps_side = 83 / 320 * r * r + (length / 2 + 3 * r / 8) ** 2
         volume = v_cyl + v_caps
         side = (v_cyl * (3 * r * r + length * length) / 12 + v_caps * caps_side) / volume
-        return volume, np.array([side, side, (v_cyl * 0.5 * r * r + v_caps * 0.4 * r * r) / volume])
+        axial = (v_cyl * 0.5 * r * r + v_caps * 0.4 * r * r) / volume
+        return volume, np.array([side, side, axial])
     a, b, c = size ** 2
     return 4.0 / 3.0 * np.pi * float(np.prod(size)), np.array([b + c, a + c, a + b]) / 5
 
@@ -91,7 +92,8 @@ def test_primitive_inertia_gives_the_former_mjcf_numbers(kind):
     moments = primitive_inertia(kind, half, 2.0, False)
     assert moments == pytest.approx(2.0 * primitive_inertia(kind, half, 1.0, False), rel=1e-15)
     if kind == "sphere":
-        assert primitive_inertia(kind, half, 1.0, True) == pytest.approx(np.full(3, 0.5 ** 2 * 2 / 3))
+        shell = primitive_inertia(kind, half, 1.0, True)
+        assert shell == pytest.approx(np.full(3, 0.5 ** 2 * 2 / 3))
         assert primitive_volume(kind, half, True) == pytest.approx(4 * math.pi * 0.25)
 
 

@@ -11,7 +11,9 @@ from pathlib import Path
 
 import numpy as np
 
-from treedyn.engine.description import Inertia, JointSpec, LinkSpec, Shape, SourceRef, TreeDescription
+from treedyn.engine.description import (
+    Inertia, JointSpec, LinkSpec, Shape, SourceRef, TreeDescription,
+)
 from treedyn.engine.rotations import IDENTITY_QUAT, quat_matrix
 
 from . import geometry as geo

@@ -28,9 +28,7 @@ import numpy as np
 
 from treedyn.engine.description import Shape
 from treedyn.engine.geometry import primitive_inertia, primitive_volume, shape_size
-from treedyn.engine.rotations import (
-    EPS, GeometryError, normalized, quat_matrix, zaxis_quat,
-)
+from treedyn.engine.rotations import EPS, GeometryError, normalized, quat_matrix, zaxis_quat
 
 from ..errors import ParseError
 from ..meshes import MeshData, MeshFileError, read_mesh_file

@@ -10,9 +10,7 @@ import math
 
 import numpy as np
 
-from treedyn.engine.rotations import (
-    EPS, euler_quat, GeometryError, normalized, quat_matrix,
-)
+from treedyn.engine.rotations import EPS, GeometryError, euler_quat, normalized, quat_matrix
 
 from . import geometry as geo
 from .defaults import DefaultClass
