@@ -8,7 +8,7 @@ import typer
 
 from treedyn.engine.inertia_checks import CheckOptions
 from treedyn.engine.inertia_checks import check_inertia as run_checks
-from treedyn.parsers.geometry_bounds import link_geometry
+from treedyn.parsers.link_geometry import link_geometry
 
 from ..console import warn
 from ..io.model import load
