@@ -38,10 +38,11 @@ def dyn(*args) -> tuple[int, str]:
 
 
 def states(model, count: int, seed: int) -> dict:
+    """q, v and a: what inverse reads (forward and mass name what they do not read)."""
     rng = np.random.default_rng(seed)
     shape = (count, model.nv)
     return {"q": model.random_configuration(rng, count), "v": rng.normal(size=shape),
-            "a": rng.normal(size=shape), "tau": rng.normal(size=shape)}
+            "a": rng.normal(size=shape)}
 
 
 def write_inputs(folder: Path, model, counts, compressed=False) -> list[Path]:

@@ -21,6 +21,8 @@ import pytest
 from test_cli import ARM, ROOT
 from test_parts import SPLIT, states, write_jsonl
 
+INVERSE = ("q", "v", "a")  # what inverse reads: the inputs hold nothing it would name
+
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"),
                                 reason="RLIMIT_FSIZE, SIGXFSZ and /dev/full as on Linux")
 
@@ -41,7 +43,7 @@ def dyn(args, processes: int = 1, limit: int | None = None, stdout=subprocess.PI
 @pytest.fixture
 def inputs(tmp_path):
     path = tmp_path / "states.jsonl"
-    write_jsonl(path, states())
+    write_jsonl(path, states(), kinds=INVERSE)
     return path
 
 
@@ -50,7 +52,7 @@ def any_inputs(request, tmp_path):
     """States as JSON Lines (split over processes) or .npz (text formatted in workers)."""
     path = tmp_path / f"states.{request.param}"
     if request.param == "jsonl":
-        write_jsonl(path, states())
+        write_jsonl(path, states(), kinds=INVERSE)
     else:
         rows = np.array(states())
         np.savez(path, q=rows[:, 0:2], v=rows[:, 2:4], a=rows[:, 4:6])
@@ -122,7 +124,9 @@ def test_a_full_stdout_is_one_line(args, line):
 
 
 @pytest.mark.skipif(not os.path.exists("/dev/full"), reason="needs /dev/full")
-def test_a_stream_to_a_full_stdout_is_one_line(inputs):
+def test_a_stream_to_a_full_stdout_is_one_line(tmp_path):
+    inputs = tmp_path / "states.jsonl"
+    write_jsonl(inputs, states(), kinds=("q", "v", "tau"))
     with open("/dev/full", "w") as full:
         done = dyn(["forward", ARM, "-i", inputs, "-f", "json"], stdout=full)
     assert done.returncode == 2
@@ -137,7 +141,7 @@ def test_a_reader_that_goes_away_ends_dyn_quietly(tmp_path, source, processes):
     path = tmp_path / f"states.{source}"
     rows = states(5000)
     if source == "jsonl":
-        write_jsonl(path, rows)
+        write_jsonl(path, rows, kinds=INVERSE)
     else:
         rows = np.array(rows)
         np.savez(path, q=rows[:, 0:2], v=rows[:, 2:4], a=rows[:, 4:6])

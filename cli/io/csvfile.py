@@ -15,7 +15,7 @@ from ..errors import UsageError
 from ..naming import listing
 from .layout import KINDS, Layout
 from .text import text_lines
-from .vectors import FORCE_NAME, States, pop_q, warn_ignored_forces
+from .vectors import FORCE_NAME, States, pop_q, warn_ignored_forces, warn_unused_kinds
 
 POSITIONAL = re.compile(r"(q|v|a|tau)(\d+)")
 
@@ -38,7 +38,7 @@ def csv_plan(header: list[str], name: str, layout: Layout, kinds: Sequence[str],
     if warns:
         warn_ignored_forces(header, f"{name}:{line}", "column")
     plan: dict[str, _Columns] = {}
-    foreign = []
+    foreign, unused = [], []
     for column, title in enumerate(t.strip() for t in header):
         match = POSITIONAL.fullmatch(title)
         kind, _, joint = title.partition(":")
@@ -49,6 +49,8 @@ def csv_plan(header: list[str], name: str, layout: Layout, kinds: Sequence[str],
                 foreign.append(title)
             continue
         if kind not in kinds:
+            if kind not in unused:
+                unused.append(kind)
             continue
         where = f"{name}:{line}: column '{title}'"
         entry = plan.setdefault(kind, _Columns(kind, positional=bool(match)))
@@ -65,6 +67,9 @@ def csv_plan(header: list[str], name: str, layout: Layout, kinds: Sequence[str],
         listed = listing([repr(t) for t in foreign], 3)
         warn(f"{name}:{line}: column{'s' if len(foreign) > 1 else ''} {listed} not read: dyn "
              "reads the columns q0.., v0.., a0.., tau0.. or q:<joint>, v:<joint>, ...")
+    if plan and warns:
+        warn_unused_kinds(sorted(unused, key=KINDS.index), kinds, f"{name}:{line}",
+                          ("the columns of", "the columns of"))
     if not plan:
         titles = listing([repr(t.strip()) for t in header], 4)
         forms = ", ".join(f"{kind}0.. or {kind}:<joint>" for kind in kinds)

@@ -11,9 +11,9 @@ from treedyn.engine import Model
 
 from ..console import warn
 from ..errors import UsageError
-from .layout import Layout
+from .layout import KINDS, Layout
 from .text import Chunk, is_data, text_lines
-from .vectors import States, amount, check_finite, check_frame
+from .vectors import States, amount, check_finite, check_frame, warn_unused_kinds
 
 
 def jsonl_chunks(stream, name, layout, kinds, wrenches, size, lines=None) -> Iterator[States]:
@@ -58,6 +58,13 @@ def _jsonl_row(line: str, where: str, layout: Layout, kinds, chunk: Chunk,
         foreign.add(key)
         warn(f'{chunk.name}: key {json.dumps(key)} not read: dyn reads "q", "v", "a", "tau" '
              'and "fext"')
+    read = {*kinds, "fext"} if FORCES & set(kinds) else set(kinds)
+    unused = [key for key in (*KINDS, "fext") if key in state and key not in read
+              and key not in foreign]
+    if unused:  # keys of vectors this command does not take (forward's "a"): named once
+        foreign.update(unused)
+        warn_unused_kinds(unused, sorted(read, key=(*KINDS, "fext").index), chunk.name,
+                          ("key", "keys"))
     row = len(chunk.lines)
     for kind in kinds:
         if kind in state:

@@ -16,7 +16,7 @@ from ..console import warn
 from ..errors import CorruptInput, UsageError
 from ..naming import listing
 from .layout import KINDS
-from .vectors import FORCE_NAME, States, pop_q, warn_ignored_forces
+from .vectors import FORCE_NAME, States, pop_q, warn_ignored_forces, warn_unused_kinds
 
 
 @dataclass
@@ -202,6 +202,8 @@ def npz_members(stream, name, layout, kinds, warns: bool = True) -> list[_Member
                          f"(it has: {', '.join(names) or 'nothing'})")
     if warns:
         warn_ignored_forces(names, name, "array")
+        warn_unused_kinds([kind for kind in KINDS if kind in names and kind not in kinds],
+                          kinds, name, ("array", "arrays"))
         foreign = [n for n in names if n not in KINDS and not FORCE_NAME.match(n)
                    and n != "dofs" and _rows_of(archive, n) == members[0].count]
         if foreign:

@@ -198,6 +198,19 @@ def pop_q(vectors: dict, layout, count: int) -> np.ndarray:
 FORCE_NAME = re.compile(r"fext\d*(?:$|[^a-z0-9])", re.IGNORECASE)
 
 
+def warn_unused_kinds(unused: Sequence[str], kinds: Sequence[str], where: str,
+                      what: tuple[str, str]) -> None:
+    """A warning for the vectors of ``unused`` kinds that a file holds and this command does
+    not read (it reads ``kinds``): ``a`` given to forward dynamics, which computes it,
+    ``tau`` to inverse dynamics, ``v``, ``a``, ``tau`` or ``fext`` to the mass matrix.
+    Computing without them in silence would look like an answer to what the file asks.
+    ``what`` names one and several of them (``("key", "keys")``)."""
+    if unused:
+        listed = listing([f'"{kind}"' for kind in unused], 4)
+        reads = listing([f'"{kind}"' for kind in kinds], 5)
+        warn(f"{where}: {what[len(unused) > 1]} {listed} not read: this command reads {reads}")
+
+
 def warn_ignored_forces(names: Sequence[str], where: str, what: str) -> None:
     """A warning for columns or arrays named like external forces (``fext...``): only
     --fext and JSON Lines' "fext" objects apply forces, so their numbers are not used."""
