@@ -12,6 +12,7 @@ When the output itself cannot be written (a full disk), the sink raises
 """
 from __future__ import annotations
 
+import contextlib
 import csv
 import json
 import os
@@ -221,8 +222,12 @@ class NpzSink(Sink):
     """
 
     def __init__(self, stream, key: str, shape: tuple[int, ...], extra: dict,
-                 path: str | None = None, total=None):
+                 path: str | None = None, total=None, temporary: str | None = None):
         super().__init__(stream, path)
+        # the archive is written to ``temporary`` beside ``path`` and renamed to it once
+        # complete: never a partial archive under its name, an existing file kept till then
+        self.temporary = temporary
+        self.emptied = self.emptied or temporary is not None
         self.key, self.shape = key, shape
         self.extra = extra
         self.total = total  # int | Callable[[], int | None] | None: the states to come
@@ -270,7 +275,7 @@ class NpzSink(Sink):
                 if self.count == self.announced:
                     self.write_extra(self.archive)
             if self.count == self.announced:
-                super().finish()
+                self.complete()
                 return
             self.respool()
         if self.spool is not None:
@@ -279,7 +284,14 @@ class NpzSink(Sink):
                       [self.spool] if self.spool is not None else [], self.extra)
         if self.spool is not None:
             self.spool.close()
+        self.complete()
+
+    def complete(self) -> None:
+        """Close the finished archive; written beside its name, rename it to that name."""
         super().finish()
+        if self.temporary is not None:
+            os.replace(self.temporary, os.path.realpath(self.path))
+            self.temporary = None
 
     def respool(self) -> None:
         """Not the count announced (the archive is closed): move the rows written to a
@@ -290,7 +302,7 @@ class NpzSink(Sink):
         self.stream.flush()
         self.spool = tempfile.TemporaryFile(dir=os.path.dirname(os.path.abspath(self.path)))
         left = self.count * int(np.prod(self.shape, dtype=np.int64)) * 8
-        with open(self.path, "rb") as written:
+        with open(self.temporary or self.path, "rb") as written:
             written.seek(self.rows_at)
             while left > 0:
                 data = written.read(min(left, 1 << 20))
@@ -305,9 +317,17 @@ class NpzSink(Sink):
         write_arrays(archive, self.extra)
 
     def abort(self) -> bool:
+        """Stop without an archive: what was written beside its name is removed (a file of
+        that name from before is left as it was); whether no file is left at the name."""
         close_quietly(*(part for part in (self.member, self.archive, self.spool)
                         if part is not None))
-        return super().abort()
+        if self.temporary is None:
+            return super().abort()
+        close_quietly(self.stream)
+        with contextlib.suppress(FileNotFoundError):
+            os.remove(self.temporary)
+        self.temporary = None
+        return self.created
 
     def failed(self, error: OSError) -> OutputError:
         """An archive is readable only once complete: the file is removed."""

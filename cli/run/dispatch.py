@@ -10,6 +10,7 @@ from ..io.model import load
 from ..io.source import same_file
 from ..io.vectors import parse_fext, parse_gravity, single_state
 from .compute import compute
+from .pool import ended_by_signals
 from .request import Request, open_sink
 
 
@@ -45,4 +46,5 @@ def solve(request: Request) -> None:
                          f"{' (on stdin)' if request.input == '-' else ''}: it would be "
                          "emptied before it is read; write to another file")
     if not try_parts(request, layout, gravity, wrenches):
-        stream(request, layout, gravity, wrenches)
+        with ended_by_signals():  # SIGTERM, SIGHUP: the output ended as for Ctrl-C, then dyn
+            stream(request, layout, gravity, wrenches)  # ends by the signal

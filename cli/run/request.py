@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import sys
+import tempfile
 from dataclasses import dataclass
 from typing import Optional
 
@@ -63,7 +64,11 @@ def open_sink(request: Request, layout: Layout, single: bool) -> Sink:
         raise UsageError("dyn: --sparsity is written in json, npz and table formats, not csv")
     sparsity = sparsity_document(layout.model) if request.sparsity else None
     path = request.output
-    stream, created = (sys.stdout, False) if path is None else open_output(path, kind == "npz")
+    temporary = None
+    if path is not None and kind == "npz":  # renamed to path once the archive is complete
+        stream, created, temporary = open_beside(path)
+    else:
+        stream, created = (sys.stdout, False) if path is None else open_output(path, False)
     sink: Sink
     if kind == "json":
         extra = {"dofs": list(labels)} if single else {}
@@ -75,7 +80,8 @@ def open_sink(request: Request, layout: Layout, single: bool) -> Sink:
     elif kind == "npz":
         shape = (layout.model.nv,) * (2 if key == "M" else 1)
         pattern = sparsity["pattern"] if sparsity else None
-        sink = NpzSink(stream, key, shape, npz_extra(labels, pattern), path)
+        sink = NpzSink(stream, key, shape, npz_extra(labels, pattern), path,
+                       temporary=temporary)
     else:
         footer = sparsity_table(sparsity, layout.v_labels) if sparsity else ""
         sink = TableSink(stream, key, layout.v_labels, units(request.command, layout), single,
@@ -121,6 +127,27 @@ def open_output(path: str, binary: bool):
     if binary:
         return os.fdopen(descriptor, "wb"), created
     return os.fdopen(descriptor, "w", encoding="utf-8", newline=""), created
+
+
+def open_beside(path: str):
+    """(file, created, temporary) for an archive that must appear at ``path`` only once
+    complete: a new file ``temporary`` in the same folder (``.<name>.<random>.part``), which
+    :class:`NpzSink` renames to ``path`` when it closes and removes when it aborts; or
+    ``path`` itself (temporary None) when it exists and is not a regular file (a device),
+    opened as :func:`open_output` opens it."""
+    target = os.path.realpath(path)  # through a link: the file it names
+    if os.path.exists(target) and not os.path.isfile(target):
+        return (*open_output(path, True), None)
+    folder, name = os.path.split(target)
+    try:
+        descriptor, temporary = tempfile.mkstemp(prefix=f".{name}.", suffix=".part",
+                                                 dir=folder or ".")
+        umask = os.umask(0)
+        os.umask(umask)
+        os.fchmod(descriptor, 0o666 & ~umask)  # as the file open_output would create
+    except OSError as error:
+        raise UsageError(f"{path}: cannot write ({error.strerror or error})") from None
+    return os.fdopen(descriptor, "w+b"), not os.path.exists(target), temporary
 
 
 def csv_header(key: str, labels) -> list[str]:

@@ -6,9 +6,11 @@ removed, or left as it was if it existed.
 """
 from __future__ import annotations
 
+import contextlib
+import sys
 from concurrent.futures import ThreadPoolExecutor
 
-from ..errors import CorruptInput, OutputError, UsageError
+from ..errors import CorruptInput, Ended, OutputError, UsageError
 from ..io.layout import Layout
 from ..io.sinks import NpzSink, Sink
 from ..io.source import Input
@@ -110,7 +112,10 @@ def stopped(sink: Sink, error: BaseException) -> BaseException:
     if isinstance(error, OutputError):  # the sink has ended its output already
         return error
     if sink.count == 0:
-        sink.abort()
+        removed = sink.abort()
+        if isinstance(error, (KeyboardInterrupt, Ended)) and sink.path is not None:
+            said(error, f"nothing was written to {sink.where()}"
+                        + ("" if removed else " (it is left as it was)"))
         return error
     states, were = (f"{sink.count} states", "were") if sink.count > 1 else ("1 state", "was")
     if isinstance(error, CorruptInput):
@@ -121,8 +126,18 @@ def stopped(sink: Sink, error: BaseException) -> BaseException:
         return UsageError(f"{error}; {sink.where()} is removed: the {states} written to it "
                           f"{were} read from that file and may be wrong")
     sink.close()
+    held = "saved in" if isinstance(sink, NpzSink) else "written to"
+    if isinstance(error, (KeyboardInterrupt, Ended)):
+        said(error, f"the first {states} {'are' if sink.count > 1 else 'is'} {held} "
+                    f"{sink.where()}")
     if not isinstance(error, UsageError):
         return error
-    held = "saved in" if isinstance(sink, NpzSink) else "written to"
     return UsageError(f"{error}; stopped there: the {states} before it "
                       f"{'are' if sink.count > 1 else 'is'} {held} {sink.where()}")
+
+
+def said(error: BaseException, outcome: str) -> None:
+    """The line an interrupted run ends with (Ctrl-C, SIGTERM, SIGHUP): what it left."""
+    how = "interrupted" if isinstance(error, KeyboardInterrupt) else "ended by a signal"
+    with contextlib.suppress(OSError, ValueError, AttributeError):  # stderr closed or full
+        print(f"dyn: {how}; {outcome}", file=sys.stderr)

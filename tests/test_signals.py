@@ -1,0 +1,105 @@
+"""SIGTERM, SIGHUP and Ctrl-C in the middle of a run: the output is whole, and dyn says so.
+
+Batch schedulers, ``timeout`` and a closed terminal send these. An ``.npz`` is written
+beside its name and renamed once complete, so a stopped run leaves a loadable archive of
+the states computed (never a half-written zip under the final name); JSON Lines and CSV
+are cut at whole states. The last line on stderr says how many states the file holds,
+and dyn ends by the signal (exit 130 for Ctrl-C).
+
+The states come through a pipe that stays open, in chunks of 500 states, so the moment of
+the signal is known: dyn has written what it was given (but the chunk it still reads)
+and waits for more.
+"""
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+ARM = ROOT / "fixtures" / "two_link_arm.urdf"
+GIVEN = 3000
+LAST_LINE = re.compile(r"dyn: (ended by a signal|interrupted); the first (\d+) states are "
+                       r"(saved in|written to) (.*)")
+
+pytestmark = pytest.mark.skipif(sys.platform != "linux", reason="POSIX signals, /proc")
+
+
+def held(path: Path) -> int:
+    """States in a complete output file (raises if it is not complete)."""
+    if path.suffix == ".npz":
+        with np.load(path) as archive:
+            return len(archive["tau"])
+    text = path.read_text()
+    assert text.endswith("\n")
+    lines = text.splitlines()
+    if path.suffix == ".jsonl":
+        assert all(len(json.loads(line)["tau"]) == 2 for line in lines)
+        return len(lines)
+    assert lines[0] == "tau:joint1,tau:joint2"
+    assert all(len(line.split(",")) == 2 for line in lines[1:])
+    return len(lines) - 1
+
+
+@pytest.mark.parametrize("number", [signal.SIGTERM, signal.SIGHUP, signal.SIGINT])
+@pytest.mark.parametrize("suffix", [".npz", ".jsonl", ".csv"])
+def test_a_stopped_run_leaves_a_whole_file_and_says_what_it_holds(tmp_path, suffix, number):
+    out = tmp_path / f"out{suffix}"
+    rng = np.random.default_rng(int(number))
+    process = subprocess.Popen(
+        [sys.executable, "-m", "treedyn.cli", "inverse", str(ARM), "--input", "-",
+         "--output", str(out), "--quiet"], cwd=ROOT, stdin=subprocess.PIPE,
+        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+        env={**os.environ, "TREEDYN_PROCESSES": "1", "TREEDYN_STREAM_CHUNK": "500"})
+    try:
+        lines = "".join(json.dumps({"q": rng.normal(size=2).tolist(),
+                                    "v": rng.normal(size=2).tolist()}) + "\n"
+                        for _ in range(GIVEN))
+        process.stdin.write(lines.encode())
+        process.stdin.flush()
+        time.sleep(1.5)  # the states given are computed; dyn waits on the open pipe
+        process.send_signal(number)
+        _, err = process.communicate(timeout=60)
+    finally:
+        if process.poll() is None:
+            process.kill()
+    expected = 130 if number == signal.SIGINT else -number
+    assert process.returncode == expected, err
+    last = err.decode().splitlines()[-1]
+    match = LAST_LINE.fullmatch(last)
+    assert match, last
+    assert match.group(1) == ("interrupted" if number == signal.SIGINT else "ended by a signal")
+    assert match.group(4) == str(out)
+    assert held(out) == int(match.group(2)) and GIVEN - 1000 <= held(out) <= GIVEN
+    assert sorted(os.listdir(tmp_path)) == [out.name]  # nothing left beside it
+
+
+def test_an_npz_appears_only_once_complete(tmp_path):
+    """While the run goes on, the archive is written beside its name: a file that was
+    there before keeps its contents until the new one replaces it."""
+    out = tmp_path / "out.npz"
+    out.write_bytes(b"the results of yesterday")
+    process = subprocess.Popen(
+        [sys.executable, "-m", "treedyn.cli", "inverse", str(ARM), "--input", "-",
+         "--output", str(out), "--quiet"], cwd=ROOT, stdin=subprocess.PIPE,
+        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+        env={**os.environ, "TREEDYN_PROCESSES": "1", "TREEDYN_STREAM_CHUNK": "500"})
+    try:
+        process.stdin.write(b'{"q": [0.1, 0.2]}\n' * 1100)
+        process.stdin.flush()
+        time.sleep(1.0)
+        assert out.read_bytes() == b"the results of yesterday"
+        beside = [name for name in os.listdir(tmp_path) if name.endswith(".part")]
+        assert len(beside) == 1 and beside[0].startswith(".out.npz.")
+        process.stdin.close()
+        assert process.wait(timeout=60) == 0
+    finally:
+        if process.poll() is None:
+            process.kill()
+    assert held(out) == 1100 and sorted(os.listdir(tmp_path)) == ["out.npz"]
