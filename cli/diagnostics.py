@@ -1,7 +1,7 @@
 """``dyn check-inertia``, ``dyn condition`` and ``dyn verify``: the model diagnostics.
 
-Each command loads the model, runs one engine module (:mod:`treedyn.engine.inertia_checks`,
-:mod:`~treedyn.engine.conditioning`, :mod:`~treedyn.engine.verify`) and prints its report
+Each command loads the model, runs one engine module (:mod:`treedyn.engine.analysis.inertia`,
+:mod:`~treedyn.engine.analysis.conditioning`, :mod:`~treedyn.engine.analysis.verify`) and prints its report
 (:mod:`treedyn.cli.reports`). The engine, the parsers and tabulate are imported inside the
 commands so that ``dyn --help`` stays quick. Exit codes: 0 fine (warnings allowed), 1 a
 check found errors (``check-inertia``, ``verify``; ``condition --strict`` on warnings), 2 bad
@@ -87,8 +87,8 @@ def check_inertia(
     chains) and, for links merged by fixed joints, the merged body's pseudo-inertia.
     Links keep their own names, file and line. Exit 1 when any error is found.
     """
-    from treedyn.engine.inertia_checks import CheckOptions
-    from treedyn.engine.inertia_checks import check_inertia as run_checks
+    from treedyn.engine.analysis.inertia import CheckOptions
+    from treedyn.engine.analysis.inertia import check_inertia as run_checks
     from treedyn.parsers.geometry_bounds import link_geometry
 
     from . import reports
@@ -150,7 +150,7 @@ def condition(
     eigenvalue), ABA's local D-blocks (a joint whose articulated inertia is a tiny
     fraction of lambda_max(M) proves cond(M) >= 1/ratio), and parent/child mass ratios.
     """
-    from treedyn.engine.conditioning import ConditionOptions, analyze
+    from treedyn.engine.analysis.conditioning import ConditionOptions, analyze
 
     from . import reports
     from .inputs import Layout
@@ -203,8 +203,8 @@ def verify(
     of v^T (dM/dt) v (dM/dt from CRBA: the one identity that catches an error in the
     Coriolis terms RNEA and ABA share). Exit 1 if any residual exceeds its tolerance.
     """
-    from treedyn.engine.verify import VerifyOptions
-    from treedyn.engine.verify import verify as run_verify
+    from treedyn.engine.analysis.verify import VerifyOptions
+    from treedyn.engine.analysis.verify import verify as run_verify
 
     from . import reports
 

@@ -508,7 +508,9 @@ def worker_model(job: dict):
     cached = _MODELS.get(key)
     if cached is None or cached[0] != job["digest"]:
         from .common import load
+        from .settings import configure_engine
 
+        configure_engine()  # this worker's TREEDYN_THREADS and TREEDYN_CHUNK
         model = load(job["model"], job["free_flyer"])
         if model_digest(model) != job["digest"]:
             raise UsageError(f"{job['model']}: the workers read another version of the model "

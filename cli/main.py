@@ -27,6 +27,7 @@ from .inputs import (CHUNK, CorruptInput, Input, Layout, UsageError, parse_fext,
 from .output import (OUTPUT_FORMATS, CsvSink, JsonSink, NpzSink, OutputError, Sink, TableSink,
                      info_csv, info_document, info_table, set_quiet, sparsity_document,
                      sparsity_table)
+from .settings import configure_engine
 
 try:
     from typer._click.exceptions import ClickException
@@ -520,7 +521,7 @@ SINGULAR = ("forward dynamics is singular here (a joint moves no mass or inertia
 def singular_problem(model, q: np.ndarray) -> str:
     """Why forward dynamics is singular at q, naming the joints whose ABA D-block is; ""
     when M(q) is positive definite (a non-finite result then overflowed)."""
-    from treedyn.engine.conditioning import articulated_blocks
+    from treedyn.engine.reference import articulated_blocks
 
     with np.errstate(all="ignore"):
         blocks = articulated_blocks(model, q[None])
@@ -749,6 +750,7 @@ def leave(code) -> None:
 def run_app(args: list) -> None:
     """Run the app on the command-line arguments ``args``; ends by SystemExit."""
     set_quiet(False)
+    configure_engine()
     try:
         command = click_command(args)
         code = command.main(args=args or ["--help"], prog_name="dyn", standalone_mode=False)

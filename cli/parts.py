@@ -437,7 +437,7 @@ def start_worker(parent: int, interrupt=signal.SIG_DFL) -> None:
     and so does the parent's death (no worker outlives it)."""
     import ctypes
 
-    from treedyn.engine import kernels
+    from treedyn.engine.batch.threads import configure
 
     signal.signal(signal.SIGINT, interrupt)
     for number in (signal.SIGTERM, signal.SIGHUP):
@@ -449,7 +449,7 @@ def start_worker(parent: int, interrupt=signal.SIG_DFL) -> None:
         pass
     if os.getppid() != parent:  # the parent died before prctl took effect
         os._exit(1)
-    kernels.configure(threads=1)
+    configure(threads=1)
 
 
 def _run_part(index: int, start: int, first: int, skip: int, take: int) -> Outcome:

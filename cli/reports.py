@@ -278,23 +278,32 @@ def condition_table(report, model, names: Sequence[str], q_names: Sequence[str],
 
 # ----------------------------------------------------------------------------- verify
 
+def verify_note(result) -> str:
+    """A verify result's note in the command line's terms (the engine gives a reason)."""
+    if result.reason == "fixed-base":
+        return "fixed base (a URDF floats with --free-flyer, an MJCF body with <freejoint>)"
+    if result.reason == "singular":
+        return f"{result.note} (see dyn check-inertia)"
+    return result.note
+
+
 def verify_document(report, model, options) -> dict:
     return {"ok": report.ok, "model": model.name, "states": report.states,
             "seed": options.seed,
             "identities": [{"name": r.name, "identity": r.identity,
                             "residual": plain(r.residual), "tolerance": plain(r.tolerance),
-                            "status": r.status, "note": r.note} for r in report.results]}
+                            "status": r.status, "note": verify_note(r)} for r in report.results]}
 
 
 def verify_csv(report, stream) -> None:
     writer = csv.writer(stream, lineterminator="\n")
     writer.writerow(["name", "residual", "tolerance", "status", "identity", "note"])
     for r in report.results:
-        writer.writerow([r.name, r.residual, r.tolerance, r.status, r.identity, r.note])
+        writer.writerow([r.name, r.residual, r.tolerance, r.status, r.identity, verify_note(r)])
 
 
 def verify_table(report, model, options) -> str:
-    rows = [[r.status, r.name, _number(r.residual), _number(r.tolerance), r.note]
+    rows = [[r.status, r.name, _number(r.residual), _number(r.tolerance), verify_note(r)]
             for r in report.results]
     failed = sum(r.status == "fail" for r in report.results)
     skipped = [r.name for r in report.results if r.status == "skip"]

@@ -309,12 +309,3 @@ def _moving_bodies(body_names: list[str]) -> tuple[MovingBody, ...]:
     for j, name in enumerate(body_names):
         chains.setdefault(name, []).append(j)
     return tuple(MovingBody(name, tuple(joints)) for name, joints in chains.items())
-
-
-def add_free_flyer(model: Model, name: str = "root_joint") -> Model:
-    """The same robot on a floating base: a Pinocchio-LOCAL ``free`` root joint.
-
-    The root link (and everything welded to it) becomes the free-flyer's body; the root
-    joint's q is (x, y, z, qx, qy, qz, qw) and v = (linear, angular) in the base frame.
-    """
-    return build_model(model.description.with_free_flyer(name))

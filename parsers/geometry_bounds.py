@@ -35,7 +35,7 @@ from pathlib import Path
 import numpy as np
 
 from treedyn.engine.description import Shape, TreeDescription
-from treedyn.engine.inertia_checks import LinkGeometry, solid_corners
+from treedyn.engine.analysis.inertia import LinkGeometry, solid_corners
 
 from .mesh import read_msh
 

@@ -27,7 +27,7 @@ Conventions
   inertia (the joint's diagonal block of M, armature excluded, is positive definite), as
   Pinocchio computes it; MuJoCo is stricter and refuses it unless a welded child gives it
   mass (the MJCF parser applies that rule). "articulated-inertia" is ABA's local D-block relative to
-  ``lambda_max(M)`` (see :mod:`treedyn.engine.conditioning`). Both are evaluated at the
+  ``lambda_max(M)`` (see :mod:`treedyn.engine.analysis.conditioning`). Both are evaluated at the
   neutral configuration and a few random ones (worst case reported).
 
 Checks (one finding per link, or per body, and check; status pass, fail or skip)
@@ -57,10 +57,11 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .conditioning import articulated_blocks, sample_configurations
-from .crba import crba
-from .description import Inertia, LinkSpec, Shape, SourceRef
-from .model import Model
+from ..crba import crba
+from ..description import Inertia, LinkSpec, Shape, SourceRef
+from ..model import Model
+from ..reference import articulated_blocks
+from ..samples import sample_configurations
 
 MINVAL = 1e-15  # MuJoCo's mjMINVAL: mass and inertia below this count as none
 SEVERITIES = ("error", "warning", "info")
