@@ -87,8 +87,8 @@ def check_inertia(
     chains) and, for links merged by fixed joints, the merged body's pseudo-inertia.
     Links keep their own names, file and line. Exit 1 when any error is found.
     """
+    from treedyn.engine.analysis.check_inertia import check_inertia as run_checks
     from treedyn.engine.analysis.inertia import CheckOptions
-    from treedyn.engine.analysis.inertia import check_inertia as run_checks
     from treedyn.parsers.geometry_bounds import link_geometry
 
     from . import reports
@@ -96,7 +96,9 @@ def check_inertia(
     loaded = load(model, free_flyer)
     geometry = link_geometry(loaded.description, loaded.source)
     options = CheckOptions(tolerance=tolerance, fix=fix, samples=samples, seed=seed,
-                           min_block_ratio=min_block_ratio)
+                           min_block_ratio=min_block_ratio,
+                           rotation_name=("the inertial <origin rpy>" if loaded.format == "urdf"
+                                          else "the <inertial> orientation"))
     report = run_checks(loaded, geometry, options)
     meshes = list(dict.fromkeys(mesh for link in geometry.values() for mesh in link.missing))
     if meshes:

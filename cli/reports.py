@@ -12,6 +12,8 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from treedyn.engine.analysis.plain import plain as plain_data
+
 from .output import table
 
 SEVERITY_ORDER = {"error": 0, "warning": 1, "info": 2}
@@ -19,15 +21,7 @@ SEVERITY_ORDER = {"error": 0, "warning": 1, "info": 2}
 
 def plain(value):
     """``value`` with numpy types as Python ones and non-finite floats as None."""
-    if isinstance(value, dict):
-        return {str(k): plain(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple, np.ndarray)):
-        return [plain(v) for v in (value.tolist() if isinstance(value, np.ndarray) else value)]
-    if isinstance(value, (np.floating, np.integer, np.bool_)):
-        value = value.item()
-    if isinstance(value, float) and not math.isfinite(value):
-        return None
-    return value
+    return plain_data(value, nulls=True)
 
 
 # ----------------------------------------------------------------------------- check-inertia

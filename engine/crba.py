@@ -98,7 +98,6 @@ def composite_sweep(plan, W, q) -> dict:
 def column_sweep(plan, W, generic: dict, M) -> None:
     """Leaves first: F = IC_i S_i, M[i, subtree(i)] = S_i^T F[subtree(i)], and the subtree's
     force columns moved to the parent's frame (F (nv, 6, m) by model dof)."""
-    F = W.F
     for slot in range(plan.nj, 0, -1):  # leaves first (slots are breadth-first)
         g = plan.group_of_slot[slot]
         own, sub = plan.own_cols[slot], plan.subtree_cols[slot]

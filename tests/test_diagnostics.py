@@ -35,14 +35,13 @@ from random_trees import random_description, random_model, random_rotation, tree
 from reference_models import dm_control_id, dm_control_models, gymnasium_models, robots_root
 from treedyn.engine import Inertia, JointSpec, LinkSpec, TreeDescription, build_model, crba
 from treedyn.engine.analysis.conditioning import analyze
-from treedyn.engine.reference import articulated_blocks
+from treedyn.engine.analysis.check_inertia import check_inertia
+from treedyn.engine.analysis.inertia import (CHECKS, CheckOptions, nearest_consistent,
+                                           pseudo_inertia, solid_properties, triangle_slack)
+from treedyn.engine.analysis.verify import VerifyOptions, verify
 from treedyn.engine.description import Shape
 from treedyn.engine.factor import ltdl
-from treedyn.engine.analysis.inertia import (CHECKS, CheckOptions, check_inertia,
-                                           nearest_consistent, pseudo_inertia,
-                                           solid_properties, triangle_slack)
-from treedyn.engine.reference import body_jacobians
-from treedyn.engine.analysis.verify import VerifyOptions, verify
+from treedyn.engine.reference import articulated_blocks, body_jacobians
 from treedyn.parsers import load_model
 from treedyn.parsers.geometry_bounds import dae_points, link_geometry, mesh_bounds, resolve_mesh
 

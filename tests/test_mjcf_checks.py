@@ -26,8 +26,8 @@ mujoco = pytest.importorskip("mujoco")
 from test_diagnostics import dyn  # noqa: E402
 from reference_models import dm_control_models, gymnasium_models  # noqa: E402
 from treedyn.engine.description import Shape  # noqa: E402
-from treedyn.engine.analysis.inertia import (check_inertia, solid_properties,  # noqa: E402
-                                           uniform_inertia)
+from treedyn.engine.analysis.check_inertia import check_inertia  # noqa: E402
+from treedyn.engine.analysis.inertia import solid_properties, uniform_inertia  # noqa: E402
 from treedyn.parsers import load_model  # noqa: E402
 from treedyn.parsers.geometry_bounds import link_geometry, mesh_bounds  # noqa: E402
 from treedyn.parsers.mesh import read_mesh_file  # noqa: E402
