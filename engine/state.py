@@ -18,7 +18,7 @@ class Batch(NamedTuple):
     single: bool  # no input had a batch axis: squeeze it from the outputs
 
 
-class States(NamedTuple):
+class CallInputs(NamedTuple):
     """Validated inputs of one call, every vector with the batch axis (N, ...)."""
 
     batch: Batch
@@ -28,7 +28,7 @@ class States(NamedTuple):
     fext: np.ndarray | None  # (nj, 6) shared by the states, (N, nj, 6), or None
 
 
-def states(model: Model, q, v=None, x=None, fext=None, x_name: str = "a") -> States:
+def states(model: Model, q, v=None, x=None, fext=None, x_name: str = "a") -> CallInputs:
     """Check the shapes of one call's inputs and give them a common batch axis.
 
     q is (nq,) or (N, nq); v and x are (nv,) or (N, nv); fext is (nj, 6) or (N, nj, 6).
@@ -65,7 +65,7 @@ def states(model: Model, q, v=None, x=None, fext=None, x_name: str = "a") -> Sta
         array = arrays.get(name)
         return None if array is None else np.broadcast_to(array, (batch.count, width))
 
-    return States(batch, rows("q", model.nq), rows("v", model.nv), rows(x_name, model.nv),
+    return CallInputs(batch, rows("q", model.nq), rows("v", model.nv), rows(x_name, model.nv),
                   arrays.get("fext"))
 
 
