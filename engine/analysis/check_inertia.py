@@ -50,7 +50,7 @@ def check_inertia(model: Model, geometry: dict[str, LinkGeometry] | None = None,
     for link in model.description.links:
         if link.name not in body_of or (not link.has_inertial and not link.source.line
                                         and body_of[link.name] < 0):
-            continue  # a world link the parser or --free-flyer made up
+            continue  # a world link a parser (or a free-flyer root) made up
         body = body_of[link.name]
         main = body >= 0 and model.body_names[body] == link.name
         source = link.inertial_source if link.inertial_source.line else link.source

@@ -44,7 +44,7 @@ the inverse of, the inertial rpy: error; exact geometry far off: warning), densi
 ``min_block_ratio``: warning), merged-pseudo-inertia (pseudo-inertia of a body with
 several massive links). The geometry checks' errors are warnings on a welded link holding
 under 1 % of its body's mass, and on a link welded to the world (it moves nothing here; a
-floating base, --free-flyer, makes it part of the base body and the check counts again).
+floating base makes it part of the base body and the check counts again).
 Plausibility and about-origin are skipped where the density check finds the geometry too
 small to hold the mass (a token shape), and every geometry check where MuJoCo computed the
 inertia from the geoms themselves.

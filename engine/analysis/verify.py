@@ -193,7 +193,7 @@ def check_factor(model: Model, s: RandomStates, rtol: float) -> Measurement:
         return _skipped("M is singular at every state")
     cond = float(conds[usable].max())
     return Measurement(residual(solved[usable], expected[usable]),
-                   max(rtol, 10 * EPS * cond), f"cond(M) up to {cond:.3g}")
+                       max(rtol, 10 * EPS * cond), f"cond(M) up to {cond:.3g}")
 
 
 def floating_roots(model: Model) -> list[int]:
@@ -209,17 +209,25 @@ def _base_frame_gravity(model: Model, root: int, q: np.ndarray, gravity: np.ndar
     return np.broadcast_to(model.joint_models[root].rotation.T @ gravity, (len(q), 3))
 
 
+def _regular_aba(model: Model, q, v, tau) -> tuple[np.ndarray | None, float]:
+    """(ABA's a (N, nv), the largest cond(M)), or (None, inf) when M is singular at some
+    state or a is not finite."""
+    with np.errstate(all="ignore"):
+        a = aba(model, q, v, tau)
+    conds = _eigen_conditions(crba(model, q))
+    if not np.all(np.isfinite(a)) or singular_states(conds).any():
+        return None, np.inf
+    return a, float(conds.max())
+
+
 def check_free_fall(model: Model, s: RandomStates, rtol: float) -> Measurement:
     """v = 0, tau = 0: every floating tree falls rigidly: base a = (g, 0), joints a = 0."""
     roots = floating_roots(model)
     if not roots:
         return _skipped("fixed base (no floating root joint)", FIXED_BASE)
-    with np.errstate(all="ignore"):
-        a = aba(model, s.q, None, None)
-    conds = _eigen_conditions(crba(model, s.q))
-    if not np.all(np.isfinite(a)) or singular_states(conds).any():
+    a, cond = _regular_aba(model, s.q, None, None)
+    if a is None:
         return _skipped("M is singular at some state", SINGULAR)
-    cond = float(conds.max())
     values, references = [], []
     for root in roots:
         dofs = _subtree_dofs(model, root)
@@ -231,7 +239,7 @@ def check_free_fall(model: Model, s: RandomStates, rtol: float) -> Measurement:
         values.append(a[:, dofs])
         references.append(expected)
     return Measurement(residual(np.hstack(values), np.hstack(references)),
-                   max(rtol, 10 * EPS * cond), f"cond(M) up to {cond:.3g}")  # an ABA solve
+                       max(rtol, 10 * EPS * cond), f"cond(M) up to {cond:.3g}")  # an ABA solve
 
 
 def check_zero_base_actuation(model: Model, s: RandomStates, rtol: float) -> Measurement:
@@ -242,12 +250,9 @@ def check_zero_base_actuation(model: Model, s: RandomStates, rtol: float) -> Mea
     tau = s.tau.copy()
     for root in roots:
         tau[:, model.idx_v[root]:model.idx_v[root] + 6] = 0.0
-    with np.errstate(all="ignore"):
-        a = aba(model, s.q, s.v, tau)
-    conds = _eigen_conditions(crba(model, s.q))
-    if not np.all(np.isfinite(a)) or singular_states(conds).any():
+    a, cond = _regular_aba(model, s.q, s.v, tau)
+    if a is None:
         return _skipped("M is singular at some state", SINGULAR)
-    cond = float(conds.max())
     momentum_rate = rnea(model, s.q, s.v, a, gravity=np.zeros(3)) - model.armature * a
     values, references, moving = [], [], True
     for root in roots:

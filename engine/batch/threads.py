@@ -4,8 +4,8 @@ States are processed in chunks (:data:`settings`.chunk states at a time) with wo
 allocated once per thread and reused (:mod:`treedyn.engine.batch.memory`); with
 ``settings.threads > 1`` chunks run on a thread pool (numpy releases the GIL inside its
 loops and BLAS calls). A batch that fits in one chunk runs in the calling thread. The
-settings are process-wide and only change through :func:`configure` (the dyn command
-passes its environment in; the engine reads none).
+settings are process-wide and only change through :func:`configure` (a command line
+passes its own settings in; the engine reads no environment).
 """
 from __future__ import annotations
 
