@@ -6,8 +6,7 @@ import numpy as np
 
 from ..description import Inertia
 from ..reference import articulated_blocks
-from .inertia import LinkContext, spatial_pseudo_inertia
-from .inertia_link import LinkChecks
+from .inertia import LinkChecks, LinkContext, spatial_pseudo_inertia
 
 
 class BodyChecks(LinkChecks):
