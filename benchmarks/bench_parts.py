@@ -35,7 +35,7 @@ CASES = (("jsonl", "inverse", ".jsonl"), ("jsonl", "forward", ".npz"), ("csv", "
 def write_inputs(folder: str, model, count: int) -> dict[str, str]:
     """The same random states as JSON Lines, CSV and .npz (all of q, v, a, tau), written
     as dyn bench writes its samples."""
-    from treedyn.cli.bench import random_states, write_states
+    from treedyn.cli.run.bench import random_states, write_states
 
     vectors = random_states(model, count)
     paths = {fmt: os.path.join(folder, f"states.{fmt}") for fmt in ("jsonl", "csv", "npz")}
@@ -58,7 +58,7 @@ def main() -> None:
     parser.add_argument("--markdown", action="store_true")
     args = parser.parse_args()
 
-    from treedyn.cli.parts import processes
+    from treedyn.cli.run.pool import processes
     from treedyn.parsers import load_model
 
     urdf = os.path.join(robots_root(), TALOS)

@@ -221,9 +221,11 @@ def bench_latency(args, env, urdf, model):
     commands = [
         ("dyn inverse talos --free-flyer --q ... (one state)", single),
         ('python -c "import pinocchio"', [sys.executable, "-c", "import pinocchio"]),
-        ('python -c "import treedyn.cli.main"', [sys.executable, "-c", "import treedyn.cli.main"]),
-        ("python -c: import treedyn.cli.main + load_model(talos, free_flyer=True)",
-         [sys.executable, "-c", "import treedyn.cli.main; from treedyn.parsers import load_model; "
+        ('python -c "import treedyn.cli.commands.dynamics"',
+         [sys.executable, "-c", "import treedyn.cli.commands.dynamics"]),
+        ("python -c: import treedyn.cli.commands.dynamics + load_model(talos, free_flyer=True)",
+         [sys.executable, "-c", "import treedyn.cli.commands.dynamics; "
+          "from treedyn.parsers import load_model; "
           f"load_model({urdf!r}, free_flyer=True)"]),
         ("dyn --version", [dyn, "--version"]),
         ('python -c "import numpy"', [sys.executable, "-c", "import numpy"]),

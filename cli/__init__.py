@@ -1,4 +1,11 @@
-"""The ``dyn`` command line (:mod:`treedyn.cli.main`); :func:`run` is the dyn program.
+"""The ``dyn`` command line; :func:`run` is the dyn program.
+
+Layers, each importing only those below it: :mod:`.app` (the group and its lazy command
+table) → :mod:`.commands` (one module per command: options → one call → render) →
+:mod:`.run` (a request computed and streamed: one process, text parts, text workers, a
+Dask cluster) → :mod:`.io` (input readers, sinks, the model loader) → :mod:`.render`
+(tables, documents, reports) → :mod:`.naming`, :mod:`.console`, :mod:`.errors`,
+:mod:`.settings`, and below them the engine and the parsers.
 
 dyn runs the engine's batches on its own thread pool, two threads of small BLAS calls;
 OpenBLAS (numpy's BLAS) threading each of those calls as well oversubscribes the cores: on
@@ -8,39 +15,23 @@ first imported; a value already set in the environment is kept.
 """
 import os
 
+from .settings import check_environment, interrupted
+
 for _variable in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
     os.environ.setdefault(_variable, "1")
 
 
 def run() -> None:
-    """The dyn program: loads :mod:`treedyn.cli.main` (numpy, typer, the engine: most of a
-    one-state run) and runs it. A Ctrl-C while that loads ends dyn as a Ctrl-C at any
-    other time does, with exit code 130 and no traceback: until main.run takes Ctrl-C
-    over, SIGINT ends the process at once (as a KeyboardInterrupt, it could surface as
-    an ImportError inside numpy's extension modules). An ignored SIGINT stays ignored."""
+    """The dyn program: loads :mod:`treedyn.cli.app` and runs it. A Ctrl-C while that
+    loads ends dyn as a Ctrl-C at any other time does, with exit code 130 and no
+    traceback: until app.run takes Ctrl-C over, SIGINT ends the process at once (as a
+    KeyboardInterrupt, it could surface as an ImportError inside numpy's extension
+    modules). An ignored SIGINT stays ignored."""
     import signal
 
     if signal.getsignal(signal.SIGINT) is signal.default_int_handler:
         signal.signal(signal.SIGINT, interrupted)
     check_environment()
-    from .main import run as run_main
+    from .app import run as run_app
 
-    run_main()
-
-
-def interrupted(number, frame) -> None:
-    """SIGINT while dyn starts: exit code 130, nothing printed."""
-    os._exit(130)
-
-
-def check_environment() -> None:
-    """Exit 2 with one line when a TREEDYN_* count in the environment is not a positive
-    whole number (before the engine, which would keep its default, reads it)."""
-    for name in ("TREEDYN_THREADS", "TREEDYN_CHUNK", "TREEDYN_STREAM_CHUNK"):
-        value = os.environ.get(name, "").strip()
-        if value and not (value.isascii() and value.isdigit() and int(value) >= 1):
-            import sys
-
-            if sys.stderr is not None:
-                print(f"dyn: {name}={value!r} is not a positive whole number", file=sys.stderr)
-            os._exit(2)
+    run_app()

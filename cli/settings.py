@@ -1,35 +1,64 @@
-"""The TREEDYN_* whole-number settings of the environment, read by the command line only.
+"""The TREEDYN_* environment variables, read in one place.
 
-:func:`treedyn.cli.check_environment` refuses a value that is not a positive whole number
-before anything runs; :func:`configure_engine` passes TREEDYN_THREADS and TREEDYN_CHUNK to
-the engine's batching (:func:`treedyn.engine.batch.threads.configure`), which reads no
-environment of its own.
+| variable | meaning | default |
+|---|---|---|
+| TREEDYN_THREADS | engine worker threads | 2 (or the CPUs) |
+| TREEDYN_CHUNK | states per engine call | the engine's |
+| TREEDYN_STREAM_CHUNK | states read per chunk of ``--input`` | 16384 |
+| TREEDYN_PROCESSES | worker processes for text files (1: none) | the CPUs, at most 8 |
+| TREEDYN_PART_BYTES | bytes of text per worker's part | 16 MiB |
+
+The first three are checked when dyn starts (:func:`check_environment`); the process
+counts when a command first needs them (:func:`whole`), as a usage error.
 """
-from __future__ import annotations
-
 import os
+import sys
+
+from .errors import UsageError
+
+COUNTS = ("TREEDYN_THREADS", "TREEDYN_CHUNK", "TREEDYN_STREAM_CHUNK")
 
 
-def environment_count(name: str, default):
-    """The whole number in environment variable ``name`` (at least 1), else ``default``;
-    a value that is not a whole number keeps the default with a warning (the dyn command
-    refuses it before it gets here)."""
-    text = os.environ.get(name, "").strip()
-    if not text:
+def interrupted(number, frame) -> None:
+    """SIGINT while dyn starts: exit code 130, nothing printed."""
+    os._exit(130)
+
+
+def check_environment() -> None:
+    """Exit 2 with one line when a count of :data:`COUNTS` is not a positive whole number
+    (before any module reads it)."""
+    for name in COUNTS:
+        value = os.environ.get(name, "").strip()
+        if value and not (value.isascii() and value.isdigit() and int(value) >= 1):
+            if sys.stderr is not None:
+                print(f"dyn: {name}={value!r} is not a positive whole number", file=sys.stderr)
+            os._exit(2)
+
+
+def count(name: str, default: int | None) -> int | None:
+    """The positive whole number in ``name`` (one of :data:`COUNTS`, checked at start),
+    else ``default``."""
+    value = os.environ.get(name, "").strip()
+    return int(value) if value.isascii() and value.isdigit() and int(value) >= 1 else default
+
+
+def whole(name: str, default: int) -> int:
+    """The whole number in ``name`` (at least 1), else ``default``; UsageError when it is
+    not a whole number."""
+    value = os.environ.get(name)
+    if not value:
         return default
     try:
-        return max(1, int(text))
+        return max(1, int(value))
     except ValueError:
-        import warnings
-
-        warnings.warn(f"{name}={text!r} is not a whole number; using {default}", stacklevel=2)
-        return default
+        raise UsageError(f"dyn: {name}={value!r} is not a whole number") from None
 
 
 def configure_engine() -> None:
     """TREEDYN_THREADS (engine threads) and TREEDYN_CHUNK (states per chunk), where set,
-    into the engine's settings; unset ones keep the engine's defaults."""
+    into the engine's batching settings, which read no environment of their own; unset
+    ones keep the engine's defaults."""
+    # imported here, not at the top: dyn reads this module at start-up, before numpy loads
     from treedyn.engine.batch.threads import configure
 
-    configure(threads=environment_count("TREEDYN_THREADS", None),
-              chunk=environment_count("TREEDYN_CHUNK", None))
+    configure(threads=count("TREEDYN_THREADS", None), chunk=count("TREEDYN_CHUNK", None))

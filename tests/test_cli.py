@@ -1,6 +1,6 @@
 """The ``dyn`` command line against references: the engine, the seed's numbers, and itself.
 
-Most tests run ``python -m treedyn.cli.main`` in a subprocess (stdout is a pipe, so the
+Most tests run ``python -m treedyn.cli`` in a subprocess (stdout is a pipe, so the
 default format is JSON). Numbers are compared with the engine called on the same inputs,
 exactly where the CLI must be repr-exact.
 """
@@ -41,7 +41,7 @@ def dyn(*args, stdin: bytes | str | None = None, check: bool = True,
     data = stdin.encode() if isinstance(stdin, str) else stdin
     args = [str(arg) for arg in args]
     if fresh:
-        result = subprocess.run([sys.executable, "-m", "treedyn.cli.main", *args],
+        result = subprocess.run([sys.executable, "-m", "treedyn.cli", *args],
                                 input=data, capture_output=True, cwd=ROOT, timeout=60)
     else:
         result = run_here(args, data)
@@ -51,8 +51,8 @@ def dyn(*args, stdin: bytes | str | None = None, check: bool = True,
 
 
 def run_here(args: list[str], stdin: bytes | None) -> subprocess.CompletedProcess:
-    """``treedyn.cli.main.run(args)`` with stdin, stdout and stderr redirected (quick)."""
-    from treedyn.cli.main import run
+    """``treedyn.cli.app.run(args)`` with stdin, stdout and stderr redirected (quick)."""
+    from treedyn.cli.app import run
 
     stdout, stderr = io.StringIO(), io.StringIO()
     reader = io.TextIOWrapper(io.BufferedReader(io.BytesIO(stdin or b"")), newline="")
@@ -158,7 +158,7 @@ def test_default_format_is_json_off_a_terminal_and_a_table_on_one():
         def isatty(self):
             return True
 
-    from treedyn.cli.main import run
+    from treedyn.cli.app import run
 
     terminal = Terminal()
     with contextlib.redirect_stdout(terminal), pytest.raises(SystemExit):
@@ -440,7 +440,9 @@ def test_mass_and_forward_batches(tmp_path, arm):
 
 
 def test_large_input_streams_in_chunks_with_one_engine_call_each(tmp_path, monkeypatch, capsys):
-    from treedyn.cli import inputs, main
+    from treedyn.cli import app
+    from treedyn.cli.io import source as inputs
+    from treedyn.cli.run import compute
 
     count = inputs.CHUNK + 5
     rng = np.random.default_rng(3)
@@ -454,9 +456,9 @@ def test_large_input_streams_in_chunks_with_one_engine_call_each(tmp_path, monke
         calls.append(len(q))
         return rnea(model, q, *args, **kwargs)
 
-    monkeypatch.setattr(main, "rnea", counting_rnea)
+    monkeypatch.setattr(compute, "rnea", counting_rnea)
     with pytest.raises(SystemExit) as exit_info:
-        main.run(["inverse", str(ARM), "--input", str(path), "--format", "json"])
+        app.run(["inverse", str(ARM), "--input", str(path), "--format", "json"])
     assert exit_info.value.code == 0
     assert calls == [inputs.CHUNK, 5]
     lines = capsys.readouterr().out.splitlines()
@@ -468,7 +470,7 @@ def test_large_input_streams_in_chunks_with_one_engine_call_each(tmp_path, monke
 
 def test_start_up_does_not_import_heavy_modules():
     probe = ("import sys\n"
-             "from treedyn.cli.main import run_app\n"
+             "from treedyn.cli.app import run_app\n"
              "assert 'lxml' not in sys.modules and 'tabulate' not in sys.modules\n"
              f"sys.argv = ['dyn', 'inverse', {str(ARM)!r}, '--q', '0.1,0.2', '-f', 'json']\n"
              "try:\n    run_app(sys.argv[1:])\nexcept SystemExit as e:\n    assert e.code == 0\n"
@@ -803,10 +805,23 @@ def test_ctrl_c_while_dyn_starts_is_exit_130_without_a_traceback():
                  "            os.kill(os.getpid(), signal.SIGINT)\n"
                  "sys.meta_path.insert(0, Interrupt())\n"
                  "from treedyn.cli import run\n"
-                 "sys.argv = ['dyn', '--version']\n"
+                 f"sys.argv = ['dyn', 'info', {str(ARM)!r}]\n"
                  "run()\n")
         done = subprocess.run([sys.executable, "-c", probe], capture_output=True, timeout=60)
         assert done.returncode == 130 and done.stdout == done.stderr == b"", (module, done)
+
+
+def test_version_and_help_load_no_numpy():
+    """`dyn --version` and `dyn --help` read the command table only: no numpy, no engine."""
+    for flag in ("--version", "--help"):
+        probe = ("import sys\nimport treedyn.cli.app as app\n"
+                 "app.leave = lambda code: None  # return here instead of os._exit\n"
+                 f"sys.argv = ['dyn', {flag!r}]\n"
+                 "app.run()\n"
+                 "heavy = ('numpy', 'treedyn.engine', 'lxml', 'treedyn.cli.commands')\n"
+                 "sys.stderr.write(repr(sorted(m for m in heavy if m in sys.modules)))\n")
+        done = subprocess.run([sys.executable, "-c", probe], capture_output=True, timeout=60)
+        assert done.returncode == 0 and done.stderr == b"[]", (flag, done)
 
 
 def test_an_ignored_sigint_stays_ignored():

@@ -58,7 +58,7 @@ URDFS = sorted(glob.glob(os.path.join(ROBOTS, "**", "*.urdf"), recursive=True)) 
 
 def dyn(*args) -> subprocess.CompletedProcess:
     """``dyn ARGS`` in this interpreter (stdout, stderr captured, exit code kept)."""
-    from treedyn.cli.main import run
+    from treedyn.cli.app import run
 
     out, err = io.StringIO(), io.StringIO()
     with (contextlib.redirect_stdout(out), contextlib.redirect_stderr(err),
@@ -302,7 +302,7 @@ def test_an_overflowing_inertia_is_a_finding_not_a_crash(tmp_path, origin, mass)
     path = tmp_path / "far.urdf"
     path.write_text(one_link_urdf(f'<origin xyz="{origin}"/><mass value="{mass}"/><inertia '
                                   'ixx="1" ixy="0" ixz="0" iyy="1" iyz="0" izz="1"/>'))
-    result = subprocess.run([sys.executable, "-m", "treedyn.cli.main", "check-inertia",
+    result = subprocess.run([sys.executable, "-m", "treedyn.cli", "check-inertia",
                              str(path), "--format", "json"], capture_output=True, text=True)
     assert result.returncode == 1 and result.stderr == ""
     failed = [(f["check"], f["severity"]) for f in json.loads(result.stdout)["findings"]
@@ -930,18 +930,23 @@ def test_mass_sparsity_of_a_singular_model_says_so_without_numpy_warnings(tmp_pa
     """Two coaxial slides, the first moving nothing: M is singular, the solve gives inf."""
     path = tmp_path / "coax.urdf"
     path.write_text(COAXIAL)
-    result = subprocess.run([sys.executable, "-m", "treedyn.cli.main", "mass", str(path),
+    result = subprocess.run([sys.executable, "-m", "treedyn.cli", "mass", str(path),
                              "--sparsity", "--format", "json"], capture_output=True, text=True)
     assert result.returncode == 0 and result.stderr == ""
     assert json.loads(result.stdout)["sparsity"]["confirmed"]["solve_vs_aba"] is None
 
 
 def test_start_up_stays_lean_with_the_diagnostics_registered():
-    probe = ("import sys\nfrom treedyn.cli.main import app\n"
-             "print(sorted(m for m in ('lxml', 'scipy', 'tabulate', 'treedyn.parsers')"
-             " if m in sys.modules))\n")
-    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, check=True)
-    assert out.stdout.decode().strip() == "[]"
+    """The app's command table loads no command; a dynamics command loads no diagnostic
+    (scipy) and no table printer (tabulate)."""
+    heavy = "('numpy', 'lxml', 'scipy', 'tabulate', 'treedyn.parsers', 'treedyn.engine')"
+    for module, loaded in (("treedyn.cli.app", "[]"),
+                           ("treedyn.cli.commands.dynamics",
+                            "['lxml', 'numpy', 'treedyn.engine', 'treedyn.parsers']")):
+        probe = (f"import sys\nimport {module}\n"
+                 f"print(sorted(m for m in {heavy} if m in sys.modules))\n")
+        out = subprocess.run([sys.executable, "-c", probe], capture_output=True, check=True)
+        assert out.stdout.decode().strip() == loaded, module
 
 
 def test_geometry_in_a_description_changes_no_dynamics():

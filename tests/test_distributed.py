@@ -27,8 +27,8 @@ SOLO = ROBOTS / "solo_description" / "robots" / "solo12.urdf"
 
 
 def dyn(*args) -> tuple[int, str]:
-    """``treedyn.cli.main.run(args)`` in this process: (exit code, stderr)."""
-    from treedyn.cli.main import run
+    """``treedyn.cli.app.run(args)`` in this process: (exit code, stderr)."""
+    from treedyn.cli.app import run
 
     stderr = io.StringIO()
     with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(stderr):
@@ -77,10 +77,11 @@ def distributed():
 
 
 def small_tasks(monkeypatch, chunk: int, per_task: int) -> None:
-    from treedyn.cli import distributed as module
-    from treedyn.cli import main
+    from treedyn.cli.run import cluster as module
+    from treedyn.cli.run import stream
 
-    monkeypatch.setattr(main, "chunk_states", lambda command, layout: chunk)
+    for user in (module, stream):  # the modules that size the chunks
+        monkeypatch.setattr(user, "chunk_states", lambda command, layout: chunk)
     monkeypatch.setattr(module, "ROWS_PER_TASK", per_task)
 
 
@@ -258,8 +259,8 @@ def test_bad_row_in_a_later_file_here_says_which_outputs_were_completed(tmp_path
 
 def test_a_task_that_cannot_write_fails_with_one_line(tmp_path):
     """An OSError on a worker becomes the error the client cleans up after and counts."""
-    from treedyn.cli.distributed import solve_block
-    from treedyn.cli.inputs import UsageError
+    from treedyn.cli.run.cluster import solve_block
+    from treedyn.cli.errors import UsageError
 
     inputs = write_inputs(tmp_path / "logs", load_model(str(ARM)), [3])
     job = {"command": "inverse", "model": str(ARM), "free_flyer": False, "degrees": False,
@@ -291,7 +292,7 @@ def test_the_cluster_path_ignores_sigpipe_again(monkeypatch):
     import signal
     import types
 
-    from treedyn.cli import distributed
+    from treedyn.cli.run import cluster as distributed
 
     fake = types.SimpleNamespace(Client=lambda address, timeout: ("client", address))
     monkeypatch.setattr(distributed, "require_dask", lambda: fake)
@@ -364,7 +365,7 @@ def test_the_model_digest_covers_mjcf_includes(tmp_path):
     """An included file that holds no body (options, defaults) changes the digest too."""
     import shutil
 
-    from treedyn.cli.distributed import model_digest
+    from treedyn.cli.run.cluster import model_digest
 
     shutil.copytree(ROOT / "fixtures" / "mjcf" / "include", tmp_path / "m")
     main = tmp_path / "m" / "main.xml"
@@ -378,7 +379,7 @@ def test_the_model_digest_covers_mjcf_includes(tmp_path):
 
 
 def worker_job(**changes) -> dict:
-    from treedyn.cli.distributed import model_digest
+    from treedyn.cli.run.cluster import model_digest
 
     job = {"command": "inverse", "model": str(ARM), "free_flyer": False, "degrees": False,
            "gravity": None, "fext": None, "kinds": ("q", "v", "a"), "size": 32,
@@ -389,8 +390,8 @@ def worker_job(**changes) -> dict:
 def test_a_task_of_a_stopped_run_leaves_no_file(tmp_path):
     """The client made the files tasks write and removed them when the run stopped: a task
     still running then writes nothing (it used to leave a 256-byte unreadable .npz)."""
-    from treedyn.cli.distributed import assemble, solve_block
-    from treedyn.cli.inputs import UsageError
+    from treedyn.cli.run.cluster import assemble, solve_block
+    from treedyn.cli.errors import UsageError
 
     inputs = write_inputs(tmp_path / "logs", load_model(str(ARM)), [3])
     out = tmp_path / "out"
@@ -404,7 +405,7 @@ def test_a_task_of_a_stopped_run_leaves_no_file(tmp_path):
 
 
 def test_a_task_writes_its_output_whole_through_the_files_the_client_made(tmp_path):
-    from treedyn.cli.distributed import solve_block
+    from treedyn.cli.run.cluster import solve_block
 
     inputs = write_inputs(tmp_path / "logs", load_model(str(ARM)), [3])
     target = tmp_path / "log0.npz"
@@ -420,7 +421,7 @@ def test_ctrl_c_keeps_the_outputs_that_finished(tmp_path, monkeypatch, distribut
     unfinished, and it was removed), a line says how many were kept, exit 130."""
     import time
 
-    from treedyn.cli import distributed as module
+    from treedyn.cli.run import cluster as module
 
     out = tmp_path / "out"
 
@@ -450,7 +451,7 @@ def test_losing_the_scheduler_is_one_line_and_leaves_no_partial_file(tmp_path, m
     import signal
     import time
 
-    from treedyn.cli import distributed as module
+    from treedyn.cli.run import cluster as module
 
     address, scheduler = tcp_cluster
 
@@ -480,8 +481,8 @@ def test_a_damaged_compressed_input_on_a_worker_is_one_line(tmp_path):
     """As on one machine: "not a readable .npz file (Bad CRC-32 ...)", not an internal error."""
     import zipfile
 
-    from treedyn.cli.distributed import solve_block
-    from treedyn.cli.inputs import UsageError
+    from treedyn.cli.run.cluster import solve_block
+    from treedyn.cli.errors import UsageError
 
     path = tmp_path / "b.npz"
     np.savez_compressed(path, **states(load_model(str(ARM)), 2000, seed=0))
@@ -503,8 +504,8 @@ def test_a_damaged_compressed_input_on_a_worker_is_one_line(tmp_path):
 
 
 def test_the_earliest_bad_row_of_any_array_is_named(tmp_path):
-    from treedyn.cli.distributed import solve_block
-    from treedyn.cli.inputs import UsageError
+    from treedyn.cli.run.cluster import solve_block
+    from treedyn.cli.errors import UsageError
 
     values = states(load_model(str(ARM)), 50, seed=0)
     values["v"][12, 0] = np.inf
@@ -522,7 +523,7 @@ def test_the_earliest_bad_row_of_any_array_is_named(tmp_path):
 
 def test_a_file_named_like_a_pattern_is_that_file(tmp_path):
     """in/run[1].npz exists: it is the input, not a pattern matching in/run1.npz."""
-    from treedyn.cli.distributed import expand
+    from treedyn.cli.run.cluster import expand
 
     logs = tmp_path / "in"
     logs.mkdir()
@@ -547,7 +548,7 @@ def test_an_address_that_is_not_a_scheduler_is_one_line(tmp_path, monkeypatch, d
     import threading
     import time
 
-    from treedyn.cli import distributed as module
+    from treedyn.cli.run import cluster as module
 
     class Banner(socketserver.BaseRequestHandler):
         def handle(self):
@@ -608,7 +609,7 @@ def test_ctrl_c_on_a_terminal_ends_the_local_cluster_quietly(tmp_path, distribut
     write_inputs(tmp_path / "logs", model, [400_000, 400_000, 400_000])
     out = tmp_path / "out"
     process = subprocess.Popen(
-        [sys.executable, "-m", "treedyn.cli.main", "forward", str(ARM), "--input",
+        [sys.executable, "-m", "treedyn.cli", "forward", str(ARM), "--input",
          str(tmp_path / "logs" / "*.npz"), "--output", f"{out}/", "--scheduler", "local",
          "--quiet"], cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
         start_new_session=True)
@@ -644,7 +645,7 @@ def test_sigterm_keeps_the_finished_outputs_and_ends_dyn_by_it(tmp_path, monkeyp
     import signal
     import time
 
-    from treedyn.cli import distributed as module
+    from treedyn.cli.run import cluster as module
 
     out = tmp_path / "out"
     sent = []
@@ -688,7 +689,7 @@ def test_task_files_are_writable_by_whoever_may_write_the_folder(tmp_path):
     import os
     import stat
 
-    from treedyn.cli.distributed import create_empty
+    from treedyn.cli.run.cluster import create_empty
 
     for mode, expected in ((0o777, 0o666), (0o755, 0o644), (0o700, 0o600)):
         folder = tmp_path / oct(mode)
@@ -711,7 +712,7 @@ def test_a_finished_output_gets_the_mode_the_umask_gives(tmp_path):
     import os
     import stat
 
-    from treedyn.cli.distributed import create_empty, settle
+    from treedyn.cli.run.cluster import create_empty, settle
 
     folder = tmp_path / "shared"
     folder.mkdir()

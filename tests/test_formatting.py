@@ -1,5 +1,5 @@
 """JSON Lines and CSV results of a run in one process (an .npz input, stdin, a text file
-that cannot be split), formatted in worker processes (treedyn.cli.formatting).
+that cannot be split), formatted in worker processes (treedyn.cli.run.textpool).
 
 Fresh ``dyn`` processes with chunks of 32 states (test_parts.SPLIT), compared byte for
 byte with TREEDYN_PROCESSES=1: results, error lines, exit codes and the states written
@@ -35,7 +35,7 @@ def write_quoted_csv(path, rows) -> None:
 def run_with_stdin(args, processes: int, stdin) -> subprocess.CompletedProcess:
     """``dyn ARGS`` with ``stdin`` (a file, or bytes through a pipe)."""
     feed = {"input": stdin} if isinstance(stdin, bytes) else {"stdin": stdin}
-    return subprocess.run([sys.executable, "-m", "treedyn.cli.main", *map(str, args)],
+    return subprocess.run([sys.executable, "-m", "treedyn.cli", *map(str, args)],
                           capture_output=True, cwd=ROOT, timeout=120, **feed,
                           env={**os.environ, **SPLIT, "TREEDYN_PROCESSES": str(processes)})
 
@@ -104,8 +104,8 @@ def test_the_workers_format_the_text(tmp_path, source, used):
     path = tmp_path / f"states.{'jsonl' if source == 'pipe' else source}"
     {"npz": write_npz, "csv": write_quoted_csv, "pipe": write_jsonl}[source](path, states())
     probe = ("import sys\n"
-             "from treedyn.cli import formatting\n"
-             "from treedyn.cli.main import run_app\n"
+             "from treedyn.cli.run import textpool as formatting\n"
+             "from treedyn.cli.app import run_app\n"
              "calls = []\n"
              "put = formatting.Ahead.put\n"
              "formatting.Ahead.put = lambda self, *a: (calls.append(1), put(self, *a))[1]\n"
@@ -131,8 +131,8 @@ def test_a_worker_that_dies_leaves_no_gap(tmp_path):
     whole, out = tmp_path / "whole.jsonl", tmp_path / "out.jsonl"
     assert run(["inverse", ARM, "-i", path, "-o", whole], 1).returncode == 0
     probe = ("import multiprocessing, os, signal, sys, time\n"
-             "from treedyn.cli import formatting\n"
-             "from treedyn.cli.main import run_app\n"
+             "from treedyn.cli.run import textpool as formatting\n"
+             "from treedyn.cli.app import run_app\n"
              "calls = multiprocessing.Value('i', 0)\n"  # shared with the forked workers
              "text = formatting._text\n"
              "def dying(result):\n"

@@ -32,7 +32,7 @@ mujoco = pytest.importorskip("mujoco")
 
 from reference_models import dm_control_id, dm_control_models, gymnasium_models  # noqa: E402
 from treedyn.engine import aba, build_model, crba, rnea  # noqa: E402
-from treedyn.cli.output import info_document  # noqa: E402
+from treedyn.cli.render.info import info_document  # noqa: E402
 from treedyn.parsers.errors import ParseError  # noqa: E402
 from treedyn.parsers.mesh import MeshFileError, read_mesh_file, read_msh, read_stl  # noqa: E402
 from treedyn.parsers.mjcf import parse_mjcf  # noqa: E402
@@ -1020,7 +1020,7 @@ def test_cli_takes_mujoco_qpos_and_qvel_unchanged():
     expected = M @ qacc + d.qfrc_bias
 
     def dyn(*args):
-        result = subprocess.run([sys.executable, "-m", "treedyn.cli.main", *args, "--format", "json"],
+        result = subprocess.run([sys.executable, "-m", "treedyn.cli", *args, "--format", "json"],
                                 capture_output=True, text=True, check=True)
         return json.loads(result.stdout)
 

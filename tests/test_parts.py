@@ -1,4 +1,4 @@
-"""Large text inputs split over worker processes (treedyn.cli.parts).
+"""Large text inputs split over worker processes (treedyn.cli.run.parts).
 
 Every run here is a fresh ``dyn`` process with small parts (TREEDYN_PART_BYTES) and small
 streamed chunks (TREEDYN_STREAM_CHUNK), compared byte for byte with the same command in one
@@ -26,7 +26,7 @@ TOOL_ARM = ROOT / "tests" / "data" / "arm_with_tool.urdf"
 def run(args, processes: int, **env) -> subprocess.CompletedProcess:
     """``dyn ARGS`` in a fresh process with ``processes`` worker processes."""
     environment = {**os.environ, **SPLIT, "TREEDYN_PROCESSES": str(processes), **env}
-    return subprocess.run([sys.executable, "-m", "treedyn.cli.main", *map(str, args)],
+    return subprocess.run([sys.executable, "-m", "treedyn.cli", *map(str, args)],
                           capture_output=True, cwd=ROOT, env=environment, timeout=120)
 
 
@@ -195,7 +195,7 @@ def test_warnings_are_printed_once(tmp_path):
 def test_plan_keeps_every_state_in_its_chunk(tmp_path, monkeypatch):
     """Parts are whole chunks of the one-process run, found from byte ranges that cut the
     file anywhere (here: inside runs of blank lines too)."""
-    from treedyn.cli.parts import plan, split, survey
+    from treedyn.cli.run.parts import plan, split, survey
 
     monkeypatch.setenv("TREEDYN_PART_BYTES", "3000")
 
@@ -255,7 +255,7 @@ def test_sigterm_removes_the_parts_and_ends_the_workers(tmp_path):
     path = tmp_path / "states.jsonl"
     write_jsonl(path, states(100_000))
     environment = {**os.environ, "TREEDYN_PROCESSES": "2", "TREEDYN_PART_BYTES": "200000"}
-    process = subprocess.Popen([sys.executable, "-m", "treedyn.cli.main", "inverse", str(ARM),
+    process = subprocess.Popen([sys.executable, "-m", "treedyn.cli", "inverse", str(ARM),
                                 "-i", str(path), "-o", str(tmp_path / "out.csv")],
                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=ROOT,
                                env=environment)

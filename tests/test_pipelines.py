@@ -42,9 +42,9 @@ def states(arm):
 @pytest.fixture
 def small_chunks(monkeypatch):
     """Chunks of CHUNK states, so the small inputs span several chunks."""
-    from treedyn.cli import main
+    from treedyn.cli.run import stream
 
-    monkeypatch.setattr(main, "chunk_states", lambda command, layout: CHUNK)
+    monkeypatch.setattr(stream, "chunk_states", lambda command, layout: CHUNK)
 
 
 def write_inputs(folder, q, v, a) -> dict:
@@ -111,8 +111,8 @@ def test_chunk_size_bounds_result_memory():
     """Chunks hold at most ~8 MB of results: fewer states for the mass matrices of big models."""
     from types import SimpleNamespace
 
-    from treedyn.cli.inputs import CHUNK as LARGEST
-    from treedyn.cli.main import chunk_states
+    from treedyn.cli.io.source import CHUNK as LARGEST
+    from treedyn.cli.run.request import chunk_states
 
     big = SimpleNamespace(model=SimpleNamespace(nv=40))
     assert chunk_states("inverse", big) == LARGEST
@@ -140,7 +140,7 @@ def peak_rss_mb(args: list[str]) -> float:
                "assert done.returncode == 0\n"
                "print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)\n")
     out = subprocess.run([sys.executable, "-c", wrapper, sys.executable, "-m",
-                          "treedyn.cli.main", *args], capture_output=True, check=True,
+                          "treedyn.cli", *args], capture_output=True, check=True,
                          cwd=ROOT, timeout=120)
     return int(out.stdout) / 1024  # ru_maxrss is in KB on Linux
 
@@ -352,7 +352,7 @@ def run_on_terminal(args: list[str], delay: str = "0",
     pseudo-terminal: exit code, what the terminal showed."""
     master, slave = pty.openpty()
     env = {**os.environ, "DYN_PROGRESS_DELAY": delay, "COLUMNS": "100"}
-    process = subprocess.Popen([sys.executable, "-m", "treedyn.cli.main", *args], cwd=ROOT,
+    process = subprocess.Popen([sys.executable, "-m", "treedyn.cli", *args], cwd=ROOT,
                                stdout=slave if stdout_too else subprocess.DEVNULL,
                                stderr=slave, env=env)
     os.close(slave)
@@ -384,7 +384,7 @@ def test_progress_bar_on_a_terminal_only(tmp_path):
     assert code == 0 and quiet == "", quiet
     code, short = run_on_terminal(args, delay="60")  # a batch shorter than the delay
     assert code == 0 and short == "", short
-    piped = subprocess.run([sys.executable, "-m", "treedyn.cli.main", *args], cwd=ROOT,
+    piped = subprocess.run([sys.executable, "-m", "treedyn.cli", *args], cwd=ROOT,
                            capture_output=True, check=False,
                            env={**os.environ, "DYN_PROGRESS_DELAY": "0"})
     assert piped.returncode == 0 and piped.stderr == b""
@@ -398,7 +398,7 @@ def test_progress_bar_on_a_terminal_only(tmp_path):
 def test_the_bar_never_starts_at_zero_states(monkeypatch):
     """Text made by formatting workers reaches the output after the chunk that produced it:
     the first advances count 0 states, which drew a '0% 0 states 0 states/s' frame."""
-    from treedyn.cli.progress import Progress
+    from treedyn.cli.run.progress import Progress
 
     progress = Progress(True, delay=0.0)
     frames = []
@@ -413,7 +413,8 @@ def test_the_bar_never_starts_at_zero_states(monkeypatch):
 def test_share_of_a_text_input_read_is_known_for_files_only(tmp_path, arm):
     """The progress bar's share done: bytes read of a text file (also on stdin), none for
     a pipe, whose size is unknown."""
-    from treedyn.cli.inputs import Input, Layout
+    from treedyn.cli.io.layout import Layout
+    from treedyn.cli.io.source import Input
 
     source = tmp_path / "many.jsonl"
     write_many_jsonl(source, 5000)
@@ -442,11 +443,11 @@ def test_quiet_silences_warnings_but_not_errors():
 
 def test_single_state_does_not_import_rich_or_the_pipeline_modules():
     probe = ("import sys\n"
-             "from treedyn.cli.main import run_app\n"
+             "from treedyn.cli.app import run_app\n"
              f"sys.argv = ['dyn', 'inverse', {str(ARM)!r}, '--q', '0.1,0.2', '-f', 'json']\n"
              "try:\n    run_app(sys.argv[1:])\nexcept SystemExit as e:\n    assert e.code == 0\n"
              "print([m for m in sys.modules if m.split('.')[0] in ('rich', 'scipy')\n"
-             "       or m in ('treedyn.cli.progress', 'treedyn.cli.bench')])\n")
+             "       or m in ('treedyn.cli.run.progress', 'treedyn.cli.run.bench')])\n")
     out = subprocess.run([sys.executable, "-c", probe], capture_output=True, check=True)
     assert out.stdout.decode().strip().endswith("[]"), out.stdout
 
@@ -466,7 +467,7 @@ def test_an_output_that_is_the_input_is_refused(tmp_path, states):
             assert_usage_error(dyn("inverse", ARM, "-i", source, "-o", output, check=False),
                                f"--output {output} is the input file")
         with open(source, "rb") as stdin:  # `dyn ... -i - -o FILE < FILE`
-            redirected = subprocess.run([sys.executable, "-m", "treedyn.cli.main", "inverse",
+            redirected = subprocess.run([sys.executable, "-m", "treedyn.cli", "inverse",
                                          str(ARM), "-i", "-", "-o", str(link)], stdin=stdin,
                                         capture_output=True, cwd=ROOT, timeout=60)
         assert_usage_error(redirected, f"--output {link} is the input file (on stdin)")
@@ -588,7 +589,7 @@ def test_a_closed_output_pipe_ends_dyn_quietly(tmp_path):
     source = tmp_path / "many.npz"
     rng = np.random.default_rng(2)
     np.savez(source, q=rng.normal(size=(50_000, 2)))
-    process = subprocess.Popen([sys.executable, "-m", "treedyn.cli.main", "inverse", str(ARM),
+    process = subprocess.Popen([sys.executable, "-m", "treedyn.cli", "inverse", str(ARM),
                                 "-i", str(source), "-f", "csv"], cwd=ROOT,
                                stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     assert process.stdout.readline().startswith(b"tau:")
@@ -627,7 +628,7 @@ def test_bench_mass_rows_stay_under_their_memory_budget(monkeypatch, arm):
     """Batched mass calls and mass files hold at most MASS_BYTES of matrices: the rows say
     how many states they timed, and the first file of each format starts smaller when its
     results are many numbers."""
-    from treedyn.cli import bench
+    from treedyn.cli.run import bench
 
     monkeypatch.setattr(bench, "MASS_BYTES", 8 * 2 * 2 * 10)  # 10 mass matrices of the arm
     monkeypatch.setattr(bench, "FIRST_FILE_NUMBERS", 2 * 2 * 3)  # a first file of 3 states
@@ -645,8 +646,8 @@ def test_bench_mass_rows_stay_under_their_memory_budget(monkeypatch, arm):
 def test_bench_times_real_pipelines(tmp_path, arm, fmt):
     """The files bench writes states that read back exactly, and its written and piped
     results are the engine's on them: it times the real thing."""
-    from treedyn.cli.bench import FileJob, random_states
-    from treedyn.cli.inputs import Layout
+    from treedyn.cli.run.bench import FileJob, random_states
+    from treedyn.cli.io.layout import Layout
 
     count = 40
     states = random_states(arm, count)
@@ -718,9 +719,9 @@ def npz_variants(folder, q, v, a) -> dict:
 def read_members(stream, layout, kinds=("q", "v", "a"), size: int = CHUNK):
     """The members of an .npz as the reader opens them, and their rows read a block of
     ``size`` at a time: ({kind: member}, {kind: rows})."""
-    from treedyn.cli.inputs import _npz_members
+    from treedyn.cli.io.npz import npz_members
 
-    members = {m.kind: m for m in _npz_members(stream, "states.npz", layout, kinds)}
+    members = {m.kind: m for m in npz_members(stream, "states.npz", layout, kinds)}
     rows = {}
     for kind, m in members.items():
         blocks = [m.read(s, min(s + size, m.count)) for s in range(0, m.count, size)]
@@ -733,7 +734,7 @@ def test_npz_members_are_read_as_np_load_reads_them(tmp_path, arm, states):
     """Members stored uncompressed in a file are read from it by offset (v1.0 and v2.0
     headers, any number type); compressed ones through zipfile, Fortran-ordered ones whole,
     and any member of an in-memory archive through zipfile: always np.load's rows exactly."""
-    from treedyn.cli.inputs import Layout
+    from treedyn.cli.io.layout import Layout
 
     layout = Layout.of(arm)
     for label, path in npz_variants(tmp_path, *states).items():
@@ -783,7 +784,9 @@ def test_a_corrupted_npz_member_is_an_error_not_used(tmp_path, arm, small_chunks
     last row is read, an error naming the file, from a file, stdin or an in-memory stream.
     The states before it were read from the damaged member: an output file is removed, and
     on stdout the line says that what was printed may be wrong."""
-    from treedyn.cli.inputs import Layout, UsageError, _npz_chunks, _npz_members
+    from treedyn.cli.errors import UsageError
+    from treedyn.cli.io.layout import Layout
+    from treedyn.cli.io.npz import npz_chunks, npz_members
 
     path, target = tmp_path / "states.npz", tmp_path / "tau.npz"
     thousand_states(path)
@@ -799,9 +802,9 @@ def test_a_corrupted_npz_member_is_an_error_not_used(tmp_path, arm, small_chunks
     assert_usage_error(piped, f"<stdin>: {bad}", f"{target} is removed: the 994 states")
     assert not target.exists()
     layout = Layout.of(arm)
-    members = _npz_members(io.BytesIO(path.read_bytes()), "states.npz", layout, ("q", "v"))
+    members = npz_members(io.BytesIO(path.read_bytes()), "states.npz", layout, ("q", "v"))
     with pytest.raises(UsageError, match=r"states\.npz: .*Bad CRC-32 for file 'v\.npy'"):
-        list(_npz_chunks(members, "states.npz", layout, {}, 100))
+        list(npz_chunks(members, "states.npz", layout, {}, 100))
 
 
 def test_a_corrupted_npz_member_in_one_chunk_leaves_no_output(tmp_path):
@@ -822,7 +825,9 @@ def test_a_corrupted_npz_member_in_one_chunk_leaves_no_output(tmp_path):
 def test_npz_rows_read_from_a_later_row_are_still_checked(tmp_path, arm):
     """A block read from a later row on (as a distributed worker reads its share) gives
     the same rows; the CRC-32 is completed from the file when the last row is read."""
-    from treedyn.cli.inputs import Layout, UsageError, _npz_members
+    from treedyn.cli.errors import UsageError
+    from treedyn.cli.io.layout import Layout
+    from treedyn.cli.io.npz import npz_members
 
     layout = Layout.of(arm)
     path = tmp_path / "states.npz"
@@ -835,7 +840,7 @@ def test_npz_rows_read_from_a_later_row_are_still_checked(tmp_path, arm):
         _, rows = read_members(stream, layout, ("q",))  # q is intact
         np.testing.assert_array_equal(rows["q"], q)
     with open(path, "rb") as stream:
-        first, second = _npz_members(stream, "states.npz", layout, ("q", "v"))
+        first, second = npz_members(stream, "states.npz", layout, ("q", "v"))
         np.testing.assert_array_equal(first.read(500, 1000), q[500:])
         np.testing.assert_array_equal(second.read(500, 600), v[500:600])
         with pytest.raises(UsageError, match="Bad CRC-32 for file 'v.npy'"):
@@ -862,15 +867,15 @@ def test_npz_input_memory_does_not_grow_with_the_input(tmp_path):
 @pytest.fixture
 def npz_total(monkeypatch):
     """.npz outputs told the number of states of their .npz input (the ``total`` of their
-    NpzSink), or not (``.told = False``), whatever cli/main.py passes; ``.sinks`` lists
+    NpzSink), or not (``.told = False``), whatever the run layer passes; ``.sinks`` lists
     the sinks made."""
     from types import SimpleNamespace
 
-    from treedyn.cli import main
-    from treedyn.cli.output import NpzSink
+    from treedyn.cli.io.sinks import NpzSink
+    from treedyn.cli.io.source import Input
 
     hint = SimpleNamespace(told=True, sinks=[], sources=[])
-    opened, start = main.Input.open, NpzSink.start
+    opened, start = Input.open, NpzSink.start
 
     def input_open(path):
         hint.sources.append(opened(path))
@@ -882,7 +887,7 @@ def npz_total(monkeypatch):
         hint.sinks.append(sink)
         start(sink)
 
-    monkeypatch.setattr(main.Input, "open", staticmethod(input_open))
+    monkeypatch.setattr(Input, "open", staticmethod(input_open))
     monkeypatch.setattr(NpzSink, "start", sink_start)
     return hint
 
@@ -946,7 +951,7 @@ def test_npz_output_told_the_count_ends_at_a_bad_row(tmp_path, arm, states, smal
 def test_npz_sink_ends_with_the_states_it_received(tmp_path, total, chunks):
     """Whatever the count announced (none, right, too many, too few), the archive holds
     the states received and the extra arrays."""
-    from treedyn.cli.output import NpzSink
+    from treedyn.cli.io.sinks import NpzSink
 
     path = tmp_path / "out.npz"
     rng = np.random.default_rng(6)
@@ -971,7 +976,7 @@ def test_npz_sink_told_the_count_aborts_cleanly(tmp_path):
     the file and leaves no zip object to finish it later."""
     import gc
 
-    from treedyn.cli.output import NpzSink
+    from treedyn.cli.io.sinks import NpzSink
 
     path = tmp_path / "out.npz"
     sink = NpzSink(open(path, "wb"), "tau", (2,), ["a", "b"], None, str(path), total=5)
@@ -984,7 +989,7 @@ def test_npz_sink_told_the_count_aborts_cleanly(tmp_path):
 
 def test_dyn_pins_blas_to_one_thread_unless_told_otherwise():
     """The engine's own threads each run small BLAS calls; BLAS threads on top oversubscribe."""
-    code = ("import os, treedyn.cli.main, numpy; "
+    code = ("import os, treedyn.cli.app, numpy; "
             "print(os.environ['OPENBLAS_NUM_THREADS'], os.environ['OMP_NUM_THREADS'])")
     env = {k: v for k, v in os.environ.items()
            if k not in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS")}
@@ -999,7 +1004,7 @@ def test_dyn_pins_blas_to_one_thread_unless_told_otherwise():
 def test_npz_output_of_an_npz_input_is_written_in_place(tmp_path, states, small_chunks,
                                                         monkeypatch):
     """dyn tells an .npz output the number of states of its .npz input (no spool)."""
-    from treedyn.cli.output import NpzSink
+    from treedyn.cli.io.sinks import NpzSink
 
     seen, start = [], NpzSink.start
 

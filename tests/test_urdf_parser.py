@@ -293,7 +293,7 @@ def test_quirks_pinocchio_loads(pin, tmp_path, name):
     path = tmp_path / "quirk.urdf"
     path.write_text(text)
     for command in ("info", "condition", "verify", "check-inertia"):
-        args = [sys.executable, "-m", "treedyn.cli.main", command, str(path), "-f", "json"]
+        args = [sys.executable, "-m", "treedyn.cli", command, str(path), "-f", "json"]
         done = subprocess.run(args + ["--free-flyer"] * free_flyer, capture_output=True,
                               timeout=120)  # a cycle in the tree once made this loop forever
         assert done.returncode in (0, 1) and b"internal error" not in done.stderr, done.stderr
@@ -306,7 +306,7 @@ def test_a_value_urdfdom_cannot_read_is_a_warning(tmp_path):
 
     path = tmp_path / "trailing.urdf"
     path.write_text(ARM_TEXT.replace('ixz="0"', 'ixz="0\r\n"', 1))
-    done = subprocess.run([sys.executable, "-m", "treedyn.cli.main", "mass", str(path)],
+    done = subprocess.run([sys.executable, "-m", "treedyn.cli", "mass", str(path)],
                           capture_output=True, text=True, timeout=120)
     assert done.returncode == 0
     assert done.stderr.splitlines() == [

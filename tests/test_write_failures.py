@@ -33,7 +33,7 @@ def dyn(args, processes: int = 1, limit: int | None = None, stdout=subprocess.PI
         resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
 
     environment = {**os.environ, **SPLIT, "TREEDYN_PROCESSES": str(processes), **env}
-    return subprocess.run([sys.executable, "-m", "treedyn.cli.main", *map(str, args)],
+    return subprocess.run([sys.executable, "-m", "treedyn.cli", *map(str, args)],
                           stdout=stdout, stderr=subprocess.PIPE, cwd=ROOT, env=environment,
                           timeout=120, preexec_fn=None if limit is None else file_size_limit)
 
@@ -142,7 +142,7 @@ def test_a_reader_that_goes_away_ends_dyn_quietly(tmp_path, source, processes):
         rows = np.array(rows)
         np.savez(path, q=rows[:, 0:2], v=rows[:, 2:4], a=rows[:, 4:6])
     environment = {**os.environ, **SPLIT, "TREEDYN_PROCESSES": str(processes)}
-    process = subprocess.Popen([sys.executable, "-m", "treedyn.cli.main", "inverse", str(ARM),
+    process = subprocess.Popen([sys.executable, "-m", "treedyn.cli", "inverse", str(ARM),
                                 "-i", str(path), "-f", "json"], stdout=subprocess.PIPE,
                                stderr=subprocess.PIPE, cwd=ROOT, env=environment)
     assert process.stdout.read(100)
@@ -154,7 +154,7 @@ def test_a_reader_that_goes_away_ends_dyn_quietly(tmp_path, source, processes):
 def test_a_closed_stdout_is_an_error_for_reports_too():
     """`dyn info MODEL >&-`: Python has no sys.stdout then; the report cannot be written,
     which is an error (exit 2, one line), as for ls or cat, not a silent success."""
-    done = subprocess.run([sys.executable, "-m", "treedyn.cli.main", "info", str(ARM)],
+    done = subprocess.run([sys.executable, "-m", "treedyn.cli", "info", str(ARM)],
                           stderr=subprocess.PIPE, cwd=ROOT, timeout=120,
                           preexec_fn=lambda: os.close(1))
     assert done.returncode == 2

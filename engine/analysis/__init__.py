@@ -1,5 +1,6 @@
-"""Diagnostics as data: inertia checks, conditioning of M, self-check identities.
+"""Diagnostics of a model, returned as data: the caller words and renders them.
 
-Messages here are about the model and its numbers; the command line words them for its
-options and files (:mod:`treedyn.cli`).
+Inertia checks, conditioning of M, self-check identities, the structure of M and why a
+state is singular. Messages here are about the model and its numbers; the command line
+words them for its options and files (:mod:`treedyn.cli`).
 """

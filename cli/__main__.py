@@ -1,0 +1,4 @@
+"""``python -m treedyn.cli``: the dyn program."""
+from treedyn.cli import run
+
+run()

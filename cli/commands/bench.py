@@ -1,0 +1,33 @@
+"""``dyn bench``: throughput of inverse, forward and mass on the model, engine and files."""
+
+from typing import Annotated
+
+import typer
+
+from ..io.model import load
+from ..io.source import CHUNK
+from ..options import FreeFlyerOpt, InfoFormatOpt, ModelArg, epilog, examples, finite
+from ..run.bench import run_bench
+
+
+@epilog(examples("dyn bench fixtures/two_link_arm.urdf",
+                 "dyn bench robot.urdf --free-flyer --states 16384"))
+def bench(model: ModelArg, free_flyer: FreeFlyerOpt = False,
+          states: Annotated[int, typer.Option(
+              "--states", "-n", min=1, help="Batch size of the batched rows.")] = CHUNK,
+          seconds: Annotated[float, typer.Option(
+              "--seconds", min=0.01, callback=finite,
+              help="Time spent on each row (best of the runs).")] = 0.3,
+          files: Annotated[bool, typer.Option(
+              "--files/--no-files", help="Also time reading and writing .npz, JSON Lines "
+              "and CSV files, and the whole --input/--output pipeline.")] = True,
+          fmt: InfoFormatOpt = None) -> None:
+    """Throughput of RNEA (inverse), ABA (forward) and CRBA (mass) on MODEL.
+
+    Random states (seeded) at N=1 and at a batch of --states, with 1 and 2 engine threads:
+    states/s and microseconds per state, so jobs can be sized. Then, per command and file
+    format: states/s reading the inputs, writing the results, and the whole
+    'dyn COMMAND --input F --output F' after start-up (--no-files skips these).
+    """
+    run_bench(load(model, free_flyer), states, seconds,
+              fmt.value if fmt is not None else "table", files)

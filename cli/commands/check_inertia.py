@@ -1,0 +1,88 @@
+"""``dyn check-inertia``: physical consistency of every link's inertia (exit 1 on errors)."""
+
+import json
+import sys
+from typing import Annotated, Optional
+
+import typer
+
+from treedyn.engine.analysis.check_inertia import check_inertia as run_checks
+from treedyn.engine.analysis.inertia import CheckOptions
+from treedyn.parsers.geometry_bounds import link_geometry
+
+from ..console import warn
+from ..io.model import load
+from ..options import CheckFormat, FreeFlyerOpt, ModelArg, SeedOpt, epilog, examples, not_nan
+from ..render import reports
+
+CHECK_EXAMPLES = examples(
+    "dyn check-inertia robot.urdf",
+    "dyn check-inertia robot.urdf --tolerance 0.01 --fix",
+    "dyn check-inertia robot.urdf --format github   # annotations for GitHub Actions",
+    "dyn check-inertia robot.urdf --format json | jq '.findings[] | select(.severity==\"error\")'",
+)
+
+
+@epilog(CHECK_EXAMPLES)
+def check_inertia(
+        model: ModelArg, free_flyer: FreeFlyerOpt = False,
+        tolerance: Annotated[float, typer.Option(
+            "--tolerance", min=0.0, max=1.0, callback=not_nan,
+            help="Relative tolerance: the triangle inequality may be violated by this "
+            "fraction of the largest moment (0.03 accepts 3 %), and positive definiteness "
+            "needs a relative margin above it.")] = 1e-6,
+        fix: Annotated[bool, typer.Option(
+            "--fix", help="Print the nearest consistent (or plausible) inertia for each "
+            "failing link, ready to paste. Never changes the file.")] = False,
+        fmt: Annotated[Optional[CheckFormat], typer.Option(
+            "--format", "-f", case_sensitive=False, show_default=False,
+            help="table (default), json, csv (one row per finding), or github "
+            "(::error file=...,line=...:: annotations)."
+        )] = None,
+        show_all: Annotated[bool, typer.Option(
+            "--all", help="Table: list the passing and skipped checks too.")] = False,
+        samples: Annotated[int, typer.Option(
+            "--samples", min=1, help="Configurations (neutral first) for the body checks "
+            "(mass of moving bodies, articulated inertia).")] = 8,
+        seed: SeedOpt = 0,
+        min_block_ratio: Annotated[float, typer.Option(
+            "--min-block-ratio", min=0.0, callback=not_nan, help="Warn when a joint's "
+            "articulated inertia (ABA's D-block) is below this fraction of lambda_max(M).")] = 1e-8,
+) -> None:
+    """Physical consistency of every link's inertia: one finding per link and check.
+
+    Checks: finite numbers; mass (negative is an error; a massless moving body is fine
+    only if its subtree gives its joint mass and inertia); rotational inertia symmetric
+    positive definite (principal moments); triangle inequality (deficit in kg m^2 and %);
+    pseudo-inertia J = [[tr(I)/2 1 - I, h], [h^T, m]] positive definite (smallest
+    eigenvalue of the second moment about the com); against the collision (else visual) geometry: plausibility
+    (equivalent uniform box vs geometry box, 100x is an error), inertia given about the link
+    origin instead of the com, principal axes vs geometry (inertial rpy applied wrongly),
+    density; per moving body: ABA's articulated inertia (singular or nearly singular
+    chains) and, for links merged by fixed joints, the merged body's pseudo-inertia.
+    Links keep their own names, file and line. Exit 1 when any error is found.
+    """
+    loaded = load(model, free_flyer)
+    geometry = link_geometry(loaded.description, loaded.source)
+    options = CheckOptions(tolerance=tolerance, fix=fix, samples=samples, seed=seed,
+                           min_block_ratio=min_block_ratio,
+                           rotation_name=("the inertial <origin rpy>" if loaded.format == "urdf"
+                                          else "the <inertial> orientation"))
+    report = run_checks(loaded, geometry, options)
+    text = reports.missing_meshes(geometry)
+    if text:
+        warn(f"{loaded.source}: {text}")
+        if fmt is CheckFormat.github:
+            print(reports.github_warning(loaded.source, "dyn check-inertia: meshes not found",
+                                         text))
+    if fmt is CheckFormat.json:
+        print(json.dumps(reports.inertia_document(report, loaded)))
+    elif fmt is CheckFormat.csv:
+        reports.inertia_csv(report, sys.stdout, loaded.format, fix)
+    elif fmt is CheckFormat.github:
+        text = reports.github_annotations(report, loaded.format)
+        if text:
+            print(text)
+    else:
+        print(reports.inertia_table(report, loaded, show_all))
+    raise typer.Exit(0 if report.ok else 1)

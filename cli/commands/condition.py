@@ -1,0 +1,75 @@
+"""``dyn condition``: conditioning of M(q) over sampled configurations, and its causes."""
+
+import json
+import sys
+from typing import Annotated, Optional
+
+import typer
+
+from treedyn.engine.analysis.conditioning import ConditionOptions, analyze
+
+from .. import naming
+from ..console import warn
+from ..io.layout import Layout
+from ..io.model import load
+from ..options import FreeFlyerOpt, ModelArg, ReportFormat, SeedOpt, epilog, examples, not_nan
+from ..render import reports
+
+CONDITION_EXAMPLES = examples(
+    "dyn condition robot.urdf --samples 200",
+    "dyn condition robot.urdf --free-flyer --max-cond 1e6 --strict",
+)
+
+
+@epilog(CONDITION_EXAMPLES)
+def condition(
+        model: ModelArg, free_flyer: FreeFlyerOpt = False,
+        samples: Annotated[int, typer.Option(
+            "--samples", min=1, help="Configurations: the neutral one, then random ones "
+            "within the joint limits.")] = 100,
+        seed: SeedOpt = 0,
+        max_cond: Annotated[float, typer.Option(
+            "--max-cond", min=1.0, callback=not_nan, help="Warn when cond(M) exceeds this.")] = 1e8,
+        max_mass_ratio: Annotated[float, typer.Option(
+            "--max-mass-ratio", min=1.0, callback=not_nan, help="Warn when a parent/child body "
+            "mass ratio (either way) exceeds this.")] = 1e3,
+        min_block_ratio: Annotated[float, typer.Option(
+            "--min-block-ratio", min=0.0, callback=not_nan, help="Warn when a joint's ABA "
+            "D-block is below this fraction of lambda_max(M).")] = 1e-8,
+        strict: Annotated[bool, typer.Option(
+            "--strict", help="Exit 1 when there is any warning.")] = False,
+        fmt: Annotated[Optional[ReportFormat], typer.Option(
+            "--format", "-f", case_sensitive=False, show_default=False,
+            help="table (default), json or csv.")] = None,
+) -> None:
+    """Conditioning of the mass matrix M(q) over sampled configurations.
+
+    Reports cond(M) (min, median, worst with its configuration), the weakest direction
+    at the worst configuration named by joints (the eigenvector of the smallest
+    eigenvalue), ABA's local D-blocks (a joint whose articulated inertia is a tiny
+    fraction of lambda_max(M) proves cond(M) >= 1/ratio), and parent/child mass ratios.
+    """
+    loaded = load(model, free_flyer)
+    options = ConditionOptions(samples=samples, seed=seed, max_cond=max_cond,
+                               max_mass_ratio=max_mass_ratio, min_block_ratio=min_block_ratio)
+    if loaded.nv == 0:
+        note = f"model {loaded.name} has no degrees of freedom: M is empty (add --free-flyer?)"
+        if fmt is ReportFormat.json:
+            print(json.dumps(reports.empty_condition_document(loaded, options, note)))
+        elif fmt is ReportFormat.csv:
+            reports.condition_csv(None, [], sys.stdout)
+        else:
+            print(note)
+        raise typer.Exit(0)
+    report = analyze(loaded, options)
+    layout = Layout.of(loaded)
+    if fmt is ReportFormat.json:
+        print(json.dumps(reports.condition_document(report, loaded, layout.v_labels, options)))
+    elif fmt is ReportFormat.csv:  # one row per sample: the warnings go to stderr
+        reports.condition_csv(report, naming.q_labels(loaded), sys.stdout)
+        for message in report.warnings:
+            warn(message)
+    else:
+        print(reports.condition_table(report, loaded, layout.v_names, naming.q_labels(loaded),
+                                      options))
+    raise typer.Exit(1 if strict and report.warnings else 0)

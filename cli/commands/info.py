@@ -1,0 +1,34 @@
+"""``dyn info``: the compact tree -- joints in tree order, bodies, total mass, gravity."""
+
+import json
+import sys
+
+from ..io.model import load
+from ..io.vectors import parse_gravity
+from ..options import Format, FreeFlyerOpt, GravityOpt, InfoFormatOpt, ModelArg, epilog, examples
+from ..render.info import info_csv, info_document, info_table
+
+INFO_EXAMPLES = examples(
+    "dyn info fixtures/two_link_arm.urdf",
+    "dyn info robot.urdf --free-flyer --format json",
+)
+
+
+@epilog(INFO_EXAMPLES)
+def info(model: ModelArg, free_flyer: FreeFlyerOpt = False, fmt: InfoFormatOpt = None,
+         gravity: GravityOpt = None) -> None:
+    """The compact tree: joints in tree order, bodies, total mass, gravity.
+
+    Each joint shows its type, parent joint ('world' at a root), where its coordinates
+    start in q (idx_q, nq) and v (idx_v, nv), and nv_subtree, the dofs it supports; the
+    table view also draws the tree. Links welded by fixed joints are listed with the body
+    they are merged into.
+    """
+    loaded = load(model, free_flyer)
+    document = info_document(loaded, parse_gravity(gravity))
+    if fmt is Format.json:
+        print(json.dumps(document))
+    elif fmt is Format.csv:
+        info_csv(document, sys.stdout)
+    else:
+        print(info_table(document, loaded))

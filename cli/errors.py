@@ -1,0 +1,38 @@
+"""The errors of the dyn command line; :func:`treedyn.cli.app.run_app` turns each into one
+line on stderr with exit code 2."""
+from __future__ import annotations
+
+
+class UsageError(Exception):
+    """Bad usage or bad input: reported as one line on stderr with exit code 2."""
+
+
+class Ended(BaseException):
+    """SIGTERM or SIGHUP arrived while dyn ran work it must clean up (worker processes, a
+    cluster's files): raised by a handler so the cleanup runs, then dyn ends by the signal."""
+
+    def __init__(self, number: int):
+        super().__init__(number)
+        self.number = number
+
+
+class OutputError(UsageError):
+    """The results could not be written (a full disk, a file size limit); ``reason`` is
+    the system's. The sink has already cut or removed its file, and the message says so."""
+
+    def __init__(self, message: str, reason: str = ""):
+        super().__init__(message)
+        self.reason = reason  # "" once pickled (raised in a Dask worker)
+
+
+class CorruptInput(UsageError):
+    """The input file turned out to be damaged while it was read (a failed CRC-32, a broken
+    compressed stream): the states already read from it cannot be trusted."""
+
+
+class PartialResult(UsageError):
+    """State k of a chunk gave no valid result; ``result`` holds the k before it."""
+
+    def __init__(self, message: str, result):  # result: (k, ...) array
+        super().__init__(message)
+        self.result = result

@@ -1,0 +1,213 @@
+"""CSV input: a header naming columns ``q0..``, ``v0..``, ``a0..``, ``tau0..`` (or
+``q:<joint>``, the names of :mod:`treedyn.cli.naming`), parsed a chunk at a time; a bad
+cell names its row and column."""
+
+import csv
+import math
+import re
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ..console import warn
+from ..errors import UsageError
+from ..naming import listing
+from .layout import KINDS, Layout
+from .text import text_lines
+from .vectors import FORCE_NAME, States, pop_q, warn_ignored_forces
+
+POSITIONAL = re.compile(r"(q|v|a|tau)(\d+)")
+
+
+@dataclass
+class _Columns:
+    """Where one vector kind comes from in a CSV file: source columns -> target entries."""
+
+    kind: str
+    columns: list[int] = field(default_factory=list)
+    targets: list[int] = field(default_factory=list)
+    positional: bool = False
+
+
+def csv_plan(header: list[str], name: str, layout: Layout, kinds: Sequence[str],
+              line: int = 1, warns: bool = True) -> list[_Columns]:
+    """Map the header's q0../q:<joint> columns (of the kinds in use) to vector entries;
+    ``line`` is the header's line in the file (blank lines may come before it); ``warns``
+    of columns of external forces, which CSV does not carry."""
+    if warns:
+        warn_ignored_forces(header, f"{name}:{line}", "column")
+    plan: dict[str, _Columns] = {}
+    foreign = []
+    for column, title in enumerate(t.strip() for t in header):
+        match = POSITIONAL.fullmatch(title)
+        kind, _, joint = title.partition(":")
+        if match:
+            kind = match.group(1)
+        elif not (joint and kind in KINDS):
+            if title and not FORCE_NAME.match(title):  # not pandas' unnamed index column
+                foreign.append(title)
+            continue
+        if kind not in kinds:
+            continue
+        where = f"{name}:{line}: column '{title}'"
+        entry = plan.setdefault(kind, _Columns(kind, positional=bool(match)))
+        if entry.positional != bool(match):
+            raise UsageError(f"{where}: mixes {kind}0.. and {kind}:<joint> columns")
+        target = int(match.group(2)) if match else layout.index(joint, kind, where)
+        if match and target >= layout.width(kind):
+            raise UsageError(f"{where}: out of range, {layout.need(kind)}")
+        if target in entry.targets:
+            raise UsageError(f"{where}: the same {kind} entry appears twice")
+        entry.columns.append(column)
+        entry.targets.append(target)
+    if foreign and plan and warns:
+        listed = listing([repr(t) for t in foreign], 3)
+        warn(f"{name}:{line}: column{'s' if len(foreign) > 1 else ''} {listed} not read: dyn "
+             "reads the columns q0.., v0.., a0.., tau0.. or q:<joint>, v:<joint>, ...")
+    if not plan:
+        titles = listing([repr(t.strip()) for t in header], 4)
+        forms = ", ".join(f"{kind}0.. or {kind}:<joint>" for kind in kinds)
+        raise UsageError(f"{name}:{line}: no column to compute from: the header has {titles}; "
+                         f"this command reads {forms} (comma-separated)")
+    for entry in plan.values():
+        if entry.positional and len(entry.targets) != layout.width(entry.kind):
+            kind = entry.kind
+            raise UsageError(f"{name}:{line}: has {len(entry.targets)} {kind}<k> columns, "
+                             f"{layout.need(kind, len(entry.targets))} "
+                             f"({kind}0..{kind}{layout.width(kind) - 1})")
+    return list(plan.values())
+
+
+def csv_chunks(stream, name, layout, kinds, wrenches, size, lines=None,
+                header: list[str] | None = None, header_line: int = 1) -> Iterator[States]:
+    """Chunks of a CSV stream (or of its numbered ``lines``); at a bad row, the good rows
+    before it, then the error. With ``header`` (a part of a file), there are rows only."""
+    reader = _NumberedReader(text_lines(stream, name) if lines is None else lines)
+    if header is None:
+        try:
+            header = next((row for row in reader if row), None)  # after any blank lines
+        except csv.Error as error:
+            raise _csv_error(name, reader, error) from None
+        header_line = reader.line_num
+    if header is None:
+        return
+    plan = csv_plan(header, name, layout, kinds, header_line)
+    convert = _CsvConverter([t.strip() for t in header], plan, name, layout, wrenches)
+    rows: list[list[str]] = []
+    lines: list[int] = []
+    try:
+        for row in reader:
+            if not row:
+                continue
+            if len(row) != len(header):
+                raise UsageError(f"{name}:{reader.line_num}: {len(row)} field"
+                                 f"{'' if len(row) == 1 else 's'}, "
+                                 f"the header has {len(header)}")
+            rows.append(row)
+            lines.append(reader.line_num)
+            if len(rows) == size:
+                block, rows, lines = (rows, lines), [], []
+                yield from convert.rows(*block)
+    except (UsageError, csv.Error) as error:
+        yield from convert.rows(rows, lines)  # the rows before the bad one, not yet converted
+        if isinstance(error, csv.Error):  # e.g. a field over csv's size limit
+            raise _csv_error(name, reader, error) from None
+        raise
+    yield from convert.rows(rows, lines)
+
+
+class _NumberedReader:
+    """csv.reader over numbered lines; ``line_num`` is the file's number of the line the
+    last record starts on (a quoted cell may hold line ends; csv's own count would name
+    the record's last line, and start again in each part of a file)."""
+
+    def __init__(self, lines: Iterator[tuple[int, str]]):
+        self.line_num = 0
+        self.started = False  # has the record being read taken its first line yet
+        self.reader = csv.reader(self._texts(lines))
+
+    def _texts(self, lines: Iterator[tuple[int, str]]) -> Iterator[str]:
+        for number, text in lines:
+            if not self.started:
+                self.line_num, self.started = number, True
+            yield text
+
+    def __iter__(self):
+        return self
+
+    def __next__(self) -> list[str]:
+        self.started = False
+        return next(self.reader)
+
+
+def _csv_error(name: str, reader, error: csv.Error) -> UsageError:
+    return UsageError(f"{name}:{reader.line_num}: not readable as CSV ({error})")
+
+
+class _CsvConverter:
+    """Turns a block of CSV rows (strings) into States, in engine units."""
+
+    def __init__(self, header: list[str], plan: list[_Columns], name: str, layout: Layout,
+                 wrenches: dict[str, np.ndarray]):
+        self.header, self.plan, self.name = header, plan, name
+        self.layout, self.wrenches = layout, wrenches
+        self.used = sorted(c for entry in plan for c in entry.columns)
+        self.every_column = self.used == list(range(len(header)))
+        self.position = {c: k for k, c in enumerate(self.used)}
+
+    def rows(self, rows: list[list[str]], lines: list[int]) -> Iterator[States]:
+        """The States of ``rows`` (none if empty); at a bad cell, the rows before it, then
+        the error naming the cell's line and column."""
+        if not rows:
+            return
+        values = self.values(rows)
+        finite = np.isfinite(values).all(axis=1)
+        if finite.all():
+            yield self.states(values, lines)
+            return
+        bad = int(np.argmin(finite))
+        if bad:
+            yield self.states(values[:bad], lines[:bad])
+        raise _bad_cell(rows[bad], lines[bad], self.header, self.used, self.name)
+
+    def values(self, rows: list[list[str]]) -> np.ndarray:
+        """The used columns as floats, (n, len(used)); unreadable cells become NaN."""
+        if self.every_column:
+            picked = rows
+        else:
+            picked = [[row[c] for c in self.used] for row in rows]
+        try:
+            return np.array(picked, dtype=float).reshape(len(rows), len(self.used))
+        except ValueError:
+            return np.array([[_number(cell) for cell in row] for row in picked],
+                            dtype=float).reshape(len(rows), len(self.used))
+
+    def states(self, values: np.ndarray, lines: list[int]) -> States:
+        layout, name = self.layout, self.name
+        vectors = {}
+        for entry in self.plan:
+            columns = [self.position[c] for c in entry.columns]
+            vector = np.tile(layout.default(entry.kind), (len(values), 1))
+            vector[:, entry.targets] = values[:, columns] * layout.scale(entry.kind)[entry.targets]
+            vectors[entry.kind] = vector
+        q = pop_q(vectors, layout, len(values))
+        return States(q=q, wrenches=dict(self.wrenches), where=lambda i: f"{name}:{lines[i]}",
+                      **vectors)
+
+
+def _number(cell: str) -> float:
+    """A CSV cell as a float; NaN when it is not a number (reported as such)."""
+    try:
+        return float(cell)
+    except ValueError:
+        return math.nan
+
+
+def _bad_cell(row, line: int, header, columns, name) -> UsageError:
+    """The error for the first cell of ``row`` (in ``columns``) that is not a finite number."""
+    for c in columns:
+        if not math.isfinite(_number(row[c])):
+            return UsageError(f"{name}:{line}: column {header[c].strip()!r}: "
+                              f"{row[c]!r} is not a finite number")
+    return UsageError(f"{name}:{line}: unreadable numbers")

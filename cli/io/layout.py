@@ -1,0 +1,118 @@
+"""The coordinates of a model as inputs and outputs see them: labels (:mod:`..naming`),
+units, ``--degrees`` factors, and names looked up with a suggestion when unknown."""
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from treedyn.engine import Model
+from treedyn.engine.state import cos_sin_continuous
+
+from .. import naming
+from ..errors import UsageError
+
+
+def suggest(name: str, known: Sequence[str]) -> str:
+    """' (did you mean 'x'?)' for close matches of ``name``, else a short list of names."""
+    import difflib
+
+    close = difflib.get_close_matches(name, known, n=3, cutoff=0.6)
+    if close:
+        return "; did you mean " + " or ".join(f"'{c}'" for c in close) + "?"
+    if len(known) <= 8:
+        return "; known: " + (", ".join(known) if known else "none")
+    return ""
+
+
+@dataclass(frozen=True)
+class Layout:
+    """Names, units and ``--degrees`` factors of a model's q and v coordinates."""
+
+    model: Model
+    v_labels: tuple[str, ...]  # (nv,) "joint" or "joint:k"
+    v_names: tuple[str, ...]  # (nv,) for people: "joint" or "joint.wx"
+    angular: np.ndarray  # (nv,) bool: the dof is a rotation (rad/s, N m)
+    q_scale: np.ndarray  # (nq,) user q times this is radians
+    v_scale: np.ndarray  # (nv,) user v, a times this is rad/s, rad/s^2
+    tau_scale: np.ndarray  # (nv,) ones: tau is never converted
+    degrees: bool = False
+
+    @staticmethod
+    def of(model: Model, degrees: bool = False) -> "Layout":
+        angle_q = np.zeros(model.nq, dtype=bool)
+        angular = np.zeros(model.nv, dtype=bool)
+        for j, joint in enumerate(model.joint_models):
+            angle_q[[model.idx_q[j] + k for k in joint.angle_q]] = True
+            angular[[model.idx_v[j] + k for k in joint.angular_v]] = True
+        factor = DEGREE if degrees else 1.0
+        return Layout(model, tuple(naming.v_labels(model)), tuple(naming.v_names(model)),
+                      angular,
+                      np.where(angle_q, factor, 1.0), np.where(angular, factor, 1.0),
+                      np.ones(model.nv), degrees)
+
+    def width(self, kind: str) -> int:
+        """Length of a vector of ``kind``: nq for q, nv for v, a and tau."""
+        return self.model.nq if kind == "q" else self.model.nv
+
+    def scale(self, kind: str) -> np.ndarray:
+        """Factors from user units to SI: --degrees converts q, v and a, never tau."""
+        return {"q": self.q_scale, "tau": self.tau_scale}.get(kind, self.v_scale)
+
+    def default(self, kind: str) -> np.ndarray:
+        """The value of an omitted vector: the neutral configuration, or zeros."""
+        return self.model.q_neutral if kind == "q" else np.zeros(self.model.nv)
+
+    def need(self, kind: str, given: int = -1) -> str:
+        """'model ur5 needs nq=6' for error messages; with the ``given`` count of q numbers
+        that is nq plus one per continuous joint, a hint at Pinocchio's (cos, sin)."""
+        text = f"model {self.model.name} needs n{'q' if kind == 'q' else 'v'}={self.width(kind)}"
+        continuous = cos_sin_continuous(self.model, given) if kind == "q" else 0
+        return text + (f" (Pinocchio's layout, with cos and sin for each of the {continuous} "
+                       "continuous joints? dyn takes one angle for each: atan2(sin, cos))"
+                       if continuous else "")
+
+    def index(self, name: str, kind: str, where: str) -> int:
+        """Position in q (kind 'q') or v of a 1-dof joint ``name``, of ``joint:k``, or of
+        ``joint.part`` as ``dyn info`` names the entries (``root_joint.qw``, ``ball.wx``)."""
+        model, joint_of = self.model, self.model.joint_ids
+        sizes, starts = ((model.nq_joint, model.idx_q) if kind == "q"
+                         else (model.nv_joint, model.idx_v))
+        joint, _, part = name.rpartition(".")
+        if name in joint_of and joint in joint_of:
+            raise UsageError(f"{where}: '{name}' is both a joint and an entry of joint "
+                             f"'{joint}'; write '{name}.<entry>' or '{joint}:<k>'")
+        if name in joint_of:
+            j = joint_of[name]
+            if sizes[j] != 1:
+                parts = model.joint_models[j].q_parts if kind == "q" else \
+                    model.joint_models[j].v_parts
+                raise UsageError(f"{where}: joint '{name}' has {sizes[j]} entries in {kind}; "
+                                 f"name them '{name}:0'..'{name}:{sizes[j] - 1}' or as dyn "
+                                 f"info does ('{name}.{parts[0]}'..)")
+            return int(starts[j])
+        joint, _, k = name.rpartition(":")
+        if joint in joint_of and k.isdigit():
+            j = joint_of[joint]
+            if int(k) >= sizes[j]:
+                raise UsageError(f"{where}: joint '{joint}' has only {sizes[j]} entries in "
+                                 f"{kind} ({joint}:0..{joint}:{sizes[j] - 1})")
+            return int(starts[j]) + int(k)
+        joint, _, part = name.rpartition(".")  # the names dyn info prints: root_joint.qx
+        if joint in joint_of:
+            j = joint_of[joint]
+            joint_model = model.joint_models[j]
+            parts = list(joint_model.q_parts if kind == "q" else naming.v_parts(joint_model))
+            if part in parts:
+                return int(starts[j]) + parts.index(part)
+            raise UsageError(f"{where}: joint '{joint}' has no {kind} entry '{part}' (it has "
+                             f"{', '.join(parts)})")
+        raise UsageError(f"{where}: unknown joint '{name}' in model {model.name}"
+                         + suggest(name, model.joint_names))
+
+
+DEGREE = math.pi / 180.0
+
+
+KINDS = ("q", "v", "a", "tau")  # the vectors of a state

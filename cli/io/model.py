@@ -1,0 +1,25 @@
+"""The model a command names: parsed, built, and every problem as one usage error."""
+from treedyn.engine import Model, ModelError
+from treedyn.parsers import ParseError, load_model
+
+from ..console import warn
+from ..errors import UsageError
+from ..settings import configure_engine
+
+
+def load(path: str, free_flyer: bool) -> Model:
+    """The model at ``path``; any problem with the file becomes one UsageError line. The
+    engine's batching takes TREEDYN_THREADS and TREEDYN_CHUNK here, before a command (or
+    a cluster worker) first runs it."""
+    configure_engine()
+    try:
+        model = load_model(path, free_flyer=free_flyer)
+    except ParseError as error:
+        raise UsageError(str(error)) from None
+    except ModelError as error:
+        raise UsageError(f"{path}: {error}") from None
+    except OSError as error:
+        raise UsageError(f"{path}: cannot read ({error.strerror or error})") from None
+    for note in model.description.notes:
+        warn(note)
+    return model

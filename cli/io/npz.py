@@ -1,0 +1,304 @@
+"""``.npz`` input, read row-block by row-block: ``np.load(mmap_mode=...)`` cannot map a
+member of an .npz, so each member's .npy header is parsed and its rows read -- those of a
+member stored uncompressed, as ``np.savez`` writes them, straight from the file at their
+offset, its CRC-32 checked as they go by; others streamed through ``zipfile``, which also
+decompresses ``savez_compressed`` members on the fly."""
+
+import io
+import math
+import os
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..console import warn
+from ..errors import CorruptInput, UsageError
+from ..naming import listing
+from .layout import KINDS
+from .vectors import FORCE_NAME, States, pop_q, warn_ignored_forces
+
+
+@dataclass
+class _Member:
+    """One array of an .npz, read a block of rows at a time (or held whole if it must be).
+
+    A member stored uncompressed (``np.savez``) in a file on disk is read with ``pread``
+    straight into the block returned (see :class:`_Stored`); other members are streamed
+    through ``zipfile``, which decompresses them and checks their CRC-32.
+    """
+
+    kind: str
+    shape: tuple
+    dtype: np.dtype
+    stream: object = None  # the member's file, positioned at its first row
+    whole: np.ndarray | None = None  # Fortran-ordered arrays are loaded at once
+    stored: "_Stored | None" = None  # the member is read from the file at its offset
+
+    @property
+    def count(self) -> int:
+        return 1 if len(self.shape) == 1 else self.shape[0]
+
+    @property
+    def width(self) -> int:
+        return self.shape[-1] if self.shape else 0
+
+    def read(self, start: int, stop: int) -> np.ndarray:
+        """Rows [start, stop) as a (stop - start, width) array (rows are read in order).
+
+        A new array of its own for a stored member; else possibly a read-only view.
+        """
+        if self.whole is not None:
+            return self.whole.reshape(self.count, self.width)[start:stop]
+        if self.stored is not None:
+            return self.stored.rows(self, start, stop)
+        size = (stop - start) * self.width * self.dtype.itemsize
+        data = self.stream.read(size)
+        if len(data) != size:
+            raise UsageError(f"array {self.kind} is truncated")
+        return np.frombuffer(data, dtype=self.dtype).reshape(stop - start, self.width)
+
+
+class _Stored:
+    """A member stored uncompressed in the .npz's file: where its rows are, its CRC-32.
+
+    Rows are read with ``os.preadv`` straight into a new array (the one copy a block needs;
+    ``zipfile`` would copy them twice more). Its CRC-32 (the zip's integrity check, which
+    ``np.load`` makes too) is computed here over the member's bytes (the .npy header, the
+    rows, anything after them): carried forward over each block read in order, completed
+    from the file when the last row is read (rows skipped by a read that starts further on
+    are then taken in), and compared then, as ``zipfile`` would.
+    """
+
+    def __init__(self, stream, member_name: str, begin: int, first: int, end: int, crc: int):
+        import zlib
+
+        self.stream = stream  # the .npz's file (rows are read by offset: its position stays)
+        self.member_name, self.kind = member_name, member_name.removesuffix(".npy")
+        self.first, self.end = first, end  # file offsets: the first row; the member's end
+        self.expected = crc
+        header = bytearray(first - begin)
+        self.read_into(header, begin)
+        self.crc = zlib.crc32(header)
+        self.crc_at = first  # the CRC covers the member's bytes up to here
+        self.checked = False
+
+    def rows(self, member: _Member, start: int, stop: int) -> np.ndarray:
+        import zlib
+
+        block = np.empty((stop - start, member.width), dtype=member.dtype)
+        offset = self.first + start * member.width * member.dtype.itemsize
+        self.read_into(block, offset)
+        if offset == self.crc_at and block.nbytes:
+            self.crc = zlib.crc32(block, self.crc)
+            self.crc_at = offset + block.nbytes
+        if stop == member.count:
+            self.check()
+        return block
+
+    def check(self) -> None:
+        """Complete the CRC to the member's end and compare it (once)."""
+        import zlib
+
+        if self.checked:
+            return
+        buffer = bytearray(min(self.end - self.crc_at, 16 << 20))
+        while self.crc_at < self.end:
+            part = memoryview(buffer)[:min(len(buffer), self.end - self.crc_at)]
+            self.read_into(part, self.crc_at)
+            self.crc = zlib.crc32(part, self.crc)
+            self.crc_at += len(part)
+        if self.crc != self.expected:
+            raise CorruptInput(f"not a readable .npz file (Bad CRC-32 for file "
+                               f"{self.member_name!r})")
+        self.checked = True
+
+    def read_into(self, target, offset: int) -> None:
+        """Fill ``target`` (a writable buffer) with the file's bytes from ``offset``."""
+        view = memoryview(target).cast("B")
+        descriptor = self.stream.fileno()
+        while len(view):
+            done = (os.preadv(descriptor, [view], offset) if hasattr(os, "preadv")
+                    else _copy_into(view, os.pread(descriptor, len(view), offset)))
+            if not done:
+                raise UsageError(f"array {self.kind} is truncated")
+            view, offset = view[done:], offset + done
+
+
+def _copy_into(view: memoryview, data: bytes) -> int:
+    view[:len(data)] = data
+    return len(data)
+
+
+def npz_chunks(members: list[_Member], name, layout, wrenches, size) -> Iterator[States]:
+    """Chunks of the .npz arrays; at a non-finite row, the rows before it, then the error."""
+    import zipfile
+    import zlib
+
+    count = members[0].count
+    unscaled = {m.kind: bool(np.all(layout.scale(m.kind) == 1.0)) for m in members}
+    for start in range(0, count, size):
+        stop = min(start + size, count)
+        vectors = {}
+        bad = None
+        for member in members:
+            try:
+                block = member.read(start, stop)
+                # float64 rows of our own, to scale in place and hand on: one copy at most
+                block = block.astype(np.float64, copy=member.stored is None)
+            except (OSError, EOFError, ValueError, zipfile.BadZipFile, zlib.error) as error:
+                raise CorruptInput(f"{name}: not a readable .npz file ({error})") from None
+            except UsageError as error:
+                raise type(error)(f"{name}: {error}") from None
+            with np.errstate(over="ignore", invalid="ignore"):
+                finite = np.isfinite(block.sum())
+            if not finite:  # a NaN or inf (or only an overflow of the sum): find the row
+                rows = np.flatnonzero(~np.isfinite(block).all(axis=1))
+                if rows.size and (bad is None or rows[0] < bad[1]):
+                    bad = (member.kind, int(rows[0]))
+            if not unscaled[member.kind]:
+                block *= layout.scale(member.kind)
+            vectors[member.kind] = block
+        if bad is not None:
+            vectors = {kind: block[:bad[1]] for kind, block in vectors.items()}
+            stop = start + bad[1]
+        if stop > start:
+            q = pop_q(vectors, layout, stop - start)
+            yield States(q=q, wrenches=dict(wrenches),
+                         where=lambda i, s=start: f"{name}: state {s + i}", **vectors)
+        if bad is not None:
+            raise UsageError(f"{name}: {bad[0]}[{stop}] holds a non-finite number")
+
+
+def npz_members(stream, name, layout, kinds, warns: bool = True) -> list[_Member]:
+    """The arrays of the kinds in use, checked: numeric, right width, same length;
+    ``warns`` of arrays of external forces, which an .npz does not carry."""
+    import zipfile
+    import zlib
+
+    if not zipfile.is_zipfile(stream):
+        raise UsageError(f"{name}: not an .npz (zip) archive")
+    stream.seek(0)
+    try:
+        archive = zipfile.ZipFile(stream)
+        names = [n.removesuffix(".npy") for n in archive.namelist()]
+        on_disk = _on_disk(stream)
+        members = [_open_member(archive, kind, stream if on_disk else None)
+                   for kind in kinds if kind in names]
+    except (OSError, ValueError, EOFError, zipfile.BadZipFile, zlib.error) as error:
+        raise UsageError(f"{name}: not a readable .npz file ({error})") from None
+    if not members:
+        raise UsageError(f"{name}: has none of the arrays {', '.join(kinds)} "
+                         f"(it has: {', '.join(names) or 'nothing'})")
+    if warns:
+        warn_ignored_forces(names, name, "array")
+        foreign = [n for n in names if n not in KINDS and not FORCE_NAME.match(n)
+                   and n != "dofs" and _rows_of(archive, n) == members[0].count]
+        if foreign:
+            listed = listing([repr(n) for n in foreign], 3)
+            warn(f"{name}: array{'s' if len(foreign) > 1 else ''} {listed} not read: dyn "
+                 "reads the arrays q, v, a and tau")
+    for member in members:
+        width = layout.width(member.kind)
+        if (len(member.shape) not in (1, 2) or member.width != width
+                or member.dtype.kind not in "fiu"):
+            raise UsageError(f"{name}: array {member.kind} is {member.dtype} {member.shape}, "
+                             f"{layout.need(member.kind, member.width)}: expected (N, {width}) "
+                             "numbers")
+    if len({member.count for member in members}) > 1:
+        shapes = ", ".join(f"{m.kind} {m.shape}" for m in members)
+        raise UsageError(f"{name}: arrays have different numbers of states ({shapes})")
+    return members
+
+
+def _on_disk(stream) -> bool:
+    """The stream is a regular file that can be read by offset (not a pipe or a buffer)."""
+    import stat
+
+    if not hasattr(os, "pread"):
+        return False
+    try:
+        return stat.S_ISREG(os.fstat(stream.fileno()).st_mode)
+    except (AttributeError, OSError, ValueError, io.UnsupportedOperation):
+        return False
+
+
+def _npy_header(stream) -> tuple | None:
+    """(shape, fortran, dtype) from the header of an .npy stream, left at its data; None
+    for a format version without a header reader here (3.0)."""
+    from numpy.lib import format as npy
+
+    version = npy.read_magic(stream)
+    if version == (1, 0):
+        return npy.read_array_header_1_0(stream)
+    if version == (2, 0):
+        return npy.read_array_header_2_0(stream)
+    return None
+
+
+def _rows_of(archive, name: str) -> int | None:
+    """The first dimension of member ``name``.npy from its header (None for a scalar or an
+    unreadable header): arrays with one row per state are the ones worth a warning."""
+    try:
+        with archive.open(f"{name}.npy") as stream:
+            header = _npy_header(stream)
+    except (OSError, ValueError, KeyError):
+        return None
+    return header[0][0] if header and header[0] else None
+
+
+def _open_member(archive, kind: str, file=None) -> _Member:
+    """The member ``kind``.npy, its header parsed and its data ready to stream; read from
+    ``file`` by offset instead when it is stored uncompressed there."""
+    from numpy.lib import format as npy
+
+    stream = archive.open(f"{kind}.npy")
+    header = _npy_header(stream)
+    if header is not None:
+        shape, fortran, dtype = header
+    else:
+        stream = archive.open(f"{kind}.npy")
+        whole = npy.read_array(stream, allow_pickle=False)
+        return _Member(kind, whole.shape, whole.dtype, whole=whole)
+    if fortran and len(shape) > 1:
+        whole = npy.read_array(archive.open(f"{kind}.npy"), allow_pickle=False)
+        return _Member(kind, shape, dtype, whole=whole)
+    member = _Member(kind, tuple(shape), np.dtype(dtype), stream=stream)
+    if file is not None:
+        member.stored = _stored(archive.getinfo(f"{kind}.npy"), member, file)
+        if member.stored is not None:
+            stream.close()
+            member.stream = None
+    return member
+
+
+def _stored(info, member: _Member, file) -> _Stored | None:
+    """Where the rows of a member stored uncompressed are in ``file``, or ``None`` (the
+    member is then streamed): compressed, encrypted, not numbers, or not laid out as its
+    headers say (``zipfile`` then reports the problem)."""
+    import struct
+    import zipfile
+
+    if (info.compress_type != zipfile.ZIP_STORED or info.flag_bits & 0x1
+            or member.dtype.kind not in "fiu" or info.compress_size != info.file_size):
+        return None
+    descriptor = file.fileno()
+    size = os.fstat(descriptor).st_size
+    local = os.pread(descriptor, 30, info.header_offset)  # the local file header
+    if len(local) != 30 or local[:4] != b"PK\x03\x04":
+        return None
+    name_length, extra_length = struct.unpack("<HH", local[26:30])
+    begin = info.header_offset + 30 + name_length + extra_length  # the .npy file
+    end = begin + info.file_size
+    magic = os.pread(descriptor, 12, begin)
+    if end > size or len(magic) != 12 or magic[:6] != b"\x93NUMPY":
+        return None
+    if magic[6] == 1:
+        first = begin + 10 + int.from_bytes(magic[8:10], "little")
+    elif magic[6] == 2:
+        first = begin + 12 + int.from_bytes(magic[8:12], "little")
+    else:
+        return None
+    if first + math.prod(member.shape) * member.dtype.itemsize > end:
+        return None  # truncated: the stream reports it
+    return _Stored(file, info.filename, begin, first, end, info.CRC)

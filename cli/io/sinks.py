@@ -1,0 +1,370 @@
+"""Writing results for ``dyn``: JSON (Lines), CSV, .npz and tables for people.
+
+Machine formats print every number repr-exact (``json.dumps`` and ``str`` of a Python
+float are both ``repr``). A *sink* receives the results chunk by chunk, so large inputs
+stream: ``put(result, states)`` per chunk, then ``close()``. After an error, ``close()``
+still ends what was written cleanly (every state written is complete), and ``abort()``
+removes an output file that received no state -- unless it existed before the run: a file
+is emptied only at the first write (``begin()``), so until then it keeps its contents.
+When the output itself cannot be written (a full disk), the sink raises
+:class:`OutputError` after cutting a text file back to its whole states, or removing an
+.npz. ``tabulate`` is imported only when a table is printed.
+"""
+from __future__ import annotations
+
+import csv
+import json
+import os
+import stat
+from collections.abc import Callable, Sequence
+
+import numpy as np
+
+from ..errors import OutputError
+from ..render.table import matrix_table, table
+
+OUTPUT_FORMATS = {".jsonl": "json", ".ndjson": "json", ".json": "json", ".csv": "csv",
+                  ".npz": "npz"}
+
+
+class Sink:
+    """Receives results chunk by chunk. ``path`` is the file created for them, if any."""
+
+    def __init__(self, stream, path: str | None = None):
+        self.stream, self.path = stream, path
+        self.count = 0  # states written so far
+        self.whole = 0  # bytes of the output file that hold them (text files)
+        self.created = True  # the file did not exist before (see cli.main.open_output)
+        self.emptied = path is None  # an existing file is emptied at the first write
+        self.regular = False  # the output is a regular file (not a pipe or a device)
+
+    def begin(self) -> None:
+        """Empty the output file before its first bytes: it is opened without emptying it,
+        so a run that fails before its first state leaves an existing file as it was."""
+        if not self.emptied:
+            descriptor = self.stream.fileno()
+            self.regular = stat.S_ISREG(os.fstat(descriptor).st_mode)
+            if self.regular:  # a pipe or a device is left alone
+                os.ftruncate(descriptor, 0)
+            self.emptied = True
+
+    def put(self, result: np.ndarray, states) -> None:
+        """Write the results of a chunk of states and count them."""
+        self.record(lambda: self.write(result, states), len(result))
+
+    def record(self, write: Callable[[], None], count: int) -> None:
+        """Call ``write`` (it writes ``count`` states) and count them; OutputError (see
+        :meth:`failed`) if the output cannot be written."""
+        try:
+            self.begin()
+            write()
+        except OSError as error:
+            raise self.failed(error) from None
+        self.count += count
+        self.mark()
+
+    def write(self, result: np.ndarray, states) -> None:
+        raise NotImplementedError
+
+    def mark(self) -> None:
+        """Note where the states written end in the output file (written and flushed; a
+        pipe or a device has no position to note)."""
+        if self.regular:
+            self.whole = os.lseek(self.stream.fileno(), 0, os.SEEK_CUR)
+
+    def where(self) -> str:
+        """Where the results go, for messages: the file name or 'stdout'."""
+        return "stdout" if self.path is None else self.path
+
+    def close(self) -> None:
+        """End the output; OutputError if it cannot be written."""
+        try:
+            self.begin()
+            self.finish()
+        except OSError as error:
+            raise self.failed(error) from None
+
+    def finish(self) -> None:
+        if self.path is None:
+            self.stream.flush()
+        else:
+            self.stream.close()
+
+    def abort(self) -> bool:
+        """Stop after an error before any state was written: remove the file if dyn
+        created or emptied it (a file written to before keeps its contents); whether it
+        was removed."""
+        if self.path is None:
+            return False
+        close_quietly(self.stream)  # what its buffer still holds goes with the file
+        if self.created or (self.emptied and self.regular):  # never a pipe or a device
+            os.remove(os.path.realpath(self.path))  # (through a link: the file it names)
+            return True
+        return False
+
+    def failed(self, error: OSError) -> OSError:
+        """The error to raise when the output cannot be written (an OutputError, but a
+        closed pipe on stdout stays a BrokenPipeError): a file keeps the states written
+        whole (the bytes after them are cut off); one with none is removed."""
+        reason = error.strerror or str(error)
+        if self.path is None:
+            if isinstance(error, BrokenPipeError):  # stdout's reader went away: dyn ends
+                return error  # quietly (SIGPIPE, or as parts.try_parts does)
+            after = f" after {self.count} states" if self.count else ""
+            return OutputError(f"dyn: cannot write to stdout ({reason}){after}", reason)
+        if self.count == 0:
+            outcome = "it is removed" if self.abort() else "it is left as it was"
+            return OutputError(f"{self.path}: cannot write ({reason}); {outcome}", reason)
+        close_quietly(self.stream)  # the rest of its buffer: cut off here
+        if self.regular:
+            os.truncate(self.path, self.whole)
+        states = "1 state" if self.count == 1 else f"{self.count} states"
+        return OutputError(f"{self.path}: cannot write ({reason}); it holds the first {states}",
+                           reason)
+
+
+def close_quietly(*files) -> None:
+    """Close files whose contents no longer matter (buffers that cannot be written)."""
+    for file in files:
+        try:
+            file.close()
+        except (OSError, ValueError):
+            pass
+
+
+class TextSink(Sink):
+    """JSON Lines or CSV: a chunk's results become one text, written and flushed. The text
+    may also be made elsewhere (``text`` in a worker process, see :mod:`.formatting`) and
+    written with ``put_text``."""
+
+    def text(self, result: np.ndarray) -> str:
+        raise NotImplementedError
+
+    def write(self, result, states) -> None:
+        self.write_text(self.text(result))
+
+    def write_text(self, text: str) -> None:
+        self.stream.write(text)
+        self.stream.flush()
+
+    def put_text(self, text: str, count: int) -> None:
+        """Write the ``text`` of ``count`` states and count them."""
+        self.record(lambda: self.write_text(text), count)
+
+
+TEXT_BLOCK = 1 << 16  # results turned into Python floats at a time
+
+
+def row_lists(result: np.ndarray):
+    """``result.tolist()`` (N, ...) row by row, converted TEXT_BLOCK numbers at a time: a
+    chunk of 64 mass matrices of 1000 dofs is 64 million numbers, 2 GB as Python floats."""
+    per_row = max(1, int(np.prod(result.shape[1:])))
+    step = max(1, TEXT_BLOCK // per_row)
+    for start in range(0, len(result), step):
+        yield from result[start:start + step].tolist()
+
+
+class JsonSink(TextSink):
+    """One JSON object per state and line: ``{"<key>": value, **extra}``."""
+
+    def __init__(self, stream, key: str, extra: dict | None = None, path: str | None = None):
+        super().__init__(stream, path)
+        self.head = json.dumps(key) + ": "
+        self.tail = ", " + json.dumps(extra)[1:-1] if extra else ""
+
+    def text(self, result) -> str:
+        return "".join(["{" + self.head + json.dumps(row) + self.tail + "}\n"
+                        for row in row_lists(result)])
+
+
+class CsvSink(TextSink):
+    """A header row, then one row per state (matrices flattened row-major). The header is
+    written with the first rows (or at the end of an empty input), so an input rejected
+    before its first state leaves nothing on stdout."""
+
+    def __init__(self, stream, header: Sequence[str] | None, path: str | None = None):
+        super().__init__(stream, path)
+        self.writer = csv.writer(stream, lineterminator="\n")
+        self.header: Sequence[str] | None = header  # None once written (or written elsewhere)
+
+    def text(self, result) -> str:
+        # numbers never need quoting; joining their reprs gives csv.writer's bytes faster
+        rows = row_lists(result.reshape(len(result), -1))
+        return "".join([",".join(map(repr, row)) + "\n" for row in rows])
+
+    def write_text(self, text: str) -> None:
+        self.write_header()
+        super().write_text(text)
+
+    def write_header(self) -> None:
+        if self.header is not None:
+            self.writer.writerow(self.header)
+            self.header = None
+
+    def finish(self) -> None:
+        self.write_header()
+        super().finish()
+
+
+class NpzSink(Sink):
+    """Saves ``{key: (N, ...), "dofs": labels, **extra}`` (uncompressed, like np.savez).
+
+    An .npz cannot be appended to and its arrays need their length up front. When the
+    number of states is known (``total``: a count, or a function giving it once known, e.g.
+    the states of an .npz input, asked when the first chunk arrives) and the output is a
+    seekable file, the archive's ``key``.npy member is written as chunks arrive: its header
+    announces ``total`` rows and each chunk's rows go straight into it. Otherwise (and if
+    the count announced turns out wrong, e.g. a bad row stopped the run) the rows are spooled
+    to a temporary file next to the output and copied into the archive on close. Either way
+    memory stays one chunk, whatever N, and the archive ends with the true count.
+    """
+
+    def __init__(self, stream, key: str, shape: tuple[int, ...], labels: Sequence[str],
+                 extra: dict | None = None, path: str | None = None, total=None):
+        super().__init__(stream, path)
+        self.key, self.shape = key, shape
+        self.extra = {"dofs": np.array(labels, dtype=str), **(extra or {})}
+        self.total = total  # int | Callable[[], int | None] | None: the states to come
+        self.spool = None  # the raw rows, when the count was not known up front
+        self.archive = self.member = None  # the archive written as chunks arrive
+        self.announced = 0  # rows the member's header announces
+        self.rows_at = 0  # offset of its first row in the output file
+
+    def write(self, result, states) -> None:
+        rows = np.ascontiguousarray(result, dtype=np.float64)
+        if self.member is None and self.spool is None:
+            self.start()
+        if self.member is not None:
+            self.member.write(rows)
+        else:
+            self.spool.write(rows)  # (tofile's errors have no errno to report)
+
+    def start(self) -> None:
+        """At the first chunk: stream into the archive if the count is known, else spool."""
+        import tempfile
+        import zipfile
+
+        total = self.total() if callable(self.total) else self.total
+        if total and self.path is not None and self.stream.seekable():
+            self.archive = zipfile.ZipFile(self.stream, "w", zipfile.ZIP_STORED,
+                                           allowZip64=True)
+            self.member = self.archive.open(f"{self.key}.npy", "w", force_zip64=True)
+            self.announced = int(total)
+            self.header(self.member, self.announced)
+            self.rows_at = self.stream.tell()
+        else:
+            folder = os.path.dirname(os.path.abspath(self.path)) if self.path else None
+            self.spool = tempfile.TemporaryFile(dir=folder)
+
+    def header(self, member, count: int) -> None:
+        from numpy.lib import format as npy
+
+        npy.write_array_header_2_0(member, {
+            "descr": npy.dtype_to_descr(np.dtype(np.float64)), "fortran_order": False,
+            "shape": (count, *self.shape)})
+
+    def mark(self) -> None:
+        """Nothing to note: an unfinished archive is removed, not cut (see failed)."""
+
+    def finish(self) -> None:
+        import shutil
+        import zipfile
+
+        if self.member is not None:
+            with self.archive:
+                self.member.close()  # zipfile puts the member's size and CRC in its header
+                if self.count == self.announced:
+                    self.write_extra(self.archive)
+            if self.count == self.announced:
+                super().finish()
+                return
+            self.respool()
+        with zipfile.ZipFile(self.stream, "w", zipfile.ZIP_STORED, allowZip64=True) as archive:
+            with archive.open(f"{self.key}.npy", "w", force_zip64=True) as member:
+                self.header(member, self.count)
+                if self.spool is not None:
+                    self.spool.seek(0)
+                    shutil.copyfileobj(self.spool, member, 1 << 20)
+            self.write_extra(archive)
+        if self.spool is not None:
+            self.spool.close()
+        super().finish()
+
+    def respool(self) -> None:
+        """Not the count announced (the archive is closed): move the rows written to a
+        spool and empty the output, to write the archive again with the true count."""
+        import tempfile
+
+        self.archive = self.member = None
+        self.stream.flush()
+        self.spool = tempfile.TemporaryFile(dir=os.path.dirname(os.path.abspath(self.path)))
+        left = self.count * int(np.prod(self.shape, dtype=np.int64)) * 8
+        with open(self.path, "rb") as written:
+            written.seek(self.rows_at)
+            while left > 0:
+                data = written.read(min(left, 1 << 20))
+                if not data:
+                    raise OSError(f"{self.path}: rows missing while rewriting the archive")
+                self.spool.write(data)
+                left -= len(data)
+        self.stream.seek(0)
+        self.stream.truncate()
+
+    def write_extra(self, archive) -> None:
+        from numpy.lib import format as npy
+
+        for name, array in self.extra.items():
+            with archive.open(f"{name}.npy", "w", force_zip64=True) as member:
+                npy.write_array(member, np.asanyarray(array), allow_pickle=False)
+
+    def abort(self) -> bool:
+        close_quietly(*(part for part in (self.member, self.archive, self.spool)
+                        if part is not None))
+        return super().abort()
+
+    def failed(self, error: OSError) -> OutputError:
+        """An archive is readable only once complete: the file is removed."""
+        reason = error.strerror or str(error)
+        if self.path is None:
+            return super().failed(error)
+        if not self.abort():
+            return OutputError(f"{self.path}: cannot write ({reason}); it is left as it was",
+                               reason)
+        return OutputError(f"{self.path}: cannot write ({reason}); it is removed (an "
+                           "unfinished .npz cannot be read)", reason)
+
+
+class TableSink(Sink):
+    """Tables for people: a vector as dof/value/unit rows, a matrix with labelled rows."""
+
+    def __init__(self, stream, key: str, labels: Sequence[str], units: Sequence[str] | None,
+                 single: bool, footer: str = ""):
+        super().__init__(stream)
+        self.key, self.labels, self.units = key, list(labels), units
+        self.single, self.footer = single, footer
+
+    def write(self, result, states) -> None:
+        if result.ndim == 3:
+            for i, matrix in enumerate(result):
+                title = "" if self.single else f"state {states.where(i)}\n"
+                self.stream.write(title + matrix_table(matrix, self.labels) + "\n\n")
+        elif self.single:
+            rows = [[label, value, unit]
+                    for label, value, unit in zip(self.labels, result[0], self.units)]
+            self.stream.write(table(rows, ["dof", self.key, "unit"]) + "\n")
+        else:
+            rows = [[states.where(i), *row] for i, row in enumerate(result)]
+            self.stream.write(table(rows, ["state", *self.labels]) + "\n")
+
+    def finish(self) -> None:
+        if self.footer:
+            self.stream.write(self.footer + "\n")
+        super().finish()
+
+
+class RawSink(Sink):
+    """Results as raw float64 rows (a part of an .npz output)."""
+
+    def write(self, result, states) -> None:
+        self.stream.write(np.ascontiguousarray(result, dtype=np.float64))
+        self.stream.flush()

@@ -1,0 +1,132 @@
+"""``--input FILE`` (or ``-``): the file opened, its format told by its extension (or, on
+stdin, by its first bytes), and its states read in chunks.
+
+Every problem raises :class:`UsageError` with a one-line message naming where it happened
+(``states.csv:12``, ``states.npz: state 7``). Files are read in chunks of at most
+:data:`CHUNK` states so that the engine runs once per chunk and output can stream; memory
+stays bounded by the chunk, whatever the number of states. A piped ``.npz`` on stdin is
+first spooled to a temporary file. When a row is bad, the good rows before it are yielded
+as a last chunk and then the error is raised, so output can end exactly at the bad row.
+"""
+from __future__ import annotations
+
+import codecs
+import os
+import stat
+import sys
+from collections.abc import Iterator, Sequence
+
+import numpy as np
+
+from ..errors import UsageError
+from ..settings import count
+from .csvfile import csv_chunks
+from .jsonl import jsonl_chunks
+from .layout import Layout
+from .npz import npz_chunks, npz_members
+from .text import text_lines, window
+from .vectors import States
+
+CHUNK = count("TREEDYN_STREAM_CHUNK", 16384)  # states per chunk at most (callers may ask
+# for fewer)
+
+STDIN = "<stdin>"
+INPUT_FORMATS = {".jsonl": "jsonl", ".ndjson": "jsonl", ".json": "jsonl", ".csv": "csv",
+                 ".npz": "npz"}
+
+
+class Input:
+    """An opened ``--input``: a text stream (JSON Lines, CSV) or a binary .npz file."""
+
+    def __init__(self, name: str, kind: str, stream, owned: bool = True):
+        self.name, self.kind, self.stream = name, kind, stream
+        self.owned = owned  # close the stream when done (not for the process's stdin)
+        self.total: int | None = None  # number of states, once known (.npz)
+        self.window: tuple[int, int, int, bool] | None = None  # a part: first, skip, take, BOM
+        try:  # bytes in all, for the share read so far (a regular file, also on stdin)
+            status = os.fstat(stream.fileno())
+            self.size = status.st_size if stat.S_ISREG(status.st_mode) else 0
+        except (OSError, AttributeError, ValueError):  # no descriptor (tests' stdin)
+            self.size = 0
+
+    def consumed(self) -> float | None:
+        """The share of a text input read so far (0..1, by bytes; the chunk just yielded
+        included), or None when unknown (a pipe; .npz inputs count states instead)."""
+        if self.kind == "npz" or not self.size:
+            return None
+        try:
+            return min(1.0, self.stream.tell() / self.size)
+        except (OSError, ValueError):
+            return None
+
+    @staticmethod
+    def open(path: str) -> "Input":
+        if path == "-":
+            return sniff_stdin()
+        suffix = os.path.splitext(path)[1].lower()
+        kind = INPUT_FORMATS.get(suffix)
+        if kind is None:
+            raise UsageError(f"{path}: unknown input format '{suffix or path}' "
+                             "(use .jsonl, .csv or .npz, or - for stdin)")
+        try:
+            stream = open(path, "rb")  # text is decoded line by line (text_lines)
+        except OSError as error:
+            raise UsageError(f"{path}: cannot read ({error.strerror})") from None
+        return Input(path, kind, stream)
+
+    @staticmethod
+    def part(path: str, kind: str, start: int, first: int, skip: int, take: int) -> "Input":
+        """A part of a text file (see :mod:`.parts`): from byte ``start`` (where line
+        ``first`` begins), the ``take`` data lines after the first ``skip`` ones."""
+        source = Input(path, kind, open(path, "rb"))
+        source.stream.seek(start)
+        source.window = (first, skip, take, start == 0)
+        return source
+
+    def chunks(self, layout: Layout, kinds: Sequence[str], wrenches: dict[str, np.ndarray],
+               size: int = CHUNK, header: list[str] | None = None,
+               header_line: int = 1) -> Iterator[States]:
+        """States in input order, ``size`` at a time, with the command-line wrenches added
+        (a CSV part takes the file's ``header``, on line ``header_line``, instead of
+        reading one)."""
+        lines = None
+        if self.window is not None:
+            first, skip, take, bom = self.window
+            lines = window(text_lines(self.stream, self.name, first, bom), self.kind, skip,
+                            take)
+        try:
+            if self.kind == "npz":
+                yield from self._npz(self.stream, self.name, layout, kinds, wrenches, size)
+            elif self.kind == "jsonl":
+                yield from jsonl_chunks(self.stream, self.name, layout, kinds, wrenches, size,
+                                         lines)
+            else:
+                yield from csv_chunks(self.stream, self.name, layout, kinds, wrenches, size,
+                                       lines, header, header_line)
+        finally:
+            if self.owned:
+                self.stream.close()
+
+    def _npz(self, stream, name, layout, kinds, wrenches, size) -> Iterator[States]:
+        """The .npz reader; the number of states is known once the headers are read."""
+        members = npz_members(stream, name, layout, kinds)
+        self.total = members[0].count
+        return npz_chunks(members, name, layout, wrenches, size)
+
+
+def sniff_stdin() -> Input:
+    """stdin as .npz (zip magic, spooled to a temporary file), JSON Lines ('{') or CSV."""
+    if sys.stdin is None or not hasattr(sys.stdin, "buffer"):
+        raise UsageError("dyn: --input -: no standard input")
+    raw = sys.stdin.buffer
+    head = raw.peek(256) if hasattr(raw, "peek") else b""
+    if head.startswith(b"PK"):
+        import shutil
+        import tempfile
+
+        spool = tempfile.TemporaryFile()
+        shutil.copyfileobj(raw, spool, 1 << 20)
+        spool.seek(0)
+        return Input(STDIN, "npz", spool)
+    kind = "csv" if head.removeprefix(codecs.BOM_UTF8).lstrip()[:1] not in (b"{", b"") else "jsonl"
+    return Input(STDIN, kind, raw, owned=False)

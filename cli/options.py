@@ -1,0 +1,135 @@
+"""The options the ``dyn`` commands share, defined once: MODEL, --free-flyer, --format and
+its choices, the state vectors, --input/--output, and the option callbacks.
+
+Imports typer only: the app reads :func:`examples` from here before any command loads.
+"""
+from enum import Enum
+from typing import Annotated, Optional
+
+import typer
+
+ModelArg = Annotated[str, typer.Argument(
+    metavar="MODEL", show_default=False, help="URDF or MJCF model file.")]
+FreeFlyerOpt = Annotated[bool, typer.Option(
+    "--free-flyer", help="URDF: add a floating root joint 'root_joint' (type free, q = "
+    "[x, y, z, qx, qy, qz, qw], v = [linear, angular] in the base frame).")]
+
+
+def not_nan(value: float) -> float:
+    """Option callback: NaN passes typer's min/max checks, so refuse it here (exit 2)."""
+    if value != value:
+        raise typer.BadParameter("nan is not a number")
+    return value
+
+
+def finite(value: float) -> float:
+    """Option callback: a finite number (no nan, no inf)."""
+    if not abs(value) < float("inf"):
+        raise typer.BadParameter(f"{value} is not a finite number")
+    return value
+
+
+def examples(*lines: str) -> str:
+    """An 'Examples:' epilog that click prints as is (\\b: no re-wrapping)."""
+    return "\b\nExamples:\n" + "".join(f"  {line}\n" for line in lines)
+
+
+def epilog(text: str):
+    """Decorator: the text a command's ``--help`` ends with (its examples); the app reads
+    it when it loads the command (:func:`treedyn.cli.app.click_command`)."""
+    def attach(command):
+        command.epilog = text
+        return command
+    return attach
+
+
+class Format(str, Enum):
+    table = "table"
+    json = "json"
+    csv = "csv"
+
+
+FormatOpt = Annotated[Optional[Format], typer.Option(
+    "--format", "-f", case_sensitive=False, show_default=False,
+    help="Output format on stdout. Default: table on a terminal, json otherwise.")]
+
+
+InfoFormatOpt = Annotated[Optional[Format], typer.Option(
+    "--format", "-f", case_sensitive=False, show_default=False,
+    help="Output format (default: table).")]
+
+
+GravityOpt = Annotated[Optional[str], typer.Option(
+    "--gravity", metavar="GX,GY,GZ", show_default=False,
+    help="Override the model's gravity (URDF default 0,0,-9.81) in m/s^2.")]
+
+
+DegreesOpt = Annotated[bool, typer.Option(
+    "--degrees", help="Angles in degrees: the q of revolute and continuous joints and the "
+    "planar angle; v and a of every rotational dof (hinges, spherical and free angular "
+    "velocity) in deg/s and deg/s^2, also in --input files and in the a that 'forward' "
+    "prints. tau, forces, lengths and M stay SI.")]
+
+
+InputOpt = Annotated[Optional[str], typer.Option(
+    "--input", "-i", metavar="FILE", show_default=False,
+    help="Many states: JSON Lines (.jsonl: objects with q, v, a, tau, fext), CSV (.csv: "
+    "columns q0.. v0.. a0.. tau0.. or q:<joint> ...) or .npz (arrays q (N x nq), v, a, tau "
+    "(N x nv)); '-' reads stdin. Output: one result per state, in order.")]
+
+
+OutputOpt = Annotated[Optional[str], typer.Option(
+    "--output", "-o", metavar="FILE", show_default=False,
+    help="Write results to FILE; the format follows the extension: .jsonl, .csv or .npz.")]
+
+
+FextOpt = Annotated[Optional[list[str]], typer.Option(
+    "--fext", metavar="BODY=FX,FY,FZ,TX,TY,TZ", show_default=False,
+    help="External wrench on a link (any link, also one merged by a fixed joint), in that "
+    "link's frame about its origin. Repeatable; added to every state.")]
+
+
+QuietOpt = Annotated[bool, typer.Option(
+    "--quiet", help="No progress bar and no warnings on stderr (errors are still printed).")]
+
+
+SchedulerOpt = Annotated[Optional[str], typer.Option(
+    "--scheduler", metavar="ADDRESS", show_default=False,
+    help="Run on a Dask cluster: tcp://HOST:8786, or 'local' (2 worker processes here). "
+    "Needs --input .npz files (a glob such as 'logs/*.npz') and --output DIR/; writes "
+    "DIR/<input stem>.npz per input. Optional extra: pip install 'treedyn[dask]'.")]
+
+
+def vector_option(kind: str, text: str) -> object:
+    return Annotated[Optional[str], typer.Option(
+        f"--{kind}", metavar=kind.upper(), show_default=False, help=text)]
+
+
+QOpt = vector_option("q", "Configuration: nq numbers 'q0,q1,...', or joint=value pairs for "
+                     "1-dof joints (the others stay neutral). Default: neutral.")
+
+
+VOpt = vector_option("v", "Velocity: nv numbers, or joint=value pairs. Default: zeros.")
+
+
+AOpt = vector_option("a", "Acceleration: nv numbers, or joint=value pairs. Default: zeros.")
+
+
+TauOpt = vector_option("tau", "Joint forces: nv numbers, or joint=value pairs. "
+                       "Default: zeros.")
+
+
+class CheckFormat(str, Enum):
+    table = "table"
+    json = "json"
+    csv = "csv"
+    github = "github"
+
+
+class ReportFormat(str, Enum):
+    table = "table"
+    json = "json"
+    csv = "csv"
+
+
+SeedOpt = Annotated[int, typer.Option("--seed", min=0, help="Seed of the random samples.")]

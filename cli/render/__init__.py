@@ -1,0 +1,1 @@
+"""What people read: tables, the ``info`` documents, the diagnostics reports."""

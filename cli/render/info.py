@@ -1,0 +1,194 @@
+"""``dyn info``: the compact tree as a JSON document, a CSV of joints, and a table with the
+tree drawn (without recursion, so chains deeper than Python's stack draw too)."""
+
+import csv
+
+import numpy as np
+
+from .. import naming
+from .table import table
+
+
+def info_document(model, gravity: np.ndarray | None) -> dict:
+    """What ``dyn info --format json`` prints (the keys of interface.md, and a few more)."""
+    joints = []
+    for j, name in enumerate(model.joint_names):
+        joint = {"name": name, "type": model.public_type(j),
+                 "parent": (model.joint_names[model.parent[j]] if model.parent[j] >= 0
+                            else "world"),
+                 "idx_q": int(model.idx_q[j]), "nq": int(model.nq_joint[j]),
+                 "idx_v": int(model.idx_v[j]), "nv": int(model.nv_joint[j]),
+                 "nv_subtree": int(model.nv_subtree[j]), "body": model.body_names[j]}
+        mimic = model.mimic.get(name)
+        if mimic is not None:
+            joint["mimic"] = {"joint": mimic.joint, "multiplier": float(mimic.multiplier),
+                              "offset": float(mimic.offset)}
+        joints.append(joint)
+    return {
+        "name": model.name, "format": model.format, "source": model.source,
+        "nq": int(model.nq), "nv": int(model.nv),
+        "gravity": (model.gravity if gravity is None else gravity).tolist(),
+        # MuJoCo's mj_getTotalmass counts bodies welded to the world, Pinocchio's
+        # computeTotalMass does not
+        "total_mass": model.total_mass + (model.world_mass if model.format == "mjcf" else 0.0),
+        "joints": joints, "bodies": bodies_document(model),
+        # (not the world link --free-flyer makes up, which is in no file)
+        "world_links": [f.name for f in model.frames if f.joint < 0 and f.source.file],
+        "world_mass": float(model.world_mass),
+        "ignored": dict(model.description.ignored),
+        "tree": tree_document(model),
+        "layout": layout_document(model),
+    }
+
+
+def bodies_document(model) -> list[dict]:
+    """One entry per moving body of the file: the joints that move it (``joint`` the last,
+    which carries its frame), its mass, its com in its own frame, and its links (the body
+    and the links welded to it; not the joint-anchor frames of an MJCF body)."""
+    anchors = {frame for frame, body in zip(model.body_frames, model.body_names)
+               if frame != body}
+    frames, links = {}, {}  # frame name -> frame; joint -> its links in model.frames order
+    for frame in model.frames:
+        frames.setdefault(frame.name, frame)
+        if frame.name not in anchors:
+            links.setdefault(frame.joint, []).append(frame.name)
+    bodies = []
+    for body in model.bodies:
+        last = body.joints[-1]
+        own = frames[body.name]
+        com = own.rotation.T @ (model.body_com[last] - own.translation)
+        bodies.append({
+            "name": body.name, "joint": model.joint_names[last],
+            "joints": [model.joint_names[j] for j in body.joints],
+            "mass": float(model.body_mass[list(body.joints)].sum()), "com": com.tolist(),
+            "links": links.get(last, []),
+        })
+    return bodies
+
+
+def layout_document(model) -> dict:
+    """Every entry of q and v: its index, joint and component (and, for v, its frame)."""
+    q_entries, v_entries = [], []
+    for j, name in enumerate(model.joint_names):
+        joint = model.joint_models[j]
+        for k, part in enumerate(joint.q_parts):
+            q_entries.append({"index": int(model.idx_q[j]) + k, "joint": name, "part": part})
+        for k, part in enumerate(naming.v_parts(joint)):
+            v_entries.append({"index": int(model.idx_v[j]) + k, "joint": name, "part": part,
+                              "frame": joint.velocity_frame})
+    return {"q": q_entries, "v": v_entries}
+
+
+def tree_document(model) -> list[dict]:
+    """Per joint in tree order: depth, children, support (root .. joint) and subtree."""
+    names = model.joint_names
+    children = joint_children(model)
+    supports: list[list[str]] = []
+    tree = []
+    for j, name in enumerate(names):
+        parent = model.parent[j]  # parents come first
+        support = (supports[parent] if parent >= 0 else []) + [name]
+        supports.append(support)
+        first = int(model.idx_v[j])
+        tree.append({
+            "joint": name, "depth": len(support) - 1,
+            "children": [names[c] for c in children[j]],
+            "support": support,
+            "subtree": list(names[j:model.subtree_end[j]]),
+            "dofs": [first, first + int(model.nv_joint[j])],
+            "subtree_dofs": [first, first + int(model.nv_subtree[j])],
+        })
+    return tree
+
+
+def tree_lines(model) -> list[str]:
+    """An indented ASCII drawing of the tree: joint (type) -> body [mass], dofs, subtree.
+
+    The joints of an MJCF body with several joints follow each other; its mass is shown at
+    the last one. Drawn depth first with a stack of (joint, prefix, last child): a chain of
+    a thousand joints is deeper than Python's recursion limit."""
+    lines = ["world"]
+    children = joint_children(model)
+    roots = [j for j in range(model.njoints) if model.parent[j] < 0]
+    stack = [(root, "", index == len(roots) - 1) for index, root in enumerate(roots)][::-1]
+    while stack:
+        j, prefix, last = stack.pop()
+        first, own = int(model.idx_v[j]), int(model.nv_joint[j])
+        dofs = f"v[{first}]" if own == 1 else f"v[{first}:{first + own}]"
+        subtree = f"v[{first}:{first + int(model.nv_subtree[j])}]"
+        body = model.body_names[j]
+        mass = (f" [{model.body_mass[j]:g} kg]" if j + 1 == model.njoints
+                or model.body_names[j + 1] != body or model.parent[j + 1] != j else "")
+        lines.append(f"{prefix}{'`- ' if last else '|- '}{model.joint_names[j]} "
+                     f"({model.public_type(j)}) -> {body}{mass}  {dofs}, supports {subtree}")
+        below = prefix + ("   " if last else "|  ")
+        stack += [(child, below, index == len(children[j]) - 1)
+                  for index, child in enumerate(children[j])][::-1]
+    return lines
+
+
+def joint_children(model) -> list[list[int]]:
+    """The children of each joint (nj lists), in tree order."""
+    children: list[list[int]] = [[] for _ in range(model.njoints)]
+    for j, parent in enumerate(model.parent):
+        if parent >= 0:
+            children[parent].append(j)
+    return children
+
+
+JOINT_COLUMNS = ("name", "type", "parent", "idx_q", "nq", "idx_v", "nv", "nv_subtree", "body")
+
+
+def info_csv(document: dict, stream) -> None:
+    """The joints of ``info`` as CSV, one row per joint in tree order."""
+    writer = csv.writer(stream, lineterminator="\n")
+    writer.writerow(JOINT_COLUMNS)
+    writer.writerows([joint[c] for c in JOINT_COLUMNS] for joint in document["joints"])
+
+
+def info_table(document: dict, model=None) -> str:
+    """The info document for people; with ``model``, the tree is drawn too."""
+    d = document
+    joints = table([[joint[c] for c in JOINT_COLUMNS] for joint in d["joints"]],
+                   JOINT_COLUMNS)
+    bodies = table([[b["name"], ", ".join(b["joints"]), b["mass"], ", ".join(b["links"])]
+                    for b in d["bodies"]], ["body", "joints", "mass [kg]", "links"],
+                   maxcolwidths=[None, 40, None, 60])
+    mimics = [f"  {j['name']} = {j['mimic']['multiplier']:g} * {j['mimic']['joint']} "
+              f"+ {j['mimic']['offset']:g}" for j in d["joints"] if "mimic" in j]
+    ignored = ", ".join(f"{count} <{tag}>" for tag, count in sorted(d["ignored"].items()))
+    lines = [
+        f"model {d['name']} ({d['format']}, {d['source']}): nq={d['nq']}, nv={d['nv']}, "
+        f"{len(d['joints'])} joints",
+        *(["", "tree (joint (type) -> body [mass], its dofs, the dofs it supports):",
+            *tree_lines(model)] if model is not None else []),
+        "", "joints in tree order:", joints,
+        "", "bodies (links welded by fixed joints are merged into their body):", bodies,
+        "", "coordinate layout" + (" (q = qpos, v = qvel):" if d["format"] == "mjcf"
+                                   else ":"), layout_table(d["layout"]),
+        "",
+        f"welded to the world: {', '.join(d['world_links']) or 'nothing'} "
+        f"(mass {d['world_mass']:g} kg, no effect on the dynamics)",
+        f"total mass: {d['total_mass']:g} kg"
+        + (" (MuJoCo's, with the bodies welded to the world)"
+           if d["format"] == "mjcf" and d["world_mass"] else ""),
+        "gravity: " + ", ".join(f"{g:g}" for g in d["gravity"]) + " m/s^2",
+        "mimic joints (reported, not enforced):" + ("" if mimics else " none"),
+        *mimics,
+        f"ignored by the parser: {ignored or 'nothing'}",
+    ]
+    return "\n".join(lines)
+
+
+def layout_table(layout: dict) -> str:
+    """q and v entries side by side: index, joint, component; v's frame once per joint."""
+    rows = []
+    for k in range(max(len(layout["q"]), len(layout["v"]))):
+        q = layout["q"][k] if k < len(layout["q"]) else None
+        v = layout["v"][k] if k < len(layout["v"]) else None
+        first_of_joint = v is not None and (k == 0 or layout["v"][k - 1]["joint"] != v["joint"])
+        rows.append([k,
+                     f"{q['joint']}.{q['part']}" if q else "",
+                     f"{v['joint']}.{v['part']}" if v else "",
+                     v["frame"] if first_of_joint else ""])
+    return table(rows, ["index", "q", "v", "v expressed in"])

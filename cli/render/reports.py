@@ -1,0 +1,334 @@
+"""Rendering the diagnostics: JSON documents, tables for people, GitHub annotations.
+
+JSON documents hold plain Python numbers (repr-exact through ``json.dumps``); values that
+are not finite become ``null``. ``tabulate`` is imported only when a table is printed.
+"""
+from __future__ import annotations
+
+import csv
+import math
+from collections import Counter
+from collections.abc import Sequence
+
+import numpy as np
+
+from treedyn.engine.analysis.plain import plain as plain_data
+
+from ..naming import listing
+from .table import table
+
+SEVERITY_ORDER = {"error": 0, "warning": 1, "info": 2}
+
+
+def plain(value):
+    """``value`` with numpy types as Python ones and non-finite floats as None."""
+    return plain_data(value, nulls=True)
+
+
+# ----------------------------------------------------------------------------- check-inertia
+
+def finding_document(finding, fmt: str) -> dict:
+    document = {"body": finding.body, "check": finding.check, "severity": finding.severity,
+                "message": finding.message, "value": plain(finding.value),
+                "status": finding.status, "margin": plain(finding.margin),
+                "file": finding.source.file, "line": finding.source.line,
+                "scope": finding.scope, "details": plain(finding.details)}
+    if finding.links:
+        document["links"] = list(finding.links)
+    if finding.fix is not None:
+        document["fix"] = fix_document(finding.fix, fmt)
+    return document
+
+
+def fix_document(fix, fmt: str) -> dict:
+    return {"mass": plain(fix.mass), "com": plain(fix.com), "inertia": plain(fix.inertia),
+            "inertia_as_written": plain(fix.tensor_as_written()), "reason": fix.reason,
+            "element": fix_element(fix, fmt)}
+
+
+def check_summary(report) -> dict:
+    """{check: {"pass": n, "fail": n, "skip": n, "errors": n, "warnings": n}}."""
+    summary: dict[str, Counter] = {}
+    for finding in report.findings:
+        counts = summary.setdefault(finding.check, Counter())
+        counts[finding.status] += 1
+        if finding.status == "fail":
+            counts["errors" if finding.severity == "error" else "warnings"] += 1
+    keys = ("pass", "fail", "skip", "errors", "warnings")
+    return {check: {key: counts[key] for key in keys} for check, counts in summary.items()}
+
+
+def inertia_document(report, model) -> dict:
+    return {"ok": report.ok, "model": model.name, "source": model.source,
+            "findings": [finding_document(f, model.format) for f in report.findings],
+            "summary": check_summary(report)}
+
+
+FINDING_COLUMNS = ("body", "check", "severity", "status", "value", "margin", "file", "line",
+                   "scope", "message")
+
+
+def inertia_csv(report, stream, fmt: str, fixes: bool = False) -> None:
+    """One row per finding; list values (principal moments) joined with spaces; with
+    ``fixes`` (--fix) a last column ``fix`` holds the suggested element."""
+    writer = csv.writer(stream, lineterminator="\n")
+    columns = FINDING_COLUMNS + (("fix",) if fixes else ())
+    writer.writerow(columns)
+    for finding in report.findings:
+        row = finding_document(finding, fmt)
+        value = row["value"]
+        row["value"] = " ".join(map(repr, value)) if isinstance(value, list) else value
+        row["fix"] = row["fix"]["element"] if "fix" in row else None
+        writer.writerow(["" if row[c] is None else row[c] for c in columns])
+
+
+def inertia_table(report, model, show_all: bool) -> str:
+    shown = [f for f in report.findings if show_all or f.status == "fail"]
+    shown.sort(key=lambda f: SEVERITY_ORDER[f.severity])
+    rows = [[f.severity, f.body + (" (body)" if f.scope == "body" else ""), f.check,
+             _where(f.source, model.source), f.message] for f in shown]
+    errors = sum(f.severity == "error" for f in report.findings)
+    warnings = sum(f.severity == "warning" for f in report.findings)
+    summary = check_summary(report)
+    counts = table([[check, c["pass"], c["warnings"], c["errors"], c["skip"]]
+                    for check, c in summary.items()],
+                   ["check", "pass", "warning", "error", "skipped"])
+    lines = [f"check-inertia {model.name} ({model.format}, {model.source}): "
+             f"{len(report.findings)} findings", ""]
+    if rows:
+        lines += [table(rows, ["severity", "body", "check", "line", "message"],
+                        maxcolwidths=[None, None, None, None, 90]), ""]
+    elif not show_all:
+        lines += ["no errors or warnings", ""]
+    lines += [counts, "", _fixes(report, model.format), _verdict(errors, warnings, show_all)]
+    return "\n".join(line for line in lines if line is not None).replace("\n\n\n", "\n\n")
+
+
+def _verdict(errors: int, warnings: int, show_all: bool) -> str:
+    hint = "" if show_all else " (--all lists the passing checks too)"
+    status = "FAILED" if errors else "ok"
+    return f"{status}: {errors} error(s), {warnings} warning(s){hint}"
+
+
+def _fixes(report, fmt: str) -> str | None:
+    """The suggested inertias, one per link and reason (printed, never applied)."""
+    seen, blocks = set(), []
+    for finding in report.findings:
+        fix = finding.fix
+        if fix is None or (finding.body, fix.reason) in seen:
+            continue
+        seen.add((finding.body, fix.reason))
+        blocks.append(f"{finding.body} ({_where(finding.source)}, {finding.check}): "
+                      f"{fix.reason}\n  {fix_element(fix, fmt)}")
+    if not blocks:
+        return None
+    return "\n".join(["suggested inertias (--fix; not applied, paste to use):", *blocks, ""])
+
+
+def fix_element(fix, fmt: str) -> str:
+    """The fix in the file's own terms: URDF <mass>/<inertia>, a whole MJCF <inertial>.
+
+    The URDF tensor is written in the frame of the element's own <origin rpy>, so only the
+    <inertia> line needs replacing. The MJCF element replaces the old one whole (MuJoCo
+    forbids ``quat`` beside ``fullinertia``): ``pos`` and ``fullinertia`` in the <body>
+    frame, where MuJoCo reads them (with alignfree too).
+    """
+    if fmt == "mjcf":
+        com, t = fix.in_file_frame()
+        t = _denoised(t)
+        return (f'<inertial mass="{fix.mass:.9g}" pos="{_vec(com)}" fullinertia="'
+                f'{_vec([t[0, 0], t[1, 1], t[2, 2], t[0, 1], t[0, 2], t[1, 2]])}"/>')
+    t = _denoised(fix.tensor_as_written())
+    return (f'<mass value="{fix.mass:.9g}"/> <inertia ixx="{t[0, 0]:.9g}" ixy="{t[0, 1]:.9g}" '
+            f'ixz="{t[0, 2]:.9g}" iyy="{t[1, 1]:.9g}" iyz="{t[1, 2]:.9g}" izz="{t[2, 2]:.9g}"/>')
+
+
+def _denoised(tensor: np.ndarray) -> np.ndarray:
+    """Entries below 1e-12 of the largest set to zero (rounding noise of the rotations)."""
+    return np.where(np.abs(tensor) > 1e-12 * np.abs(tensor).max(initial=0.0), tensor, 0.0)
+
+
+def _vec(values) -> str:
+    return " ".join(f"{float(v):.9g}" for v in values)
+
+
+def _where(source, model_file: str = "") -> str:
+    """file:line, or the line alone in the model's own file (named in the header)."""
+    if not source.file:
+        return "-"
+    if source.file == model_file:
+        return str(source.line) if source.line else "-"
+    return f"{source.file}:{source.line}" if source.line else source.file
+
+
+def missing_meshes(geometry: dict) -> str:
+    """The warning for the links whose meshes were not found ("" when none is missing)."""
+    meshes = list(dict.fromkeys(mesh for link in geometry.values() for mesh in link.missing))
+    if not meshes:
+        return ""
+    skipped = sum(bool(link.missing) for link in geometry.values())
+    return (f"{len(meshes)} mesh file(s) not found ({listing(meshes, 2)}): the geometry "
+            f"checks of {skipped} link(s) were skipped (package:// is looked up above the "
+            "model and in ROS_PACKAGE_PATH and AMENT_PREFIX_PATH)")
+
+
+def github_warning(path: str, title: str, text: str) -> str:
+    """One GitHub Actions ``::warning`` annotation for the file ``path``."""
+    return (f"::warning file={escape_property(path)},title={escape_property(title)}::"
+            f"{escape_data(text)}")
+
+
+def github_annotations(report, fmt: str) -> str:
+    """``::error file=...,line=...,title=...::message`` per error and warning (with the
+    suggested element on a second line of the message under --fix)."""
+    lines = []
+    for f in report.findings:
+        if f.status != "fail":
+            continue
+        kind = "error" if f.severity == "error" else "warning"
+        properties = f"file={escape_property(f.source.file)}"
+        if f.source.line:
+            properties += f",line={f.source.line}"
+        properties += f",title={escape_property(f'dyn check-inertia: {f.check} ({f.body})')}"
+        message = f"{f.body}: {f.message}"
+        if f.fix is not None:
+            message += f"\nsuggested ({f.fix.reason}): {fix_element(f.fix, fmt)}"
+        lines.append(f"::{kind} {properties}::{escape_data(message)}")
+    return "\n".join(lines)
+
+
+def escape_data(text: str) -> str:
+    return text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+
+
+def escape_property(text: str) -> str:
+    return escape_data(text).replace(":", "%3A").replace(",", "%2C")
+
+
+# ----------------------------------------------------------------------------- condition
+
+def condition_document(report, model, labels: Sequence[str], options) -> dict:
+    worst = report.worst
+    eigen = report.eigenvalues
+    return {
+        "model": model.name, "samples": int(len(report.q)), "seed": options.seed,
+        "cond": {"min": plain(float(np.min(report.cond))),
+                 "median": plain(float(np.median(report.cond))),
+                 "max": plain(float(report.cond[worst]))},
+        "worst": {"sample": worst, "q": plain(report.q[worst]), "cond": plain(report.cond[worst]),
+                  "lambda_min": plain(eigen[worst, 0]), "lambda_max": plain(eigen[worst, -1]),
+                  "weakest_direction": {label: plain(c) for label, c in
+                                        zip(labels, report.weakest)}},
+        "d_blocks": [{"joint": b.joint, "d_min": plain(b.d_min), "ratio": plain(b.ratio),
+                      "d_cond": plain(b.d_cond)} for b in report.blocks],
+        "mass_ratios": [{"parent": r.parent, "child": r.child, "parent_mass": r.parent_mass,
+                         "child_mass": r.child_mass, "ratio": plain(r.ratio)}
+                        for r in report.mass_ratios],
+        "thresholds": {"max_cond": options.max_cond, "max_mass_ratio": options.max_mass_ratio,
+                       "min_block_ratio": options.min_block_ratio},
+        "warnings": list(report.warnings),
+    }
+
+
+def empty_condition_document(model, options, note: str) -> dict:
+    """condition_document's keys for a model without dofs: no samples, nulls, a note."""
+    return {"model": model.name, "samples": 0, "seed": options.seed, "cond": None,
+            "worst": None, "d_blocks": [], "mass_ratios": [],
+            "thresholds": {"max_cond": options.max_cond,
+                           "max_mass_ratio": options.max_mass_ratio,
+                           "min_block_ratio": options.min_block_ratio},
+            "warnings": [], "note": note}
+
+
+def condition_csv(report, q_names: Sequence[str], stream) -> None:
+    """One row per sampled configuration: cond(M), its extreme eigenvalues and q (the header
+    alone for ``report`` None, a model without dofs)."""
+    writer = csv.writer(stream, lineterminator="\n")
+    writer.writerow(["sample", "cond", "lambda_min", "lambda_max", *[f"q:{n}" for n in q_names]])
+    for n, q in enumerate(() if report is None else report.q):
+        writer.writerow([n, *[float(x) for x in (report.cond[n], report.eigenvalues[n, 0],
+                                                 report.eigenvalues[n, -1])], *q.tolist()])
+
+
+def weakest_direction(vector: np.ndarray, names: Sequence[str], count: int = 4) -> str:
+    """The largest components of a unit vector, named: '+0.98 wrist_3, -0.2 wrist_2'."""
+    order = np.argsort(-np.abs(vector))[:count]
+    return ", ".join(f"{vector[i]:+.3g} {names[i]}" for i in order if abs(vector[i]) >= 1e-3)
+
+
+def condition_table(report, model, names: Sequence[str], q_names: Sequence[str], options,
+                    top: int = 10) -> str:
+    worst, eigen = report.worst, report.eigenvalues
+    blocks = sorted(report.blocks, key=lambda b: b.ratio)[:top]
+    block_rows = [[b.joint, b.d_min, b.ratio, b.d_cond] for b in blocks]
+    ratio_rows = [[r.parent, r.child, r.parent_mass, r.child_mass, r.ratio]
+                  for r in report.mass_ratios[:top]]
+    configuration = ", ".join(f"{name}={value:.4g}" for name, value in zip(q_names,
+                                                                            report.q[worst]))
+    lines = [
+        f"cond(M) of {model.name} over {len(report.q)} configurations (neutral first, then "
+        f"random within the limits, seed {options.seed}):",
+        f"  min {np.min(report.cond):.4g}, median {np.median(report.cond):.4g}, "
+        f"max {report.cond[worst]:.4g} (warning above {options.max_cond:.3g})",
+        f"worst configuration (sample {worst}): {configuration or '(no coordinates)'}",
+        f"weakest direction there (lambda_min = {eigen[worst, 0]:.4g}, lambda_max = "
+        f"{eigen[worst, -1]:.4g}): {weakest_direction(report.weakest, names)}",
+        "",
+        f"ABA's local D-blocks, worst over the samples (smallest {len(blocks)} of "
+        f"{len(report.blocks)}; ratio = lambda_min(D) / lambda_max(M), cond(M) >= 1/ratio):",
+        table(block_rows, ["joint", "lambda_min(D)", "ratio", "cond(D)"]),
+        "",
+        "parent/child body mass ratios (largest first):",
+        table(ratio_rows, ["parent", "child", "parent kg", "child kg", "ratio"])
+        if ratio_rows else "  (no parent/child pairs)",
+        "",
+        "warnings:" + ("" if report.warnings else " none"),
+        *[f"  {w}" for w in report.warnings],
+    ]
+    return "\n".join(lines)
+
+
+# ----------------------------------------------------------------------------- verify
+
+def verify_note(result) -> str:
+    """A verify result's note in the command line's terms (the engine gives a reason)."""
+    if result.reason == "fixed-base":
+        return "fixed base (a URDF floats with --free-flyer, an MJCF body with <freejoint>)"
+    if result.reason == "singular":
+        return f"{result.note} (see dyn check-inertia)"
+    return result.note
+
+
+def verify_document(report, model, options) -> dict:
+    return {"ok": report.ok, "model": model.name, "states": report.states,
+            "seed": options.seed,
+            "identities": [{"name": r.name, "identity": r.identity,
+                            "residual": plain(r.residual), "tolerance": plain(r.tolerance),
+                            "status": r.status, "note": verify_note(r)} for r in report.results]}
+
+
+def verify_csv(report, stream) -> None:
+    writer = csv.writer(stream, lineterminator="\n")
+    writer.writerow(["name", "residual", "tolerance", "status", "identity", "note"])
+    for r in report.results:
+        writer.writerow([r.name, r.residual, r.tolerance, r.status, r.identity, verify_note(r)])
+
+
+def verify_table(report, model, options) -> str:
+    rows = [[r.status, r.name, _number(r.residual), _number(r.tolerance), verify_note(r)]
+            for r in report.results]
+    failed = sum(r.status == "fail" for r in report.results)
+    skipped = [r.name for r in report.results if r.status == "skip"]
+    identities = [f"  {r.name}: {r.identity}" for r in report.results]
+    return "\n".join([
+        f"verify {model.name}: {report.states} random states (seed {options.seed}), "
+        f"nq={model.nq}, nv={model.nv}; residual = max|lhs - rhs| / max(1, max|rhs|)",
+        table(rows, ["status", "identity", "residual", "tolerance", "note"]),
+        "", "identities:", *identities, "",
+        f"{'FAILED' if failed else 'ok'}: {failed} of {len(rows)} identities failed"
+        + (f"; {len(skipped)} not checked ({', '.join(skipped)})" if skipped else ""),
+    ])
+
+
+def _number(value: float) -> str:
+    return "-" if not math.isfinite(value) else f"{value:.3g}"

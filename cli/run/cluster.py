@@ -1,0 +1,663 @@
+"""Many input files, and ``--scheduler``: the dynamics commands on a Dask cluster.
+
+``dyn inverse MODEL --input 'logs/*.npz' --output out/ --scheduler tcp://HOST:8786`` (or
+``--scheduler local`` for a :class:`distributed.LocalCluster` of 2 single-threaded worker
+processes on this machine) expands the pattern here, reads the .npz headers to count the
+states of each file, and submits one task per file, or per block of about
+:data:`ROWS_PER_TASK` states of a large file. A task loads the model once per worker process
+and model version (see :func:`worker_model`), reads its rows of the .npz, runs the same chunks
+through the same batched engine calls as the single-machine path (blocks start on chunk
+boundaries) and writes ``out/<input stem>.npz``, or a raw part file that a last task per
+file assembles into it. The arrays are those ``--output FILE.npz`` holds (``tau``, ``a`` or
+``M``, and ``dofs``), so the numbers are identical. Input and output paths must be visible
+to the workers at the same path (a shared file system; always true for ``local``).
+
+Every file a task writes (``.raw``, ``.partK``, ``.tmp``) is created empty by the client
+before the tasks are submitted, and tasks only open it (never create it): a stopped run's
+cleanup removes these names, so a task still running on the cluster afterwards (Ctrl-C, a
+lost scheduler) fails to open or rename them instead of leaving a file in the output folder;
+an output appears only complete, renamed from its ``.tmp``.
+
+Without ``--scheduler`` a pattern (or an --output directory) runs the single-machine
+streaming path once per file, writing ``out/<input stem>.npz``.
+
+Dask is imported only here and only when ``--scheduler`` is given.
+"""
+from __future__ import annotations
+
+import contextlib
+import functools
+import glob
+import os
+import shutil
+import signal
+import sys
+import threading
+from dataclasses import replace
+
+import numpy as np
+
+from ..errors import Ended, UsageError
+from ..io.layout import Layout
+from ..io.model import load
+from ..io.npz import npz_members
+from ..io.source import INPUT_FORMATS, Input
+from ..io.vectors import States, parse_fext, parse_gravity, pop_q
+from .compute import compute
+from .pool import ended_by_signals
+from .progress import Progress, wanted
+from .request import RESULT_KEY, chunk_states
+from .stream import stream
+
+ROWS_PER_TASK = 100_000  # states per task at most (rounded down to whole chunks)
+EXTRA = "--scheduler needs the optional extra: pip install 'treedyn[dask]'"
+CONNECT_SECONDS = 30  # --scheduler tcp://...: connecting and the scheduler's first answer
+_MODELS: dict = {}  # (path, free_flyer) -> (model digest, Model), per worker process
+
+
+def wants_many(request) -> bool:
+    """--scheduler, a glob pattern that names no file as is, or an --output directory."""
+    output = request.output
+    if (output is not None and os.path.isdir(output) and not output.endswith(("/", os.sep))
+            and os.path.splitext(output)[1].lower() in (".jsonl", ".csv", ".npz")):
+        raise UsageError(f"{output}: is a directory, not the {os.path.splitext(output)[1]} "
+                         "file its name asks for (write DIR/ for one .npz per input file)")
+    if getattr(request, "scheduler", None) is not None:
+        return True
+    if request.input is None or request.input == "-":
+        return False
+    pattern = glob.has_magic(request.input) and not os.path.exists(request.input)
+    return pattern or (output is not None and is_directory(output))
+
+
+def is_directory(path: str) -> bool:
+    return path.endswith(("/", os.sep)) or os.path.isdir(path)
+
+
+def expand(pattern: str) -> list[str]:
+    """The input files: ``pattern`` itself when it names a file (``run[1].npz``), else the
+    files its glob matches, sorted."""
+    literal = not glob.has_magic(pattern) or os.path.exists(pattern)
+    files = [pattern] if literal else sorted(glob.glob(pattern))
+    if not files:
+        raise UsageError(f"{pattern}: no file matches")
+    return files
+
+
+def targets(request, files: list[str]) -> list[str]:
+    """out/<stem>.npz for each input file, checked (the output directory is not made yet)."""
+    if request.output is None:
+        raise UsageError("dyn: several input files (or --scheduler) need --output DIR/ "
+                         "(one <input stem>.npz per input file)")
+    if not is_directory(request.output):
+        raise UsageError(f"dyn: --output {request.output} must be a directory (end it with "
+                         "/) with several input files or --scheduler: each input file "
+                         "gives DIR/<input stem>.npz")
+    if request.format is not None and request.format != "npz":
+        raise UsageError(f"dyn: --format {request.format} conflicts with --output "
+                         "DIR/: the files written there are .npz")
+    outputs = [os.path.join(request.output, os.path.splitext(os.path.basename(f))[0] + ".npz")
+               for f in files]
+    refuse_same_stem(files, outputs)
+    refuse_overwrite(files, outputs)
+    return outputs
+
+
+def refuse_same_stem(files: list[str], outputs: list[str]) -> None:
+    """Two inputs with one stem (a/x.npz and b/x.npz) would write the same output file."""
+    first = {}
+    for path, output in zip(files, outputs):
+        if output in first:
+            raise UsageError(f"dyn: {first[output]} and {path} have the same stem: both "
+                             f"would be written to {output}")
+        first[output] = path
+
+
+def refuse_overwrite(files: list[str], outputs: list[str]) -> None:
+    """An output that is one of the inputs (the same path, through a symbolic link, or a
+    hard link) would be truncated while it is read, or replaced by the results.
+
+    Files are compared by real path, and an output that exists also by device and inode,
+    as :func:`os.path.samefile` does (one stat per file, not one per pair).
+    """
+    paths = {os.path.realpath(path): path for path in files}
+    inodes = {inode(path): path for path in files}
+    inodes.pop(None, None)  # inputs that do not exist (they fail later, as unreadable)
+    for output in outputs:
+        path = paths.get(os.path.realpath(output)) or inodes.get(inode(output))
+        if path is not None:
+            raise UsageError(f"dyn: --output {output} would overwrite the input {path}; "
+                             "choose another output folder")
+
+
+def inode(path: str):
+    """(device, inode) of an existing file, else None."""
+    try:
+        status = os.stat(path)
+    except (OSError, ValueError):
+        return None
+    return status.st_dev, status.st_ino
+
+
+def make_folder(path: str) -> None:
+    try:
+        os.makedirs(path, exist_ok=True)
+    except OSError as error:
+        raise UsageError(f"{path}: cannot create ({error.strerror or error})") from None
+
+
+def solve_many(request, layout: Layout, gravity, wrenches) -> None:
+    """Entry point from :func:`treedyn.cli.main.solve` when :func:`wants_many` says so."""
+    if request.scheduler is not None:
+        require_dask()
+    files = expand(request.input)
+    outputs = targets(request, files)
+    if request.scheduler is not None:
+        for path in files:
+            if INPUT_FORMATS.get(os.path.splitext(path)[1].lower()) != "npz":
+                raise UsageError(f"{path}: --scheduler reads .npz inputs only")
+    counts = checked_counts(files, layout, tuple(request.vectors),
+                            warns=request.scheduler is not None)  # else the runs warn
+    make_folder(request.output)
+    if request.scheduler is None:
+        run_here(request, layout, gravity, wrenches, files, outputs)
+        return
+    client, cluster = connect(request.scheduler)
+    # SIGTERM and SIGHUP (kill, timeout, a cancelled CI job) end dyn as ever, after the
+    # cleanup a Ctrl-C gets: the finished outputs kept, the placeholders removed
+    with ended_by_signals():
+        try:
+            run_on_cluster(client, request, layout, files, outputs, counts)
+        finally:
+            client.close()
+            if cluster is not None:
+                cluster.close()
+
+
+def checked_counts(files: list[str], layout: Layout, kinds,
+                   warns: bool = True) -> list[int | None]:
+    """The number of states of each .npz input (None for a text input), every input
+    checked before anything is written or submitted, so that a bad later file fails the
+    run up front rather than halfway: its format known, the file readable and, for an
+    .npz, its arrays (from their headers; a text file's rows are checked as it is read)."""
+    counts = []
+    try:
+        for path in files:
+            if INPUT_FORMATS.get(os.path.splitext(path)[1].lower()) == "npz":
+                counts.append(states_in(path, layout, kinds, warns))
+            else:
+                Input.open(path).stream.close()
+                counts.append(None)
+    except UsageError as error:
+        raise UsageError(f"{error}; nothing was written") from None
+    return counts
+
+
+def run_here(request, layout: Layout, gravity, wrenches, files, outputs) -> None:
+    """Each file in turn through the single-machine streaming path; an error in one (a bad
+    row) also says how many output files, those of the inputs before it, were completed."""
+    for done, (path, output) in enumerate(zip(files, outputs)):
+        try:
+            stream(replace(request, input=path, output=output), layout, gravity, wrenches)
+        except UsageError as error:
+            if len(files) == 1:
+                raise
+            raise UsageError(f"{error}; {done} of {len(files)} output files were completed "
+                             "and kept") from None
+
+
+def require_dask():
+    """The dask.distributed module, or the one-line error naming the optional extra."""
+    try:
+        import distributed
+    except ImportError:
+        raise UsageError(EXTRA) from None
+    return distributed
+
+
+def connect(address: str):
+    """A dask.distributed Client for ``address`` ('local': a LocalCluster here).
+
+    The dyn program lets SIGPIPE end it quietly when its stdout reader goes away; with
+    sockets to a cluster, a peer closing a connection must be an error the client handles,
+    not the end of dyn, so SIGPIPE is ignored again (Python's default) from here on.
+    Distributed's own log lines are silenced: what goes wrong is dyn's one line.
+
+    A tcp address is first asked who it is (distributed's ``identity`` call), the
+    connection and the answer bounded by :data:`CONNECT_SECONDS` in all: anything but a
+    Dask scheduler answering in time (a closed port, an HTTP server such as the dashboard's
+    port, a service that greets first) is one line, exit 2, not a hang or a MemoryError.
+    """
+    if hasattr(signal, "SIGPIPE") and threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGPIPE, signal.SIG_IGN)
+    distributed = require_dask()
+    quiet_logs()
+    if address == "local":
+        return local_cluster(distributed)
+    check_scheduler(address)
+    try:
+        return distributed.Client(address, timeout=f"{CONNECT_SECONDS}s"), None
+    except Exception as error:  # noqa: BLE001 -- any failure to connect is the user's address
+        raise UsageError(not_a_scheduler(address, error)) from None
+
+
+def quiet_logs() -> None:
+    """Silence the log records of distributed in this process (a lost scheduler logs ~30
+    lines of errors and tracebacks; dyn reports it in one line)."""
+    import logging
+
+    for name in ["distributed", *logging.root.manager.loggerDict]:
+        if name == "distributed" or name.startswith("distributed."):
+            logging.getLogger(name).setLevel(logging.CRITICAL)
+
+
+def local_cluster(distributed):
+    """A LocalCluster of 2 single-threaded worker processes, and its Client.
+
+    Its scheduler's HTTP server (distributed always starts one) listens on a free port of
+    127.0.0.1, with no dashboard: port 8787 taken by another cluster is no warning. A
+    terminal's Ctrl-C goes to the whole process group, the worker processes too, which
+    would print tracebacks: they are started with SIGINT ignored (inherited), so only dyn
+    takes it, cleans up and closes them. The price: a Ctrl-C in the seconds the cluster
+    takes to start (SIGINT ignored here too) is lost; press it again once it runs.
+    """
+    import logging
+
+    ignoring = threading.current_thread() is threading.main_thread()
+    saved = signal.signal(signal.SIGINT, signal.SIG_IGN) if ignoring else None
+    cluster = client = None
+    try:
+        cluster = distributed.LocalCluster(
+            n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None,
+            scheduler_kwargs={"dashboard_address": "127.0.0.1:0"},
+            silence_logs=logging.CRITICAL)
+        client = distributed.Client(cluster)
+    except BaseException:
+        if client is not None:
+            client.close()
+        if cluster is not None:
+            cluster.close()
+        raise
+    finally:
+        if ignoring:
+            signal.signal(signal.SIGINT, saved)
+    return client, cluster
+
+
+def check_scheduler(address: str) -> None:
+    """A one-line UsageError unless the tcp ``address`` answers as a Dask scheduler within
+    :data:`CONNECT_SECONDS` (other protocols go straight to the Client)."""
+    import asyncio
+
+    from distributed.comm import parse_address
+    from distributed.core import rpc
+
+    try:
+        scheme = parse_address(address)[0]
+    except ValueError as error:
+        raise UsageError(not_a_scheduler(address, error)) from None
+    if scheme != "tcp":
+        return
+
+    async def identity():
+        remote = rpc(address, timeout=CONNECT_SECONDS)
+        try:
+            return await remote.identity()
+        finally:
+            await remote.close_rpc()
+
+    try:
+        answer = asyncio.run(asyncio.wait_for(identity(), CONNECT_SECONDS))
+    except Exception as error:  # noqa: BLE001 -- a MemoryError too: a banner read as a size
+        raise UsageError(not_a_scheduler(address, error)) from None
+    kind = answer.get("type") if isinstance(answer, dict) else None
+    if kind != "Scheduler":
+        raise UsageError(not_a_scheduler(address, f"it answered as {kind or 'something else'}"))
+
+
+def not_a_scheduler(address: str, error) -> str:
+    """The one line for an address that gave no Dask scheduler (``error``: why)."""
+    import asyncio
+
+    if isinstance(error, (asyncio.TimeoutError, TimeoutError)):
+        error = f"no answer in {CONNECT_SECONDS} s"
+    detail = " ".join(str(error).split()) or type(error).__name__
+    return f"{address}: not a Dask scheduler, or not answering ({detail})"
+
+
+def run_on_cluster(client, request, layout: Layout, files, outputs, counts) -> None:
+    """One task per file or block of rows, a last task per file assembling the parts.
+
+    The inputs were checked (:func:`checked_counts`) before the first task is submitted;
+    anything that fails from then on (a bad row, a failed submission, Ctrl-C, a lost
+    scheduler) goes through the same cleanup, which keeps the files that finished (as
+    recorded when they finished: a cancelled or lost future no longer says so) and removes
+    the others; the line (or, after Ctrl-C, a line before exit 130) says how many were kept.
+    A bad row reported is the earliest of the first failing input.
+    """
+    import distributed
+
+    size = chunk_states(request.command, layout)
+    per_task = ROWS_PER_TASK // size * size if ROWS_PER_TASK >= size else ROWS_PER_TASK
+    model = os.path.abspath(request.model)
+    try:
+        digest = model_digest(layout.model)
+    except OSError as error:
+        raise UsageError(f"{request.model}: cannot read ({error.strerror or error})") from None
+    job = {"command": request.command, "model": model, "digest": digest,
+           "free_flyer": request.free_flyer, "degrees": request.degrees,
+           "gravity": request.gravity, "fext": request.fext, "kinds": tuple(request.vectors),
+           "size": size, "sparsity": request.sparsity}
+    futures, written = [], []  # per input file: its final task, and the files it writes
+    finished = set()  # the inputs whose final task finished: their output is complete
+    states = {}  # computing task -> its number of states, for the progress bar
+    before = {os.path.abspath(output): snapshot(output) for output in outputs}
+    progress = Progress(wanted(request.quiet, results_on_stdout=False))
+    try:
+        for path, output, count in zip(files, outputs, counts):
+            blocks = [(start, min(start + per_task, count))
+                      for start in range(0, count, per_task)] or [(0, 0)]
+            output = os.path.abspath(output)
+            parts = ([output + ".raw"] if len(blocks) == 1
+                     else [f"{output}.part{k}" for k in range(len(blocks))])
+            # before creating or submitting anything: cleaned up if that fails; the output
+            # last, so that a task renaming its .tmp during the cleanup leaves nothing
+            written.append([*parts, output + ".tmp", output])
+            create_empty([*parts, output + ".tmp"])
+            futures.append(submit(client, job, os.path.abspath(path), blocks, parts, output,
+                                  states))
+        final = {future: k for k, future in enumerate(futures)}
+        total = sum(states.values())
+        for done in distributed.as_completed(list(dict.fromkeys([*states, *futures]))):
+            if done.status == "finished":
+                if done in states:
+                    progress.advance(states[done], total)
+                if done in final:
+                    finished.add(final[done])
+        for task in [*states, *futures]:  # the first error of the first failing input, in
+            if task.status == "error":  # input and block order (gather's is arbitrary)
+                task.result()
+        client.gather(futures)
+        for paths in written:
+            settle(paths[-1])
+    except BaseException as error:
+        finished.update(k for k, future in enumerate(futures) if future.status == "finished")
+        lost = client.status != "running"
+        if not lost:
+            with contextlib.suppress(Exception):
+                client.cancel([*futures, *states])
+        kept = keep_finished(finished, written, before)
+        outcome = (f"{kept} of {len(files)} output files were completed and kept, the others "
+                   "removed (or left as they were if no task had written to them)")
+        if isinstance(error, UsageError):
+            raise UsageError(f"{error}; {outcome}") from None
+        if lost and not isinstance(error, KeyboardInterrupt):
+            raise UsageError(f"{request.scheduler}: lost the scheduler (the connection to it "
+                             f"closed); {outcome}") from None
+        if isinstance(error, (KeyboardInterrupt, Ended)):
+            progress.close()
+            print(f"dyn: {'interrupted' if isinstance(error, KeyboardInterrupt) else 'ended'}"
+                  f"; {outcome}", file=sys.stderr)
+            raise
+        if isinstance(error, Exception) and not os.environ.get("DYN_TRACEBACK"):
+            detail = " ".join(str(error).split())[:200]
+            raise UsageError(f"{request.scheduler}: a task failed on the cluster "
+                             f"({type(error).__name__}: {detail}); {outcome}") from None
+        raise
+    finally:
+        progress.close()
+
+
+def settle(output: str) -> None:
+    """A finished output gets the mode a file dyn creates gets (0666 less the umask): its
+    placeholder was opened up for the workers (:func:`create_empty`)."""
+    mask = os.umask(0)
+    os.umask(mask)
+    with contextlib.suppress(OSError):
+        os.chmod(output, 0o666 & ~mask)
+
+
+def create_empty(paths) -> None:
+    """Make the files the tasks will write (see the module's docstring), writable by
+    whoever may write their folder while the run lasts (workers may run as another user;
+    a finished output is then settled, see :func:`settle`)."""
+    for path in paths:
+        try:
+            open(path, "wb").close()
+            folder = os.stat(os.path.dirname(os.path.abspath(path))).st_mode
+            os.chmod(path, (0o666 & folder) | 0o600)
+        except OSError as error:
+            raise UsageError(f"{path}: cannot write ({error.strerror or error})") from None
+
+
+def submit(client, job: dict, path: str, blocks, parts, output: str, states: dict):
+    """The tasks of one input; the last one, which writes ``output``, is returned (each
+    computing task is added to ``states`` with its number of states)."""
+    if len(blocks) == 1:
+        (start, stop), = blocks
+        future = client.submit(solve_block, job, path, start, stop, output, True, pure=False)
+        states[future] = stop - start
+        return future
+    pieces = []
+    for (start, stop), part in zip(blocks, parts):
+        pieces.append(client.submit(solve_block, job, path, start, stop, part, False,
+                                    pure=False))
+        states[pieces[-1]] = stop - start
+    return client.submit(assemble, job, pieces, output, pure=False)
+
+
+def keep_finished(finished: set, written, before: dict) -> int:
+    """Remove the files of every input not in ``finished`` (the indexes of the inputs whose
+    last task finished), except an output that existed ``before`` the run and that no task
+    has written to since (its :func:`snapshot` unchanged); count the outputs kept."""
+    kept = 0
+    for k, paths in enumerate(written):
+        if k in finished:
+            settle(paths[-1])
+            kept += 1
+            continue
+        for path in paths:
+            if before.get(path) is not None and snapshot(path) == before[path]:
+                continue
+            with contextlib.suppress(FileNotFoundError):
+                os.remove(path)
+    return kept
+
+
+def snapshot(path: str):
+    """(inode, size, modification time) of an existing file, else None."""
+    try:
+        status = os.stat(path)
+    except OSError:
+        return None
+    return status.st_ino, status.st_size, status.st_mtime_ns
+
+
+def states_in(path: str, layout: Layout, kinds, warns: bool = True) -> int:
+    """The number of states of an .npz, its arrays checked (headers only); ``warns`` of
+    arrays it does not read."""
+    source = Input.open(path)
+    try:
+        return npz_members(source.stream, path, layout, kinds, warns)[0].count
+    finally:
+        source.stream.close()
+
+
+# ----------------------------------------------------------------------------- on a worker
+
+def worker_model(job: dict):
+    """The model of ``job``, loaded once per worker process and model version.
+
+    It is kept by path and --free-flyer with the :func:`model_digest` the client computed
+    from its own load; a job with another digest (the file was edited between runs on a
+    long-lived cluster) loads it again. What the worker loaded is digested too: a digest
+    other than the client's (the file changed during the run, or the workers do not see the
+    same file) is an error, not results from another model.
+    """
+    key = (job["model"], job["free_flyer"])
+    cached = _MODELS.get(key)
+    if cached is None or cached[0] != job["digest"]:
+        model = load(job["model"], job["free_flyer"])
+        if model_digest(model) != job["digest"]:
+            raise UsageError(f"{job['model']}: the workers read another version of the model "
+                             "than dyn did (it changed during the run, or is not the same "
+                             "file on the workers); run again")
+        cached = _MODELS[key] = (job["digest"], model)
+    return cached[1]
+
+
+def model_digest(model) -> str:
+    """A SHA-256 of the bytes of every file the model was read from, in the order it read
+    them (its description's ``files``: the model, its MJCF includes, the meshes MJCF
+    inertias may come from; a URDF's meshes do not change the dynamics). Names are left
+    out: the same bytes behind a link that resolves differently on a worker are the same
+    model."""
+    import hashlib
+
+    digest = hashlib.sha256()
+    for name in model.description.files:
+        try:
+            with open(name, "rb") as stream:
+                digest.update(f"\0{os.fstat(stream.fileno()).st_size}\0".encode())
+                for block in iter(lambda: stream.read(1 << 20), b""):
+                    digest.update(block)
+        except OSError:
+            digest.update(b"unreadable")
+    return digest.hexdigest()
+
+
+def one_line(task):
+    """A task whose OSError (an output folder the workers cannot write, a full disk, an
+    input they cannot read) is a one-line error, which the client cleans up after and
+    counts the kept files for, as for a bad row (other exceptions stay internal errors)."""
+    @functools.wraps(task)
+    def run(*args):
+        try:
+            return task(*args)
+        except OSError as error:
+            raise UsageError(f"{error.filename or 'dyn'}: {error.strerror or error}") from None
+    return run
+
+
+@one_line
+def solve_block(job: dict, path: str, start: int, stop: int, target: str,
+                whole: bool) -> int:
+    """States [start, stop) of ``path``: computed chunk by chunk as the single-machine path
+    does, written to ``target`` (the .npz if ``whole``, else raw float64 rows).
+
+    The raw rows go to ``target``.raw (if ``whole``) or ``target``, which the client made:
+    it is opened first and never created (see the module's docstring)."""
+    import zipfile
+    import zlib
+
+    raw = target + ".raw" if whole else target
+    with reopen(raw) as out:
+        model = worker_model(job)
+        layout = Layout.of(model, job["degrees"])
+        gravity = parse_gravity(job["gravity"])
+        wrenches = parse_fext(job["fext"], model)
+        source = Input.open(path)
+        try:
+            members = npz_members(source.stream, path, layout, job["kinds"], warns=False)
+            try:
+                for member in members:  # move every member to row ``start``
+                    if member.stream is not None and start:
+                        member.stream.seek(start * member.width * member.dtype.itemsize, 1)
+            except (OSError, EOFError, ValueError, zipfile.BadZipFile, zlib.error) as error:
+                raise UsageError(f"{path}: not a readable .npz file ({error})") from None
+            for begin in range(start, stop, job["size"]):
+                end = min(begin + job["size"], stop)
+                states = read_states(members, path, layout, wrenches, begin, end)
+                result = compute(job["command"], layout, states, gravity)
+                np.ascontiguousarray(result, dtype=np.float64).tofile(out)
+        finally:
+            source.stream.close()
+    if whole:
+        write_npz(job, layout, [raw], stop - start, target)
+    return stop - start
+
+
+def reopen(path: str):
+    """``path``, a file the client made, opened to be written anew; never created: if the
+    client removed it (the run was stopped), this fails and the task writes nothing."""
+    return os.fdopen(os.open(path, os.O_WRONLY | os.O_TRUNC | getattr(os, "O_BINARY", 0)),
+                     "wb")
+
+
+def read_states(members, path: str, layout: Layout, wrenches, begin: int, end: int):
+    """States [begin, end) (rows are read in order); a non-finite number is an error, which
+    names the earliest such row of any array (the first array's on a tie), as the
+    single-machine path does."""
+    import zipfile
+    import zlib
+
+    vectors = {}
+    bad = None  # (row, kind) of the earliest non-finite number
+    for member in members:
+        if member.whole is not None:
+            block = member.whole.reshape(member.count, member.width)[begin:end]
+        else:
+            try:
+                block = member.read(begin, end)
+            except (OSError, EOFError, ValueError, zipfile.BadZipFile, zlib.error) as error:
+                raise UsageError(f"{path}: not a readable .npz file ({error})") from None
+            except UsageError as error:
+                raise UsageError(f"{path}: {error}") from None
+        block = block.astype(float)
+        rows = np.flatnonzero(~np.isfinite(block).all(axis=1))
+        if rows.size and (bad is None or rows[0] < bad[0]):
+            bad = (int(rows[0]), member.kind)
+        vectors[member.kind] = block * layout.scale(member.kind)
+    if bad is not None:
+        raise UsageError(f"{path}: {bad[1]}[{begin + bad[0]}] holds a non-finite number")
+    q = pop_q(vectors, layout, end - begin)
+    return States(q=q, wrenches=dict(wrenches),
+                  where=lambda i: f"{path}: state {begin + i}", **vectors)
+
+
+@one_line
+def assemble(job: dict, counts: list[int], target: str) -> int:
+    """Join the part files of one input (in order) into ``target``."""
+    parts = [f"{target}.part{k}" for k in range(len(counts))]
+    write_npz(job, None, parts, sum(counts), target)
+    return sum(counts)
+
+
+def write_npz(job: dict, layout: Layout | None, raws: list[str], count: int,
+              target: str) -> None:
+    """The archive ``--output FILE.npz`` writes: the result rows, ``dofs`` (and
+    ``sparsity`` for mass --sparsity); the raw files are removed.
+
+    The raw files are opened before anything is written; the archive is written to
+    ``target``.tmp, which the client made (:func:`reopen`), and renamed to ``target`` once
+    complete: a task never leaves a partial ``target``, nor one after the client's cleanup.
+    """
+    import zipfile
+
+    from numpy.lib import format as npy
+
+    with contextlib.ExitStack() as opened:
+        parts = [opened.enter_context(open(raw, "rb")) for raw in raws]
+        if layout is None:
+            layout = Layout.of(worker_model(job), job["degrees"])
+        key = RESULT_KEY[job["command"]]
+        nv = layout.model.nv
+        shape = (nv, nv) if key == "M" else (nv,)
+        extra = {"dofs": np.array(layout.v_labels, dtype=str)}
+        if job["sparsity"]:
+            extra["sparsity"] = layout.model.sparsity.astype(np.int8)
+        header = {"descr": npy.dtype_to_descr(np.dtype(np.float64)), "fortran_order": False,
+                  "shape": (count, *shape)}
+        with reopen(target + ".tmp") as stream, zipfile.ZipFile(
+                stream, "w", zipfile.ZIP_STORED, allowZip64=True) as archive:
+            with archive.open(f"{key}.npy", "w", force_zip64=True) as member:
+                npy.write_array_header_2_0(member, header)
+                for part in parts:
+                    shutil.copyfileobj(part, member, 1 << 20)
+            for name, array in extra.items():
+                with archive.open(f"{name}.npy", "w", force_zip64=True) as member:
+                    npy.write_array(member, np.asanyarray(array), allow_pickle=False)
+        os.replace(target + ".tmp", target)
+    for raw in raws:
+        with contextlib.suppress(FileNotFoundError):
+            os.remove(raw)

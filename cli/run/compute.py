@@ -1,0 +1,70 @@
+"""One chunk of states through the engine: the batched call, and its errors in words.
+
+A state whose result is not finite stops the run there: :class:`PartialResult` carries
+the results before it, so they are written first. Forward dynamics says why it is
+singular, naming the joints that move no mass (:mod:`treedyn.engine.analysis.singularity`).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from treedyn.engine import aba, crba, external_forces, rnea
+from treedyn.engine.analysis.singularity import mass_matrix_singular, singular_joints
+
+from ..errors import PartialResult, UsageError
+from ..io.layout import Layout
+from ..io.sinks import Sink
+from ..naming import listing
+
+
+def collect(result, states, sink: Sink) -> np.ndarray:
+    """The result of a chunk of ``states`` (``result()`` returns or raises it); if state k
+    of it failed, the k results before it are written and the error raised."""
+    try:
+        return result()
+    except PartialResult as error:
+        if len(error.result):
+            sink.put(error.result, states)
+        raise UsageError(str(error)) from None
+
+
+def compute(command: str, layout: Layout, states, gravity) -> np.ndarray:
+    """One batched engine call for a chunk of states; non-finite results are errors."""
+    model = layout.model
+    with np.errstate(all="ignore"):
+        fext = (external_forces(model, states.wrenches, states.count) if states.wrenches
+                else None)
+        try:
+            if command == "inverse":
+                result = rnea(model, states.q, states.v, states.a, fext, gravity)
+            elif command == "forward":
+                result = aba(model, states.q, states.v, states.tau, fext, gravity)
+                if layout.degrees:
+                    result /= layout.v_scale
+            else:
+                result = crba(model, states.q)
+        except np.linalg.LinAlgError:
+            raise UsageError(f"{states.where(0)}: {SINGULAR}") from None
+    finite = np.isfinite(result.reshape(states.count, -1)).all(axis=1)
+    if not finite.all():
+        bad = int(np.argmin(finite))
+        problem = "the result is not finite (it overflows)"
+        if command == "forward":
+            problem = singular_problem(model, states.q[bad]) or problem
+        raise PartialResult(f"{states.where(bad)}: {problem}", result[:bad])
+    return result
+
+
+SINGULAR = ("forward dynamics is singular here (a joint moves no mass or inertia?); "
+            "see dyn check-inertia")
+
+
+def singular_problem(model, q: np.ndarray) -> str:
+    """Why forward dynamics is singular at q, naming the joints whose ABA D-block is; ""
+    when M(q) is positive definite (a non-finite result then overflowed)."""
+    names = singular_joints(model, q)
+    if not names:
+        return SINGULAR if mass_matrix_singular(model, q) else ""
+    return (f"forward dynamics is singular here: joint{'s' if len(names) > 1 else ''} "
+            f"{listing(names, 4)} move{'' if len(names) > 1 else 's'} no positive mass or "
+            "inertia; see dyn check-inertia")

@@ -1,0 +1,64 @@
+"""A dynamics command's request, run the way its input asks: one state on the command
+line, many streamed in one process (:mod:`.stream`), a large text file split over
+processes (:mod:`.parts`), or many files on a Dask cluster (:mod:`.cluster`)."""
+from __future__ import annotations
+
+import os
+import sys
+
+from ..console import console
+from ..errors import UsageError
+from ..io.layout import Layout
+from ..io.model import load
+from ..io.vectors import parse_fext, parse_gravity, single_state
+from .compute import compute
+from .request import Request, open_sink
+
+
+def solve(request: Request) -> None:
+    """Read the state(s), run the engine once per chunk and stream the results."""
+    console.reset(request.quiet)
+    model = load(request.model, request.free_flyer)
+    layout = Layout.of(model, request.degrees)
+    gravity = parse_gravity(request.gravity)
+    wrenches = parse_fext(request.fext, model)
+    if request.input is None:
+        if request.scheduler is not None:
+            raise UsageError("dyn: --scheduler needs --input FILES.npz and --output DIR/")
+        states = single_state(layout, request.vectors, wrenches)
+        result = compute(request.command, layout, states, gravity)
+        sink = open_sink(request, layout, single=True)
+        sink.put(result, states)
+        sink.close()
+        return
+    # the paths of many states load only now: a one-state run does not pay for them
+    from .cluster import solve_many, wants_many
+    from .parts import try_parts
+    from .stream import stream
+
+    given = [f"--{kind}" for kind, text in request.vectors.items() if text is not None]
+    if given:
+        raise UsageError(f"dyn: {' and '.join(given)} cannot be combined with --input "
+                         "(put the vectors in the input file)")
+    if wants_many(request):
+        return solve_many(request, layout, gravity, wrenches)
+    if request.output is not None and same_file(request.input, request.output):
+        raise UsageError(f"dyn: --output {request.output} is the input file"
+                         f"{' (on stdin)' if request.input == '-' else ''}: it would be "
+                         "emptied before it is read; write to another file")
+    if not try_parts(request, layout, gravity, wrenches):
+        stream(request, layout, gravity, wrenches)
+
+
+def same_file(source: str, target: str) -> bool:
+    """Whether the input ``source`` (a path, or - for stdin) and the output ``target`` are
+    one file (also through links, or stdin redirected from it); False if one does not exist."""
+    try:
+        if source == "-":
+            stdin, output = os.fstat(sys.stdin.fileno()), os.stat(target)
+            return (stdin.st_dev, stdin.st_ino) == (output.st_dev, output.st_ino)
+        if os.path.realpath(source) == os.path.realpath(target):
+            return True
+        return os.path.samefile(source, target)
+    except (OSError, ValueError, AttributeError):  # no such file; stdin without a descriptor
+        return False

@@ -1,0 +1,423 @@
+"""A large text input split over processes: parts of the file parsed, computed and written
+in parallel, then joined in input order.
+
+JSON Lines and CSV cost about a microsecond per number to parse and to print (Python's
+float conversions), tens of times the engine's cost, and one process does them on one
+core. A regular text file of at least two parts (:func:`part_bytes`, 16 MB by default) is
+cut at line ends into parts; forked worker processes (:func:`processes` of them, one
+engine thread each) read their part with the file's line numbers (a CSV part with the
+file's header), compute and write its results to a temporary file next to the output,
+and the parent appends the parts to the output in order as they finish. The output is
+byte for byte the one process's: the same readers, engine calls and writers run on every
+part, and parts are whole chunks of the one-process run, so every state is computed in
+the same chunk (BLAS rounds alike).
+
+At a bad line, the parts before it and the states of its part before it are written, and
+the error is the one process's (same line number, same message, "stopped there"); later
+parts are dropped. Files that the split would misnumber or misread run in one process: a
+CSV file with quotes after its header (a quoted field may hold a line end), or a file
+with carriage returns that do not end a line (text mode reads them as line ends).
+Warnings are printed once, by the parent. At most two parts per worker are computed ahead
+of the one being appended, so a slow reader of stdout holds up the workers rather than
+filling the disk. Ctrl-C, SIGTERM, SIGHUP and a closed stdout end dyn as they end one
+process, once the temporary parts are removed; workers end with the parent, whatever
+ends it. Workers are forked (the model is parsed once):
+on Linux only (macOS's BLAS is not safe in a forked child), and only while the parent has
+no other thread; else one process runs.
+"""
+from __future__ import annotations
+
+import contextlib
+import os
+import re
+import shutil
+import signal
+import sys
+import tempfile
+import threading
+from dataclasses import dataclass, field
+from typing import NamedTuple
+
+import numpy as np
+
+from ..console import console, warn
+from ..errors import OutputError, UsageError
+from ..io.csvfile import csv_plan
+from ..io.layout import Layout
+from ..io.sinks import CsvSink, JsonSink, NpzSink, RawSink, Sink
+from ..io.source import INPUT_FORMATS, Input
+from ..io.text import is_data
+from ..settings import whole
+from .compute import collect, compute
+from .pool import WORKER_DIED, ended_by_signals, fork_pool, processes
+from .progress import Progress, wanted
+from .request import RESULT_KEY, chunk_states, open_output, open_sink, sink_kind
+from .stream import stopped
+
+PART_BYTES = 16 << 20  # bytes of text per part
+SCAN = 1 << 20  # bytes read at a time when surveying a part
+
+
+def split_bytes() -> int:
+    """The smallest text file that is split: two parts."""
+    return 2 * part_bytes()
+
+
+def part_bytes() -> int:
+    """Bytes per part: TREEDYN_PART_BYTES (tests use small parts), else PART_BYTES."""
+    return whole("TREEDYN_PART_BYTES", PART_BYTES)
+
+
+@dataclass
+class Job:
+    """Everything a worker needs, set in the parent before it forks (never pickled)."""
+
+    request: object  # treedyn.cli.main.Request
+    layout: Layout
+    gravity: np.ndarray | None
+    wrenches: dict
+    kind: str  # of the input: "jsonl" or "csv"
+    header: list[str] | None  # a CSV input's header row
+    header_line: int  # its line in the file
+    output: str  # of the parts: "json" or "csv" text as the output's, "raw" rows for .npz
+    folder: str  # the parts' temporary files
+
+
+@dataclass
+class Outcome:
+    """What a worker did with one part."""
+
+    count: int  # states written to the part file
+    error: str | None = None  # the bad line's message (the states before it are written)
+    warnings: list[str] = field(default_factory=list)
+
+
+class Rows(NamedTuple):
+    """Where the data lines of a text file begin (after a CSV header)."""
+
+    start: int  # byte offset
+    first: int  # line number
+    header: list[str] | None  # a CSV file's header row
+
+
+class Survey(NamedTuple):
+    """A byte range of the file, counted."""
+
+    lines: int
+    data: int  # lines that hold a state (is_data)
+    fine: bool  # it reads the same apart from the rest of the file
+
+
+class Part(NamedTuple):
+    """States of whole chunks, found from the byte range where they begin."""
+
+    start: int  # byte offset of that range
+    first: int  # its first line number
+    skip: int  # data lines there before the part's first state
+    take: int  # the part's states
+
+
+_JOB: dict = {}  # "job": the Job of the forked workers, "parent": the parent's pid
+
+
+def try_parts(request, layout: Layout, gravity, wrenches) -> bool:
+    """Run ``request`` over parts of its input file in worker processes; False (nothing
+    done, nothing opened) when the input is not a large regular text file, or cannot be
+    split safely, or the results go to a table."""
+    path = request.input
+    kind = INPUT_FORMATS.get(os.path.splitext(path)[1].lower())
+    workers = processes()
+    if (path == "-" or kind not in ("jsonl", "csv") or workers < 2 or request.sparsity
+            or not os.path.isfile(path) or threading.active_count() > 1
+            or not sys.platform.startswith("linux")):  # fork: after BLAS, safe on Linux
+        return False
+    output = sink_kind(request)
+    if output == "table":
+        return False
+    size = os.path.getsize(path)
+    if size < split_bytes():
+        return False
+    try:
+        rows = data_start(path, kind, layout, request)
+        bounds = [] if rows is None else split(path, rows.start, size, part_bytes())
+    except OSError:  # unreadable: one process reports it, as ever
+        return False
+    if len(bounds) < 2:
+        return False
+    try:
+        folder = tempfile.mkdtemp(prefix=".dyn-parts-", dir=os.path.dirname(
+            os.path.abspath(request.output)) if request.output is not None else None)
+    except OSError:  # one process reports an unwritable output as it does
+        return False
+    _JOB["job"] = Job(request, layout, gravity, wrenches, kind, rows.header, rows.first - 1,
+                      "raw" if output == "npz" else output, folder)
+    # The parent talks to the workers through pipes: a worker that dies (Ctrl-C) must not
+    # end it through SIGPIPE before it cleans up. A reader of stdout that goes away ends
+    # it as it would end one process (dyn lets SIGPIPE do that), after the clean-up.
+    # Signals are handled in this thread, the only one (see above). SIGTERM and SIGHUP end
+    # dyn as ever, but after the parts are removed.
+    quiet_end = signal.getsignal(signal.SIGPIPE) == signal.SIG_DFL
+    signal.signal(signal.SIGPIPE, signal.SIG_IGN)
+    broken_pipe = False
+    with ended_by_signals():
+        try:
+            return run(request, layout, bounds, rows.first, size, min(workers, len(bounds)))
+        except BrokenPipeError:
+            if request.output is not None or not quiet_end:
+                raise
+            broken_pipe = True  # stdout's reader went away: end as one process does
+            return True
+        finally:
+            _JOB.clear()
+            shutil.rmtree(folder, ignore_errors=True)
+            signal.signal(signal.SIGPIPE, signal.SIG_DFL if quiet_end else signal.SIG_IGN)
+            if broken_pipe:
+                os.kill(os.getpid(), signal.SIGPIPE)
+
+
+def data_start(path: str, kind: str, layout: Layout, request) -> Rows | None:
+    """Where the data lines begin; None when a CSV header is not plainly on one line in
+    the first megabyte, or is wrong (one process reports that)."""
+    if kind == "jsonl":
+        return Rows(0, 1, None)
+    import csv
+
+    with open(path, "rb") as stream:
+        head = stream.read(SCAN)
+    offset, number = (3 if head.startswith(b"\xef\xbb\xbf") else 0), 1
+    while True:
+        end = head.find(b"\n", offset)
+        if end < 0:
+            return None
+        line = head[offset:end + 1]
+        if line not in (b"\n", b"\r\n"):  # csv.reader skips empty lines only
+            break
+        offset, number = end + 1, number + 1
+    before = head[:end + 1]  # a carriage return alone would end a line in text mode
+    if (b'"' in line or b"\0" in line or not line.isascii()
+            or before.count(b"\r") != before.count(b"\r\n")):
+        return None
+    header = next(csv.reader([line.decode()]))
+    try:
+        csv_plan(header, path, layout, tuple(request.vectors), warns=False)  # workers do
+    except UsageError:  # one process reports it, as ever
+        return None
+    return Rows(end + 1, number + 1, header)
+
+
+def split(path: str, start: int, size: int, step: int) -> list[tuple[int, int]]:
+    """Byte ranges [a, b) from ``start`` to ``size``, each ending after a line end, of
+    about ``step`` bytes (the last one ends the file)."""
+    bounds, a = [], start
+    with open(path, "rb") as stream:
+        while a < size:
+            b = a + step
+            if b >= size:
+                bounds.append((a, size))
+                break
+            stream.seek(b)
+            while True:
+                block = stream.read(1 << 16)
+                found = block.find(b"\n")
+                if not block or found >= 0:
+                    b = b + found + 1 if block else size
+                    break
+                b += len(block)
+            bounds.append((a, b))
+            a = b
+    return bounds
+
+
+def survey(path: str, start: int, end: int, kind: str) -> Survey:
+    """Lines and data lines of bytes [start, end), read a megabyte of whole lines at a
+    time, and whether they read the same apart: no quote in CSV rows, no carriage return
+    that does not end a line (text mode would end a line there, unlike the count here)."""
+    lines = data = 0
+    carry = bytearray()  # the line begun, not ended yet (grown in place: long lines)
+    with open(path, "rb") as stream:
+        stream.seek(start)
+        left = end - start
+        while True:
+            block = stream.read(min(SCAN, left)) if left > 0 else b""
+            left -= len(block)
+            if kind == "csv" and b'"' in block:
+                return Survey(0, 0, False)
+            cut = block.rfind(b"\n") + 1 if block else len(block)
+            if block and not cut:
+                carry += block
+                continue
+            complete, carry = bytes(carry) + block[:cut], bytearray(block[cut:])
+            if complete.count(b"\r") != complete.count(b"\r\n"):
+                return Survey(0, 0, False)
+            if start == 0 and lines == 0 and complete.startswith(b"\xef\xbb\xbf"):
+                complete = complete[3:]  # a BOM, which the reader drops
+            pieces = complete.decode("utf-8", errors="surrogateescape").split("\n")
+            if pieces[-1] == "":
+                pieces.pop()  # after the last line end: no line
+            lines += len(pieces)
+            data += sum(is_data(piece, kind) for piece in pieces)
+            if not block:
+                return Survey(lines, data, True)
+
+
+def run(request, layout, bounds, first: int, size: int, workers: int) -> bool:
+    """Survey the byte ranges, then compute parts of whole chunks in ``workers`` processes
+    and join them; False if a range cannot be read apart (nothing opened then)."""
+    job = _JOB["job"]
+    pool = fork_pool(workers)
+    try:
+        pending = [pool.submit(survey, request.input, a, b, job.kind) for a, b in bounds]
+        surveys = [future.result() for future in pending]
+        if not all(part.fine for part in surveys):
+            return False
+        parts = plan(surveys, [a for a, _ in bounds], first,
+                     chunk_states(request.command, layout), size - bounds[0][0])
+        if len(parts) < 2:
+            return False
+        sink = open_sink(request, layout, single=False)
+        progress = Progress(wanted(request.quiet, results_on_stdout=request.output is None))
+        try:
+            join(pool, parts, sink, job.folder, progress, sum(part.data for part in surveys),
+                 2 * workers)
+        except BaseException as error:
+            progress.close()
+            raise stopped(sink, error) from None
+        progress.close()
+        sink.close()
+        return True
+    finally:
+        pool.shutdown(wait=True, cancel_futures=True)
+
+
+def plan(surveys: list[Survey], starts, first: int, chunk: int, data_bytes: int
+         ) -> list[Part]:
+    """Parts of whole chunks of ``chunk`` states (so every state is computed in the chunk
+    one process would put it in), about part_bytes() each: (byte start and first line
+    number of the range where the part begins, data lines to skip there, states)."""
+    lines = np.array([survey.lines for survey in surveys])
+    data = np.array([survey.data for survey in surveys])
+    total = int(data.sum())
+    line_first = first + np.concatenate([[0], np.cumsum(lines)[:-1]])
+    data_first = np.concatenate([[0], np.cumsum(data)[:-1]])
+    per_state = data_bytes / max(total, 1)
+    step = chunk * max(1, round(part_bytes() / (chunk * per_state)))
+    parts = []
+    for begin in range(0, total, step):
+        r = int(np.searchsorted(data_first, begin, side="right")) - 1  # holds that state
+        parts.append(Part(int(starts[r]), int(line_first[r]), begin - int(data_first[r]),
+                          min(step, total - begin)))
+    return parts
+
+
+def join(pool, parts: list[Part], sink: Sink, folder: str, progress, total: int,
+         ahead: int) -> None:
+    """Compute the parts, at most ``ahead`` past the one being joined (their files wait on
+    disk), and append them to ``sink`` in order; at a part's error, what it wrote, then
+    the error."""
+    from concurrent.futures.process import BrokenProcessPool
+
+    where = re.compile(re.escape(_JOB["job"].request.input) + r":\d+: ")
+    warned: set[str] = set()  # as one process: once per cause, at its first line
+    counts: list[int] = []
+    futures = [pool.submit(_run_part, index, *part) for index, part in enumerate(parts[:ahead])]
+    for index, future in enumerate(futures):
+        try:
+            outcome = future.result()
+        except BrokenProcessPool:
+            raise UsageError(WORKER_DIED) from None
+        if index + ahead < len(parts):
+            futures.append(pool.submit(_run_part, index + ahead, *parts[index + ahead]))
+        for message in outcome.warnings:
+            if where.sub("", message, count=1) not in warned:
+                warned.add(where.sub("", message, count=1))
+                warn(message)
+        counts.append(outcome.count)
+        if not isinstance(sink, NpzSink):
+            append_text(sink, part_file(folder, index), outcome.count)
+            with contextlib.suppress(FileNotFoundError):  # a part that could not be written
+                os.remove(part_file(folder, index))  # the disk holds the parts not yet joined
+        progress.advance(outcome.count, total)
+        if outcome.error is not None:
+            break
+    if isinstance(sink, NpzSink):
+        append_rows(sink, folder, counts)
+    if outcome.error is not None:
+        raise UsageError(outcome.error)
+
+
+def append_text(sink: Sink, path: str, count: int) -> None:
+    """A text part's lines after the output's (the CSV header first), byte for byte."""
+    if count == 0:
+        return
+    target = sink.stream
+    with open(path, "rb") as part:
+        def copy() -> None:  # inside record(), after begin() has emptied an existing file
+            if isinstance(sink, CsvSink):
+                sink.write_header()
+            if hasattr(target, "buffer"):
+                target.flush()
+                shutil.copyfileobj(part, target.buffer, 1 << 20)
+                target.buffer.flush()
+            else:  # a text stream with no bytes below it (tests' stdout)
+                target.write(part.read().decode())
+                target.flush()
+
+        sink.record(copy, count)
+
+
+def append_rows(sink: NpzSink, folder: str, counts: list[int]) -> None:
+    """The parts' raw rows into the archive, which now knows its number of states."""
+    sink.total = sum(counts)
+    width = int(np.prod(sink.shape, dtype=np.int64))
+    step = max(1, (8 << 20) // (8 * width))
+    for index, count in enumerate(counts):
+        if count == 0:  # perhaps no file: a part that could not be written is removed
+            continue
+        with open(part_file(folder, index), "rb") as part:
+            for start in range(0, count, step):
+                rows = np.fromfile(part, dtype=np.float64, count=min(step, count - start) * width)
+                sink.put(rows.reshape(-1, *sink.shape), None)
+
+
+def part_file(folder: str, index: int) -> str:
+    return os.path.join(folder, f"part{index:06d}")
+
+
+def _run_part(index: int, start: int, first: int, skip: int, take: int) -> Outcome:
+    """Read, compute and write one part (in a worker): ``take`` states from the data line
+    after the first ``skip`` ones of the range at byte ``start`` (line ``first``); a bad
+    line ends it as in one process, with the states before it written."""
+    job = _JOB["job"]
+    request, layout = job.request, job.layout
+    source = Input.part(request.input, job.kind, start, first, skip, take)
+    chunks = source.chunks(layout, tuple(request.vectors), job.wrenches,
+                           chunk_states(request.command, layout), job.header, job.header_line)
+    path = part_file(job.folder, index)
+    key = RESULT_KEY[request.command]
+    if job.output == "raw":
+        sink: Sink = RawSink(open_output(path, True)[0], path)
+    elif job.output == "csv":
+        sink = CsvSink(open_output(path, False)[0], None, path)  # header: the parent's
+    else:
+        sink = JsonSink(open_output(path, False)[0], key, {}, path)
+    outcome = Outcome(0)
+    console.capture(outcome.warnings)
+    try:
+        try:
+            for states in chunks:
+                sink.put(collect(lambda: compute(request.command, layout, states, job.gravity),
+                                 states, sink), states)
+        finally:
+            sink.close()
+    except OutputError as error:  # the part file: say whose part it is
+        where = (f"{request.output} next to it" if request.output is not None
+                 else f"stdout in {os.path.dirname(job.folder)}")
+        outcome.error = f"dyn: cannot write a temporary part of {where} ({error.reason})"
+    except UsageError as error:
+        outcome.error = str(error)
+    finally:
+        console.capture(None)
+    outcome.count = sink.count
+    return outcome
+
+

@@ -1,0 +1,141 @@
+"""A dynamics command as typed, and what it asks for: chunk sizes, and the sink its
+results go to (``--output``'s extension, else ``--format``, else a table on a terminal
+and JSON in a pipe)."""
+from __future__ import annotations
+
+import os
+import sys
+from dataclasses import dataclass
+from typing import Optional
+
+import numpy as np
+
+from treedyn.engine.analysis.sparsity import sparsity_document
+
+from ..errors import UsageError
+from ..io.layout import Layout
+from ..io.sinks import OUTPUT_FORMATS, CsvSink, JsonSink, NpzSink, Sink, TableSink
+from ..io.source import CHUNK
+from ..render.sparsity import sparsity_table
+
+
+@dataclass
+class Request:
+    """One dynamics command as typed: everything needed to compute and print it."""
+
+    command: str  # "inverse", "forward" or "mass"
+    model: str
+    free_flyer: bool
+    vectors: dict  # kind -> text or None
+    fext: Optional[list]
+    input: Optional[str]
+    output: Optional[str]
+    format: Optional[str]  # --format: "table", "json" or "csv"
+    gravity: Optional[str]
+    degrees: bool
+    sparsity: bool = False
+    quiet: bool = False
+    scheduler: Optional[str] = None
+
+
+RESULT_KEY = {"inverse": "tau", "forward": "a", "mass": "M"}
+
+
+CHUNK_BYTES = 8 << 20  # a chunk's results stay about this size ...
+
+
+CHUNK_FLOOR = 32  # ... but hold at least this many states: the engine's per-level work is
+
+
+def chunk_states(command: str, layout: Layout) -> int:
+    """States per chunk: inputs.CHUNK (TREEDYN_STREAM_CHUNK), fewer when a chunk's results
+    would pass CHUNK_BYTES (mass matrices of large models), so memory stays small whatever
+    the output format."""
+    nv = max(layout.model.nv, 1)
+    per_state = 8 * (nv * nv if command == "mass" else nv)
+    return min(CHUNK, max(CHUNK_FLOOR, CHUNK_BYTES // per_state))
+
+
+def open_sink(request: Request, layout: Layout, single: bool) -> Sink:
+    """Where the results go: --output FILE (format from its extension) or stdout."""
+    key = RESULT_KEY[request.command]
+    labels = layout.v_labels
+    kind = sink_kind(request)
+    if request.sparsity and kind == "csv":
+        raise UsageError("dyn: --sparsity is written in json, npz and table formats, not csv")
+    sparsity = sparsity_document(layout.model) if request.sparsity else None
+    path = request.output
+    stream, created = (sys.stdout, False) if path is None else open_output(path, kind == "npz")
+    sink: Sink
+    if kind == "json":
+        extra = {"dofs": list(labels)} if single else {}
+        if sparsity:
+            extra["sparsity"] = sparsity
+        sink = JsonSink(stream, key, extra, path)
+    elif kind == "csv":
+        sink = CsvSink(stream, csv_header(key, labels), path)
+    elif kind == "npz":
+        shape = (layout.model.nv,) * (2 if key == "M" else 1)
+        extra = {"sparsity": np.array(sparsity["pattern"], dtype=np.int8)} if sparsity else {}
+        sink = NpzSink(stream, key, shape, labels, extra, path)
+    else:
+        footer = sparsity_table(sparsity, layout.v_names) if sparsity else ""
+        sink = TableSink(stream, key, layout.v_names, units(request.command, layout), single,
+                         footer)
+    sink.created = created
+    return sink
+
+
+def sink_kind(request: Request) -> str:
+    """json, csv, npz or table: --output's extension, else --format, else table on a
+    terminal and json in a pipe."""
+    if request.output is not None:
+        if request.input is not None and request.output.lower().endswith(".json"):
+            raise UsageError(f"{request.output}: many states are written as JSON Lines, one "
+                             "object per line, which is not one JSON document: name the "
+                             "file .jsonl")
+        return output_format(request.output, request.format)
+    return request.format if request.format else (
+        "table" if sys.stdout.isatty() else "json")
+
+
+def output_format(path: str, requested: Optional[str]) -> str:
+    """The format --output's extension asks for (an explicit --format must agree)."""
+    kind = OUTPUT_FORMATS.get(os.path.splitext(path)[1].lower())
+    if kind is None:
+        raise UsageError(f"{path}: unknown output format "
+                         f"'{os.path.splitext(path)[1] or path}' (use .jsonl, .csv or .npz)")
+    if requested is not None and requested != kind:
+        raise UsageError(f"dyn: --format {requested} conflicts with --output {path}; "
+                         "the extension decides the file's format")
+    return kind
+
+
+def open_output(path: str, binary: bool):
+    """(file, created): the output file opened for writing -- created if missing, but not
+    emptied (Sink.begin empties it at the first write, so a run that fails before its
+    first state leaves an existing file as it was) -- and whether it was created."""
+    created = not os.path.exists(path)  # (a link to nothing: its file is created)
+    try:
+        descriptor = os.open(path, os.O_WRONLY | os.O_CREAT, 0o666)
+    except OSError as error:
+        raise UsageError(f"{path}: cannot write ({error.strerror or error})") from None
+    if binary:
+        return os.fdopen(descriptor, "wb"), created
+    return os.fdopen(descriptor, "w", encoding="utf-8", newline=""), created
+
+
+def csv_header(key: str, labels) -> list[str]:
+    """tau:<joint> (tau:<joint>:<k> for multi-dof joints); M:<row dof>|<column dof>."""
+    if key == "M":
+        return [f"M:{row}|{column}" for row in labels for column in labels]
+    return [f"{key}:{label}" for label in labels]
+
+
+def units(command: str, layout: Layout) -> list[str]:
+    """Unit of each dof of the result, for tables."""
+    angular = layout.angular
+    if command == "inverse":
+        return ["N m" if rotation else "N" for rotation in angular]
+    return [("deg/s^2" if layout.degrees else "rad/s^2") if rotation else "m/s^2"
+            for rotation in angular]

@@ -1,0 +1,128 @@
+"""Many states through one process: chunks read, computed and written as they come.
+
+The output ends cleanly on every path: after a bad row the states before it are written
+and the error says how many (:func:`stopped`); an output that received no state is
+removed, or left as it was if it existed.
+"""
+from __future__ import annotations
+
+from concurrent.futures import ThreadPoolExecutor
+
+from ..errors import CorruptInput, OutputError, UsageError
+from ..io.layout import Layout
+from ..io.sinks import NpzSink, Sink
+from ..io.source import Input
+from .compute import collect, compute
+from .progress import Progress, wanted
+from .request import Request, chunk_states, open_sink
+from .textpool import ahead_of, text_workers
+
+
+def stream(request: Request, layout: Layout, gravity, wrenches) -> None:
+    """Many states: chunks in, results out as they are computed, progress on stderr.
+
+    A chunk is computed on a worker thread while the next one is read and the previous
+    one written (numpy releases the GIL in the engine, so parsing and writing overlap it);
+    results are written in input order. On an error, the states before the bad one are
+    computed and written, the output is ended cleanly and the error says how many states
+    it holds (a file that received no state is removed, or left as it was if it existed).
+    """
+    source = Input.open(request.input)
+    size = chunk_states(request.command, layout)
+    chunks = source.chunks(layout, tuple(request.vectors), wrenches, size)
+    workers = text_workers(request, source)
+    sink = open_sink(request, layout, single=False)
+    if isinstance(sink, NpzSink):  # the count is known once the first chunk is read
+        sink.total = lambda: source.total
+    text = None  # the processes that make the text (when a full first chunk says "many")
+    target = sink  # where each chunk's results are put
+    progress = Progress(wanted(request.quiet, results_on_stdout=request.output is None))
+    worker = ThreadPoolExecutor(1, thread_name_prefix="dyn-compute")
+    interrupted = False
+    try:
+        pending = None  # (future, states, share of the input read) of the chunk computed
+        for states in ahead(chunks):
+            if pending is None and workers and states is not None and states.count == size:
+                text = ahead_of(sink, workers)  # forked before the compute thread starts
+                target = sink if text is None else text
+            done = None if pending is None else (
+                collect(pending[0].result, pending[1], target), *pending[1:])
+            pending = None if states is None else (
+                worker.submit(compute, request.command, layout, states, gravity), states,
+                source.consumed())
+            if done is not None:
+                result, states_done, consumed = done
+                before = sink.count
+                if text is None:
+                    sink.put(result, states_done)
+                else:  # the share read for the states written, once they are
+                    text.put(result, states_done, consumed)
+                    consumed = text.share
+                progress.advance(sink.count - before, source.total, consumed)
+        if text is not None:
+            before = sink.count
+            text.settle()
+            progress.advance(sink.count - before, source.total, text.share)
+    except BaseException as error:
+        progress.close()
+        interrupted = isinstance(error, KeyboardInterrupt)
+        if text is not None and not isinstance(error, OutputError):
+            error = settled(text, error, wait=not interrupted)
+        raise stopped(sink, error) from None
+    finally:
+        worker.shutdown(wait=True)
+        if text is not None:
+            text.shutdown(wait=not interrupted)
+    progress.close()
+    sink.close()
+
+
+def settled(text, error: BaseException, wait: bool = True) -> BaseException:
+    """The error to report after the texts still under way are written (only those made
+    already, without ``wait``: Ctrl-C): ``error``, or the one that writing them raised."""
+    try:
+        if wait:
+            text.settle()
+        else:
+            text.write_done()
+    except BaseException as failure:  # noqa: BLE001 -- reported instead (Ctrl-C too)
+        return failure
+    return error
+
+
+def ahead(chunks):
+    """The chunks, then None; a read error (a bad row) is raised one step late, after the
+    None, so that the chunk still being computed is written first."""
+    try:
+        yield from chunks
+    except Exception as error:  # noqa: BLE001 -- re-raised below, after the last chunk
+        yield None
+        raise error from None
+    yield None
+
+
+def stopped(sink: Sink, error: BaseException) -> BaseException:
+    """End the output after an error; a UsageError then also says what the output holds.
+
+    A damaged input (a failed CRC-32) is only found once the damaged part was read, so the
+    states before it are not known to be good: an output file is removed then.
+    """
+    if isinstance(error, OutputError):  # the sink has ended its output already
+        return error
+    if sink.count == 0:
+        sink.abort()
+        return error
+    states, were = (f"{sink.count} states", "were") if sink.count > 1 else ("1 state", "was")
+    if isinstance(error, CorruptInput):
+        if sink.path is None:
+            return UsageError(f"{error}; the {states} written to stdout before this was "
+                              f"found {were} read from that file and may be wrong")
+        sink.abort()
+        return UsageError(f"{error}; {sink.where()} is removed: the {states} written to it "
+                          f"{were} read from that file and may be wrong")
+    sink.close()
+    if not isinstance(error, UsageError):
+        return error
+    held = "saved in" if isinstance(sink, NpzSink) else "written to"
+    return UsageError(f"{error}; stopped there: the {states} before it "
+                      f"{'are' if sink.count > 1 else 'is'} {held} {sink.where()}")
