@@ -30,8 +30,9 @@ from typing import NamedTuple
 
 import numpy as np
 
+from .description import skew
 from .model import Model
-from .spatial import apply_subspace, inertia_to_parent, motion_matrix, skew_batch
+from .spatial import apply_subspace, inertia_to_parent, motion_matrix
 from .state import finish, states
 
 
@@ -76,7 +77,7 @@ def joint_velocity(model: Model, transforms: JointTransforms, i: int, v: np.ndar
 
 def crm(v: np.ndarray) -> np.ndarray:
     """The 6x6 motion cross product matrix: crm(v) @ m = v x m."""
-    w, l = skew_batch(v[:3]), skew_batch(v[3:])
+    w, l = skew(v[:3]), skew(v[3:])
     return np.block([[w, np.zeros((3, 3))], [l, w]])
 
 
