@@ -14,8 +14,9 @@ matrix slower. So the command pins BLAS to one thread per engine thread, before 
 first imported; a value already set in the environment is kept.
 """
 import os
+import sys
 
-from .settings import check_environment, interrupted
+from .settings import check_environment, interrupted, version_line
 
 for _variable in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
     os.environ.setdefault(_variable, "1")
@@ -27,6 +28,8 @@ def run() -> None:
     traceback: until app.run takes Ctrl-C over, SIGINT ends the process at once (as a
     KeyboardInterrupt, it could surface as an ImportError inside numpy's extension
     modules). An ignored SIGINT stays ignored."""
+    if sys.argv[1:] == ["--version"]:  # a script asking which dyn this is: no typer, no numpy
+        show_version()
     import signal
 
     if signal.getsignal(signal.SIGINT) is signal.default_int_handler:
@@ -35,3 +38,22 @@ def run() -> None:
     from .app import run as run_app
 
     run_app()
+
+
+def show_version() -> None:
+    """``dyn --version`` at the cost of starting Python: print the line and end (exit 2 with
+    one line when stdout cannot take it, as any result that cannot be written; a reader
+    that went away ends it quietly, as SIGPIPE ends other Unix tools)."""
+    import signal
+
+    if hasattr(signal, "SIGPIPE"):
+        signal.signal(signal.SIGPIPE, signal.SIG_DFL)
+    try:
+        sys.stdout.write(version_line() + "\n")
+        sys.stdout.flush()
+    except (OSError, ValueError, AttributeError) as error:  # closed, full, or no stdout
+        if sys.stderr is not None:
+            reason = getattr(error, "strerror", None) or "stdout is closed"
+            print(f"dyn: cannot write the results ({reason})", file=sys.stderr)
+        os._exit(2)
+    os._exit(0)

@@ -18,7 +18,7 @@ import typer
 from .console import console
 from .errors import UsageError
 from .options import examples
-from .settings import check_environment, interrupted
+from .settings import check_environment, interrupted, version_line
 
 try:
     from typer._click.exceptions import ClickException
@@ -56,13 +56,7 @@ EXAMPLES = examples(
 
 def show_version(value: bool) -> None:
     if value:
-        from importlib.metadata import PackageNotFoundError, version
-
-        try:
-            number = version("treedyn")
-        except PackageNotFoundError:
-            number = "(not installed)"
-        print(f"dyn (treedyn) {number}")
+        print(version_line())
         raise typer.Exit()
 
 

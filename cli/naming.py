@@ -2,11 +2,12 @@
 
 A coordinate of q or v is named by its joint: a 1-number joint by the joint's name
 (``elbow``), entry ``k`` of a joint of several numbers by ``<joint>:<k>`` (``root_joint:3``).
-These *labels* are what JSON (``"dofs"``), CSV headers (``tau:<label>``), ``.npz``
-(``dofs``) and ``condition`` write, and what ``--q name=value`` and CSV headers read.
-Tables for people may show an entry by its *part* instead (``root_joint.wx``), the part
-names of the joint model (:attr:`JointModel.q_parts`, :attr:`JointModel.v_parts`;
-``rate`` for a 1-dof joint's velocity); inputs accept those too.
+These *labels* are what every output writes -- JSON (``"dofs"``), CSV headers
+(``tau:<label>``), ``.npz`` (``dofs``), tables, ``condition`` -- and what ``--q
+name=value`` and CSV headers read. ``dyn info`` shows what each entry is: its *part*, a
+name from the joint model (:attr:`JointModel.q_parts`, :attr:`JointModel.v_parts`, such
+as ``qw`` or ``wx``; ``rate`` for a 1-dof joint's velocity). Inputs also accept an entry
+as ``<joint>.<part>`` (``root_joint.wx``).
 """
 from __future__ import annotations
 
@@ -33,15 +34,6 @@ def v_labels(model) -> list[str]:
 def v_parts(joint_model) -> tuple[str, ...]:
     """The part names of a joint's v entries: ``("rate",)`` for a 1-dof joint."""
     return tuple(joint_model.v_parts) or ("rate",)
-
-
-def v_names(model) -> list[str]:
-    """(nv,) dofs for people: a 1-dof joint by name, others as ``joint.part``."""
-    names = []
-    for j, name in enumerate(model.joint_names):
-        parts = model.joint_models[j].v_parts
-        names += [f"{name}.{part}" for part in parts] if parts else [name]
-    return names
 
 
 def listing(items: Sequence[str], most: int) -> str:

@@ -133,3 +133,11 @@ class ReportFormat(str, Enum):
 
 
 SeedOpt = Annotated[int, typer.Option("--seed", min=0, help="Seed of the random samples.")]
+ReportFormatOpt = Annotated[Optional[ReportFormat], typer.Option(
+    "--format", "-f", case_sensitive=False, show_default=False,
+    help="table (default), json or csv.")]
+
+
+def samples_option(text: str) -> object:
+    """The --samples option of a diagnostic: how many states it draws, at least 1."""
+    return Annotated[int, typer.Option("--samples", min=1, help=text)]

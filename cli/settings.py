@@ -16,7 +16,13 @@ import sys
 
 from .errors import UsageError
 
+VERSION = "0.1.0"  # the package's version (pyproject.toml reads it from here)
 COUNTS = ("TREEDYN_THREADS", "TREEDYN_CHUNK", "TREEDYN_STREAM_CHUNK")
+
+
+def version_line() -> str:
+    """What ``dyn --version`` prints."""
+    return f"dyn (treedyn) {VERSION}"
 
 
 def interrupted(number, frame) -> None:

@@ -27,6 +27,10 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from .rotations import skew
+
+GRAVITY = (0.0, 0.0, -9.81)  # m/s^2 along -z: the default of URDF readers and of MuJoCo
+
 JOINT_TYPES = (
     "fixed",
     "revolute",
@@ -186,7 +190,7 @@ class TreeDescription:
     links: list[LinkSpec]
     joints: list[JointSpec]
     world_link: str  # name of the link fixed to the world (URDF root, or MJCF "world")
-    gravity: np.ndarray = field(default_factory=lambda: np.array([0.0, 0.0, -9.81]))
+    gravity: np.ndarray = field(default_factory=lambda: np.array(GRAVITY))
     source: str = ""
     ignored: dict[str, int] = field(default_factory=dict)  # element kind -> count ignored
     # one line each (file:line: what): values read as the reference parser reads them
@@ -211,8 +215,3 @@ class TreeDescription:
             world_link=world,
         )
 
-
-def skew(vector: np.ndarray) -> np.ndarray:
-    """3x3 matrix with skew(a) @ b == cross(a, b)."""
-    x, y, z = vector
-    return np.array([[0.0, -z, y], [z, 0.0, -x], [-y, x, 0.0]])

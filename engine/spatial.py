@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from .rotations import quaternion_matrix, skew  # noqa: F401 (quaternion_matrix: re-exported)
+
 
 def cross3(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     """Row-wise cross product of (..., 3) arrays of equal rank (size-1 axes broadcast)."""
@@ -58,7 +60,7 @@ def forces_to_parent(E: np.ndarray, r: np.ndarray, F: np.ndarray) -> np.ndarray:
     Et = np.swapaxes(E, 1, 2)
     linear = Et @ F[:, 3:]
     out = np.empty_like(F)
-    out[:, :3] = Et @ F[:, :3] + skew_batch(r) @ linear
+    out[:, :3] = Et @ F[:, :3] + skew(r) @ linear
     out[:, 3:] = linear
     return out
 
@@ -77,24 +79,12 @@ def force_cross(v: np.ndarray, f: np.ndarray) -> np.ndarray:
     return out
 
 
-def skew_batch(r: np.ndarray) -> np.ndarray:
-    """(N, 3) -> (N, 3, 3) with skew(r) @ b == cross(r, b)."""
-    out = np.zeros(r.shape[:-1] + (3, 3))
-    out[..., 0, 1] = -r[..., 2]
-    out[..., 0, 2] = r[..., 1]
-    out[..., 1, 0] = r[..., 2]
-    out[..., 1, 2] = -r[..., 0]
-    out[..., 2, 0] = -r[..., 1]
-    out[..., 2, 1] = r[..., 0]
-    return out
-
-
 def motion_matrix(E: np.ndarray, r: np.ndarray) -> np.ndarray:
     """The 6x6 motion transform X (N, 6, 6) of the pair (E, r)."""
     X = np.zeros(E.shape[:-2] + (6, 6))
     X[..., :3, :3] = E
     X[..., 3:, 3:] = E
-    X[..., 3:, :3] = -E @ skew_batch(r)
+    X[..., 3:, :3] = -E @ skew(r)
     return X
 
 
@@ -117,28 +107,3 @@ def project_subspace(S: np.ndarray, f: np.ndarray) -> np.ndarray:
         return f @ S
     return np.einsum("nik,ni->nk", S, f)
 
-
-
-SHORTEST_QUATERNION = 1e-15  # MuJoCo's mjMINVAL: a shorter quaternion is the identity
-
-
-def quaternion_matrix(w: np.ndarray, x: np.ndarray, y: np.ndarray, z: np.ndarray) -> np.ndarray:
-    """Rotation matrices (N, 3, 3) of quaternions given by components (N,), normalised here;
-    one shorter than :data:`SHORTEST_QUATERNION` (zero) is the identity, as in MuJoCo."""
-    norm = np.sqrt(w * w + x * x + y * y + z * z)
-    short = norm < SHORTEST_QUATERNION
-    if short.any():
-        w, norm = np.where(short, 1.0, w), np.where(short, 1.0, norm)
-        x, y, z = (np.where(short, 0.0, c) for c in (x, y, z))
-    w, x, y, z = w / norm, x / norm, y / norm, z / norm
-    R = np.empty(w.shape + (3, 3))
-    R[..., 0, 0] = 1 - 2 * (y * y + z * z)
-    R[..., 0, 1] = 2 * (x * y - z * w)
-    R[..., 0, 2] = 2 * (x * z + y * w)
-    R[..., 1, 0] = 2 * (x * y + z * w)
-    R[..., 1, 1] = 1 - 2 * (x * x + z * z)
-    R[..., 1, 2] = 2 * (y * z - x * w)
-    R[..., 2, 0] = 2 * (x * z - y * w)
-    R[..., 2, 1] = 2 * (y * z + x * w)
-    R[..., 2, 2] = 1 - 2 * (x * x + y * y)
-    return R

@@ -18,7 +18,8 @@ from treedyn.engine.description import TreeDescription
 from treedyn.engine.model import Model, build_model
 
 from .errors import ParseError
-from .urdf import parse_urdf, parse_urdf_string, read_xml
+from .urdf import parse_urdf, parse_urdf_string
+from .xml_text import read_xml
 
 
 def parse_mjcf(path: str) -> TreeDescription:

@@ -52,13 +52,13 @@ import numpy as np
 from lxml import etree
 
 from treedyn.engine.description import (
-    Inertia, JointSpec, LinkSpec, Mimic, Shape, SourceRef, TreeDescription,
+    GRAVITY, Inertia, JointSpec, LinkSpec, Mimic, Shape, SourceRef, TreeDescription,
 )
+from treedyn.engine.rotations import rpy_matrix
 
 from .errors import ParseError
-from .xml_text import parse as parse_xml, without_declaration
-
-GRAVITY = (0.0, 0.0, -9.81)
+from .numbers import NUMBER, word_problem
+from .xml_text import read_xml
 
 # URDF joint type -> engine joint type. For "planar" Pinocchio ignores <axis> and always
 # moves in the joint frame's xy plane; our engine honours the axis as the plane normal,
@@ -85,9 +85,6 @@ URDFDOM_VERSIONS = ((1, 0), (1, 1), (1, 2))  # <robot version> "major.minor" it 
 URDFDOM_REFUSES = "urdfdom refuses the joint, so ROS and Pinocchio cannot load this file"
 INERTIA_ATTRIBUTES = ("ixx", "ixy", "ixz", "iyy", "iyz", "izz")
 
-_NUMBER = re.compile(r"[+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?", re.ASCII)  # 0-9 only
-_NON_FINITE = re.compile(r"[+-]?(?:nan|inf|infinity)", re.IGNORECASE)
-
 
 def parse_urdf(path: str) -> TreeDescription:
     """The description of the URDF file at ``path``; ParseError if unreadable or invalid."""
@@ -102,98 +99,6 @@ def parse_urdf(path: str) -> TreeDescription:
 def parse_urdf_string(text: str, path: str = "<string>") -> TreeDescription:
     """The description of URDF ``text``; ``path`` names it in errors and ``source``."""
     return _parse(read_xml(text.encode("utf-8"), path, encoding="utf-8"), path)
-
-
-def read_xml(data: bytes, path: str, encoding: str | None = None) -> etree._Element:
-    """Root element of an XML document (no comments, entities left unresolved), with element
-    names stripped of a default namespace: urdfdom reads ``<robot xmlns="...">`` as
-    ``<robot>``.
-
-    ``encoding`` overrides the document's own declaration (for text already decoded).
-
-    Where libxml2 is stricter than urdfdom's tinyxml2 for no harm to the model, the
-    document is read as tinyxml2 reads it: the XML declaration is skipped whatever it
-    says (``version="0.0"``, as in 25 of pybullet's URDFs; an encoding the bytes do not
-    have; a blank line before it), and an undeclared namespace prefix (``<sensor:camera>``
-    in ``<gazebo>``) is declared on the root element, so such elements stay prefixed names
-    that no URDF element matches. The document is then read strictly again: any other
-    problem is libxml2's error, at its own line.
-    """
-    try:
-        root = parse_xml(data, encoding)
-    except etree.XMLSyntaxError as strict:
-        text, encoding = without_declaration(data, encoding)
-        if text is None:  # the declared encoding does not decode it: libxml2's error stands
-            raise ParseError(f"not well-formed XML ({strict.msg})", path, strict.lineno or 0) from None
-        data, prefixes = text, []
-        while True:
-            try:
-                root = parse_xml(_with_prefixes_declared(text, prefixes), encoding)
-                break
-            except etree.XMLSyntaxError as error:
-                undeclared = _UNDECLARED_PREFIX.match(error.msg)
-                if undeclared is None or undeclared.group(1) in prefixes:
-                    raise ParseError(f"not well-formed XML ({error.msg})", path,
-                                     error.lineno or 0) from None
-                prefixes.append(undeclared.group(1))
-    _refuse_used_entities(root, data, path)
-    for element in root.iter(etree.Element):
-        if element.tag[0] == "{" and element.prefix is None:  # a default namespace only:
-            element.tag = etree.QName(element).localname  # xacro:property stays prefixed
-    return root
-
-
-_UNDECLARED_PREFIX = re.compile(r"Namespace prefix (\S+) (?:on|for) ")
-# the root element's start tag: the first element name past comments, PIs and the DOCTYPE
-_ROOT_START = re.compile(rb"<!--.*?-->|<\?.*?\?>|<!DOCTYPE(?:[^\[>]|\[.*?\])*>|<([A-Za-z_][\w.:-]*)",
-                         re.DOTALL)
-
-
-def _with_prefixes_declared(data: bytes, prefixes: list[str]) -> bytes:
-    """The document with ``xmlns:p="urn:undeclared:p"`` added to its root element for each
-    prefix (on the root's first line, so every line keeps its number)."""
-    if not prefixes:
-        return data
-    declarations = "".join(f' xmlns:{p}="urn:undeclared:{p}"' for p in prefixes).encode()
-    for match in _ROOT_START.finditer(data):
-        if match.group(1) is not None:
-            return data[:match.end(1)] + declarations + data[match.end(1):]
-    return data
-
-
-def _refuse_used_entities(root: etree._Element, data: bytes, path: str) -> None:
-    """libxml2 expands the document's own <!ENTITY> declarations in attribute values,
-    urdfdom's tinyxml2 does not (``value="&m;"`` is then no number, and Pinocchio zeroes that
-    inertial): a file that uses one in an attribute is refused rather than read differently.
-    Comments are blanked first (their line ends kept), so a mention there does not count."""
-    dtd = root.getroottree().docinfo.internalDTD
-    names = [] if dtd is None else [entity.name for entity in dtd.iterentities()]
-    if not names:
-        return
-    text = _COMMENT.sub(lambda match: b"\n" * match.group().count(b"\n"), data)
-    for name in names:
-        reference = re.escape(b"&" + name.encode() + b";")
-        match = re.search(rb"=\s*(?:\"[^\"<]*" + reference + rb"|'[^'<]*" + reference + b")", text)
-        if match is not None:
-            line = text.count(b"\n", 0, match.start()) + 1
-            raise ParseError(f"the entity &{name}; is declared in the document's DTD: libxml2 "
-                             "would expand it, urdfdom (and so Pinocchio) reads it as text; "
-                             "write its value instead", path, line)
-
-
-_COMMENT = re.compile(rb"<!--.*?-->", re.DOTALL)
-
-
-def rpy_matrix(roll: float, pitch: float, yaw: float) -> np.ndarray:
-    """URDF's fixed-axis roll-pitch-yaw: ``Rz(yaw) @ Ry(pitch) @ Rx(roll)`` (3, 3)."""
-    cr, sr = math.cos(roll), math.sin(roll)
-    cp, sp = math.cos(pitch), math.sin(pitch)
-    cy, sy = math.cos(yaw), math.sin(yaw)
-    return np.array([
-        [cy * cp, cy * sp * sr - sy * cr, cy * sp * cr + sy * sr],
-        [sy * cp, sy * sp * sr + cy * cr, sy * sp * cr - cy * sr],
-        [-sp, cp * sr, cp * cr],
-    ])
 
 
 def _parse(robot: etree._Element, path: str) -> TreeDescription:
@@ -352,7 +257,7 @@ def _urdfdom_joint_notes(joint: etree._Element, owner: SourceRef, notes: list[st
         for key in keys:
             text = element.get(key)
             if text is not None and not (_urdfdom_reads(text, 1)
-                                         and _NUMBER.fullmatch(text.strip())
+                                         and NUMBER.fullmatch(text.strip())
                                          and math.isfinite(float(text))):
                 notes.append(where.format(line=line) + f"{tag} {key}={text!r}: urdfdom cannot "
                              f"read it as a number: {URDFDOM_REFUSES}")
@@ -534,9 +439,8 @@ def _floats(element: etree._Element, attribute: str, count: int, default,
             raise _error(element, owner, f"<{element.tag}> has no {attribute} attribute")
         return default
     words = text.split()
-    # The common case in one pass; _number_problem then says what is wrong, word by word
-    # (a word that is a _NUMBER never matches _NON_FINITE).
-    if len(words) == count and all(map(_NUMBER.fullmatch, words)):
+    # The common case in one pass; _number_problem then says what is wrong, word by word.
+    if len(words) == count and all(map(NUMBER.fullmatch, words)):
         values = [float(word) for word in words]
         if all(map(math.isfinite, values)):
             return values
@@ -550,10 +454,9 @@ def _number_problem(words: list[str], count: int) -> str:
         expected = "1 number" if count == 1 else f"{count} numbers separated by spaces"
         return f"expected {expected}, got {len(words)}"
     for word in words:
-        if _NON_FINITE.fullmatch(word):
-            return f'"{word}" is not finite'
-        if not _NUMBER.fullmatch(word):
-            return f'"{word}" is not a number'
+        problem = word_problem(word)
+        if problem:
+            return f'"{word}" {problem}'
         if not math.isfinite(float(word)):
             return f'"{word}" is not finite (out of double range)'
     return ""

@@ -37,13 +37,15 @@ from treedyn.engine import Inertia, JointSpec, LinkSpec, TreeDescription, build_
 from treedyn.engine.analysis.conditioning import analyze
 from treedyn.engine.analysis.check_inertia import check_inertia
 from treedyn.engine.analysis.inertia import (CHECKS, CheckOptions, nearest_consistent,
-                                           pseudo_inertia, solid_properties, triangle_slack)
+                                           pseudo_inertia, triangle_slack)
 from treedyn.engine.analysis.verify import VerifyOptions, verify
 from treedyn.engine.description import Shape
 from treedyn.engine.factor import ltdl
+from treedyn.engine.geometry import solid_properties
 from treedyn.engine.reference import articulated_blocks, body_jacobians
 from treedyn.parsers import load_model
-from treedyn.parsers.geometry_bounds import dae_points, link_geometry, mesh_bounds, resolve_mesh
+from treedyn.parsers.collada import dae_points
+from treedyn.parsers.link_geometry import link_geometry, mesh_bounds, resolve_mesh
 
 ROOT = Path(__file__).resolve().parents[1]
 BROKEN = ROOT / "fixtures" / "broken"
@@ -478,7 +480,7 @@ def test_mesh_bounds_of_obj_and_collada(tmp_path):
 
 @pytest.mark.skipif(not URDFS, reason="example-robot-data is not installed")
 def test_stl_bounds_equal_the_mesh_reader_of_the_mjcf_parser():
-    mesh = pytest.importorskip("treedyn.parsers.mesh")
+    mesh = pytest.importorskip("treedyn.parsers.meshes")
     files = sorted(glob.glob(os.path.join(ROBOTS, "ur_description", "meshes", "ur5",
                                           "collision", "*.stl")))[:3]
     assert files

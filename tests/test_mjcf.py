@@ -34,9 +34,9 @@ from reference_models import dm_control_id, dm_control_models, gymnasium_models 
 from treedyn.engine import aba, build_model, crba, rnea  # noqa: E402
 from treedyn.cli.render.info import info_document  # noqa: E402
 from treedyn.parsers.errors import ParseError  # noqa: E402
-from treedyn.parsers.mesh import MeshFileError, read_mesh_file, read_msh, read_stl  # noqa: E402
+from treedyn.parsers.meshes import MeshFileError, read_mesh_file, read_msh, read_stl  # noqa: E402
 from treedyn.parsers.mjcf import parse_mjcf  # noqa: E402
-from treedyn.parsers.mjcf_geometry import quat_matrix  # noqa: E402
+from treedyn.engine.rotations import quat_matrix  # noqa: E402
 
 TOL = 1e-9
 STATES = 4
@@ -507,7 +507,7 @@ INVALID = {
                                     "direct children of <replicate>", True),
     "attach": (BODY.format('<joint/><geom size="1"/><attach model="m" prefix="p"/>'), 4,
                "attach", "not supported", True),
-    # MuJoCo's schema (parsers/mjcf_schema.py)
+    # MuJoCo's schema (parsers/mjcf/schema.py)
     "unknown attribute": (BODY.format('<joint/><geom size="1" mas="5"/>'), 4, "geom",
                           'unrecognized attribute "mas" (MuJoCo\'s schema has no such attribute '
                           'on <geom>; did you mean "mass"?)', True),
@@ -815,9 +815,9 @@ def mujoco_schema() -> dict[str, tuple[frozenset, bool]]:
 
 
 def test_schema_table_is_mujocos():
-    """parsers/mjcf_schema.py's table is the installed MuJoCo's schema: a MuJoCo release
+    """parsers/mjcf/schema_4_0.txt is the installed MuJoCo's schema: a MuJoCo release
     that adds or drops an attribute shows up here."""
-    from treedyn.parsers.mjcf_schema import schema
+    from treedyn.parsers.mjcf.schema import schema
 
     ours, theirs = schema(), mujoco_schema()
     assert ours.keys() == theirs.keys(), (sorted(ours.keys() - theirs.keys()),

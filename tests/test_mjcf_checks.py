@@ -27,12 +27,13 @@ from test_diagnostics import dyn  # noqa: E402
 from reference_models import dm_control_models, gymnasium_models  # noqa: E402
 from treedyn.engine.description import Shape  # noqa: E402
 from treedyn.engine.analysis.check_inertia import check_inertia  # noqa: E402
-from treedyn.engine.analysis.inertia import solid_properties, uniform_inertia  # noqa: E402
+from treedyn.engine.analysis.inertia import uniform_inertia  # noqa: E402
+from treedyn.engine.geometry import solid_properties  # noqa: E402
 from treedyn.parsers import load_model  # noqa: E402
-from treedyn.parsers.geometry_bounds import link_geometry, mesh_bounds  # noqa: E402
-from treedyn.parsers.mesh import read_mesh_file  # noqa: E402
+from treedyn.parsers.link_geometry import link_geometry, mesh_bounds  # noqa: E402
+from treedyn.parsers.meshes import read_mesh_file  # noqa: E402
 from treedyn.parsers.mjcf import parse_mjcf  # noqa: E402
-from treedyn.parsers.mjcf_geometry import quat_matrix  # noqa: E402
+from treedyn.engine.rotations import quat_matrix  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 FIXTURES = ROOT / "fixtures" / "mjcf"

@@ -54,9 +54,8 @@ from test_mjcf import (  # noqa: E402
 from treedyn.engine import build_model, crba, rnea  # noqa: E402
 from treedyn.parsers.errors import ParseError  # noqa: E402
 from treedyn.parsers.mjcf import parse_mjcf  # noqa: E402
-from treedyn.parsers.mjcf_geometry import (  # noqa: E402
-    BODY_TOLERANCE, principal_axes, quat_matrix,
-)
+from treedyn.engine.rotations import quat_matrix  # noqa: E402
+from treedyn.parsers.mjcf.geometry import BODY_TOLERANCE, principal_axes  # noqa: E402
 
 EXAMPLES = int(os.environ.get("FUZZ_EXAMPLES", "450"))
 FUZZ_SEED = os.environ.get("FUZZ_SEED")

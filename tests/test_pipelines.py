@@ -951,13 +951,13 @@ def test_npz_output_told_the_count_ends_at_a_bad_row(tmp_path, arm, states, smal
 def test_npz_sink_ends_with_the_states_it_received(tmp_path, total, chunks):
     """Whatever the count announced (none, right, too many, too few), the archive holds
     the states received and the extra arrays."""
-    from treedyn.cli.io.sinks import NpzSink
+    from treedyn.cli.io.sinks import NpzSink, npz_extra
 
     path = tmp_path / "out.npz"
     rng = np.random.default_rng(6)
     blocks = [rng.normal(size=(n, 3, 3)) for n in chunks]
-    sink = NpzSink(open(path, "wb"), "M", (3, 3), ["a", "b", "c"],
-                   {"sparsity": np.eye(3, dtype=np.int8)}, str(path), total=total)
+    sink = NpzSink(open(path, "wb"), "M", (3, 3), npz_extra(["a", "b", "c"], np.eye(3)),
+                   str(path), total=total)
     for block in blocks:
         sink.put(block, None)
     told = total() if callable(total) else total
@@ -976,10 +976,10 @@ def test_npz_sink_told_the_count_aborts_cleanly(tmp_path):
     the file and leaves no zip object to finish it later."""
     import gc
 
-    from treedyn.cli.io.sinks import NpzSink
+    from treedyn.cli.io.sinks import NpzSink, npz_extra
 
     path = tmp_path / "out.npz"
-    sink = NpzSink(open(path, "wb"), "tau", (2,), ["a", "b"], None, str(path), total=5)
+    sink = NpzSink(open(path, "wb"), "tau", (2,), npz_extra(["a", "b"]), str(path), total=5)
     sink.start()
     sink.abort()
     del sink

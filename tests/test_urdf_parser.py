@@ -24,7 +24,8 @@ import pytest
 
 from treedyn.engine import build_model, crba, rnea
 from treedyn.parsers import ParseError, load_description, load_model, parse_urdf
-from treedyn.parsers.urdf import parse_urdf_string, rpy_matrix
+from treedyn.engine.rotations import rpy_matrix
+from treedyn.parsers.urdf import parse_urdf_string
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
 URDF = FIXTURES / "urdf"

@@ -8,11 +8,20 @@ import typer
 
 from treedyn.engine.analysis.check_inertia import check_inertia as run_checks
 from treedyn.engine.analysis.inertia import CheckOptions
-from treedyn.parsers.geometry_bounds import link_geometry
+from treedyn.parsers.link_geometry import link_geometry
 
 from ..console import warn
 from ..io.model import load
-from ..options import CheckFormat, FreeFlyerOpt, ModelArg, SeedOpt, epilog, examples, not_nan
+from ..options import (
+    CheckFormat,
+    FreeFlyerOpt,
+    ModelArg,
+    SeedOpt,
+    epilog,
+    examples,
+    not_nan,
+    samples_option,
+)
 from ..render import reports
 
 CHECK_EXAMPLES = examples(
@@ -41,9 +50,8 @@ def check_inertia(
         )] = None,
         show_all: Annotated[bool, typer.Option(
             "--all", help="Table: list the passing and skipped checks too.")] = False,
-        samples: Annotated[int, typer.Option(
-            "--samples", min=1, help="Configurations (neutral first) for the body checks "
-            "(mass of moving bodies, articulated inertia).")] = 8,
+        samples: samples_option("Configurations (neutral first) for the body checks (mass of "
+                                "moving bodies, articulated inertia).") = 8,
         seed: SeedOpt = 0,
         min_block_ratio: Annotated[float, typer.Option(
             "--min-block-ratio", min=0.0, callback=not_nan, help="Warn when a joint's "

@@ -2,7 +2,7 @@
 
 import json
 import sys
-from typing import Annotated, Optional
+from typing import Annotated
 
 import typer
 
@@ -12,7 +12,17 @@ from .. import naming
 from ..console import warn
 from ..io.layout import Layout
 from ..io.model import load
-from ..options import FreeFlyerOpt, ModelArg, ReportFormat, SeedOpt, epilog, examples, not_nan
+from ..options import (
+    FreeFlyerOpt,
+    ModelArg,
+    ReportFormat,
+    ReportFormatOpt,
+    SeedOpt,
+    epilog,
+    examples,
+    not_nan,
+    samples_option,
+)
 from ..render import reports
 
 CONDITION_EXAMPLES = examples(
@@ -24,9 +34,8 @@ CONDITION_EXAMPLES = examples(
 @epilog(CONDITION_EXAMPLES)
 def condition(
         model: ModelArg, free_flyer: FreeFlyerOpt = False,
-        samples: Annotated[int, typer.Option(
-            "--samples", min=1, help="Configurations: the neutral one, then random ones "
-            "within the joint limits.")] = 100,
+        samples: samples_option("Configurations: the neutral one, then random ones within "
+                                "the joint limits.") = 100,
         seed: SeedOpt = 0,
         max_cond: Annotated[float, typer.Option(
             "--max-cond", min=1.0, callback=not_nan, help="Warn when cond(M) exceeds this.")] = 1e8,
@@ -38,9 +47,7 @@ def condition(
             "D-block is below this fraction of lambda_max(M).")] = 1e-8,
         strict: Annotated[bool, typer.Option(
             "--strict", help="Exit 1 when there is any warning.")] = False,
-        fmt: Annotated[Optional[ReportFormat], typer.Option(
-            "--format", "-f", case_sensitive=False, show_default=False,
-            help="table (default), json or csv.")] = None,
+        fmt: ReportFormatOpt = None,
 ) -> None:
     """Conditioning of the mass matrix M(q) over sampled configurations.
 
@@ -70,6 +77,6 @@ def condition(
         for message in report.warnings:
             warn(message)
     else:
-        print(reports.condition_table(report, loaded, layout.v_names, naming.q_labels(loaded),
+        print(reports.condition_table(report, loaded, layout.v_labels, naming.q_labels(loaded),
                                       options))
     raise typer.Exit(1 if strict and report.warnings else 0)

@@ -2,7 +2,7 @@
 
 import json
 import sys
-from typing import Annotated, Optional
+from typing import Annotated
 
 import typer
 
@@ -10,7 +10,17 @@ from treedyn.engine.analysis.verify import VerifyOptions
 from treedyn.engine.analysis.verify import verify as run_verify
 
 from ..io.model import load
-from ..options import FreeFlyerOpt, ModelArg, ReportFormat, SeedOpt, epilog, examples, not_nan
+from ..options import (
+    FreeFlyerOpt,
+    ModelArg,
+    ReportFormat,
+    ReportFormatOpt,
+    SeedOpt,
+    epilog,
+    examples,
+    not_nan,
+    samples_option,
+)
 from ..render import reports
 
 VERIFY_EXAMPLES = examples(
@@ -22,15 +32,12 @@ VERIFY_EXAMPLES = examples(
 @epilog(VERIFY_EXAMPLES)
 def verify(
         model: ModelArg, free_flyer: FreeFlyerOpt = False,
-        samples: Annotated[int, typer.Option("--samples", min=1,
-                                             help="Random states.")] = 8,
+        samples: samples_option("Random states.") = 8,
         seed: SeedOpt = 0,
         rtol: Annotated[float, typer.Option(
             "--rtol", min=0.0, callback=not_nan, help="Tolerance on each residual, relative to "
             "max(1, size of the reference).")] = 1e-9,
-        fmt: Annotated[Optional[ReportFormat], typer.Option(
-            "--format", "-f", case_sensitive=False, show_default=False,
-            help="table (default), json or csv.")] = None,
+        fmt: ReportFormatOpt = None,
 ) -> None:
     """Self-check identities of RNEA, CRBA and ABA at random states, with residuals.
 

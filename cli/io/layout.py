@@ -32,7 +32,6 @@ class Layout:
 
     model: Model
     v_labels: tuple[str, ...]  # (nv,) "joint" or "joint:k"
-    v_names: tuple[str, ...]  # (nv,) for people: "joint" or "joint.wx"
     angular: np.ndarray  # (nv,) bool: the dof is a rotation (rad/s, N m)
     q_scale: np.ndarray  # (nq,) user q times this is radians
     v_scale: np.ndarray  # (nv,) user v, a times this is rad/s, rad/s^2
@@ -47,8 +46,7 @@ class Layout:
             angle_q[[model.idx_q[j] + k for k in joint.angle_q]] = True
             angular[[model.idx_v[j] + k for k in joint.angular_v]] = True
         factor = DEGREE if degrees else 1.0
-        return Layout(model, tuple(naming.v_labels(model)), tuple(naming.v_names(model)),
-                      angular,
+        return Layout(model, tuple(naming.v_labels(model)), angular,
                       np.where(angle_q, factor, 1.0), np.where(angular, factor, 1.0),
                       np.ones(model.nv), degrees)
 

@@ -130,14 +130,24 @@ def _copy_into(view: memoryview, data: bytes) -> int:
     return len(data)
 
 
-def npz_chunks(members: list[_Member], name, layout, wrenches, size) -> Iterator[States]:
-    """Chunks of the .npz arrays; at a non-finite row, the rows before it, then the error."""
+def npz_chunks(members: list[_Member], name, layout, wrenches, size, first: int = 0,
+               end: int | None = None) -> Iterator[States]:
+    """Chunks of ``size`` states of the .npz arrays, from state ``first`` to ``end`` (the
+    last, by default); at a non-finite row, the rows before it, then the error. The one
+    .npz reader: the streaming path reads a whole file, a cluster task its block of it."""
     import zipfile
     import zlib
 
-    count = members[0].count
+    count = members[0].count if end is None else end
     unscaled = {m.kind: bool(np.all(layout.scale(m.kind) == 1.0)) for m in members}
-    for start in range(0, count, size):
+    if first:
+        try:
+            for member in members:  # move every streamed member to row ``first``
+                if member.stream is not None:
+                    member.stream.seek(first * member.width * member.dtype.itemsize, 1)
+        except (OSError, EOFError, ValueError, zipfile.BadZipFile, zlib.error) as error:
+            raise CorruptInput(f"{name}: not a readable .npz file ({error})") from None
+    for start in range(first, count, size):
         stop = min(start + size, count)
         vectors = {}
         bad = None

@@ -207,7 +207,8 @@ class CsvSink(TextSink):
 
 
 class NpzSink(Sink):
-    """Saves ``{key: (N, ...), "dofs": labels, **extra}`` (uncompressed, like np.savez).
+    """Saves ``{key: (N, ...), **extra}`` (uncompressed, like np.savez; ``extra`` from
+    :func:`npz_extra`: the dof labels and, for ``mass --sparsity``, the pattern).
 
     An .npz cannot be appended to and its arrays need their length up front. When the
     number of states is known (``total``: a count, or a function giving it once known, e.g.
@@ -219,11 +220,11 @@ class NpzSink(Sink):
     memory stays one chunk, whatever N, and the archive ends with the true count.
     """
 
-    def __init__(self, stream, key: str, shape: tuple[int, ...], labels: Sequence[str],
-                 extra: dict | None = None, path: str | None = None, total=None):
+    def __init__(self, stream, key: str, shape: tuple[int, ...], extra: dict,
+                 path: str | None = None, total=None):
         super().__init__(stream, path)
         self.key, self.shape = key, shape
-        self.extra = {"dofs": np.array(labels, dtype=str), **(extra or {})}
+        self.extra = extra
         self.total = total  # int | Callable[[], int | None] | None: the states to come
         self.spool = None  # the raw rows, when the count was not known up front
         self.archive = self.member = None  # the archive written as chunks arrive
@@ -257,19 +258,12 @@ class NpzSink(Sink):
             self.spool = tempfile.TemporaryFile(dir=folder)
 
     def header(self, member, count: int) -> None:
-        from numpy.lib import format as npy
-
-        npy.write_array_header_2_0(member, {
-            "descr": npy.dtype_to_descr(np.dtype(np.float64)), "fortran_order": False,
-            "shape": (count, *self.shape)})
+        npy_header(member, (count, *self.shape))
 
     def mark(self) -> None:
         """Nothing to note: an unfinished archive is removed, not cut (see failed)."""
 
     def finish(self) -> None:
-        import shutil
-        import zipfile
-
         if self.member is not None:
             with self.archive:
                 self.member.close()  # zipfile puts the member's size and CRC in its header
@@ -279,13 +273,10 @@ class NpzSink(Sink):
                 super().finish()
                 return
             self.respool()
-        with zipfile.ZipFile(self.stream, "w", zipfile.ZIP_STORED, allowZip64=True) as archive:
-            with archive.open(f"{self.key}.npy", "w", force_zip64=True) as member:
-                self.header(member, self.count)
-                if self.spool is not None:
-                    self.spool.seek(0)
-                    shutil.copyfileobj(self.spool, member, 1 << 20)
-            self.write_extra(archive)
+        if self.spool is not None:
+            self.spool.seek(0)
+        write_archive(self.stream, self.key, (self.count, *self.shape),
+                      [self.spool] if self.spool is not None else [], self.extra)
         if self.spool is not None:
             self.spool.close()
         super().finish()
@@ -311,11 +302,7 @@ class NpzSink(Sink):
         self.stream.truncate()
 
     def write_extra(self, archive) -> None:
-        from numpy.lib import format as npy
-
-        for name, array in self.extra.items():
-            with archive.open(f"{name}.npy", "w", force_zip64=True) as member:
-                npy.write_array(member, np.asanyarray(array), allow_pickle=False)
+        write_arrays(archive, self.extra)
 
     def abort(self) -> bool:
         close_quietly(*(part for part in (self.member, self.archive, self.spool)
@@ -332,6 +319,49 @@ class NpzSink(Sink):
                                reason)
         return OutputError(f"{self.path}: cannot write ({reason}); it is removed (an "
                            "unfinished .npz cannot be read)", reason)
+
+
+def npz_extra(labels: Sequence[str], sparsity=None) -> dict:
+    """The arrays an .npz of results holds besides the results: ``dofs`` (the labels of
+    :mod:`treedyn.cli.naming`) and, for ``mass --sparsity``, the (nv, nv) int8 pattern."""
+    extra = {"dofs": np.array(labels, dtype=str)}
+    if sparsity is not None:
+        extra["sparsity"] = np.asarray(sparsity, dtype=np.int8)
+    return extra
+
+
+def npy_header(member, shape: tuple) -> None:
+    """The .npy header of a C-ordered float64 array of ``shape`` (version 2: any size)."""
+    from numpy.lib import format as npy
+
+    npy.write_array_header_2_0(member, {
+        "descr": npy.dtype_to_descr(np.dtype(np.float64)), "fortran_order": False,
+        "shape": shape})
+
+
+def write_arrays(archive, arrays: dict) -> None:
+    """Each array as ``<name>.npy`` in the open zip ``archive``, as np.savez writes it."""
+    from numpy.lib import format as npy
+
+    for name, array in arrays.items():
+        with archive.open(f"{name}.npy", "w", force_zip64=True) as member:
+            npy.write_array(member, np.asanyarray(array), allow_pickle=False)
+
+
+def write_archive(stream, key: str, shape: tuple, raws, extra: dict) -> None:
+    """An uncompressed .npz on ``stream``: ``key``.npy of ``shape`` (N, ...) whose float64
+    rows are copied from the binary files ``raws`` in order, then the ``extra`` arrays. The
+    one writer of whole archives: the spooled path of :class:`NpzSink` and the cluster's
+    tasks."""
+    import shutil
+    import zipfile
+
+    with zipfile.ZipFile(stream, "w", zipfile.ZIP_STORED, allowZip64=True) as archive:
+        with archive.open(f"{key}.npy", "w", force_zip64=True) as member:
+            npy_header(member, shape)
+            for raw in raws:
+                shutil.copyfileobj(raw, member, 1 << 20)
+        write_arrays(archive, extra)
 
 
 class TableSink(Sink):

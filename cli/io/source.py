@@ -130,3 +130,27 @@ def sniff_stdin() -> Input:
         return Input(STDIN, "npz", spool)
     kind = "csv" if head.removeprefix(codecs.BOM_UTF8).lstrip()[:1] not in (b"{", b"") else "jsonl"
     return Input(STDIN, kind, raw, owned=False)
+
+
+def file_identity(path: str):
+    """(device, inode) of an existing file, else None: two names with one identity are one
+    file (a hard or symbolic link), as :func:`os.path.samefile` decides."""
+    try:
+        status = os.stat(path)
+    except (OSError, ValueError):
+        return None
+    return status.st_dev, status.st_ino
+
+
+def same_file(source: str, target: str) -> bool:
+    """Whether the input ``source`` (a path, or - for stdin) and the output ``target`` are
+    one file (also through links, or stdin redirected from it); False if one does not exist."""
+    if source == "-":
+        try:
+            stdin = os.fstat(sys.stdin.fileno())
+        except (OSError, ValueError, AttributeError):  # stdin without a descriptor
+            return False
+        return (stdin.st_dev, stdin.st_ino) == file_identity(target)
+    if os.path.realpath(source) == os.path.realpath(target):
+        return True
+    return file_identity(source) is not None and file_identity(source) == file_identity(target)

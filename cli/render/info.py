@@ -67,15 +67,20 @@ def bodies_document(model) -> list[dict]:
 
 
 def layout_document(model) -> dict:
-    """Every entry of q and v: its index, joint and component (and, for v, its frame)."""
+    """Every entry of q and v: its index, label (the name every input and output uses),
+    joint and component (and, for v, its frame)."""
     q_entries, v_entries = [], []
+    q_labels, v_labels = naming.q_labels(model), naming.v_labels(model)
     for j, name in enumerate(model.joint_names):
         joint = model.joint_models[j]
         for k, part in enumerate(joint.q_parts):
-            q_entries.append({"index": int(model.idx_q[j]) + k, "joint": name, "part": part})
+            index = int(model.idx_q[j]) + k
+            q_entries.append({"index": index, "label": q_labels[index], "joint": name,
+                              "part": part})
         for k, part in enumerate(naming.v_parts(joint)):
-            v_entries.append({"index": int(model.idx_v[j]) + k, "joint": name, "part": part,
-                              "frame": joint.velocity_frame})
+            index = int(model.idx_v[j]) + k
+            v_entries.append({"index": index, "label": v_labels[index], "joint": name,
+                              "part": part, "frame": joint.velocity_frame})
     return {"q": q_entries, "v": v_entries}
 
 
@@ -181,14 +186,13 @@ def info_table(document: dict, model=None) -> str:
 
 
 def layout_table(layout: dict) -> str:
-    """q and v entries side by side: index, joint, component; v's frame once per joint."""
+    """q and v entries side by side: index, label and component; v's frame once per joint."""
     rows = []
     for k in range(max(len(layout["q"]), len(layout["v"]))):
         q = layout["q"][k] if k < len(layout["q"]) else None
         v = layout["v"][k] if k < len(layout["v"]) else None
         first_of_joint = v is not None and (k == 0 or layout["v"][k - 1]["joint"] != v["joint"])
-        rows.append([k,
-                     f"{q['joint']}.{q['part']}" if q else "",
-                     f"{v['joint']}.{v['part']}" if v else "",
+        rows.append([k, q["label"] if q else "", q["part"] if q else "",
+                     v["label"] if v else "", v["part"] if v else "",
                      v["frame"] if first_of_joint else ""])
-    return table(rows, ["index", "q", "v", "v expressed in"])
+    return table(rows, ["index", "q", "(part)", "v", "(part)", "v expressed in"])

@@ -29,7 +29,6 @@ import contextlib
 import functools
 import glob
 import os
-import shutil
 import signal
 import sys
 import threading
@@ -40,9 +39,10 @@ import numpy as np
 from ..errors import Ended, UsageError
 from ..io.layout import Layout
 from ..io.model import load
-from ..io.npz import npz_members
-from ..io.source import INPUT_FORMATS, Input
-from ..io.vectors import States, parse_fext, parse_gravity, pop_q
+from ..io.npz import npz_chunks, npz_members
+from ..io.sinks import npz_extra, write_archive
+from ..io.source import INPUT_FORMATS, Input, file_identity
+from ..io.vectors import parse_fext, parse_gravity
 from .compute import compute
 from .pool import ended_by_signals
 from .progress import Progress, wanted
@@ -121,22 +121,13 @@ def refuse_overwrite(files: list[str], outputs: list[str]) -> None:
     as :func:`os.path.samefile` does (one stat per file, not one per pair).
     """
     paths = {os.path.realpath(path): path for path in files}
-    inodes = {inode(path): path for path in files}
+    inodes = {file_identity(path): path for path in files}
     inodes.pop(None, None)  # inputs that do not exist (they fail later, as unreadable)
     for output in outputs:
-        path = paths.get(os.path.realpath(output)) or inodes.get(inode(output))
+        path = paths.get(os.path.realpath(output)) or inodes.get(file_identity(output))
         if path is not None:
             raise UsageError(f"dyn: --output {output} would overwrite the input {path}; "
                              "choose another output folder")
-
-
-def inode(path: str):
-    """(device, inode) of an existing file, else None."""
-    try:
-        status = os.stat(path)
-    except (OSError, ValueError):
-        return None
-    return status.st_dev, status.st_ino
 
 
 def make_folder(path: str) -> None:
@@ -337,17 +328,9 @@ def run_on_cluster(client, request, layout: Layout, files, outputs, counts) -> N
     """
     import distributed
 
-    size = chunk_states(request.command, layout)
+    job = cluster_job(request, layout)
+    size = job["size"]
     per_task = ROWS_PER_TASK // size * size if ROWS_PER_TASK >= size else ROWS_PER_TASK
-    model = os.path.abspath(request.model)
-    try:
-        digest = model_digest(layout.model)
-    except OSError as error:
-        raise UsageError(f"{request.model}: cannot read ({error.strerror or error})") from None
-    job = {"command": request.command, "model": model, "digest": digest,
-           "free_flyer": request.free_flyer, "degrees": request.degrees,
-           "gravity": request.gravity, "fext": request.fext, "kinds": tuple(request.vectors),
-           "size": size, "sparsity": request.sparsity}
     futures, written = [], []  # per input file: its final task, and the files it writes
     finished = set()  # the inputs whose final task finished: their output is complete
     states = {}  # computing task -> its number of states, for the progress bar
@@ -389,23 +372,46 @@ def run_on_cluster(client, request, layout: Layout, files, outputs, counts) -> N
         kept = keep_finished(finished, written, before)
         outcome = (f"{kept} of {len(files)} output files were completed and kept, the others "
                    "removed (or left as they were if no task had written to them)")
-        if isinstance(error, UsageError):
-            raise UsageError(f"{error}; {outcome}") from None
-        if lost and not isinstance(error, KeyboardInterrupt):
-            raise UsageError(f"{request.scheduler}: lost the scheduler (the connection to it "
-                             f"closed); {outcome}") from None
-        if isinstance(error, (KeyboardInterrupt, Ended)):
-            progress.close()
-            print(f"dyn: {'interrupted' if isinstance(error, KeyboardInterrupt) else 'ended'}"
-                  f"; {outcome}", file=sys.stderr)
+        reported = stopped_on_cluster(error, request.scheduler, outcome, lost, progress)
+        if reported is error:
             raise
-        if isinstance(error, Exception) and not os.environ.get("DYN_TRACEBACK"):
-            detail = " ".join(str(error).split())[:200]
-            raise UsageError(f"{request.scheduler}: a task failed on the cluster "
-                             f"({type(error).__name__}: {detail}); {outcome}") from None
-        raise
+        raise reported from None
     finally:
         progress.close()
+
+
+def cluster_job(request, layout: Layout) -> dict:
+    """What every task of ``request`` needs, as plain data (it is pickled to the workers)."""
+    try:
+        digest = model_digest(layout.model)
+    except OSError as error:
+        raise UsageError(f"{request.model}: cannot read ({error.strerror or error})") from None
+    return {"command": request.command, "model": os.path.abspath(request.model),
+            "digest": digest, "free_flyer": request.free_flyer, "degrees": request.degrees,
+            "gravity": request.gravity, "fext": request.fext, "kinds": tuple(request.vectors),
+            "size": chunk_states(request.command, layout), "sparsity": request.sparsity}
+
+
+def stopped_on_cluster(error: BaseException, scheduler: str, outcome: str, lost: bool,
+                       progress) -> BaseException:
+    """The error to report once the cleanup after ``error`` kept what it could (``outcome``
+    says what): a usage error naming the cause, or ``error`` itself (Ctrl-C, SIGTERM, and
+    internal errors under DYN_TRACEBACK), after a line on stderr for the first two."""
+    if isinstance(error, UsageError):
+        return UsageError(f"{error}; {outcome}")
+    if lost and not isinstance(error, KeyboardInterrupt):
+        return UsageError(f"{scheduler}: lost the scheduler (the connection to it closed); "
+                          f"{outcome}")
+    if isinstance(error, (KeyboardInterrupt, Ended)):
+        progress.close()
+        print(f"dyn: {'interrupted' if isinstance(error, KeyboardInterrupt) else 'ended'}"
+              f"; {outcome}", file=sys.stderr)
+        return error
+    if isinstance(error, Exception) and not os.environ.get("DYN_TRACEBACK"):
+        detail = " ".join(str(error).split())[:200]
+        return UsageError(f"{scheduler}: a task failed on the cluster "
+                          f"({type(error).__name__}: {detail}); {outcome}")
+    return error
 
 
 def settle(output: str) -> None:
@@ -547,9 +553,6 @@ def solve_block(job: dict, path: str, start: int, stop: int, target: str,
 
     The raw rows go to ``target``.raw (if ``whole``) or ``target``, which the client made:
     it is opened first and never created (see the module's docstring)."""
-    import zipfile
-    import zlib
-
     raw = target + ".raw" if whole else target
     with reopen(raw) as out:
         model = worker_model(job)
@@ -559,15 +562,7 @@ def solve_block(job: dict, path: str, start: int, stop: int, target: str,
         source = Input.open(path)
         try:
             members = npz_members(source.stream, path, layout, job["kinds"], warns=False)
-            try:
-                for member in members:  # move every member to row ``start``
-                    if member.stream is not None and start:
-                        member.stream.seek(start * member.width * member.dtype.itemsize, 1)
-            except (OSError, EOFError, ValueError, zipfile.BadZipFile, zlib.error) as error:
-                raise UsageError(f"{path}: not a readable .npz file ({error})") from None
-            for begin in range(start, stop, job["size"]):
-                end = min(begin + job["size"], stop)
-                states = read_states(members, path, layout, wrenches, begin, end)
+            for states in npz_chunks(members, path, layout, wrenches, job["size"], start, stop):
                 result = compute(job["command"], layout, states, gravity)
                 np.ascontiguousarray(result, dtype=np.float64).tofile(out)
         finally:
@@ -582,37 +577,6 @@ def reopen(path: str):
     client removed it (the run was stopped), this fails and the task writes nothing."""
     return os.fdopen(os.open(path, os.O_WRONLY | os.O_TRUNC | getattr(os, "O_BINARY", 0)),
                      "wb")
-
-
-def read_states(members, path: str, layout: Layout, wrenches, begin: int, end: int):
-    """States [begin, end) (rows are read in order); a non-finite number is an error, which
-    names the earliest such row of any array (the first array's on a tie), as the
-    single-machine path does."""
-    import zipfile
-    import zlib
-
-    vectors = {}
-    bad = None  # (row, kind) of the earliest non-finite number
-    for member in members:
-        if member.whole is not None:
-            block = member.whole.reshape(member.count, member.width)[begin:end]
-        else:
-            try:
-                block = member.read(begin, end)
-            except (OSError, EOFError, ValueError, zipfile.BadZipFile, zlib.error) as error:
-                raise UsageError(f"{path}: not a readable .npz file ({error})") from None
-            except UsageError as error:
-                raise UsageError(f"{path}: {error}") from None
-        block = block.astype(float)
-        rows = np.flatnonzero(~np.isfinite(block).all(axis=1))
-        if rows.size and (bad is None or rows[0] < bad[0]):
-            bad = (int(rows[0]), member.kind)
-        vectors[member.kind] = block * layout.scale(member.kind)
-    if bad is not None:
-        raise UsageError(f"{path}: {bad[1]}[{begin + bad[0]}] holds a non-finite number")
-    q = pop_q(vectors, layout, end - begin)
-    return States(q=q, wrenches=dict(wrenches),
-                  where=lambda i: f"{path}: state {begin + i}", **vectors)
 
 
 @one_line
@@ -632,10 +596,6 @@ def write_npz(job: dict, layout: Layout | None, raws: list[str], count: int,
     ``target``.tmp, which the client made (:func:`reopen`), and renamed to ``target`` once
     complete: a task never leaves a partial ``target``, nor one after the client's cleanup.
     """
-    import zipfile
-
-    from numpy.lib import format as npy
-
     with contextlib.ExitStack() as opened:
         parts = [opened.enter_context(open(raw, "rb")) for raw in raws]
         if layout is None:
@@ -643,20 +603,9 @@ def write_npz(job: dict, layout: Layout | None, raws: list[str], count: int,
         key = RESULT_KEY[job["command"]]
         nv = layout.model.nv
         shape = (nv, nv) if key == "M" else (nv,)
-        extra = {"dofs": np.array(layout.v_labels, dtype=str)}
-        if job["sparsity"]:
-            extra["sparsity"] = layout.model.sparsity.astype(np.int8)
-        header = {"descr": npy.dtype_to_descr(np.dtype(np.float64)), "fortran_order": False,
-                  "shape": (count, *shape)}
-        with reopen(target + ".tmp") as stream, zipfile.ZipFile(
-                stream, "w", zipfile.ZIP_STORED, allowZip64=True) as archive:
-            with archive.open(f"{key}.npy", "w", force_zip64=True) as member:
-                npy.write_array_header_2_0(member, header)
-                for part in parts:
-                    shutil.copyfileobj(part, member, 1 << 20)
-            for name, array in extra.items():
-                with archive.open(f"{name}.npy", "w", force_zip64=True) as member:
-                    npy.write_array(member, np.asanyarray(array), allow_pickle=False)
+        extra = npz_extra(layout.v_labels, layout.model.sparsity if job["sparsity"] else None)
+        with reopen(target + ".tmp") as stream:
+            write_archive(stream, key, (count, *shape), parts, extra)
         os.replace(target + ".tmp", target)
     for raw in raws:
         with contextlib.suppress(FileNotFoundError):

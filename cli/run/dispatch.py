@@ -3,13 +3,11 @@ line, many streamed in one process (:mod:`.stream`), a large text file split ove
 processes (:mod:`.parts`), or many files on a Dask cluster (:mod:`.cluster`)."""
 from __future__ import annotations
 
-import os
-import sys
-
 from ..console import console
 from ..errors import UsageError
 from ..io.layout import Layout
 from ..io.model import load
+from ..io.source import same_file
 from ..io.vectors import parse_fext, parse_gravity, single_state
 from .compute import compute
 from .request import Request, open_sink
@@ -48,17 +46,3 @@ def solve(request: Request) -> None:
                          "emptied before it is read; write to another file")
     if not try_parts(request, layout, gravity, wrenches):
         stream(request, layout, gravity, wrenches)
-
-
-def same_file(source: str, target: str) -> bool:
-    """Whether the input ``source`` (a path, or - for stdin) and the output ``target`` are
-    one file (also through links, or stdin redirected from it); False if one does not exist."""
-    try:
-        if source == "-":
-            stdin, output = os.fstat(sys.stdin.fileno()), os.stat(target)
-            return (stdin.st_dev, stdin.st_ino) == (output.st_dev, output.st_ino)
-        if os.path.realpath(source) == os.path.realpath(target):
-            return True
-        return os.path.samefile(source, target)
-    except (OSError, ValueError, AttributeError):  # no such file; stdin without a descriptor
-        return False

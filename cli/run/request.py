@@ -8,13 +8,11 @@ import sys
 from dataclasses import dataclass
 from typing import Optional
 
-import numpy as np
-
 from treedyn.engine.analysis.sparsity import sparsity_document
 
 from ..errors import UsageError
 from ..io.layout import Layout
-from ..io.sinks import OUTPUT_FORMATS, CsvSink, JsonSink, NpzSink, Sink, TableSink
+from ..io.sinks import OUTPUT_FORMATS, CsvSink, JsonSink, NpzSink, Sink, TableSink, npz_extra
 from ..io.source import CHUNK
 from ..render.sparsity import sparsity_table
 
@@ -76,11 +74,11 @@ def open_sink(request: Request, layout: Layout, single: bool) -> Sink:
         sink = CsvSink(stream, csv_header(key, labels), path)
     elif kind == "npz":
         shape = (layout.model.nv,) * (2 if key == "M" else 1)
-        extra = {"sparsity": np.array(sparsity["pattern"], dtype=np.int8)} if sparsity else {}
-        sink = NpzSink(stream, key, shape, labels, extra, path)
+        pattern = sparsity["pattern"] if sparsity else None
+        sink = NpzSink(stream, key, shape, npz_extra(labels, pattern), path)
     else:
-        footer = sparsity_table(sparsity, layout.v_names) if sparsity else ""
-        sink = TableSink(stream, key, layout.v_names, units(request.command, layout), single,
+        footer = sparsity_table(sparsity, layout.v_labels) if sparsity else ""
+        sink = TableSink(stream, key, layout.v_labels, units(request.command, layout), single,
                          footer)
     sink.created = created
     return sink

@@ -64,6 +64,7 @@ import numpy as np
 
 from ..crba import crba
 from ..description import Inertia, LinkSpec, Shape, SourceRef
+from ..geometry import LinkGeometry, solid_corners, solid_properties
 from ..model import Model
 from ..samples import sample_configurations
 from .plain import plain
@@ -82,17 +83,6 @@ NEGLIGIBLE_MASS = 0.01  # welded link mass / body mass below which the link hard
 EXACT_MATCH = 0.05  # relative distance under which an inertia IS the geometry's uniform one
 GHOST = ("zero mass but a non-zero inertia tensor: no body has rotational inertia without "
          "mass (MuJoCo refuses it on a moving body)")
-
-
-@dataclass(frozen=True)
-class LinkGeometry:
-    """A link's usable geometry: primitive solids posed in the link frame."""
-
-    role: str  # "collision", "visual", or "" when unknown
-    solids: tuple[Shape, ...]  # boxes, cylinders, spheres, capsules, ellipsoids
-    exact: bool  # False when a mesh is stood in for by its bounding box
-    note: str = ""  # why the geometry is unknown
-    missing: tuple[str, ...] = ()  # mesh files (as written) that could not be found
 
 
 @dataclass(frozen=True)
@@ -268,59 +258,6 @@ class UniformInertia:
     inertia: np.ndarray  # (3, 3) per unit mass about the centroid, link frame
     low: np.ndarray  # (3,) bounding box of the solids in the link frame
     high: np.ndarray  # (3,)
-
-
-def solid_properties(shape: Shape) -> tuple[float, np.ndarray, np.ndarray]:
-    """(volume, centroid in the link frame, unit-mass inertia about it in the link frame)."""
-    size = np.asarray(shape.size, dtype=float)
-    if shape.kind == "box":
-        a, b, c = size
-        volume, local = a * b * c, np.diag([b * b + c * c, a * a + c * c, a * a + b * b]) / 12
-    elif shape.kind == "sphere":
-        r = size[0]
-        volume, local = 4.0 / 3.0 * np.pi * r ** 3, np.eye(3) * 0.4 * r * r
-    elif shape.kind == "cylinder":
-        r, length = size
-        side = (3 * r * r + length * length) / 12
-        volume, local = np.pi * r * r * length, np.diag([side, side, 0.5 * r * r])
-    elif shape.kind == "capsule":
-        volume, local = _capsule(size[0], size[1])
-    elif shape.kind == "ellipsoid":
-        a, b, c = size ** 2
-        volume = 4.0 / 3.0 * np.pi * float(np.prod(size))
-        local = np.diag([b + c, a + c, a + b]) / 5
-    else:
-        raise ValueError(f"not a primitive solid: {shape.kind}")
-    R = shape.rotation
-    return float(volume), np.asarray(shape.translation, dtype=float), R @ local @ R.T
-
-
-def _capsule(r: float, length: float) -> tuple[float, np.ndarray]:
-    """Volume and unit-mass inertia of a capsule (cylinder of ``length`` along z + 2 caps)."""
-    v_cyl, v_caps = np.pi * r * r * length, 4.0 / 3.0 * np.pi * r ** 3
-    cyl_side, caps_side = (3 * r * r + length * length) / 12, 83 / 320 * r * r + (
-        length / 2 + 3 * r / 8) ** 2
-    volume = v_cyl + v_caps
-    side = (v_cyl * cyl_side + v_caps * caps_side) / volume
-    axial = (v_cyl * 0.5 * r * r + v_caps * 0.4 * r * r) / volume
-    return volume, np.diag([side, side, axial])
-
-
-def solid_corners(shape: Shape) -> np.ndarray:
-    """(8, 3) corners of the solid's bounding box in its own frame, posed in the link frame."""
-    size = np.asarray(shape.size, dtype=float)
-    if shape.kind == "box":
-        half = size / 2
-    elif shape.kind == "sphere":
-        half = np.full(3, size[0])
-    elif shape.kind == "cylinder":
-        half = np.array([size[0], size[0], size[1] / 2])
-    elif shape.kind == "ellipsoid":
-        half = size[:3]
-    else:
-        half = np.array([size[0], size[0], size[1] / 2 + size[0]])
-    signs = np.array(list(itertools.product((-1.0, 1.0), repeat=3)))
-    return (signs * half) @ shape.rotation.T + shape.translation
 
 
 def uniform_inertia(solids: tuple[Shape, ...]) -> UniformInertia | None:

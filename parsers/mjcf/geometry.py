@@ -4,16 +4,14 @@ Conventions
 -----------
 * Quaternions are ``(w, x, y, z)`` and rotate a child frame into its parent; a pose is
   ``(pos, quat)``: the child frame's origin and orientation in the parent frame.
-* Orientation forms follow MuJoCo's ``<compiler angle eulerseq>``: ``axisangle`` (axis is
-  normalised; the angle is in degrees when ``degree``), ``euler`` (lower-case letters of the
-  sequence rotate about moving axes, upper-case about fixed axes), ``xyaxes`` (the y axis
-  is made orthogonal to x) and ``zaxis`` (the smallest rotation taking z to the vector).
-  A vector counts as zero when its squared norm is below ``EPS`` (MuJoCo's ``mjEPS``).
+* The orientation forms (``axisangle``, ``euler``, ``xyaxes``, ``zaxis``) and quaternion
+  algebra are :mod:`treedyn.engine.rotations`'s.
 * Mass properties are ``(mass, com, inertia)``: the 3x3 rotational inertia is about the
   centre of mass, in the frame the com is given in.
 * Primitive geoms (sphere, capsule, ellipsoid, cylinder, box) have their volume- or
-  shell-based mass properties in the geom frame; a mesh's are computed from its triangles
-  with MuJoCo's union-of-pyramids method, in the four ``<mesh inertia>`` modes.
+  shell-based mass properties in the geom frame (:mod:`treedyn.engine.geometry`); a
+  mesh's are computed from its triangles with MuJoCo's union-of-pyramids method, in the
+  four ``<mesh inertia>`` modes.
 """
 from __future__ import annotations
 
@@ -22,9 +20,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
-EPS = 1e-14  # MuJoCo's mjEPS
+from treedyn.engine.rotations import (
+    IDENTITY_QUAT, GeometryError, normalized, quat_matrix, quat_multiply,
+)
+
 MINVAL = 1e-15  # MuJoCo's mjMINVAL
-IDENTITY_QUAT = np.array([1.0, 0.0, 0.0, 0.0])
 
 # geom type -> number of size parameters that must be positive
 SIZE_COUNT = {"plane": 3, "hfield": 0, "sphere": 1, "capsule": 2, "ellipsoid": 3,
@@ -32,124 +32,11 @@ SIZE_COUNT = {"plane": 3, "hfield": 0, "sphere": 1, "capsule": 2, "ellipsoid": 3
 MESH_INERTIA_MODES = ("convex", "exact", "legacy", "shell")
 
 
-class GeometryError(ValueError):
-    """An invalid orientation, geom or mesh (the parser adds file, line and element)."""
-
-
-# -- quaternions and poses ------------------------------------------------------------
-
-
-def quat_multiply(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """Hamilton product ``a * b``, so that ``R(a * b) = R(a) @ R(b)``."""
-    aw, ax, ay, az = a
-    bw, bx, by, bz = b
-    return np.array([
-        aw * bw - ax * bx - ay * by - az * bz,
-        aw * bx + ax * bw + ay * bz - az * by,
-        aw * by - ax * bz + ay * bw + az * bx,
-        aw * bz + ax * by - ay * bx + az * bw,
-    ])
-
-
-def quat_matrix(quat: np.ndarray) -> np.ndarray:
-    """Rotation matrix (3, 3) of a unit quaternion (w, x, y, z)."""
-    w, x, y, z = quat
-    return np.array([
-        [1 - 2 * (y * y + z * z), 2 * (x * y - w * z), 2 * (x * z + w * y)],
-        [2 * (x * y + w * z), 1 - 2 * (x * x + z * z), 2 * (y * z - w * x)],
-        [2 * (x * z - w * y), 2 * (y * z + w * x), 1 - 2 * (x * x + y * y)],
-    ])
-
-
-def normalized(vector: np.ndarray) -> np.ndarray:
-    """``vector`` scaled to unit length; GeometryError when its squared norm is below EPS."""
-    norm2 = float(vector @ vector)
-    if norm2 < EPS:
-        raise GeometryError("vector has zero length")
-    return vector / math.sqrt(norm2)
-
-
 def compose(parent: tuple[np.ndarray, np.ndarray],
             child: tuple[np.ndarray, np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
     """The pose ``parent * child`` (child given in the parent's frame) in the parent's parent."""
     pos, quat = parent
     return pos + quat_matrix(quat) @ child[0], normalized(quat_multiply(quat, child[1]))
-
-
-# -- orientation forms ----------------------------------------------------------------
-
-
-def axisangle_quat(axisangle: np.ndarray, degree: bool) -> np.ndarray:
-    """Quaternion of ``axisangle = (x, y, z, angle)``."""
-    try:
-        axis = normalized(np.asarray(axisangle[:3], dtype=float))
-    except GeometryError:
-        raise GeometryError("axisangle axis has zero length") from None
-    angle = math.radians(axisangle[3]) if degree else float(axisangle[3])
-    return np.concatenate([[math.cos(angle / 2)], math.sin(angle / 2) * axis])
-
-
-def euler_quat(angles: np.ndarray, sequence: str, degree: bool) -> np.ndarray:
-    """Quaternion of three Euler angles applied in ``sequence`` (e.g. "xyz", "XYZ")."""
-    quat = IDENTITY_QUAT.copy()
-    for angle, letter in zip(angles, sequence):
-        angle = math.radians(angle) if degree else float(angle)
-        step = np.zeros(4)
-        step[0] = math.cos(angle / 2)
-        step["xyz".index(letter.lower()) + 1] = math.sin(angle / 2)
-        quat = quat_multiply(quat, step) if letter.islower() else quat_multiply(step, quat)
-    return normalized(quat)
-
-
-def xyaxes_quat(xyaxes: np.ndarray) -> np.ndarray:
-    """Quaternion of the frame with x axis ``xyaxes[:3]`` and y axis ``xyaxes[3:]``."""
-    try:
-        x = normalized(np.asarray(xyaxes[:3], dtype=float))
-    except GeometryError:
-        raise GeometryError("xyaxes: x axis has zero length") from None
-    y = np.asarray(xyaxes[3:], dtype=float)
-    try:
-        y = normalized(y - x * (x @ y))
-    except GeometryError:
-        raise GeometryError("xyaxes: y axis is zero or parallel to x") from None
-    z = normalized(np.cross(x, y))
-    return matrix_quat(np.column_stack([x, y, z]))
-
-
-def zaxis_quat(zaxis: np.ndarray) -> np.ndarray:
-    """The smallest rotation taking (0, 0, 1) to ``zaxis`` (about x by pi for -z)."""
-    try:
-        z = normalized(np.asarray(zaxis, dtype=float))
-    except GeometryError:
-        raise GeometryError("zaxis has zero length") from None
-    axis = np.array([-z[1], z[0], 0.0])
-    sine = math.sqrt(float(axis @ axis))
-    axis = axis / sine if sine >= 1e-10 else np.array([1.0, 0.0, 0.0])
-    angle = math.atan2(sine, z[2])
-    return np.concatenate([[math.cos(angle / 2)], math.sin(angle / 2) * axis])
-
-
-def matrix_quat(matrix: np.ndarray) -> np.ndarray:
-    """Unit quaternion (w >= 0 branch of the largest component) of a rotation matrix."""
-    m = matrix
-    trace = m[0, 0] + m[1, 1] + m[2, 2]
-    if trace > 0:
-        w = 0.5 * math.sqrt(1 + trace)
-        quat = [w, (m[2, 1] - m[1, 2]) / (4 * w), (m[0, 2] - m[2, 0]) / (4 * w),
-                (m[1, 0] - m[0, 1]) / (4 * w)]
-    elif m[0, 0] > m[1, 1] and m[0, 0] > m[2, 2]:
-        x = 0.5 * math.sqrt(1 + m[0, 0] - m[1, 1] - m[2, 2])
-        quat = [(m[2, 1] - m[1, 2]) / (4 * x), x, (m[0, 1] + m[1, 0]) / (4 * x),
-                (m[0, 2] + m[2, 0]) / (4 * x)]
-    elif m[1, 1] > m[2, 2]:
-        y = 0.5 * math.sqrt(1 - m[0, 0] + m[1, 1] - m[2, 2])
-        quat = [(m[0, 2] - m[2, 0]) / (4 * y), (m[0, 1] + m[1, 0]) / (4 * y), y,
-                (m[1, 2] + m[2, 1]) / (4 * y)]
-    else:
-        z = 0.5 * math.sqrt(1 - m[0, 0] - m[1, 1] + m[2, 2])
-        quat = [(m[1, 0] - m[0, 1]) / (4 * z), (m[0, 2] + m[2, 0]) / (4 * z),
-                (m[1, 2] + m[2, 1]) / (4 * z), z]
-    return normalized(np.array(quat))
 
 
 # -- MuJoCo's principal axes -----------------------------------------------------------
@@ -244,116 +131,6 @@ def combine(parts: list[MassProperties]) -> MassProperties:
         d = part.com - com
         inertia += part.inertia + part.mass * ((d @ d) * np.eye(3) - np.outer(d, d))
     return MassProperties(mass, com, 0.5 * (inertia + inertia.T))
-
-
-def primitive_volume(kind: str, size: np.ndarray, shell: bool) -> float:
-    """Volume (or surface area when ``shell``) of a primitive geom; 0 for other types."""
-    r = size[0]
-    if kind == "sphere":
-        return 4 * math.pi * r * r if shell else 4 * math.pi * r ** 3 / 3
-    if kind in ("capsule", "cylinder"):
-        height = 2 * size[1]
-        if kind == "capsule":
-            if shell:
-                return 4 * math.pi * r * r + 2 * math.pi * r * height
-            return math.pi * (r * r * height + 4 * r ** 3 / 3)
-        if shell:
-            return 2 * math.pi * r * r + 2 * math.pi * r * height
-        return math.pi * r * r * height
-    if kind == "ellipsoid":
-        a, b, c = size
-        if shell:
-            p = 1.6075  # Thomsen's approximation of the ellipsoid's area
-            return 4 * math.pi * (((a * b) ** p + (b * c) ** p + (c * a) ** p) / 3) ** (1 / p)
-        return 4 * math.pi * a * b * c / 3
-    if kind in ("box", "hfield"):
-        a, b, c = size
-        return 8 * (a * b + b * c + c * a) if shell else 8 * a * b * c
-    return 0.0
-
-
-def primitive_inertia(kind: str, size: np.ndarray, mass: float, shell: bool) -> np.ndarray:
-    """Principal moments (3,) of a primitive geom of ``mass`` about its frame's axes."""
-    if kind == "sphere":
-        return np.full(3, (2 / 3 if shell else 2 / 5) * mass * size[0] ** 2)
-    if kind == "capsule":
-        return _capsule_inertia(size[0], size[1], mass, shell)
-    if kind == "cylinder":
-        return _cylinder_inertia(size[0], size[1], mass, shell)
-    if kind == "ellipsoid":
-        return _ellipsoid_inertia(size, mass, shell)
-    if kind in ("box", "hfield"):
-        return _box_inertia(size, mass, shell)
-    return np.zeros(3)
-
-
-def _capsule_inertia(radius: float, half: float, mass: float, shell: bool) -> np.ndarray:
-    """Capsule along z: a cylinder of length 2*half plus two hemispherical caps."""
-    height = 2 * half
-    r2 = radius * radius
-    if shell:
-        cap_area, side_area = 4 * math.pi * r2, 2 * math.pi * radius * height
-        caps = mass * cap_area / (cap_area + side_area)
-        side = mass - caps
-        axial = side * r2 + 2 * caps * r2 / 3
-        cap_com = radius / 2
-        cap_shift = half + cap_com
-        lateral = (side * (6 * r2 + height * height) / 12 + 2 * caps * r2 / 3
-                   + caps * (cap_shift * cap_shift - cap_com * cap_com))
-        return np.array([lateral, lateral, axial])
-    caps = mass * 4 * radius / (4 * radius + 3 * height)
-    side = mass - caps
-    lateral = (side * (3 * r2 + height * height) / 12 + 2 * caps * r2 / 5
-               + caps * height * (3 * radius + 2 * height) / 8)
-    axial = side * r2 / 2 + 2 * caps * r2 / 5
-    return np.array([lateral, lateral, axial])
-
-
-def _cylinder_inertia(radius: float, half: float, mass: float, shell: bool) -> np.ndarray:
-    """Cylinder along z; the shell is the side plus both end disks."""
-    height = 2 * half
-    r2 = radius * radius
-    if not shell:
-        lateral = mass * (3 * r2 + height * height) / 12
-        return np.array([lateral, lateral, mass * r2 / 2])
-    disk_area, side_area = math.pi * r2, 2 * math.pi * radius * height
-    disk = mass * disk_area / (2 * disk_area + side_area)
-    side = mass - 2 * disk
-    lateral = side * (6 * r2 + height * height) / 12 + 2 * (disk * r2 / 4 + disk * half * half)
-    axial = side * r2 + 2 * (disk * r2 / 2)
-    return np.array([lateral, lateral, axial])
-
-
-def _ellipsoid_inertia(size: np.ndarray, mass: float, shell: bool) -> np.ndarray:
-    """Solid ellipsoid; the shell is MuJoCo's difference of two ellipsoids 1e-6 apart."""
-    s2 = np.asarray(size, dtype=float) ** 2
-    if not shell:
-        return mass * np.array([s2[1] + s2[2], s2[0] + s2[2], s2[0] + s2[1]]) / 5
-    grown = np.asarray(size, dtype=float) + 1e-6
-    g2 = grown ** 2
-    inner = 4 * math.pi * np.prod(size) / 3
-    outer = 4 * math.pi * np.prod(grown) / 3
-    density = mass / (outer - inner)
-    inner_moments = inner * density * np.array([s2[1] + s2[2], s2[0] + s2[2], s2[0] + s2[1]]) / 5
-    outer_moments = outer * density * np.array([g2[1] + g2[2], g2[0] + g2[2], g2[0] + g2[1]]) / 5
-    return outer_moments - inner_moments
-
-
-def _box_inertia(size: np.ndarray, mass: float, shell: bool) -> np.ndarray:
-    """Solid box of half-sizes ``size``; the shell is its six faces."""
-    s2 = np.asarray(size, dtype=float) ** 2
-    if not shell:
-        return mass * np.array([s2[1] + s2[2], s2[0] + s2[2], s2[0] + s2[1]]) / 3
-    lx, ly, lz = 2 * np.asarray(size, dtype=float)
-    areas = np.array([lx * ly, ly * lz, lz * lx])  # faces normal to z, x, y
-    m0, m1, m2 = mass * areas / (2 * areas.sum())
-    ix = 2 * (m0 * s2[2] + m2 * s2[1] + m0 * ly * ly / 12 + m1 * (ly * ly + lz * lz) / 12
-              + m2 * lz * lz / 12)
-    iy = 2 * (m0 * s2[2] + m1 * s2[0] + m0 * lx * lx / 12 + m1 * lz * lz / 12
-              + m2 * (lx * lx + lz * lz) / 12)
-    iz = 2 * (m1 * s2[0] + m2 * s2[1] + m0 * (lx * lx + ly * ly) / 12 + m1 * ly * ly / 12
-              + m2 * lx * lx / 12)
-    return np.array([ix, iy, iz])
 
 
 # -- meshes ---------------------------------------------------------------------------

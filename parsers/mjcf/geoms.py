@@ -13,8 +13,8 @@ Each geom is then compiled on its own (:class:`GeomCompiler`): its sizes (from `
 principal moments (from ``mass`` or ``density``), each with MuJoCo's checks, and its
 geometry for the diagnostics as a :class:`~treedyn.engine.description.Shape`.
 
-Mesh vertices come from the asset's file (:mod:`.mesh`) or from the ``<mesh>`` element
-itself, and :func:`.mjcf_geometry.mesh_inertia` gives their mass properties. A mesh is
+Mesh vertices come from the asset's file (:mod:`treedyn.parsers.meshes`) or from the ``<mesh>`` element
+itself, and :func:`.geometry.mesh_inertia` gives their mass properties. A mesh is
 read once, when the assets are compiled or when a geom first needs it
 (:func:`processed_mesh`); its errors point at the ``<mesh>`` element and say when no geom
 uses it.
@@ -27,11 +27,13 @@ from dataclasses import dataclass
 import numpy as np
 
 from treedyn.engine.description import Shape
+from treedyn.engine.geometry import primitive_inertia, primitive_volume, shape_size
+from treedyn.engine.rotations import EPS, GeometryError, normalized, quat_matrix, zaxis_quat
 
-from . import mjcf_geometry as geo
-from .errors import ParseError
-from .mesh import MeshData, MeshFileError, read_mesh_file
-from .mjcf_types import Attributes, BodyBuild, Compiler, Inertial, Node, Pose
+from ..errors import ParseError
+from ..meshes import MeshData, MeshFileError, read_mesh_file
+from . import geometry as geo
+from .types import Attributes, BodyBuild, Compiler, Inertial, Node, Pose
 
 GEOM_TYPES = tuple(geo.SIZE_COUNT)
 
@@ -207,13 +209,13 @@ class GeomCompiler:
         ends = attrs.numbers("fromto", 6)
         vector = ends[:3] - ends[3:]
         half = float(np.linalg.norm(vector)) / 2
-        if half < geo.EPS:
+        if half < EPS:
             raise attrs.error("fromto", "the two points are too close")
         size = size.copy()
         size[1] = half
         if self.kind in ("ellipsoid", "box"):
             size[2], size[1] = size[1], size[0]
-        return size, (ends[:3] + ends[3:]) / 2, geo.zaxis_quat(vector / (2 * half))
+        return size, (ends[:3] + ends[3:]) / 2, zaxis_quat(vector / (2 * half))
 
     def _mesh_pose(self, mesh: geo.MeshInertia, size, pos, quat):
         """Geom pose absorbing the mesh frame; a primitive type is fitted to the mesh."""
@@ -223,7 +225,7 @@ class GeomCompiler:
         try:
             size, center, mesh_quat = geo.fitted_primitive(mesh, self.kind,
                                                           self.compiler.fitaabb, fitscale)
-        except geo.GeometryError as error:
+        except GeometryError as error:
             raise self.attrs.error("type", str(error)) from None
         pos, quat = geo.compose((pos, quat), (center, mesh_quat))
         return size, pos, quat
@@ -250,10 +252,10 @@ class GeomCompiler:
         if self.kind == "plane":
             return None
         is_mesh = mesh is not None and self.kind == "mesh"
-        volume = mesh.measure if is_mesh else geo.primitive_volume(self.kind, size, self.shell)
+        volume = mesh.measure if is_mesh else primitive_volume(self.kind, size, self.shell)
         if attrs.has("mass"):
             mass = attrs.number("mass")
-            if mass == 0 or volume <= geo.EPS:
+            if mass == 0 or volume <= EPS:
                 return None
             density = mass / volume
         else:
@@ -267,7 +269,7 @@ class GeomCompiler:
         if is_mesh:
             pos, quat = geo.compose((pos, quat), (mesh.com, mesh.quat))
             return Inertial(mass, pos, quat, density * mesh.principal)
-        moments = geo.primitive_inertia(self.kind, size, mass, self.shell)
+        moments = primitive_inertia(self.kind, size, mass, self.shell)
         return Inertial(mass, pos, quat, moments)
 
     def shape(self) -> Shape | None:
@@ -294,7 +296,7 @@ class GeomCompiler:
             if not attrs.has("mesh"):
                 raise
             return self._mesh_shape(self._shape_and_pose(load_mesh=False)[1], role)
-        return Shape(self.kind, _shape_size(self.kind, size), geo.quat_matrix(quat), pos,
+        return Shape(self.kind, shape_size(self.kind, size), quat_matrix(quat), pos,
                      role, source=attrs.owner)
 
     def _mesh_shape(self, pose: Pose, role: str) -> Shape:
@@ -313,31 +315,20 @@ class GeomCompiler:
         scale = asset.attrs.numbers("scale", 3, (1.0, 1.0, 1.0))
         refpos = asset.attrs.numbers("refpos", 3, (0.0, 0.0, 0.0))
         try:
-            refquat = geo.normalized(asset.attrs.numbers("refquat", 4, (1.0, 0.0, 0.0, 0.0)))
-        except geo.GeometryError:
+            refquat = normalized(asset.attrs.numbers("refquat", 4, (1.0, 0.0, 0.0, 0.0)))
+        except GeometryError:
             raise asset.attrs.error("refquat", "zero quaternion") from None
-        turned = not np.array_equal(geo.quat_matrix(refquat), np.eye(3))
+        turned = not np.array_equal(quat_matrix(refquat), np.eye(3))
         file = asset.path
         if file is None:
             file = f"{name} (vertices in the XML)"
         elif turned and not scale[0] == scale[1] == scale[2]:
             file = f"{name} (refquat with a non-uniform scale)"
         inverse = refquat * np.array([1.0, -1.0, -1.0, -1.0])
-        inner = (-scale * (geo.quat_matrix(refquat).T @ refpos), inverse)
+        inner = (-scale * (quat_matrix(refquat).T @ refpos), inverse)
         pos, quat = geo.compose(pose, inner)
-        return Shape("mesh", np.zeros(0), geo.quat_matrix(quat), pos, role, file, scale,
+        return Shape("mesh", np.zeros(0), quat_matrix(quat), pos, role, file, scale,
                      self.attrs.owner)
-
-
-def _shape_size(kind: str, size: np.ndarray) -> np.ndarray:
-    """A primitive's Shape size from MuJoCo's half sizes (see GeomCompiler.shape)."""
-    if kind == "box":
-        return 2 * size[:3]
-    if kind == "sphere":
-        return size[:1].copy()
-    if kind in ("capsule", "cylinder"):
-        return np.array([size[0], 2 * size[1]])
-    return size[:3].copy()
 
 
 # -- reading and checking meshes --------------------------------------------------------
@@ -375,7 +366,7 @@ def _load_mesh(asset: MeshAsset, unused: bool = False) -> geo.MeshInertia:
     try:
         return geo.mesh_inertia(data.vertices, data.faces, mode, scale, refpos, refquat,
                                 attrs.integer("maxhullvert", -1))  # checked when registered
-    except geo.GeometryError as error:
+    except GeometryError as error:
         raise _mesh_error(asset, error, unused) from None
 
 
@@ -396,7 +387,7 @@ def _check_hull(asset: MeshAsset) -> None:
     """Build the convex hull MuJoCo makes for collisions of a mesh that has faces."""
     try:
         geo.check_hull(asset.vertices, asset.attrs.integer("maxhullvert", -1))
-    except geo.GeometryError as error:
+    except GeometryError as error:
         raise asset.node.error(f'mesh "{asset.name}": {error} (a colliding mesh geom uses '
                                "it, and MuJoCo builds its convex hull)") from None
     asset.hull_checked = True

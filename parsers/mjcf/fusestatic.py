@@ -8,15 +8,17 @@ element refers to, a site of a force or torque sensor, or (under a parent other 
 world) forces or inertia bounds that would come out differently once merged. A merged
 inertia with no rotational inertia left is refused. The fusion runs after the bodies'
 inertias are compiled and before unnamed bodies are named ``body<id>``, so the bodies,
-their ids and inertias are MuJoCo's. :mod:`.mjcf` calls :func:`fuse_static` with the
+their ids and inertias are MuJoCo's. :class:`.builder.Builder` calls :func:`fuse_static` with the
 bodies it has built.
 """
 from __future__ import annotations
 
 from collections.abc import Callable
 
-from . import mjcf_geometry as geo
-from .mjcf_types import FREE_PROBLEM, BodyBuild, Compiler, Inertial, Node, Pose, principal
+from treedyn.engine.rotations import EPS
+
+from . import geometry as geo
+from .types import FREE_PROBLEM, BodyBuild, Compiler, Inertial, Node, Pose, principal
 
 # attributes by which elements (sensors, equality, exclude, actuators, cameras, lights,
 # skins, flexes) refer to bodies by name; objname/refname do when objtype/reftype is a body
@@ -120,7 +122,7 @@ def _merge(host: BodyBuild, body: BodyBuild, compiler: Compiler,
     if body.inertia.mass >= geo.MINVAL:
         props = geo.combine([base.properties(), body.inertia.properties().placed(pose)])
         moments, quat = principal(props.inertia)
-        if moments[2] < geo.EPS:
+        if moments[2] < EPS:
             raise body.node.error(
                 "fusestatic adds this static body's mass to its parent's, which gives an "
                 f"inertia with principal moments {float(moments[0]):g}, "

@@ -1,9 +1,9 @@
 """The data the modules of the MJCF compiler share: nodes, attributes, settings, bodies.
 
-:mod:`.mjcf` reads a document into these types; :mod:`.mjcf_meshes` (geoms and mesh
-assets) and :mod:`.mjcf_fusestatic` (``compiler fusestatic``) work on them too. They live
-here, in a module that imports none of those three, so that each can import them without
-an import cycle.
+The builder (:mod:`.builder` and its parts) reads a document into these types;
+:mod:`.geoms` (geoms and mesh assets) and :mod:`.fusestatic` (``compiler fusestatic``)
+work on them too. They live here, in a module that imports none of those, so that each
+can import them without an import cycle.
 
 Conventions
 -----------
@@ -13,26 +13,29 @@ Conventions
   value remembers the element that wrote it, so that an error about it points there. A
   number is a plain ASCII decimal; NaN and infinities are refused (MuJoCo only warns).
 * :class:`Compiler` holds the ``<compiler>`` settings with MuJoCo's defaults.
-* A pose is ``(pos, quat)`` as in :mod:`.mjcf_geometry`. A :class:`BodyBuild` is one
+* A pose is ``(pos, quat)`` as in :mod:`.geometry`. A :class:`BodyBuild` is one
   body while it is compiled, posed in its parent body's frame, and :class:`Inertial` is
   MuJoCo's body inertial: mass, principal frame and principal moments, the moments found
   by :func:`principal` as MuJoCo's compiler finds them.
 """
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
 
 import numpy as np
 from lxml import etree
 
 from treedyn.engine.description import SourceRef
+from treedyn.engine.rotations import IDENTITY_QUAT, quat_matrix
 
-from . import mjcf_geometry as geo
-from .errors import ParseError
+from ..errors import ParseError
+from ..numbers import INTEGER, word_problem
+from . import geometry as geo
 
-NUMBER = re.compile(r"[+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?", re.ASCII)  # 0-9 only
-_INTEGER = re.compile(r"[+-]?\d+", re.ASCII)
+WORLD = "world"
+ORIENTATION = ("quat", "axisangle", "xyaxes", "zaxis", "euler")
+ACTUATOR_TAGS = ("general", "motor", "position", "velocity", "damper", "intvelocity",
+                 "orientation", "pid", "cylinder", "muscle", "adhesion", "dcmotor", "plugin")
 
 
 # -- document nodes ---------------------------------------------------------------------
@@ -113,8 +116,8 @@ class Attributes:
             raise self.error(key, f"expected {expected} number{'s' if count > 1 else ''}, "
                                   f"got {len(words)}")
         for word in words:
-            if not NUMBER.fullmatch(word):
-                problem = "is not finite" if _is_non_finite(word) else "is not a number"
+            problem = word_problem(word, any_signs=True)
+            if problem:
                 raise self.error(key, f'"{word}" {problem}')
         numbers = np.array([float(word) for word in words])
         if not np.all(np.isfinite(numbers)):
@@ -134,7 +137,7 @@ class Attributes:
             raise self.error(key, f"expected {count} integer{'s' if count > 1 else ''}, "
                                   f"got {len(words)}")
         for word in words:
-            if not _INTEGER.fullmatch(word):
+            if not INTEGER.fullmatch(word):
                 raise self.error(key, f'"{word}" is not an integer')
         return [int(word) for word in words]
 
@@ -151,11 +154,6 @@ class Attributes:
 
     def boolean(self, key: str, default: bool) -> bool:
         return self.keyword(key, ("false", "true"), "true" if default else "false") == "true"
-
-
-def _is_non_finite(word: str) -> bool:
-    """True for nan/inf spellings, which are rejected with their own message."""
-    return word.lower().lstrip("+-") in ("nan", "inf", "infinity")
 
 
 def own_values(node: Node) -> dict[str, Value]:
@@ -230,7 +228,7 @@ class Compiler:
 # -- the body tree --------------------------------------------------------------------
 
 Pose = tuple  # (pos (3,), quat (4,))
-IDENTITY_POSE: Pose = (np.zeros(3), geo.IDENTITY_QUAT)
+IDENTITY_POSE: Pose = (np.zeros(3), IDENTITY_QUAT)
 # MuJoCo's rule for free joints, checked when a body is read and after fusestatic
 FREE_PROBLEM = "a free joint is allowed only in a child of the world body (a top-level body)"
 
@@ -263,7 +261,7 @@ class Inertial:
     @property
     def rotation(self) -> np.ndarray:
         """(3, 3) principal axes in the body frame (columns)."""
-        return geo.quat_matrix(self.quat)
+        return quat_matrix(self.quat)
 
     def properties(self) -> geo.MassProperties:
         return geo.MassProperties(self.mass, self.pos,

@@ -1,6 +1,11 @@
-"""Triangle-mesh files as MuJoCo reads them: STL (binary and ASCII), OBJ and MuJoCo's ``.msh``.
+"""Triangle-mesh files: STL (binary and ASCII), OBJ and MuJoCo's ``.msh``, in two modes.
 
-Only what the mass properties need is kept: vertex positions and triangle indices.
+* As MuJoCo reads them (:func:`read_mesh_file`), for the MJCF compiler's mass properties:
+  vertex positions and triangle indices, with MuJoCo's checks.
+* Leniently (:data:`POINT_READERS`), for the bounding boxes of link geometry
+  (:mod:`.link_geometry`): vertex positions only, in double precision as written, with
+  none of MuJoCo's limits; ASCII STL ``vertex`` and OBJ ``v`` lines are all that is read,
+  and a file that cannot be read gives None instead of an error.
 
 Conventions
 -----------
@@ -84,10 +89,7 @@ def _format_of(path: str, content_type: str | None) -> str:
 def read_stl(data: bytes) -> MeshData:
     """Binary or ASCII STL bytes to a mesh with repeated vertices merged."""
     if _is_binary_stl(data):
-        count = struct.unpack_from("<i", data, 80)[0]
-        records = np.frombuffer(data, dtype=np.uint8, count=50 * count, offset=84)
-        records = records.reshape(count, 50)[:, 12:48].copy()
-        corners = records.view("<f4").reshape(count * 3, 3)
+        corners = _binary_stl_corners(data)
     elif data.lstrip()[:5].lower() == b"solid":
         corners = _ascii_stl_corners(data)
     else:
@@ -107,6 +109,14 @@ def _is_binary_stl(data: bytes) -> bool:
         return False
     count = struct.unpack_from("<i", data, 80)[0]
     return count >= 0 and len(data) == 84 + 50 * count
+
+
+def _binary_stl_corners(data: bytes) -> np.ndarray:
+    """Corner positions (3 * nface, 3) float32 of a binary STL (see :func:`_is_binary_stl`)."""
+    count = struct.unpack_from("<i", data, 80)[0]
+    records = np.frombuffer(data, dtype=np.uint8, count=50 * count, offset=84)
+    records = records.reshape(count, 50)[:, 12:48].copy()
+    return records.view("<f4").reshape(count * 3, 3)
 
 
 _ASCII_TOKEN = re.compile(rb"\S+")
@@ -313,3 +323,30 @@ def read_msh(data: bytes) -> MeshData:
     if nface and (faces.min() < 0 or faces.max() >= nvertex):
         raise MeshFileError("MSH face refers to a vertex that does not exist")
     return MeshData(vertices.reshape(nvertex, 3).astype(np.float64), faces)
+
+
+# -- lenient: vertices for bounding boxes ---------------------------------------------
+
+
+def stl_points(data: bytes) -> np.ndarray:
+    """Vertices (n, 3) of a binary or ASCII STL file, leniently."""
+    if _is_binary_stl(data):
+        return _binary_stl_corners(data).astype(float)
+    words = re.findall(rb"vertex\s+(\S+)\s+(\S+)\s+(\S+)", data)
+    return np.array(words, dtype=float).reshape(-1, 3)
+
+
+def obj_points(data: bytes) -> np.ndarray:
+    """Vertices (n, 3) of a Wavefront OBJ file (its ``v x y z`` lines), leniently."""
+    rows = re.findall(rb"^[ \t]*v[ \t]+(\S+)[ \t]+(\S+)[ \t]+(\S+)", data, flags=re.M)
+    return np.array(rows, dtype=float).reshape(-1, 3)
+
+
+def msh_points(data: bytes) -> np.ndarray:
+    """Vertices (n, 3) of a MuJoCo ``.msh`` file (read by :func:`read_msh`)."""
+    return read_msh(data).vertices
+
+
+# suffix -> the vertices (n, 3) of a file's bytes, read leniently (ValueError or
+# IndexError for bytes that are not such a file)
+POINT_READERS = {".stl": stl_points, ".obj": obj_points, ".msh": msh_points}

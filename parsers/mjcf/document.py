@@ -1,0 +1,123 @@
+"""The MJCF document: XML nodes with their file, every ``<include>`` expanded.
+
+The included file is looked up relative to the main model's directory first, then relative
+to the including file's directory (MuJoCo's order); a file may be included once. Nesting
+is limited per file as MuJoCo's XML reader limits it, and across includes to dyn's own
+:data:`MAX_TOTAL_DEPTH`.
+"""
+from __future__ import annotations
+
+import os
+
+from lxml import etree
+
+from treedyn.engine.description import SourceRef
+
+from ..errors import ParseError
+from ..xml_text import parse as parse_xml, without_declaration
+from .types import Node
+
+MAX_DEPTH = 500  # levels of nested elements in one file, its root being 1: MuJoCo's limit
+MAX_TOTAL_DEPTH = 1000  # levels in the whole document, includes expanded: dyn's own limit
+DEPTH_PROBLEM = f"elements nested more than {MAX_DEPTH} deep (MuJoCo's XML reader refuses such files too)"
+
+
+class Document:
+    """The main file with every ``<include>`` replaced by the included elements."""
+
+    def __init__(self, path: str):
+        self.model_dir = os.path.dirname(os.path.abspath(path))
+        self.included: dict[str, SourceRef] = {}
+        main = os.path.realpath(path)
+        self.included[main] = SourceRef(path, 0, "")
+        element = read_file(path, None)
+        self.root = self._node(element, path, os.path.dirname(os.path.abspath(path)), [main],
+                               1, 1)
+
+    def _node(self, element: etree._Element, file: str, directory: str,
+              stack: list[str], depth: int, total: int) -> Node:
+        node = Node(element, file)
+        if depth > MAX_DEPTH:
+            raise node.error(DEPTH_PROBLEM)
+        if total > MAX_TOTAL_DEPTH:
+            raise node.error(f"elements nested more than {MAX_TOTAL_DEPTH} deep across "
+                             f"included files (the most dyn reads)")
+        node.children = self._children(element, file, directory, stack, depth, total)
+        return node
+
+    def _children(self, element: etree._Element, file: str, directory: str,
+                  stack: list[str], depth: int, total: int) -> list[Node]:
+        """Child nodes of ``element`` (at ``depth`` in its file, the root's being 1, and
+        ``total`` in the document, includes expanded), each ``<include>`` replaced by
+        what it includes."""
+        nodes: list[Node] = []
+        for child in element.iterchildren(etree.Element):
+            if child.tag == "include":
+                nodes.extend(self._include(Node(child, file), directory, stack, total))
+            else:
+                nodes.append(self._node(child, file, directory, stack, depth + 1, total + 1))
+        return nodes
+
+    def _include(self, include: Node, directory: str, stack: list[str],
+                 total: int) -> list[Node]:
+        if len(include.element):
+            raise include.error("<include> cannot have child elements")
+        name = include.get("file")
+        if not name:
+            raise include.error("file attribute is missing")
+        path = self._locate(include, name, directory)
+        real = os.path.realpath(path)
+        if real in stack:
+            cycle = " -> ".join(os.path.basename(p) for p in stack[stack.index(real):] + [real])
+            raise include.error(f"include cycle ({cycle})")
+        if real in self.included:
+            first = self.included[real]
+            where = f" (first included at {first.file}:{first.line})" if first.line else ""
+            raise include.error(f'file "{name}" is already included{where}')
+        self.included[real] = include.source()
+        root = read_file(path, include)
+        if next(root.iterchildren(etree.Element), None) is None:
+            raise include.error(f'included file "{name}" has no elements')
+        # its own root is level 1 of its file (MuJoCo's XML reader limits each file alone)
+        return self._children(root, path, os.path.dirname(path), stack + [real], 1, total)
+
+    def _locate(self, include: Node, name: str, directory: str) -> str:
+        """The included file: absolute, else in the model directory, else beside the includer."""
+        if os.path.isabs(name):
+            candidates = [name]
+        else:
+            candidates = [os.path.join(self.model_dir, name), os.path.join(directory, name)]
+        for candidate in candidates:
+            if os.path.isfile(candidate):
+                return candidate
+        raise include.error(f'included file "{name}" not found (looked in '
+                            f"{' and '.join(dict.fromkeys(candidates))})")
+
+
+def read_file(path: str, include: Node | None) -> etree._Element:
+    """Root element of an XML file; errors name the file (and the include that asked)."""
+    try:
+        with open(path, "rb") as stream:
+            data = stream.read()
+    except OSError as error:
+        if include is not None:
+            raise include.error(f'cannot read included file "{path}" ({error.strerror})') \
+                from None
+        raise ParseError(f"cannot read file ({error.strerror})", path) from None
+    # huge_tree: libxml2 refuses documents nested deeper than 256 elements without it, and
+    # a chain of bodies nests one level per body (MuJoCo reads such files); a declaration
+    # libxml2 refuses (version="0.0", a blank line before it) is skipped, as tinyxml2 does
+    try:
+        return parse_xml(data, None, huge_tree=True)
+    except etree.XMLSyntaxError as strict:
+        error = strict
+        text, encoding = without_declaration(data, None)
+        if text is not None and text != data:
+            try:
+                return parse_xml(text, encoding, huge_tree=True)
+            except etree.XMLSyntaxError as later:
+                error = later
+        if "Excessive depth" in (error.msg or ""):  # libxml2 stops at 2048 levels even so
+            raise ParseError(DEPTH_PROBLEM, path, error.lineno or 0) from None
+        raise ParseError(f"not well-formed XML ({error.msg})", path, error.lineno or 0) \
+            from None

@@ -1,0 +1,89 @@
+"""The sections before the tree: ``<option>`` and the assets (meshes, height fields,
+textures, materials)."""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from .geoms import MeshAsset
+from .state import BuildState
+from .types import Node, own_attributes
+
+SWITCHES = ("gravity", "spring", "damper", "frictionloss")  # the <flag>s the parser reads
+
+
+class Sections(BuildState):
+    """``<option>`` and ``<asset>``: gravity, the passive-force switches, meshes and the
+    names geoms and materials may refer to."""
+
+    def _option(self, node: Node) -> None:
+        """``gravity``, and the ``<flag>`` :data:`SWITCHES` (the last one given wins)."""
+        attrs = own_attributes(node)
+        self.gravity = attrs.numbers("gravity", 3, self.gravity)
+        for key in self.fluid:
+            self.fluid[key] = attrs.number(key, self.fluid[key])
+        self._count_passive("option", attrs, ("density", "viscosity"))
+        for child in node.children:
+            if child.tag == "flag":
+                flags = own_attributes(child)
+                for name in SWITCHES:
+                    state = "disable" if name in self.disabled else "enable"
+                    if flags.keyword(name, ("enable", "disable"), state) == "disable":
+                        self.disabled.add(name)
+                    else:
+                        self.disabled.discard(name)
+
+    def _asset(self, section: Node) -> None:
+        """Meshes and height fields are kept; other assets are counted as ignored."""
+        for node in section.children:
+            if node.tag == "mesh":
+                self._mesh_asset(node)
+            elif node.tag == "hfield":
+                attrs = own_attributes(node)
+                name = attrs.text("name") or Path(attrs.text("file", "")).stem
+                self.hfields[name] = attrs.numbers("size", 4)
+            else:
+                self.ignored[node.tag] += 1
+                if node.tag == "texture":
+                    self.textures.add(node.get("name") or Path(node.get("file", "")).stem)
+                elif node.tag == "material":
+                    self.materials[node.get("name", "")] = node
+
+    def _check_materials(self) -> None:
+        """Textures that materials name (attribute, defaults or ``<layer>``) exist."""
+        for node in self.materials.values():
+            names = [self._default_class(node).resolve("material", node).text("texture")]
+            names += [layer.get("texture") for layer in node.children if layer.tag == "layer"]
+            for name in names:
+                if name is not None and name not in self.textures:
+                    raise node.error(f'unknown texture "{name}"')
+
+    def _mesh_asset(self, node: Node) -> None:
+        """Register a mesh (name defaults to the file's stem); its file must exist."""
+        attrs = self._default_class(node).resolve("mesh", node)
+        file = attrs.text("file")
+        name = node.get("name") or (Path(file).stem if file else "")
+        if not name:
+            raise node.error("a mesh needs a name or a file")
+        if name in self.meshes:
+            raise node.error(f'repeated mesh name "{name}" (first at line '
+                             f"{self.meshes[name].node.line})")
+        path = self._mesh_path(node, file) if file else None
+        hull_vertices = attrs.integer("maxhullvert", -1)
+        if hull_vertices != -1 and hull_vertices < 4:
+            raise attrs.error("maxhullvert", "maxhullvert must be -1 (no limit) or at least 4")
+        self.meshes[name] = MeshAsset(node, name, path, attrs)
+
+    def _mesh_path(self, node: Node, file: str) -> str:
+        """MuJoCo's lookup: absolute file; absolute meshdir; model dir / meshdir / file."""
+        if self.compiler.strippath:
+            file = os.path.basename(file)
+        if os.path.isabs(file):
+            path = file
+        elif os.path.isabs(self.compiler.meshdir):
+            path = os.path.join(self.compiler.meshdir, file)
+        else:
+            path = os.path.join(self.model_dir, self.compiler.meshdir, file)
+        if not os.path.isfile(path):
+            raise node.error(f'mesh file "{file}" not found (looked for {path})')
+        return path
