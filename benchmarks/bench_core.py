@@ -10,7 +10,7 @@ treedyn is faster), all measured in the same run.
 
 Pinocchio runs its C++ algorithms from Python: one call per state for N = 1 and for CRBA,
 and rneaInParallel / abaInParallel (1 thread and 2 threads) for batches; treedyn runs its
-batches with the same number of threads (``treedyn.engine.kernels.configure``: chunks of
+batches with the same number of threads (``treedyn.engine.batch.threads.configure``: chunks of
 states on a thread pool, numpy releasing the GIL), and its mass batches with 1 and 2
 threads against the single-threaded loop of crba calls. MuJoCo has no
 batched dynamics call, so it runs a Python loop over states: inverse = mj_inverse,
@@ -34,7 +34,8 @@ os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 import numpy as np  # noqa: E402
 import pinocchio as pin  # noqa: E402
 
-from treedyn.engine import aba, crba, kernels, rnea  # noqa: E402
+from treedyn.engine import aba, crba, rnea  # noqa: E402
+from treedyn.engine.batch import threads as batching  # noqa: E402
 from treedyn.parsers import load_model  # noqa: E402
 
 MJCF_MODEL = ("humanoid.xml (MJCF, gymnasium)", "humanoid.xml")
@@ -111,13 +112,13 @@ def bench_model(label, path, free_flyer, batch, repeats):
     for threads in (1, 2):
         plural = "s" if threads > 1 else ""
         how = f"InParallel, {threads} thread{plural} (both)"
-        with kernels.configured(threads=threads):
+        with batching.configured(threads=threads):
             batched(lambda: rnea(model, q, v, a),
                     lambda: pin.rneaInParallel(threads, pool, pq, pv, pa, out), "inverse", how)
             batched(lambda: aba(model, q, v, tau),
                     lambda: pin.abaInParallel(threads, pool, pq, pv, ptau, out), "forward", how)
     for threads in (1, 2):
-        with kernels.configured(threads=threads):
+        with batching.configured(threads=threads):
             batched(lambda: crba(model, q), crba_loop, "mass",
                     f"loop of crba calls (treedyn {threads} thread{'s' if threads > 1 else ''})")
     return rows
@@ -214,7 +215,7 @@ def main() -> None:
                         help="treedyn threads where not stated (default: its own setting)")
     args = parser.parse_args()
     if args.threads:
-        kernels.configure(threads=args.threads)
+        batching.configure(threads=args.threads)
     root = robots_root()
     rows = []
     for label, relative, free_flyer in MODELS:
@@ -229,7 +230,7 @@ def main() -> None:
           f"Python {platform.python_version()}, numpy {np.__version__}, "
           f"pinocchio {pin.__version__}, mujoco {mujoco.__version__}, "
           f"OPENBLAS_NUM_THREADS={os.environ['OPENBLAS_NUM_THREADS']} ({blas_threads()}), "
-          f"treedyn chunk {kernels.settings.chunk} states, {kernels.settings.threads} threads "
+          f"treedyn chunk {batching.settings.chunk} states, {batching.settings.threads} threads "
           f"unless stated, median of {args.repeats}")
     if args.markdown:
         print("| " + " | ".join(header) + " |")

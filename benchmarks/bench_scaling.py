@@ -18,7 +18,7 @@ one batched call on ``--batch`` random states, divided by the number of states. 
 batches are capped so the (N, n, n) output stays under ~256 MB (33 states for 1000
 bodies); the cap is printed. Pinocchio: ``rneaInParallel`` / ``abaInParallel`` with
 ``--threads`` threads on a ``ModelPool``, and a loop of ``crba`` calls; treedyn runs with
-the same number of threads (``kernels.configure``; with more than one thread its chunk is
+the same number of threads (``batching.configure``; with more than one thread its chunk is
 set to batch / threads so every thread gets a chunk). OPENBLAS_NUM_THREADS is pinned to 1
 unless set in the environment.
 
@@ -43,7 +43,8 @@ import numpy as np  # noqa: E402
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from bench_core import median_time, print_table  # noqa: E402
 
-from treedyn.engine import aba, build_model, crba, kernels, rnea  # noqa: E402
+from treedyn.engine import aba, build_model, crba, rnea  # noqa: E402
+from treedyn.engine.batch import threads as batching  # noqa: E402
 from treedyn.parsers import parse_urdf_string  # noqa: E402
 
 CRBA_BYTES = 256 << 20
@@ -115,11 +116,11 @@ def bench_robot(shape, bodies, args, work):
     qc = q[:crba_batch]
     chunk = -(-batch // args.threads) if args.threads > 1 else None
     times = {}
-    with kernels.configured(threads=args.threads, chunk=chunk):
+    with batching.configured(threads=args.threads, chunk=chunk):
         times["rnea"] = median_time(lambda: rnea(model, q, v, a), args.repeats) / batch
         times["aba"] = median_time(lambda: aba(model, q, v, tau), args.repeats) / batch
         chunk_c = -(-crba_batch // args.threads) if args.threads > 1 else None
-        with kernels.configured(chunk=chunk_c):
+        with batching.configured(chunk=chunk_c):
             times["crba"] = median_time(lambda: crba(model, qc), args.repeats) / crba_batch
     row = {"shape": shape, "bodies": bodies, "crba_batch": crba_batch, "treedyn": times}
     if args.pinocchio and bodies <= args.pinocchio_max_bodies:

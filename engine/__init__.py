@@ -8,11 +8,11 @@ from .aba import aba
 from .crba import crba
 from .description import Inertia, JointSpec, LinkSpec, Mimic, SourceRef, TreeDescription
 from .forces import external_forces
-from .model import Frame, Model, ModelError, add_free_flyer, build_model
+from .model import Frame, Model, ModelError, build_model
 from .rnea import generalized_gravity, nonlinear_effects, rnea
 
 __all__ = [
     "Frame", "Inertia", "JointSpec", "LinkSpec", "Mimic", "Model", "ModelError", "SourceRef",
-    "TreeDescription", "aba", "add_free_flyer", "build_model", "crba", "external_forces",
+    "TreeDescription", "aba", "build_model", "crba", "external_forces",
     "generalized_gravity", "nonlinear_effects", "rnea",
 ]

@@ -13,14 +13,14 @@ Three sweeps in each body's frame (LOCAL), M is never formed:
    the world, so gravity only enters through ``A0``).
 
 Layout and frames as in :mod:`treedyn.engine.rnea`; articulated inertias are (21, N) spin
-coordinates per body (:mod:`treedyn.engine.compiled`): for a revolute joint ``U = IA S``
+coordinates per body (:mod:`treedyn.engine.batch.spin`): for a revolute joint ``U = IA S``
 is 6 of those rows, the rank-one ``U D^-1 U^T`` is subtracted row by row in the child
 frame, and ``Xup^T Ia Xup`` is a few rotation row updates (angle and double angle) and one
 (21, 21) BLAS call per group -- (21, 15) without armature, where Ia keeps 15 non-zero spin
-rows (compiled.KEPT); a prismatic joint's shift is a (21, 63) call on
+rows (batch.spin.KEPT); a prismatic joint's shift is a (21, 63) call on
 ``[Ia; d Ia; d^2 Ia]``. IA is never initialised up front: a body without children starts
-from its own inertia W0 when its group comes up, and a body's first child writes W0 plus its
-contribution (after a revolute joint without armature, as a W0 column of that matmul
+from its own inertia I0 when its group comes up, and a body's first child writes I0 plus its
+contribution (after a revolute joint without armature, as a I0 column of that matmul
 applied to ``[rot(Ia); 1]``, straight into the parents' rows). Singular blocks give
 inf/nan (``1 / 0``; Gauss-Jordan without pivoting for multi-dof joints), never an exception.
 """
@@ -28,15 +28,13 @@ from __future__ import annotations
 
 import numpy as np
 
-from .compiled import (FREE, FREE_PERM, GENERIC, KEPT, NSPIN, P_SPIN, PINV_SPIN, REVOLUTE, S_ROW,
-                       U_ROWS, plan_of)
-from .kernels import (accumulate, chunk_size, gather, gauss_jordan_inverse, load_coordinates,
-                      load_forces, load_rows, prepare_forces, run_chunks, spin_rotate, store_rows,
-                      workspace)
+from .batch.load import load_coordinates, load_rows, store_rows
+from .batch.plan import FREE, FREE_PERM, GENERIC, REVOLUTE, S_ROW, U_ROWS
+from .batch.rows import accumulate, gather, gauss_jordan_inverse, spin_rotate
+from .batch.spin import KEPT, NSPIN, PINV_SPIN, matrices_of, spins_of
+from .batch.sweeps import forward_sweep, solve_in_chunks, to_child, to_parent, work_shapes
 from .model import Model
-from .rnea import _to_child, _to_parent, forward_sweep, work_shapes, world_acceleration
 from .spatial import apply_subspace, force_to_parent, inertia_to_parent, motion_to_child, project_subspace
-from .state import finish, states
 
 
 def aba(model: Model, q, v=None, tau=None, fext=None, gravity=None) -> np.ndarray:
@@ -45,24 +43,11 @@ def aba(model: Model, q, v=None, tau=None, fext=None, gravity=None) -> np.ndarra
     Same arguments and frames as :func:`treedyn.engine.rnea.rnea`, with ``tau`` (N, nv)
     in place of ``a``. A singular joint block (a massless subtree) gives inf/nan.
     """
-    plan = plan_of(model)
-    batch, q, v, tau, fext = states(model, q, v, tau, fext, x_name="tau")
-    forces = prepare_forces(plan, batch.count, fext)
-    a_world = world_acceleration(model, gravity)
-    out = np.empty((batch.count, model.nv))
-    capacity = chunk_size(plan, aba_shapes, batch.count)
-
-    def work(s0: int, s1: int) -> None:
-        W = workspace("aba", plan, capacity, aba_shapes).view(s1 - s0)
-        aba_chunk(plan, W, q[s0:s1], None if v is None else v[s0:s1],
-                  None if tau is None else tau[s0:s1], load_forces(plan, forces, s0, s1, W.Fx),
-                  a_world, out[s0:s1])
-
-    run_chunks(batch.count, work, capacity)
-    return finish(out, batch)
+    return solve_in_chunks(model, "aba", aba_shapes, aba_chunk, q, v, tau, fext, gravity, "tau")
 
 
 def aba_shapes(plan) -> dict:
+    """RNEA's work arrays and the backward sweep's: IA (spin), U, D^-1, u per body."""
     nb, k, nrev = plan.nj + 1, plan.kmax, len(plan.rev_q)
     shapes = work_shapes(plan)
     shapes.update({"IA": (nb, 21), "U": (nb, 6), "Dinv": (nb,), "u": (nb,), "G": (k, 63),
@@ -72,6 +57,7 @@ def aba_shapes(plan) -> dict:
 
 
 def aba_chunk(plan, W, q, v, tau, fx, a_world, out) -> None:
+    """ABA for one chunk: q (m, nq), v/tau (m, nv) or None, fx internal forces or None."""
     load_coordinates(plan, W, q, spin2=True)
     has_v = load_rows(plan, v, W.qd, W.rows)
     if not load_rows(plan, tau, W.tau, W.rows):
@@ -85,13 +71,13 @@ def aba_chunk(plan, W, q, v, tau, fx, a_world, out) -> None:
 
 def articulated_sweep(plan, W, generic: dict) -> None:
     """Leaves to root: IA, U, D^-1, u per body; IA and pA passed on to the parents."""
-    IA, pA, W0 = W.IA, W.F, plan.W0
+    IA, pA, I0 = W.IA, W.F, plan.I0  # pA: the F rows of the forward sweep
     for g in reversed(plan.groups):
         b, k = g.slots, g.size
         if g.leaves is not None:  # no child wrote their IA: it is their own inertia
-            IA[g.leaves] = W0[g.leaves]
+            IA[g.leaves] = I0[g.leaves]
         if g.kind == GENERIC:
-            generic[b.start] = generic_articulated(g, W, W0, *generic[b.start])
+            generic[b.start] = generic_articulated(g, W, I0, *generic[b.start])
             continue
         if g.kind == FREE:
             generic[b.start] = free_root_articulated(g, W)
@@ -110,7 +96,7 @@ def articulated_sweep(plan, W, generic: dict) -> None:
         np.multiply(ug, Dg, out=t1[:, 0])
         np.multiply(Ug, t1[:, :1], out=T6)
         pAg += T6
-        _to_parent(g, W, pAg, t1, t2)
+        to_parent(g, W, pAg, t1, t2)
         np.matmul(g.XTt, pAg, out=T6)
         accumulate(pA, g.parents, T6)
         # Ia = IA - U D^-1 U^T (child frame, in place), then Xup^T Ia Xup to the parent
@@ -123,7 +109,7 @@ def articulated_sweep(plan, W, generic: dict) -> None:
         if g.kind == REVOLUTE:
             spin_rotate(IAg, W.CS[g.coords][:, None], W.SN[g.coords][:, None],
                         W.C2[g.coords][:, None], W.S2[g.coords][:, None], W.tspin[:k], rows)
-            if g.L_first is not None:  # [L | W0_parent] [rot(Ia); 1] into the parents
+            if g.L_first is not None:  # [L | I0_parent] [rot(Ia); 1] into the parents
                 IAg[:, rows] = 1.0  # a spin row known to be zero; the child's IA is done
                 np.matmul(g.L_first, IAg[:, :rows + 1], out=IA[g.parents.read])
                 continue
@@ -134,13 +120,13 @@ def articulated_sweep(plan, W, generic: dict) -> None:
             np.multiply(IAg, d, out=G[:, 21:42])
             np.multiply(G[:, 21:42], d, out=G[:, 42:63])
             np.matmul(g.L_aba, G, out=T21)  # [L, L L1, L L2] @ [Ia; d Ia; d^2 Ia]
-        accumulate(IA, g.parents, T21, g.first, W0)
+        accumulate(IA, g.parents, T21, g.first, I0)
 
 
 def subtract_rank_one(IA, U, Ud, scratch, rows: int = 21) -> None:
     """IA -= spin(U Ud^T) in place for IA (k, 21, m), U and Ud = U / D (k, 6, m).
 
-    U = (a, b) angular/linear; the spin rows (compiled.SPIN_TERMS): 0 is b_z bd_z, 1-4
+    U = (a, b) angular/linear; the spin rows (batch.spin.SPIN_TERMS): 0 is b_z bd_z, 1-4
     and 9-14 sums and differences of xy products, 5-8 the x then y parts of
     (b bd_z, a bd_z), 15-16 a_z ad_z, a_z bd_z, 17-20 the x then y parts of
     (a ad_z, a_z bd). ``rows=KEPT`` skips 15-20 (zero after the update when U = IA e_z
@@ -206,7 +192,7 @@ def acceleration_sweep(plan, W, generic: dict) -> None:
             np.multiply(W.u[b], W.Dinv[b], out=qdd)
         else:
             np.matmul(g.XT, gather(dA, g.parents, W.P6), out=dAg)
-            _to_child(g, W, dAg, W.t1[:k], W.t2[:k])
+            to_child(g, W, dAg, W.t1[:k], W.t2[:k])
             T6 = W.T6[:k]
             np.multiply(W.U[b], dAg, out=T6)
             dot = W.t1[:k, 0]
@@ -254,11 +240,10 @@ def solve_blocks(D: np.ndarray, u: np.ndarray) -> np.ndarray:
     return x
 
 
-def generic_articulated(g, W, W0, E, r, S):
+def generic_articulated(g, W, I0, E, r, S):
     """Backward step of a generic joint in AoS math; returns what the third sweep needs."""
     i, p = g.slots.start, g.parents.slots[0]
-    m = W.IA.shape[-1]
-    IA = (PINV_SPIN @ W.IA[i]).T.reshape(m, 6, 6)
+    IA = matrices_of(W.IA[i])  # (m, 6, 6)
     U = IA @ S  # (m, 6, k)
     D = np.swapaxes(S, -1, -2) @ U + np.diag(g.armature_full)
     Dinv = np.ascontiguousarray(gauss_jordan_inverse(np.ascontiguousarray(D.transpose(1, 2, 0)))
@@ -269,13 +254,13 @@ def generic_articulated(g, W, W0, E, r, S):
         UDinv = U @ Dinv
         Ia = IA - UDinv @ np.swapaxes(U, 1, 2)
         pa = pA + np.einsum("nik,nk->ni", UDinv, u)
-        accumulate(W.IA, g.parents, (P_SPIN @ inertia_to_parent(E, r, Ia).reshape(m, 36).T)[None],
-                   g.first, W0)
+        accumulate(W.IA, g.parents, spins_of(inertia_to_parent(E, r, Ia))[None], g.first, I0)
         W.F[p] += force_to_parent(E, r, pa).T
     return E, r, S, U, Dinv, u
 
 
 def generic_acceleration(g, W, E, r, S, U, Dinv, u) -> None:
+    """Third sweep of a generic joint: qdd = D^-1 (u - U^T dA'), dA = dA' + S qdd."""
     i, p = g.slots.start, g.parents.slots[0]
     dA_parent = motion_to_child(E, r, W.A[p].T)
     rhs = u - np.einsum("nik,ni->nk", U, dA_parent)

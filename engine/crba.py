@@ -8,7 +8,7 @@ to its parent's frame, ``F <- Xup_i^T F`` (Pinocchio's CRBA, LOCAL convention). 
 dofs of the subtree of i (nv_subtree) can be non-zero in row i. Armature is added on the
 diagonal. The full symmetric matrix is returned (zeros outside the sparsity pattern).
 
-Layout (see :mod:`treedyn.engine.compiled`): ``Ic`` as (21, N) spin coordinates per body
+Layout (see :mod:`treedyn.engine.batch.plan`): ``Ic`` as (21, N) spin coordinates per body
 in the internal frames, a group of one tree level transformed by a rotation of its rows
 and one (21, 21) BLAS call; the force columns ``F[dof, component, state]`` in the model's
 dof order, a subtree's columns moved to the parent by a rotation and one batched 6x6 call.
@@ -17,9 +17,12 @@ from __future__ import annotations
 
 import numpy as np
 
-from .compiled import FREE, FREE_PERM, GENERIC, PINV_SPIN, P_SPIN, REVOLUTE, S_ROW, U_ROWS, plan_of
-from .kernels import (accumulate, chunk_size, generic_transform, load_coordinates, rotated_to_parent,
-                      run_chunks, spin_rotated, workspace)
+from .batch.load import generic_transform, load_coordinates
+from .batch.memory import workspace
+from .batch.plan import FREE, FREE_PERM, GENERIC, REVOLUTE, S_ROW, U_ROWS, plan_of
+from .batch.rows import accumulate, rotate, shift_to_parent, spin_rotated
+from .batch.spin import PINV_SPIN, matrices_of, spins_of
+from .batch.threads import chunk_size, run_chunks
 from .model import Model
 from .spatial import forces_to_parent, inertia_to_parent
 from .state import finish, states
@@ -44,19 +47,29 @@ def crba(model: Model, q) -> np.ndarray:
 
 
 def crba_shapes(plan) -> dict:
+    """Work arrays: composite inertias IC (spin), force columns F by model dof, scratch."""
     nb, k, nrev, nv = plan.nj + 1, plan.kmax, len(plan.rev_q), plan.nv
     return {"IC": (nb, 21), "G": (k, 63), "T21": (k, 21), "t1": (k, 6), "F": (nv, 6),
-            "FT": (nv, 6), "t6": (nv, 2), "TH": (nrev,), "SC": (3, nrev), "SN": (nrev,), "CS": (nrev,),
+            "FT": (nv, 6), "t6": (nv, 4), "TH": (nrev,), "SC": (3, nrev), "SN": (nrev,), "CS": (nrev,),
             "C2": (nrev,), "S2": (nrev,), "DP": (len(plan.pri_q),)}
 
 
 def crba_chunk(plan, W, q, M) -> None:
     """M for one chunk: q (m, nq) -> M (m, nv, nv), already zero."""
     load_coordinates(plan, W, q, spin2=True)
+    generic = composite_sweep(plan, W, q)
+    column_sweep(plan, W, generic, M)
+
+
+def composite_sweep(plan, W, q) -> dict:
+    """Leaves to root: IC_parent += Xup^T IC Xup (spin rows, IC (nj + 1, 21, m)).
+
+    Returns the generic joints' transforms {slot: (E, r, S)} for :func:`column_sweep`.
+    """
     IC = W.IC
-    IC[...] = plan.W0
+    IC[...] = plan.I0
     generic = {}
-    for g in reversed(plan.groups):  # composite inertias, leaves to root
+    for g in reversed(plan.groups):
         b, k = g.slots, g.size
         if g.kind == FREE:
             continue
@@ -64,9 +77,7 @@ def crba_chunk(plan, W, q, M) -> None:
             generic[b.start] = generic_transform(g, q)[:3]
             if not g.at_world:
                 E, r, _ = generic[b.start]
-                m = IC.shape[-1]
-                Ic = (PINV_SPIN @ IC[b.start]).T.reshape(m, 6, 6)
-                IC[g.parents.slots[0]] += P_SPIN @ inertia_to_parent(E, r, Ic).reshape(m, 36).T
+                IC[g.parents.slots[0]] += spins_of(inertia_to_parent(E, r, matrices_of(IC[b.start])))
             continue
         if g.at_world:
             continue
@@ -81,52 +92,69 @@ def crba_chunk(plan, W, q, M) -> None:
             np.multiply(G[:, 21:42], d, out=G[:, 42:63])
         np.matmul(g.L_crba, G, out=T21)
         accumulate(IC, g.parents, T21)
+    return generic
 
-    F = W.F  # force columns F[dof], model dof order
+
+def column_sweep(plan, W, generic: dict, M) -> None:
+    """Leaves first: F = IC_i S_i, M[i, subtree(i)] = S_i^T F[subtree(i)], and the subtree's
+    force columns moved to the parent's frame (F (nv, 6, m) by model dof)."""
     for slot in range(plan.nj, 0, -1):  # leaves first (slots are breadth-first)
         g = plan.group_of_slot[slot]
         own, sub = plan.own_cols[slot], plan.subtree_cols[slot]
-        Fs = F[sub]  # (nsub, 6, m)
-        if g.kind == FREE:  # on the world: S a permutation
-            m = IC.shape[-1]
-            Ic = np.matmul(PINV_SPIN, IC[slot]).reshape(6, 6, m)
-            F[own] = np.take(Ic, FREE_PERM, axis=1).transpose(1, 0, 2)
-            values = np.take(Fs, FREE_PERM, axis=1)  # (nsub, 6, m)
-            M[:, own, sub] = values.transpose(2, 1, 0)
-            M[:, sub, own] = values.transpose(2, 0, 1)
-            continue
-        if g.kind == GENERIC:
-            E, r, S = generic[slot]
-            m = IC.shape[-1]
-            Ic = (PINV_SPIN @ IC[slot]).T.reshape(m, 6, 6)
-            F[own] = (Ic @ S).transpose(2, 1, 0)  # (k, 6, m)
-            if S.ndim == 2:
-                rows = np.einsum("ak,can->nkc", S, Fs)
-            else:
-                rows = np.einsum("nak,can->nkc", S, Fs)
-            M[:, own, sub] = rows
-            M[:, sub, own] = rows.transpose(0, 2, 1)
-            if not g.at_world:
-                F[sub] = forces_to_parent(E, r, Fs.transpose(2, 1, 0)).transpose(2, 1, 0)
-            continue
-        row = S_ROW[g.kind]
-        np.take(IC[slot], U_ROWS[g.kind], axis=0, out=F[own.start], mode="clip")  # Ic S
-        values = Fs[:, row].T  # (m, nsub): S_i^T F
-        M[:, own.start, sub] = values
-        M[:, sub, own.start] = values
-        if g.at_world:
-            continue
-        m_row = plan.row_in_group[slot]
-        FT = W.FT[:Fs.shape[0]]
-        if g.kind == REVOLUTE:
-            coord = g.coords.start + m_row
-            rotated_to_parent(Fs, W.CS[coord], W.SN[coord], FT, W.t6[:Fs.shape[0]])
+        if g.kind == FREE:
+            free_root_columns(W, slot, own, sub, M)
+        elif g.kind == GENERIC:
+            generic_columns(W, slot, g, own, sub, generic[slot], M)
         else:
-            FT[...] = Fs
-            d = W.DP[g.coords.start + m_row]
-            t = W.t6[:Fs.shape[0], 0]
-            np.multiply(d, FT[:, 4], out=t)
-            FT[:, 0] -= t
-            np.multiply(d, FT[:, 3], out=t)
-            FT[:, 1] += t
-        np.matmul(g.XTt[m_row], FT, out=Fs)
+            one_dof_columns(plan, W, slot, g, own, sub, M)
+
+
+def free_root_columns(W, slot: int, own: slice, sub: slice, M) -> None:
+    """Pinocchio's free-flyer on the world: S is a permutation."""
+    F, IC = W.F, W.IC
+    Fs = F[sub]  # (nsub, 6, m)
+    m = IC.shape[-1]
+    Ic = np.matmul(PINV_SPIN, IC[slot]).reshape(6, 6, m)
+    F[own] = np.take(Ic, FREE_PERM, axis=1).transpose(1, 0, 2)
+    values = np.take(Fs, FREE_PERM, axis=1)  # (nsub, 6, m)
+    M[:, own, sub] = values.transpose(2, 1, 0)
+    M[:, sub, own] = values.transpose(2, 0, 1)
+
+
+def generic_columns(W, slot: int, g, own: slice, sub: slice, transform, M) -> None:
+    """A generic joint in AoS math: S (6, k) or (m, 6, k)."""
+    E, r, S = transform
+    F = W.F
+    Fs = F[sub]  # (nsub, 6, m)
+    F[own] = (matrices_of(W.IC[slot]) @ S).transpose(2, 1, 0)  # (k, 6, m)
+    if S.ndim == 2:
+        rows = np.einsum("ak,can->nkc", S, Fs)
+    else:
+        rows = np.einsum("nak,can->nkc", S, Fs)
+    M[:, own, sub] = rows
+    M[:, sub, own] = rows.transpose(0, 2, 1)
+    if not g.at_world:
+        F[sub] = forces_to_parent(E, r, Fs.transpose(2, 1, 0)).transpose(2, 1, 0)
+
+
+def one_dof_columns(plan, W, slot: int, g, own: slice, sub: slice, M) -> None:
+    """A revolute or prismatic joint: F = IC e_z read off spin rows, X_J^T by rows."""
+    F = W.F
+    Fs = F[sub]  # (nsub, 6, m)
+    row = S_ROW[g.kind]
+    np.take(W.IC[slot], U_ROWS[g.kind], axis=0, out=F[own.start], mode="clip")  # Ic S
+    values = Fs[:, row].T  # (m, nsub): S_i^T F
+    M[:, own.start, sub] = values
+    M[:, sub, own.start] = values
+    if g.at_world:
+        return
+    m_row = plan.row_in_group[slot]
+    n = Fs.shape[0]
+    FT = W.FT[:n]
+    FT[...] = Fs
+    if g.kind == REVOLUTE:
+        coord = g.coords.start + m_row
+        rotate(FT, W.CS[coord], W.SN[coord], W.t6[:n, :2], W.t6[:n, 2:])
+    else:
+        shift_to_parent(FT, W.DP[g.coords.start + m_row], W.t6[:n, 0])
+    np.matmul(g.XTt[m_row], FT, out=Fs)

@@ -194,7 +194,7 @@ class TreeDescription:
     source: str = ""
     ignored: dict[str, int] = field(default_factory=dict)  # element kind -> count ignored
     # one line each (file:line: what): values read as the reference parser reads them
-    # although the file meant something else; the CLI prints them as warnings
+    # although the file meant something else, for the caller to report
     notes: tuple[str, ...] = ()
     # every file the dynamics were read from, absolute: the model, its MJCF includes and
     # the mesh files MJCF inertias may come from (URDF meshes do not change the dynamics)

@@ -225,31 +225,9 @@ def _assemble(description, joints, parents, body_links, body_frames, inertias, f
     nj = len(joints)
     parent = np.array(parents, dtype=int).reshape(nj)
     models = tuple(JOINT_CLASSES[j.type](j.rotation, j.translation, j.axis, j.ref) for j in joints)
-    nq_joint = np.array([m.nq for m in models], dtype=int).reshape(nj)
-    nv_joint = np.array([m.nv for m in models], dtype=int).reshape(nj)
-    idx_q = np.concatenate([[0], np.cumsum(nq_joint)[:-1]]).astype(int)[:nj]
-    idx_v = np.concatenate([[0], np.cumsum(nv_joint)[:-1]]).astype(int)[:nj]
+    index = _indexing(parent, models)
+    nq_joint, nv_joint, idx_q, idx_v = (index[k] for k in ("nq_joint", "nv_joint", "idx_q", "idx_v"))
     nq, nv = int(nq_joint.sum()), int(nv_joint.sum())
-
-    subtree_end = np.arange(1, nj + 1)
-    for i in reversed(range(nj)):
-        if parent[i] >= 0:
-            subtree_end[parent[i]] = max(subtree_end[parent[i]], subtree_end[i])
-    nv_subtree = np.array([nv_joint[i:subtree_end[i]].sum() for i in range(nj)], dtype=int)
-
-    dof_joint = np.repeat(np.arange(nj), nv_joint)
-    dof_parent = np.empty(nv, dtype=int)
-    for i in range(nj):
-        first = idx_v[i]
-        dof_parent[first] = idx_v[parent[i]] + nv_joint[parent[i]] - 1 if parent[i] >= 0 else -1
-        dof_parent[first + 1:first + nv_joint[i]] = np.arange(first, first + nv_joint[i] - 1)
-
-    sparsity = np.zeros((nv, nv), dtype=bool)
-    for i in range(nj):
-        dofs = slice(idx_v[i], idx_v[i] + nv_subtree[i])
-        sparsity[idx_v[i]:idx_v[i] + nv_joint[i], dofs] = True
-        sparsity[dofs, idx_v[i]:idx_v[i] + nv_joint[i]] = True
-
     body_inertia = np.array(inertias).reshape(nj, 6, 6)
     with np.errstate(over="ignore", invalid="ignore"):
         rigid = [Inertia.from_spatial(I) for I in body_inertia]
@@ -274,14 +252,7 @@ def _assemble(description, joints, parents, body_links, body_frames, inertias, f
         body_names=tuple(body_links),
         body_frames=tuple(body_frames),
         parent=parent,
-        idx_q=idx_q,
-        nq_joint=nq_joint,
-        idx_v=idx_v,
-        nv_joint=nv_joint,
-        nv_subtree=nv_subtree,
-        subtree_end=subtree_end,
-        dof_joint=dof_joint,
-        dof_parent=dof_parent,
+        **index,
         nq=nq,
         nv=nv,
         body_inertia=body_inertia,
@@ -293,13 +264,43 @@ def _assemble(description, joints, parents, body_links, body_frames, inertias, f
         q_neutral=q_neutral,
         q_lower=q_lower,
         q_upper=q_upper,
-        sparsity=sparsity,
         frames=tuple(frames),
         bodies=_moving_bodies(body_links),
         mimic={j.name: j.mimic for j in joints if j.mimic is not None},
         world_mass=world_mass,
         description=description,
     )
+
+
+def _indexing(parent: np.ndarray, models: tuple) -> dict[str, np.ndarray]:
+    """Coordinate and dof bookkeeping of a tree in depth-first order: per joint nq_joint,
+    nv_joint, idx_q, idx_v, subtree_end, nv_subtree (nj,); per dof dof_joint, dof_parent
+    (nv,); the sparsity pattern of M (nv, nv)."""
+    nj = len(models)
+    nq_joint = np.array([m.nq for m in models], dtype=int).reshape(nj)
+    nv_joint = np.array([m.nv for m in models], dtype=int).reshape(nj)
+    idx_q = np.concatenate([[0], np.cumsum(nq_joint)[:-1]]).astype(int)[:nj]
+    idx_v = np.concatenate([[0], np.cumsum(nv_joint)[:-1]]).astype(int)[:nj]
+    nv = int(nv_joint.sum())
+    subtree_end = np.arange(1, nj + 1)
+    for i in reversed(range(nj)):
+        if parent[i] >= 0:
+            subtree_end[parent[i]] = max(subtree_end[parent[i]], subtree_end[i])
+    nv_subtree = np.array([nv_joint[i:subtree_end[i]].sum() for i in range(nj)], dtype=int)
+    dof_joint = np.repeat(np.arange(nj), nv_joint)
+    dof_parent = np.empty(nv, dtype=int)
+    for i in range(nj):
+        first = idx_v[i]
+        dof_parent[first] = idx_v[parent[i]] + nv_joint[parent[i]] - 1 if parent[i] >= 0 else -1
+        dof_parent[first + 1:first + nv_joint[i]] = np.arange(first, first + nv_joint[i] - 1)
+    sparsity = np.zeros((nv, nv), dtype=bool)
+    for i in range(nj):
+        dofs = slice(idx_v[i], idx_v[i] + nv_subtree[i])
+        sparsity[idx_v[i]:idx_v[i] + nv_joint[i], dofs] = True
+        sparsity[dofs, idx_v[i]:idx_v[i] + nv_joint[i]] = True
+    return {"nq_joint": nq_joint, "nv_joint": nv_joint, "idx_q": idx_q, "idx_v": idx_v,
+            "subtree_end": subtree_end, "nv_subtree": nv_subtree, "dof_joint": dof_joint,
+            "dof_parent": dof_parent, "sparsity": sparsity}
 
 
 def _moving_bodies(body_names: list[str]) -> tuple[MovingBody, ...]:
@@ -309,12 +310,3 @@ def _moving_bodies(body_names: list[str]) -> tuple[MovingBody, ...]:
     for j, name in enumerate(body_names):
         chains.setdefault(name, []).append(j)
     return tuple(MovingBody(name, tuple(joints)) for name, joints in chains.items())
-
-
-def add_free_flyer(model: Model, name: str = "root_joint") -> Model:
-    """The same robot on a floating base: a Pinocchio-LOCAL ``free`` root joint.
-
-    The root link (and everything welded to it) becomes the free-flyer's body; the root
-    joint's q is (x, y, z, qx, qy, qz, qw) and v = (linear, angular) in the base frame.
-    """
-    return build_model(model.description.with_free_flyer(name))

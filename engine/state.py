@@ -1,4 +1,4 @@
-"""Shared pieces of the algorithms: batch shapes and the per-joint transforms of a batch.
+"""Shared pieces of the algorithms: the batch shapes of their inputs.
 
 Every algorithm takes states with a leading batch dimension: ``q`` of shape (N, nq) runs
 N states at once, and a single state (nq,) is N = 1 with the batch axis dropped again on
@@ -11,7 +11,6 @@ from typing import NamedTuple
 import numpy as np
 
 from .model import Model
-from .spatial import apply_subspace
 
 
 class Batch(NamedTuple):
@@ -19,7 +18,7 @@ class Batch(NamedTuple):
     single: bool  # no input had a batch axis: squeeze it from the outputs
 
 
-class States(NamedTuple):
+class CallInputs(NamedTuple):
     """Validated inputs of one call, every vector with the batch axis (N, ...)."""
 
     batch: Batch
@@ -29,7 +28,7 @@ class States(NamedTuple):
     fext: np.ndarray | None  # (nj, 6) shared by the states, (N, nj, 6), or None
 
 
-def states(model: Model, q, v=None, x=None, fext=None, x_name: str = "a") -> States:
+def states(model: Model, q, v=None, x=None, fext=None, x_name: str = "a") -> CallInputs:
     """Check the shapes of one call's inputs and give them a common batch axis.
 
     q is (nq,) or (N, nq); v and x are (nv,) or (N, nv); fext is (nj, 6) or (N, nj, 6).
@@ -49,7 +48,10 @@ def states(model: Model, q, v=None, x=None, fext=None, x_name: str = "a") -> Sta
         if array.shape == shape:
             continue
         if array.ndim != len(shape) + 1 or array.shape[1:] != shape:
-            hint = cos_sin_hint(model, array.shape[-1]) if name == "q" and array.ndim else ""
+            continuous = cos_sin_continuous(model, array.shape[-1]) if name == "q" and array.ndim else 0
+            hint = (f" (Pinocchio's layout, with cos and sin for each of the {continuous} "
+                    "continuous joints? q holds one angle for each: atan2(sin, cos))"
+                    if continuous else "")
             raise ValueError(f"{name} has shape {array.shape}; expected {_shape(shape)}, or "
                              f"{_shape(('N',) + shape)} for N states{hint}")
         counts[name] = array.shape[0]
@@ -63,18 +65,15 @@ def states(model: Model, q, v=None, x=None, fext=None, x_name: str = "a") -> Sta
         array = arrays.get(name)
         return None if array is None else np.broadcast_to(array, (batch.count, width))
 
-    return States(batch, rows("q", model.nq), rows("v", model.nv), rows(x_name, model.nv),
+    return CallInputs(batch, rows("q", model.nq), rows("v", model.nv), rows(x_name, model.nv),
                   arrays.get("fext"))
 
 
-def cos_sin_hint(model: Model, width: int) -> str:
-    """A hint when ``width`` numbers per q are nq plus one per continuous joint: Pinocchio's
-    layout, with (cos, sin) for each of them ("" otherwise)."""
+def cos_sin_continuous(model: Model, width: int) -> int:
+    """The number of continuous joints when ``width`` numbers per q are nq plus one per
+    continuous joint (Pinocchio's layout, with (cos, sin) for each of them), else 0."""
     continuous = sum(model.public_type(j) == "continuous" for j in range(model.njoints))
-    if not continuous or width != model.nq + continuous:
-        return ""
-    return (f" (Pinocchio's layout, with cos and sin for each of the {continuous} continuous "
-            "joints? dyn takes one angle for each: atan2(sin, cos))")
+    return continuous if continuous and width == model.nq + continuous else 0
 
 
 def _shape(shape: tuple) -> str:
@@ -83,33 +82,3 @@ def _shape(shape: tuple) -> str:
 
 def finish(x: np.ndarray, batch: Batch) -> np.ndarray:
     return x[0] if batch.single else x
-
-
-class JointTransforms(NamedTuple):
-    E: list  # nj x (N, 3, 3): parent -> child coordinates
-    r: list  # nj x (N, 3): child origin in parent coordinates
-    S: list  # nj x (6, k) or (N, 6, k): motion subspaces
-    q: list  # nj x (N, nq_i): configuration blocks
-
-
-def joint_transforms(model: Model, q: np.ndarray) -> JointTransforms:
-    """Xup = X_J(q) X_T of every joint, and its motion subspace, for the batch q (N, nq)."""
-    E, r, S, blocks = [], [], [], []
-    for i, joint in enumerate(model.joint_models):
-        qj = q[:, model.idx_q[i]:model.idx_q[i] + model.nq_joint[i]]
-        Ei, ri = joint.transform(qj)
-        E.append(Ei)
-        r.append(ri)
-        S.append(joint.subspace(qj))
-        blocks.append(qj)
-    return JointTransforms(E, r, S, blocks)
-
-
-def joint_velocity(model: Model, transforms: JointTransforms, i: int, v: np.ndarray):
-    """(vJ, cJ): the joint's spatial velocity (N, 6) and its own bias acceleration (N, 6)."""
-    vj = v[:, model.idx_v[i]:model.idx_v[i] + model.nv_joint[i]]
-    vJ = apply_subspace(transforms.S[i], vj)
-    joint = model.joint_models[i]
-    cJ = joint.bias(transforms.q[i], vj) if joint.has_bias else None
-    return vJ, cJ
-

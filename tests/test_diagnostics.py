@@ -34,14 +34,15 @@ from lxml import etree
 from random_trees import random_description, random_model, random_rotation, trees
 from reference_models import dm_control_id, dm_control_models, gymnasium_models, robots_root
 from treedyn.engine import Inertia, JointSpec, LinkSpec, TreeDescription, build_model, crba
-from treedyn.engine.conditioning import analyze, articulated_blocks
+from treedyn.engine.analysis.conditioning import analyze
+from treedyn.engine.analysis.check_inertia import check_inertia
+from treedyn.engine.analysis.inertia import (CHECKS, CheckOptions, nearest_consistent,
+                                           pseudo_inertia, triangle_slack)
+from treedyn.engine.analysis.verify import VerifyOptions, verify
 from treedyn.engine.description import Shape
 from treedyn.engine.factor import ltdl
 from treedyn.engine.geometry import solid_properties
-from treedyn.engine.inertia_checks import (CHECKS, CheckOptions, check_inertia,
-                                           nearest_consistent, pseudo_inertia, triangle_slack)
-from treedyn.engine.jacobian import body_jacobians
-from treedyn.engine.verify import VerifyOptions, verify
+from treedyn.engine.reference import articulated_blocks, body_jacobians
 from treedyn.parsers import load_model
 from treedyn.parsers.collada import dae_points
 from treedyn.parsers.link_geometry import link_geometry, mesh_bounds, resolve_mesh
@@ -717,7 +718,7 @@ def test_d_blocks_bound_the_conditioning_and_match_the_factor(tree):
 
 
 def test_verify_catches_a_broken_engine(monkeypatch):
-    import treedyn.engine.verify as module
+    import treedyn.engine.analysis.verify as module
 
     healthy = module.crba
 

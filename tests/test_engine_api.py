@@ -17,7 +17,9 @@ import numpy as np
 import pytest
 
 from random_trees import random_model, random_state
-from treedyn.engine import aba, crba, external_forces, generalized_gravity, kernels, rnea
+from treedyn.engine import aba, crba, external_forces, generalized_gravity, rnea
+from treedyn.engine.batch import threads as batching
+from treedyn.engine.batch.memory import clear_workspaces
 from treedyn.parsers import load_model
 
 ARM = "fixtures/two_link_arm.urdf"
@@ -65,7 +67,7 @@ def test_wrong_shapes_raise_value_errors_naming_the_input(arm, call, message):
 
 def test_a_mismatch_is_caught_whatever_the_chunk_size(arm):
     """With chunk 2, q (4, nq) and v (3, nv) used to run, state 3 computed with v[2]."""
-    with kernels.configured(chunk=2), pytest.raises(ValueError, match="q has 4, v has 3"):
+    with batching.configured(chunk=2), pytest.raises(ValueError, match="q has 4, v has 3"):
         rnea(arm, np.zeros((4, 2)), np.zeros((3, 2)))
 
 
@@ -106,7 +108,7 @@ def test_callers_in_several_threads_with_different_thread_counts():
     def caller(threads: int) -> None:
         for _ in range(150):
             try:
-                with kernels.configured(threads=threads, chunk=1):
+                with batching.configured(threads=threads, chunk=1):
                     result = rnea(model, q)
             except RuntimeError as error:
                 errors.append(str(error))
@@ -135,14 +137,14 @@ def test_work_memory_is_one_budget_per_thread_and_clear_releases_every_thread():
     q, v, a = random_state(model, rng, 3000)
     fext = rng.normal(size=(3000, model.njoints, 6))
     budget = 4 << 20
-    kernels.clear_workspaces()
-    with kernels.configured(threads=2, chunk=100_000, memory=budget):
+    clear_workspaces()
+    with batching.configured(threads=2, chunk=100_000, memory=budget):
         tracemalloc.start()
         try:
             results = [rnea(model, q, v, a, fext), aba(model, q, v, a, fext), crba(model, q[:1000])]
             del results
             kept = tracemalloc.get_traced_memory()[0]
-            kernels.clear_workspaces()
+            clear_workspaces()
             cleared = tracemalloc.get_traced_memory()[0]
         finally:
             tracemalloc.stop()

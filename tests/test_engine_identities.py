@@ -131,7 +131,7 @@ def test_external_force_acts_through_jacobian_transpose(seed, size):
 def body_velocity(model, q, v, body):
     """Spatial velocity (angular, linear) of ``body`` in its frame, from the kinematics alone."""
     from treedyn.engine.spatial import motion_to_child
-    from treedyn.engine.state import joint_transforms, joint_velocity
+    from treedyn.engine.reference import joint_transforms, joint_velocity
 
     Xup = joint_transforms(model, q[None])
     vel = {}

@@ -31,7 +31,7 @@ KINDS = {"box": 3, "sphere": 1, "cylinder": 2, "capsule": 2, "ellipsoid": 3}
 
 
 def former_check_solid(kind: str, size: np.ndarray) -> tuple[float, np.ndarray]:
-    """(volume, unit-mass moments) as engine/inertia_checks.py computed them from full sizes."""
+    """(volume, unit-mass moments) as the inertia checks computed them from full sizes."""
     if kind == "box":
         a, b, c = size
         return a * b * c, np.array([b * b + c * c, a * a + c * c, a * a + b * b]) / 12

@@ -26,8 +26,9 @@ mujoco = pytest.importorskip("mujoco")
 from test_diagnostics import dyn  # noqa: E402
 from reference_models import dm_control_models, gymnasium_models  # noqa: E402
 from treedyn.engine.description import Shape  # noqa: E402
+from treedyn.engine.analysis.check_inertia import check_inertia  # noqa: E402
+from treedyn.engine.analysis.inertia import uniform_inertia  # noqa: E402
 from treedyn.engine.geometry import solid_properties  # noqa: E402
-from treedyn.engine.inertia_checks import check_inertia, uniform_inertia  # noqa: E402
 from treedyn.parsers import load_model  # noqa: E402
 from treedyn.parsers.link_geometry import link_geometry, mesh_bounds  # noqa: E402
 from treedyn.parsers.meshes import read_mesh_file  # noqa: E402

@@ -6,8 +6,8 @@ from typing import Annotated, Optional
 
 import typer
 
-from treedyn.engine.inertia_checks import CheckOptions
-from treedyn.engine.inertia_checks import check_inertia as run_checks
+from treedyn.engine.analysis.check_inertia import check_inertia as run_checks
+from treedyn.engine.analysis.inertia import CheckOptions
 from treedyn.parsers.link_geometry import link_geometry
 
 from ..console import warn
@@ -73,7 +73,9 @@ def check_inertia(
     loaded = load(model, free_flyer)
     geometry = link_geometry(loaded.description, loaded.source)
     options = CheckOptions(tolerance=tolerance, fix=fix, samples=samples, seed=seed,
-                           min_block_ratio=min_block_ratio)
+                           min_block_ratio=min_block_ratio,
+                           rotation_name=("the inertial <origin rpy>" if loaded.format == "urdf"
+                                          else "the <inertial> orientation"))
     report = run_checks(loaded, geometry, options)
     text = reports.missing_meshes(geometry)
     if text:

@@ -6,7 +6,7 @@ from typing import Annotated
 
 import typer
 
-from treedyn.engine.conditioning import ConditionOptions, analyze
+from treedyn.engine.analysis.conditioning import ConditionOptions, analyze
 
 from .. import naming
 from ..console import warn

@@ -6,8 +6,8 @@ from typing import Annotated
 
 import typer
 
-from treedyn.engine.verify import VerifyOptions
-from treedyn.engine.verify import verify as run_verify
+from treedyn.engine.analysis.verify import VerifyOptions
+from treedyn.engine.analysis.verify import verify as run_verify
 
 from ..io.model import load
 from ..options import (

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from treedyn.engine import Model
-from treedyn.engine.state import cos_sin_hint
+from treedyn.engine.state import cos_sin_continuous
 
 from .. import naming
 from ..errors import UsageError
@@ -66,7 +66,10 @@ class Layout:
         """'model ur5 needs nq=6' for error messages; with the ``given`` count of q numbers
         that is nq plus one per continuous joint, a hint at Pinocchio's (cos, sin)."""
         text = f"model {self.model.name} needs n{'q' if kind == 'q' else 'v'}={self.width(kind)}"
-        return text + (cos_sin_hint(self.model, given) if kind == "q" else "")
+        continuous = cos_sin_continuous(self.model, given) if kind == "q" else 0
+        return text + (f" (Pinocchio's layout, with cos and sin for each of the {continuous} "
+                       "continuous joints? dyn takes one angle for each: atan2(sin, cos))"
+                       if continuous else "")
 
     def index(self, name: str, kind: str, where: str) -> int:
         """Position in q (kind 'q') or v of a 1-dof joint ``name``, of ``joint:k``, or of

@@ -4,10 +4,14 @@ from treedyn.parsers import ParseError, load_model
 
 from ..console import warn
 from ..errors import UsageError
+from ..settings import configure_engine
 
 
 def load(path: str, free_flyer: bool) -> Model:
-    """The model at ``path``; any problem with the file becomes one UsageError line."""
+    """The model at ``path``; any problem with the file becomes one UsageError line. The
+    engine's batching takes TREEDYN_THREADS and TREEDYN_CHUNK here, before a command (or
+    a cluster worker) first runs it."""
+    configure_engine()
     try:
         model = load_model(path, free_flyer=free_flyer)
     except ParseError as error:

@@ -12,6 +12,8 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from treedyn.engine.analysis.plain import plain as plain_data
+
 from ..naming import listing
 from .table import table
 
@@ -20,15 +22,7 @@ SEVERITY_ORDER = {"error": 0, "warning": 1, "info": 2}
 
 def plain(value):
     """``value`` with numpy types as Python ones and non-finite floats as None."""
-    if isinstance(value, dict):
-        return {str(k): plain(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple, np.ndarray)):
-        return [plain(v) for v in (value.tolist() if isinstance(value, np.ndarray) else value)]
-    if isinstance(value, (np.floating, np.integer, np.bool_)):
-        value = value.item()
-    if isinstance(value, float) and not math.isfinite(value):
-        return None
-    return value
+    return plain_data(value, nulls=True)
 
 
 # ----------------------------------------------------------------------------- check-inertia
@@ -296,23 +290,32 @@ def condition_table(report, model, names: Sequence[str], q_names: Sequence[str],
 
 # ----------------------------------------------------------------------------- verify
 
+def verify_note(result) -> str:
+    """A verify result's note in the command line's terms (the engine gives a reason)."""
+    if result.reason == "fixed-base":
+        return "fixed base (a URDF floats with --free-flyer, an MJCF body with <freejoint>)"
+    if result.reason == "singular":
+        return f"{result.note} (see dyn check-inertia)"
+    return result.note
+
+
 def verify_document(report, model, options) -> dict:
     return {"ok": report.ok, "model": model.name, "states": report.states,
             "seed": options.seed,
             "identities": [{"name": r.name, "identity": r.identity,
                             "residual": plain(r.residual), "tolerance": plain(r.tolerance),
-                            "status": r.status, "note": r.note} for r in report.results]}
+                            "status": r.status, "note": verify_note(r)} for r in report.results]}
 
 
 def verify_csv(report, stream) -> None:
     writer = csv.writer(stream, lineterminator="\n")
     writer.writerow(["name", "residual", "tolerance", "status", "identity", "note"])
     for r in report.results:
-        writer.writerow([r.name, r.residual, r.tolerance, r.status, r.identity, r.note])
+        writer.writerow([r.name, r.residual, r.tolerance, r.status, r.identity, verify_note(r)])
 
 
 def verify_table(report, model, options) -> str:
-    rows = [[r.status, r.name, _number(r.residual), _number(r.tolerance), r.note]
+    rows = [[r.status, r.name, _number(r.residual), _number(r.tolerance), verify_note(r)]
             for r in report.results]
     failed = sum(r.status == "fail" for r in report.results)
     skipped = [r.name for r in report.results if r.status == "skip"]

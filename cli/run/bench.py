@@ -2,7 +2,7 @@
 
 Engine rows time one engine function on seeded random states (q within the joint limits,
 v, a and tau normal): one state, then a batch with 1 and with 2 engine threads
-(:func:`treedyn.engine.kernels.configured`). A row repeats the call for about ``seconds``
+(:func:`treedyn.engine.batch.threads.configured`). A row repeats the call for about ``seconds``
 and keeps the best run, reported as states/s and microseconds per state.
 
 File rows (``files=True``) time what a job on files adds, per command and format (.npz,
@@ -22,8 +22,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from treedyn.engine import aba, crba, kernels, rnea
-from treedyn.engine.kernels import configured
+from treedyn.engine import aba, crba, rnea
+from treedyn.engine.batch.threads import configured, settings
+from treedyn.engine.samples import random_states as engine_random_states
 
 from ..errors import UsageError
 from ..io.layout import Layout
@@ -90,10 +91,8 @@ class FileRow:
 
 def random_states(model, count: int, seed: int = 0) -> dict[str, np.ndarray]:
     """``count`` seeded states: q within the joint limits, v, a and tau standard normal."""
-    rng = np.random.default_rng(seed)
-    q = model.random_configuration(rng, count)
-    v, a, tau = (rng.normal(size=(count, model.nv)) for _ in range(3))
-    return {"q": q, "v": v, "a": a, "tau": tau}
+    s = engine_random_states(model, count, seed, fext=False)
+    return {"q": s.q, "v": s.v, "a": s.a, "tau": s.tau}
 
 
 def batch_states(command: str, model, batch: int) -> int:
@@ -214,7 +213,7 @@ class FileJob:
         def fastest(stage, *done: float) -> float:
             return min([*done, *(self.time(stage) for _ in range(runs - len(done)))])
 
-        return FileRow(self.command, self.fmt, self.count, kernels.settings.threads,
+        return FileRow(self.command, self.fmt, self.count, settings.threads,
                        fastest(self.read), fastest(self.write), fastest(self.pipeline, pipeline))
 
 

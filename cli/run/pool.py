@@ -17,7 +17,7 @@ import signal
 import sys
 import threading
 
-from treedyn.engine import kernels
+from treedyn.engine.batch.threads import configure
 
 from ..errors import Ended
 from ..settings import whole
@@ -86,7 +86,7 @@ def start_worker(parent: int, interrupt=signal.SIG_DFL) -> None:
         pass
     if os.getppid() != parent:  # the parent died before prctl took effect
         os._exit(1)
-    kernels.configure(threads=1)
+    configure(threads=1)
 
 
 @contextlib.contextmanager

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..conditioning import articulated_blocks
 from ..crba import crba
+from ..reference import articulated_blocks
 
 
 def singular_joints(model, q: np.ndarray) -> list[str]:

@@ -27,7 +27,7 @@ Conventions
   inertia (the joint's diagonal block of M, armature excluded, is positive definite), as
   Pinocchio computes it; MuJoCo is stricter and refuses it unless a welded child gives it
   mass (the MJCF parser applies that rule). "articulated-inertia" is ABA's local D-block relative to
-  ``lambda_max(M)`` (see :mod:`treedyn.engine.conditioning`). Both are evaluated at the
+  ``lambda_max(M)`` (see :mod:`treedyn.engine.analysis.conditioning`). Both are evaluated at the
   neutral configuration and a few random ones (worst case reported).
 
 Checks (one finding per link, or per body, and check; status pass, fail or skip)
@@ -44,10 +44,15 @@ the inverse of, the inertial rpy: error; exact geometry far off: warning), densi
 ``min_block_ratio``: warning), merged-pseudo-inertia (pseudo-inertia of a body with
 several massive links). The geometry checks' errors are warnings on a welded link holding
 under 1 % of its body's mass, and on a link welded to the world (it moves nothing here; a
-floating base, --free-flyer, makes it part of the base body and the check counts again).
+floating base makes it part of the base body and the check counts again).
 Plausibility and about-origin are skipped where the density check finds the geometry too
 small to hold the mass (a token shape), and every geometry check where MuJoCo computed the
 inertia from the geoms themselves.
+
+Modules: this one holds the report types, the inertia arithmetic, the solids, the
+:class:`Checker` that records findings and the checks on the inertia alone
+(:class:`LinkChecks`); the geometry and body checks are in :mod:`.inertia_geometry` and
+:mod:`.inertia_body`, all run by :func:`.check_inertia.check_inertia`.
 """
 from __future__ import annotations
 
@@ -57,11 +62,12 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .conditioning import articulated_blocks, sample_configurations
-from .crba import crba
-from .description import Inertia, LinkSpec, Shape, SourceRef
-from .geometry import LinkGeometry, solid_corners, solid_properties
-from .model import Model
+from ..crba import crba
+from ..description import Inertia, LinkSpec, Shape, SourceRef
+from ..geometry import LinkGeometry, solid_corners, solid_properties
+from ..model import Model
+from ..samples import sample_configurations
+from .plain import plain
 
 MINVAL = 1e-15  # MuJoCo's mjMINVAL: mass and inertia below this count as none
 SEVERITIES = ("error", "warning", "info")
@@ -89,6 +95,8 @@ class CheckOptions:
     samples: int = 8  # configurations for the body checks (the neutral one first)
     seed: int = 0
     fix: bool = False  # attach the nearest consistent inertia to failing findings
+    # how messages name the rotation the file applies to the tensor (the caller's terms)
+    rotation_name: str = "the inertial rotation"
 
 
 @dataclass(frozen=True)
@@ -279,8 +287,10 @@ class LinkContext:
     negligible: str = ""  # why the link hardly matters to its body ("" if it does)
 
 
-class _Checker:
-    """Runs every check; ``add`` records one finding."""
+
+class Checker:
+    """What every check needs (the model, options, sampled M) and ``add``, which records
+    one finding; the checks are mixins of it (:mod:`.check_inertia`)."""
 
     def __init__(self, model: Model, options: CheckOptions):
         self.model, self.options = model, options
@@ -306,37 +316,20 @@ class _Checker:
             severity, message = "warning", f"{message} [warning only: {context.negligible}]"
         self.findings.append(Finding(
             body=context.link.name, check=check, severity=severity, status=status,
-            message=message, value=_plain(value),
+            message=message, value=plain(value),
             margin=None if margin is None else float(margin), source=context.source,
             scope=scope, links=tuple(links),
-            details={k: _plain(v) for k, v in (details or {}).items()}, fix=fix))
+            details=plain(details or {}), fix=fix))
 
-    # -- link level --
 
-    def link(self, context: LinkContext) -> None:
-        inertia = context.link.inertia
-        values = np.concatenate([[inertia.mass], inertia.com, np.ravel(inertia.inertia)])
-        if not np.all(np.isfinite(values)):
-            self.add(context, "finite", "fail", "error",
-                     "mass, com or inertia is not a finite number")
-            return
-        with np.errstate(over="ignore", invalid="ignore"):
-            J = pseudo_inertia(inertia.mass, inertia.com, inertia.inertia)
-        if not np.all(np.isfinite(J)):
-            self.add(context, "finite", "fail", "error",
-                     f"mass x com distance^2 overflows a double (mass {inertia.mass:g} kg, com "
-                     f"{np.abs(inertia.com).max():g} m from the link origin along an axis)")
-            return
-        self.add(context, "finite", "pass", "info", "all numbers finite")
-        self.mass(context)
-        if not context.link.has_inertial:
-            return
-        if inertia.mass == 0 and not np.any(inertia.inertia):
-            return
-        self.inertia_pd(context)
-        self.triangle(context)
-        self.pseudo_inertia(context)
-        self.geometry_checks(context)
+def negligible_inertia(inertia: Inertia) -> bool:
+    """The rotational inertia is nil: below MINVAL + m (1 um)^2 in every direction."""
+    floor = MINVAL + 1e-12 * max(inertia.mass, 0.0)
+    return bool(np.all(np.abs(np.linalg.eigvalsh(symmetric(inertia.inertia))) <= floor))
+
+
+class LinkChecks(Checker):
+    """The checks of one link's mass and rotational inertia."""
 
     def mass(self, context: LinkContext) -> None:
         link, mass = context.link, context.link.inertia.mass
@@ -497,314 +490,6 @@ class _Checker:
                      f"pseudo-inertia J positive definite ({text}, {margin:.3g} of its trace)",
                      smallest, margin, details, **extra)
 
-    # -- geometry --
-
-    def geometry_checks(self, context: LinkContext) -> None:
-        geometry = context.geometry
-        uniform = uniform_inertia(geometry.solids) if geometry and geometry.solids else None
-        inertia = context.link.inertia
-        moments, _ = principal_moments(inertia.inertia)
-        consistent = (not negligible_inertia(inertia) and moments[0] > 0
-                      and triangle_slack(moments) >= -self.options.tolerance * moments[2])
-        why = ("the link has no mass" if inertia.mass <= 0 else
-               "MuJoCo computed this inertia from the body's geoms"
-               if context.link.inertia_from_geometry else
-               f"no usable geometry ({geometry.note})" if geometry and uniform is None else
-               "no geometry" if uniform is None else "")
-        if why:
-            for check in HEURISTIC_CHECKS:
-                self.add(context, check, "skip", "info", f"skipped: {why}")
-            return
-        token = self.density(context, uniform)
-        if not consistent:
-            for check in HEURISTIC_CHECKS[:3]:
-                self.add(context, check, "skip", "info",
-                         "skipped: the inertia itself is not physically consistent")
-            return
-        if token:
-            for check in HEURISTIC_CHECKS[:2]:
-                self.add(context, check, "skip", "info",
-                         f"skipped: the {context.geometry.role} geometry is too small to hold "
-                         "the mass (see density): a token shape says nothing of the inertia")
-        else:
-            reading = origin_reading(context.link.inertia, uniform, self.options)
-            self.plausibility(context, uniform, reading)
-            self.about_origin(context, reading, uniform)
-        self.orientation(context, uniform)
-
-    def plausibility(self, context: LinkContext, uniform: UniformInertia,
-                     reading: "OriginReading") -> None:
-        inertia, options = context.link.inertia, self.options
-        role = context.geometry.role
-        reference = inertia.mass * uniform.inertia
-        ratio = reading.ratio_as_com
-        moments, _ = principal_moments(inertia.inertia)
-        box = np.sort(equivalent_box(moments, inertia.mass))
-        extent = np.sort(uniform.high - uniform.low)
-        outside = float(np.linalg.norm(inertia.com - np.clip(inertia.com, uniform.low,
-                                                             uniform.high)))
-        diagonal = float(np.linalg.norm(uniform.high - uniform.low))
-        details = {"ratio": ratio, "equivalent_box": box, "geometry_box": extent,
-                   "role": role, "com_outside": outside, "exact": context.geometry.exact}
-        sizes = (f"equivalent uniform box {_dims(box)} m vs {role} geometry box "
-                 f"{_dims(extent)} m")
-        margin = float(np.log10(options.implausible_ratio / ratio)) if ratio > 0 else None
-        fix = None if reading.explained else lambda: Fix(  # noqa: E731
-            inertia.mass, inertia.com, reference, context.link.inertial_rotation,
-            f"uniform density filling the {role} geometry, same mass")
-        see = " (see about-origin)" if reading.explained else ""
-        if ratio >= options.implausible_ratio:
-            self.add(context, "plausibility", "fail", "error",
-                     f"inertia is {ratio:.3g}x that of a uniform body filling the {role} "
-                     f"geometry ({sizes}): a units or origin mistake?{see}", ratio, margin,
-                     details, fix)
-        elif ratio >= options.plausible_ratio:
-            self.add(context, "plausibility", "fail", "warning",
-                     f"inertia is {ratio:.3g}x that of a uniform body filling the {role} "
-                     f"geometry ({sizes}){see}", ratio, margin, details, fix)
-        elif ratio <= 1.0 / options.implausible_ratio:
-            self.add(context, "plausibility", "fail", "warning",
-                     f"inertia is only {ratio:.3g}x that of a uniform body filling the {role} "
-                     f"geometry ({sizes}): a placeholder value?", ratio, margin, details, fix)
-        elif outside > max(diagonal, 0.01):
-            self.add(context, "plausibility", "fail", "warning",
-                     f"com lies {outside:.3g} m outside the {role} geometry's bounding box "
-                     f"(diagonal {diagonal:.3g} m)", ratio, margin, details)
-        else:
-            self.add(context, "plausibility", "pass", "info",
-                     f"inertia is {ratio:.3g}x that of a uniform body filling the {role} "
-                     f"geometry ({sizes})", ratio, margin, details)
-
-    def about_origin(self, context: LinkContext, reading: "OriginReading",
-                     uniform: UniformInertia) -> None:
-        """The CAD-export mistake: the tensor is about the link origin, not the com (an
-        error when only that reading is plausible; a warning when that reading is, within
-        :data:`EXACT_MATCH`, the uniform inertia of exact geometry while the one about the
-        com is at least twice it)."""
-        if reading.alternative is None:
-            self.add(context, "about-origin", "skip", "info",
-                     "com at the link origin: both readings agree")
-            return
-        inertia = context.link.inertia
-        details = {"ratio_as_com": reading.ratio_as_com,
-                   "ratio_as_origin": reading.ratio_as_origin,
-                   "consistent_as_origin": reading.consistent}
-        if reading.explained:
-            self.add(context, "about-origin", "fail", "error",
-                     f"the inertia fits the {context.geometry.role} geometry only when read "
-                     f"about the link origin instead of the com ({reading.ratio_as_com:.3g}x "
-                     f"vs {reading.ratio_as_origin:.3g}x the uniform inertia): a CAD export "
-                     "about the wrong point?", reading.ratio_as_origin, None, details,
-                     lambda: Fix(inertia.mass, inertia.com, reading.alternative,
-                                 context.link.inertial_rotation,
-                                 "the tensor read about the link origin, moved to the com"))
-        elif (context.geometry.exact and reading.consistent and reading.ratio_as_com >= 2
-              and _relative_distance(reading.alternative, inertia.mass * uniform.inertia)
-              <= EXACT_MATCH):
-            self.add(context, "about-origin", "fail", "warning",
-                     f"read about the link origin, the inertia is that of a uniform body "
-                     f"filling the {context.geometry.role} geometry (within "
-                     f"{EXACT_MATCH:.0%}); read about the com, as URDF means it, it is "
-                     f"{reading.ratio_as_com:.3g}x that: a CAD export about the wrong point?",
-                     reading.ratio_as_origin, None, details,
-                     lambda: Fix(inertia.mass, inertia.com, reading.alternative,
-                                 context.link.inertial_rotation,
-                                 "the tensor read about the link origin, moved to the com"))
-        else:
-            state = "consistent" if reading.consistent else "inconsistent"
-            self.add(context, "about-origin", "pass", "info",
-                     f"read about the com: {reading.ratio_as_com:.3g}x the uniform inertia; "
-                     f"read about the origin it would be {state}", reading.ratio_as_origin,
-                     None, details)
-
-    def orientation(self, context: LinkContext, uniform: UniformInertia) -> None:
-        """Principal axes against the geometry's, and the inertial rpy applied wrongly."""
-        link = context.link
-        target = _shape_of(uniform.inertia)
-        if np.linalg.norm(target - np.eye(3) / 3) < 0.05:
-            self.add(context, "orientation", "skip", "info",
-                     "the geometry is too round to tell its axes apart")
-            return
-        distance = float(np.linalg.norm(_shape_of(link.inertia.inertia) - target))
-        R = link.inertial_rotation
-        candidates = {}
-        if not np.allclose(R, np.eye(3)):
-            written = R.T @ link.inertia.inertia @ R
-            rotation = ("the inertial <origin rpy>" if self.model.description.format == "urdf"
-                        else "the <inertial> orientation")
-            candidates = {f"without {rotation}": written,
-                          f"with the inverse of {rotation}": R.T @ written @ R}
-        scored = sorted((float(np.linalg.norm(_shape_of(tensor) - target)), name, tensor)
-                        for name, tensor in candidates.items())
-        details = {"distance": distance, "candidates": {n: d for d, n, _ in scored}}
-        if scored and distance >= 0.15 and scored[0][0] <= 0.4 * distance:
-            best, name, tensor = scored[0]
-            self.add(context, "orientation", "fail", "error",
-                     f"principal axes disagree with the {context.geometry.role} geometry "
-                     f"(distance {distance:.3g}) but agree {name} (distance {best:.3g}): "
-                     "the rotation was applied wrongly", distance, -distance, details,
-                     lambda: Fix(link.inertia.mass, link.inertia.com, tensor, R,
-                                 f"the tensor {name}"))
-        elif distance >= 0.5 and context.geometry.exact:
-            self.add(context, "orientation", "fail", "warning",
-                     f"principal axes disagree with the {context.geometry.role} geometry "
-                     f"(distance {distance:.3g} between the normalized tensors)", distance,
-                     0.5 - distance, details)
-        else:
-            self.add(context, "orientation", "pass", "info",
-                     f"principal axes {'match' if distance < 0.5 else 'roughly match'} the "
-                     f"{context.geometry.role} geometry (distance {distance:.3g}"
-                     f"{'' if context.geometry.exact else ', meshes as bounding boxes'})",
-                     distance, 0.5 - distance, details)
-
-    def density(self, context: LinkContext, uniform: UniformInertia) -> bool:
-        """The density check; True when the geometry is too small to hold the mass."""
-        density = context.link.inertia.mass / uniform.volume
-        limit = self.options.max_density
-        text = (f"mass / {context.geometry.role} volume = {density:.4g} kg/m^3 "
-                f"(volume {uniform.volume:.3g} m^3)")
-        if density > limit:
-            self.add(context, "density", "fail", "warning",
-                     f"{text}: denser than any metal ({limit:g}); mass in the wrong unit?",
-                     density, limit - density)
-            return True
-        self.add(context, "density", "pass", "info", text, density, limit - density)
-        return False
-
-    # -- body level --
-
-    def bodies(self, contexts: dict[str, LinkContext]) -> None:
-        model = self.model
-        with np.errstate(all="ignore"):
-            blocks = articulated_blocks(model, self.q)
-        frames: dict[int, list[str]] = {}  # body -> its links, in model.frames order
-        for frame in model.frames:
-            frames.setdefault(frame.joint, []).append(frame.name)
-        for j, name in enumerate(model.body_names):
-            context = contexts[name]
-            links = tuple(frames.get(j, ()))
-            if self.finite and np.all(np.isfinite(blocks[j])):
-                self.articulated(context, j, blocks[j], links)
-            else:
-                self.add(context, "articulated-inertia", "fail", "error",
-                         f"joint {model.joint_names[j]}: M(q) or ABA's D-block overflows "
-                         "(inertias too large for a double)", scope="body", links=links)
-            massive = [n for n in links if contexts[n].link.inertia.mass != 0]
-            if len(massive) >= 2:
-                rigid = Inertia.from_spatial(model.body_inertia[j])
-                self.add_pseudo_inertia(context, rigid, "merged-pseudo-inertia", None,
-                                        J=spatial_pseudo_inertia(model.body_inertia[j]),
-                                        scope="body", links=links)
-
-    def articulated(self, context: LinkContext, j: int, D: np.ndarray, links) -> None:
-        model = self.model
-        joint = model.joint_names[j]
-        low = np.linalg.eigvalsh(D)[:, 0]
-        with np.errstate(divide="ignore", invalid="ignore"):
-            ratios = np.where(self.largest > 0, low / self.largest, 0.0)
-        worst = int(np.argmin(ratios))
-        ratio = float(ratios[worst])
-        details = {"joint": joint, "joint_line": model.joint_sources[j].line,
-                   "d_min": float(low[worst]), "lambda_max": float(self.largest[worst]),
-                   "sample": worst}
-        margin = float(np.log10(ratio / self.options.min_block_ratio)) if ratio > 0 else None
-        extra = {"scope": "body", "links": links}
-        if ratio <= 1e-15:
-            self.add(context, "articulated-inertia", "fail", "error",
-                     f"joint {joint} moves (with its descendants free) no inertia along some "
-                     f"direction: ABA's D-block is singular (smallest eigenvalue "
-                     f"{low[worst]:.3g}), M is singular", ratio, margin, details, **extra)
-        elif ratio < self.options.min_block_ratio:
-            self.add(context, "articulated-inertia", "fail", "warning",
-                     f"joint {joint}: ABA's D-block is {ratio:.3g} of lambda_max(M) "
-                     f"({low[worst]:.3g} vs {self.largest[worst]:.3g}), so cond(M) >= "
-                     f"{1 / ratio:.3g}: a nearly singular chain", ratio, margin, details,
-                     **extra)
-        else:
-            self.add(context, "articulated-inertia", "pass", "info",
-                     f"joint {joint}: ABA's D-block is {ratio:.3g} of lambda_max(M)", ratio,
-                     margin, details, **extra)
-
-
-def check_inertia(model: Model, geometry: dict[str, LinkGeometry] | None = None,
-                  options: CheckOptions = CheckOptions()) -> InertiaReport:
-    """Every link and body check on ``model`` (its description's links, merged or not)."""
-    geometry = geometry or {}
-    checker = _Checker(model, options)
-    body_of = {frame.name: frame.joint for frame in model.frames}
-    contexts: dict[str, LinkContext] = {}
-    for link in model.description.links:
-        if link.name not in body_of or (not link.has_inertial and not link.source.line
-                                        and body_of[link.name] < 0):
-            continue  # a world link the parser or --free-flyer made up
-        body = body_of[link.name]
-        main = body >= 0 and model.body_names[body] == link.name
-        source = link.inertial_source if link.inertial_source.line else link.source
-        contexts[link.name] = LinkContext(link, body, main, geometry.get(link.name), source,
-                                          _negligible(model, link, body, main))
-        checker.link(contexts[link.name])
-    for j, name in enumerate(model.body_names):
-        if name not in contexts:
-            link = next(spec for spec in model.description.links if spec.name == name)
-            contexts[name] = LinkContext(link, j, True, None, link.source)
-    checker.bodies(contexts)
-    return InertiaReport(model.name, tuple(checker.findings))
-
-
-@dataclass(frozen=True)
-class OriginReading:
-    """The link's tensor read about the com (URDF) and about the link origin (CAD mistake)."""
-
-    ratio_as_com: float  # tr(I) / tr(uniform inertia of the geometry)
-    alternative: np.ndarray | None  # I - m (|c|^2 1 - c c^T); None when the com is at the origin
-    ratio_as_origin: float
-    consistent: bool  # the alternative is a physically consistent inertia
-    explained: bool  # implausible as written, consistent and plausible read about the origin
-
-
-def origin_reading(inertia: Inertia, uniform: UniformInertia,
-                   options: CheckOptions) -> OriginReading:
-    reference = float(np.trace(inertia.mass * uniform.inertia))
-    ratio = float(np.trace(inertia.inertia)) / reference
-    shift = parallel_axis(inertia.mass, inertia.com)
-    if np.trace(shift) <= 1e-3 * abs(np.trace(inertia.inertia)):
-        return OriginReading(ratio, None, ratio, True, False)
-    alternative = inertia.inertia - shift
-    moments, _ = principal_moments(alternative)
-    consistent = bool(moments[0] > 0 and
-                      triangle_slack(moments) >= -options.tolerance * moments[2])
-    ratio_origin = float(np.trace(alternative)) / reference
-    plausible = 1.0 / options.plausible_ratio < ratio_origin < options.plausible_ratio
-    explained = consistent and plausible and ratio >= options.plausible_ratio
-    return OriginReading(ratio, alternative, ratio_origin, consistent, explained)
-
-
-# ----------------------------------------------------------------------------- helpers
-
-def negligible_inertia(inertia: Inertia) -> bool:
-    """The rotational inertia is nil: below MINVAL + m (1 um)^2 in every direction."""
-    floor = MINVAL + 1e-12 * max(inertia.mass, 0.0)
-    return bool(np.all(np.abs(np.linalg.eigvalsh(symmetric(inertia.inertia))) <= floor))
-
-
-def _negligible(model: Model, link: LinkSpec, body: int, main: bool) -> str:
-    """Why a welded link hardly matters to the body it is welded to, or to the dynamics
-    ("" if it matters)."""
-    if body < 0:
-        return "welded to the world, it does not enter the dynamics"
-    if main:
-        return ""
-    body_mass = float(model.body_mass[body])
-    if body_mass > 0 and abs(link.inertia.mass) <= NEGLIGIBLE_MASS * body_mass:
-        share = 100 * abs(link.inertia.mass) / body_mass
-        return f"{share:.2g} % of the mass of body {model.body_names[body]}"
-    return ""
-
-
-def _relative_distance(tensor: np.ndarray, reference: np.ndarray) -> float:
-    """Frobenius distance between two tensors relative to the reference's norm."""
-    return float(np.linalg.norm(tensor - reference) / max(np.linalg.norm(reference), MINVAL))
-
 
 def _consistent_fix(context: LinkContext, tolerance: float) -> Fix | None:
     """The nearest consistent inertia; for a nil one, the geometry's uniform inertia."""
@@ -833,24 +518,3 @@ def _negative_mass_fix(link: LinkSpec) -> Fix:
     tensor = inertia.inertia if np.trace(inertia.inertia) >= 0 else -inertia.inertia
     return Fix(-inertia.mass, inertia.com, nearest_consistent(tensor), link.inertial_rotation,
                "the sign of the mass flipped (a sign typo?)")
-
-
-def _shape_of(inertia: np.ndarray) -> np.ndarray:
-    """A rotational inertia normalized to unit trace (its shape, independent of size)."""
-    trace = np.trace(inertia)
-    return symmetric(inertia) / trace if trace > 0 else np.zeros((3, 3))
-
-
-def _dims(values: np.ndarray) -> str:
-    return " x ".join(f"{v:.3g}" for v in values)
-
-
-def _plain(value):
-    """Numbers and arrays as JSON-ready Python floats and lists."""
-    if isinstance(value, np.ndarray):
-        return value.tolist()
-    if isinstance(value, (np.floating, np.integer)):
-        return value.item()
-    if isinstance(value, dict):
-        return {k: _plain(v) for k, v in value.items()}
-    return value

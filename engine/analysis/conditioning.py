@@ -7,7 +7,8 @@ Conventions
 * ABA's local D-block of joint ``i`` is ``D_i = S_i^T IA_i S_i + armature_i`` with
   ``IA_i`` the articulated inertia of body ``i`` (its subtree with every descendant joint
   free), in body ``i``'s frame: the block ABA inverts. For 1-dof joints it equals the
-  pivot of the tree-ordered L^T D L factor (:mod:`treedyn.engine.factor`). Since
+  pivot of the tree-ordered L^T D L factor (:mod:`treedyn.engine.factor`; the blocks are
+  :func:`treedyn.engine.reference.articulated_blocks`). Since
   ``lambda_min(M) <= lambda_min(D_i)``, a small ratio ``lambda_min(D_i) / lambda_max(M)``
   proves ``cond(M) >= 1 / ratio`` and names the joint responsible.
 * Everything is batched over a leading N of configurations.
@@ -18,60 +19,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .crba import crba
-from .model import Model
-from .spatial import inertia_to_parent
-from .state import joint_transforms, states
-
-
-def articulated_blocks(model: Model, q) -> list[np.ndarray]:
-    """ABA's D-blocks, one (N, k, k) array per joint (k = the joint's nv), for q (N, nq).
-
-    A singular block (a joint that moves no inertia) is passed on to the parent with a
-    pseudo-inverse, so the other blocks stay finite.
-    """
-    batch, q = states(model, q)[:2]
-    Xup = joint_transforms(model, q)
-    IA = np.repeat(model.body_inertia[None], batch.count, axis=0)  # (N, nj, 6, 6)
-    blocks: list[np.ndarray] = [np.zeros(0)] * model.njoints
-    for i in reversed(range(model.njoints)):
-        dofs = slice(model.idx_v[i], model.idx_v[i] + model.nv_joint[i])
-        S = Xup.S[i]
-        U = IA[:, i] @ S  # (N, 6, k)
-        blocks[i] = np.swapaxes(S, -1, -2) @ U + np.diag(model.armature[dofs])
-        p = model.parent[i]
-        if p >= 0:
-            reduced = IA[:, i] - U @ np.linalg.pinv(blocks[i]) @ np.swapaxes(U, 1, 2)
-            IA[:, p] += inertia_to_parent(Xup.E[i], Xup.r[i], reduced)
-    return blocks
-
-
-EIGEN_BLOCK_BYTES = 64 << 20  # the eigenvectors computed at once stay under this
-
-
-def mass_matrix_eigenvalues(M: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """(eigenvalues ascending (N, nv), unit eigenvector of the smallest one (N, nv)) of
-    symmetric M (N, nv, nv).
-
-    ``numpy.linalg.eigh`` runs over a block of matrices at a time (one LAPACK call per
-    matrix either way) and only the smallest eigenvalue's vector of each is kept: all of
-    them would be another N x nv x nv array, 800 MB for 100 samples of 1000 dofs.
-    """
-    count, nv = M.shape[0], M.shape[-1]
-    eigenvalues, weakest = np.empty((count, nv)), np.empty((count, nv))
-    step = max(1, EIGEN_BLOCK_BYTES // (8 * max(nv, 1) ** 2))
-    for start in range(0, count, step):
-        values, vectors = np.linalg.eigh(M[start:start + step])
-        eigenvalues[start:start + step] = values
-        weakest[start:start + step] = vectors[..., 0]
-    return eigenvalues, weakest
-
-
-def condition_numbers(eigenvalues: np.ndarray) -> np.ndarray:
-    """lambda_max / lambda_min per row of ascending eigenvalues; inf when not positive."""
-    low, high = eigenvalues[..., 0], eigenvalues[..., -1]
-    with np.errstate(divide="ignore", invalid="ignore"):
-        return np.where(low > 0, high / np.where(low > 0, low, 1.0), np.inf)
+from ..crba import crba
+from ..model import Model
+from ..reference import articulated_blocks
+from ..samples import sample_configurations
+from .spectra import condition_numbers, mass_matrix_eigenvalues
 
 
 @dataclass(frozen=True)
@@ -126,13 +78,6 @@ class ConditionReport:
     warnings: tuple[str, ...]
 
 
-def sample_configurations(model: Model, samples: int, seed: int) -> np.ndarray:
-    """(samples, nq): the neutral configuration, then random ones within the limits."""
-    rng = np.random.default_rng(seed)
-    random = model.random_configuration(rng, max(samples - 1, 0))
-    return np.vstack([model.q_neutral[None], random])[:max(samples, 1)]
-
-
 def analyze(model: Model, options: ConditionOptions = ConditionOptions(),
             q: np.ndarray | None = None) -> ConditionReport:
     """cond(M) over sampled configurations (or the given q (N, nq)), D-blocks, mass ratios."""
@@ -151,12 +96,11 @@ def _joint_blocks(model: Model, q: np.ndarray, largest: np.ndarray) -> list[Join
     result = []
     for j, D in enumerate(articulated_blocks(model, q)):
         values = np.linalg.eigvalsh(D)  # (N, k)
-        low, high = values[:, 0], values[:, -1]
+        low = values[:, 0]
         with np.errstate(divide="ignore", invalid="ignore"):
             ratio = np.where(largest > 0, low / largest, 0.0)
-            d_cond = np.where(low > 0, high / np.where(low > 0, low, 1.0), np.inf)
         result.append(JointBlock(model.joint_names[j], float(low.min()), float(ratio.min()),
-                                 float(d_cond.max())))
+                                 float(condition_numbers(values).max())))
     return result
 
 

@@ -26,17 +26,20 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .aba import aba
-from .crba import crba
-from .factor import ltdl, ltdl_solve
-from .jacobian import body_jacobians, generalized_forces, placements
-from .model import Model
-from .rnea import rnea
-from .spatial import rotate
+from ..aba import aba
+from ..crba import crba
+from ..factor import ltdl, ltdl_solve
+from ..model import Model
+from ..reference import body_jacobians, generalized_forces, placements
+from ..rnea import rnea
+from ..samples import RandomStates, random_states
+from ..spatial import rotate
+from .spectra import EPS, condition_numbers, singular_states
 
-EPS = np.finfo(float).eps
 FLOATING = ("free", "free_world")
-FIXED_BASE = "fixed base (a URDF floats with --free-flyer, an MJCF body with <freejoint>)"
+# why a check was skipped, besides its note, for callers to word in their own terms
+FIXED_BASE = "fixed-base"  # the model has no floating root joint
+SINGULAR = "singular"  # M is singular at the states the check needs
 
 
 @dataclass(frozen=True)
@@ -54,6 +57,7 @@ class IdentityResult:
     tolerance: float
     status: str  # "pass", "fail" or "skip"
     note: str = ""
+    reason: str = ""  # FIXED_BASE, SINGULAR or "" (a skip, or a failure to compute)
 
 
 @dataclass(frozen=True)
@@ -65,22 +69,6 @@ class VerifyReport:
     @property
     def ok(self) -> bool:
         return all(result.status != "fail" for result in self.results)
-
-
-@dataclass(frozen=True)
-class States:
-    q: np.ndarray  # (N, nq)
-    v: np.ndarray  # (N, nv)
-    a: np.ndarray  # (N, nv)
-    tau: np.ndarray  # (N, nv)
-    fext: np.ndarray  # (N, nj, 6)
-
-
-def random_states(model: Model, count: int, seed: int) -> States:
-    rng = np.random.default_rng(seed)
-    q = model.random_configuration(rng, count)
-    v, a, tau = (rng.normal(size=(count, model.nv)) for _ in range(3))
-    return States(q, v, a, tau, rng.normal(size=(count, model.njoints, 6)))
 
 
 def residual(actual: np.ndarray, reference: np.ndarray, *terms: np.ndarray) -> float:
@@ -97,41 +85,35 @@ def residual(actual: np.ndarray, reference: np.ndarray, *terms: np.ndarray) -> f
     return float(np.max(difference, initial=0.0)) / scale
 
 
-def condition_numbers(M: np.ndarray) -> np.ndarray:
-    """cond(M) (N,) of symmetric M (N, nv, nv); inf where M is not positive definite."""
-    eigenvalues = np.linalg.eigvalsh(M)
-    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-        return np.where(eigenvalues[:, 0] > 0, eigenvalues[:, -1] / eigenvalues[:, 0], np.inf)
-
-
-def singular(cond: np.ndarray) -> np.ndarray:
-    """States whose M is singular in double precision: cond(M) >= 1 / eps, or not finite."""
-    return ~(cond < 1.0 / EPS)
-
-
 @dataclass(frozen=True)
-class Outcome:
+class Measurement:
     """What one identity check measured: its residual and tolerance, or why it was skipped."""
 
     residual: float = float("nan")
     tolerance: float = float("nan")
     note: str = ""
     skipped: bool = False
+    reason: str = ""  # FIXED_BASE, SINGULAR or ""
 
 
-def _skipped(note: str) -> Outcome:
-    return Outcome(note=note, skipped=True)
+def _skipped(note: str, reason: str = "") -> Measurement:
+    return Measurement(note=note, skipped=True, reason=reason)
 
 
-def check_rnea_mass(model: Model, s: States, rtol: float) -> Outcome:
+def _eigen_conditions(M: np.ndarray) -> np.ndarray:
+    """cond(M) (N,) of symmetric M (N, nv, nv); inf where M is not positive definite."""
+    return condition_numbers(np.linalg.eigvalsh(M))
+
+
+def check_rnea_mass(model: Model, s: RandomStates, rtol: float) -> Measurement:
     """RNEA(q, v, a, f) = M(q) a + RNEA(q, v, 0, f)."""
     M = crba(model, s.q)
     lhs = rnea(model, s.q, s.v, s.a, s.fext)
     rhs = np.einsum("nij,nj->ni", M, s.a) + rnea(model, s.q, s.v, None, s.fext)
-    return Outcome(residual(lhs, rhs), rtol)
+    return Measurement(residual(lhs, rhs), rtol)
 
 
-def check_aba_rnea(model: Model, s: States, rtol: float) -> Outcome:
+def check_aba_rnea(model: Model, s: RandomStates, rtol: float) -> Measurement:
     """ABA(q, v, RNEA(q, v, a, f), f) = a, states with singular M left out.
 
     ABA solves M a = tau - h, where tau and h carry the external wrenches: on light bodies
@@ -141,14 +123,14 @@ def check_aba_rnea(model: Model, s: States, rtol: float) -> Outcome:
     The tolerance is the larger of that and 10 eps cond(M).
     """
     M = crba(model, s.q)
-    cond = condition_numbers(M)
+    cond = _eigen_conditions(M)
     with np.errstate(all="ignore"):
         tau = rnea(model, s.q, s.v, s.a, s.fext)
         h = rnea(model, s.q, s.v, None, s.fext)
         a = aba(model, s.q, s.v, tau, s.fext)
-    usable = ~singular(cond) & np.all(np.isfinite(a), axis=1)
+    usable = ~singular_states(cond) & np.all(np.isfinite(a), axis=1)
     if not usable.any():
-        return _skipped(f"M is singular at all {len(cond)} states (see dyn check-inertia)")
+        return _skipped(f"M is singular at all {len(cond)} states", SINGULAR)
     roundings = 2 * max_dof_depth(model)
     tolerances = {}
     for n in np.flatnonzero(usable):
@@ -160,7 +142,7 @@ def check_aba_rnea(model: Model, s: States, rtol: float) -> Outcome:
     note = f"cond(M) up to {cond[usable].max():.3g}"
     if not usable.all():
         note += f"; M singular at {int((~usable).sum())} of {len(cond)} states, left out"
-    return Outcome(residual(a[worst], s.a[worst]), tolerances[worst], note)
+    return Measurement(residual(a[worst], s.a[worst]), tolerances[worst], note)
 
 
 def max_dof_depth(model: Model) -> int:
@@ -171,7 +153,7 @@ def max_dof_depth(model: Model) -> int:
     return int(depth.max(initial=0))
 
 
-def check_rnea_columns(model: Model, s: States, rtol: float) -> Outcome:
+def check_rnea_columns(model: Model, s: RandomStates, rtol: float) -> Measurement:
     """RNEA(q, v, a + e_k) - RNEA(q, v, a) = M[:, k] for every dof k (one batched call)."""
     count, nv = len(s.q), model.nv
     M = crba(model, s.q)
@@ -180,38 +162,38 @@ def check_rnea_columns(model: Model, s: States, rtol: float) -> Outcome:
     v = np.repeat(s.v, nv, axis=0)
     a = np.repeat(s.a, nv, axis=0) + np.tile(np.eye(nv), (count, 1))
     columns = (rnea(model, q, v, a) - np.repeat(base, nv, axis=0)).reshape(count, nv, nv)
-    return Outcome(residual(np.swapaxes(columns, 1, 2), M), rtol)
+    return Measurement(residual(np.swapaxes(columns, 1, 2), M), rtol)
 
 
-def check_external_force(model: Model, s: States, rtol: float) -> Outcome:
+def check_external_force(model: Model, s: RandomStates, rtol: float) -> Measurement:
     """RNEA with f minus RNEA without = -sum J_i^T f_i (J from forward kinematics)."""
     forced, free = rnea(model, s.q, s.v, s.a, s.fext), rnea(model, s.q, s.v, s.a)
     expected = -generalized_forces(body_jacobians(model, s.q), s.fext)
-    return Outcome(residual(forced - free, expected, forced, free), rtol)
+    return Measurement(residual(forced - free, expected, forced, free), rtol)
 
 
-def check_crba_jacobians(model: Model, s: States, rtol: float) -> Outcome:
+def check_crba_jacobians(model: Model, s: RandomStates, rtol: float) -> Measurement:
     """M = sum_i J_i^T I_i J_i + diag(armature): kinetic energy body by body."""
     J = body_jacobians(model, s.q)
     energy = (np.einsum("nisv,ist,nitw->nvw", J, model.body_inertia, J, optimize=True)
               + np.diag(model.armature))
-    return Outcome(residual(crba(model, s.q), energy), rtol)
+    return Measurement(residual(crba(model, s.q), energy), rtol)
 
 
-def check_factor(model: Model, s: States, rtol: float) -> Outcome:
+def check_factor(model: Model, s: RandomStates, rtol: float) -> Measurement:
     """Solving M a = tau - h through the tree-ordered L^T D L factor gives ABA's a."""
     M = crba(model, s.q)
     with np.errstate(all="ignore"):
         expected = aba(model, s.q, s.v, s.tau)
         solved = ltdl_solve(model.dof_parent, ltdl(model.dof_parent, M),
                             s.tau - rnea(model, s.q, s.v))
-    conds = condition_numbers(M)
-    usable = np.all(np.isfinite(expected), axis=1) & ~singular(conds)
+    conds = _eigen_conditions(M)
+    usable = np.all(np.isfinite(expected), axis=1) & ~singular_states(conds)
     if not usable.any():
         return _skipped("M is singular at every state")
     cond = float(conds[usable].max())
-    return Outcome(residual(solved[usable], expected[usable]),
-                   max(rtol, 10 * EPS * cond), f"cond(M) up to {cond:.3g}")
+    return Measurement(residual(solved[usable], expected[usable]),
+                       max(rtol, 10 * EPS * cond), f"cond(M) up to {cond:.3g}")
 
 
 def floating_roots(model: Model) -> list[int]:
@@ -227,17 +209,25 @@ def _base_frame_gravity(model: Model, root: int, q: np.ndarray, gravity: np.ndar
     return np.broadcast_to(model.joint_models[root].rotation.T @ gravity, (len(q), 3))
 
 
-def check_free_fall(model: Model, s: States, rtol: float) -> Outcome:
+def _regular_aba(model: Model, q, v, tau) -> tuple[np.ndarray | None, float]:
+    """(ABA's a (N, nv), the largest cond(M)), or (None, inf) when M is singular at some
+    state or a is not finite."""
+    with np.errstate(all="ignore"):
+        a = aba(model, q, v, tau)
+    conds = _eigen_conditions(crba(model, q))
+    if not np.all(np.isfinite(a)) or singular_states(conds).any():
+        return None, np.inf
+    return a, float(conds.max())
+
+
+def check_free_fall(model: Model, s: RandomStates, rtol: float) -> Measurement:
     """v = 0, tau = 0: every floating tree falls rigidly: base a = (g, 0), joints a = 0."""
     roots = floating_roots(model)
     if not roots:
-        return _skipped(FIXED_BASE)
-    with np.errstate(all="ignore"):
-        a = aba(model, s.q, None, None)
-    conds = condition_numbers(crba(model, s.q))
-    if not np.all(np.isfinite(a)) or singular(conds).any():
-        return _skipped("M is singular at some state (see dyn check-inertia)")
-    cond = float(conds.max())
+        return _skipped("fixed base (no floating root joint)", FIXED_BASE)
+    a, cond = _regular_aba(model, s.q, None, None)
+    if a is None:
+        return _skipped("M is singular at some state", SINGULAR)
     values, references = [], []
     for root in roots:
         dofs = _subtree_dofs(model, root)
@@ -248,24 +238,21 @@ def check_free_fall(model: Model, s: States, rtol: float) -> Outcome:
         expected[:, :3] = _base_frame_gravity(model, root, s.q, model.gravity)
         values.append(a[:, dofs])
         references.append(expected)
-    return Outcome(residual(np.hstack(values), np.hstack(references)),
-                   max(rtol, 10 * EPS * cond), f"cond(M) up to {cond:.3g}")  # an ABA solve
+    return Measurement(residual(np.hstack(values), np.hstack(references)),
+                       max(rtol, 10 * EPS * cond), f"cond(M) up to {cond:.3g}")  # an ABA solve
 
 
-def check_zero_base_actuation(model: Model, s: States, rtol: float) -> Outcome:
+def check_zero_base_actuation(model: Model, s: RandomStates, rtol: float) -> Measurement:
     """tau_base = 0, other tau random: the base still accelerates, and m c'' = m g."""
     roots = floating_roots(model)
     if not roots:
-        return _skipped(FIXED_BASE)
+        return _skipped("fixed base (no floating root joint)", FIXED_BASE)
     tau = s.tau.copy()
     for root in roots:
         tau[:, model.idx_v[root]:model.idx_v[root] + 6] = 0.0
-    with np.errstate(all="ignore"):
-        a = aba(model, s.q, s.v, tau)
-    conds = condition_numbers(crba(model, s.q))
-    if not np.all(np.isfinite(a)) or singular(conds).any():
-        return _skipped("M is singular at some state (see dyn check-inertia)")
-    cond = float(conds.max())
+    a, cond = _regular_aba(model, s.q, s.v, tau)
+    if a is None:
+        return _skipped("M is singular at some state", SINGULAR)
     momentum_rate = rnea(model, s.q, s.v, a, gravity=np.zeros(3)) - model.armature * a
     values, references, moving = [], [], True
     for root in roots:
@@ -277,10 +264,10 @@ def check_zero_base_actuation(model: Model, s: States, rtol: float) -> Outcome:
                               > 0))
     note = f"cond(M) up to {cond:.3g}" if moving else "a base did not accelerate"
     value = residual(np.hstack(values), np.hstack(references)) if moving else np.inf
-    return Outcome(value, max(rtol, 10 * EPS * cond), note)  # a is an ABA solve
+    return Measurement(value, max(rtol, 10 * EPS * cond), note)  # a is an ABA solve
 
 
-def check_armature(model: Model, s: States, rtol: float) -> Outcome:
+def check_armature(model: Model, s: RandomStates, rtol: float) -> Measurement:
     """Adding armature d changes RNEA by d * a and CRBA by diag(d), and ABA still inverts."""
     rng = np.random.default_rng(len(s.q))
     extra = rng.uniform(0.1, 1.0, size=model.nv)
@@ -289,10 +276,10 @@ def check_armature(model: Model, s: States, rtol: float) -> Outcome:
     M_changed, M = crba(changed, s.q), crba(model, s.q)
     value = max(residual(tau_changed - tau, extra * s.a, tau_changed, tau),
                 residual(M_changed - M, np.broadcast_to(np.diag(extra), M.shape), M_changed, M))
-    return Outcome(value, rtol)
+    return Measurement(value, rtol)
 
 
-def check_power(model: Model, s: States, rtol: float) -> Outcome:
+def check_power(model: Model, s: RandomStates, rtol: float) -> Measurement:
     """v^T (h(q, v) - g(q)) = 1/2 v^T (dM/dt) v: the velocity terms against CRBA.
 
     Kinetic energy T = 1/2 v^T M v changes at the rate v^T (tau - g) along a motion, so the
@@ -316,7 +303,7 @@ def check_power(model: Model, s: States, rtol: float) -> Outcome:
     power = np.einsum("ni,ni->n", s.v, bias)
     rate = np.einsum("ni,nij,nj->n", s.v, (ahead - behind) / (2 * FD_STEP), s.v) / 2
     energy = np.einsum("ni,nij,nj->n", s.v, M, s.v)
-    return Outcome(residual(power, rate, energy), max(rtol, 1e-7))
+    return Measurement(residual(power, rate, energy), max(rtol, 1e-7))
 
 
 FD_STEP = 1e-5  # time step of the central difference of M (velocities are O(1))
@@ -393,10 +380,10 @@ def verify(model: Model, options: VerifyOptions = VerifyOptions()) -> VerifyRepo
     states = random_states(model, options.samples, options.seed)
     results = []
     for name, (identity, check) in IDENTITIES.items():
-        outcome = (check(model, states, options.rtol) if model.nv else
+        measured = (check(model, states, options.rtol) if model.nv else
                    _skipped("the model has no degrees of freedom"))
-        status = ("skip" if outcome.skipped else
-                  "pass" if outcome.residual <= outcome.tolerance else "fail")
-        results.append(IdentityResult(name, identity, outcome.residual, outcome.tolerance,
-                                      status, outcome.note))
+        status = ("skip" if measured.skipped else
+                  "pass" if measured.residual <= measured.tolerance else "fail")
+        results.append(IdentityResult(name, identity, measured.residual, measured.tolerance,
+                                      status, measured.note, measured.reason))
     return VerifyReport(model.name, options.samples, tuple(results))

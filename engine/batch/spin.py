@@ -1,0 +1,84 @@
+"""The spin basis of symmetric 6x6 matrices: articulated and composite inertias as 21 numbers.
+
+Cartesian index ``3 * b + alpha``: b = 0 angular, 1 linear; alpha = x, y, z. A rotation
+about z leaves 7 spin coordinates unchanged, turns 4 pairs by ``theta`` and 3 pairs by
+``2 theta`` (:data:`ROTATING`), so ``X_J^T I X_J`` of a revolute joint about z costs a few
+row operations, and a constant congruence ``X_T^T (.) X_T`` is one (21, 21) matrix
+(:func:`congruence_map`) applied to all states with BLAS.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+# Each entry: list of (coefficient, i, j) terms on A[i, j]. Rows 0-14 are the ones that stay
+# in the articulated inertia IA - U D^-1 U^T of a revolute joint about z without armature
+# (that update zeroes every entry in row or column 2); rows 15-20 are those entries.
+SPIN_TERMS = (
+    ((1, 5, 5),),  # 0: zz of block 11 (invariant)
+    ((1, 0, 0), (1, 1, 1)), ((1, 3, 3), (1, 4, 4)),  # 1-2: xy traces of 00, 11
+    ((1, 0, 3), (1, 1, 4)), ((1, 0, 4), (-1, 1, 3)),  # 3-4: trace and curl of 01
+    ((1, 3, 5),), ((1, 0, 5),),  # 5-6: spin-1 pairs, x part
+    ((1, 4, 5),), ((1, 1, 5),),  # 7-8: spin-1 pairs, y part
+    ((1, 0, 0), (-1, 1, 1)), ((1, 3, 3), (-1, 4, 4)), ((1, 0, 3), (-1, 1, 4)),  # 9-11: spin-2 x
+    ((2, 0, 1),), ((2, 3, 4),), ((1, 0, 4), (1, 1, 3)),  # 12-14: spin-2 pairs, y part
+    ((1, 2, 2),), ((1, 2, 5),),  # 15-16: zz of 00 and 01 (invariant)
+    ((1, 0, 2),), ((1, 2, 3),),  # 17-18: spin-1 pairs, x part
+    ((1, 1, 2),), ((1, 2, 4),),  # 19-20: spin-1 pairs, y part
+)
+NSPIN = 21
+KEPT = 15  # rows 0-14: all an articulated inertia past a revolute joint without armature has
+# (x rows, y rows, angle multiple): pairs turned by theta or 2 theta under a rotation about
+# z; the other 7 rows (0-4, 15-16) do not change under it
+ROTATING = ((slice(5, 7), slice(7, 9), 1), (slice(9, 12), slice(12, 15), 2),
+            (slice(17, 19), slice(19, 21), 1))
+
+
+def _spin_matrices() -> tuple[np.ndarray, np.ndarray]:
+    """P (21, 36): spin coordinates of vec(A) (row-major, A symmetric); Pinv (36, 21)."""
+    P = np.zeros((NSPIN, 36))
+    for row, terms in enumerate(SPIN_TERMS):
+        for coef, i, j in terms:
+            P[row, 6 * i + j] += 0.5 * coef  # symmetric average of A[i, j] and A[j, i]
+            P[row, 6 * j + i] += 0.5 * coef
+    pairs = [(i, j) for i in range(6) for j in range(i, 6)]
+    B = np.zeros((36, len(pairs)))  # basis of symmetric matrices
+    for k, (i, j) in enumerate(pairs):
+        B[6 * i + j, k] = B[6 * j + i, k] = 1.0
+    Pinv = B @ np.linalg.inv(P @ B)
+    Pinv[np.abs(Pinv) < 1e-15] = 0.0
+    return P, np.round(Pinv * 4) / 4  # entries are multiples of 1/4: make them exact
+
+
+P_SPIN, PINV_SPIN = _spin_matrices()
+
+
+def column_rows(column: int) -> np.ndarray:
+    """Spin rows (6,) holding A[:, column] (for a z column: each is one raw entry)."""
+    rows = []
+    for i in range(6):
+        target = np.zeros(36)
+        target[6 * i + column] += 0.5
+        target[6 * column + i] += 0.5
+        match = [r for r in range(NSPIN) if np.array_equal(P_SPIN[r], target)]
+        rows.append(match[0])
+    return np.array(rows)
+
+
+def spin_of(A: np.ndarray) -> np.ndarray:
+    """Spin coordinates (..., 21) of symmetric matrices (..., 6, 6)."""
+    return A.reshape(A.shape[:-2] + (36,)) @ P_SPIN.T
+
+
+def matrices_of(w: np.ndarray) -> np.ndarray:
+    """Symmetric matrices (m, 6, 6) from spin coordinates w (21, m), component-major."""
+    return (PINV_SPIN @ w).T.reshape(w.shape[-1], 6, 6)
+
+
+def spins_of(A: np.ndarray) -> np.ndarray:
+    """Spin coordinates (21, m), component-major, of symmetric matrices A (m, 6, 6)."""
+    return P_SPIN @ A.reshape(len(A), 36).T
+
+
+def congruence_map(X: np.ndarray) -> np.ndarray:
+    """(21, 21) L with spin(X^T A X) = L spin(A) for symmetric A."""
+    return P_SPIN @ np.kron(X.T, X.T) @ PINV_SPIN
