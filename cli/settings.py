@@ -58,13 +58,3 @@ def whole(name: str, default: int) -> int:
         return max(1, int(value))
     except ValueError:
         raise UsageError(f"dyn: {name}={value!r} is not a whole number") from None
-
-
-def configure_engine() -> None:
-    """TREEDYN_THREADS (engine threads) and TREEDYN_CHUNK (states per chunk), where set,
-    into the engine's batching settings, which read no environment of their own; unset
-    ones keep the engine's defaults."""
-    # imported here, not at the top: dyn reads this module at start-up, before numpy loads
-    from treedyn.engine.batch.threads import configure
-
-    configure(threads=count("TREEDYN_THREADS", None), chunk=count("TREEDYN_CHUNK", None))

@@ -293,7 +293,7 @@ def test_the_cluster_path_ignores_sigpipe_again(monkeypatch):
     import signal
     import types
 
-    from treedyn.cli.run import cluster as distributed
+    from treedyn.cli.run import scheduler as distributed
 
     fake = types.SimpleNamespace(Client=lambda address, timeout: ("client", address))
     monkeypatch.setattr(distributed, "require_dask", lambda: fake)
@@ -564,7 +564,9 @@ def test_an_address_that_is_not_a_scheduler_is_one_line(tmp_path, monkeypatch, d
     listening = socketserver.ThreadingTCPServer(("127.0.0.1", 0), handler)
     listening.daemon_threads = True
     threading.Thread(target=listening.serve_forever, daemon=True).start()
-    monkeypatch.setattr(module, "CONNECT_SECONDS", 2)
+    from treedyn.cli.run import scheduler
+
+    monkeypatch.setattr(scheduler, "CONNECT_SECONDS", 2)
     address = f"tcp://127.0.0.1:{listening.server_address[1]}"
     inputs = write_inputs(tmp_path / "logs", load_model(str(ARM)), [3])
     try:

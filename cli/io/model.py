@@ -1,10 +1,11 @@
 """The model a command names: parsed, built, and every problem as one usage error."""
 from treedyn.engine import Model, ModelError
+from treedyn.engine.batch.threads import configure
 from treedyn.parsers import ParseError, load_model
 
 from ..console import warn
 from ..errors import UsageError
-from ..settings import configure_engine
+from ..settings import count
 
 
 def load(path: str, free_flyer: bool) -> Model:
@@ -23,3 +24,11 @@ def load(path: str, free_flyer: bool) -> Model:
     for note in model.description.notes:
         warn(note)
     return model
+
+
+def configure_engine() -> None:
+    """TREEDYN_THREADS (engine threads) and TREEDYN_CHUNK (states per chunk), where set,
+    into the engine's batching settings, which read no environment of their own; unset
+    ones keep the engine's defaults. Every command (and every Dask worker) loads its model
+    here first, so every engine call runs with them."""
+    configure(threads=count("TREEDYN_THREADS", None), chunk=count("TREEDYN_CHUNK", None))

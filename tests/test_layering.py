@@ -1,0 +1,176 @@
+"""The package's shape, read from its source files' ASTs (nothing is imported).
+
+Imports run one way: cli → parsers, engine; parsers → the engine's description and
+geometry only; the engine imports neither and reads no environment. Inside the CLI,
+layers import only downward: app → commands → run → io → render → the bottom modules
+(naming, console, errors, settings, options). No import cycle among modules, counting
+function-level imports; no module over about 600 lines; no function over about 80 lines
+except where a comment on its ``def`` line says why.
+"""
+import ast
+import re
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+PACKAGES = {"cli": "treedyn.cli", "parsers": "treedyn.parsers", "engine": "treedyn.engine"}
+
+# CLI layers from the top; a module may import its own layer's modules and any below
+CLI_LAYERS = ["app __main__", "commands", "run", "io", "render",
+              "naming console errors settings options"]
+
+
+def modules() -> dict:
+    """Dotted module name -> source path, for every module of the three packages."""
+    found = {}
+    for folder, package in PACKAGES.items():
+        for path in sorted((ROOT / folder).rglob("*.py")):
+            parts = path.relative_to(ROOT / folder).with_suffix("").parts
+            if parts[-1] == "__init__":
+                parts = parts[:-1]
+            found[".".join((package, *parts))] = path
+    return found
+
+
+MODULES = modules()
+
+
+def imports(name: str, path: Path) -> set:
+    """The package modules that ``name`` imports anywhere in its file (function-level
+    imports too), by their dotted names (``from X import y`` counts X.y when that is a
+    module, else X)."""
+    package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            targets = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                anchor = package.split(".")
+                anchor = anchor[:len(anchor) - node.level + 1]
+                base = ".".join([*anchor, base] if base else anchor)
+            targets = [f"{base}.{alias.name}" if f"{base}.{alias.name}" in MODULES else base
+                       for alias in node.names]
+        else:
+            continue
+        for target in targets:
+            while target and target not in MODULES:
+                target = target.rpartition(".")[0]
+            if target and target != name:
+                found.add(target)
+    return found
+
+
+GRAPH = {name: imports(name, path) for name, path in MODULES.items()}
+
+
+def cycles() -> list:
+    """The strongly connected components of more than one module (Tarjan)."""
+    index, low, stack, on, found = {}, {}, [], set(), []
+
+    def visit(node):
+        index[node] = low[node] = len(index)
+        stack.append(node)
+        on.add(node)
+        for target in GRAPH[node]:
+            if target not in index:
+                visit(target)
+                low[node] = min(low[node], low[target])
+            elif target in on:
+                low[node] = min(low[node], index[target])
+        if low[node] == index[node]:
+            component = []
+            while True:
+                member = stack.pop()
+                on.discard(member)
+                component.append(member)
+                if member == node:
+                    break
+            if len(component) > 1:
+                found.append(sorted(component))
+
+    for node in GRAPH:
+        if node not in index:
+            visit(node)
+    return found
+
+
+def test_no_import_cycle():
+    assert cycles() == []
+
+
+def test_the_engine_imports_neither_parsers_nor_cli_and_reads_no_environment():
+    for name, targets in GRAPH.items():
+        if name.startswith("treedyn.engine"):
+            assert not {t for t in targets if t.startswith(("treedyn.cli", "treedyn.parsers"))}
+            source = MODULES[name].read_text(encoding="utf-8")
+            assert not re.search(r"\bos\.environ\b|\bgetenv\b|\bputenv\b", source), name
+
+
+def test_parsers_import_only_the_description_and_geometry_of_the_engine():
+    """Rotations are geometry's own leaf module (description needs skew; geometry needs
+    description's Shape). The package's ``load_model`` (parse, then build the Model) is the
+    one public door that also builds: its ``__init__`` may import the model."""
+    allowed = {"treedyn.engine.description", "treedyn.engine.geometry",
+               "treedyn.engine.rotations"}
+    for name, targets in GRAPH.items():
+        if name.startswith("treedyn.parsers"):
+            if name == "treedyn.parsers":
+                targets = targets - {"treedyn.engine.model"}
+            engine = {t for t in targets if t.startswith("treedyn.engine")}
+            assert engine <= allowed, (name, engine - allowed)
+            assert not {t for t in targets if t.startswith("treedyn.cli")}, name
+
+
+def cli_layer(name: str) -> int | None:
+    parts = name.split(".")
+    if parts[:2] != ["treedyn", "cli"] or len(parts) < 3:
+        return None
+    for depth, layer in enumerate(CLI_LAYERS):
+        if parts[2] in layer.split():
+            return depth
+    raise AssertionError(f"{name} is in no CLI layer: add it to CLI_LAYERS")
+
+
+def test_cli_layers_import_only_downward():
+    for name, targets in GRAPH.items():
+        layer = cli_layer(name)
+        if layer is None:
+            continue
+        for target in targets:
+            below = cli_layer(target)
+            assert below is None or below >= layer, f"{name} imports {target} (upward)"
+
+
+def test_cli_below_the_app_loads_no_numpy_for_help():
+    """``dyn --help`` and ``--version`` run the app with its bottom modules only."""
+    light = {"treedyn.cli", "treedyn.cli.app", "treedyn.cli.console", "treedyn.cli.errors",
+             "treedyn.cli.settings", "treedyn.cli.options"}
+    for name in light:
+        text = MODULES[name].read_text(encoding="utf-8")
+        tree = ast.parse(text)
+        for node in tree.body:  # module-level imports only: the commands load lazily
+            if isinstance(node, (ast.Import, ast.ImportFrom)):
+                names = [a.name for a in node.names] + [getattr(node, "module", "") or ""]
+                assert not any(n.split(".")[0] in ("numpy", "scipy", "lxml") for n in names), name
+        assert GRAPH[name] <= light, (name, GRAPH[name] - light)
+
+
+def long_units():
+    """(module, name, lines) of functions over 80 lines and modules over 600."""
+    found = []
+    for name, path in MODULES.items():
+        text = path.read_text(encoding="utf-8")
+        lines = text.splitlines()
+        if len(lines) > 600:
+            found.append((name, "<module>", len(lines)))
+        for node in ast.walk(ast.parse(text)):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                size = node.end_lineno - node.lineno + 1
+                if size > 80 and "long:" not in lines[node.lineno - 1]:
+                    found.append((name, node.name, size))
+    return found
+
+
+def test_no_long_module_or_function():
+    assert long_units() == []
