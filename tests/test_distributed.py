@@ -660,8 +660,8 @@ def test_sigterm_keeps_the_finished_outputs_and_ends_dyn_by_it(tmp_path, monkeyp
                 raise module.Ended(signal.SIGTERM)
 
     monkeypatch.setattr(module, "Progress", Terminated)
-    monkeypatch.setattr(module.os, "kill", lambda pid, number: sent.append(number))
-    monkeypatch.setattr(module.signal, "signal", lambda number, handler: signal.SIG_DFL)
+    monkeypatch.setattr(os, "kill", lambda pid, number: sent.append(number))
+    monkeypatch.setattr(signal, "signal", lambda number, handler: signal.SIG_DFL)
     small_tasks(monkeypatch, chunk=32, per_task=64)
     write_inputs(tmp_path / "logs", load_model(str(ARM)), [3, 6000])
     code, err = dyn("inverse", ARM, "--input", tmp_path / "logs" / "*.npz",

@@ -31,6 +31,15 @@ LAST_LINE = re.compile(r"dyn: (ended by a signal|interrupted); the first (\d+) s
 pytestmark = pytest.mark.skipif(sys.platform != "linux", reason="POSIX signals, /proc")
 
 
+def start(out: Path) -> subprocess.Popen:
+    """``dyn inverse ARM --input - --output OUT`` reading a pipe the test writes."""
+    return subprocess.Popen(
+        [sys.executable, "-m", "treedyn.cli", "inverse", str(ARM), "--input", "-",
+         "--output", str(out), "--quiet"], cwd=ROOT, stdin=subprocess.PIPE,
+        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+        env={**os.environ, "TREEDYN_PROCESSES": "1", "TREEDYN_STREAM_CHUNK": "500"})
+
+
 def held(path: Path) -> int:
     """States in a complete output file (raises if it is not complete)."""
     if path.suffix == ".npz":
@@ -52,11 +61,7 @@ def held(path: Path) -> int:
 def test_a_stopped_run_leaves_a_whole_file_and_says_what_it_holds(tmp_path, suffix, number):
     out = tmp_path / f"out{suffix}"
     rng = np.random.default_rng(int(number))
-    process = subprocess.Popen(
-        [sys.executable, "-m", "treedyn.cli", "inverse", str(ARM), "--input", "-",
-         "--output", str(out), "--quiet"], cwd=ROOT, stdin=subprocess.PIPE,
-        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-        env={**os.environ, "TREEDYN_PROCESSES": "1", "TREEDYN_STREAM_CHUNK": "500"})
+    process = start(out)
     try:
         lines = "".join(json.dumps({"q": rng.normal(size=2).tolist(),
                                     "v": rng.normal(size=2).tolist()}) + "\n"
@@ -85,11 +90,7 @@ def test_an_npz_appears_only_once_complete(tmp_path):
     there before keeps its contents until the new one replaces it."""
     out = tmp_path / "out.npz"
     out.write_bytes(b"the results of yesterday")
-    process = subprocess.Popen(
-        [sys.executable, "-m", "treedyn.cli", "inverse", str(ARM), "--input", "-",
-         "--output", str(out), "--quiet"], cwd=ROOT, stdin=subprocess.PIPE,
-        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-        env={**os.environ, "TREEDYN_PROCESSES": "1", "TREEDYN_STREAM_CHUNK": "500"})
+    process = start(out)
     try:
         process.stdin.write(b'{"q": [0.1, 0.2]}\n' * 1100)
         process.stdin.flush()
