@@ -18,6 +18,7 @@ from treedyn.engine.description import TreeDescription
 from treedyn.engine.model import Model, build_model
 
 from .errors import ParseError
+from .files import MODEL_BYTES, open_bounded, read_bounded
 from .urdf import parse_urdf, parse_urdf_string
 from .xml_text import read_xml
 
@@ -76,15 +77,14 @@ def load_model(path: str, free_flyer: bool = False) -> Model:
 def _root_tag(path: str) -> tuple[str, int]:
     """(name, line) of the root element, read without parsing the rest of the file."""
     try:
-        with open(path, "rb") as stream:
+        with open_bounded(path, MODEL_BYTES) as stream:
             for _event, element in etree.iterparse(stream, events=("start",),
                                                    resolve_entities=False, no_network=True):
                 return etree.QName(element).localname, element.sourceline or 0
     except OSError as error:
         raise ParseError(f"cannot read file ({error.strerror})", path) from None
     except etree.XMLSyntaxError:  # read as urdfdom's tinyxml2 would, or libxml2's error
-        with open(path, "rb") as stream:
-            root = read_xml(stream.read(), path)
+        root = read_xml(read_bounded(path, MODEL_BYTES), path)
         return etree.QName(root).localname, root.sourceline or 0
     raise ParseError("not well-formed XML (no root element)", path)
 

@@ -37,6 +37,7 @@ from treedyn.engine.description import Shape, TreeDescription
 from treedyn.engine.geometry import LinkGeometry, solid_corners
 
 from .collada import dae_points
+from .files import MESH_BYTES, read_bounded
 from .meshes import POINT_READERS
 
 PRIMITIVES = ("box", "cylinder", "sphere", "capsule", "ellipsoid")
@@ -155,7 +156,7 @@ def mesh_bounds(path: str) -> tuple[np.ndarray, np.ndarray] | None:
     if reader is None:
         return None
     try:
-        data = Path(path).read_bytes()
+        data = read_bounded(path, MESH_BYTES)
         points = reader(data)
     except (OSError, ValueError, IndexError):
         return None

@@ -41,6 +41,8 @@ from pathlib import Path
 
 import numpy as np
 
+from .files import MESH_BYTES, read_bounded
+
 MAX_STL_FACES = 200000
 MAX_COORDINATE = 2.0 ** 30
 MESH_SUFFIXES = (".stl", ".obj", ".msh")
@@ -62,7 +64,7 @@ def read_mesh_file(path: str, content_type: str | None = None) -> MeshData:
     """The mesh in the file at ``path``; the format comes from ``content_type`` or the suffix."""
     kind = _format_of(path, content_type)
     try:
-        data = Path(path).read_bytes()
+        data = read_bounded(path, MESH_BYTES)
     except OSError as error:
         raise MeshFileError(f"cannot read mesh file ({error.strerror})") from None
     if not data:

@@ -52,11 +52,19 @@ import numpy as np
 from lxml import etree
 
 from treedyn.engine.description import (
-    GRAVITY, Inertia, JointSpec, LinkSpec, Mimic, Shape, SourceRef, TreeDescription,
+    GRAVITY,
+    Inertia,
+    JointSpec,
+    LinkSpec,
+    Mimic,
+    Shape,
+    SourceRef,
+    TreeDescription,
 )
 from treedyn.engine.rotations import rpy_matrix
 
 from .errors import ParseError
+from .files import MODEL_BYTES, read_bounded
 from .numbers import NUMBER, word_problem
 from .xml_text import read_xml
 
@@ -89,8 +97,7 @@ INERTIA_ATTRIBUTES = ("ixx", "ixy", "ixz", "iyy", "iyz", "izz")
 def parse_urdf(path: str) -> TreeDescription:
     """The description of the URDF file at ``path``; ParseError if unreadable or invalid."""
     try:
-        with open(path, "rb") as stream:
-            data = stream.read()
+        data = read_bounded(path, MODEL_BYTES)
     except OSError as error:
         raise ParseError(f"cannot read file ({error.strerror})", str(path)) from None
     return _parse(read_xml(data, str(path)), str(path))

@@ -11,6 +11,9 @@ from .layout import Layout
 from .vectors import States, check_finite, pop_q
 
 
+LINE_CHARS = 16 << 20  # the longest line read: a state of 10 000 dofs is about 1 M
+
+
 def text_lines(stream, name: str, first: int = 1, bom: bool = True
                 ) -> Iterator[tuple[int, str]]:
     """(line number, text) of a binary stream read as UTF-8 text mode reads it (universal
@@ -23,7 +26,13 @@ def text_lines(stream, name: str, first: int = 1, bom: bool = True
     text = io.TextIOWrapper(stream, encoding="utf-8-sig" if bom else "utf-8",
                             errors="surrogateescape", newline="")
     try:
-        for number, line in enumerate(text, first):
+        number = first - 1
+        while line := text.readline(LINE_CHARS + 1):  # a line held is LINE_CHARS at most
+            number += 1
+            if len(line) > LINE_CHARS and "\0" not in line:
+                raise UsageError(f"{name}:{number}: a line longer than {LINE_CHARS >> 20} M "
+                                 "characters, far more than a state holds: not JSON Lines "
+                                 "or CSV text?")
             if not line.isascii():
                 try:
                     line.encode()

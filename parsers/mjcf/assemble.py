@@ -12,7 +12,12 @@ from pathlib import Path
 import numpy as np
 
 from treedyn.engine.description import (
-    Inertia, JointSpec, LinkSpec, Shape, SourceRef, TreeDescription,
+    Inertia,
+    JointSpec,
+    LinkSpec,
+    Shape,
+    SourceRef,
+    TreeDescription,
 )
 from treedyn.engine.rotations import IDENTITY_QUAT, quat_matrix
 

@@ -14,7 +14,9 @@ from lxml import etree
 from treedyn.engine.description import SourceRef
 
 from ..errors import ParseError
-from ..xml_text import parse as parse_xml, without_declaration
+from ..files import MODEL_BYTES, read_bounded
+from ..xml_text import parse as parse_xml
+from ..xml_text import without_declaration
 from .types import Node
 
 MAX_DEPTH = 500  # levels of nested elements in one file, its root being 1: MuJoCo's limit
@@ -97,8 +99,7 @@ class Document:
 def read_file(path: str, include: Node | None) -> etree._Element:
     """Root element of an XML file; errors name the file (and the include that asked)."""
     try:
-        with open(path, "rb") as stream:
-            data = stream.read()
+        data = read_bounded(path, MODEL_BYTES)
     except OSError as error:
         if include is not None:
             raise include.error(f'cannot read included file "{path}" ({error.strerror})') \

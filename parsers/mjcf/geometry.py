@@ -21,7 +21,11 @@ from dataclasses import dataclass
 import numpy as np
 
 from treedyn.engine.rotations import (
-    IDENTITY_QUAT, GeometryError, normalized, quat_matrix, quat_multiply,
+    IDENTITY_QUAT,
+    GeometryError,
+    normalized,
+    quat_matrix,
+    quat_multiply,
 )
 
 MINVAL = 1e-15  # MuJoCo's mjMINVAL

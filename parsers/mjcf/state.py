@@ -14,7 +14,12 @@ import numpy as np
 
 from treedyn.engine.description import GRAVITY
 from treedyn.engine.rotations import (
-    IDENTITY_QUAT, GeometryError, axisangle_quat, euler_quat, normalized, xyaxes_quat,
+    IDENTITY_QUAT,
+    GeometryError,
+    axisangle_quat,
+    euler_quat,
+    normalized,
+    xyaxes_quat,
     zaxis_quat,
 )
 

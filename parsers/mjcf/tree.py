@@ -16,8 +16,16 @@ from . import geometry as geo
 from .defaults import DefaultClass
 from .state import BuildState
 from .types import (
-    FREE_PROBLEM, ORIENTATION, Attributes, BodyBuild, Inertial, JointBuild, Node, Pose,
-    own_attributes, principal,
+    FREE_PROBLEM,
+    ORIENTATION,
+    Attributes,
+    BodyBuild,
+    Inertial,
+    JointBuild,
+    Node,
+    Pose,
+    own_attributes,
+    principal,
 )
 
 IGNORED_BODY_ELEMENTS = ("site", "camera", "light", "plugin")

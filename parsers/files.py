@@ -1,0 +1,47 @@
+"""Model and mesh files, read within bounds: regular files only, and no larger than a
+limit, checked before a byte is read.
+
+A path that names a FIFO would block forever, one linked to ``/dev/zero`` would read until
+memory runs out, and a 3 GB file would be held whole: each is refused at once as an
+OSError whose text every reader reports in its one line ("cannot read file (...)").
+"""
+from __future__ import annotations
+
+import errno
+import os
+import stat
+
+MODEL_BYTES = 256 << 20  # a URDF, an MJCF file or one of its includes
+MESH_BYTES = 1 << 30  # a mesh (MuJoCo's largest assets are a few hundred MB)
+
+KINDS = {stat.S_IFIFO: "a FIFO", stat.S_IFCHR: "a character device",
+         stat.S_IFBLK: "a block device", stat.S_IFSOCK: "a socket", stat.S_IFDIR: "a folder"}
+
+
+def open_bounded(path: str, limit: int):
+    """The regular file at ``path`` opened for binary reading, once it is known to be a
+    regular file of at most ``limit`` bytes (OSError otherwise, before anything is read;
+    the open does not wait on a FIFO)."""
+    descriptor = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+    try:
+        status = os.fstat(descriptor)
+        if not stat.S_ISREG(status.st_mode):
+            kind = KINDS.get(stat.S_IFMT(status.st_mode), "not a file")
+            raise OSError(errno.EINVAL, f"{kind}, not a regular file")
+        if status.st_size > limit:
+            raise OSError(errno.EFBIG, f"{status.st_size >> 20} MiB, larger than the "
+                                       f"{limit >> 20} MiB dyn reads")
+        return os.fdopen(descriptor, "rb")
+    except BaseException:
+        os.close(descriptor)
+        raise
+
+
+def read_bounded(path: str, limit: int) -> bytes:
+    """The bytes of the regular file at ``path`` of at most ``limit`` bytes (OSError as
+    :func:`open_bounded` says; also when it grows past the limit while it is read)."""
+    with open_bounded(path, limit) as stream:
+        data = stream.read(limit + 1)
+    if len(data) > limit:
+        raise OSError(errno.EFBIG, f"larger than the {limit >> 20} MiB dyn reads")
+    return data

@@ -1,0 +1,93 @@
+"""Inputs that would block, read forever or fill memory end in one line, at once.
+
+A model path that names a FIFO, or links to /dev/zero; a model file of 300 MB; an MJCF
+include or a mesh that is a device; states from /dev/zero or one endless line. Each run
+gets a 1 GiB address-space limit and 30 s: dyn must answer exit 2 with one line naming
+the file, within them.
+"""
+import os
+import resource
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+ARM = ROOT / "fixtures" / "two_link_arm.urdf"
+MEMORY = 1 << 30
+
+pytestmark = pytest.mark.skipif(sys.platform != "linux", reason="FIFOs, /dev/zero, rlimits")
+
+
+def bounded():
+    resource.setrlimit(resource.RLIMIT_AS, (MEMORY + (512 << 20), MEMORY + (512 << 20)))
+
+
+def dyn(args, stdin=subprocess.DEVNULL):
+    done = subprocess.run([sys.executable, "-m", "treedyn.cli", *map(str, args)], cwd=ROOT,
+                          stdin=stdin, capture_output=True, text=True, timeout=30,
+                          preexec_fn=bounded)
+    lines = done.stderr.splitlines()
+    assert done.returncode == 2 and len(lines) == 1 and "Traceback" not in done.stderr, \
+        done.stderr[-2000:]
+    return lines[0]
+
+
+@pytest.fixture
+def fifo(tmp_path):
+    path = tmp_path / "robot.urdf"
+    os.mkfifo(path)
+    return path
+
+
+def test_a_fifo_model_is_refused_without_waiting(fifo):
+    assert dyn(["info", fifo]) == f"{fifo}: cannot read file (a FIFO, not a regular file)"
+
+
+@pytest.mark.parametrize("suffix", [".urdf", ".xml"])
+def test_a_model_linked_to_dev_zero_is_refused(tmp_path, suffix):
+    path = tmp_path / f"robot{suffix}"
+    path.symlink_to("/dev/zero")
+    assert dyn(["info", path]) == (f"{path}: cannot read file (a character device, not a "
+                                   "regular file)")
+
+
+def test_a_model_file_larger_than_the_limit_is_refused_unread(tmp_path):
+    path = tmp_path / "robot.urdf"
+    with open(path, "wb") as stream:
+        stream.truncate(300 << 20)  # sparse: 300 MB that takes no disk
+    assert dyn(["info", path]) == (f"{path}: cannot read file (300 MiB, larger than the 256 MiB "
+                                   "dyn reads)")
+
+
+def test_an_include_that_is_a_fifo_names_the_including_file(tmp_path):
+    os.mkfifo(tmp_path / "part.xml")
+    model = tmp_path / "scene.xml"
+    model.write_text('<mujoco>\n  <include file="part.xml"/>\n  <worldbody/>\n</mujoco>\n')
+    line = dyn(["info", model])  # (not a regular file: looked up as not there)
+    assert line.startswith(f"{model}:2: <include>") and '"part.xml"' in line, line
+
+
+def test_a_mesh_linked_to_dev_zero_is_refused(tmp_path):
+    (tmp_path / "part.stl").symlink_to("/dev/zero")
+    model = tmp_path / "scene.xml"
+    model.write_text('<mujoco>\n  <asset><mesh name="m" file="part.stl"/></asset>\n'
+                     '  <worldbody><body><freejoint/><geom type="mesh" mesh="m"/></body>'
+                     '</worldbody>\n</mujoco>\n')
+    line = dyn(["info", model])  # (not a regular file: looked up as not there)
+    assert line.startswith(f"{model}:2: <mesh") and '"part.stl"' in line, line
+
+
+def test_states_from_dev_zero_end_at_the_first_line():
+    with open("/dev/zero", "rb") as zeros:
+        line = dyn(["inverse", ARM, "--input", "-"], stdin=zeros)
+    assert line == "<stdin>:1: holds NUL bytes (UTF-16 text? dyn reads UTF-8)"
+
+
+def test_an_endless_line_is_refused_within_bounded_memory(tmp_path):
+    path = tmp_path / "states.csv"
+    path.write_text("1" * (40 << 20))  # 40 MB without a line end
+    assert dyn(["inverse", ARM, "--input", path]) == (
+        f"{path}:1: a line longer than 16 M characters, far more than a state holds: not "
+        "JSON Lines or CSV text?")
