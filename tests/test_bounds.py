@@ -91,3 +91,15 @@ def test_an_endless_line_is_refused_within_bounded_memory(tmp_path):
     assert dyn(["inverse", ARM, "--input", path]) == (
         f"{path}:1: a line longer than 16 M characters, far more than a state holds: not "
         "JSON Lines or CSV text?")
+
+
+@pytest.mark.parametrize("command,option", [("condition", "--samples"), ("verify", "--samples"),
+                                            ("check-inertia", "--samples"),
+                                            ("bench", "--states")])
+def test_a_count_past_memory_is_refused_before_anything_is_held(command, option):
+    """The diagnostics hold all their samples at once, bench its batch: 10^9 of them is one
+    line naming the largest count that fits, not an out-of-memory kill."""
+    line = dyn([command, ARM, option, "1000000000"])
+    assert line.startswith(f"dyn: {option} 1000000000 would hold about "), line
+    most = int(line.rsplit("at most ", 1)[1].split()[0])
+    assert 100_000 < most < 1_000_000_000  # the arm's samples are small: a large count fits

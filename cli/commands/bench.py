@@ -8,6 +8,7 @@ from ..io.model import load
 from ..io.source import CHUNK
 from ..options import FreeFlyerOpt, InfoFormatOpt, ModelArg, epilog, examples, finite
 from ..run.bench import run_bench
+from ..run.budget import refuse_past_memory, state_bytes
 
 
 @epilog(examples("dyn bench fixtures/two_link_arm.urdf",
@@ -29,5 +30,6 @@ def bench(model: ModelArg, free_flyer: FreeFlyerOpt = False,
     format: states/s reading the inputs, writing the results, and the whole
     'dyn COMMAND --input F --output F' after start-up (--no-files skips these).
     """
-    run_bench(load(model, free_flyer), states, seconds,
-              fmt.value if fmt is not None else "table", files)
+    loaded = load(model, free_flyer)
+    refuse_past_memory(states, state_bytes(loaded), "--states")
+    run_bench(loaded, states, seconds, fmt.value if fmt is not None else "table", files)

@@ -23,6 +23,7 @@ from ..options import (
     samples_option,
 )
 from ..render import reports
+from ..run.budget import refuse_past_memory, sample_bytes
 
 CHECK_EXAMPLES = examples(
     "dyn check-inertia robot.urdf",
@@ -72,6 +73,7 @@ def check_inertia(
     """
     loaded = load(model, free_flyer)
     geometry = link_geometry(loaded.description, loaded.source)
+    refuse_past_memory(samples, sample_bytes(loaded), "--samples")
     options = CheckOptions(tolerance=tolerance, fix=fix, samples=samples, seed=seed,
                            min_block_ratio=min_block_ratio,
                            rotation_name=("the inertial <origin rpy>" if loaded.format == "urdf"

@@ -24,6 +24,7 @@ from ..options import (
     samples_option,
 )
 from ..render import reports
+from ..run.budget import refuse_past_memory, sample_bytes
 
 CONDITION_EXAMPLES = examples(
     "dyn condition robot.urdf --samples 200",
@@ -57,6 +58,7 @@ def condition(
     fraction of lambda_max(M) proves cond(M) >= 1/ratio), and parent/child mass ratios.
     """
     loaded = load(model, free_flyer)
+    refuse_past_memory(samples, sample_bytes(loaded), "--samples")
     options = ConditionOptions(samples=samples, seed=seed, max_cond=max_cond,
                                max_mass_ratio=max_mass_ratio, min_block_ratio=min_block_ratio)
     if loaded.nv == 0:

@@ -22,6 +22,7 @@ from ..options import (
     samples_option,
 )
 from ..render import reports
+from ..run.budget import refuse_past_memory, sample_bytes
 
 VERIFY_EXAMPLES = examples(
     "dyn verify fixtures/two_link_arm.urdf",
@@ -50,6 +51,7 @@ def verify(
     Coriolis terms RNEA and ABA share). Exit 1 if any residual exceeds its tolerance.
     """
     loaded = load(model, free_flyer)
+    refuse_past_memory(samples, sample_bytes(loaded, jacobians=True), "--samples")
     options = VerifyOptions(samples=samples, seed=seed, rtol=rtol)
     report = run_verify(loaded, options)
     if fmt is ReportFormat.json:

@@ -10,7 +10,6 @@ from ..errors import UsageError
 from .layout import Layout
 from .vectors import States, check_finite, pop_q
 
-
 LINE_CHARS = 16 << 20  # the longest line read: a state of 10 000 dofs is about 1 M
 
 
