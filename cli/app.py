@@ -11,6 +11,7 @@ import importlib
 import os
 import signal
 import sys
+import warnings
 from typing import Annotated, Optional
 
 import typer
@@ -198,6 +199,9 @@ def leave(code) -> None:
 def run_app(args: list) -> None:
     """Run the app on the command-line arguments ``args``; ends by SystemExit."""
     console.reset()
+    # numpy's floating-point warnings name install paths and come in dozens: a result that
+    # overflows is checked where it matters and said in dyn's own one line
+    warnings.simplefilter("ignore", RuntimeWarning)
     try:
         command = click_command(args)
         code = command.main(args=args or ["--help"], prog_name="dyn", standalone_mode=False)

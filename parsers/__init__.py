@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
+import numpy as np
 from lxml import etree
 
 from treedyn.engine.description import TreeDescription
@@ -59,6 +60,30 @@ def load_description(path: str) -> TreeDescription:
     return parser(path)
 
 
+def check_finite(description: TreeDescription) -> TreeDescription:
+    """The description, once every number the algorithms take from it is finite: values
+    that are finite as written can overflow once compiled (a sphere of size 1e200 has an
+    infinite volume, a mass of 1e308 an infinite density or moment). The first such link
+    or joint is one ParseError naming the element it came from. The dynamics need this;
+    ``check-inertia`` reports such a link as its own finding instead."""
+    with np.errstate(all="ignore"):
+        for link in description.links:
+            inertia = link.inertia
+            numbers = (inertia.mass, *np.ravel(inertia.com), *np.ravel(inertia.inertia),
+                       *np.ravel(inertia.spatial()))
+            if not np.all(np.isfinite(numbers)):
+                source = link.inertial_source if link.inertial_source.file else link.source
+                raise ParseError.at(source, f"the mass and inertia of link '{link.name}' "
+                                    "overflow a double once compiled (values this large "
+                                    "cannot be computed with)")
+        for joint in description.joints:
+            if not (np.all(np.isfinite(joint.rotation)) and np.all(np.isfinite(joint.translation))
+                    and np.all(np.isfinite(joint.axis))):
+                raise ParseError.at(joint.source, f"the placement of joint '{joint.name}' "
+                                    "overflows a double once compiled")
+    return description
+
+
 def load_model(path: str, free_flyer: bool = False) -> Model:
     """The compact-tree model of a file; ``free_flyer`` floats the URDF root (``root_joint``).
 
@@ -96,5 +121,5 @@ def _unsupported_suffix(suffix: str) -> str:
     return f"unsupported file type {suffix or '(no suffix)'!r}, expected {expected}"
 
 
-__all__ = ["ParseError", "load_description", "load_model", "parse_mjcf", "parse_urdf",
+__all__ = ["ParseError", "check_finite", "load_description", "load_model", "parse_mjcf", "parse_urdf",
            "parse_urdf_string"]

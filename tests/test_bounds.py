@@ -5,6 +5,7 @@ include or a mesh that is a device; states from /dev/zero or one endless line. E
 gets a 1 GiB address-space limit and 30 s: dyn must answer exit 2 with one line naming
 the file, within them.
 """
+import json
 import os
 import resource
 import subprocess
@@ -103,3 +104,44 @@ def test_a_count_past_memory_is_refused_before_anything_is_held(command, option)
     assert line.startswith(f"dyn: {option} 1000000000 would hold about "), line
     most = int(line.rsplit("at most ", 1)[1].split()[0])
     assert 100_000 < most < 1_000_000_000  # the arm's samples are small: a large count fits
+
+
+def mjcf(tmp_path, body: str) -> Path:
+    path = tmp_path / "extreme.xml"
+    path.write_text(f'<mujoco>\n<worldbody>\n<body name="b">\n<joint type="hinge"/>\n{body}\n'
+                    '</body>\n</worldbody>\n</mujoco>\n')
+    return path
+
+
+@pytest.mark.parametrize("command", ["info", "inverse", "forward", "mass", "condition",
+                                     "verify"])
+def test_numbers_that_overflow_once_compiled_are_one_line_naming_the_element(tmp_path,
+                                                                           command):
+    """A sphere of size 1e200 has an infinite volume and mass: no numpy warning, one line
+    naming the body, exit 2 (condition used to exit 0 printing cond(M) inf)."""
+    path = mjcf(tmp_path, '<geom type="sphere" size="1e200"/>')
+    assert dyn([command, path]) == (f"{path}:3: <body name=\"b\">: the mass and inertia of "
+                                    "link 'b' overflow a double once compiled (values this "
+                                    "large cannot be computed with)")
+
+
+@pytest.mark.parametrize("body", ['<geom type="sphere" size="0.1" mass="1e308"/>',
+                                  '<inertial pos="0 0 0" mass="1" '
+                                  'diaginertia="1e308 1e308 1e308"/>'])
+def test_large_finite_numbers_print_no_numpy_warning(tmp_path, body):
+    """Finite once compiled (the density 1e308 / volume overflows on the way, the triangle
+    test sums 1e308s): the run goes on without the warnings numpy prints."""
+    path = mjcf(tmp_path, body)
+    done = subprocess.run([sys.executable, "-m", "treedyn.cli", "info", str(path)], cwd=ROOT,
+                          capture_output=True, text=True, timeout=30)
+    assert done.returncode == 0 and done.stderr == "", done.stderr
+
+
+def test_check_inertia_reports_the_overflow_as_its_finding(tmp_path):
+    path = mjcf(tmp_path, '<geom type="sphere" size="1e200"/>')
+    done = subprocess.run([sys.executable, "-m", "treedyn.cli", "check-inertia", str(path),
+                           "--format", "json"], cwd=ROOT, capture_output=True, text=True,
+                          timeout=30)
+    assert done.returncode == 1 and done.stderr == "", done.stderr
+    assert any(f["check"] == "finite" and f["severity"] == "error"
+               for f in json.loads(done.stdout)["findings"])

@@ -71,7 +71,7 @@ def check_inertia(
     chains) and, for links merged by fixed joints, the merged body's pseudo-inertia.
     Links keep their own names, file and line. Exit 1 when any error is found.
     """
-    loaded = load(model, free_flyer)
+    loaded = load(model, free_flyer, diagnose=True)
     geometry = link_geometry(loaded.description, loaded.source)
     refuse_past_memory(samples, sample_bytes(loaded), "--samples")
     options = CheckOptions(tolerance=tolerance, fix=fix, samples=samples, seed=seed,

@@ -1,20 +1,23 @@
 """The model a command names: parsed, built, and every problem as one usage error."""
 from treedyn.engine import Model, ModelError
 from treedyn.engine.batch.threads import configure
-from treedyn.parsers import ParseError, load_model
+from treedyn.parsers import ParseError, check_finite, load_model
 
 from ..console import warn
 from ..errors import UsageError
 from ..settings import count
 
 
-def load(path: str, free_flyer: bool) -> Model:
-    """The model at ``path``; any problem with the file becomes one UsageError line. The
-    engine's batching takes TREEDYN_THREADS and TREEDYN_CHUNK here, before a command (or
-    a cluster worker) first runs it."""
+def load(path: str, free_flyer: bool, diagnose: bool = False) -> Model:
+    """The model at ``path``; any problem with the file becomes one UsageError line, and
+    so do numbers that overflow once compiled, unless the command ``diagnose``s them
+    (check-inertia reports them as findings). The engine's batching takes TREEDYN_THREADS
+    and TREEDYN_CHUNK here, before a command (or a cluster worker) first runs it."""
     configure_engine()
     try:
         model = load_model(path, free_flyer=free_flyer)
+        if not diagnose:
+            check_finite(model.description)
     except ParseError as error:
         raise UsageError(str(error)) from None
     except ModelError as error:
