@@ -49,12 +49,15 @@ def count(name: str, default: int | None) -> int | None:
 
 
 def whole(name: str, default: int) -> int:
-    """The whole number in ``name`` (at least 1), else ``default``; UsageError when it is
-    not a whole number."""
+    """The whole number in ``name``, else ``default``; UsageError when it is not a whole
+    number of at least 1."""
     value = os.environ.get(name)
     if not value:
         return default
     try:
-        return max(1, int(value))
+        number = int(value)
     except ValueError:
         raise UsageError(f"dyn: {name}={value!r} is not a whole number") from None
+    if number < 1:  # -1 or 0 meant something else to whoever set it: say so
+        raise UsageError(f"dyn: {name}={value!r} is not a positive whole number")
+    return number

@@ -145,3 +145,26 @@ def test_check_inertia_reports_the_overflow_as_its_finding(tmp_path):
     assert done.returncode == 1 and done.stderr == "", done.stderr
     assert any(f["check"] == "finite" and f["severity"] == "error"
                for f in json.loads(done.stdout)["findings"])
+
+
+def test_a_process_count_below_one_is_refused(tmp_path):
+    """TREEDYN_PROCESSES=-1 used to run as 1 without a word."""
+    path = tmp_path / "s.jsonl"
+    path.write_text('{"q": [0.1, 0.2]}\n' * 10)
+    for value in ("-1", "0"):
+        done = subprocess.run([sys.executable, "-m", "treedyn.cli", "inverse", str(ARM), "-i",
+                               str(path), "-o", str(tmp_path / "out.csv")], cwd=ROOT,
+                              capture_output=True, text=True, timeout=30,
+                              env={**os.environ, "TREEDYN_PROCESSES": value})
+        assert done.returncode == 2 and done.stderr == (
+            f"dyn: TREEDYN_PROCESSES='{value}' is not a positive whole number\n")
+
+
+def test_a_zero_quaternion_is_named():
+    """The identity it is taken as is the least likely reading of what was meant."""
+    done = subprocess.run([sys.executable, "-m", "treedyn.cli", "inverse", str(ARM),
+                           "--free-flyer", "--q", "0,0,0,0,0,0,0,0.1,0.2", "-f", "json"],
+                          cwd=ROOT, capture_output=True, text=True, timeout=30)
+    assert done.returncode == 0 and done.stderr == (
+        "dyn: warning: root_joint: its quaternion (x, y, z, w) is all zeros, no orientation "
+        "at all; it is taken as the identity (0, 0, 0, 1)\n")

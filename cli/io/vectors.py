@@ -158,7 +158,8 @@ def single_state(layout: Layout, vectors: dict[str, str | None],
 def warn_unlikely_q(layout: Layout, q: np.ndarray) -> None:
     """Warnings for a command-line q that is probably not what was meant: an angle beyond
     2 pi and outside its joint's limits (degrees without --degrees?), and a quaternion that
-    is the identity written in the other order (x, y, z, w against MuJoCo's w, x, y, z)."""
+    is the identity written in the other order (x, y, z, w against MuJoCo's w, x, y, z), and
+    one that is all zeros."""
     model = layout.model
     if not layout.degrees:
         suspects = [j for j in range(model.njoints) if model.nq_joint[j] == 1
@@ -179,7 +180,12 @@ def warn_unlikely_q(layout: Layout, q: np.ndarray) -> None:
         block = q[model.idx_q[j] + slots[0]:model.idx_q[j] + slots[0] + 4]
         w_first = parts[slots[0]] == "qw"
         other_identity = [0.0, 0.0, 0.0, 1.0] if w_first else [1.0, 0.0, 0.0, 0.0]
-        if np.array_equal(block, other_identity):
+        if not np.any(block):  # MuJoCo (and dyn) take a zero quaternion as the identity
+            order, identity = (("w, x, y, z", "1, 0, 0, 0") if w_first
+                               else ("x, y, z, w", "0, 0, 0, 1"))
+            warn(f"{model.joint_names[j]}: its quaternion ({order}) is all zeros, no "
+                 f"orientation at all; it is taken as the identity ({identity})")
+        elif np.array_equal(block, other_identity):
             order, identity = (("w, x, y, z", "1, 0, 0, 0") if w_first
                                else ("x, y, z, w", "0, 0, 0, 1"))
             warn(f"{model.joint_names[j]}: its quaternion ({order}) = "
