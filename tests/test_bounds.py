@@ -168,3 +168,19 @@ def test_a_zero_quaternion_is_named():
     assert done.returncode == 0 and done.stderr == (
         "dyn: warning: root_joint: its quaternion (x, y, z, w) is all zeros, no orientation "
         "at all; it is taken as the identity (0, 0, 0, 1)\n")
+
+
+@pytest.mark.parametrize("word", ["1_000", "\uff11", "\u0661"])
+def test_command_line_numbers_are_plain_decimals_as_in_files(word):
+    """Python's float() reads 1_000 and other scripts' digits; JSON files do not: the
+    command line reads what the files read."""
+    assert dyn(["inverse", ARM, "--q", f"{word},0"]) == f"dyn: --q: '{word}' is not a number"
+
+
+def test_an_include_that_is_not_xml_names_the_including_file(tmp_path):
+    (tmp_path / "notes.txt").write_text("root:x:0:0:root:/root:/bin/sh\n")
+    model = tmp_path / "scene.xml"
+    model.write_text('<mujoco>\n  <include file="notes.txt"/>\n  <worldbody/>\n</mujoco>\n')
+    assert dyn(["info", model]).startswith(
+        f'{model}:2: <include>: included file "{tmp_path / "notes.txt"}" is not well-formed XML '
+        "(its line 1: ")

@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from treedyn.engine import Model
+from treedyn.parsers.numbers import NON_FINITE, NUMBER
 
 from ..console import warn
 from ..errors import UsageError
@@ -33,10 +34,9 @@ def parse_numbers(text: str, where: str) -> np.ndarray:
         if not word:
             raise UsageError(f"{where}: number {k + 1} of {len(words)} is missing (an empty "
                              f"place between commas in '{text}')")
-        try:
-            values[k] = float(word)
-        except ValueError:
-            raise UsageError(f"{where}: '{word}' is not a number") from None
+        if not (NUMBER.fullmatch(word) or NON_FINITE.fullmatch(word)):  # 0-9 only, as JSON:
+            raise UsageError(f"{where}: '{word}' is not a number")  # not 1_000, not full width
+        values[k] = float(word)
     check_finite(values, where)
     return values
 

@@ -120,5 +120,8 @@ def read_file(path: str, include: Node | None) -> etree._Element:
                 error = later
         if "Excessive depth" in (error.msg or ""):  # libxml2 stops at 2048 levels even so
             raise ParseError(DEPTH_PROBLEM, path, error.lineno or 0) from None
+        if include is not None:  # the file and element that asked for it, then where in it
+            raise include.error(f'included file "{path}" is not well-formed XML (its line '
+                                f'{error.lineno or 0}: {error.msg})') from None
         raise ParseError(f"not well-formed XML ({error.msg})", path, error.lineno or 0) \
             from None
