@@ -70,7 +70,10 @@ def read_mesh_file(path: str, content_type: str | None = None) -> MeshData:
     if not data:
         raise MeshFileError("mesh file is empty")
     readers = {"stl": read_stl, "obj": read_obj, "msh": read_msh}
-    return readers[kind](data)
+    mesh = readers[kind](data)
+    if not np.all(np.isfinite(mesh.vertices)):  # as MuJoCo refuses it (not "colocated")
+        raise MeshFileError("a vertex coordinate is not finite (NaN or infinity)")
+    return mesh
 
 
 def _format_of(path: str, content_type: str | None) -> str:

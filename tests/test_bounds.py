@@ -184,3 +184,25 @@ def test_an_include_that_is_not_xml_names_the_including_file(tmp_path):
     assert dyn(["info", model]).startswith(
         f'{model}:2: <include>: included file "{tmp_path / "notes.txt"}" is not well-formed XML '
         "(its line 1: ")
+
+
+def test_a_mesh_with_a_nan_vertex_says_so(tmp_path):
+    """MuJoCo refuses it ("vertex coordinate ... is not finite"); dyn called the mesh
+    colocated, or failed with an internal error."""
+    import struct
+
+    import numpy as np
+
+    triangle = np.array([[0, 0, 0], [1, 0, 0], [0, 1, 0]], dtype="<f4")
+    faces = [triangle, triangle + [0, 0, 1], np.array([[0, 0, 0], [np.nan, 0, 1], [0, 1, 1]],
+                                                       dtype="<f4"), triangle + [1, 1, 0]]
+    (tmp_path / "part.stl").write_bytes(
+        b"\0" * 80 + struct.pack("<i", len(faces))
+        + b"".join(b"\0" * 12 + face.astype("<f4").tobytes() + b"\0\0" for face in faces))
+    model = tmp_path / "scene.xml"
+    model.write_text('<mujoco>\n  <asset><mesh name="m" file="part.stl"/></asset>\n'
+                     '  <worldbody><body><freejoint/><geom type="mesh" mesh="m"/></body>'
+                     '</worldbody>\n</mujoco>\n')
+    assert dyn(["info", model]) == (f'{model}:2: <mesh name="m">: mesh file '
+                                    f'"{tmp_path / "part.stl"}": a vertex coordinate is not '
+                                    "finite (NaN or infinity)")
