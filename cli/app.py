@@ -199,12 +199,15 @@ def leave(code) -> None:
 def run_app(args: list) -> None:
     """Run the app on the command-line arguments ``args``; ends by SystemExit."""
     console.reset()
-    # numpy's floating-point warnings name install paths and come in dozens: a result that
-    # overflows is checked where it matters and said in dyn's own one line
-    warnings.simplefilter("ignore", RuntimeWarning)
     try:
-        command = click_command(args)
-        code = command.main(args=args or ["--help"], prog_name="dyn", standalone_mode=False)
+        # numpy's floating-point warnings name install paths and come in dozens: a result
+        # that overflows is checked where it matters and said in dyn's own one line (the
+        # filter is this run's only: a program calling run(argv) keeps its own)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)
+            command = click_command(args)
+            code = command.main(args=args or ["--help"], prog_name="dyn",
+                                standalone_mode=False)
     except UsageError as error:
         fail(str(error))
     except ClickException as error:

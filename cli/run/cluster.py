@@ -183,15 +183,18 @@ def checked_counts(files: list[str], layout: Layout, kinds,
 
 def run_here(request, layout: Layout, gravity, wrenches, files, outputs) -> None:
     """Each file in turn through the single-machine streaming path; an error in one (a bad
-    row) also says how many output files, those of the inputs before it, were completed."""
-    for done, (path, output) in enumerate(zip(files, outputs)):
-        try:
-            stream(replace(request, input=path, output=output), layout, gravity, wrenches)
-        except UsageError as error:
-            if len(files) == 1:
-                raise
-            raise UsageError(f"{error}; {done} of {len(files)} output files were completed "
-                             "and kept") from None
+    row) also says how many output files, those of the inputs before it, were completed.
+    SIGTERM and SIGHUP end the file under way as Ctrl-C does, as for one input."""
+    with ended_by_signals():
+        for done, (path, output) in enumerate(zip(files, outputs)):
+            try:
+                stream(replace(request, input=path, output=output), layout, gravity,
+                       wrenches)
+            except UsageError as error:
+                if len(files) == 1:
+                    raise
+                raise UsageError(f"{error}; {done} of {len(files)} output files were "
+                                 "completed and kept") from None
 
 
 def run_on_cluster(client, request, layout: Layout, files, outputs, counts) -> None:

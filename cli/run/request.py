@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import os
 import sys
-import tempfile
 from dataclasses import dataclass
 from typing import Optional
 
@@ -139,14 +138,15 @@ def open_beside(path: str):
     if os.path.exists(target) and not os.path.isfile(target):
         return (*open_output(path, True), None)
     folder, name = os.path.split(target)
-    try:
-        descriptor, temporary = tempfile.mkstemp(prefix=f".{name}.", suffix=".part",
-                                                 dir=folder or ".")
-        umask = os.umask(0)
-        os.umask(umask)
-        os.fchmod(descriptor, 0o666 & ~umask)  # as the file open_output would create
-    except OSError as error:
-        raise UsageError(f"{path}: cannot write ({error.strerror or error})") from None
+    while True:  # a new name, with the mode (0666 less the umask) open_output gives a file
+        temporary = os.path.join(folder, f".{name}.{os.urandom(4).hex()}.part")
+        try:
+            descriptor = os.open(temporary, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o666)
+            break
+        except FileExistsError:
+            continue
+        except OSError as error:
+            raise UsageError(f"{path}: cannot write ({error.strerror or error})") from None
     return os.fdopen(descriptor, "w+b"), not os.path.exists(target), temporary
 
 
