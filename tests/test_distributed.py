@@ -740,3 +740,23 @@ def test_an_unread_array_is_warned_about_once_without_a_scheduler(tmp_path):
     assert code == 0
     assert err.splitlines() == [f"dyn: warning: {path}: array 'qd' not read: dyn reads the "
                                 "arrays q, v, a and tau"]
+
+
+def test_ctrl_c_while_the_cluster_closes_says_the_outputs_are_complete(tmp_path, monkeypatch):
+    """Closing a local cluster takes a second or two after the last task: a Ctrl-C then
+    still says what the run left (it ended with exit 130 and no word)."""
+    from treedyn.cli.run import cluster as module
+
+    class Closing:
+        def close(self):
+            raise KeyboardInterrupt
+
+    monkeypatch.setattr(module, "require_dask", lambda: None)
+    monkeypatch.setattr(module, "connect", lambda address: (Closing(), None))
+    monkeypatch.setattr(module, "run_on_cluster", lambda *args: None)  # every task done
+    write_inputs(tmp_path / "logs", load_model(str(ARM)), [3, 4])
+    code, err = dyn("inverse", ARM, "--input", tmp_path / "logs" / "*.npz", "--output",
+                    f"{tmp_path}/out/", "--scheduler", "tcp://127.0.0.1:1", "--quiet")
+    assert code == 130
+    assert err == ("dyn: interrupted; 2 of 2 output files were completed and kept (the cluster "
+                   "was closing)\n")

@@ -154,12 +154,21 @@ def solve_many(request, layout: Layout, gravity, wrenches) -> None:
     # SIGTERM and SIGHUP (kill, timeout, a cancelled CI job) end dyn as ever, after the
     # cleanup a Ctrl-C gets: the finished outputs kept, the placeholders removed
     with ended_by_signals():
+        done = False
         try:
             run_on_cluster(client, request, layout, files, outputs, counts)
+            done = True
         finally:
-            client.close()
-            if cluster is not None:
-                cluster.close()
+            try:
+                client.close()
+                if cluster is not None:
+                    cluster.close()  # a local cluster takes a second or two to close
+            except (KeyboardInterrupt, Ended) as error:
+                if done:  # the outputs are complete: say so, as an interrupted run does
+                    how = "interrupted" if isinstance(error, KeyboardInterrupt) else "ended"
+                    print(f"dyn: {how}; {len(files)} of {len(files)} output files were "
+                          "completed and kept (the cluster was closing)", file=sys.stderr)
+                raise
 
 
 def checked_counts(files: list[str], layout: Layout, kinds,
