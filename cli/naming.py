@@ -8,6 +8,12 @@ name=value`` and CSV headers read. ``dyn info`` shows what each entry is: its *p
 name from the joint model (:attr:`JointModel.q_parts`, :attr:`JointModel.v_parts`, such
 as ``qw`` or ``wx``; ``rate`` for a 1-dof joint's velocity). Inputs also accept an entry
 as ``<joint>.<part>`` (``root_joint.wx``).
+
+A label that cannot be typed bare in a ``name=value,name=value`` list (it holds ``,``,
+``=`` or ``"``, or starts or ends with a space) is typed in double quotes, with ``\"`` and
+``\\`` inside: ``--q '"wrist, left"=0.3'``. :func:`typed` gives that form, and every
+message that suggests a name uses it. Messages and tables show names longer than
+:data:`SHOWN` characters shortened (:func:`shown`); JSON, CSV and ``.npz`` keep them whole.
 """
 from __future__ import annotations
 
@@ -37,5 +43,66 @@ def v_parts(joint_model) -> tuple[str, ...]:
 
 
 def listing(items: Sequence[str], most: int) -> str:
-    """'a, b, c' -- the first ``most`` items, then ', ...' when there are more."""
-    return ", ".join(items[:most]) + (", ..." if len(items) > most else "")
+    """'a, b, c' -- the first ``most`` items (each :func:`shown`), then ', ...' when there
+    are more: a message stays short whatever the file holds."""
+    return ", ".join(shown(item) for item in items[:most]) + (", ..." if len(items) > most
+                                                               else "")
+
+
+SHOWN = 60  # characters of a name a message or a table shows
+
+
+def shown(name: str, most: int = SHOWN) -> str:
+    """``name``, or its head and tail around '...' and its length when it is longer than
+    ``most`` characters (a 200 000-character name must not make a 1 GB table)."""
+    if len(name) <= most:
+        return name
+    keep = (most - 24) // 2
+    return f"{name[:keep]}...{name[-keep:]} ({len(name)} characters)"
+
+
+UNTYPABLE = frozenset(',="')
+
+
+def typed(label: str) -> str:
+    """``label`` as it is typed in a ``name=value`` list: bare, or in double quotes."""
+    if label and label == label.strip() and not UNTYPABLE.intersection(label):
+        return label
+    return '"' + label.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
+def split_pairs(text: str) -> list[str]:
+    """The comma-separated items of a ``name=value`` list, commas inside double quotes
+    kept (the quotes too: :func:`split_name` reads them)."""
+    items, start, quoted, k = [], 0, False, 0
+    while k < len(text):
+        char = text[k]
+        if char == "\\" and quoted:
+            k += 1
+        elif char == '"':
+            quoted = not quoted
+        elif char == "," and not quoted:
+            items.append(text[start:k])
+            start = k + 1
+        k += 1
+    items.append(text[start:])
+    return items
+
+
+def split_name(item: str) -> tuple[str, str, str] | None:
+    """``(name, '=', value)`` of one ``name=value`` item, the name unquoted when it is
+    typed in double quotes; ``None`` when a quote is not closed."""
+    item = item.strip()
+    if not item.startswith('"'):
+        return tuple(s.strip() for s in item.partition("="))  # type: ignore[return-value]
+    name, k = [], 1
+    while k < len(item) and item[k] != '"':
+        if item[k] == "\\" and k + 1 < len(item):
+            k += 1
+        name.append(item[k])
+        k += 1
+    if k >= len(item):
+        return None
+    rest = item[k + 1:].strip()
+    sep, value = ("=", rest[1:].strip()) if rest.startswith("=") else ("", rest)
+    return "".join(name), sep, value

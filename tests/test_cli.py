@@ -834,3 +834,28 @@ def test_an_ignored_sigint_stays_ignored():
              "run()\n")
     done = subprocess.run([sys.executable, "-c", probe], capture_output=True, timeout=60)
     assert done.returncode == 0 and b'"tau"' in done.stdout, done
+
+
+ODD = ROOT / "tests" / "data" / "odd_names.urdf"  # joints "wrist, left", "a=b", 'q"t'
+
+
+def test_names_with_commas_equals_and_quotes_are_addressable():
+    """A name holding ',', '=' or '"' goes in double quotes in --q; --fext reads up to the
+    last '='. The result is the one of giving every number in order."""
+    quoted = dyn_json("inverse", ODD, "--q", '"wrist, left"=0.3,"a=b"=0.2,"q\\"t"=-1')
+    plain = dyn_json("inverse", ODD, "--q", "0.3,0.2,-1")
+    assert quoted == plain and quoted["dofs"] == ["wrist, left", "a=b", 'q"t']
+    wrench = dyn_json("inverse", ODD, "--fext", "l, 1=x=0,0,0,1,0,0")
+    assert wrench == dyn_json("inverse", ODD, "--fext", '"l, 1=x"=0,0,0,1,0,0')
+    assert wrench["tau"][0] == pytest.approx(-1.0)  # 1 N m about the joints' shared x axis
+    assert wrench["tau"][1] == pytest.approx(0.0, abs=1e-12)
+
+
+def test_suggested_names_are_typable():
+    line = assert_usage_error(dyn("inverse", ODD, "--q", "wrist=1", check=False),
+                              "unknown joint 'wrist'")
+    assert """did you mean '"wrist, left"'?""" in line
+    line = assert_usage_error(dyn("inverse", ODD, "--q", "zzz=1", check=False))
+    assert line.endswith('''known: "wrist, left", "a=b", "q\\"t"''')
+    assert_usage_error(dyn("inverse", ODD, "--q", '"wrist=1', check=False),
+                       "a double quote is not closed")

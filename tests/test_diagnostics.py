@@ -878,9 +878,13 @@ def test_info_draws_the_tree_with_supports_and_subtrees():
     for entry, joint in zip(document["tree"], document["joints"]):
         j = model.joint_index(entry["joint"])
         assert entry["subtree_dofs"][1] - entry["subtree_dofs"][0] == joint["nv_subtree"]
-        assert entry["support"][-1] == entry["joint"] and len(entry["support"]) == \
-            entry["depth"] + 1
-        assert entry["subtree"] == list(model.joint_names[j:model.subtree_end[j]])
+        assert entry["parent"] == joint["parent"] and entry["depth"] == (
+            0 if joint["parent"] == "world"
+            else document["tree"][model.joint_index(joint["parent"])]["depth"] + 1)
+        assert entry["subtree_joints"] == [j, int(model.subtree_end[j])]
+        first, end = entry["subtree_joints"]
+        assert sum(document["joints"][k]["nv"] for k in range(first, end)) == \
+            joint["nv_subtree"]
     table = dyn("info", path).stdout
     assert "`- joint1 (revolute) -> link1" in table and "   `- joint2" in table
 
@@ -894,14 +898,39 @@ def test_info_draws_a_chain_deeper_than_the_recursion_limit(tmp_path):
                      f'<child link="l{k + 1}"/><axis xyz="0 0 1"/></joint>' for k in range(depth))
     path = tmp_path / "deep.urdf"
     path.write_text(f'<robot name="deep">{links}{joints}</robot>')
-    lines = dyn("info", path).stdout.splitlines()
+    text = dyn("info", path).stdout
+    lines = text.splitlines()
     start = lines.index("world") + 1
+    drawn = 32  # levels indented; deeper lines say their depth and keep the indent
     for k, line in enumerate(lines[start:start + depth]):
-        assert line.startswith(" " * (3 * k) + f"`- j{k} (continuous) -> l{k + 1} [1 kg]")
+        indent = " " * (3 * min(k, drawn - 1)) + (f"[{k}] " if k >= drawn else "")
+        assert line.startswith(indent + f"`- j{k} (continuous) -> l{k + 1} [1 kg]"), line
     document = json.loads(dyn("info", path, "--format", "json").stdout)
-    assert [entry["support"] for entry in document["tree"][-2:]] == \
-        [[f"j{k}" for k in range(depth - 1)], [f"j{k}" for k in range(depth)]]
+    assert [entry["depth"] for entry in document["tree"]] == list(range(depth))
+    assert document["tree"][-1]["subtree_joints"] == [depth - 1, depth]
     assert document["tree"][0]["children"] == ["j1"] and document["tree"][-1]["children"] == []
+    # linear in the chain: about 330 bytes a joint over the four tables (an indent growing
+    # with depth alone made 1.5 MB here, and 600 MB at 20 000 joints)
+    assert len(text) < 400 * depth
+
+
+def test_info_stays_linear_with_long_names(tmp_path):
+    """Two 200 000-character names printed a 1 GB table (wrapped cells padded to width)."""
+    long_link, long_joint = "a" * 200_000, "b" * 200_000
+    inertial = ('<inertial><mass value="1"/><inertia ixx="0.1" ixy="0" ixz="0" iyy="0.1" '
+                'iyz="0" izz="0.1"/></inertial>')
+    path = tmp_path / "long.urdf"
+    path.write_text(
+        f'<robot name="r"><link name="base"/><link name="{long_link}">{inertial}</link>'
+        f'<joint name="{long_joint}" type="continuous"><parent link="base"/>'
+        f'<child link="{long_link}"/><axis xyz="0 0 1"/></joint></robot>')
+    table = dyn("info", path).stdout
+    assert len(table) < 20_000 and "(200000 characters)" in table
+    document = json.loads(dyn("info", path, "--format", "json").stdout)
+    assert document["joints"][0]["name"] == long_joint  # JSON keeps names whole
+    result = dyn("inverse", path, "--q", "x=1")
+    assert result.returncode == 2 and len(result.stderr) < 1_000
+    assert result.stderr.count("\n") == 1 and "(200000 characters)" in result.stderr
 
 
 def test_mass_sparsity_reports_factor_fill_in_and_confirmation():

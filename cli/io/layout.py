@@ -15,14 +15,19 @@ from ..errors import UsageError
 
 
 def suggest(name: str, known: Sequence[str]) -> str:
-    """' (did you mean 'x'?)' for close matches of ``name``, else a short list of names."""
+    """'; did you mean 'x'?' for close matches of ``name``, else a short list of names --
+    each as it is typed (:func:`naming.typed`) and no longer than a message line allows."""
     import difflib
 
-    close = difflib.get_close_matches(name, known, n=3, cutoff=0.6)
+    candidates = [k for k in known if len(k) <= 4 * naming.SHOWN]  # difflib is quadratic
+    close = (difflib.get_close_matches(name, candidates, n=3, cutoff=0.6)
+             if len(name) <= 4 * naming.SHOWN else [])
     if close:
-        return "; did you mean " + " or ".join(f"'{c}'" for c in close) + "?"
+        return "; did you mean " + " or ".join(
+            f"'{naming.shown(naming.typed(c))}'" for c in close) + "?"
     if len(known) <= 8:
-        return "; known: " + (", ".join(known) if known else "none")
+        return "; known: " + (naming.listing([naming.typed(k) for k in known], 8)
+                              if known else "none")
     return ""
 
 
@@ -77,25 +82,32 @@ class Layout:
         model, joint_of = self.model, self.model.joint_ids
         sizes, starts = ((model.nq_joint, model.idx_q) if kind == "q"
                          else (model.nv_joint, model.idx_v))
+        said = f"'{naming.shown(naming.typed(name))}'"  # as messages show (and users type) it
         joint, _, part = name.rpartition(".")
         if name in joint_of and joint in joint_of:
-            raise UsageError(f"{where}: '{name}' is both a joint and an entry of joint "
-                             f"'{joint}'; write '{name}.<entry>' or '{joint}:<k>'")
+            raise UsageError(f"{where}: {said} is both a joint and an entry of joint "
+                             f"'{naming.shown(joint)}'; write '{naming.shown(name)}.<entry>' or "
+                             f"'{naming.shown(joint)}:<k>'")
         if name in joint_of:
             j = joint_of[name]
             if sizes[j] != 1:
                 parts = model.joint_models[j].q_parts if kind == "q" else \
                     model.joint_models[j].v_parts
-                raise UsageError(f"{where}: joint '{name}' has {sizes[j]} entries in {kind}; "
-                                 f"name them '{name}:0'..'{name}:{sizes[j] - 1}' or as dyn "
-                                 f"info does ('{name}.{parts[0]}'..)")
+                raise UsageError(
+                    f"{where}: joint {said} has {sizes[j]} entries in {kind}; name them "
+                    f"'{naming.typed(f'{name}:0')}'..'{naming.typed(f'{name}:{sizes[j] - 1}')}' "
+                    f"or as dyn info does ('{naming.typed(f'{name}.{parts[0]}')}'..)"
+                    if len(name) <= naming.SHOWN else
+                    f"{where}: joint {said} has {sizes[j]} entries in {kind}; name them "
+                    "<joint>:0.. or <joint>.<part> as dyn info does")
             return int(starts[j])
         joint, _, k = name.rpartition(":")
         if joint in joint_of and k.isdigit():
             j = joint_of[joint]
             if int(k) >= sizes[j]:
-                raise UsageError(f"{where}: joint '{joint}' has only {sizes[j]} entries in "
-                                 f"{kind} ({joint}:0..{joint}:{sizes[j] - 1})")
+                raise UsageError(f"{where}: joint '{naming.shown(naming.typed(joint))}' has "
+                                 f"only {sizes[j]} entries in {kind} ({naming.shown(joint)}:0.."
+                                 f"{naming.shown(joint)}:{sizes[j] - 1})")
             return int(starts[j]) + int(k)
         joint, _, part = name.rpartition(".")  # the names dyn info prints: root_joint.qx
         if joint in joint_of:
@@ -104,9 +116,9 @@ class Layout:
             parts = list(joint_model.q_parts if kind == "q" else naming.v_parts(joint_model))
             if part in parts:
                 return int(starts[j]) + parts.index(part)
-            raise UsageError(f"{where}: joint '{joint}' has no {kind} entry '{part}' (it has "
-                             f"{', '.join(parts)})")
-        raise UsageError(f"{where}: unknown joint '{name}' in model {model.name}"
+            raise UsageError(f"{where}: joint '{naming.shown(naming.typed(joint))}' has no "
+                             f"{kind} entry '{naming.shown(part)}' (it has {', '.join(parts)})")
+        raise UsageError(f"{where}: unknown joint {said} in model {naming.shown(model.name)}"
                          + suggest(name, model.joint_names))
 
 

@@ -12,6 +12,7 @@ import numpy as np
 from treedyn.engine import Model
 from treedyn.parsers.numbers import NON_FINITE, NUMBER
 
+from .. import naming
 from ..console import warn
 from ..errors import UsageError
 from ..naming import listing
@@ -64,21 +65,28 @@ def parse_vector(text: str, kind: str, layout: Layout) -> np.ndarray:
         return values * layout.scale(kind)
     vector = layout.default(kind).copy()
     seen: set[int] = set()
-    for pair in (p.strip() for p in text.split(",")):
+    for pair in (p.strip() for p in naming.split_pairs(text)):
         if not pair:
-            raise UsageError(f"{option}: an empty place between commas in '{text}'")
-        name, sep, value = (s.strip() for s in pair.partition("="))
+            raise UsageError(f"{option}: an empty place between commas in "
+                             f"'{naming.shown(text)}'")
+        split = naming.split_name(pair)
+        if split is None:
+            raise UsageError(f"{option}: a double quote is not closed in "
+                             f"'{naming.shown(pair)}'")
+        name, sep, value = split
         if not sep or not name:
-            raise UsageError(f"{option}: '{pair}' is not joint=value "
-                             "(give all numbers, or only name=value pairs)")
+            raise UsageError(f"{option}: '{naming.shown(pair)}' is not joint=value "
+                             "(give all numbers, or only name=value pairs; a name with "
+                             "',' or '=' goes in double quotes)")
         i = layout.index(name, kind, option)
         if i in seen:
-            raise UsageError(f"{option}: '{name}' is given twice")
+            raise UsageError(f"{option}: '{naming.shown(name)}' is given twice")
         seen.add(i)
-        number = parse_numbers(value, f"{option} {name}")
+        number = parse_numbers(value, f"{option} {naming.shown(name)}")
         if number.size != 1:
-            raise UsageError(f"{option} {name}: has {amount(number.size)}, a name=value pair "
-                             f"takes one (name:k=value for entry k of a multi-dof joint)")
+            raise UsageError(f"{option} {naming.shown(name)}: has {amount(number.size)}, "
+                             "a name=value pair takes one (name:k=value for entry k of a "
+                             "multi-dof joint)")
         vector[i] = number[0] * layout.scale(kind)[i]
     return vector
 
@@ -96,10 +104,11 @@ def check_frame(model: Model, name: str, where: str) -> None:
     """A link frame named ``name`` exists (any link, merged or not), else UsageError."""
     names = [frame.name for frame in model.frames]
     if name not in names:
-        raise UsageError(f"{where}: unknown body '{name}' in model {model.name}"
+        raise UsageError(f"{where}: unknown body '{naming.shown(name)}' in model "
+                         f"{naming.shown(model.name)}"
                          + suggest(name, names))
     if model.frame(name).joint < 0:
-        warn(f"{where.removeprefix('dyn: ')}: '{name}' is welded to the world; "
+        warn(f"{where.removeprefix('dyn: ')}: '{naming.shown(name)}' is welded to the world; "
              "a wrench on it has no effect")
 
 
@@ -107,19 +116,24 @@ def parse_fext(items: Sequence[str] | None, model: Model) -> dict[str, np.ndarra
     """{link: (6,) wrench} from repeated ``--fext BODY=fx,fy,fz,tx,ty,tz`` (summed per link)."""
     wrenches: dict[str, np.ndarray] = {}
     for item in items or ():
-        name, sep, numbers = item.partition("=")
-        name = name.strip()
-        if not sep or not name:
-            raise UsageError(f"dyn: --fext expects BODY=fx,fy,fz,tx,ty,tz, got '{item}'")
+        # the numbers hold no '=': a body named with ',' or '=' needs no quotes (they are
+        # read as in --q all the same)
+        split = naming.split_name(item) if item.strip().startswith('"') else \
+            tuple(s.strip() for s in item.rpartition("="))
+        if split is None or not split[1] or not split[0]:
+            raise UsageError("dyn: --fext expects BODY=fx,fy,fz,tx,ty,tz, got "
+                             f"'{naming.shown(item)}'")
+        name, _, numbers = split
         check_frame(model, name, "dyn: --fext")
-        wrench = parse_numbers(numbers, f"dyn: --fext {name}")
+        name_shown = naming.shown(name)
+        wrench = parse_numbers(numbers, f"dyn: --fext {name_shown}")
         if wrench.size != 6:
-            raise UsageError(f"dyn: --fext {name} has {amount(wrench.size)}, it needs 6 "
+            raise UsageError(f"dyn: --fext {name_shown} has {amount(wrench.size)}, it needs 6 "
                              "(fx,fy,fz,tx,ty,tz)")
         with np.errstate(over="ignore"):
             total = wrenches.get(name, 0.0) + wrench
         if not np.isfinite(total).all():
-            raise UsageError(f"dyn: --fext {name}: the repeated wrenches on {name} add up to "
+            raise UsageError(f"dyn: --fext {name_shown}: the repeated wrenches on it add up to "
                              "more than a float holds")
         wrenches[name] = total
     return wrenches

@@ -85,49 +85,59 @@ def layout_document(model) -> dict:
 
 
 def tree_document(model) -> list[dict]:
-    """Per joint in tree order: depth, children, support (root .. joint) and subtree."""
+    """Per joint in tree order: depth, parent, children and the ranges of its subtree --
+    ``subtree_joints`` [first, end) in ``joints``, ``subtree_dofs`` [first, end) in v. The
+    support of a joint is its chain of parents (lists of names per joint would grow with the
+    square of a chain's length)."""
     names = model.joint_names
     children = joint_children(model)
-    supports: list[list[str]] = []
+    depths: list[int] = []
     tree = []
     for j, name in enumerate(names):
         parent = model.parent[j]  # parents come first
-        support = (supports[parent] if parent >= 0 else []) + [name]
-        supports.append(support)
+        depths.append(depths[parent] + 1 if parent >= 0 else 0)
         first = int(model.idx_v[j])
         tree.append({
-            "joint": name, "depth": len(support) - 1,
+            "joint": name, "depth": depths[j],
+            "parent": names[parent] if parent >= 0 else "world",
             "children": [names[c] for c in children[j]],
-            "support": support,
-            "subtree": list(names[j:model.subtree_end[j]]),
+            "subtree_joints": [j, int(model.subtree_end[j])],
             "dofs": [first, first + int(model.nv_joint[j])],
             "subtree_dofs": [first, first + int(model.nv_subtree[j])],
         })
     return tree
 
 
+DRAWN_DEPTH = 32  # levels of the tree drawing indented; deeper lines show their depth
+
+
 def tree_lines(model) -> list[str]:
     """An indented ASCII drawing of the tree: joint (type) -> body [mass], dofs, subtree.
 
     The joints of an MJCF body with several joints follow each other; its mass is shown at
-    the last one. Drawn depth first with a stack of (joint, prefix, last child): a chain of
-    a thousand joints is deeper than Python's recursion limit."""
+    the last one. Drawn depth first with a stack of (joint, prefix, last child, depth): a
+    chain of a thousand joints is deeper than Python's recursion limit. Past
+    :data:`DRAWN_DEPTH` levels the indent stops growing and a line starts with its depth in
+    brackets, so the drawing stays linear in the size of the tree."""
     lines = ["world"]
+    shown = naming.shown
     children = joint_children(model)
     roots = [j for j in range(model.njoints) if model.parent[j] < 0]
-    stack = [(root, "", index == len(roots) - 1) for index, root in enumerate(roots)][::-1]
+    stack = [(root, "", index == len(roots) - 1, 0) for index, root in enumerate(roots)][::-1]
     while stack:
-        j, prefix, last = stack.pop()
+        j, prefix, last, depth = stack.pop()
         first, own = int(model.idx_v[j]), int(model.nv_joint[j])
         dofs = f"v[{first}]" if own == 1 else f"v[{first}:{first + own}]"
         subtree = f"v[{first}:{first + int(model.nv_subtree[j])}]"
         body = model.body_names[j]
         mass = (f" [{model.body_mass[j]:g} kg]" if j + 1 == model.njoints
                 or model.body_names[j + 1] != body or model.parent[j + 1] != j else "")
-        lines.append(f"{prefix}{'`- ' if last else '|- '}{model.joint_names[j]} "
-                     f"({model.public_type(j)}) -> {body}{mass}  {dofs}, supports {subtree}")
-        below = prefix + ("   " if last else "|  ")
-        stack += [(child, below, index == len(children[j]) - 1)
+        marker = f"[{depth}] " if depth >= DRAWN_DEPTH else ""
+        lines.append(f"{prefix}{marker}{'`- ' if last else '|- '}{shown(model.joint_names[j])}"
+                     f" ({model.public_type(j)}) -> {shown(body)}{mass}  {dofs}, "
+                     f"supports {subtree}")
+        below = prefix + ("   " if last else "|  ") if depth + 1 < DRAWN_DEPTH else prefix
+        stack += [(child, below, index == len(children[j]) - 1, depth + 1)
                   for index, child in enumerate(children[j])][::-1]
     return lines
 
@@ -154,16 +164,19 @@ def info_csv(document: dict, stream) -> None:
 def info_table(document: dict, model=None) -> str:
     """The info document for people; with ``model``, the tree is drawn too."""
     d = document
-    joints = table([[joint[c] for c in JOINT_COLUMNS] for joint in d["joints"]],
+    shown = naming.shown  # a table for people shows long names shortened
+    joints = table([[shown(str(joint[c])) for c in JOINT_COLUMNS] for joint in d["joints"]],
                    JOINT_COLUMNS)
-    bodies = table([[b["name"], ", ".join(b["joints"]), b["mass"], ", ".join(b["links"])]
+    bodies = table([[shown(b["name"]), ", ".join(map(shown, b["joints"])), b["mass"],
+                     ", ".join(map(shown, b["links"]))]
                     for b in d["bodies"]], ["body", "joints", "mass [kg]", "links"],
                    maxcolwidths=[None, 40, None, 60])
-    mimics = [f"  {j['name']} = {j['mimic']['multiplier']:g} * {j['mimic']['joint']} "
-              f"+ {j['mimic']['offset']:g}" for j in d["joints"] if "mimic" in j]
+    mimics = [f"  {shown(j['name'])} = {j['mimic']['multiplier']:g} * "
+              f"{shown(j['mimic']['joint'])} + {j['mimic']['offset']:g}"
+              for j in d["joints"] if "mimic" in j]
     ignored = ", ".join(f"{count} <{tag}>" for tag, count in sorted(d["ignored"].items()))
     lines = [
-        f"model {d['name']} ({d['format']}, {d['source']}): nq={d['nq']}, nv={d['nv']}, "
+        f"model {shown(d['name'])} ({d['format']}, {d['source']}): nq={d['nq']}, nv={d['nv']}, "
         f"{len(d['joints'])} joints",
         *(["", "tree (joint (type) -> body [mass], its dofs, the dofs it supports):",
             *tree_lines(model)] if model is not None else []),
@@ -172,7 +185,7 @@ def info_table(document: dict, model=None) -> str:
         "", "coordinate layout" + (" (q = qpos, v = qvel):" if d["format"] == "mjcf"
                                    else ":"), layout_table(d["layout"]),
         "",
-        f"welded to the world: {', '.join(d['world_links']) or 'nothing'} "
+        f"welded to the world: {', '.join(map(shown, d['world_links'])) or 'nothing'} "
         f"(mass {d['world_mass']:g} kg, no effect on the dynamics)",
         f"total mass: {d['total_mass']:g} kg"
         + (" (MuJoCo's, with the bodies welded to the world)"
@@ -192,7 +205,7 @@ def layout_table(layout: dict) -> str:
         q = layout["q"][k] if k < len(layout["q"]) else None
         v = layout["v"][k] if k < len(layout["v"]) else None
         first_of_joint = v is not None and (k == 0 or layout["v"][k - 1]["joint"] != v["joint"])
-        rows.append([k, q["label"] if q else "", q["part"] if q else "",
-                     v["label"] if v else "", v["part"] if v else "",
+        rows.append([k, naming.shown(q["label"]) if q else "", q["part"] if q else "",
+                     naming.shown(v["label"]) if v else "", v["part"] if v else "",
                      v["frame"] if first_of_joint else ""])
     return table(rows, ["index", "q", "(part)", "v", "(part)", "v expressed in"])
