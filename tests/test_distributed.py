@@ -581,6 +581,25 @@ def test_an_address_that_is_not_a_scheduler_is_one_line(tmp_path, monkeypatch, d
     assert time.monotonic() - began < 10
 
 
+def test_a_refused_connection_is_one_line_at_once(tmp_path, distributed):
+    """Nothing listening at the address (a closed port) took the full 30 s to report."""
+    import socket
+    import time
+
+    with socket.socket() as probe:  # a port nothing listens on once closed
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    inputs = write_inputs(tmp_path / "logs", load_model(str(ARM)), [3])
+    began = time.monotonic()
+    code, err = dyn("inverse", ARM, "--input", inputs[0], "--output", f"{tmp_path}/out/",
+                    "--scheduler", f"tcp://127.0.0.1:{port}")
+    assert code == 2 and err.count("\n") == 1, err
+    assert err == (f"tcp://127.0.0.1:{port}: not a Dask scheduler, or not answering "
+                   "(connection refused)\n")
+    assert time.monotonic() - began < 5
+    assert not (tmp_path / "out").exists()
+
+
 def test_local_cluster_does_not_warn_when_port_8787_is_taken(tmp_path, distributed):
     import socket
     import warnings

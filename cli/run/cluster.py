@@ -146,16 +146,17 @@ def solve_many(request, layout: Layout, gravity, wrenches) -> None:
                 raise UsageError(f"{path}: --scheduler reads .npz inputs only")
     counts = checked_counts(files, layout, tuple(request.vectors),
                             warns=request.scheduler is not None)  # else the runs warn
-    make_folder(request.output)
     if request.scheduler is None:
+        make_folder(request.output)
         run_here(request, layout, gravity, wrenches, files, outputs)
         return
-    client, cluster = connect(request.scheduler)
+    client, cluster = connect(request.scheduler)  # an address refused makes no folder
     # SIGTERM and SIGHUP (kill, timeout, a cancelled CI job) end dyn as ever, after the
     # cleanup a Ctrl-C gets: the finished outputs kept, the placeholders removed
     with ended_by_signals():
         done = False
         try:
+            make_folder(request.output)
             run_on_cluster(client, request, layout, files, outputs, counts)
             done = True
         finally:

@@ -106,6 +106,7 @@ def check_scheduler(address: str) -> None:
         raise UsageError(not_a_scheduler(address, error)) from None
     if scheme != "tcp":
         return
+    reach(address)
 
     async def identity():
         remote = rpc(address, timeout=CONNECT_SECONDS)
@@ -123,11 +124,28 @@ def check_scheduler(address: str) -> None:
         raise UsageError(not_a_scheduler(address, f"it answered as {kind or 'something else'}"))
 
 
+def reach(address: str) -> None:
+    """A one-line UsageError when nothing listens at the tcp ``address`` (a refused
+    connection or an unknown host is known at once; distributed's own connect would retry
+    it for :data:`CONNECT_SECONDS`)."""
+    import socket
+
+    from distributed.comm import parse_host_port
+
+    try:
+        host, port = parse_host_port(address.removeprefix("tcp://"))
+        socket.create_connection((host, port), timeout=CONNECT_SECONDS).close()
+    except (OSError, ValueError) as error:
+        raise UsageError(not_a_scheduler(address, error)) from None
+
+
 def not_a_scheduler(address: str, error) -> str:
     """The one line for an address that gave no Dask scheduler (``error``: why)."""
     import asyncio
 
     if isinstance(error, (asyncio.TimeoutError, TimeoutError)):
         error = f"no answer in {CONNECT_SECONDS} s"
+    elif isinstance(error, ConnectionRefusedError):
+        error = "connection refused"
     detail = " ".join(str(error).split()) or type(error).__name__
     return f"{address}: not a Dask scheduler, or not answering ({detail})"
