@@ -89,42 +89,208 @@ def number_from_tag_start(root: etree._Element, data: bytes) -> None:
 
 
 def read_xml(data: bytes, path: str, encoding: str | None = None) -> etree._Element:
-    """Root element of an XML document (no comments, entities left unresolved), with element
-    names stripped of a default namespace: urdfdom reads ``<robot xmlns="...">`` as
-    ``<robot>``.
+    """Root element of an XML document as tinyxml2 (urdfdom, MuJoCo) reads it, for the URDF
+    and MJCF parsers alike: no comments, entities left unresolved, element names stripped
+    of a default namespace (urdfdom reads ``<robot xmlns="...">`` as ``<robot>``).
 
     ``encoding`` overrides the document's own declaration (for text already decoded).
 
-    Where libxml2 is stricter than urdfdom's tinyxml2 for no harm to the model, the
-    document is read as tinyxml2 reads it: the XML declaration is skipped whatever it
-    says (``version="0.0"``, as in 25 of pybullet's URDFs; an encoding the bytes do not
-    have; a blank line before it), and an undeclared namespace prefix (``<sensor:camera>``
-    in ``<gazebo>``) is declared on the root element, so such elements stay prefixed names
-    that no URDF element matches. The document is then read strictly again: any other
-    problem is libxml2's error, at its own line.
+    libxml2 reads the document first, without its limits on text size and nesting (its
+    entity amplification guard stays). Where libxml2 is stricter than tinyxml2 for no harm
+    to the model, the document is read as tinyxml2 reads it (:func:`tinyxml2_text`): the
+    XML declaration is skipped whatever it says (``version="0.0"``, as in 25 of pybullet's
+    URDFs; an encoding the bytes do not have; a blank line before it); the text ends at a
+    NUL byte; ``--`` in a comment, attributes with no space between them, ``<`` in an
+    attribute value and an ``&`` that starts no reference are read; what follows the root
+    element is read as tinyxml2 reads it; and an undeclared namespace prefix
+    (``<sensor:camera>`` in ``<gazebo>``) is declared on the root element, so such
+    elements stay prefixed names that no model element matches. Every line keeps its
+    number, and any other problem is libxml2's error, at its own line. Elements nested
+    deeper than tinyxml2 reads them are refused (:data:`MAX_DEPTH`).
     """
     try:
-        root = parse(data, encoding)
+        root = parse(data, encoding, huge_tree=True)
+        _refuse_instruction_after(root, data, path)
     except etree.XMLSyntaxError as strict:
         text, encoding = without_declaration(data, encoding)
         if text is None:  # the declared encoding does not decode it: libxml2's error stands
             raise ParseError(f"not well-formed XML ({strict.msg})", path, strict.lineno or 0) from None
-        data, prefixes = text, []
+        text, data, tail = tinyxml2_text(text)
+        prefixes: list[str] = []
         while True:
             try:
-                root = parse(_with_prefixes_declared(text, prefixes), encoding)
+                root = parse(_with_prefixes_declared(text, prefixes), encoding, huge_tree=True)
                 break
             except etree.XMLSyntaxError as error:
                 undeclared = _UNDECLARED_PREFIX.match(error.msg)
                 if undeclared is None or undeclared.group(1) in prefixes:
-                    raise ParseError(f"not well-formed XML ({error.msg})", path,
-                                     error.lineno or 0) from None
+                    raise ParseError(_xml_problem(error), path, error.lineno or 0) from None
                 prefixes.append(undeclared.group(1))
+        if tail is not None:
+            check_tail(data, tail, path)
+    _refuse_too_deep(root, path)
     _refuse_used_entities(root, data, path)
     for element in root.iter(etree.Element):
         if element.tag[0] == "{" and element.prefix is None:  # a default namespace only:
             element.tag = etree.QName(element).localname  # xacro:property stays prefixed
     return root
+
+
+MAX_DEPTH = 500  # levels of nested elements in one file, the root being 1: tinyxml2's limit
+DEPTH_PROBLEM = (f"elements nested more than {MAX_DEPTH} deep (tinyxml2, the XML reader of "
+                 f"urdfdom and MuJoCo, refuses such files too)")
+
+
+def _xml_problem(error: etree.XMLSyntaxError) -> str:
+    """The one-line problem of a libxml2 error (its 2048-level stop is the depth limit)."""
+    if "Excessive depth" in (error.msg or ""):
+        return DEPTH_PROBLEM
+    return f"not well-formed XML ({error.msg})"
+
+
+def _refuse_instruction_after(root: etree._Element, data: bytes, path: str) -> None:
+    """A processing instruction after the root element, which libxml2 reads and tinyxml2
+    refuses, is a ParseError at its line (comments after the root are blanked first)."""
+    tag = root.tag if root.prefix is None and root.tag[0] != "{" else etree.QName(root).localname
+    end = data.rfind(b"</" + (f"{root.prefix}:" if root.prefix else "").encode() + tag.encode())
+    if end < 0 or b"<?" not in data[end:]:
+        return
+    tail = _COMMENT.sub(lambda match: b" " * len(match.group()), data[end:])
+    found = tail.find(b"<?")
+    if found >= 0:
+        _refuse_outside(data, end + found, b"?", path)
+
+
+def _refuse_too_deep(root: etree._Element, path: str) -> None:
+    """The first element nested deeper than MAX_DEPTH is a ParseError at its line (one XPath
+    step per level, evaluated in C: a shallow document costs nothing)."""
+    deep = root.xpath("/*" + "/*" * MAX_DEPTH)
+    if deep:
+        raise ParseError(DEPTH_PROBLEM, path, deep[0].sourceline or 0)
+
+
+# tinyxml2's markup, in document order. Comments end at the first "-->" ("--" inside is
+# text); "<!" that opens no comment, CDATA or DOCTYPE is an unknown node read to ">"; a start
+# tag's quoted values may hold ">" and "<"; a "<" that opens none of these is left as it is.
+TOKEN = re.compile(rb"<!--.*?-->|<!\[CDATA\[.*?\]\]>|<\?.*?\?>|<!DOCTYPE(?:[^\[>]|\[.*?\])*>"
+                   rb"|<![^>]*>|</[^>]*>|<[^\s/>!?\"'<][^\s/>\"'<]*(?:[^>\"']|\"[^\"]*\"|'[^']*')*>",
+                   re.S)
+# inside a start tag: a quoted value with what follows it
+ATTRIBUTE_VALUE = re.compile(rb"(=\s*)(\"[^\"]*\"|'[^']*')")
+# "&" that starts a reference tinyxml2 (and libxml2) read; any other "&" is text to both
+REFERENCE = rb"&(?!(?:amp|lt|gt|quot|apos|#[0-9]+|#x[0-9A-Fa-f]+{names});)"
+
+
+def tinyxml2_text(data: bytes) -> tuple[bytes, bytes, int | None]:
+    """(``data`` rewritten so that libxml2 reads it as tinyxml2 (urdfdom, MuJoCo) does, every
+    line keeping its number, up to the end of the root element; ``data`` as tinyxml2 reads
+    it; the offset in it where the root element ends, for :func:`check_tail`, or None).
+
+    tinyxml2 reads a C string: the text ends at its first NUL byte. Comments are blanked
+    (libxml2 refuses ``--`` in one) and so are the unknown ``<!...>`` nodes inside elements;
+    a space is put between attributes written without one (``name="g"type="sphere"``);
+    ``<`` in an attribute value and an ``&`` that starts no reference (``a&b``, ``&x;``
+    for an entity nobody declared) become references to themselves, the text tinyxml2
+    keeps. After the root element tinyxml2 reads whitespace, comments, CDATA, unknown
+    nodes and whole elements; an end tag there ends its reading; text, a processing
+    instruction or a broken element is an error (at its line, as in tinyxml2).
+    """
+    data = data.split(b"\0", 1)[0]
+    stray = _stray_references(data)
+    pieces: list[bytes] = []
+    depth, position = 0, 0
+    for match in TOKEN.finditer(data):
+        token = match.group()
+        pieces.append(stray.sub(b"&amp;", data[position:match.start()]))
+        position = match.end()
+        if token.startswith(b"<!--") or (token.startswith(b"<!") and depth
+                                         and not token.startswith(b"<![CDATA[")):
+            pieces.append(b"\n" * token.count(b"\n"))
+            continue
+        if token.startswith(b"</"):
+            depth -= 1
+            pieces.append(token)
+        elif token[1:2] not in b"!?":
+            pieces.append(_start_tag(token, stray))
+            depth += not token.endswith(b"/>")
+        else:
+            pieces.append(token)
+            continue
+        if depth <= 0:  # the root element has ended
+            return b"".join(pieces), data, position
+    return b"".join(pieces) + data[position:], data, None  # no root ended: libxml2 says why
+
+
+def _stray_references(data: bytes) -> re.Pattern:
+    """The "&" in ``data`` that start no reference libxml2 reads (the predefined entities,
+    character references and the entities the document declares)."""
+    declared = re.findall(rb"<!ENTITY\s+([^\s%]+)", data)
+    return re.compile(REFERENCE.replace(b"{names}", b"".join(b"|" + re.escape(name)
+                                                             for name in declared)))
+
+
+def _start_tag(tag: bytes, stray: re.Pattern) -> bytes:
+    """A start tag as libxml2 reads it: a space after each quoted value followed by more,
+    ``<`` and stray ``&`` in values written as references."""
+    def value(match: re.Match) -> bytes:
+        text = match.group(2)
+        return match.group(1) + text[:1] + stray.sub(b"&amp;", text[1:-1]).replace(b"<", b"&lt;") \
+            + text[-1:] + (b" " if match.end() < len(tag) and tag[match.end():match.end() + 1]
+                           not in b" \t\r\n/>" else b"")
+    return ATTRIBUTE_VALUE.sub(value, tag)
+
+
+def check_tail(data: bytes, start: int, path: str) -> None:
+    """What follows the root element (from ``start``), as tinyxml2 reads it: whitespace,
+    comments, CDATA and unknown nodes pass, elements are checked by libxml2, an end tag
+    ends the reading; text or a processing instruction outside elements is an error."""
+    stray = _stray_references(data)
+    depth, position, elements = 0, start, []
+    for match in TOKEN.finditer(data, start):
+        token = match.group()
+        text = data[position:match.start()]
+        if depth == 0:
+            _refuse_outside(data, position, text, path)
+            if token.startswith(b"<?"):
+                _refuse_outside(data, match.start(), b"?", path)
+            if token.startswith(b"</"):
+                break
+        elements.append(stray.sub(b"&amp;", text) if depth else b"\n" * text.count(b"\n"))
+        if token.startswith(b"<!--") or (token.startswith(b"<!") and
+                                         not token.startswith(b"<![CDATA[")):
+            elements.append(b"\n" * token.count(b"\n"))
+        elif token.startswith(b"</"):
+            elements.append(token)
+            depth -= 1
+        elif token[1:2] not in b"!?":
+            elements.append(_start_tag(token, stray))
+            depth += not token.endswith(b"/>")
+        else:
+            elements.append(token)
+        position = match.end()
+    else:
+        if depth == 0:
+            _refuse_outside(data, position, data[position:], path)
+        elements.append(data[position:])
+    if not any(piece.strip() for piece in elements):
+        return
+    lines = b"\n" * data.count(b"\n", 0, start)  # the fragment starts on the root's last line
+    try:
+        parse(lines + b"<tail>" + b"".join(elements) + b"</tail>", None, huge_tree=True)
+    except etree.XMLSyntaxError as error:
+        raise ParseError(f"not well-formed XML ({error.msg})", path, error.lineno or 0) from None
+
+
+def _refuse_outside(data: bytes, offset: int, text: bytes, path: str) -> None:
+    """ParseError at the first non-blank byte of ``text`` (at ``offset`` in ``data``),
+    found after the root element and outside any element; nothing for blank text."""
+    stripped = text.lstrip()
+    if not stripped:
+        return
+    offset += len(text) - len(stripped)
+    what = "a processing instruction" if stripped.startswith(b"?") else "text"
+    raise ParseError(f"not well-formed XML ({what} after the root element)", path,
+                     data.count(b"\n", 0, offset) + 1)
 
 
 _UNDECLARED_PREFIX = re.compile(r"Namespace prefix (\S+) (?:on|for) ")
