@@ -278,6 +278,10 @@ def check_tail(data: bytes, start: int, path: str) -> None:
     try:
         parse(lines + b"<tail>" + b"".join(elements) + b"</tail>", None, huge_tree=True)
     except etree.XMLSyntaxError as error:
+        unclosed = re.match(r"Opening and ending tag mismatch: (\S+) line (\d+) and tail,", error.msg)
+        if unclosed is not None:  # the end of the file came first (the wrapper's end tag)
+            raise ParseError(f"not well-formed XML (<{unclosed.group(1)}> after the root "
+                             f"element is not closed)", path, int(unclosed.group(2))) from None
         raise ParseError(f"not well-formed XML ({error.msg})", path, error.lineno or 0) from None
 
 

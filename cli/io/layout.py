@@ -77,10 +77,12 @@ class Layout:
         model, joint_of = self.model, self.model.joint_ids
         sizes, starts = ((model.nq_joint, model.idx_q) if kind == "q"
                          else (model.nv_joint, model.idx_v))
-        joint, _, part = name.rpartition(".")
-        if name in joint_of and joint in joint_of:
-            raise UsageError(f"{where}: '{name}' is both a joint and an entry of joint "
-                             f"'{joint}'; write '{name}.<entry>' or '{joint}:<k>'")
+        for separator in ".:":  # root_joint.x, root_joint:0 name entries of root_joint
+            joint, _, part = name.rpartition(separator)
+            if name in joint_of and joint in joint_of and (separator == "." or part.isdigit()):
+                other = "'{joint}:<k>'" if separator == "." else "'{joint}.<entry>'"
+                raise UsageError(f"{where}: '{name}' is both a joint and an entry of joint "
+                                 f"'{joint}'; write '{name}.<entry>' or " + other.format(joint=joint))
         if name in joint_of:
             j = joint_of[name]
             if sizes[j] != 1:
