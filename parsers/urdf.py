@@ -245,20 +245,17 @@ def _inertia(inertial: etree._Element, owner: SourceRef,
 
 def _incomplete_inertial(inertial: etree._Element, owner: SourceRef, notes: list[str],
                          rotation: np.ndarray, com: np.ndarray) -> tuple[Inertia, np.ndarray]:
-    """An ``<inertial>`` without ``<inertia>`` or ``<mass>``, read as Pinocchio reads it
-    (urdfdom logs an error and keeps what it read): with ``<mass>`` only, a point mass at
-    the origin's xyz (iDynTree agrees); without ``<mass>``, nothing (iDynTree keeps the
-    tensor on a massless body, which no matter has). ``notes`` gets one line saying so."""
+    """An ``<inertial>`` without ``<inertia>`` (a point mass) or ``<mass>`` (no inertia), as
+    Pinocchio reads it (docs/fidelity.md); ``notes`` gets one line saying so."""
     mass_element = inertial.find("mass")
     where = f"{owner.file}:{_line(inertial) or owner.line}: <{owner.element}>: <inertial>"
     if mass_element is None:
         notes.append(f"{where} has no <mass>: urdfdom logs an error; dyn reads no inertia "
                      f"there (zero mass), as Pinocchio does")
         return Inertia.zero(), np.eye(3)
-    mass = _number(mass_element, "value", None, owner)
     notes.append(f"{where} has <mass> but no <inertia>: urdfdom logs an error; dyn reads a "
                  f"point mass at its origin, as Pinocchio and iDynTree do")
-    return Inertia(mass, com, np.zeros((3, 3))), rotation
+    return Inertia(_number(mass_element, "value", None, owner), com, np.zeros((3, 3))), rotation
 
 
 def _urdfdom_version(text: str) -> tuple[int, int] | None:

@@ -1,18 +1,18 @@
 """XML text as tinyxml2 reads it, for the readers of URDF (urdfdom) and MJCF (MuJoCo).
 
-tinyxml2 skips the XML declaration whatever it says -- ``version="0.0"`` (25 of pybullet's
-URDFs), an encoding the bytes do not have, a blank line before it -- where libxml2 refuses
-the document. :func:`without_declaration` gives the text libxml2 then reads as tinyxml2
-does, with every line keeping its number; :func:`parse` is the one libxml2 reading both
-parsers use.
+:func:`read_xml` is the one XML reading of both parsers. libxml2 (lxml) reads the
+document; where it refuses what tinyxml2 reads for no harm to the model -- a declaration
+it does not take (``version="0.0"`` in 25 of pybullet's URDFs), ``--`` in a comment,
+attributes with no space between them, ``<`` or a bare ``&`` in a value, a NUL byte or
+whole elements after the root element -- the text is rewritten so that libxml2 reads what
+tinyxml2 reads (:func:`without_declaration`, :func:`tinyxml2_text`, :func:`check_tail`),
+every line keeping its number; what tinyxml2 refuses stays refused. The list, and what is
+still refused, is in docs/fidelity.md.
 
 libxml2 numbers an element by the line where its start tag ends, so an element written over
 several lines (``<inertia ixx=...`` one attribute per line, as CAD exporters write them)
 would be reported at its last attribute. :func:`parse` renumbers every element to the line
 where its tag opens, as tinyxml2 (urdfdom, MuJoCo) reports it.
-
-:func:`read_xml` reads a document as urdfdom does, for the URDF parser and for the root
-element of any model file.
 """
 from __future__ import annotations
 
@@ -109,17 +109,17 @@ def read_xml(data: bytes, path: str, encoding: str | None = None) -> etree._Elem
     deeper than tinyxml2 reads them are refused (:data:`MAX_DEPTH`).
     """
     try:
-        root = parse(data, encoding, huge_tree=True)
+        root = parse_within_limits(data, encoding)
         _refuse_instruction_after(root, data, path)
     except etree.XMLSyntaxError as strict:
         text, encoding = without_declaration(data, encoding)
         if text is None:  # the declared encoding does not decode it: libxml2's error stands
-            raise ParseError(f"not well-formed XML ({strict.msg})", path, strict.lineno or 0) from None
+            raise ParseError(_xml_problem(strict), path, strict.lineno or 0) from None
         text, data, tail = tinyxml2_text(text)
         prefixes: list[str] = []
         while True:
             try:
-                root = parse(_with_prefixes_declared(text, prefixes), encoding, huge_tree=True)
+                root = parse_within_limits(_with_prefixes_declared(text, prefixes), encoding)
                 break
             except etree.XMLSyntaxError as error:
                 undeclared = _UNDECLARED_PREFIX.match(error.msg)
@@ -128,7 +128,6 @@ def read_xml(data: bytes, path: str, encoding: str | None = None) -> etree._Elem
                 prefixes.append(undeclared.group(1))
         if tail is not None:
             check_tail(data, tail, path)
-    _refuse_too_deep(root, path)
     _refuse_used_entities(root, data, path)
     for element in root.iter(etree.Element):
         if element.tag[0] == "{" and element.prefix is None:  # a default namespace only:
@@ -139,6 +138,20 @@ def read_xml(data: bytes, path: str, encoding: str | None = None) -> etree._Elem
 MAX_DEPTH = 500  # levels of nested elements in one file, the root being 1: tinyxml2's limit
 DEPTH_PROBLEM = (f"elements nested more than {MAX_DEPTH} deep (tinyxml2, the XML reader of "
                  f"urdfdom and MuJoCo, refuses such files too)")
+
+
+def parse_within_limits(data: bytes, encoding: str | None) -> etree._Element:
+    """:func:`parse`, again without libxml2's size and nesting limits when it meets one
+    (tinyxml2 has none but nesting, MAX_DEPTH, checked then); the file's size is bounded
+    already (``files.MODEL_BYTES``) and the entity amplification guard stays on."""
+    try:
+        return parse(data, encoding)
+    except etree.XMLSyntaxError as error:
+        if "HUGE" not in (error.msg or "") and "too big" not in (error.msg or ""):
+            raise
+    root = parse(data, encoding, huge_tree=True)
+    _refuse_too_deep(root)
+    return root
 
 
 def _xml_problem(error: etree.XMLSyntaxError) -> str:
@@ -161,12 +174,15 @@ def _refuse_instruction_after(root: etree._Element, data: bytes, path: str) -> N
         _refuse_outside(data, end + found, b"?", path)
 
 
-def _refuse_too_deep(root: etree._Element, path: str) -> None:
-    """The first element nested deeper than MAX_DEPTH is a ParseError at its line (one XPath
-    step per level, evaluated in C: a shallow document costs nothing)."""
-    deep = root.xpath("/*" + "/*" * MAX_DEPTH)
+def _refuse_too_deep(root: etree._Element) -> None:
+    """The first element nested deeper than MAX_DEPTH: libxml2's error (a limit, so that
+    :func:`read_xml` reports DEPTH_PROBLEM) at its line."""
+    deep = _TOO_DEEP(root)
     if deep:
-        raise ParseError(DEPTH_PROBLEM, path, deep[0].sourceline or 0)
+        raise etree.XMLSyntaxError("Excessive depth in document", None, deep[0].sourceline or 0, 0)
+
+
+_TOO_DEEP = etree.XPath("/*" + "/*" * MAX_DEPTH)  # one step per level, evaluated in C
 
 
 # tinyxml2's markup, in document order. Comments end at the first "-->" ("--" inside is
@@ -175,6 +191,8 @@ def _refuse_too_deep(root: etree._Element, path: str) -> None:
 TOKEN = re.compile(rb"<!--.*?-->|<!\[CDATA\[.*?\]\]>|<\?.*?\?>|<!DOCTYPE(?:[^\[>]|\[.*?\])*>"
                    rb"|<![^>]*>|</[^>]*>|<[^\s/>!?\"'<][^\s/>\"'<]*(?:[^>\"']|\"[^\"]*\"|'[^']*')*>",
                    re.S)
+# a start tag libxml2 reads as tinyxml2 does: a space before each attribute, no "<" or "&"
+PLAIN_START_TAG = re.compile(rb"<[^\s/>]+(?:\s+[^\s=/>]+\s*=\s*(?:\"[^\"<&]*\"|'[^'<&]*'))*\s*/?>")
 # inside a start tag: a quoted value with what follows it
 ATTRIBUTE_VALUE = re.compile(rb"(=\s*)(\"[^\"]*\"|'[^']*')")
 # "&" that starts a reference tinyxml2 (and libxml2) read; any other "&" is text to both
@@ -197,28 +215,36 @@ def tinyxml2_text(data: bytes) -> tuple[bytes, bytes, int | None]:
     """
     data = data.split(b"\0", 1)[0]
     stray = _stray_references(data)
-    pieces: list[bytes] = []
-    depth, position = 0, 0
+    edits: list[tuple[int, int, bytes]] = []  # (start, end, replacement): few, in order
+    depth, position, end = 0, 0, None
     for match in TOKEN.finditer(data):
-        token = match.group()
-        pieces.append(stray.sub(b"&amp;", data[position:match.start()]))
+        token, start = match.group(), match.start()
+        if data.find(b"&", position, start) >= 0:
+            edits.append((position, start, stray.sub(b"&amp;", data[position:start])))
         position = match.end()
-        if token.startswith(b"<!--") or (token.startswith(b"<!") and depth
-                                         and not token.startswith(b"<![CDATA[")):
-            pieces.append(b"\n" * token.count(b"\n"))
+        kind = token[1]
+        if kind == 0x21:  # "!": a comment, CDATA, the DOCTYPE or an unknown node
+            if (token.startswith(b"<!--") and b"--" in token[4:-2]) or (
+                    depth and not token.startswith((b"<!--", b"<![CDATA["))):
+                edits.append((start, position, b"\n" * token.count(b"\n")))
             continue
-        if token.startswith(b"</"):
+        if kind == 0x3F:  # "?": a processing instruction
+            continue
+        if kind == 0x2F:  # "/": an end tag
             depth -= 1
-            pieces.append(token)
-        elif token[1:2] not in b"!?":
-            pieces.append(_start_tag(token, stray))
-            depth += not token.endswith(b"/>")
         else:
-            pieces.append(token)
-            continue
+            depth += not token.endswith(b"/>")
+            if not PLAIN_START_TAG.fullmatch(token):
+                edits.append((start, position, _start_tag(token, stray)))
         if depth <= 0:  # the root element has ended
-            return b"".join(pieces), data, position
-    return b"".join(pieces) + data[position:], data, None  # no root ended: libxml2 says why
+            end = position
+            break
+    pieces, done = [], 0
+    for start, stop, replacement in edits:
+        pieces += [data[done:start], replacement]
+        done = stop
+    pieces.append(data[done:end])
+    return b"".join(pieces), data, end  # end None: no root ended, libxml2 says why
 
 
 def _stray_references(data: bytes) -> re.Pattern:

@@ -266,3 +266,67 @@ def test_large_and_deep_documents_libxml2_limits_are_read(tmp_path):
         build_model(load_description(str(too_deep)))
     assert caught.value.line == too_deep.read_text().count("\n", 0, too_deep.read_text()
                                                            .index("<g/>")) + 1
+
+
+# -- 6. <attach> with <asset><model> -------------------------------------------------------
+
+ATTACH = DATA / "attach"
+
+
+@pytest.mark.parametrize("name", ["scene.xml", "robot/arm.xml"])
+def test_attached_robot_matches_mujoco(name):
+    """The scene attaches the robot twice (a body subtree, the whole worldbody inside a
+    frame): MuJoCo's names, defaults, compiler settings, mesh, include and armature."""
+    compare_with_mujoco(str(ATTACH / name), seed=4)
+
+
+def test_attached_names_and_files():
+    description = load_description(str(ATTACH / "scene.xml"))
+    model = build_model(description)
+    assert model.joint_names == ("slide", "left_elbow", "left_wrist", "left_slide_finger",
+                                 "turn", "right_shoulder", "right_elbow", "right_wrist",
+                                 "right_slide_finger")
+    files = {Path(f).name for f in description.files}
+    assert {"scene.xml", "arm.xml", "gripper.xml", "wedge.obj"} <= files
+
+
+ROBOT = (ATTACH / "robot" / "arm.xml").read_text()
+SCENE = ('<mujoco>\n<asset><model name="arm" file="{file}"/></asset>\n<worldbody>\n'
+         '<body name="b">\n<joint/><geom size="0.1"/>\n{attach}\n</body>\n</worldbody>\n'
+         '</mujoco>\n')
+# name -> (scene's attach, robot file text or None for the fixture, problem, MuJoCo refuses)
+ATTACH_REFUSED = {
+    "unknown model": ('<attach model="hand" prefix="a_"/>', None, 'could not find model "hand"',
+                      True),
+    "unknown body": ('<attach model="arm" body="leg" prefix="a_"/>', None,
+                     'could not find body "leg" in model "arm"', True),
+    "no prefix": ('<attach model="arm" body="link"/>', None, "prefix", True),
+    "repeated prefix": ('<attach model="arm" body="link" prefix="a_"/><attach model="arm" '
+                        'body="link" prefix="a_"/>', None, 'repeated body name "a_link"', True),
+    "other inertia settings": ('<attach model="arm" prefix="a_"/>',
+                               ROBOT.replace('meshdir="assets"',
+                                             'meshdir="assets" boundmass="0.5"'),
+                               "boundmass that differs from the scene's is not supported", False),
+}
+
+
+@pytest.mark.parametrize("name", sorted(ATTACH_REFUSED))
+def test_attach_errors_name_their_line(tmp_path, name):
+    attach, robot, problem, mujoco_refuses = ATTACH_REFUSED[name]
+    file = str(ATTACH / "robot" / "arm.xml")
+    if robot is not None:
+        (tmp_path / "robot").mkdir()
+        (tmp_path / "robot" / "assets").mkdir()
+        (tmp_path / "robot" / "assets" / "wedge.obj").write_text(
+            (ATTACH / "robot" / "assets" / "wedge.obj").read_text())
+        (tmp_path / "robot" / "gripper.xml").write_text((ATTACH / "robot" / "gripper.xml")
+                                                        .read_text())
+        file = str(tmp_path / "robot" / "arm.xml")
+        Path(file).write_text(robot)
+    path = tmp_path / "scene.xml"
+    path.write_text(SCENE.format(file=file, attach=attach))
+    assert mujoco_loads(path) is not mujoco_refuses
+    with pytest.raises(ParseError) as caught:
+        build_model(load_description(str(path)))
+    assert problem in str(caught.value) and caught.value.line > 0, str(caught.value)
+    assert "\n" not in str(caught.value)

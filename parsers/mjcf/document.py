@@ -16,6 +16,7 @@ from treedyn.engine.description import SourceRef
 from ..errors import ParseError
 from ..files import MODEL_BYTES, read_bounded
 from ..xml_text import DEPTH_PROBLEM, MAX_DEPTH, read_xml
+from .attach import compose
 from .types import Node
 
 MAX_TOTAL_DEPTH = 1000  # levels in the whole document, includes expanded: dyn's own limit
@@ -32,6 +33,17 @@ class Document:
         element = read_file(path, None)
         self.root = self._node(element, path, os.path.dirname(os.path.abspath(path)), [main],
                                1, 1)
+        # per attached model: the files it was read from and its <compiler> nodes
+        self.compilers = compose(self.root, self.model_dir, self._attached)
+
+    def _attached(self, path: str, asset: Node) -> "Document":
+        """The document of a ``<model>`` asset's file; its files count as the scene's."""
+        real = os.path.realpath(path)
+        if real in self.included:
+            raise asset.error(f'model file "{path}" is already read by this model')
+        child = Document(path)
+        self.included.update(child.included)
+        return child
 
     def _node(self, element: etree._Element, file: str, directory: str,
               stack: list[str], depth: int, total: int) -> Node:
