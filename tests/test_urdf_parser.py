@@ -399,7 +399,7 @@ BROKEN_CASES = {
     "inertia_word": ('link name="tip"', 'inertia iyy="1,0": "1,0" is not a number'),
     "inertia_missing_attribute": ('link name="tip"', "<inertia> has no izz attribute"),
     "inertial_origin_count": ('link name="tip"', 'origin rpy="0 0 0 0": expected 3 numbers'),
-    "inertial_without_mass": ('link name="base"', "<inertial> has no <mass>"),
+    "mass_without_value": ('link name="base"', "<mass> has no value attribute"),
 }
 
 
@@ -443,9 +443,9 @@ def test_parse_error_format():
 def test_string_errors_name_the_given_path():
     with pytest.raises(ParseError, match=r"^<string>:1: not well-formed XML"):
         parse_urdf_string("<robot")
-    with pytest.raises(ParseError, match=r'^mine\.urdf:1: <link name="a">: <inertial> has no'):
-        parse_urdf_string('<robot name="r"><link name="a"><inertial/></link></robot>',
-                          "mine.urdf")
+    with pytest.raises(ParseError, match=r'^mine\.urdf:1: <link name="a">: <mass> has no'):
+        parse_urdf_string('<robot name="r"><link name="a"><inertial><mass/><inertia/>'
+                          '</inertial></link></robot>', "mine.urdf")
 
 
 

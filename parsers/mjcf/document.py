@@ -25,10 +25,12 @@ MAX_TOTAL_DEPTH = 1000  # levels in the whole document, includes expanded: dyn's
 class Document:
     """The main file with every ``<include>`` replaced by the included elements."""
 
-    def __init__(self, path: str):
+    def __init__(self, path: str, attaching: tuple[str, ...] = ()):
+        """``attaching``: the real paths of the models that attach this one, outermost first."""
         self.model_dir = os.path.dirname(os.path.abspath(path))
         self.included: dict[str, SourceRef] = {}
         main = os.path.realpath(path)
+        self.attaching = attaching + (main,)
         self.included[main] = SourceRef(path, 0, "")
         element = read_file(path, None)
         self.root = self._node(element, path, os.path.dirname(os.path.abspath(path)), [main],
@@ -39,9 +41,10 @@ class Document:
     def _attached(self, path: str, asset: Node) -> "Document":
         """The document of a ``<model>`` asset's file; its files count as the scene's."""
         real = os.path.realpath(path)
-        if real in self.included:
-            raise asset.error(f'model file "{path}" is already read by this model')
-        child = Document(path)
+        if real in self.attaching:
+            cycle = " -> ".join(os.path.basename(p) for p in self.attaching + (real,))
+            raise asset.error(f"attach cycle ({cycle})")
+        child = Document(path, self.attaching)
         self.included.update(child.included)
         return child
 
