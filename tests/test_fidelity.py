@@ -9,6 +9,8 @@ here from them.
 """
 from __future__ import annotations
 
+import json
+import pickle
 import subprocess
 import sys
 from pathlib import Path
@@ -41,8 +43,6 @@ def pinocchio(path: Path, free_flyer: bool, root: str | None = None):
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, timeout=120)
     if done.returncode != 0:
         return None
-    import pickle
-
     return pickle.loads(done.stdout)
 
 
@@ -100,8 +100,6 @@ def test_idyntree_agrees_on_the_point_mass_and_not_on_the_massless_tensor():
     link3 (no <mass>) it keeps the rotated tensor on a massless body, which dyn does not
     follow (docs/fidelity.md)."""
     pytest.importorskip("idyntree.bindings")
-    import json
-
     path = DATA / "incomplete_inertial.urdf"
     done = subprocess.run([sys.executable, "-c", IDYNTREE, str(path)], capture_output=True,
                           text=True, timeout=120)
@@ -159,8 +157,6 @@ def test_root_joint_names_address_the_files_joint_on_the_command_line(tmp_path):
         return subprocess.run([sys.executable, "-m", "treedyn.cli", "inverse", str(path),
                                "--free-flyer", "-f", "json", *args],
                               capture_output=True, text=True, timeout=120)
-
-    import json
 
     done = run("--q", "root_joint=0.5,root_joint__.z=2,root_joint__.qw=1")
     assert done.returncode == 0, done.stderr
