@@ -202,16 +202,34 @@ class TreeDescription:
 
     def with_free_flyer(self, name: str = "root_joint") -> "TreeDescription":
         """A copy whose root link floats: a Pinocchio-LOCAL ``free`` joint to a new world link
-        (Pinocchio's ``universe``, or ``universe_``... when a link already has that name)."""
+        (Pinocchio's ``universe``, or ``universe_``... when a link already has that name).
+
+        The joint is ``name`` as in Pinocchio, beside a fixed joint of that name (a frame in
+        Pinocchio too) and a link of that name (links and joints are named apart). When a
+        moving joint already has that name (Pinocchio then has two joints of one name, and
+        its lookup by name finds the free-flyer), the free-flyer is ``name_``, ``name__``...
+        so that every moving joint keeps one name; ``notes`` says so.
+        """
         taken = {link.name for link in self.links}
         world = "universe"
         while world in taken:
             world += "_"
-        joint = JointSpec(name=name, type="free", parent=world, child=self.world_link)
+        moving = {joint.name for joint in self.joints if joint.type != "fixed"}
+        chosen = name
+        while chosen in moving:
+            chosen += "_"
+        notes = self.notes
+        if chosen != name:
+            holder = next(joint for joint in self.joints if joint.name == name)
+            notes += (f"{holder.source}: the floating root joint is "
+                      f"named '{chosen}', since this joint is already named '{name}' (Pinocchio "
+                      f"names both '{name}')",)
+        joint = JointSpec(name=chosen, type="free", parent=world, child=self.world_link)
         return dataclasses.replace(
             self,
             links=[LinkSpec(world, Inertia.zero(), has_inertial=False)] + list(self.links),
             joints=[joint] + list(self.joints),
+            notes=notes,
             world_link=world,
         )
 

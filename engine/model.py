@@ -184,8 +184,11 @@ def _check_tree(description: TreeDescription, links: dict) -> None:
     this with file and line; a description built by hand meets it here."""
     if description.world_link not in links:
         raise ModelError(f"the world link {description.world_link!r} is not a link")
+    # a fixed joint may share its name with a moving one (Pinocchio's free-flyer root_joint
+    # beside a fixed joint root_joint: only the moving one is a coordinate)
     for kind, names in (("link", [link.name for link in description.links]),
-                        ("joint", [joint.name for joint in description.joints])):
+                        ("joint", [j.name for j in description.joints if j.type != "fixed"]),
+                        ("fixed joint", [j.name for j in description.joints if j.type == "fixed"])):
         repeated = sorted(name for name, count in Counter(names).items() if count > 1)
         if repeated:
             raise ModelError(f"two {kind}s are named {repeated[0]!r}")

@@ -25,8 +25,9 @@ The semantics are Pinocchio's (``pin.buildModelFromUrdf``, which reads URDF with
 * ``<inertial>``: ``<mass value>``, the centre of mass at the origin's ``xyz`` and the
   ``<inertia>`` tensor given in the frame rotated by the origin's ``rpy``, so that in the
   link frame ``I = R I_urdf R^T``. A link without ``<inertial>`` has zero inertia and
-  ``has_inertial=False``. Mass, inertia and their attributes are required inside
-  ``<inertial>`` (as in urdfdom); a negative mass is left to the diagnostics.
+  ``has_inertial=False``. An ``<inertial>`` without ``<inertia>`` is a point mass, one
+  without ``<mass>`` no inertia at all, as Pinocchio reads them (with a note; urdfdom logs
+  an error); the attributes of both are required; a negative mass is left to the diagnostics.
 * ``<mimic joint multiplier offset>`` is recorded; the joint stays independent, like
   Pinocchio's default.
 * Joint order: urdfdom keeps the joints in a map keyed by name, so Pinocchio visits the
@@ -215,9 +216,10 @@ def _inertia(inertial: etree._Element, owner: SourceRef,
     """
     origin = inertial.find("origin")
     rotation, com = _pose(origin, owner)
-    mass_element = _child(inertial, "mass", owner)
+    mass_element, tensor_element = inertial.find("mass"), inertial.find("inertia")
+    if mass_element is None or tensor_element is None:
+        return _incomplete_inertial(inertial, owner, notes, rotation, com)
     mass = _number(mass_element, "value", None, owner)
-    tensor_element = _child(inertial, "inertia", owner)
     ixx, ixy, ixz, iyy, iyz, izz = (_number(tensor_element, key, None, owner)
                                     for key in INERTIA_ATTRIBUTES)
     tensor = np.array([[ixx, ixy, ixz], [ixy, iyy, iyz], [ixz, iyz, izz]])
@@ -239,6 +241,21 @@ def _inertia(inertial: etree._Element, owner: SourceRef,
         rotation = rotation if lost < 2 else np.eye(3)
         break
     return Inertia(mass, com, rotation @ tensor @ rotation.T), rotation
+
+
+def _incomplete_inertial(inertial: etree._Element, owner: SourceRef, notes: list[str],
+                         rotation: np.ndarray, com: np.ndarray) -> tuple[Inertia, np.ndarray]:
+    """An ``<inertial>`` without ``<inertia>`` (a point mass) or ``<mass>`` (no inertia), as
+    Pinocchio reads it (docs/fidelity.md); ``notes`` gets one line saying so."""
+    mass_element = inertial.find("mass")
+    where = f"{owner.file}:{_line(inertial) or owner.line}: <{owner.element}>: <inertial>"
+    if mass_element is None:
+        notes.append(f"{where} has no <mass>: urdfdom logs an error; dyn reads no inertia "
+                     f"there (zero mass), as Pinocchio does")
+        return Inertia.zero(), np.eye(3)
+    notes.append(f"{where} has <mass> but no <inertia>: urdfdom logs an error; dyn reads a "
+                 f"point mass at its origin, as Pinocchio and iDynTree do")
+    return Inertia(_number(mass_element, "value", None, owner), com, np.zeros((3, 3))), rotation
 
 
 def _urdfdom_version(text: str) -> tuple[int, int] | None:

@@ -1,18 +1,18 @@
 """XML text as tinyxml2 reads it, for the readers of URDF (urdfdom) and MJCF (MuJoCo).
 
-tinyxml2 skips the XML declaration whatever it says -- ``version="0.0"`` (25 of pybullet's
-URDFs), an encoding the bytes do not have, a blank line before it -- where libxml2 refuses
-the document. :func:`without_declaration` gives the text libxml2 then reads as tinyxml2
-does, with every line keeping its number; :func:`parse` is the one libxml2 reading both
-parsers use.
+:func:`read_xml` is the one XML reading of both parsers. libxml2 (lxml) reads the
+document; where it refuses what tinyxml2 reads for no harm to the model -- a declaration
+it does not take (``version="0.0"`` in 25 of pybullet's URDFs), ``--`` in a comment,
+attributes with no space between them, ``<`` or a bare ``&`` in a value, a NUL byte or
+whole elements after the root element -- the text is rewritten so that libxml2 reads what
+tinyxml2 reads (:func:`without_declaration`, :func:`tinyxml2_text`, :func:`check_tail`),
+every line keeping its number; what tinyxml2 refuses stays refused. The list, and what is
+still refused, is in docs/fidelity.md.
 
 libxml2 numbers an element by the line where its start tag ends, so an element written over
 several lines (``<inertia ixx=...`` one attribute per line, as CAD exporters write them)
 would be reported at its last attribute. :func:`parse` renumbers every element to the line
 where its tag opens, as tinyxml2 (urdfdom, MuJoCo) reports it.
-
-:func:`read_xml` reads a document as urdfdom does, for the URDF parser and for the root
-element of any model file.
 """
 from __future__ import annotations
 
@@ -89,42 +89,238 @@ def number_from_tag_start(root: etree._Element, data: bytes) -> None:
 
 
 def read_xml(data: bytes, path: str, encoding: str | None = None) -> etree._Element:
-    """Root element of an XML document (no comments, entities left unresolved), with element
-    names stripped of a default namespace: urdfdom reads ``<robot xmlns="...">`` as
-    ``<robot>``.
+    """Root element of an XML document as tinyxml2 (urdfdom, MuJoCo) reads it, for the URDF
+    and MJCF parsers alike: no comments, entities left unresolved, element names stripped
+    of a default namespace (urdfdom reads ``<robot xmlns="...">`` as ``<robot>``).
 
     ``encoding`` overrides the document's own declaration (for text already decoded).
 
-    Where libxml2 is stricter than urdfdom's tinyxml2 for no harm to the model, the
-    document is read as tinyxml2 reads it: the XML declaration is skipped whatever it
-    says (``version="0.0"``, as in 25 of pybullet's URDFs; an encoding the bytes do not
-    have; a blank line before it), and an undeclared namespace prefix (``<sensor:camera>``
-    in ``<gazebo>``) is declared on the root element, so such elements stay prefixed names
-    that no URDF element matches. The document is then read strictly again: any other
-    problem is libxml2's error, at its own line.
+    libxml2 reads the document first, without its limits on text size and nesting (its
+    entity amplification guard stays). Where libxml2 is stricter than tinyxml2 for no harm
+    to the model, the document is read as tinyxml2 reads it (:func:`tinyxml2_text`): the
+    XML declaration is skipped whatever it says (``version="0.0"``, as in 25 of pybullet's
+    URDFs; an encoding the bytes do not have; a blank line before it); the text ends at a
+    NUL byte; ``--`` in a comment, attributes with no space between them, ``<`` in an
+    attribute value and an ``&`` that starts no reference are read; what follows the root
+    element is read as tinyxml2 reads it; and an undeclared namespace prefix
+    (``<sensor:camera>`` in ``<gazebo>``) is declared on the root element, so such
+    elements stay prefixed names that no model element matches. Every line keeps its
+    number, and any other problem is libxml2's error, at its own line. Elements nested
+    deeper than tinyxml2 reads them are refused (:data:`MAX_DEPTH`).
     """
     try:
-        root = parse(data, encoding)
+        root = parse_within_limits(data, encoding)
+        _refuse_instruction_after(root, data, path)
     except etree.XMLSyntaxError as strict:
         text, encoding = without_declaration(data, encoding)
         if text is None:  # the declared encoding does not decode it: libxml2's error stands
-            raise ParseError(f"not well-formed XML ({strict.msg})", path, strict.lineno or 0) from None
-        data, prefixes = text, []
+            raise ParseError(_xml_problem(strict), path, strict.lineno or 0) from None
+        text, data, tail = tinyxml2_text(text)
+        prefixes: list[str] = []
         while True:
             try:
-                root = parse(_with_prefixes_declared(text, prefixes), encoding)
+                root = parse_within_limits(_with_prefixes_declared(text, prefixes), encoding)
                 break
             except etree.XMLSyntaxError as error:
                 undeclared = _UNDECLARED_PREFIX.match(error.msg)
                 if undeclared is None or undeclared.group(1) in prefixes:
-                    raise ParseError(f"not well-formed XML ({error.msg})", path,
-                                     error.lineno or 0) from None
+                    raise ParseError(_xml_problem(error), path, error.lineno or 0) from None
                 prefixes.append(undeclared.group(1))
+        if tail is not None:
+            check_tail(data, tail, path)
     _refuse_used_entities(root, data, path)
     for element in root.iter(etree.Element):
         if element.tag[0] == "{" and element.prefix is None:  # a default namespace only:
             element.tag = etree.QName(element).localname  # xacro:property stays prefixed
     return root
+
+
+MAX_DEPTH = 500  # levels of nested elements in one file, the root being 1: tinyxml2's limit
+DEPTH_PROBLEM = (f"elements nested more than {MAX_DEPTH} deep (tinyxml2, the XML reader of "
+                 f"urdfdom and MuJoCo, refuses such files too)")
+
+
+def parse_within_limits(data: bytes, encoding: str | None) -> etree._Element:
+    """:func:`parse`, again without libxml2's size and nesting limits when it meets one
+    (tinyxml2 has none but nesting, MAX_DEPTH, checked then); the file's size is bounded
+    already (``files.MODEL_BYTES``) and the entity amplification guard stays on."""
+    try:
+        return parse(data, encoding)
+    except etree.XMLSyntaxError as error:
+        if "HUGE" not in (error.msg or "") and "too big" not in (error.msg or ""):
+            raise
+    root = parse(data, encoding, huge_tree=True)
+    _refuse_too_deep(root)
+    return root
+
+
+def _xml_problem(error: etree.XMLSyntaxError) -> str:
+    """The one-line problem of a libxml2 error (its 2048-level stop is the depth limit)."""
+    if "Excessive depth" in (error.msg or ""):
+        return DEPTH_PROBLEM
+    return f"not well-formed XML ({error.msg})"
+
+
+def _refuse_instruction_after(root: etree._Element, data: bytes, path: str) -> None:
+    """A processing instruction after the root element, which libxml2 reads and tinyxml2
+    refuses, is a ParseError at its line (comments after the root are blanked first)."""
+    tag = root.tag if root.prefix is None and root.tag[0] != "{" else etree.QName(root).localname
+    end = data.rfind(b"</" + (f"{root.prefix}:" if root.prefix else "").encode() + tag.encode())
+    if end < 0 or b"<?" not in data[end:]:
+        return
+    tail = _COMMENT.sub(lambda match: b" " * len(match.group()), data[end:])
+    found = tail.find(b"<?")
+    if found >= 0:
+        _refuse_outside(data, end + found, b"?", path)
+
+
+def _refuse_too_deep(root: etree._Element) -> None:
+    """The first element nested deeper than MAX_DEPTH: libxml2's error (a limit, so that
+    :func:`read_xml` reports DEPTH_PROBLEM) at its line."""
+    deep = _TOO_DEEP(root)
+    if deep:
+        raise etree.XMLSyntaxError("Excessive depth in document", None, deep[0].sourceline or 0, 0)
+
+
+_TOO_DEEP = etree.XPath("/*" + "/*" * MAX_DEPTH)  # one step per level, evaluated in C
+
+
+# tinyxml2's markup, in document order. Comments end at the first "-->" ("--" inside is
+# text); "<!" that opens no comment, CDATA or DOCTYPE is an unknown node read to ">"; a start
+# tag's quoted values may hold ">" and "<"; a "<" that opens none of these is left as it is.
+TOKEN = re.compile(rb"<!--.*?-->|<!\[CDATA\[.*?\]\]>|<\?.*?\?>|<!DOCTYPE(?:[^\[>]|\[.*?\])*>"
+                   rb"|<![^>]*>|</[^>]*>|<[^\s/>!?\"'<][^\s/>\"'<]*(?:[^>\"']|\"[^\"]*\"|'[^']*')*>",
+                   re.S)
+# a start tag libxml2 reads as tinyxml2 does: a space before each attribute, no "<" or "&"
+PLAIN_START_TAG = re.compile(rb"<[^\s/>]+(?:\s+[^\s=/>]+\s*=\s*(?:\"[^\"<&]*\"|'[^'<&]*'))*\s*/?>")
+# inside a start tag: a quoted value with what follows it
+ATTRIBUTE_VALUE = re.compile(rb"(=\s*)(\"[^\"]*\"|'[^']*')")
+# "&" that starts a reference tinyxml2 (and libxml2) read; any other "&" is text to both
+REFERENCE = rb"&(?!(?:amp|lt|gt|quot|apos|#[0-9]+|#x[0-9A-Fa-f]+{names});)"
+
+
+def tinyxml2_text(data: bytes) -> tuple[bytes, bytes, int | None]:
+    """(``data`` rewritten so that libxml2 reads it as tinyxml2 (urdfdom, MuJoCo) does, every
+    line keeping its number, up to the end of the root element; ``data`` as tinyxml2 reads
+    it; the offset in it where the root element ends, for :func:`check_tail`, or None).
+
+    tinyxml2 reads a C string: the text ends at its first NUL byte. Comments are blanked
+    (libxml2 refuses ``--`` in one) and so are the unknown ``<!...>`` nodes inside elements;
+    a space is put between attributes written without one (``name="g"type="sphere"``);
+    ``<`` in an attribute value and an ``&`` that starts no reference (``a&b``, ``&x;``
+    for an entity nobody declared) become references to themselves, the text tinyxml2
+    keeps. After the root element tinyxml2 reads whitespace, comments, CDATA, unknown
+    nodes and whole elements; an end tag there ends its reading; text, a processing
+    instruction or a broken element is an error (at its line, as in tinyxml2).
+    """
+    data = data.split(b"\0", 1)[0]
+    stray = _stray_references(data)
+    edits: list[tuple[int, int, bytes]] = []  # (start, end, replacement): few, in order
+    depth, position, end = 0, 0, None
+    for match in TOKEN.finditer(data):
+        token, start = match.group(), match.start()
+        if data.find(b"&", position, start) >= 0:
+            edits.append((position, start, stray.sub(b"&amp;", data[position:start])))
+        position = match.end()
+        kind = token[1]
+        if kind == 0x21:  # "!": a comment, CDATA, the DOCTYPE or an unknown node
+            if (token.startswith(b"<!--") and b"--" in token[4:-2]) or (
+                    depth and not token.startswith((b"<!--", b"<![CDATA["))):
+                edits.append((start, position, b"\n" * token.count(b"\n")))
+            continue
+        if kind == 0x3F:  # "?": a processing instruction
+            continue
+        if kind == 0x2F:  # "/": an end tag
+            depth -= 1
+        else:
+            depth += not token.endswith(b"/>")
+            if not PLAIN_START_TAG.fullmatch(token):
+                edits.append((start, position, _start_tag(token, stray)))
+        if depth <= 0:  # the root element has ended
+            end = position
+            break
+    pieces, done = [], 0
+    for start, stop, replacement in edits:
+        pieces += [data[done:start], replacement]
+        done = stop
+    pieces.append(data[done:end])
+    return b"".join(pieces), data, end  # end None: no root ended, libxml2 says why
+
+
+def _stray_references(data: bytes) -> re.Pattern:
+    """The "&" in ``data`` that start no reference libxml2 reads (the predefined entities,
+    character references and the entities the document declares)."""
+    declared = re.findall(rb"<!ENTITY\s+([^\s%]+)", data)
+    return re.compile(REFERENCE.replace(b"{names}", b"".join(b"|" + re.escape(name)
+                                                             for name in declared)))
+
+
+def _start_tag(tag: bytes, stray: re.Pattern) -> bytes:
+    """A start tag as libxml2 reads it: a space after each quoted value followed by more,
+    ``<`` and stray ``&`` in values written as references."""
+    def value(match: re.Match) -> bytes:
+        text = match.group(2)
+        return match.group(1) + text[:1] + stray.sub(b"&amp;", text[1:-1]).replace(b"<", b"&lt;") \
+            + text[-1:] + (b" " if match.end() < len(tag) and tag[match.end():match.end() + 1]
+                           not in b" \t\r\n/>" else b"")
+    return ATTRIBUTE_VALUE.sub(value, tag)
+
+
+def check_tail(data: bytes, start: int, path: str) -> None:
+    """What follows the root element (from ``start``), as tinyxml2 reads it: whitespace,
+    comments, CDATA and unknown nodes pass, elements are checked by libxml2, an end tag
+    ends the reading; text or a processing instruction outside elements is an error."""
+    stray = _stray_references(data)
+    depth, position, elements = 0, start, []
+    for match in TOKEN.finditer(data, start):
+        token = match.group()
+        text = data[position:match.start()]
+        if depth == 0:
+            _refuse_outside(data, position, text, path)
+            if token.startswith(b"<?"):
+                _refuse_outside(data, match.start(), b"?", path)
+            if token.startswith(b"</"):
+                break
+        elements.append(stray.sub(b"&amp;", text) if depth else b"\n" * text.count(b"\n"))
+        if token.startswith(b"<!--") or (token.startswith(b"<!") and
+                                         not token.startswith(b"<![CDATA[")):
+            elements.append(b"\n" * token.count(b"\n"))
+        elif token.startswith(b"</"):
+            elements.append(token)
+            depth -= 1
+        elif token[1:2] not in b"!?":
+            elements.append(_start_tag(token, stray))
+            depth += not token.endswith(b"/>")
+        else:
+            elements.append(token)
+        position = match.end()
+    else:
+        if depth == 0:
+            _refuse_outside(data, position, data[position:], path)
+        elements.append(data[position:])
+    if not any(piece.strip() for piece in elements):
+        return
+    lines = b"\n" * data.count(b"\n", 0, start)  # the fragment starts on the root's last line
+    try:
+        parse(lines + b"<tail>" + b"".join(elements) + b"</tail>", None, huge_tree=True)
+    except etree.XMLSyntaxError as error:
+        unclosed = re.match(r"Opening and ending tag mismatch: (\S+) line (\d+) and tail,", error.msg)
+        if unclosed is not None:  # the end of the file came first (the wrapper's end tag)
+            raise ParseError(f"not well-formed XML (<{unclosed.group(1)}> after the root "
+                             f"element is not closed)", path, int(unclosed.group(2))) from None
+        raise ParseError(f"not well-formed XML ({error.msg})", path, error.lineno or 0) from None
+
+
+def _refuse_outside(data: bytes, offset: int, text: bytes, path: str) -> None:
+    """ParseError at the first non-blank byte of ``text`` (at ``offset`` in ``data``),
+    found after the root element and outside any element; nothing for blank text."""
+    stripped = text.lstrip()
+    if not stripped:
+        return
+    offset += len(text) - len(stripped)
+    what = "a processing instruction" if stripped.startswith(b"?") else "text"
+    raise ParseError(f"not well-formed XML ({what} after the root element)", path,
+                     data.count(b"\n", 0, offset) + 1)
 
 
 _UNDECLARED_PREFIX = re.compile(r"Namespace prefix (\S+) (?:on|for) ")

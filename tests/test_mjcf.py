@@ -505,8 +505,9 @@ INVALID = {
     "joint directly in replicate": (BODY.format('<geom size="1"/><replicate count="2">'
                                                 '<joint/></replicate>'), 4, "joint",
                                     "direct children of <replicate>", True),
-    "attach": (BODY.format('<joint/><geom size="1"/><attach model="m" prefix="p"/>'), 4,
-               "attach", "not supported", True),
+    "attach of an unknown model": (BODY.format('<joint/><geom size="1"/><attach model="m" '
+                                               'prefix="p"/>'), 4, "attach",
+                                   'could not find model "m"', True),
     # MuJoCo's schema (parsers/mjcf/schema.py)
     "unknown attribute": (BODY.format('<joint/><geom size="1" mas="5"/>'), 4, "geom",
                           'unrecognized attribute "mas" (MuJoCo\'s schema has no such attribute '

@@ -17,7 +17,10 @@ welded to the world, mocap bodies, body fuse and gravcomp, world geoms and plane
 actuator (gear) and single-joint tendon armature, with tendons and actuators on joints
 inside ``<replicate>`` (MuJoCo copies them), unnamed and repeated names, unknown or missing
 targets; ``<option gravity density viscosity>`` and ``<flag gravity>``. Now and then it
-writes an invalid model on purpose (zero axes, a hinge after a ball, negative masses, ...).
+writes an invalid model on purpose (zero axes, a hinge after a ball, negative masses, ...),
+and XML that tinyxml2 reads and libxml2 refuses (``xml_leniency``: ``--`` in a comment,
+attributes with no space between them, "&" and "<" in a name, a NUL byte, elements or an
+end tag after the root; text after the root, which MuJoCo refuses too).
 
 * MuJoCo refuses a model: treedyn must raise ParseError too.
 * MuJoCo compiles it: treedyn must give MuJoCo's model, as test_mjcf.compare_with_mujoco
@@ -36,6 +39,7 @@ tests/test_mjcf_fuzz.py`` (``FUZZ_SEED`` switches to random generation with that
 from __future__ import annotations
 
 import os
+import re
 import tempfile
 
 import numpy as np
@@ -649,7 +653,33 @@ class Generator:
 
 @st.composite
 def mjcf_documents(draw) -> str:
-    return Generator(draw).document()
+    text = Generator(draw).document()
+    if draw(st.integers(0, 5)) == 0:
+        text = xml_leniency(draw, text)
+    return text
+
+
+# XML tinyxml2 (MuJoCo's reader) reads and libxml2 refuses, and text after the root, which
+# both refuse
+AFTER_ROOT = ("\0 <not xml & <<", '<extra x="1"><y/></extra>', "</mujoco> & < anything",
+              "<!-- a -- b --->", "text after the root")
+
+
+def xml_leniency(draw, text: str) -> str:
+    """``text`` with one or more of: a comment holding ``--``, attributes with no space
+    between them, "&" and "<" in the model's name, nodes after the root element."""
+    kinds = draw(st.lists(st.sampled_from(("comment", "unspaced", "name", "after")),
+                          min_size=1, max_size=4, unique=True))
+    if "unspaced" in kinds:
+        text = re.sub(r'" (?=[a-z]+=)', '"', text, count=draw(st.integers(1, 40)))
+    if "name" in kinds:
+        text = text.replace('model="fuzz"', 'model="f&u<z z&amp;"', 1)
+    if "comment" in kinds:
+        cut = draw(st.sampled_from([m.end() for m in re.finditer(r"/>", text)] or [0]))
+        text = text[:cut] + "<!-- tinyxml2 -- reads this ---->" + text[cut:]
+    if "after" in kinds:
+        text += "\n" + draw(st.sampled_from(AFTER_ROOT)) + "\n"
+    return text
 
 
 # -- the test ------------------------------------------------------------------------------

@@ -48,9 +48,11 @@ URDFS = [p for p in sorted(glob.glob(os.path.join(ROOT, "**", "*.urdf"), recursi
 class Mapping:
     """Index maps between treedyn's and Pinocchio's coordinates, built from joint names."""
 
-    def __init__(self, model, pinmodel):
+    def __init__(self, model, pinmodel, joints=None):
+        """``joints``: Pinocchio's joint id of each of ours, where names do not say it."""
         self.model, self.pinmodel = model, pinmodel
-        self.joint = [pinmodel.getJointId(name) for name in model.joint_names]
+        self.joint = (list(joints) if joints is not None else
+                      [pinmodel.getJointId(name) for name in model.joint_names])
         assert all(j < pinmodel.njoints for j in self.joint), "joint missing in Pinocchio"
         self.v_index = np.concatenate([
             np.arange(pinmodel.idx_vs[j], pinmodel.idx_vs[j] + pinmodel.nvs[j]) for j in self.joint

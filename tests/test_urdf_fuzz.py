@@ -19,10 +19,13 @@ says how it treats: urdfdom refuses a revolute or prismatic joint without ``<lim
 a ``<limit>`` without effort or velocity, which the parser reads with a note, as are an
 empty ``<dynamics>``, a ``<safety_controller>`` without k_velocity and a number urdfdom
 cannot read in a joint's elements; the parser refuses a zero axis (or one whose length
-overflows), an ``<inertial>`` without ``<mass>``, ``<inertia>`` or one of its attributes,
-and a ``<mimic>`` without ``joint``; an inertial number urdfdom cannot read (whitespace
-after it) is read as urdfdom reads it, with a note, and the dynamics must stay
-Pinocchio's. A document Pinocchio refuses for a reason no mutation made passes if we
+overflows), an ``<inertia>`` without one of its attributes, and a ``<mimic>`` without
+``joint``; an inertial number urdfdom cannot read (whitespace after it) and an
+``<inertial>`` without ``<mass>`` or ``<inertia>`` are read as Pinocchio reads them, with
+a note, and the dynamics must stay Pinocchio's. XML that tinyxml2 reads and libxml2
+refuses (``XML_MUTATIONS``: ``--`` in a comment, attributes with no space between them,
+``<`` and a bare ``&`` in names, a NUL byte or whole elements after the root) must give
+Pinocchio's model; what tinyxml2 refuses after the root (text) must stay refused. A document Pinocchio refuses for a reason no mutation made passes if we
 refuse it or note it, and fails otherwise: a file ROS and Pinocchio cannot load must not
 pass dyn silently.
 
@@ -37,8 +40,9 @@ Kept out of the generator:
 * planar axes other than +z (README, "Planar joints": Pinocchio ignores the axis, treedyn
   takes it as the plane normal; ``0 0 -1`` too differs);
 * ``<robot version>`` (test_urdf_parser checks each spelling against Pinocchio);
-* joints named ``universe`` or ``root_joint``, Pinocchio's own names (the mapping by name
-  is ambiguous; with the free-flyer, two joints named ``root_joint`` are a ModelError);
+* joints named ``universe``, Pinocchio's own name for its world (a joint named
+  ``root_joint`` is generated: with the free-flyer dyn names its root ``root_joint_``
+  then, and Pinocchio is built with that ``root_joint_name``);
 * axes shorter than ~1e-154 (Pinocchio keeps the axis as Eigen normalises it, no longer of
   unit length when its squared norm is subnormal; our engine renormalises it);
 * literal tabs and line breaks in joint names: a disagreement the fuzzer found, not
@@ -136,7 +140,7 @@ _PLAIN = st.text(st.sampled_from(NAME_CHARS), min_size=1, max_size=5)
 NAMES = st.one_of(_PLAIN, _PLAIN, _PLAIN, st.text(st.sampled_from(NAME_CHARS + ODD_CHARS),
                                                   min_size=1, max_size=5),
                   st.sampled_from(("base_link", "world", "a", "A", "_", "0", "Z", "universe")))
-JOINT_NAMES = NAMES.filter(lambda name: name not in ("universe", "root_joint"))
+JOINT_NAMES = st.one_of(NAMES, st.just("root_joint")).filter(lambda name: name != "universe")
 
 
 def attr(value: str) -> str:
@@ -154,10 +158,18 @@ MUTATIONS = {
     "no_limit": "refused", "no_effort": "refused", "no_velocity": "refused",
     "empty_dynamics": "refused", "safety_without_k_velocity": "refused",
     "unreadable_joint_number": "refused",
-    "zero_axis": "error", "huge_axis": "error", "mimic_without_joint": "error", "no_mass": "error",
-    "no_inertia": "error", "no_inertia_attribute": "error",
+    "zero_axis": "error", "huge_axis": "error", "mimic_without_joint": "error",
+    "no_inertia_attribute": "error",
     "unreadable_number": "zeroed",  # Pinocchio loads it, our numbers must be its numbers
+    "no_mass": "noted", "no_inertia": "noted",  # read as Pinocchio reads them, with a note
 }
+# XML tinyxml2 reads and libxml2 refuses -> "same": Pinocchio's model; "xml_error": both refuse
+XML_MUTATIONS = {
+    "double_hyphen_comment": "same", "unspaced_attributes": "same", "bare_names": "same",
+    "nul_after_root": "same", "elements_after_root": "same", "end_tag_after_root": "same",
+    "text_after_root": "xml_error",
+}
+NOTED = "urdfdom logs an error"
 INERTIA_KEYS = ("ixx", "ixy", "ixz", "iyy", "iyz", "izz")
 
 
@@ -325,6 +337,28 @@ def mutate(draw, mutation: str, links: list[str], joints: list[list]) -> None:
         links[i] = links[i][:start] + inertial + links[i][end:]
 
 
+def mutate_xml(draw, mutation: str, text: str) -> str:
+    """``text`` rewritten as ``mutation`` (one of XML_MUTATIONS) says."""
+    head, end, tail = text.rpartition("</robot>")
+    if mutation == "double_hyphen_comment":  # tinyxml2 reads a comment to the first -->
+        cuts = [m.end() for m in re.finditer(r"/>|</\w+>", head)]
+        cut = draw(st.sampled_from(cuts))
+        return head[:cut] + draw(st.sampled_from(("<!-- a -- b -->", "<!-- x --->", "<!---->",
+                                                  "<!-- <!-- -- -->"))) + head[cut:] + end + tail
+    if mutation == "unspaced_attributes":
+        spaces = [m.start() for m in re.finditer(r'"( +)[\w:]+=', head)]
+        assume(spaces)
+        chosen = set(draw(st.lists(st.sampled_from(spaces), min_size=1, unique=True)))
+        return re.sub(r'"( +)(?=[\w:]+=)', lambda m: '"' if m.start() in chosen else m.group(),
+                      head) + end + tail
+    if mutation == "bare_names":  # "<" and an "&" that starts no reference, unescaped
+        assume("&lt;" in head or "&amp;" in head)
+        return re.sub(r"&amp;(?![#\w]+;)", "&", head.replace("&lt;", "<")) + end + tail
+    after = {"nul_after_root": "\0<not xml & <<", "elements_after_root": '<a x="1"/>\n<b><c/></b>',
+             "end_tag_after_root": "</robot>\nanything & <", "text_after_root": "some text"}
+    return head + end + "\n" + after[mutation] + tail
+
+
 SIZES = st.one_of(st.integers(1, 9), st.integers(1, 9), st.integers(10, 18))
 
 
@@ -379,8 +413,8 @@ def documents(draw, allow_mutation: bool = True, sizes=None, mutation: str | Non
         joints.append([joint, kind, parts])
 
     if mutation is None and allow_mutation and joints and draw(st.integers(0, 7)) == 0:
-        mutation = draw(st.sampled_from(sorted(MUTATIONS)))
-    if mutation is not None:
+        mutation = draw(st.sampled_from(sorted(MUTATIONS) + sorted(XML_MUTATIONS)))
+    if mutation is not None and mutation not in XML_MUTATIONS:
         assume(joints)
         mutate(draw, mutation, links, joints)
     elements = links + [f"<joint name={attr(name)} type=\"{kind}\">{''.join(parts)}</joint>"
@@ -395,17 +429,19 @@ def documents(draw, allow_mutation: bool = True, sizes=None, mutation: str | Non
     if draw(st.integers(0, 9)) == 0:
         robot += ' xmlns="http://www.ros.org"'  # urdfdom has no namespaces
     text = head + robot + ">\n  " + "\n  ".join(elements) + "\n</robot>\n"
+    if mutation in XML_MUTATIONS:
+        text = mutate_xml(draw, mutation, text)
     return text, mutation
 
 
 # -- the comparison -------------------------------------------------------------------
 
 
-def load_pinocchio(text: str, free_flyer: bool):
-    """Pinocchio's model, or the exception it raised."""
+def load_pinocchio(text: str, free_flyer: bool, root: str = "root_joint"):
+    """Pinocchio's model, or the exception it raised; ``root`` names its free-flyer."""
     try:
         if free_flyer:
-            return pin.buildModelFromXML(text, pin.JointModelFreeFlyer())
+            return pin.buildModelFromXML(text, pin.JointModelFreeFlyer(), root)
         return pin.buildModelFromXML(text)
     except (RuntimeError, ValueError) as error:
         return error
@@ -428,16 +464,29 @@ def refusal_notes(notes) -> list[str]:
 
 def compare(text: str, mutation: str | None, free_flyer: bool, seed: int) -> None:
     """Assert treedyn agrees with Pinocchio on ``text`` (see the module docstring)."""
-    reference = load_pinocchio(text, free_flyer)
     ours, notes = load_ours(text, free_flyer)
-    expected = MUTATIONS.get(mutation)
+    root = "root_joint"
+    if free_flyer and not isinstance(ours, Exception):
+        root = ours.joint_names[0]  # root_joint_ beside a moving joint named root_joint
+        assert (root == "root_joint") == ("root_joint" not in ours.joint_names[1:]), root
+    reference = load_pinocchio(text, free_flyer, root)
+    expected = MUTATIONS.get(mutation, XML_MUTATIONS.get(mutation))
+    if expected == "same":  # XML tinyxml2 reads: Pinocchio's model, nothing noted for it
+        assert not isinstance(reference, Exception), reference
+        assert not isinstance(ours, Exception), ours
+    if expected == "noted":
+        assert not isinstance(reference, Exception), reference
+        assert not isinstance(ours, Exception), ours
+        assert [n for n in notes if NOTED in n], notes
     if expected == "refused":  # urdfdom refuses the joint: we read it with a note
         assert isinstance(reference, Exception), "Pinocchio loads what urdfdom should refuse"
         assert not isinstance(ours, Exception), ours
         assert refusal_notes(notes), notes
         return
-    if expected == "error":
+    if expected in ("error", "xml_error"):
         assert isinstance(ours, ParseError), f"{mutation}: no ParseError"
+        if expected == "xml_error":
+            assert isinstance(reference, Exception), "Pinocchio loads text after the root"
         return
     if expected == "zeroed":
         assert not isinstance(reference, Exception), reference
@@ -454,13 +503,16 @@ def compare(text: str, mutation: str | None, free_flyer: bool, seed: int) -> Non
     compare_models(model, pinmodel, seed)
 
 
-def compare_models(model, pinmodel, seed: int) -> None:
+def compare_models(model, pinmodel, seed: int, joints=None) -> None:
+    """``joints``: Pinocchio's joint id of each of ours, when the names differ (a free-flyer
+    renamed beside a moving joint named ``root_joint``); else the names must be equal."""
     data = pinmodel.createData()
-    assert list(model.joint_names) == list(pinmodel.names)[1:]
+    if joints is None:
+        assert list(model.joint_names) == list(pinmodel.names)[1:]
     assert model.nv == pinmodel.nv
     extra_q = sum(kind in ("continuous", "planar") for kind in model.joint_types)
     assert model.nq + extra_q == pinmodel.nq
-    mapping = Mapping(model, pinmodel)
+    mapping = Mapping(model, pinmodel, joints)
     assert [pinmodel.nvs[j] for j in mapping.joint] == list(model.nv_joint)
     masses = [inertia.mass for inertia in pinmodel.inertias]
     assert model.total_mass == pytest.approx(sum(masses[1:]), rel=1e-12, abs=1e-12)
@@ -506,7 +558,7 @@ def test_matches_pinocchio(free_flyer, document, seed):
     compare(text, mutation, free_flyer=free_flyer, seed=seed)
 
 
-@pytest.mark.parametrize("mutation", sorted(MUTATIONS))
+@pytest.mark.parametrize("mutation", sorted(MUTATIONS) + sorted(XML_MUTATIONS))
 @settings(FUZZ_SETTINGS, max_examples=max(FUZZ // 10, 4))
 @given(data=st.data())
 def test_broken_documents_as_promised(mutation, data):

@@ -83,11 +83,14 @@ class Layout:
         sizes, starts = ((model.nq_joint, model.idx_q) if kind == "q"
                          else (model.nv_joint, model.idx_v))
         said = f"'{naming.shown(naming.typed(name))}'"  # as messages show (and users type) it
-        joint, _, part = name.rpartition(".")
-        if name in joint_of and joint in joint_of:
-            raise UsageError(f"{where}: {said} is both a joint and an entry of joint "
-                             f"'{naming.shown(joint)}'; write '{naming.shown(name)}.<entry>' or "
-                             f"'{naming.shown(joint)}:<k>'")
+        for separator in ".:":  # root_joint.x, root_joint:0 name entries of root_joint
+            joint, _, part = name.rpartition(separator)
+            if name in joint_of and joint in joint_of and (separator == "." or part.isdigit()):
+                joint_said = naming.shown(joint)
+                other = f"'{joint_said}:<k>'" if separator == "." else f"'{joint_said}.<entry>'"
+                raise UsageError(f"{where}: {said} is both a joint and an entry of joint "
+                                 f"'{joint_said}'; write '{naming.shown(name)}.<entry>' or "
+                                 + other)
         if name in joint_of:
             j = joint_of[name]
             if sizes[j] != 1:

@@ -25,7 +25,7 @@ def parse_mjcf(path: str) -> TreeDescription:
     try:
         document = Document(path)
         schema.check(document.root)
-        description = Builder(document.root, path).build()
+        description = Builder(document.root, path, document.compilers).build()
         meshes = dict.fromkeys(os.path.realpath(f) for f in description.files)  # in order
         return dataclasses.replace(description, files=(*document.included, *meshes))
     finally:

@@ -17,7 +17,7 @@ from .inertia import Inertias
 from .names import Names
 from .sections import Sections
 from .tree import Tree
-from .types import IDENTITY_POSE, WORLD, BodyBuild, Node
+from .types import IDENTITY_POSE, WORLD, BodyBuild, Compiler, Node
 
 SECTION_ORDER = ("compiler", "option", "size", "visual", "statistic", "default", "extension",
                  "custom", "asset", "contact", "deformable", "equality", "tendon", "actuator",
@@ -38,6 +38,7 @@ class Builder(Sections, Tree, Names, Armature, Inertias, Assembly):
             sections[node.tag].append(node)
         for node in sections["compiler"]:
             self.compiler.read(node)
+        self._attached_compilers()
         for node in sections["option"]:
             self._option(node)
         for tag in ("size", "visual", "statistic", "extension", "custom"):
@@ -74,3 +75,23 @@ class Builder(Sections, Tree, Names, Armature, Inertias, Assembly):
         self._check_moving_bodies()
         self._scale_total_mass()
         return self._description()
+
+    def _attached_compilers(self) -> None:
+        """Each attached model's compiler, for the elements of its files. MuJoCo reads an
+        attached model's angles, Euler sequence and limits by its own settings (and its
+        meshdir, which the document applied); the settings dyn keeps for the whole model
+        must be the scene's."""
+        for files, nodes, asset in self.attached:
+            compiler = Compiler(meshdir=self.compiler.meshdir)
+            for node in nodes:
+                compiler.read(node)
+            for key in ("inertiafromgeom", "inertiagrouprange", "boundmass", "boundinertia",
+                        "balanceinertia", "settotalmass", "alignfree", "fusestatic", "fitaabb",
+                        "discardvisual"):
+                if getattr(compiler, key) != getattr(self.compiler, key):
+                    node = next((n for n in nodes if n.get(key) is not None), asset)
+                    raise node.error(f"an attached model's {key} that differs from the "
+                                     f"scene's is not supported (dyn reads {key} for the "
+                                     f"whole model)")
+            for file in files:
+                self.file_compilers[file] = compiler

@@ -60,6 +60,10 @@ class Defaults:
         return self.classes["main"]
 
     def read_top(self, node: Node) -> None:
+        if node.root_class:  # an attached model's defaults: a root class of their own
+            target = self.classes.setdefault(node.root_class, DefaultClass(node.root_class))
+            self._read(node, target)
+            return
         name = node.get("class")
         if name is not None and name != "main":
             raise node.error('the top-level default class is "main" and cannot be renamed')

@@ -15,26 +15,38 @@ from treedyn.engine.description import SourceRef
 
 from ..errors import ParseError
 from ..files import MODEL_BYTES, read_bounded
-from ..xml_text import parse as parse_xml
-from ..xml_text import without_declaration
+from ..xml_text import DEPTH_PROBLEM, MAX_DEPTH, read_xml
+from .attach import compose
 from .types import Node
 
-MAX_DEPTH = 500  # levels of nested elements in one file, its root being 1: MuJoCo's limit
 MAX_TOTAL_DEPTH = 1000  # levels in the whole document, includes expanded: dyn's own limit
-DEPTH_PROBLEM = f"elements nested more than {MAX_DEPTH} deep (MuJoCo's XML reader refuses such files too)"
 
 
 class Document:
     """The main file with every ``<include>`` replaced by the included elements."""
 
-    def __init__(self, path: str):
+    def __init__(self, path: str, attaching: tuple[str, ...] = ()):
+        """``attaching``: the real paths of the models that attach this one, outermost first."""
         self.model_dir = os.path.dirname(os.path.abspath(path))
         self.included: dict[str, SourceRef] = {}
         main = os.path.realpath(path)
+        self.attaching = attaching + (main,)
         self.included[main] = SourceRef(path, 0, "")
         element = read_file(path, None)
         self.root = self._node(element, path, os.path.dirname(os.path.abspath(path)), [main],
                                1, 1)
+        # per attached model: the files it was read from and its <compiler> nodes
+        self.compilers = compose(self.root, self.model_dir, self._attached)
+
+    def _attached(self, path: str, asset: Node) -> "Document":
+        """The document of a ``<model>`` asset's file; its files count as the scene's."""
+        real = os.path.realpath(path)
+        if real in self.attaching:
+            cycle = " -> ".join(os.path.basename(p) for p in self.attaching + (real,))
+            raise asset.error(f"attach cycle ({cycle})")
+        child = Document(path, self.attaching)
+        self.included.update(child.included)
+        return child
 
     def _node(self, element: etree._Element, file: str, directory: str,
               stack: list[str], depth: int, total: int) -> Node:
@@ -105,23 +117,15 @@ def read_file(path: str, include: Node | None) -> etree._Element:
             raise include.error(f'cannot read included file "{path}" ({error.strerror})') \
                 from None
         raise ParseError(f"cannot read file ({error.strerror})", path) from None
-    # huge_tree: libxml2 refuses documents nested deeper than 256 elements without it, and
-    # a chain of bodies nests one level per body (MuJoCo reads such files); a declaration
-    # libxml2 refuses (version="0.0", a blank line before it) is skipped, as tinyxml2 does
     try:
-        return parse_xml(data, None, huge_tree=True)
-    except etree.XMLSyntaxError as strict:
-        error = strict
-        text, encoding = without_declaration(data, None)
-        if text is not None and text != data:
-            try:
-                return parse_xml(text, encoding, huge_tree=True)
-            except etree.XMLSyntaxError as later:
-                error = later
-        if "Excessive depth" in (error.msg or ""):  # libxml2 stops at 2048 levels even so
-            raise ParseError(DEPTH_PROBLEM, path, error.lineno or 0) from None
-        if include is not None:  # the file and element that asked for it, then where in it
-            raise include.error(f'included file "{path}" is not well-formed XML (its line '
-                                f'{error.lineno or 0}: {error.msg})') from None
-        raise ParseError(f"not well-formed XML ({error.msg})", path, error.lineno or 0) \
-            from None
+        return read_xml(data, path)
+    except ParseError as error:
+        if include is None or error.problem == DEPTH_PROBLEM:
+            raise
+        problem = error.problem.removeprefix("not well-formed XML (").removesuffix(")")
+        if problem == error.problem:  # not an XML error: what is wrong, at its line
+            raise include.error(f'included file "{path}", its line {error.line}: '
+                                f"{problem}") from None
+        # the file and element that asked for it, then where in it
+        raise include.error(f'included file "{path}" is not well-formed XML (its line '
+                            f"{error.line}: {problem})") from None

@@ -39,7 +39,7 @@ PASSIVE_FLAGS = {"stiffness": ("spring",), "damping": ("damper",),
 class BuildState:
     """The sections read so far of one document, and the bodies built from them."""
 
-    def __init__(self, root: Node, path: str):
+    def __init__(self, root: Node, path: str, attached: list | None = None):
         if root.tag != "mujoco":
             raise ParseError(f"root element is <{root.tag}>, expected <mujoco>", path,
                              root.line)
@@ -47,6 +47,10 @@ class BuildState:
         self.path = path
         self.model_dir = os.path.dirname(os.path.abspath(path))
         self.compiler = Compiler()
+        # attached models (<attach>): (their files, their <compiler> nodes), and the compiler
+        # each such file's elements are read with (angle, eulerseq, autolimits are per model)
+        self.attached = attached or []
+        self.file_compilers: dict[str, Compiler] = {}
         self.defaults = Defaults()
         self.gravity = np.array(GRAVITY)
         self.disabled: set[str] = set()  # SWITCHES a <flag ...="disable"> turned off
@@ -65,6 +69,10 @@ class BuildState:
         self.suffix = ""  # name suffix inside <replicate> copies
         self.names = refs.NameRegistry()
         self.compiled_names: dict[str, set[str]] = {}  # tendons and actuators
+
+    def _compiler_of(self, file: str) -> Compiler:
+        """The compiler settings of the model the file ``file`` belongs to."""
+        return self.file_compilers.get(file, self.compiler)
 
     def _default_class(self, node: Node) -> DefaultClass:
         """The default class an element names with ``class``, else ``main``."""
@@ -93,6 +101,7 @@ class BuildState:
         if not given:
             return IDENTITY_QUAT
         key = given[0]
+        compiler = self._compiler_of(attrs.owner.file)
         try:
             if key == "quat":
                 quat = attrs.numbers("quat", 4)
@@ -100,10 +109,9 @@ class BuildState:
                     raise attrs.error("quat", "zero quaternion")
                 return normalized(quat)
             if key == "axisangle":
-                return axisangle_quat(attrs.numbers(key, 4), self.compiler.degree)
+                return axisangle_quat(attrs.numbers(key, 4), compiler.degree)
             if key == "euler":
-                return euler_quat(attrs.numbers(key, 3), self.compiler.eulerseq,
-                                      self.compiler.degree)
+                return euler_quat(attrs.numbers(key, 3), compiler.eulerseq, compiler.degree)
             if key == "xyaxes":
                 return xyaxes_quat(attrs.numbers(key, 6))
             return zaxis_quat(attrs.numbers(key, 3))

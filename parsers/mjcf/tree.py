@@ -116,7 +116,8 @@ class Tree(BuildState):
         template = self.names.open_replicate()
         for i, suffix in enumerate(suffixes):
             self.names.in_template = template and i == 0
-            quat = euler_quat(i * euler, self.compiler.eulerseq, self.compiler.degree)
+            compiler = self._compiler_of(node.file)
+            quat = euler_quat(i * euler, compiler.eulerseq, compiler.degree)
             pose = (pos, quat)
             self.suffix = suffix + outer_suffix
             self._contents(node, body, geo.compose(frame, pose) if frame is not None else pose,
@@ -177,8 +178,8 @@ class Tree(BuildState):
                 raise attrs.error("axis", "axis has zero length") from None
         ref = attrs.number("ref", 0.0)
         joint = JointBuild(node, kind, pos if kind != "free" else np.zeros(3), axis,
-                           ref=math.radians(ref) if kind == "hinge" and self.compiler.degree
-                           else ref,
+                           ref=math.radians(ref) if kind == "hinge" and
+                           self._compiler_of(node.file).degree else ref,
                            armature=attrs.number("armature", 0.0),
                            name=self._register("joint", node))
         if kind != "free":
@@ -190,7 +191,8 @@ class Tree(BuildState):
         low, high = attrs.numbers("range", 2, (0.0, 0.0))
         limited = attrs.keyword("limited", ("false", "true", "auto"), "auto")
         has_range = not (low == 0 and high == 0)
-        if limited == "auto" and not self.compiler.autolimits and has_range:
+        compiler = self._compiler_of(joint.node.file)
+        if limited == "auto" and not compiler.autolimits and has_range:
             raise attrs.error("range", 'a range needs limited="true" or "false" when the '
                                        'compiler has autolimits="false"')
         joint.limited = limited == "true" or (limited == "auto" and low < high)
@@ -202,7 +204,7 @@ class Tree(BuildState):
                 else joint.node.error("a limited joint needs a range")
         if joint.kind == "ball" and low != 0:
             raise attrs.error("range", "range[0] must be 0 for a ball joint")
-        if self.compiler.degree and joint.kind in ("hinge", "ball"):
+        if compiler.degree and joint.kind in ("hinge", "ball"):
             low, high = math.radians(low), math.radians(high)
         joint.range = (low, high)
 

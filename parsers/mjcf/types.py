@@ -48,6 +48,9 @@ class Node:
     element: etree._Element
     file: str
     children: list["Node"] = field(default_factory=list)
+    # a top-level <default> of an attached model: the root class it fills (its "main"
+    # renamed by the attach prefix, which inherits nothing from the scene's "main")
+    root_class: str = ""
 
     @property
     def tag(self) -> str:
