@@ -3,13 +3,15 @@
 
 xacro (2.x, from PyPI) does the expansion: ``xacro:macro``, ``xacro:property``,
 ``xacro:include``, ``xacro:if``, ``$(arg)``, ``${...}`` and the rest mean what they mean to
-ROS, the arguments are xacro's ``name:=value`` mappings. dyn keeps four things to itself
+ROS, the arguments are xacro's ``name:=value`` mappings. dyn keeps these to itself
 while it runs, and gives them back after:
 
 * ``$(find PKG)`` (and ``find()`` in expressions) is :func:`treedyn.parsers.packages.find_package`,
   the one lookup that ``package://`` meshes use too; xacro's own goes through ROS 2's
   ``ament_index_python``, which is not on PyPI. A package not found is an error naming
   it and where it was looked for.
+* ``package://PKG/...`` in an include's filename (which ROS's xacro does not read) is
+  looked up the same way.
 * ``$(env NAME)`` and ``$(optenv NAME default)`` read the ``environment`` the caller passes.
 * Source files are read within the bounds of every model file (:mod:`.files`) and as
   urdfdom reads XML (:mod:`.xml_text`); each element is tagged with where it was written
@@ -30,6 +32,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import errno
 import io
 import os
 import re
@@ -42,7 +45,7 @@ from treedyn.engine.description import SourceRef, TreeDescription
 
 from .errors import ParseError
 from .files import MODEL_BYTES, read_bounded
-from .packages import PackagePaths, find_package, searched
+from .packages import PackagePaths, find_package, resolve_uri, searched
 from .urdf import parse_urdf_string
 from .xml_text import read_xml
 
@@ -166,6 +169,14 @@ class _Expansion:
             if inp is not None:
                 return original(inp, filename)
             name = os.path.join(xacro.root_dir, filename)
+            if "package://" in filename:  # xacro joined it to the includer's folder
+                uri = filename[filename.index("package://"):]
+                path = resolve_uri(uri, self.path, self.packages)
+                if path is None:
+                    xacro.filestack.pop()
+                    raise xacro.XacroException(exc=OSError(errno.ENOENT, self._missing(uri)))
+                filename = name = str(path)
+                xacro.filestack[-1] = filename  # the folder of includes relative to it
             try:
                 data = read_bounded(name, MODEL_BYTES)
             except OSError as error:
@@ -206,6 +217,16 @@ class _Expansion:
                 if keep:
                     self.current = saved
         return run
+
+    def _missing(self, uri: str) -> str:
+        """Why an include's ``package://`` URI names no file (ROS's xacro reads no such
+        URI; dyn looks it up as it looks up meshes)."""
+        package = uri[len("package://"):].partition("/")[0]
+        folder = find_package(package, self.path, self.packages) if package else None
+        if package and folder is None:
+            return (f"package '{package}' of {uri} not found "
+                    f"({searched(package, self.path, self.packages)})")
+        return f"cannot read file {uri} (no such file{f' in {folder}' if folder else ''})"
 
     def _find(self, package: str) -> str:
         folder = find_package(package, self.path, self.packages)

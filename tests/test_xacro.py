@@ -310,31 +310,33 @@ def gripper_package(folder: Path) -> Path:
     return folder
 
 
-def robot_with_gripper(model: Path) -> Path:
+def robot_with_gripper(model: Path, include: str) -> Path:
     model.parent.mkdir(parents=True, exist_ok=True)
     model.write_text('<robot name="r" xmlns:xacro="http://www.ros.org/wiki/xacro">\n'
-                     '  <xacro:include filename="$(find gripper_description)/urdf/'
-                     'gripper.xacro"/>\n'
+                     f'  <xacro:include filename="{include}"/>\n'
                      '  <link name="base"/>\n  <xacro:gripper parent="base"/>\n</robot>\n')
     return model
 
 
+@pytest.mark.parametrize("include", ["$(find gripper_description)/urdf/gripper.xacro",
+                                     "package://gripper_description/urdf/gripper.xacro"])
 @pytest.mark.parametrize("route", ["ROS_PACKAGE_PATH", "AMENT_PREFIX_PATH", "package.xml"])
-def test_find_and_package_uris_resolve_through_each_route(tmp_path, route):
+def test_find_and_package_uris_resolve_through_each_route(tmp_path, route, include):
     if route == "ROS_PACKAGE_PATH":  # crawled for package.xml: the folder is named otherwise
         gripper_package(tmp_path / "ws" / "src" / "grippers" / "two_finger")
-        model, env = robot_with_gripper(tmp_path / "robot" / "robot.urdf.xacro"), {
+        model, env = robot_with_gripper(tmp_path / "robot" / "robot.urdf.xacro", include), {
             "ROS_PACKAGE_PATH": f"{tmp_path / 'nowhere'}{os.pathsep}{tmp_path / 'ws' / 'src'}"}
     elif route == "AMENT_PREFIX_PATH":
         gripper_package(tmp_path / "install" / "share" / "gripper_description")
-        model, env = robot_with_gripper(tmp_path / "robot" / "robot.urdf.xacro"), {
+        model, env = robot_with_gripper(tmp_path / "robot" / "robot.urdf.xacro", include), {
             "AMENT_PREFIX_PATH": str(tmp_path / "install")}
     else:  # the model lives in the package it finds
         package = gripper_package(tmp_path / "src" / "gripper")
-        model, env = robot_with_gripper(package / "urdf" / "test" / "robot.urdf.xacro"), {}
+        model = robot_with_gripper(package / "urdf" / "test" / "robot.urdf.xacro", include)
+        env = {}
     assert arm_masses_of(model, env=env) == {"gripper": 0.4}
     result = dyn("check-inertia", model, env=env)
     assert result.returncode == 0 and "not found" not in result.stderr, result.stderr
     # without the route, both the include and the mesh are not found
     if env:
-        assert "package 'gripper_description' not found" in one_line_error(dyn("info", model))
+        assert "package 'gripper_description' " in one_line_error(dyn("info", model))
