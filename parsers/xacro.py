@@ -25,8 +25,8 @@ while it runs, and gives them back after:
   line.
 
 Messages xacro writes to stderr (deprecations, unknown attributes) become the
-description's notes; so does an argument given that no ``<xacro:arg>`` declares (xacro
-itself ignores it, most likely a misspelt name).
+description's notes; so does an argument given that no source file names (xacro ignores
+it: most likely a misspelt name).
 """
 from __future__ import annotations
 
@@ -36,6 +36,7 @@ import errno
 import io
 import os
 import re
+import threading
 import xml.dom.minidom
 from collections.abc import Mapping
 
@@ -51,6 +52,8 @@ from .xml_text import read_xml
 
 EXTRA = "reading xacro files needs the optional extra: pip install 'treedyn[ros]'"
 SOURCE = "treedyn-source"  # the attribute holding an element's index in the source table
+WORD = re.compile(rb"[A-Za-z_][A-Za-z0-9_]*")  # a word that could name a xacro argument
+LOCK = threading.Lock()  # xacro's state is its module's: one expansion at a time
 
 
 class Unresolved(LookupError):
@@ -94,7 +97,7 @@ class _Expansion:
         self.environment = dict(options.environment)
         self.sources: list[SourceRef] = []  # SOURCE index -> where the element was written
         self.files: list[str] = []  # every source file read, in order
-        self.declared: set[str] = set()  # names of the <xacro:arg> elements met
+        self.words: set[bytes] = set()  # every name-like word of the sources
         self.current: SourceRef | None = None  # the element being expanded
         self.notes: list[str] = []
 
@@ -106,7 +109,8 @@ class _Expansion:
         except ImportError:
             raise ParseError(EXTRA, self.path) from None
         captured = io.StringIO()
-        with self._hooked(xacro, substitution_args), contextlib.redirect_stderr(captured):
+        with (LOCK, self._hooked(xacro, substitution_args),
+              contextlib.redirect_stderr(captured)):
             try:
                 document = xacro.process_file(self.path, mappings=dict(self.options.arguments))
             except ParseError:
@@ -116,10 +120,11 @@ class _Expansion:
         said = "; ".join(line.strip() for line in captured.getvalue().splitlines() if line.strip())
         if said:
             self.notes.append(f"{self.path}: xacro: {said}")
-        undeclared = [name for name, _ in self.options.arguments if name not in self.declared]
-        if undeclared:
-            self.notes.append(f"{self.path}: no <xacro:arg> declares {', '.join(undeclared)}: "
-                              f"xacro ignores it (misspelt?)")
+        unused = [name for name, _ in self.options.arguments
+                  if name.encode("utf-8") not in self.words]
+        if unused:
+            self.notes.append(f"{self.path}: the xacro files never name the argument "
+                              f"{', '.join(dict.fromkeys(unused))}: xacro ignores it (misspelt?)")
         return document.toprettyxml(indent="  ")
 
     def places(self, text: str) -> dict[int, tuple[str, int]]:
@@ -187,6 +192,7 @@ class _Expansion:
             shown = _shown(filename) if filename != self.path else filename
             root = read_xml(data, shown)
             self.files.append(os.path.realpath(name))
+            self.words.update(WORD.findall(data))
             for element in root.iter(etree.Element):
                 element.set(SOURCE, str(len(self.sources)))
                 self.sources.append(SourceRef(shown, element.sourceline or 0, _label(element)))
@@ -203,8 +209,6 @@ class _Expansion:
             if index and node.tagName.startswith("xacro:"):
                 node.removeAttribute(SOURCE)
                 self.current = self.sources[int(index)]
-                if node.tagName == "xacro:arg" and node.getAttribute("name"):
-                    self.declared.add(node.getAttribute("name"))
             elif index and keep:
                 self.current = self.sources[int(index)]
             try:
