@@ -15,11 +15,11 @@ from ..io.model import load, xacro_arguments
 from ..options import (
     FreeFlyerOpt,
     ModelArg,
-    XacroArgOpt,
-    XacroArgs,
     ReportFormat,
     ReportFormatOpt,
     SeedOpt,
+    XacroArgOpt,
+    XacroArgs,
     epilog,
     examples,
     not_nan,
