@@ -1,4 +1,5 @@
-"""The options the ``dyn`` commands share, defined once: MODEL, --free-flyer, --format and
+"""The options the ``dyn`` commands share, defined once: MODEL and its xacro arguments
+(``name:=value`` after it, ``--xacro-arg``), --free-flyer, --format and
 its choices, the state vectors, --input/--output, and the option callbacks.
 
 Imports typer only: the app reads :func:`examples` from here before any command loads.
@@ -9,7 +10,14 @@ from typing import Annotated, Optional
 import typer
 
 ModelArg = Annotated[str, typer.Argument(
-    metavar="MODEL", show_default=False, help="URDF or MJCF model file.")]
+    metavar="MODEL", show_default=False, help="URDF, MJCF or xacro (.xacro) model file.")]
+XacroArgs = Annotated[Optional[list[str]], typer.Argument(
+    metavar="[NAME:=VALUE]...", show_default=False,
+    help="xacro arguments of a .xacro MODEL, as for the xacro command.")]
+XacroArgOpt = Annotated[Optional[list[str]], typer.Option(
+    "--xacro-arg", metavar="NAME:=VALUE", show_default=False,
+    help="A xacro argument of a .xacro MODEL (repeatable; the same as NAME:=VALUE after "
+    "MODEL). Reading .xacro needs the optional extra: pip install 'treedyn[ros]'.")]
 FreeFlyerOpt = Annotated[bool, typer.Option(
     "--free-flyer", help="URDF: add a floating root joint 'root_joint' (type free, q = "
     "[x, y, z, qx, qy, qz, qw], v = [linear, angular] in the base frame).")]

@@ -8,6 +8,11 @@
 | TREEDYN_PROCESSES | worker processes for text files (1: none) | the CPUs, at most 8 |
 | TREEDYN_PART_BYTES | bytes of text per worker's part | 16 MiB |
 
+The ROS variables are read here too, for the parsers, which read no environment:
+``ROS_PACKAGE_PATH`` and ``AMENT_PREFIX_PATH`` (:func:`package_search`) say where ROS
+packages are (``$(find PKG)``, ``package://``), and the whole environment is what xacro's
+``$(env NAME)`` and ``$(optenv NAME default)`` read (:func:`xacro_environment`).
+
 The first three are checked when dyn starts (:func:`check_environment`); the process
 counts when a command first needs them (:func:`whole`), as a usage error.
 """
@@ -61,3 +66,17 @@ def whole(name: str, default: int) -> int:
     if number < 1:  # -1 or 0 meant something else to whoever set it: say so
         raise UsageError(f"dyn: {name}={value!r} is not a positive whole number")
     return number
+
+
+def package_search() -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """(folders of ROS_PACKAGE_PATH, prefixes of AMENT_PREFIX_PATH), empty entries left out."""
+    return tuple(_path_list("ROS_PACKAGE_PATH")), tuple(_path_list("AMENT_PREFIX_PATH"))
+
+
+def xacro_environment() -> tuple[tuple[str, str], ...]:
+    """The environment as (name, value) pairs: what xacro's $(env) and $(optenv) read."""
+    return tuple(sorted(os.environ.items()))
+
+
+def _path_list(name: str) -> list[str]:
+    return [folder for folder in os.environ.get(name, "").split(os.pathsep) if folder]

@@ -2,7 +2,9 @@
 
 The format of a file is decided by its suffix, then by its root element: ``.urdf`` is
 URDF; ``.xml`` (and ``.mjcf``) is URDF when its root is ``<robot>`` and MJCF when it is
-``<mujoco>``.
+``<mujoco>``; ``.xacro`` (``robot.urdf.xacro``) is xacro, expanded to URDF first
+(:mod:`treedyn.parsers.xacro`, with its arguments and the package search paths the caller
+passes).
 Every problem with the file (missing, unreadable, not XML, invalid model) is a
 :class:`ParseError` naming the file. To add a format, map its root element to a parser in
 ``ROOT_PARSERS`` (and a suffix that alone decides it in ``SUFFIX_ROOTS``).
@@ -20,7 +22,9 @@ from treedyn.engine.model import Model, build_model
 
 from .errors import ParseError
 from .files import MODEL_BYTES, open_bounded, read_bounded
+from .packages import PackagePaths
 from .urdf import parse_urdf, parse_urdf_string
+from .xacro import XacroInput, parse_xacro
 from .xml_text import read_xml
 
 
@@ -43,12 +47,17 @@ ROOT_PARSERS: dict[str, Callable[[str], TreeDescription]] = {
 SUFFIX_ROOTS = {".urdf": "robot", ".xml": "", ".mjcf": ""}  # "": the root element decides
 
 
-def load_description(path: str) -> TreeDescription:
-    """The description of the model file at ``path``, in the format its content shows."""
+def load_description(path: str, xacro: XacroInput = XacroInput(),
+                     packages: PackagePaths = PackagePaths()) -> TreeDescription:
+    """The description of the model file at ``path``, in the format its content shows; a
+    ``.xacro`` file is expanded with ``xacro`` (its arguments, ``$(env)``), its packages
+    looked for in ``packages`` beyond the folders above it."""
     path = str(path)
     if not path.strip():
         raise ParseError(f"no model file given (the path is {path!r})")
     suffix = Path(path).suffix.lower()
+    if suffix == ".xacro":
+        return parse_xacro(path, xacro, packages)
     if suffix not in SUFFIX_ROOTS:
         raise ParseError(_unsupported_suffix(suffix), path)
     implied = SUFFIX_ROOTS[suffix]
@@ -84,13 +93,15 @@ def check_finite(description: TreeDescription) -> TreeDescription:
     return description
 
 
-def load_model(path: str, free_flyer: bool = False) -> Model:
-    """The compact-tree model of a file; ``free_flyer`` floats the URDF root (``root_joint``).
+def load_model(path: str, free_flyer: bool = False, xacro: XacroInput = XacroInput(),
+               packages: PackagePaths = PackagePaths()) -> Model:
+    """The compact-tree model of a file; ``free_flyer`` floats the URDF root (``root_joint``);
+    ``xacro`` and ``packages`` as :func:`load_description` takes them.
 
     MJCF models say themselves which bodies float (``<freejoint>``): ``free_flyer`` is a
     URDF option and a ParseError for them.
     """
-    description = load_description(path)
+    description = load_description(path, xacro, packages)
     if free_flyer and description.format != "urdf":
         raise ParseError("--free-flyer applies to URDF models; an MJCF model floats a body "
                          "with <freejoint>", str(path))
@@ -115,11 +126,9 @@ def _root_tag(path: str) -> tuple[str, int]:
 
 
 def _unsupported_suffix(suffix: str) -> str:
-    expected = ", ".join(SUFFIX_ROOTS)
-    if suffix == ".xacro":
-        return f"xacro files must be expanded first (xacro FILE > robot.urdf); expected {expected}"
+    expected = ", ".join((*SUFFIX_ROOTS, ".xacro"))
     return f"unsupported file type {suffix or '(no suffix)'!r}, expected {expected}"
 
 
-__all__ = ["ParseError", "check_finite", "load_description", "load_model", "parse_mjcf", "parse_urdf",
-           "parse_urdf_string"]
+__all__ = ["PackagePaths", "ParseError", "XacroInput", "check_finite", "load_description",
+           "load_model", "parse_mjcf", "parse_urdf", "parse_urdf_string", "parse_xacro"]

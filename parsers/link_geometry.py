@@ -8,12 +8,10 @@ the link frame. The MJCF parser gives mesh files as resolved paths.
 
 Mesh files
 ----------
-* ``package://PKG/rest`` is looked up in the ancestors of the model's directory: an
-  ancestor named ``PKG``, or one holding a directory ``PKG`` (``package:///rest`` has an
-  empty package and is looked up the same way with ``rest`` alone); then in the
-  directories of ``ROS_PACKAGE_PATH`` (``DIR/PKG``, or ``DIR`` itself when named ``PKG``)
-  and the prefixes of ``AMENT_PREFIX_PATH`` (``PREFIX/share/PKG``), as ROS finds packages
-  (without crawling deeper). ``file://`` and plain paths are absolute or relative to the
+* ``package://PKG/rest`` is looked up as :mod:`treedyn.parsers.packages` finds packages
+  (the folders above the model, then the ``PackagePaths`` the caller passes: those of
+  ``ROS_PACKAGE_PATH`` and ``AMENT_PREFIX_PATH``), the same lookup as xacro's
+  ``$(find PKG)``. ``file://`` and plain paths are absolute or relative to the
   model's directory. Meshes that cannot be found are listed (``LinkGeometry.missing``):
   ``dyn check-inertia`` warns that the geometry checks of those links were skipped.
 * STL (binary and ASCII), Wavefront OBJ (``v`` lines) and COLLADA (.dae: the positions of
@@ -28,7 +26,6 @@ Mesh files
 from __future__ import annotations
 
 import functools
-import os
 from pathlib import Path
 
 import numpy as np
@@ -39,26 +36,29 @@ from treedyn.engine.geometry import LinkGeometry, solid_corners
 from .collada import dae_points
 from .files import MESH_BYTES, read_bounded
 from .meshes import POINT_READERS
+from .packages import PackagePaths, resolve_uri
 
 PRIMITIVES = ("box", "cylinder", "sphere", "capsule", "ellipsoid")
 # mesh file suffix -> its vertices (n, 3), read leniently
 MESH_READERS = {**POINT_READERS, ".dae": dae_points}
 
 
-def link_geometry(description: TreeDescription, model_path: str) -> dict[str, LinkGeometry]:
-    """Usable geometry of every link that has shapes: {link name: LinkGeometry}."""
+def link_geometry(description: TreeDescription, model_path: str,
+                  packages: PackagePaths = PackagePaths()) -> dict[str, LinkGeometry]:
+    """Usable geometry of every link that has shapes: {link name: LinkGeometry};
+    ``packages`` says where ``package://`` meshes are looked for beyond the model's folders."""
     result = {}
     for link in description.links:
         if link.geometry:
             # the MJCF parser resolves mesh files (and refuses missing ones); a mesh name
             # it gives without a file is a form dyn does not read, not a missing file
-            result[link.name] = _usable(link.geometry, model_path,
+            result[link.name] = _usable(link.geometry, model_path, packages,
                                         files_named=description.format == "urdf")
     return result
 
 
-def _usable(shapes: tuple[Shape, ...], model_path: str, files_named: bool = True
-            ) -> LinkGeometry:
+def _usable(shapes: tuple[Shape, ...], model_path: str, packages: PackagePaths,
+            files_named: bool = True) -> LinkGeometry:
     """The collision shapes as solids if all resolve, else the visual ones, else unknown;
     collision shapes under :data:`PLACEHOLDER` across stand aside for visual shapes
     more than ten times their size (a token sphere beside the real mesh)."""
@@ -68,7 +68,7 @@ def _usable(shapes: tuple[Shape, ...], model_path: str, files_named: bool = True
         group = [shape for shape in shapes if shape.role == role]
         if not group:
             continue
-        located = {shape.mesh: resolve_mesh(shape.mesh, model_path) for shape in group
+        located = {shape.mesh: resolve_uri(shape.mesh, model_path, packages) for shape in group
                    if shape.kind not in PRIMITIVES}
         solids, problem = _solids(group, located)
         if files_named:
@@ -124,29 +124,6 @@ def _mesh_box(shape: Shape, low: np.ndarray, high: np.ndarray) -> Shape:
     return Shape("box", corners[1] - corners[0], shape.rotation,
                  shape.translation + shape.rotation @ center, shape.role, shape.mesh,
                  source=shape.source)
-
-
-def resolve_mesh(filename: str, model_path: str) -> Path | None:
-    """The file a URDF mesh ``filename`` names, or None when it cannot be found."""
-    base = Path(model_path).resolve().parent
-    if filename.startswith("package://"):
-        package, _, rest = filename[len("package://"):].partition("/")
-        if not package:
-            package, _, rest = rest.partition("/")
-        ros = [Path(d) for d in os.environ.get("ROS_PACKAGE_PATH", "").split(os.pathsep) if d]
-        ament = [Path(d) / "share" for d in
-                 os.environ.get("AMENT_PREFIX_PATH", "").split(os.pathsep) if d]
-        for folder in (base, *base.parents, *ros, *ament):
-            for candidate in (folder / rest if folder.name == package else None,
-                              folder / package / rest):
-                if candidate is not None and candidate.is_file():
-                    return candidate
-        return None
-    if filename.startswith("file://"):
-        filename = filename[len("file://"):]
-    path = Path(filename)
-    path = path if path.is_absolute() else base / path
-    return path if path.is_file() else None
 
 
 @functools.lru_cache(maxsize=1024)

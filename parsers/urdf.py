@@ -118,9 +118,9 @@ def _parse(robot: etree._Element, path: str) -> TreeDescription:
         markup = _xacro_markup(robot)
         if not markup:
             raise
-        raise ParseError(f"{error.problem} (the file holds unexpanded xacro: {markup}; expand "
-                         f"it first: xacro FILE > robot.urdf)", error.file, error.line,
-                         error.element) from None
+        raise ParseError(f"{error.problem} (the file holds unexpanded xacro: {markup}; name it "
+                         f".xacro for dyn to expand it, or expand it first: xacro FILE > "
+                         f"robot.urdf)", error.file, error.line, error.element) from None
 
 
 def _xacro_markup(robot: etree._Element) -> str:

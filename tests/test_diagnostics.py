@@ -45,7 +45,8 @@ from treedyn.engine.geometry import solid_properties
 from treedyn.engine.reference import articulated_blocks, body_jacobians
 from treedyn.parsers import load_model
 from treedyn.parsers.collada import dae_points
-from treedyn.parsers.link_geometry import link_geometry, mesh_bounds, resolve_mesh
+from treedyn.parsers.link_geometry import link_geometry, mesh_bounds
+from treedyn.parsers.packages import PackagePaths, resolve_uri
 
 ROOT = Path(__file__).resolve().parents[1]
 BROKEN = ROOT / "fixtures" / "broken"
@@ -497,8 +498,8 @@ def test_package_uris_resolve_inside_example_robot_data():
     geometry = link_geometry(description, path)
     assert geometry["forearm_link"].role == "collision" and geometry["forearm_link"].solids
     uri = "package://example-robot-data/robots/ur_description/meshes/ur5/collision/base.stl"
-    assert resolve_mesh(uri, path) is not None and resolve_mesh("package://nowhere/x.stl",
-                                                                path) is None
+    assert resolve_uri(uri, path, PackagePaths()) is not None
+    assert resolve_uri("package://nowhere/x.stl", path, PackagePaths()) is None
 
 
 URDF_BASE_AND_ARM = """<robot name="r">

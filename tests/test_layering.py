@@ -107,6 +107,15 @@ def test_the_engine_imports_neither_parsers_nor_cli_and_reads_no_environment():
             assert not re.search(r"\bos\.environ\b|\bgetenv\b|\bputenv\b", source), name
 
 
+def test_the_parsers_read_no_environment():
+    """ROS_PACKAGE_PATH, AMENT_PREFIX_PATH and what xacro's $(optenv) reads come in as
+    arguments: the command line reads the environment (cli/settings.py)."""
+    for name, path in MODULES.items():
+        if name.startswith("treedyn.parsers"):
+            source = path.read_text(encoding="utf-8")
+            assert not re.search(r"\bos\.environ\b|\bgetenv\b|\bputenv\b", source), name
+
+
 def test_parsers_import_only_the_description_and_geometry_of_the_engine():
     """Rotations are geometry's own leaf module (description needs skew; geometry needs
     description's Shape). The package's ``load_model`` (parse, then build the Model) is the

@@ -589,7 +589,8 @@ def test_an_error_in_unexpanded_xacro_says_to_expand_it(macro, where):
         parse_urdf_string(text, "robot.urdf")
     assert str(caught.value) == (
         'robot.urdf:5: <joint name="j">: child link "left_leg" is not defined (the file holds '
-        f"unexpanded xacro: {where}; expand it first: xacro FILE > robot.urdf)")
+        f"unexpanded xacro: {where}; name it .xacro for dyn to expand it, or expand it "
+        "first: xacro FILE > robot.urdf)")
 
 
 def test_xacro_leftovers_in_a_complete_urdf_are_ignored():
@@ -635,7 +636,6 @@ def test_xml_with_mujoco_root_is_mjcf(tmp_path, name):
     ("broken.xml", "<robot>\n<link>\n</robot>", ":3: not well-formed XML"),
     ("empty.xml", "", ":1: not well-formed XML (Document is empty"),
     ("model.sdf", "<sdf/>", ": unsupported file type '.sdf'"),
-    ("arm.urdf.xacro", "<robot/>", ": xacro files must be expanded first"),
     ("noext", "<robot/>", ": unsupported file type '(no suffix)'"),
 ])
 def test_unsupported_files(tmp_path, name, content, problem):

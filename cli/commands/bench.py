@@ -4,16 +4,26 @@ from typing import Annotated
 
 import typer
 
-from ..io.model import load
+from ..io.model import load, xacro_arguments
 from ..io.source import CHUNK
-from ..options import FreeFlyerOpt, InfoFormatOpt, ModelArg, epilog, examples, finite
+from ..options import (
+    FreeFlyerOpt,
+    InfoFormatOpt,
+    ModelArg,
+    XacroArgOpt,
+    XacroArgs,
+    epilog,
+    examples,
+    finite,
+)
 from ..run.bench import run_bench
 from ..run.budget import refuse_past_memory, state_bytes
 
 
 @epilog(examples("dyn bench fixtures/two_link_arm.urdf",
                  "dyn bench robot.urdf --free-flyer --states 16384"))
-def bench(model: ModelArg, free_flyer: FreeFlyerOpt = False,
+def bench(model: ModelArg, xacro_args: XacroArgs = None, free_flyer: FreeFlyerOpt = False,
+          xacro_arg: XacroArgOpt = None,
           states: Annotated[int, typer.Option(
               "--states", "-n", min=1, help="Batch size of the batched rows.")] = CHUNK,
           seconds: Annotated[float, typer.Option(
@@ -30,6 +40,6 @@ def bench(model: ModelArg, free_flyer: FreeFlyerOpt = False,
     format: states/s reading the inputs, writing the results, and the whole
     'dyn COMMAND --input F --output F' after start-up (--no-files skips these).
     """
-    loaded = load(model, free_flyer)
+    loaded = load(model, free_flyer, xacro=xacro_arguments(xacro_args, xacro_arg))
     refuse_past_memory(states, state_bytes(loaded), "--states")
     run_bench(loaded, states, seconds, fmt.value if fmt is not None else "table", files)

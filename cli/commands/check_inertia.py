@@ -11,12 +11,14 @@ from treedyn.engine.analysis.inertia import CheckOptions
 from treedyn.parsers.link_geometry import link_geometry
 
 from ..console import warn
-from ..io.model import load
+from ..io.model import load, package_paths, xacro_arguments
 from ..options import (
     CheckFormat,
     FreeFlyerOpt,
     ModelArg,
     SeedOpt,
+    XacroArgOpt,
+    XacroArgs,
     epilog,
     examples,
     not_nan,
@@ -29,13 +31,15 @@ CHECK_EXAMPLES = examples(
     "dyn check-inertia robot.urdf",
     "dyn check-inertia robot.urdf --tolerance 0.01 --fix",
     "dyn check-inertia robot.urdf --format github   # annotations for GitHub Actions",
+    "dyn check-inertia robot.urdf.xacro --format github   # annotations in the .xacro files",
     "dyn check-inertia robot.urdf --format json | jq '.findings[] | select(.severity==\"error\")'",
 )
 
 
 @epilog(CHECK_EXAMPLES)
 def check_inertia(
-        model: ModelArg, free_flyer: FreeFlyerOpt = False,
+        model: ModelArg, xacro_args: XacroArgs = None, free_flyer: FreeFlyerOpt = False,
+        xacro_arg: XacroArgOpt = None,
         tolerance: Annotated[float, typer.Option(
             "--tolerance", min=0.0, max=1.0, callback=not_nan,
             help="Relative tolerance: the triangle inequality may be violated by this "
@@ -71,8 +75,8 @@ def check_inertia(
     chains) and, for links merged by fixed joints, the merged body's pseudo-inertia.
     Links keep their own names, file and line. Exit 1 when any error is found.
     """
-    loaded = load(model, free_flyer, diagnose=True)
-    geometry = link_geometry(loaded.description, loaded.source)
+    loaded = load(model, free_flyer, diagnose=True, xacro=xacro_arguments(xacro_args, xacro_arg))
+    geometry = link_geometry(loaded.description, loaded.source, package_paths())
     refuse_past_memory(samples, sample_bytes(loaded), "--samples")
     options = CheckOptions(tolerance=tolerance, fix=fix, samples=samples, seed=seed,
                            min_block_ratio=min_block_ratio,

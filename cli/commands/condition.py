@@ -11,13 +11,15 @@ from treedyn.engine.analysis.conditioning import ConditionOptions, analyze
 from .. import naming
 from ..console import warn
 from ..io.layout import Layout
-from ..io.model import load
+from ..io.model import load, xacro_arguments
 from ..options import (
     FreeFlyerOpt,
     ModelArg,
     ReportFormat,
     ReportFormatOpt,
     SeedOpt,
+    XacroArgOpt,
+    XacroArgs,
     epilog,
     examples,
     not_nan,
@@ -34,7 +36,8 @@ CONDITION_EXAMPLES = examples(
 
 @epilog(CONDITION_EXAMPLES)
 def condition(
-        model: ModelArg, free_flyer: FreeFlyerOpt = False,
+        model: ModelArg, xacro_args: XacroArgs = None, free_flyer: FreeFlyerOpt = False,
+        xacro_arg: XacroArgOpt = None,
         samples: samples_option("Configurations: the neutral one, then random ones within "
                                 "the joint limits.") = 100,
         seed: SeedOpt = 0,
@@ -57,7 +60,7 @@ def condition(
     eigenvalue), ABA's local D-blocks (a joint whose articulated inertia is a tiny
     fraction of lambda_max(M) proves cond(M) >= 1/ratio), and parent/child mass ratios.
     """
-    loaded = load(model, free_flyer)
+    loaded = load(model, free_flyer, xacro=xacro_arguments(xacro_args, xacro_arg))
     refuse_past_memory(samples, sample_bytes(loaded), "--samples")
     options = ConditionOptions(samples=samples, seed=seed, max_cond=max_cond,
                                max_mass_ratio=max_mass_ratio, min_block_ratio=min_block_ratio)

@@ -7,6 +7,7 @@ from typing import Annotated, Optional
 
 import typer
 
+from ..io.model import xacro_arguments
 from ..io.vectors import parse_gravity
 from ..options import (
     AOpt,
@@ -23,6 +24,8 @@ from ..options import (
     SchedulerOpt,
     TauOpt,
     VOpt,
+    XacroArgOpt,
+    XacroArgs,
     epilog,
     examples,
 )
@@ -54,39 +57,41 @@ MASS_EXAMPLES = examples(
 
 
 @epilog(INVERSE_EXAMPLES)
-def inverse(model: ModelArg, q: QOpt = None, v: VOpt = None, a: AOpt = None,
+def inverse(model: ModelArg, xacro_args: XacroArgs = None, q: QOpt = None, v: VOpt = None,
+            a: AOpt = None,
             fext: FextOpt = None, input_file: InputOpt = None,
             output_file: OutputOpt = None, fmt: FormatOpt = None, gravity: GravityOpt = None,
             degrees: DegreesOpt = False,
             free_flyer: FreeFlyerOpt = False, quiet: QuietOpt = False,
-            scheduler: SchedulerOpt = None) -> None:
+            scheduler: SchedulerOpt = None, xacro_arg: XacroArgOpt = None) -> None:
     """Inverse dynamics (RNEA): tau = M(q) a + h(q, v) - sum J^T f_ext.
 
     JSON: {"tau": [nv numbers]} per state (a single state also lists "dofs").
     """
     solve(Request("inverse", model, free_flyer, {"q": q, "v": v, "a": a}, fext,
                   input_file, output_file, fmt and fmt.value, gravity, degrees, quiet=quiet,
-                  scheduler=scheduler))
+                  scheduler=scheduler, xacro=xacro_arguments(xacro_args, xacro_arg)))
 
 
 @epilog(FORWARD_EXAMPLES)
-def forward(model: ModelArg, q: QOpt = None, v: VOpt = None, tau: TauOpt = None,
+def forward(model: ModelArg, xacro_args: XacroArgs = None, q: QOpt = None, v: VOpt = None,
+            tau: TauOpt = None,
             fext: FextOpt = None, input_file: InputOpt = None,
             output_file: OutputOpt = None, fmt: FormatOpt = None, gravity: GravityOpt = None,
             degrees: DegreesOpt = False,
             free_flyer: FreeFlyerOpt = False, quiet: QuietOpt = False,
-            scheduler: SchedulerOpt = None) -> None:
+            scheduler: SchedulerOpt = None, xacro_arg: XacroArgOpt = None) -> None:
     """Forward dynamics (ABA): a = M(q)^-1 (tau - h(q, v) + sum J^T f_ext).
 
     JSON: {"a": [nv numbers]} per state (a single state also lists "dofs").
     """
     solve(Request("forward", model, free_flyer, {"q": q, "v": v, "tau": tau}, fext,
                   input_file, output_file, fmt and fmt.value, gravity, degrees, quiet=quiet,
-                  scheduler=scheduler))
+                  scheduler=scheduler, xacro=xacro_arguments(xacro_args, xacro_arg)))
 
 
 @epilog(MASS_EXAMPLES)
-def mass(model: ModelArg, q: QOpt = None,
+def mass(model: ModelArg, xacro_args: XacroArgs = None, q: QOpt = None,
          sparsity: Annotated[bool, typer.Option(
              "--sparsity", help="Add the structural pattern of M (1 where the tree lets dofs "
              "i and j couple), its nnz, the tree-ordered L^T D L factor (nnz, its row layout "
@@ -101,11 +106,13 @@ def mass(model: ModelArg, q: QOpt = None,
              "--degrees", help="The angles of q in degrees (revolute and continuous joints, "
              "the planar angle), also in --input files; M stays SI.")] = False,
          free_flyer: FreeFlyerOpt = False,
-         quiet: QuietOpt = False, scheduler: SchedulerOpt = None) -> None:
+         quiet: QuietOpt = False, scheduler: SchedulerOpt = None,
+         xacro_arg: XacroArgOpt = None) -> None:
     """The joint-space mass matrix M(q) (CRBA), full and symmetric.
 
     JSON: {"M": [[nv numbers] x nv]} per state (a single state also lists "dofs").
     """
     parse_gravity(gravity)
     solve(Request("mass", model, free_flyer, {"q": q}, None, input_file, output_file,
-                  fmt and fmt.value, None, degrees, sparsity, quiet, scheduler))
+                  fmt and fmt.value, None, degrees, sparsity, quiet, scheduler,
+                  xacro_arguments(xacro_args, xacro_arg)))

@@ -3,20 +3,32 @@
 import json
 import sys
 
-from ..io.model import load
+from ..io.model import load, xacro_arguments
 from ..io.vectors import parse_gravity
-from ..options import Format, FreeFlyerOpt, GravityOpt, InfoFormatOpt, ModelArg, epilog, examples
+from ..options import (
+    Format,
+    FreeFlyerOpt,
+    GravityOpt,
+    InfoFormatOpt,
+    ModelArg,
+    XacroArgOpt,
+    XacroArgs,
+    epilog,
+    examples,
+)
 from ..render.info import info_csv, info_document, info_table
 
 INFO_EXAMPLES = examples(
     "dyn info fixtures/two_link_arm.urdf",
     "dyn info robot.urdf --free-flyer --format json",
+    "dyn info robot.urdf.xacro use_gripper:=true   # xacro: pip install 'treedyn[ros]'",
 )
 
 
 @epilog(INFO_EXAMPLES)
-def info(model: ModelArg, free_flyer: FreeFlyerOpt = False, fmt: InfoFormatOpt = None,
-         gravity: GravityOpt = None) -> None:
+def info(model: ModelArg, xacro_args: XacroArgs = None, free_flyer: FreeFlyerOpt = False,
+         fmt: InfoFormatOpt = None, gravity: GravityOpt = None,
+         xacro_arg: XacroArgOpt = None) -> None:
     """The compact tree: joints in tree order, bodies, total mass, gravity.
 
     Each joint shows its type, parent joint ('world' at a root), where its coordinates
@@ -24,7 +36,7 @@ def info(model: ModelArg, free_flyer: FreeFlyerOpt = False, fmt: InfoFormatOpt =
     table view also draws the tree. Links welded by fixed joints are listed with the body
     they are merged into.
     """
-    loaded = load(model, free_flyer)
+    loaded = load(model, free_flyer, xacro=xacro_arguments(xacro_args, xacro_arg))
     document = info_document(loaded, parse_gravity(gravity))
     if fmt is Format.json:
         print(json.dumps(document))

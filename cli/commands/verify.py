@@ -9,13 +9,15 @@ import typer
 from treedyn.engine.analysis.verify import VerifyOptions
 from treedyn.engine.analysis.verify import verify as run_verify
 
-from ..io.model import load
+from ..io.model import load, xacro_arguments
 from ..options import (
     FreeFlyerOpt,
     ModelArg,
     ReportFormat,
     ReportFormatOpt,
     SeedOpt,
+    XacroArgOpt,
+    XacroArgs,
     epilog,
     examples,
     not_nan,
@@ -32,7 +34,8 @@ VERIFY_EXAMPLES = examples(
 
 @epilog(VERIFY_EXAMPLES)
 def verify(
-        model: ModelArg, free_flyer: FreeFlyerOpt = False,
+        model: ModelArg, xacro_args: XacroArgs = None, free_flyer: FreeFlyerOpt = False,
+        xacro_arg: XacroArgOpt = None,
         samples: samples_option("Random states.") = 8,
         seed: SeedOpt = 0,
         rtol: Annotated[float, typer.Option(
@@ -50,7 +53,7 @@ def verify(
     of v^T (dM/dt) v (dM/dt from CRBA: the one identity that catches an error in the
     Coriolis terms RNEA and ABA share). Exit 1 if any residual exceeds its tolerance.
     """
-    loaded = load(model, free_flyer)
+    loaded = load(model, free_flyer, xacro=xacro_arguments(xacro_args, xacro_arg))
     refuse_past_memory(samples, sample_bytes(loaded, jacobians=True), "--samples")
     options = VerifyOptions(samples=samples, seed=seed, rtol=rtol)
     report = run_verify(loaded, options)

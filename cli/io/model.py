@@ -1,21 +1,34 @@
 """The model a command names: parsed, built, and every problem as one usage error."""
+import re
+from collections.abc import Sequence
+
 from treedyn.engine import Model, ModelError
 from treedyn.engine.batch.threads import configure
-from treedyn.parsers import ParseError, check_finite, load_model
+from treedyn.parsers import PackagePaths, ParseError, XacroInput, check_finite, load_model
 
 from ..console import warn
 from ..errors import UsageError
-from ..settings import count
+from ..settings import count, package_search, xacro_environment
+
+MAPPING = re.compile(r"([A-Za-z_][A-Za-z0-9_]*):=(.*)", re.S)  # xacro's name:=value
 
 
-def load(path: str, free_flyer: bool, diagnose: bool = False) -> Model:
+def load(path: str, free_flyer: bool, diagnose: bool = False,
+         xacro: Sequence[tuple[str, str]] = ()) -> Model:
     """The model at ``path``; any problem with the file becomes one UsageError line, and
     so do numbers that overflow once compiled, unless the command ``diagnose``s them
     (check-inertia reports them as findings). The engine's batching takes TREEDYN_THREADS
-    and TREEDYN_CHUNK here, before a command (or a cluster worker) first runs it."""
+    and TREEDYN_CHUNK here, before a command (or a cluster worker) first runs it. A
+    ``.xacro`` file is expanded with the arguments ``xacro`` (see :func:`xacro_arguments`),
+    the environment, and ROS_PACKAGE_PATH and AMENT_PREFIX_PATH as package search paths."""
     configure_engine()
+    if xacro and not str(path).lower().endswith(".xacro"):
+        given = " ".join(f"{name}:={value}" for name, value in xacro)
+        raise UsageError(f"{path}: xacro arguments ({given}) apply to .xacro models only")
     try:
-        model = load_model(path, free_flyer=free_flyer)
+        model = load_model(path, free_flyer=free_flyer,
+                           xacro=XacroInput(tuple(xacro), xacro_environment()),
+                           packages=package_paths())
         if not diagnose:
             check_finite(model.description)
     except ParseError as error:
@@ -35,3 +48,24 @@ def configure_engine() -> None:
     ones keep the engine's defaults. Every command (and every Dask worker) loads its model
     here first, so every engine call runs with them."""
     configure(threads=count("TREEDYN_THREADS", None), chunk=count("TREEDYN_CHUNK", None))
+
+
+def package_paths() -> PackagePaths:
+    """Where ROS packages are looked for beyond the folders above a model: the folders of
+    ROS_PACKAGE_PATH and the prefixes of AMENT_PREFIX_PATH."""
+    return PackagePaths(*package_search())
+
+
+def xacro_arguments(positional: Sequence[str] | None, options: Sequence[str] | None
+                    ) -> tuple[tuple[str, str], ...]:
+    """The xacro arguments of ``name:=value`` words after the model and ``--xacro-arg``
+    values, in that order (a later one of a name wins, as in xacro); a word that is not
+    ``name:=value`` is a UsageError (it is a stray argument, not a mapping)."""
+    pairs = []
+    for word in [*(positional or ()), *(options or ())]:
+        match = MAPPING.fullmatch(word)
+        if match is None:
+            raise UsageError(f"unexpected argument {word!r}: after the model only xacro "
+                             "arguments NAME:=VALUE are taken")
+        pairs.append((match.group(1), match.group(2)))
+    return tuple(pairs)

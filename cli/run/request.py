@@ -34,6 +34,7 @@ class Request:
     sparsity: bool = False
     quiet: bool = False
     scheduler: Optional[str] = None
+    xacro: tuple = ()  # (name, value) arguments of a .xacro model
 
 
 RESULT_KEY = {"inverse": "tau", "forward": "a", "mass": "M"}

@@ -1,0 +1,138 @@
+"""ROS packages: where ``$(find PKG)`` and ``package://PKG/...`` point, for xacro, its
+includes and mesh files alike.
+
+A package is looked for, first found wins:
+
+1. in the folders above the model (its own folder, then each parent) that hold a
+   ``package.xml`` whose ``<name>`` is PKG -- the package the model is being edited in;
+2. in the folders of ``ROS_PACKAGE_PATH``, as ``rospack`` finds them: a folder whose
+   ``package.xml`` names PKG, the folder itself or any below it (a package's own
+   subfolders, hidden folders and those holding a ``CATKIN_IGNORE`` are not searched;
+   :data:`CRAWL_DEPTH` levels at most);
+3. in the prefixes of ``AMENT_PREFIX_PATH``, as ament does: ``PREFIX/share/PKG``;
+4. for a tree without ``package.xml`` files (a description copied out of its package), a
+   folder above the model named PKG or holding a folder PKG, and a folder of
+   ``ROS_PACKAGE_PATH`` named PKG or holding a folder PKG.
+
+The search paths are arguments (:class:`PackagePaths`): the command line reads the
+environment, the parsers never do.
+"""
+from __future__ import annotations
+
+import functools
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+from lxml import etree
+
+from .files import read_bounded
+
+MANIFEST_BYTES = 1 << 20  # a package.xml
+CRAWL_DEPTH = 4  # folder levels below a ROS_PACKAGE_PATH entry searched for package.xml
+
+
+@dataclass(frozen=True)
+class PackagePaths:
+    """Where packages are looked for beyond the folders above the model: the folders of
+    ``ROS_PACKAGE_PATH`` (``ros``) and the install prefixes of ``AMENT_PREFIX_PATH``
+    (``ament``), in order."""
+
+    ros: tuple[str, ...] = ()
+    ament: tuple[str, ...] = ()
+
+
+def find_package(name: str, model_path: str, paths: PackagePaths) -> Path | None:
+    """The folder of package ``name`` for the model at ``model_path``, or None."""
+    base = Path(model_path).resolve().parent
+    ancestors = (base, *base.parents)
+    for folder in ancestors:
+        if package_name(str(folder)) == name:
+            return folder
+    for root in paths.ros:
+        found = _crawl(str(Path(root).resolve())).get(name)
+        if found is not None:
+            return Path(found)
+    for prefix in paths.ament:
+        share = Path(prefix) / "share" / name
+        if share.is_dir():
+            return share
+    for folder in ancestors:
+        if folder.name == name:
+            return folder
+        if (folder / name).is_dir():
+            return folder / name
+    for root in map(Path, paths.ros):
+        if root.name == name and root.is_dir():
+            return root
+        if (root / name).is_dir():
+            return root / name
+    return None
+
+
+def searched(name: str, model_path: str, paths: PackagePaths) -> str:
+    """Where :func:`find_package` looked for ``name``, in one phrase for an error."""
+    base = Path(model_path).resolve().parent
+    ros = os.pathsep.join(paths.ros) or "unset"
+    ament = os.pathsep.join(paths.ament) or "unset"
+    return (f"looked above {base} for a package.xml naming it or a folder '{name}', in "
+            f"ROS_PACKAGE_PATH ({ros}) and in AMENT_PREFIX_PATH/share ({ament})")
+
+
+def resolve_uri(uri: str, model_path: str, paths: PackagePaths) -> Path | None:
+    """The file a ``package://PKG/rest``, ``file://path`` or plain ``path`` names (plain
+    paths relative to the model's folder), or None when it is not an existing file.
+    ``package:///rest`` names no package: ``rest`` is looked for above the model."""
+    base = Path(model_path).resolve().parent
+    if uri.startswith("package://"):
+        package, _, rest = uri[len("package://"):].partition("/")
+        if not package:
+            candidates = [folder / rest for folder in (base, *base.parents)]
+        else:
+            root = find_package(package, model_path, paths)
+            candidates = [] if root is None else [root / rest]
+        return next((path for path in candidates if path.is_file()), None)
+    if uri.startswith("file://"):
+        uri = uri[len("file://"):]
+    path = Path(uri)
+    path = path if path.is_absolute() else base / path
+    return path if path.is_file() else None
+
+
+@functools.lru_cache(maxsize=4096)
+def package_name(folder: str) -> str | None:
+    """The ``<name>`` of the ``package.xml`` in ``folder``, or None (none, unreadable)."""
+    manifest = os.path.join(folder, "package.xml")
+    if not os.path.isfile(manifest):
+        return None
+    try:
+        root = etree.fromstring(read_bounded(manifest, MANIFEST_BYTES),
+                                etree.XMLParser(resolve_entities=False, no_network=True))
+    except (OSError, etree.XMLSyntaxError, ValueError):
+        return None
+    name = root.find("name")
+    return None if name is None or not (name.text or "").strip() else name.text.strip()
+
+
+@functools.lru_cache(maxsize=64)
+def _crawl(root: str) -> dict[str, str]:
+    """{package name: folder} of the packages in ``root`` and below, as rospack crawls."""
+    found: dict[str, str] = {}
+    level = [root]
+    for _depth in range(CRAWL_DEPTH + 1):
+        below = []
+        for folder in level:
+            name = package_name(folder)
+            if name is not None:
+                found.setdefault(name, folder)
+                continue  # a package's subfolders hold no other package
+            try:
+                entries = sorted(os.scandir(folder), key=lambda entry: entry.name)
+            except OSError:
+                continue
+            if any(entry.name == "CATKIN_IGNORE" for entry in entries):
+                continue
+            below += [entry.path for entry in entries
+                      if not entry.name.startswith(".") and entry.is_dir()]
+        level = below
+    return found
