@@ -28,7 +28,9 @@ The semantics are Pinocchio's (``pin.buildModelFromUrdf``, which reads URDF with
   ``has_inertial=False``. Mass, inertia and their attributes are required inside
   ``<inertial>`` (as in urdfdom); a negative mass is left to the diagnostics.
 * ``<mimic joint multiplier offset>`` is recorded; the joint stays independent, like
-  Pinocchio's default.
+  Pinocchio's default (``load_model(..., mimic=True)`` enforces it, see
+  :mod:`treedyn.engine.coupling`). urdfdom and Pinocchio's default load a mimic of the
+  joint itself or of a joint the file does not have; ``notes`` gets a line for each.
 * Joint order: urdfdom keeps the joints in a map keyed by name, so Pinocchio visits the
   children of a link in byte-wise order of their joint names. ``joints`` is listed
   depth-first from the root in that order, which ``build_model`` reproduces.
@@ -157,6 +159,7 @@ def _parse_robot(robot: etree._Element, path: str) -> TreeDescription:
             elements[joint.name] = element
         else:
             ignored[_tag_name(element)] += 1
+    _mimic_notes(joints, notes)
     robot_source = SourceRef(path, _line(robot), f'robot name="{name}"')
     root, order = _tree(links, list(joints.values()), elements, robot_source)
     return TreeDescription(
@@ -407,7 +410,22 @@ def _mimic(element: etree._Element | None, owner: SourceRef) -> Mimic | None:
     if not joint:
         raise _error(element, owner, "<mimic> has no joint attribute")
     return Mimic(joint, _number(element, "multiplier", 1.0, owner),
-                 _number(element, "offset", 0.0, owner))
+                 _number(element, "offset", 0.0, owner),
+                 SourceRef(owner.file, _line(element) or owner.line, owner.element))
+
+
+def _mimic_notes(joints: dict[str, JointSpec], notes: list[str]) -> None:
+    """A line in ``notes`` for each ``<mimic>`` of the joint itself or of a joint that is
+    not in the file: a broken relation that ROS and Pinocchio load without a word."""
+    for joint in joints.values():
+        mimic = joint.mimic
+        if mimic is None or (mimic.joint != joint.name and mimic.joint in joints):
+            continue
+        what = "the joint itself" if mimic.joint == joint.name else \
+            "a joint the file does not have"
+        notes.append(f'{mimic.source}: <mimic joint="{mimic.joint}"> names {what}: the '
+                     "relation cannot hold (urdfdom and Pinocchio load the file anyway; "
+                     "dyn keeps the joint independent)")
 
 
 def _pose(origin: etree._Element | None, owner: SourceRef) -> tuple[np.ndarray, np.ndarray]:
@@ -532,7 +550,8 @@ def _parent_joints(links: dict[str, LinkSpec], joints: list[JointSpec],
                    elements: dict[str, etree._Element]) -> dict[str, JointSpec]:
     """child link -> its joint, checking that the links exist.
 
-    A ``<mimic>`` naming a missing joint is kept as written: urdfdom and Pinocchio accept it.
+    A ``<mimic>`` naming a missing joint is kept as written (with a note): urdfdom and
+    Pinocchio accept it.
     """
     parent_joint: dict[str, JointSpec] = {}
     for joint in joints:

@@ -1,6 +1,7 @@
 """The model a command names: parsed, built, and every problem as one usage error."""
 from treedyn.engine import Model, ModelError
 from treedyn.engine.batch.threads import configure
+from treedyn.engine.coupling import MimicError, couple
 from treedyn.parsers import ParseError, check_finite, load_model
 
 from ..console import warn
@@ -8,16 +9,20 @@ from ..errors import UsageError
 from ..settings import count
 
 
-def load(path: str, free_flyer: bool, diagnose: bool = False) -> Model:
+def load(path: str, free_flyer: bool, diagnose: bool = False, mimic: bool = False) -> Model:
     """The model at ``path``; any problem with the file becomes one UsageError line, and
     so do numbers that overflow once compiled, unless the command ``diagnose``s them
-    (check-inertia reports them as findings). The engine's batching takes TREEDYN_THREADS
-    and TREEDYN_CHUNK here, before a command (or a cluster worker) first runs it."""
+    (check-inertia reports them as findings). ``mimic`` enforces the mimic joints (--mimic;
+    a relation that cannot hold is named at its ``<mimic>``). The engine's batching takes
+    TREEDYN_THREADS and TREEDYN_CHUNK here, before a command (or a cluster worker) first
+    runs it."""
     configure_engine()
     try:
         model = load_model(path, free_flyer=free_flyer)
         if not diagnose:
             check_finite(model.description)
+        if mimic:
+            model = coupled(model)
     except ParseError as error:
         raise UsageError(str(error)) from None
     except ModelError as error:
@@ -27,6 +32,15 @@ def load(path: str, free_flyer: bool, diagnose: bool = False) -> Model:
     for note in model.description.notes:
         warn(note)
     return model
+
+
+def coupled(model: Model) -> Model:
+    """The model with its mimic joints enforced; ParseError at the first ``<mimic>`` that
+    cannot be."""
+    try:
+        return couple(model)
+    except MimicError as error:
+        raise ParseError.at(model.mimic[error.joint].source, error.problem) from None
 
 
 def configure_engine() -> None:
