@@ -5,7 +5,16 @@ import sys
 
 from ..io.model import load
 from ..io.vectors import parse_gravity
-from ..options import Format, FreeFlyerOpt, GravityOpt, InfoFormatOpt, ModelArg, epilog, examples
+from ..options import (
+    Format,
+    FreeFlyerOpt,
+    GravityOpt,
+    InfoFormatOpt,
+    MimicOpt,
+    ModelArg,
+    epilog,
+    examples,
+)
 from ..render.info import info_csv, info_document, info_table
 
 INFO_EXAMPLES = examples(
@@ -16,15 +25,16 @@ INFO_EXAMPLES = examples(
 
 @epilog(INFO_EXAMPLES)
 def info(model: ModelArg, free_flyer: FreeFlyerOpt = False, fmt: InfoFormatOpt = None,
-         gravity: GravityOpt = None) -> None:
+         gravity: GravityOpt = None, mimic: MimicOpt = False) -> None:
     """The compact tree: joints in tree order, bodies, total mass, gravity.
 
     Each joint shows its type, parent joint ('world' at a root), where its coordinates
     start in q (idx_q, nq) and v (idx_v, nv), and nv_subtree, the dofs it supports; the
     table view also draws the tree. Links welded by fixed joints are listed with the body
-    they are merged into.
+    they are merged into. With --mimic, a mimic joint has nq = nv = 0 and its master's
+    idx_q and idx_v (Pinocchio's layout), and the coupling is listed.
     """
-    loaded = load(model, free_flyer)
+    loaded = load(model, free_flyer, mimic=mimic)
     document = info_document(loaded, parse_gravity(gravity))
     if fmt is Format.json:
         print(json.dumps(document))

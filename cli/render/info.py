@@ -23,6 +23,8 @@ def info_document(model, gravity: np.ndarray | None) -> dict:
         if mimic is not None:
             joint["mimic"] = {"joint": mimic.joint, "multiplier": float(mimic.multiplier),
                               "offset": float(mimic.offset)}
+            if model.coupling is not None:
+                joint["mimic"]["enforced"] = bool(j in model.coupling.mimic)
         joints.append(joint)
     return {
         "name": model.name, "format": model.format, "source": model.source,
@@ -73,6 +75,8 @@ def layout_document(model) -> dict:
     q_labels, v_labels = naming.q_labels(model), naming.v_labels(model)
     for j, name in enumerate(model.joint_names):
         joint = model.joint_models[j]
+        if model.nq_joint[j] == 0:  # a mimic joint (--mimic) has no entries
+            continue
         for k, part in enumerate(joint.q_parts):
             index = int(model.idx_q[j]) + k
             q_entries.append({"index": index, "label": q_labels[index], "joint": name,
@@ -120,12 +124,16 @@ def tree_lines(model) -> list[str]:
         j, prefix, last = stack.pop()
         first, own = int(model.idx_v[j]), int(model.nv_joint[j])
         dofs = f"v[{first}]" if own == 1 else f"v[{first}:{first + own}]"
-        subtree = f"v[{first}:{first + int(model.nv_subtree[j])}]"
+        subtree = f"supports v[{first}:{first + int(model.nv_subtree[j])}]"
+        if own == 0 and model.coupling is not None:  # a mimic joint (--mimic)
+            dofs = f"no dofs (mimics {model.mimic[model.joint_names[j]].joint})"
+            subtree = f"supports v[{first}:{first + int(model.nv_subtree[j])}]" \
+                if model.nv_subtree[j] else "supports none"
         body = model.body_names[j]
         mass = (f" [{model.body_mass[j]:g} kg]" if j + 1 == model.njoints
                 or model.body_names[j + 1] != body or model.parent[j + 1] != j else "")
         lines.append(f"{prefix}{'`- ' if last else '|- '}{model.joint_names[j]} "
-                     f"({model.public_type(j)}) -> {body}{mass}  {dofs}, supports {subtree}")
+                     f"({model.public_type(j)}) -> {body}{mass}  {dofs}, {subtree}")
         below = prefix + ("   " if last else "|  ")
         stack += [(child, below, index == len(children[j]) - 1)
                   for index, child in enumerate(children[j])][::-1]
@@ -160,7 +168,11 @@ def info_table(document: dict, model=None) -> str:
                     for b in d["bodies"]], ["body", "joints", "mass [kg]", "links"],
                    maxcolwidths=[None, 40, None, 60])
     mimics = [f"  {j['name']} = {j['mimic']['multiplier']:g} * {j['mimic']['joint']} "
-              f"+ {j['mimic']['offset']:g}" for j in d["joints"] if "mimic" in j]
+              f"+ {j['mimic']['offset']:g}"
+              + ("" if j["mimic"].get("enforced", True) else " (a planar or floating joint: "
+                 "not enforced, as in Pinocchio)")
+              for j in d["joints"] if "mimic" in j]
+    enforced = any(j["mimic"].get("enforced") for j in d["joints"] if "mimic" in j)
     ignored = ", ".join(f"{count} <{tag}>" for tag, count in sorted(d["ignored"].items()))
     lines = [
         f"model {d['name']} ({d['format']}, {d['source']}): nq={d['nq']}, nv={d['nv']}, "
@@ -178,7 +190,9 @@ def info_table(document: dict, model=None) -> str:
         + (" (MuJoCo's, with the bodies welded to the world)"
            if d["format"] == "mjcf" and d["world_mass"] else ""),
         "gravity: " + ", ".join(f"{g:g}" for g in d["gravity"]) + " m/s^2",
-        "mimic joints (reported, not enforced):" + ("" if mimics else " none"),
+        ("mimic joints (enforced: no coordinates of their own; tau, M and a of the coupled "
+         "system):" if enforced else "mimic joints (reported, not enforced):")
+        + ("" if mimics else " none"),
         *mimics,
         f"ignored by the parser: {ignored or 'nothing'}",
     ]
