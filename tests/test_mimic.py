@@ -332,3 +332,17 @@ def test_an_mjcf_model_has_nothing_to_couple():
     run = dyn("info", str(ROOT / "fixtures" / "mjcf" / "armature.xml"), "--mimic", "-f", "json")
     plain = dyn("info", str(ROOT / "fixtures" / "mjcf" / "armature.xml"), "-f", "json")
     assert run.returncode == 0 and run.stdout == plain.stdout
+
+
+def test_a_cluster_worker_loads_the_coupled_model():
+    """--mimic travels with a Dask job: a worker's model is the one the client computed."""
+    from treedyn.cli.run.cluster import cluster_job, worker_model
+    from treedyn.cli.io.layout import Layout
+    from treedyn.cli.io.model import load
+    from treedyn.cli.run.request import Request
+
+    request = Request("inverse", GRIPPER, False, {"q": None, "v": None, "a": None}, None,
+                      "logs/*.npz", "out/", None, None, False, mimic=True)
+    layout = Layout.of(load(GRIPPER, False, mimic=True))
+    model = worker_model(cluster_job(request, layout))
+    assert model.coupling is not None and (model.nq, model.nv) == (4, 4)

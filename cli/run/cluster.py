@@ -391,10 +391,10 @@ def worker_model(job: dict):
     other than the client's (the file changed during the run, or the workers do not see the
     same file) is an error, not results from another model.
     """
-    key = (job["model"], job["free_flyer"], job["mimic"])
+    key = (job["model"], job["free_flyer"], job.get("mimic", False))
     cached = _MODELS.get(key)
     if cached is None or cached[0] != job["digest"]:
-        model = load(job["model"], job["free_flyer"], mimic=job["mimic"])
+        model = load(job["model"], job["free_flyer"], mimic=key[2])
         if model_digest(model) != job["digest"]:
             raise UsageError(f"{job['model']}: the workers read another version of the model "
                              "than dyn did (it changed during the run, or is not the same "
