@@ -32,6 +32,7 @@ the other and both to Pinocchio.
 from __future__ import annotations
 
 import dataclasses
+import difflib
 from dataclasses import dataclass
 
 import numpy as np
@@ -143,7 +144,7 @@ def _relations(model) -> dict:
             raise MimicError(name, "it mimics itself")
         if master not in ids:
             kind = "a fixed joint, which has no coordinate" if master in fixed else \
-                "not a joint of the model"
+                "not a joint of the model" + _did_you_mean(master, model.joint_names)
             raise MimicError(name, f"it mimics {master!r}, {kind}")
         k = ids[master]
         if model.joint_types[k] not in MIMICKED:
@@ -158,6 +159,15 @@ def _relations(model) -> dict:
                              "is driven, with the multipliers and offsets combined")
         relations[ids[name]] = (k, mimic)
     return relations
+
+
+def _did_you_mean(name: str, known) -> str:
+    """' (did you mean 'x'?)' for the closest of ``known`` (short names only: difflib is
+    quadratic in their length), else ""."""
+    if len(name) > 200:
+        return ""
+    close = difflib.get_close_matches(name, [k for k in known if len(k) <= 200], n=1)
+    return f" (did you mean {close[0]!r}?)" if close else ""
 
 
 def _sources(starts, sizes, reduced_starts, follows, multiplier, offset):

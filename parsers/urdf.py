@@ -44,6 +44,7 @@ The semantics are Pinocchio's (``pin.buildModelFromUrdf``, which reads URDF with
 """
 from __future__ import annotations
 
+import difflib
 import math
 import os
 import re
@@ -422,10 +423,19 @@ def _mimic_notes(joints: dict[str, JointSpec], notes: list[str]) -> None:
         if mimic is None or (mimic.joint != joint.name and mimic.joint in joints):
             continue
         what = "the joint itself" if mimic.joint == joint.name else \
-            "a joint the file does not have"
+            "a joint the file does not have" + _did_you_mean(mimic.joint, joints)
         notes.append(f'{mimic.source}: <mimic joint="{mimic.joint}"> names {what}: the '
                      "relation cannot hold (urdfdom and Pinocchio load the file anyway; "
                      "dyn keeps the joint independent)")
+
+
+def _did_you_mean(name: str, known) -> str:
+    """' (did you mean "x"?)' for the closest of ``known`` (short names only: difflib is
+    quadratic in their length), else ""."""
+    if len(name) > 200:
+        return ""
+    close = difflib.get_close_matches(name, [k for k in known if len(k) <= 200], n=1)
+    return f' (did you mean "{close[0]}"?)' if close else ""
 
 
 def _pose(origin: etree._Element | None, owner: SourceRef) -> tuple[np.ndarray, np.ndarray]:
