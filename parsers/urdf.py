@@ -44,7 +44,6 @@ The semantics are Pinocchio's (``pin.buildModelFromUrdf``, which reads URDF with
 """
 from __future__ import annotations
 
-import difflib
 import math
 import os
 import re
@@ -68,6 +67,7 @@ from treedyn.engine.rotations import rpy_matrix
 
 from .errors import ParseError
 from .files import MODEL_BYTES, read_bounded
+from .mimic import mimic_notes
 from .numbers import NUMBER, word_problem
 from .xml_text import read_xml
 
@@ -160,7 +160,7 @@ def _parse_robot(robot: etree._Element, path: str) -> TreeDescription:
             elements[joint.name] = element
         else:
             ignored[_tag_name(element)] += 1
-    _mimic_notes(joints, notes)
+    mimic_notes(joints, notes)
     robot_source = SourceRef(path, _line(robot), f'robot name="{name}"')
     root, order = _tree(links, list(joints.values()), elements, robot_source)
     return TreeDescription(
@@ -415,29 +415,6 @@ def _mimic(element: etree._Element | None, owner: SourceRef) -> Mimic | None:
                  SourceRef(owner.file, _line(element) or owner.line, owner.element))
 
 
-def _mimic_notes(joints: dict[str, JointSpec], notes: list[str]) -> None:
-    """A line in ``notes`` for each ``<mimic>`` of the joint itself or of a joint that is
-    not in the file: a broken relation that ROS and Pinocchio load without a word."""
-    for joint in joints.values():
-        mimic = joint.mimic
-        if mimic is None or (mimic.joint != joint.name and mimic.joint in joints):
-            continue
-        what = "the joint itself" if mimic.joint == joint.name else \
-            "a joint the file does not have" + _did_you_mean(mimic.joint, joints)
-        notes.append(f'{mimic.source}: <mimic joint="{mimic.joint}"> names {what}: the '
-                     "relation cannot hold (urdfdom and Pinocchio load the file anyway; "
-                     "dyn keeps the joint independent)")
-
-
-def _did_you_mean(name: str, known) -> str:
-    """' (did you mean "x"?)' for the closest of ``known`` (short names only: difflib is
-    quadratic in their length), else ""."""
-    if len(name) > 200:
-        return ""
-    close = difflib.get_close_matches(name, [k for k in known if len(k) <= 200], n=1)
-    return f' (did you mean "{close[0]}"?)' if close else ""
-
-
 def _pose(origin: etree._Element | None, owner: SourceRef) -> tuple[np.ndarray, np.ndarray]:
     """(rotation, translation) of an ``<origin>``; identity when absent."""
     if origin is None:
@@ -560,8 +537,7 @@ def _parent_joints(links: dict[str, LinkSpec], joints: list[JointSpec],
                    elements: dict[str, etree._Element]) -> dict[str, JointSpec]:
     """child link -> its joint, checking that the links exist.
 
-    A ``<mimic>`` naming a missing joint is kept as written (with a note): urdfdom and
-    Pinocchio accept it.
+    A ``<mimic>`` naming a missing joint is kept as written: urdfdom and Pinocchio accept it.
     """
     parent_joint: dict[str, JointSpec] = {}
     for joint in joints:
