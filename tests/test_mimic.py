@@ -362,3 +362,50 @@ def test_a_cluster_worker_loads_the_coupled_model():
     layout = Layout.of(load(GRIPPER, False, mimic=True))
     model = worker_model(cluster_job(request, layout))
     assert model.coupling is not None and (model.nq, model.nv) == (4, 4)
+
+
+def branches(folder: Path) -> str:
+    """A mimic joint in another branch than its master, with a joint of its own below it:
+    M couples the branches (master a and joint c, neither supporting the other)."""
+    path = folder / "branches.urdf"
+    path.write_text(robot([joint("a", "revolute", "base", "A"),
+                           joint("m", "prismatic", "base", "B", "a"),
+                           joint("c", "revolute", "B", "C")]).replace(
+        '<axis xyz="0 0 1"/>', '<origin xyz="0.1 0.2 0" rpy="0.3 0 0"/><axis xyz="0 1 1"/>'))
+    return str(path)
+
+
+def test_a_mimic_coupling_branches_against_pinocchio(tmp_path):
+    path = branches(tmp_path)
+    model = couple(load_model(path))
+    assert not model.coupling.tree_sparse and model.sparsity[0, 1]  # a and c couple
+    pinmodel = pinocchio_model(path, False, mimic=True)
+    data, mapping = pinmodel.createData(), Mapping(model, pinmodel)
+    q, v, a, tau = states(model)
+    for n in range(STATES):
+        qp, vp = mapping.q(q[n]), mapping.v(v[n])
+        M_pin = symmetric(pin.crba(pinmodel, data, qp))
+        a_pin = np.linalg.solve(M_pin, mapping.v(tau[n]) - pin.nonLinearEffects(
+            pinmodel, data, qp, vp))[mapping.v_index]
+        assert relative(rnea(model, q[n], v[n], a[n]), pin.rnea(
+            pinmodel, data, qp, vp, mapping.v(a[n]))[mapping.v_index]) < TOL
+        assert relative(crba(model, q[n]), M_pin[np.ix_(mapping.v_index, mapping.v_index)]) < TOL
+        assert relative(aba(model, q[n], v[n], tau[n]), a_pin) < TOL
+    run = dyn("verify", path, "--mimic", "--format", "json")
+    assert run.returncode == 0
+    factor = next(r for r in json.loads(run.stdout)["identities"] if r["name"] == "factor-aba")
+    assert factor["status"] == "skip"
+    refused = dyn("mass", path, "--mimic", "--sparsity", "--format", "json")
+    assert refused.returncode == 2 and len(refused.stderr.strip().splitlines()) == 1
+    assert dyn("mass", path, "--sparsity", "--format", "json").returncode == 0
+
+
+def test_degrees_follow_the_coordinates_that_remain(tmp_path):
+    """A revolute joint mimicking a prismatic one leaves the prismatic q in metres."""
+    from treedyn.cli.io.layout import Layout
+
+    path = tmp_path / "slide.urdf"
+    path.write_text(robot([joint("s", "prismatic", "base", "A"),
+                           joint("t", "revolute", "A", "B", "s")]))
+    layout = Layout.of(couple(load_model(str(path))), degrees=True)
+    assert layout.q_scale.tolist() == [1.0] and not layout.angular.any()
