@@ -21,6 +21,11 @@ XacroArgOpt = Annotated[Optional[list[str]], typer.Option(
 FreeFlyerOpt = Annotated[bool, typer.Option(
     "--free-flyer", help="URDF: add a floating root joint 'root_joint' (type free, q = "
     "[x, y, z, qx, qy, qz, qw], v = [linear, angular] in the base frame).")]
+MimicOpt = Annotated[bool, typer.Option(
+    "--mimic", help="URDF: enforce the <mimic> joints, as Pinocchio's buildModelFromUrdf("
+    "..., mimic=True): a mimic joint has no coordinate of its own (q = multiplier * "
+    "q_master + offset; nq and nv count the others) and tau, M and a are those of the "
+    "coupled system.")]
 
 
 def not_nan(value: float) -> float:

@@ -5,6 +5,7 @@ turns it into a :class:`Model`, and the algorithms take states with an optional 
 batch dimension (``q`` of shape (N, nq) or (nq,)).
 """
 from .aba import aba
+from .coupling import couple
 from .crba import crba
 from .description import Inertia, JointSpec, LinkSpec, Mimic, SourceRef, TreeDescription
 from .forces import external_forces
@@ -13,6 +14,6 @@ from .rnea import generalized_gravity, nonlinear_effects, rnea
 
 __all__ = [
     "Frame", "Inertia", "JointSpec", "LinkSpec", "Mimic", "Model", "ModelError", "SourceRef",
-    "TreeDescription", "aba", "build_model", "crba", "external_forces",
+    "TreeDescription", "aba", "build_model", "couple", "crba", "external_forces",
     "generalized_gravity", "nonlinear_effects", "rnea",
 ]

@@ -33,17 +33,46 @@ from .batch.plan import FREE, FREE_PERM, GENERIC, REVOLUTE, S_ROW, U_ROWS
 from .batch.rows import accumulate, gather, gauss_jordan_inverse, spin_rotate
 from .batch.spin import KEPT, NSPIN, PINV_SPIN, matrices_of, spins_of
 from .batch.sweeps import forward_sweep, solve_in_chunks, to_child, to_parent, work_shapes
+from .crba import crba
 from .model import Model
+from .rnea import rnea
 from .spatial import apply_subspace, force_to_parent, inertia_to_parent, motion_to_child, project_subspace
+from .state import finish, states
 
 
 def aba(model: Model, q, v=None, tau=None, fext=None, gravity=None) -> np.ndarray:
     """Joint accelerations (N, nv) -- or (nv,) -- under joint forces ``tau``.
 
     Same arguments and frames as :func:`treedyn.engine.rnea.rnea`, with ``tau`` (N, nv)
-    in place of ``a``. A singular joint block (a massless subtree) gives inf/nan.
+    in place of ``a``. A singular joint block (a massless subtree) gives inf/nan. On a
+    coupled model (mimic joints enforced) it solves the coupled system ``M a = tau - h``
+    with its M and h (:func:`coupled_aba`).
     """
+    if model.coupling is not None:
+        return coupled_aba(model, q, v, tau, fext, gravity)
     return solve_in_chunks(model, "aba", aba_shapes, aba_chunk, q, v, tau, fext, gravity, "tau")
+
+
+def coupled_aba(model: Model, q, v, tau, fext, gravity) -> np.ndarray:
+    """a = M^-1 (tau - h) of a coupled model, M = G^T M_full G and h = G^T h_full: a
+    batched dense solve (a mimic couples the tree's branches, so there is no articulated
+    sweep; Pinocchio 4.1's ABA refuses mimic joints). Singular M gives nan at that state."""
+    batch, q, v, tau, fext = states(model, q, v, tau, fext, x_name="tau")
+    rhs = -rnea(model, q, v, None, fext, gravity)  # (N, nv)
+    if tau is not None:
+        rhs += tau
+    M = crba(model, q)  # (N, nv, nv)
+    with np.errstate(all="ignore"):
+        try:
+            a = np.linalg.solve(M, rhs[..., None])[..., 0]
+        except np.linalg.LinAlgError:  # a singular M somewhere: state by state
+            a = np.full_like(rhs, np.nan)
+            for n in range(len(M)):
+                try:
+                    a[n] = np.linalg.solve(M[n], rhs[n])
+                except np.linalg.LinAlgError:
+                    pass
+    return finish(a, batch)
 
 
 def aba_shapes(plan) -> dict:

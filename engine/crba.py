@@ -29,7 +29,10 @@ from .state import finish, states
 
 
 def crba(model: Model, q) -> np.ndarray:
-    """M(q): (N, nv, nv), or (nv, nv) for a single q (nq,)."""
+    """M(q): (N, nv, nv), or (nv, nv) for a single q (nq,); on a coupled model (mimic joints
+    enforced) G^T M_full(q_full) G + diag(armature)."""
+    if model.coupling is not None:
+        return coupled_crba(model, q)
     plan = plan_of(model)
     batch, q = states(model, q)[:2]
     M = np.zeros((batch.count, model.nv, model.nv))
@@ -43,6 +46,16 @@ def crba(model: Model, q) -> np.ndarray:
     if plan.has_armature:
         diagonal = np.arange(model.nv)
         M[:, diagonal, diagonal] += model.armature
+    return finish(M, batch)
+
+
+def coupled_crba(model: Model, q) -> np.ndarray:
+    """M of a coupled model (:mod:`treedyn.engine.coupling`)."""
+    c = model.coupling
+    batch, q = states(model, q)[:2]
+    M = c.project_matrix(crba(c.full, c.expand_q(q)))
+    diagonal = np.arange(model.nv)
+    M[:, diagonal, diagonal] += model.armature
     return finish(M, batch)
 
 

@@ -107,9 +107,12 @@ class Inertia:
 
 @dataclass(frozen=True)
 class Mimic:
+    """A joint's ``<mimic>``: it follows ``joint`` as ``multiplier * q_joint + offset``."""
+
     joint: str
     multiplier: float = 1.0
     offset: float = 0.0
+    source: SourceRef = field(default_factory=SourceRef, compare=False)  # the <mimic> element
 
 
 SHAPE_KINDS = ("box", "cylinder", "sphere", "capsule", "ellipsoid", "mesh")

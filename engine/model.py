@@ -18,6 +18,7 @@ from typing import NamedTuple
 
 import numpy as np
 
+from .coupling import Coupling
 from .description import Inertia, JointSpec, Mimic, SourceRef, TreeDescription
 from .joints import JOINT_CLASSES, PUBLIC_TYPE, JointModel
 
@@ -82,9 +83,12 @@ class Model:
     sparsity: np.ndarray  # (nv, nv) bool, dofs i, j couple only if one supports the other
     frames: tuple[Frame, ...]  # every link of the description, merged or not
     bodies: tuple[MovingBody, ...]  # (nbodies,) the file's moving bodies, in tree order
-    mimic: dict[str, Mimic]  # joint name -> mimic relation (reported, not enforced)
+    mimic: dict[str, Mimic]  # joint name -> mimic relation as written (enforced: coupling)
     world_mass: float  # mass welded to the world (ignored by the dynamics)
     description: TreeDescription
+    # the mimic joints enforced (treedyn.engine.coupling.couple): the coordinates above are
+    # then the reduced ones, and the algorithms run the uncoupled coupling.full through it
+    coupling: Coupling | None = None
 
     @property
     def njoints(self) -> int:
@@ -116,6 +120,8 @@ class Model:
         """(count, nq) random configurations within limits (unit quaternions where needed)."""
         q = np.empty((count, self.nq))
         for i, joint in enumerate(self.joint_models):
+            if self.nq_joint[i] == 0:  # a mimic joint follows its master
+                continue
             block = slice(self.idx_q[i], self.idx_q[i] + self.nq_joint[i])
             q[:, block] = joint.random_configuration(rng, count, self.q_lower[block],
                                                      self.q_upper[block])

@@ -126,7 +126,14 @@ def _world_and_forces(model: Model, fext, gravity) -> tuple[np.ndarray, np.ndarr
 # --------------------------------------------------------------------------- algorithms
 def rnea_reference(model: Model, q, v=None, a=None, fext=None, gravity=None) -> np.ndarray:
     """tau (nv,) at one state (Featherstone's ID): forward velocities, accelerations and
-    body forces, then joint forces from the leaves to the root."""
+    body forces, then joint forces from the leaves to the root. A coupled model: G^T tau
+    of its uncoupled model at the expanded state (:func:`coupling_reference`)."""
+    if model.coupling is not None:
+        q_full, G = coupling_reference(model, q)
+        qdd = np.zeros(model.nv) if a is None else np.asarray(a, dtype=float)
+        tau = rnea_reference(model.coupling.full, q_full, None if v is None else G @ v,
+                             G @ qdd, fext, gravity)
+        return G.T @ tau + model.armature * qdd
     qdd = np.zeros(model.nv) if a is None else np.asarray(a, dtype=float)
     J = one_state(model, q, v)
     a_grav, fx = _world_and_forces(model, fext, gravity)
@@ -148,7 +155,11 @@ def rnea_reference(model: Model, q, v=None, a=None, fext=None, gravity=None) -> 
 
 def crba_reference(model: Model, q) -> np.ndarray:
     """M (nv, nv) at one state (Featherstone's CRBA): composite inertias leaves to root,
-    then each joint's force columns carried up its chain of ancestors."""
+    then each joint's force columns carried up its chain of ancestors. A coupled model:
+    G^T M G of its uncoupled model, plus its armature."""
+    if model.coupling is not None:
+        q_full, G = coupling_reference(model, q)
+        return G.T @ crba_reference(model.coupling.full, q_full) @ G + np.diag(model.armature)
     J = one_state(model, q)
     parent = model.parent
     IC = [inertia.copy() for inertia in model.body_inertia]
@@ -170,7 +181,11 @@ def crba_reference(model: Model, q) -> np.ndarray:
 
 def aba_reference(model: Model, q, v=None, tau=None, fext=None, gravity=None) -> np.ndarray:
     """qdd (nv,) at one state (Featherstone's ABA, FDab): velocities and bias forces, then
-    articulated inertias leaves to root, then accelerations root to leaves."""
+    articulated inertias leaves to root, then accelerations root to leaves. A coupled
+    model: the solution of M a = tau - h with its M and h."""
+    if model.coupling is not None:
+        rhs = -rnea_reference(model, q, v, None, fext, gravity)
+        return np.linalg.solve(crba_reference(model, q), rhs if tau is None else rhs + tau)
     tau = np.zeros(model.nv) if tau is None else np.asarray(tau, dtype=float)
     J = one_state(model, q, v)
     a_grav, fx = _world_and_forces(model, fext, gravity)
@@ -208,8 +223,11 @@ def articulated_blocks(model: Model, q) -> list[np.ndarray]:
     joint's nv), for q (N, nq): the backward sweep of :func:`aba_reference` over a batch.
 
     A singular block (a joint that moves no inertia) is passed on to the parent with a
-    pseudo-inverse, so the other blocks stay finite.
+    pseudo-inverse, so the other blocks stay finite. A coupled model has no such blocks
+    (its M is not that of a tree): ValueError.
     """
+    if model.coupling is not None:
+        raise ValueError("a model with mimic joints enforced has no articulated blocks")
     batch, q = states(model, q)[:2]
     Xup = joint_transforms(model, q)
     IA = np.repeat(model.body_inertia[None], batch.count, axis=0)  # (N, nj, 6, 6)
@@ -226,10 +244,32 @@ def articulated_blocks(model: Model, q) -> list[np.ndarray]:
     return blocks
 
 
+# ----------------------------------------------------------------------- mimic joints
+def coupling_reference(model: Model, q) -> tuple[np.ndarray, np.ndarray]:
+    """(q_full (nq_full,), G (nv_full, nv)) of a coupled model at one q (nq,), joint by
+    joint and by name: a joint's own coordinates are copied, a mimic joint's are
+    ``multiplier * q_master + offset``, and its dof moves ``multiplier`` times the master's
+    (:mod:`treedyn.engine.coupling`)."""
+    full, q = model.coupling.full, np.asarray(q, dtype=float)
+    q_full, G = np.zeros(full.nq), np.zeros((full.nv, model.nv))
+    for j, name in enumerate(full.joint_names):
+        mimic = model.mimic[name] if model.nv_joint[j] < full.nv_joint[j] else None
+        source = j if mimic is None else model.joint_index(mimic.joint)
+        scale, offset = (1.0, 0.0) if mimic is None else (mimic.multiplier, mimic.offset)
+        for k in range(full.nq_joint[j]):
+            q_full[full.idx_q[j] + k] = scale * q[model.idx_q[source] + k] + offset
+        for k in range(full.nv_joint[j]):
+            G[full.idx_v[j] + k, model.idx_v[source] + k] = scale
+    return q_full, G
+
+
 # ---------------------------------------------------------------- kinematics, Jacobians
 def placements(model: Model, q) -> tuple[np.ndarray, np.ndarray]:
     """(R (N, nj, 3, 3), p (N, nj, 3)): body orientations and origins in the world."""
     batch, q = states(model, q)[:2]
+    if model.coupling is not None:
+        R, p = placements(model.coupling.full, model.coupling.expand_q(q))
+        return (R[0], p[0]) if batch.single else (R, p)
     Xup = joint_transforms(model, q)
     R = np.empty((batch.count, model.njoints, 3, 3))
     p = np.empty((batch.count, model.njoints, 3))
@@ -244,8 +284,12 @@ def placements(model: Model, q) -> tuple[np.ndarray, np.ndarray]:
 
 
 def body_jacobians(model: Model, q) -> np.ndarray:
-    """LOCAL body Jacobians (N, nj, 6, nv), or (nj, 6, nv) for a single q."""
+    """LOCAL body Jacobians (N, nj, 6, nv), or (nj, 6, nv) for a single q; a coupled
+    model's are its uncoupled model's times G."""
     batch, q = states(model, q)[:2]
+    if model.coupling is not None:
+        c = model.coupling
+        return finish(body_jacobians(c.full, c.expand_q(q)) @ c.G, batch)
     Xup = joint_transforms(model, q)
     R, p = placements(model, q)
     J = np.zeros((batch.count, model.njoints, 6, model.nv))

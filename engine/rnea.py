@@ -28,6 +28,7 @@ from .batch.rows import accumulate
 from .batch.sweeps import forward_sweep, solve_in_chunks, to_parent, work_shapes
 from .model import Model
 from .spatial import force_to_parent, project_subspace
+from .state import finish, states
 
 
 def rnea(model: Model, q, v=None, a=None, fext=None, gravity=None) -> np.ndarray:
@@ -37,9 +38,22 @@ def rnea(model: Model, q, v=None, a=None, fext=None, gravity=None) -> np.ndarray
     ``[force, torque]`` on each body in its frame about its origin: row ``i`` in the link
     frame ``model.body_frames[i]`` (for MJCF the joint's anchor frame, not always the
     <body> frame; :func:`treedyn.engine.forces.external_forces` places wrenches given on
-    named frames); gravity (3,) overrides the model's.
+    named frames); gravity (3,) overrides the model's. A coupled model (mimic joints
+    enforced, :mod:`treedyn.engine.coupling`) gives the coupled system's forces.
     """
+    if model.coupling is not None:
+        return coupled_rnea(model, q, v, a, fext, gravity)
     return solve_in_chunks(model, "rnea", work_shapes, rnea_chunk, q, v, a, fext, gravity, "a")
+
+
+def coupled_rnea(model: Model, q, v, a, fext, gravity) -> np.ndarray:
+    """tau = G^T RNEA_full(q_full, G v, G a) + armature * a on a coupled model."""
+    c = model.coupling
+    batch, q, v, a, fext = states(model, q, v, a, fext)
+    tau = c.project(rnea(c.full, c.expand_q(q), c.expand_v(v), c.expand_v(a), fext, gravity))
+    if a is not None:
+        tau += model.armature * a
+    return finish(tau, batch)
 
 
 def nonlinear_effects(model: Model, q, v=None, fext=None, gravity=None) -> np.ndarray:

@@ -29,7 +29,9 @@ The semantics are Pinocchio's (``pin.buildModelFromUrdf``, which reads URDF with
   without ``<mass>`` no inertia at all, as Pinocchio reads them (with a note; urdfdom logs
   an error); the attributes of both are required; a negative mass is left to the diagnostics.
 * ``<mimic joint multiplier offset>`` is recorded; the joint stays independent, like
-  Pinocchio's default.
+  Pinocchio's default (``load_model(..., mimic=True)`` enforces it, see
+  :mod:`treedyn.engine.coupling`). urdfdom and Pinocchio's default load a mimic of the
+  joint itself or of a joint the file does not have; ``notes`` gets a line for each.
 * Joint order: urdfdom keeps the joints in a map keyed by name, so Pinocchio visits the
   children of a link in byte-wise order of their joint names. ``joints`` is listed
   depth-first from the root in that order, which ``build_model`` reproduces.
@@ -66,6 +68,7 @@ from treedyn.engine.rotations import rpy_matrix
 
 from .errors import ParseError
 from .files import MODEL_BYTES, read_bounded
+from .mimic import mimic_notes
 from .numbers import NUMBER, word_problem
 from .xml_text import read_xml
 
@@ -158,6 +161,7 @@ def _parse_robot(robot: etree._Element, path: str) -> TreeDescription:
             elements[joint.name] = element
         else:
             ignored[_tag_name(element)] += 1
+    mimic_notes(joints, notes)
     robot_source = SourceRef(path, _line(robot), f'robot name="{name}"')
     root, order = _tree(links, list(joints.values()), elements, robot_source)
     return TreeDescription(
@@ -424,7 +428,8 @@ def _mimic(element: etree._Element | None, owner: SourceRef) -> Mimic | None:
     if not joint:
         raise _error(element, owner, "<mimic> has no joint attribute")
     return Mimic(joint, _number(element, "multiplier", 1.0, owner),
-                 _number(element, "offset", 0.0, owner))
+                 _number(element, "offset", 0.0, owner),
+                 SourceRef(owner.file, _line(element) or owner.line, owner.element))
 
 
 def _pose(origin: etree._Element | None, owner: SourceRef) -> tuple[np.ndarray, np.ndarray]:

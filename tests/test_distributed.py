@@ -266,7 +266,7 @@ def test_a_task_that_cannot_write_fails_with_one_line(tmp_path):
     inputs = write_inputs(tmp_path / "logs", load_model(str(ARM)), [3])
     job = {"command": "inverse", "model": str(ARM), "free_flyer": False, "degrees": False,
            "gravity": None, "fext": None, "kinds": ("q", "v", "a"), "size": 32,
-           "sparsity": False, "xacro": ()}
+           "sparsity": False, "xacro": (), "mimic": False}
     target = tmp_path / "gone" / "log0.npz"
     with pytest.raises(UsageError, match="log0.npz.raw: No such file"):
         solve_block(job, str(inputs[0]), 0, 3, str(target), True)
@@ -384,7 +384,8 @@ def worker_job(**changes) -> dict:
 
     job = {"command": "inverse", "model": str(ARM), "free_flyer": False, "degrees": False,
            "gravity": None, "fext": None, "kinds": ("q", "v", "a"), "size": 32,
-           "sparsity": False, "digest": model_digest(load_model(str(ARM))), "xacro": ()}
+           "sparsity": False, "digest": model_digest(load_model(str(ARM))), "xacro": (),
+           "mimic": False}
     return {**job, **changes}
 
 

@@ -349,7 +349,7 @@ def test_cluster_workers_expand_the_model_with_the_clients_arguments():
 
     arguments = (("payload", "0.5"),)
     client = load_model(str(ARM_XACRO), xacro=XacroInput(arguments))
-    job = {"model": str(ARM_XACRO), "free_flyer": False, "xacro": arguments,
+    job = {"model": str(ARM_XACRO), "free_flyer": False, "mimic": False, "xacro": arguments,
            "digest": model_digest(client)}
     worker = worker_model(job)
     assert [link.inertia.mass for link in worker.description.links] == [

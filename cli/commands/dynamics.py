@@ -17,6 +17,7 @@ from ..options import (
     FreeFlyerOpt,
     GravityOpt,
     InputOpt,
+    MimicOpt,
     ModelArg,
     OutputOpt,
     QOpt,
@@ -63,14 +64,16 @@ def inverse(model: ModelArg, xacro_args: XacroArgs = None, q: QOpt = None, v: VO
             output_file: OutputOpt = None, fmt: FormatOpt = None, gravity: GravityOpt = None,
             degrees: DegreesOpt = False,
             free_flyer: FreeFlyerOpt = False, quiet: QuietOpt = False,
-            scheduler: SchedulerOpt = None, xacro_arg: XacroArgOpt = None) -> None:
+            scheduler: SchedulerOpt = None, xacro_arg: XacroArgOpt = None,
+            mimic: MimicOpt = False) -> None:
     """Inverse dynamics (RNEA): tau = M(q) a + h(q, v) - sum J^T f_ext.
 
     JSON: {"tau": [nv numbers]} per state (a single state also lists "dofs").
     """
     solve(Request("inverse", model, free_flyer, {"q": q, "v": v, "a": a}, fext,
                   input_file, output_file, fmt and fmt.value, gravity, degrees, quiet=quiet,
-                  scheduler=scheduler, xacro=xacro_arguments(xacro_args, xacro_arg)))
+                  scheduler=scheduler, xacro=xacro_arguments(xacro_args, xacro_arg),
+                  mimic=mimic))
 
 
 @epilog(FORWARD_EXAMPLES)
@@ -80,14 +83,16 @@ def forward(model: ModelArg, xacro_args: XacroArgs = None, q: QOpt = None, v: VO
             output_file: OutputOpt = None, fmt: FormatOpt = None, gravity: GravityOpt = None,
             degrees: DegreesOpt = False,
             free_flyer: FreeFlyerOpt = False, quiet: QuietOpt = False,
-            scheduler: SchedulerOpt = None, xacro_arg: XacroArgOpt = None) -> None:
+            scheduler: SchedulerOpt = None, xacro_arg: XacroArgOpt = None,
+            mimic: MimicOpt = False) -> None:
     """Forward dynamics (ABA): a = M(q)^-1 (tau - h(q, v) + sum J^T f_ext).
 
     JSON: {"a": [nv numbers]} per state (a single state also lists "dofs").
     """
     solve(Request("forward", model, free_flyer, {"q": q, "v": v, "tau": tau}, fext,
                   input_file, output_file, fmt and fmt.value, gravity, degrees, quiet=quiet,
-                  scheduler=scheduler, xacro=xacro_arguments(xacro_args, xacro_arg)))
+                  scheduler=scheduler, xacro=xacro_arguments(xacro_args, xacro_arg),
+                  mimic=mimic))
 
 
 @epilog(MASS_EXAMPLES)
@@ -107,7 +112,7 @@ def mass(model: ModelArg, xacro_args: XacroArgs = None, q: QOpt = None,
              "the planar angle), also in --input files; M stays SI.")] = False,
          free_flyer: FreeFlyerOpt = False,
          quiet: QuietOpt = False, scheduler: SchedulerOpt = None,
-         xacro_arg: XacroArgOpt = None) -> None:
+         xacro_arg: XacroArgOpt = None, mimic: MimicOpt = False) -> None:
     """The joint-space mass matrix M(q) (CRBA), full and symmetric.
 
     JSON: {"M": [[nv numbers] x nv]} per state (a single state also lists "dofs").
@@ -115,4 +120,4 @@ def mass(model: ModelArg, xacro_args: XacroArgs = None, q: QOpt = None,
     parse_gravity(gravity)
     solve(Request("mass", model, free_flyer, {"q": q}, None, input_file, output_file,
                   fmt and fmt.value, None, degrees, sparsity, quiet, scheduler,
-                  xacro_arguments(xacro_args, xacro_arg)))
+                  xacro_arguments(xacro_args, xacro_arg), mimic))

@@ -10,6 +10,7 @@ from ..options import (
     FreeFlyerOpt,
     GravityOpt,
     InfoFormatOpt,
+    MimicOpt,
     ModelArg,
     XacroArgOpt,
     XacroArgs,
@@ -28,15 +29,17 @@ INFO_EXAMPLES = examples(
 @epilog(INFO_EXAMPLES)
 def info(model: ModelArg, xacro_args: XacroArgs = None, free_flyer: FreeFlyerOpt = False,
          fmt: InfoFormatOpt = None, gravity: GravityOpt = None,
-         xacro_arg: XacroArgOpt = None) -> None:
+         xacro_arg: XacroArgOpt = None, mimic: MimicOpt = False) -> None:
     """The compact tree: joints in tree order, bodies, total mass, gravity.
 
     Each joint shows its type, parent joint ('world' at a root), where its coordinates
     start in q (idx_q, nq) and v (idx_v, nv), and nv_subtree, the dofs it supports; the
     table view also draws the tree. Links welded by fixed joints are listed with the body
-    they are merged into.
+    they are merged into. With --mimic, a mimic joint has nq = nv = 0 and its master's
+    idx_q and idx_v (Pinocchio's layout), and the coupling is listed.
     """
-    loaded = load(model, free_flyer, xacro=xacro_arguments(xacro_args, xacro_arg))
+    loaded = load(model, free_flyer, xacro=xacro_arguments(xacro_args, xacro_arg),
+                  mimic=mimic)
     document = info_document(loaded, parse_gravity(gravity))
     if fmt is Format.json:
         print(json.dumps(document))

@@ -12,6 +12,7 @@ from treedyn.engine.analysis.verify import verify as run_verify
 from ..io.model import load, xacro_arguments
 from ..options import (
     FreeFlyerOpt,
+    MimicOpt,
     ModelArg,
     ReportFormat,
     ReportFormatOpt,
@@ -41,7 +42,7 @@ def verify(
         rtol: Annotated[float, typer.Option(
             "--rtol", min=0.0, callback=not_nan, help="Tolerance on each residual, relative to "
             "max(1, size of the reference).")] = 1e-9,
-        fmt: ReportFormatOpt = None,
+        fmt: ReportFormatOpt = None, mimic: MimicOpt = False,
 ) -> None:
     """Self-check identities of RNEA, CRBA and ABA at random states, with residuals.
 
@@ -51,9 +52,11 @@ def verify(
     (--free-flyer) tau = 0 is a free fall and zero base actuation gives m c'' = m g;
     armature changes RNEA and CRBA consistently; the power of the velocity forces is half
     of v^T (dM/dt) v (dM/dt from CRBA: the one identity that catches an error in the
-    Coriolis terms RNEA and ABA share). Exit 1 if any residual exceeds its tolerance.
+    Coriolis terms RNEA and ABA share). With --mimic the identities are those of the coupled
+    model. Exit 1 if any residual exceeds its tolerance.
     """
-    loaded = load(model, free_flyer, xacro=xacro_arguments(xacro_args, xacro_arg))
+    loaded = load(model, free_flyer, xacro=xacro_arguments(xacro_args, xacro_arg),
+                  mimic=mimic)
     refuse_past_memory(samples, sample_bytes(loaded, jacobians=True), "--samples")
     options = VerifyOptions(samples=samples, seed=seed, rtol=rtol)
     report = run_verify(loaded, options)

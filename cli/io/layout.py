@@ -48,6 +48,8 @@ class Layout:
         angle_q = np.zeros(model.nq, dtype=bool)
         angular = np.zeros(model.nv, dtype=bool)
         for j, joint in enumerate(model.joint_models):
+            if model.nq_joint[j] == 0:  # a mimic joint (--mimic): no coordinates of its own
+                continue
             angle_q[[model.idx_q[j] + k for k in joint.angle_q]] = True
             angular[[model.idx_v[j] + k for k in joint.angular_v]] = True
         factor = DEGREE if degrees else 1.0
@@ -93,6 +95,10 @@ class Layout:
                                  + other)
         if name in joint_of:
             j = joint_of[name]
+            mimic = model.mimic.get(name)
+            if sizes[j] == 0 and mimic is not None:
+                raise UsageError(f"{where}: joint '{name}' mimics '{mimic.joint}' (--mimic): it "
+                                 f"has no coordinate of its own; give '{mimic.joint}'")
             if sizes[j] != 1:
                 parts = model.joint_models[j].q_parts if kind == "q" else \
                     model.joint_models[j].v_parts

@@ -4,6 +4,7 @@ from collections.abc import Sequence
 
 from treedyn.engine import Model, ModelError
 from treedyn.engine.batch.threads import configure
+from treedyn.engine.coupling import MimicError, couple
 from treedyn.parsers import PackagePaths, ParseError, XacroInput, check_finite, load_model
 
 from ..console import warn
@@ -14,13 +15,15 @@ MAPPING = re.compile(r"([A-Za-z_][A-Za-z0-9_]*):=(.*)", re.S)  # xacro's name:=v
 
 
 def load(path: str, free_flyer: bool, diagnose: bool = False,
-         xacro: Sequence[tuple[str, str]] = ()) -> Model:
+         xacro: Sequence[tuple[str, str]] = (), mimic: bool = False) -> Model:
     """The model at ``path``; any problem with the file becomes one UsageError line, and
     so do numbers that overflow once compiled, unless the command ``diagnose``s them
-    (check-inertia reports them as findings). The engine's batching takes TREEDYN_THREADS
-    and TREEDYN_CHUNK here, before a command (or a cluster worker) first runs it. A
-    ``.xacro`` file is expanded with the arguments ``xacro`` (see :func:`xacro_arguments`),
-    the environment, and ROS_PACKAGE_PATH and AMENT_PREFIX_PATH as package search paths."""
+    (check-inertia reports them as findings). ``mimic`` enforces the mimic joints (--mimic;
+    a relation that cannot hold is named at its ``<mimic>``). The engine's batching takes
+    TREEDYN_THREADS and TREEDYN_CHUNK here, before a command (or a cluster worker) first
+    runs it. A ``.xacro`` file is expanded with the arguments ``xacro`` (see
+    :func:`xacro_arguments`), the environment, and ROS_PACKAGE_PATH and AMENT_PREFIX_PATH
+    as package search paths."""
     configure_engine()
     if xacro and not str(path).lower().endswith(".xacro"):
         given = " ".join(f"{name}:={value}" for name, value in xacro)
@@ -31,6 +34,8 @@ def load(path: str, free_flyer: bool, diagnose: bool = False,
                            packages=package_paths())
         if not diagnose:
             check_finite(model.description)
+        if mimic:
+            model = coupled(model)
     except ParseError as error:
         raise UsageError(str(error)) from None
     except ModelError as error:
@@ -40,6 +45,15 @@ def load(path: str, free_flyer: bool, diagnose: bool = False,
     for note in model.description.notes:
         warn(note)
     return model
+
+
+def coupled(model: Model) -> Model:
+    """The model with its mimic joints enforced; ParseError at the first ``<mimic>`` that
+    cannot be."""
+    try:
+        return couple(model)
+    except MimicError as error:
+        raise ParseError.at(model.mimic[error.joint].source, error.problem) from None
 
 
 def configure_engine() -> None:

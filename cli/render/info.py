@@ -23,6 +23,8 @@ def info_document(model, gravity: np.ndarray | None) -> dict:
         if mimic is not None:
             joint["mimic"] = {"joint": mimic.joint, "multiplier": float(mimic.multiplier),
                               "offset": float(mimic.offset)}
+            if model.coupling is not None:
+                joint["mimic"]["enforced"] = bool(j in model.coupling.mimic)
         joints.append(joint)
     return {
         "name": model.name, "format": model.format, "source": model.source,
@@ -73,6 +75,8 @@ def layout_document(model) -> dict:
     q_labels, v_labels = naming.q_labels(model), naming.v_labels(model)
     for j, name in enumerate(model.joint_names):
         joint = model.joint_models[j]
+        if model.nq_joint[j] == 0:  # a mimic joint (--mimic) has no entries
+            continue
         for k, part in enumerate(joint.q_parts):
             index = int(model.idx_q[j]) + k
             q_entries.append({"index": index, "label": q_labels[index], "joint": name,
@@ -128,14 +132,17 @@ def tree_lines(model) -> list[str]:
         j, prefix, last, depth = stack.pop()
         first, own = int(model.idx_v[j]), int(model.nv_joint[j])
         dofs = f"v[{first}]" if own == 1 else f"v[{first}:{first + own}]"
-        subtree = f"v[{first}:{first + int(model.nv_subtree[j])}]"
+        subtree = f"supports v[{first}:{first + int(model.nv_subtree[j])}]"
+        if own == 0 and model.coupling is not None:  # a mimic joint (--mimic)
+            dofs = f"no dofs (mimics {shown(model.mimic[model.joint_names[j]].joint)})"
+            subtree = f"supports v[{first}:{first + int(model.nv_subtree[j])}]" \
+                if model.nv_subtree[j] else "supports none"
         body = model.body_names[j]
         mass = (f" [{model.body_mass[j]:g} kg]" if j + 1 == model.njoints
                 or model.body_names[j + 1] != body or model.parent[j + 1] != j else "")
         marker = f"[{depth}] " if depth >= DRAWN_DEPTH else ""
         lines.append(f"{prefix}{marker}{'`- ' if last else '|- '}{shown(model.joint_names[j])}"
-                     f" ({model.public_type(j)}) -> {shown(body)}{mass}  {dofs}, "
-                     f"supports {subtree}")
+                     f" ({model.public_type(j)}) -> {shown(body)}{mass}  {dofs}, {subtree}")
         below = prefix + ("   " if last else "|  ") if depth + 1 < DRAWN_DEPTH else prefix
         stack += [(child, below, index == len(children[j]) - 1, depth + 1)
                   for index, child in enumerate(children[j])][::-1]
@@ -173,7 +180,10 @@ def info_table(document: dict, model=None) -> str:
                    maxcolwidths=[None, 40, None, 60])
     mimics = [f"  {shown(j['name'])} = {j['mimic']['multiplier']:g} * "
               f"{shown(j['mimic']['joint'])} + {j['mimic']['offset']:g}"
+              + ("" if j["mimic"].get("enforced", True) else " (a planar or floating joint: "
+                 "not enforced, as in Pinocchio)")
               for j in d["joints"] if "mimic" in j]
+    enforced = any(j["mimic"].get("enforced") for j in d["joints"] if "mimic" in j)
     ignored = ", ".join(f"{count} <{tag}>" for tag, count in sorted(d["ignored"].items()))
     lines = [
         f"model {shown(d['name'])} ({d['format']}, {d['source']}): nq={d['nq']}, nv={d['nv']}, "
@@ -191,7 +201,9 @@ def info_table(document: dict, model=None) -> str:
         + (" (MuJoCo's, with the bodies welded to the world)"
            if d["format"] == "mjcf" and d["world_mass"] else ""),
         "gravity: " + ", ".join(f"{g:g}" for g in d["gravity"]) + " m/s^2",
-        "mimic joints (reported, not enforced):" + ("" if mimics else " none"),
+        ("mimic joints (enforced: no coordinates of their own; tau, M and a of the coupled "
+         "system):" if enforced else "mimic joints (reported, not enforced):")
+        + ("" if mimics else " none"),
         *mimics,
         f"ignored by the parser: {ignored or 'nothing'}",
     ]

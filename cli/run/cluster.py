@@ -49,7 +49,7 @@ from .scheduler import connect, require_dask
 from .stream import stream
 
 ROWS_PER_TASK = 100_000  # states per task at most (rounded down to whole chunks)
-_MODELS: dict = {}  # (path, free_flyer, xacro) -> (model digest, Model), per worker process
+_MODELS: dict = {}  # (path, free_flyer, xacro, mimic) -> (model digest, Model), per worker
 
 
 def wants_many(request) -> bool:
@@ -278,7 +278,8 @@ def cluster_job(request, layout: Layout) -> dict:
     except OSError as error:
         raise UsageError(f"{request.model}: cannot read ({error.strerror or error})") from None
     return {"command": request.command, "model": os.path.abspath(request.model),
-            "digest": digest, "free_flyer": request.free_flyer, "degrees": request.degrees,
+            "digest": digest, "free_flyer": request.free_flyer, "mimic": request.mimic,
+            "degrees": request.degrees,
             "gravity": request.gravity, "fext": request.fext, "kinds": tuple(request.vectors),
             "size": chunk_states(request.command, layout), "sparsity": request.sparsity,
             "xacro": tuple(request.xacro)}
@@ -392,10 +393,10 @@ def worker_model(job: dict):
     other than the client's (the file changed during the run, or the workers do not see the
     same file) is an error, not results from another model.
     """
-    key = (job["model"], job["free_flyer"], job["xacro"])
+    key = (job["model"], job["free_flyer"], job["xacro"], job["mimic"])
     cached = _MODELS.get(key)
     if cached is None or cached[0] != job["digest"]:
-        model = load(job["model"], job["free_flyer"], xacro=job["xacro"])
+        model = load(job["model"], job["free_flyer"], xacro=job["xacro"], mimic=key[3])
         if model_digest(model) != job["digest"]:
             raise UsageError(f"{job['model']}: the workers read another version of the model "
                              "than dyn did (it changed during the run, or is not the same "

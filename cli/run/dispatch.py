@@ -17,7 +17,8 @@ from .request import Request, open_sink
 def solve(request: Request) -> None:
     """Read the state(s), run the engine once per chunk and stream the results."""
     console.reset(request.quiet)
-    model = load(request.model, request.free_flyer, xacro=request.xacro)
+    model = load(request.model, request.free_flyer, xacro=request.xacro,
+                 mimic=request.mimic)
     layout = Layout.of(model, request.degrees)
     gravity = parse_gravity(request.gravity)
     wrenches = parse_fext(request.fext, model)

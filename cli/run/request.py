@@ -35,6 +35,7 @@ class Request:
     quiet: bool = False
     scheduler: Optional[str] = None
     xacro: tuple = ()  # (name, value) arguments of a .xacro model
+    mimic: bool = False  # --mimic: the URDF's mimic joints enforced
 
 
 RESULT_KEY = {"inverse": "tau", "forward": "a", "mass": "M"}
@@ -62,6 +63,11 @@ def open_sink(request: Request, layout: Layout, single: bool) -> Sink:
     kind = sink_kind(request)
     if request.sparsity and kind == "csv":
         raise UsageError("dyn: --sparsity is written in json, npz and table formats, not csv")
+    coupling = layout.model.coupling
+    if request.sparsity and coupling is not None and not coupling.tree_sparse:
+        raise UsageError("dyn: --sparsity describes M on the tree; with --mimic this model's "
+                         "M couples branches (a mimic joint away from its master's subtree), "
+                         "so it has no tree-ordered factor")
     sparsity = sparsity_document(layout.model) if request.sparsity else None
     path = request.output
     temporary = None
