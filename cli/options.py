@@ -8,8 +8,12 @@ from typing import Annotated, Optional
 
 import typer
 
-ModelArg = Annotated[str, typer.Argument(
-    metavar="MODEL", show_default=False, help="URDF or MJCF model file.")]
+def model_argument(metavar: str, text: str) -> object:
+    """A model-file argument (MODEL; OLD and NEW for ``diff``)."""
+    return Annotated[str, typer.Argument(metavar=metavar, show_default=False, help=text)]
+
+
+ModelArg = model_argument("MODEL", "URDF or MJCF model file.")
 FreeFlyerOpt = Annotated[bool, typer.Option(
     "--free-flyer", help="URDF: add a floating root joint 'root_joint' (type free, q = "
     "[x, y, z, qx, qy, qz, qw], v = [linear, angular] in the base frame).")]
@@ -123,6 +127,12 @@ class CheckFormat(str, Enum):
     table = "table"
     json = "json"
     csv = "csv"
+    github = "github"
+
+
+class DiffFormat(str, Enum):
+    table = "table"
+    json = "json"
     github = "github"
 
 

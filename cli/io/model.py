@@ -8,14 +8,15 @@ from ..errors import UsageError
 from ..settings import count
 
 
-def load(path: str, free_flyer: bool, diagnose: bool = False) -> Model:
+def load(path: str, free_flyer: bool, diagnose: bool = False, urdf_only: bool = False) -> Model:
     """The model at ``path``; any problem with the file becomes one UsageError line, and
     so do numbers that overflow once compiled, unless the command ``diagnose``s them
-    (check-inertia reports them as findings). The engine's batching takes TREEDYN_THREADS
+    (check-inertia reports them as findings). With ``urdf_only`` ``free_flyer`` floats a
+    URDF and leaves an MJCF model as it is (:func:`treedyn.parsers.load_model`). The engine's batching takes TREEDYN_THREADS
     and TREEDYN_CHUNK here, before a command (or a cluster worker) first runs it."""
     configure_engine()
     try:
-        model = load_model(path, free_flyer=free_flyer)
+        model = load_model(path, free_flyer=free_flyer, urdf_only=urdf_only)
         if not diagnose:
             check_finite(model.description)
     except ParseError as error:
