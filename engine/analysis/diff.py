@@ -16,16 +16,20 @@ Matching
 
 Frames and the common convention
 --------------------------------
-Each quantity is compared twice: in the file's own frames (a joint's placement in its
-parent body's frame, a body's com and inertia in its own frame -- the URDF link frame,
-the MJCF body frame at the joint's anchor) and in world-aligned axes at the reference
-configuration ``q0`` (every joint at zero displacement: 1-dof joints at their ``ref``,
-balls at identity, free joints at the world origin). A difference is a change only when
-both comparisons see it: a joint moved in its parent changes that joint only (its
-children, in its frame, are where they were), and two files that place the same bodies
-with different frame conventions (an MJCF body frame turned against the URDF link frame
-with the inertia turned with it) report nothing. A change's values are in the file
-frames when both models are of one format, else in the world-aligned axes at ``q0``.
+Two models of one format share their frame conventions, so each quantity is compared in
+the file's own frames: a joint's placement in its parent body's frame, a body's com and
+inertia in its own frame (the URDF link frame; the MJCF body frame, at the joint's anchor).
+A joint moved in its parent is then that joint's change alone (its children, in its
+frame, are where they were). Across formats the frames may follow other conventions (an
+MJCF body frame turned against the URDF link frame, with the inertia turned with it), so
+the common convention is world-aligned axes at the reference configuration ``q0`` (every
+joint at zero displacement: 1-dof joints at their ``ref``, balls at identity, free joints
+at the world origin): a joint's origin from its parent body's origin, its axis, a body's
+com from its origin and its inertia about the com. A frame's own orientation is compared
+within a format only: across formats what it does (axes, coms, inertias, the children's
+origins) is what is compared. A joint whose parent body changed is compared in the world.
+A change's ``detail`` names the frame of its values ("parent", "body", "world",
+"world-aligned").
 
 Per joint: type, parent body, placement (anchor translation, m; frame rotation angle,
 rad), axis (angle between the old and new axis, rad: pi for a flipped axis), limits
@@ -188,19 +192,18 @@ def world_frames(old: Model, new: Model, tolerance: float) -> Frames:
                   old.format == new.format, size, tolerance)
 
 
-def both_differ(frames: Frames, local: tuple, world: tuple, measure, limit: float, kind: str,
-                subject: str, unit: str, frame: str) -> list[Change]:
-    """A change when the file-frame values (``local``: old, new, in ``frame``) and the
-    world-aligned ones (``world``) both differ by more than ``limit`` under ``measure`` (a
-    distance). Its ``detail`` names the frame of its values: ``frame`` for one format,
-    "world-aligned" across formats (at q0, where the file frames may differ)."""
-    near, far = measure(*local), measure(*world)
-    if near <= limit or far <= limit:
-        return []
+def compared(frames: Frames, local: tuple, world: tuple, measure, limit: float, kind: str,
+             subject: str, unit: str, frame: str) -> list[Change]:
+    """A change when the values (old, new) differ by more than ``limit`` under ``measure``
+    (a distance): the file-frame ones (``local``, in ``frame``) for two models of one
+    format, else the world-aligned ones (``world``). Its ``detail`` names the frame."""
     if not frames.same_format and frame != "world":
-        local, near, frame = world, far, "world-aligned"
+        local, frame = world, "world-aligned"
+    size = measure(*local)
+    if size <= limit:
+        return []
     old, new = local
-    return [Change(kind, subject, np.asarray(old).tolist(), np.asarray(new).tolist(), near,
+    return [Change(kind, subject, np.asarray(old).tolist(), np.asarray(new).tolist(), size,
                    unit, frame)]
 
 
@@ -238,12 +241,12 @@ def joint_changes(old: Model, new: Model, j: int, k: int, frames: Frames) -> lis
 
 def placement_changes(old: Model, new: Model, j: int, k: int, frames: Frames,
                       same_parent: bool) -> list[Change]:
-    """The joint's origin, frame and axis at zero displacement: in its parent's frame and
-    world-aligned relative to the parent (module doc); against a different parent, where
-    it is in the world at q0."""
+    """The joint's origin, frame and axis at zero displacement (module doc): in its
+    parent's frame, or world-aligned from the parent's origin; against a different
+    parent, in the world."""
     name, tol = old.joint_names[j], frames.tolerance
     jo, jn = old.joint_models[j], new.joint_models[k]
-    (Rp, pp), (Sp, sp) = frames.pose(0, old.parent[j]), frames.pose(1, new.parent[k])
+    (_, pp), (_, sp) = frames.pose(0, old.parent[j]), frames.pose(1, new.parent[k])
     (Rj, pj), (Sj, sj) = frames.pose(0, j), frames.pose(1, k)
     world = {"placement": (pj - pp, sj - sp), "rotation": (Rj, Sj),
              "axis": (Rj @ jo.axis, Sj @ jn.axis)}
@@ -251,17 +254,19 @@ def placement_changes(old: Model, new: Model, j: int, k: int, frames: Frames,
              "axis": (jo.rotation @ jo.axis, jn.rotation @ jn.axis)}
     frame = "parent"
     if not same_parent:
-        world["placement"] = local["placement"] = (pj, sj)
-        local["rotation"], local["axis"], frame = world["rotation"], world["axis"], "world"
-    kinds = ["placement", "rotation"]
+        local = world = {**world, "placement": (pj, sj)}
+        frame = "world"
+    # a frame's own orientation is a convention of its format: across formats what it
+    # does (axes, coms, inertias, the children's origins) is compared world-aligned
+    measures = {"placement": (distance, frames.length, "m")}
+    if frames.same_format:
+        measures["rotation"] = (rotation_angle, tol, "rad")
     if joint_type(old, j) == joint_type(new, k) and joint_type(old, j) in AXIS_TYPES:
-        kinds.append("axis")
+        measures["axis"] = (angle_between, tol, "rad")
     changes = []
-    for kind in kinds:
-        measure, limit = {"placement": (distance, frames.length)}.get(kind, (None, tol))
-        measure = measure or (rotation_angle if kind == "rotation" else angle_between)
-        changes += both_differ(frames, local[kind], world[kind], measure, limit, kind, name,
-                               "m" if kind == "placement" else "rad", frame)
+    for kind, (measure, limit, unit) in measures.items():
+        changes += compared(frames, local[kind], world[kind], measure, limit, kind, name, unit,
+                            frame)
     return changes
 
 
@@ -306,7 +311,7 @@ def inertia_changes(old: Model, new: Model, name: str, j: int, k: int,
                               "relative"))
     R, S = frames.pose(0, j)[0], frames.pose(1, k)[0]
     com = old.body_com[j], new.body_com[k]
-    changes += both_differ(frames, com, (R @ com[0], S @ com[1]), distance, frames.length,
+    changes += compared(frames, com, (R @ com[0], S @ com[1]), distance, frames.length,
                            "com", name, "m", "body")
     inertia = old.body_rotational_inertia[j], new.body_rotational_inertia[k]
     world = R @ inertia[0] @ R.T, S @ inertia[1] @ S.T
@@ -315,7 +320,7 @@ def inertia_changes(old: Model, new: Model, name: str, j: int, k: int,
     def size(a, b) -> float:  # Frobenius norms: the same in the file and world axes
         return distance(a, b) / scale if scale else 0.0
 
-    changes += both_differ(frames, inertia, world, size, tol, "inertia", name, "relative", "body")
+    changes += compared(frames, inertia, world, size, tol, "inertia", name, "relative", "body")
     return changes
 
 
