@@ -54,8 +54,8 @@ def describe(change) -> str:  # one branch per kind: a flat table of words
     if c.kind in ("type", "parent"):
         return f"{'type' if c.kind == 'type' else 'parent body'} {old} -> {new}"
     if c.kind == "coordinates":
-        return (f"its coordinates moved: q[{old['idx_q']}] -> q[{new['idx_q']}], "
-                f"v[{old['idx_v']}] -> v[{new['idx_v']}] (compared by name, not by index)")
+        return (f"q[{old['idx_q']}] -> q[{new['idx_q']}], v[{old['idx_v']}] -> "
+                f"v[{new['idx_v']}] (matched by name)")
     if c.kind == "placement":
         return f"origin {_g(old)} -> {_g(new)} m {frame}, moved {c.change:.3g} m"
     if c.kind == "rotation":
@@ -129,7 +129,7 @@ def matrix_lines(report: DiffReport, old, new, top: int = 5) -> list[str]:
     matrix = report.matrix
     if matrix is None:
         return ["M(q): no dofs in common"]
-    head = (f"M(q) over {matrix.samples} configurations (neutral, then random, seed "
+    head = (f"M(q) at {matrix.samples} configurations (OLD's neutral one, then random, seed "
             f"{matrix.seed}) on {matrix.dofs} common dofs: largest change "
             f"{_percent(matrix.worst)}")
     if not matrix.pairs:
