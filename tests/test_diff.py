@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 from treedyn.engine import crba
-from treedyn.engine.analysis.diff import DiffOptions, diff
+from treedyn.engine.analysis.diff import KINDS, NOTE_KINDS, DiffOptions, diff
 from treedyn.parsers import load_model
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -104,6 +104,8 @@ def write(tmp_path: Path, name: str, text: str) -> Path:
 
 
 def kinds(report) -> set[tuple[str, str]]:
+    assert {change.kind for change in report.changes} <= set(KINDS)
+    assert {note.kind for note in report.notes} <= set(NOTE_KINDS)
     return {(change.kind, change.subject) for change in report.changes}
 
 
@@ -175,6 +177,31 @@ def test_a_model_against_itself_reports_nothing():
         assert not report.changes and not report.notes and report.matrix.worst == 0.0
     code, out, err = run_dyn("diff", ARM, ARM, "--fail-above", "0")
     assert code == 0 and "no change beyond the tolerance" in out and not err
+
+
+def test_limits_and_armature(tmp_path):
+    """A narrower limit, a limit dropped (revolute to continuous) and armature: the
+    joint's own changes; M changes by the armature alone."""
+    limited = ARM_TEXT.replace('lower="-3.14159265358979" upper="3.14159265358979"',
+                               'lower="-1" upper="3.14159265358979"', 1)
+    report = diff(load_model(ARM), load_model(write(tmp_path, "l.urdf", limited)))
+    (change,) = report.changes
+    assert (change.kind, change.subject, change.detail) == ("limits", "joint1", "lower")
+    assert change.new == -1.0 and change.unit == "rad"
+    free = ARM_TEXT.replace('<joint name="joint2" type="revolute">',
+                            '<joint name="joint2" type="continuous">')
+    report = diff(load_model(ARM), load_model(write(tmp_path, "c.urdf", free)))
+    assert kinds(report) == {("type", "joint2"), ("limits", "joint2")}
+    assert {c.new for c in report.changes if c.kind == "limits"} == {-math.inf, math.inf}
+    assert report.matrix.worst == 0.0
+    geared = TURNED_MJCF.replace('<joint name="joint2" axis="0 0 1"',
+                                 '<joint name="joint2" armature="0.05" axis="0 0 1"')
+    mjcf = write(tmp_path, "a.xml", geared)
+    report = diff(load_model(write(tmp_path, "t.xml", TURNED_MJCF)), load_model(mjcf))
+    (change,) = report.changes
+    assert (change.kind, change.subject, change.old, change.new) == ("armature", "joint2",
+                                                                    [0.0], [0.05])
+    assert report.matrix.pairs[0].new - report.matrix.pairs[0].old == pytest.approx(0.05)
 
 
 def test_a_flipped_consistency_check_is_reported(tmp_path):

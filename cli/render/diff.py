@@ -155,9 +155,10 @@ def diff_table(report: DiffReport, old, new, fail_above: float | None) -> str:
         lines += ["notes (conventions, not changes):",
                   *[f"  {_subject(c)}: {describe(c)}" for c in report.notes], ""]
     lines += matrix_lines(report, old, new)
-    lines += ["", f"tolerance {report.options.tolerance:g} relative (lengths: "
-              f"{report.options.tolerance * report.size:.3g} m, for a model of "
-              f"{report.size:.3g} m)", _verdict(report, fail_above)]
+    tolerance = (f"tolerance {report.options.tolerance:g} relative (lengths: "
+                 f"{report.options.tolerance * report.size:.3g} m, for a model of "
+                 f"{report.size:.3g} m)")
+    lines += ["", tolerance, _verdict(report, fail_above)]
     return "\n".join(lines)
 
 

@@ -5,7 +5,7 @@ Everything is data (:class:`DiffReport`); the caller words and renders it.
 Matching
 --------
 * Joints by name; a floating root joint (``free``) left unmatched on both sides is matched
-  to the other's (a URDF's ``--free-flyer`` ``root_joint`` against an MJCF ``<freejoint>``)
+  to the other's (a URDF floated with a ``root_joint`` against an MJCF ``<freejoint>``)
   and noted. Bodies (the moving bodies of the compact tree, :attr:`Model.bodies`) by name;
   a body's inertia and frame are those of its last joint.
 * Joint types compare as the interface names them (``revolute``, ``continuous``, ...), an
@@ -142,6 +142,14 @@ def joint_type(model: Model, j: int) -> str:
     return kind
 
 
+def carried(old: Model, j: int, new: Model, k: int) -> bool:
+    """Joint ``j`` of ``old`` and ``k`` of ``new`` take the same coordinates (the same
+    type, or revolute and continuous: one angle each), so a configuration carries over."""
+    hinge = ("revolute", "continuous")
+    types = old.public_type(j), new.public_type(k)
+    return types[0] == types[1] or (types[0] in hinge and types[1] in hinge)
+
+
 def match_joints(old: Model, new: Model) -> tuple[dict[int, int], list[Change]]:
     """({old joint: new joint}, notes): by name, then the free root joints left over."""
     pairs = {j: new.joint_ids[name] for j, name in enumerate(old.joint_names)
@@ -232,10 +240,10 @@ def joint_changes(old: Model, new: Model, j: int, k: int, frames: Frames) -> lis
     armature = [m.armature[m.idx_v[i]:m.idx_v[i] + m.nv_joint[i]] for m, i in ((old, j), (new, k))]
     if armature[0].shape == armature[1].shape:
         delta = float(np.abs(armature[1] - armature[0]).max(initial=0.0))
-        scale = float(max(np.abs(armature[0]).max(initial=0.0), np.abs(armature[1]).max(initial=0.0)))
+        scale = max(float(np.abs(side).max(initial=0.0)) for side in armature)
         if delta > tol * scale:
             changes.append(Change("armature", name, armature[0].tolist(), armature[1].tolist(),
-                                  delta, "kg m^2" if types[0] != "prismatic" else "kg"))
+                                  delta, "kg" if types[0] == "prismatic" else "kg m^2"))
     return changes
 
 
@@ -261,7 +269,7 @@ def placement_changes(old: Model, new: Model, j: int, k: int, frames: Frames,
     measures = {"placement": (distance, frames.length, "m")}
     if frames.same_format:
         measures["rotation"] = (rotation_angle, tol, "rad")
-    if joint_type(old, j) == joint_type(new, k) and joint_type(old, j) in AXIS_TYPES:
+    if carried(old, j, new, k) and joint_type(old, j) in AXIS_TYPES:
         measures["axis"] = (angle_between, tol, "rad")
     changes = []
     for kind, (measure, limit, unit) in measures.items():
@@ -271,18 +279,21 @@ def placement_changes(old: Model, new: Model, j: int, k: int, frames: Frames,
 
 
 def limit_changes(old: Model, new: Model, j: int, k: int, tol: float) -> list[Change]:
-    """Lower and upper limits, as displacements from each joint's ref."""
+    """Lower and upper limits, as displacements from each joint's ref (a limit that one
+    side has and the other not is a change of size None)."""
     changes = []
     refs = old.joint_models[j].ref, new.joint_models[k].ref
+    unit = "m" if old.public_type(j) == "prismatic" else "rad"
     for detail, bounds in (("lower", (old.q_lower, new.q_lower)),
                            ("upper", (old.q_upper, new.q_upper))):
         a = float(bounds[0][old.idx_q[j]]) - refs[0]
         b = float(bounds[1][new.idx_q[k]]) - refs[1]
-        if a == b or (np.isinf(a) and np.isinf(b) and np.sign(a) == np.sign(b)):
+        if a == b:  # the same number, or both unlimited
             continue
-        if abs(b - a) > tol * max(1.0, abs(a), abs(b)):
-            changes.append(Change("limits", old.joint_names[j], a, b,
-                                  abs(b - a) if np.isfinite(b - a) else None, "", detail))
+        if not (np.isfinite(a) and np.isfinite(b)):
+            changes.append(Change("limits", old.joint_names[j], a, b, None, unit, detail))
+        elif abs(b - a) > tol * max(1.0, abs(a), abs(b)):
+            changes.append(Change("limits", old.joint_names[j], a, b, abs(b - a), unit, detail))
     return changes
 
 
@@ -381,7 +392,7 @@ def diff(old: Model, new: Model, options: DiffOptions = DiffOptions()) -> DiffRe
     changes += body_changes(old, new, frames)
     changes += consistency_changes(old, new)
     changes += model_changes(old, new, options.tolerance)
-    same = {j: k for j, k in pairs.items() if joint_type(old, j) == joint_type(new, k)}
+    same = {j: k for j, k in pairs.items() if carried(old, j, new, k)}
     matrix = matrix_diff(old, new, same, options.samples, options.seed, options.tolerance)
     return DiffReport(tuple(changes), tuple(notes + layout_notes(old, new, pairs)), matrix,
                       frames.size, options)

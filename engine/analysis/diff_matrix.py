@@ -5,10 +5,11 @@ its neutral one, then random ones within its limits), carried to the new model j
 joint (:func:`carry_configurations`): a 1-dof joint keeps its displacement from ``ref``, a
 quaternion is reordered between Pinocchio's (x, y, z, w) and MuJoCo's (w, x, y, z), a
 joint the old model lacks stays at the new model's neutral value. M is compared on the
-dofs of the joints both models have with the same type, the new model's M expressed in
-the old model's velocity coordinates (they differ only for a free joint whose linear
-velocity is in the body frame on one side, Pinocchio's LOCAL, and in the world frame on
-the other, MuJoCo's: ``v_new = T v_old``, ``M_new -> T^T M_new T``).
+dofs of the joints both models have with the same coordinates (the same type, or revolute
+and continuous), the new model's M expressed in the old model's velocity coordinates
+(they differ only for a free joint whose linear velocity is in the body frame on one side,
+Pinocchio's LOCAL, and in the world frame on the other, MuJoCo's: ``v_new = T v_old``,
+``M_new -> T^T M_new T``).
 
 The change of entry (i, j) is ``|M_new - M_old| / sqrt(M_ii M_jj)`` with the old model's
 diagonal (the new one's where the old is zero): relative to the entry's largest possible
@@ -70,7 +71,8 @@ def _in_order(wxyz: np.ndarray, joint) -> np.ndarray:
 def carry_configurations(old: Model, new: Model, pairs: dict[int, int],
                          q_old: np.ndarray) -> np.ndarray:
     """(N, nq_new): ``q_old`` (N, nq_old) carried joint by joint (module doc); ``pairs``
-    maps old joints to new joints of the same type."""
+    maps old joints to new joints with the same coordinates (the same type, or revolute
+    and continuous)."""
     q_new = np.repeat(new.q_neutral[None], len(q_old), axis=0)
     for j, k in pairs.items():
         jo, jn = old.joint_models[j], new.joint_models[k]
@@ -106,7 +108,7 @@ def _change_of_basis(old: Model, new: Model, pairs: dict[int, int], q_old: np.nd
 def matrix_diff(old: Model, new: Model, pairs: dict[int, int], samples: int, seed: int,
                 tolerance: float) -> MatrixDiff | None:
     """M(q) of both models at ``samples`` configurations (module doc), on the dofs of
-    ``pairs`` (old joint -> new joint of the same type); None when there are none."""
+    ``pairs`` (old joint -> new joint with the same coordinates); None when there are none."""
     pairs = {j: k for j, k in pairs.items() if old.nv_joint[j]}
     if not pairs:
         return None
