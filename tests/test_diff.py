@@ -269,6 +269,7 @@ def test_mujocos_conversion_of_a_urdf_reports_nothing(tmp_path):
         report = diff(old, new)
         assert not report.changes and not report.notes
         assert 0 < report.matrix.worst < 1e-5  # the printed digits, well below the tolerance
+        assert run_dyn("diff", urdf, mjcf, "--fail-above", "0")[0] == 0  # none reported
         planted = diff(load_model(HEAVIER), new) if name == "arm" else None
         if planted is not None:  # and across formats a real change still shows
             assert ("mass", "link2") in kinds(planted)

@@ -62,7 +62,8 @@ def diff(
     or a mass changes by more than REL.
     """
     models = load(old, free_flyer, urdf_only=True), load(new, free_flyer, urdf_only=True)
-    refuse_past_memory(samples, sum(sample_bytes(m) for m in models), "--samples")
+    # both models' M, their compared blocks and the changes: about 4 diagnostics' samples
+    refuse_past_memory(samples, 4 * sum(sample_bytes(m) for m in models), "--samples")
     report = run_diff(*models, DiffOptions(tolerance=tolerance, samples=samples, seed=seed))
     if fmt is DiffFormat.json:
         print(json.dumps(render.diff_document(report, *models, fail_above)))

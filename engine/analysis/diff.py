@@ -109,8 +109,10 @@ class DiffReport:
         return 0.0 if self.matrix is None else self.matrix.worst
 
     def exceeds(self, limit: float) -> bool:
-        """M or a mass changed by more than ``limit`` (relative)."""
-        return self.max_mass_change > limit or self.max_matrix_change > limit
+        """M or a mass changed by more than ``limit`` (relative), counting only changes
+        beyond the tolerance (what is reported)."""
+        matrix = self.max_matrix_change if self.matrix is not None and self.matrix.pairs else 0.0
+        return self.max_mass_change > limit or matrix > limit
 
 
 def relative(old: float, new: float) -> float:
