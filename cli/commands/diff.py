@@ -11,6 +11,7 @@ from treedyn.engine.analysis.diff import diff as run_diff
 from ..io.model import load
 from ..options import (
     DiffFormat,
+    FreeFlyerOpt,
     SeedOpt,
     epilog,
     examples,
@@ -32,10 +33,7 @@ DIFF_EXAMPLES = examples(
 def diff(
         old: model_argument("OLD", "The model before (URDF or MJCF)."),
         new: model_argument("NEW", "The model after (URDF or MJCF; the format may differ)."),
-        free_flyer: Annotated[bool, typer.Option(
-            "--free-flyer", help="Float the URDF model(s) (root joint 'root_joint', as for "
-            "the other commands); an MJCF model floats its own <freejoint> bodies, and a "
-            "floating root left unmatched on both sides is matched to the other's.")] = False,
+        free_flyer: FreeFlyerOpt = False,
         fail_above: Annotated[Optional[float], typer.Option(
             "--fail-above", metavar="REL", min=0.0, callback=not_nan, show_default=False,
             help="Exit 1 when M(q) or a mass (a body's, the total) changes by more than this "
@@ -58,8 +56,10 @@ def diff(
     armature; per body mass, com, rotational inertia and the physical-consistency checks
     whose verdict flipped; total mass and gravity; M(q) at the same configurations
     (matched by joint name) with the largest relative change and its dofs. Works across
-    formats (an MJCF conversion against its URDF). Exit 0, or 1 with --fail-above when M
-    or a mass changes by more than REL.
+    formats (an MJCF conversion against its URDF): --free-flyer floats a URDF and leaves
+    an MJCF model as it is (its <freejoint> bodies float), and a floating root left
+    unmatched on both sides is matched to the other's. Exit 0, or 1 with --fail-above when
+    M or a mass changes by more than REL.
     """
     models = load(old, free_flyer, urdf_only=True), load(new, free_flyer, urdf_only=True)
     # both models' M, their compared blocks and the changes: about 4 diagnostics' samples
