@@ -358,3 +358,19 @@ def test_free_flyer_against_a_freejoint(tmp_path):
     assert np.abs(A - B).max() > 1e-3
     code, out, _ = run_dyn("diff", urdf, mjcf, "--free-flyer", "--format", "json")
     assert code == 0 and json.loads(out)["changes"] == []
+
+
+def test_long_names_are_shortened_in_tables_and_whole_in_json(tmp_path):
+    """A 200 000-character joint name: the table and the annotations stay short, JSON
+    keeps it whole."""
+    name = "j" * 200_000
+    long = ARM_TEXT.replace('name="joint2"', f'name="{name}"')
+    old = write(tmp_path, "old.urdf", long)
+    new = write(tmp_path, "new.urdf", long.replace('<origin xyz="0 0 -1" rpy="0 0 0"/>',
+                                                   '<origin xyz="0 0 -1.1" rpy="0 0 0"/>'))
+    code, table, _ = run_dyn("diff", old, new)
+    assert code == 0 and len(table) < 5_000 and "(200000 characters)" in table
+    code, annotations, _ = run_dyn("diff", old, new, "--format", "github")
+    assert code == 0 and len(annotations) < 5_000
+    code, out, _ = run_dyn("diff", old, new, "--format", "json")
+    assert json.loads(out)["changes"][0]["subject"] == name

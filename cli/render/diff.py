@@ -9,7 +9,7 @@ import math
 
 from treedyn.engine.analysis.diff import DiffReport
 
-from ..naming import v_labels
+from ..naming import shown, v_labels
 from .reports import escape_data, escape_property, github_warning, plain
 from .table import table
 
@@ -52,7 +52,9 @@ def describe(change) -> str:  # one branch per kind: a flat table of words
     if c.kind == "joint-removed":
         return f"removed (was {old})"
     if c.kind in ("type", "parent"):
-        return f"{'type' if c.kind == 'type' else 'parent body'} {old} -> {new}"
+        if c.kind == "type":
+            return f"type {old} -> {new}"
+        return f"parent body {shown(old)} -> {shown(new)}"
     if c.kind == "coordinates":
         return (f"q[{old['idx_q']}] -> q[{new['idx_q']}], v[{old['idx_v']}] -> "
                 f"v[{new['idx_v']}] (matched by name)")
@@ -80,15 +82,17 @@ def describe(change) -> str:  # one branch per kind: a flat table of words
     if c.kind == "gravity":
         return f"gravity {_g(old)} -> {_g(new)} m/s^2"
     if c.kind == "matched":
-        return f"floating root {old} matched to {new}"
+        return f"floating root {shown(old)} matched to {shown(new)}"
     if c.kind == "layout":
         return f"coordinates q {_g(old['q'])} -> {_g(new['q'])}; v: {old['v']} -> {new['v']}"
     return f"{_g(old)} -> {_g(new)}"
 
 
 def _subject(change) -> str:
-    return f"{NOUN.get(change.kind, 'model')} {change.subject}".strip() if change.subject \
-        else "model"
+    """'joint elbow', 'body link2', 'model' (long names shortened, :func:`shown`)."""
+    if not change.subject:
+        return "model"
+    return f"{NOUN.get(change.kind, 'model')} {shown(change.subject)}"
 
 
 def matrix_document(report: DiffReport, old, new) -> dict | None:
@@ -135,7 +139,8 @@ def matrix_lines(report: DiffReport, old, new, top: int = 5) -> list[str]:
     if not matrix.pairs:
         return [head + " (nothing beyond the tolerance)"]
     labels = v_labels(old)
-    rows = [[f"{labels[p.old_dofs[0]]}, {labels[p.old_dofs[1]]}", _percent(p.change), p.sample,
+    rows = [[f"{shown(labels[p.old_dofs[0]])}, {shown(labels[p.old_dofs[1]])}",
+             _percent(p.change), p.sample,
              p.old, p.new] for p in matrix.pairs[:top]]
     more = len(matrix.pairs) - top
     return [head, table(rows, ["dofs", "change", "sample", "old M", "new M"])] + (
@@ -143,8 +148,8 @@ def matrix_lines(report: DiffReport, old, new, top: int = 5) -> list[str]:
 
 
 def diff_table(report: DiffReport, old, new, fail_above: float | None) -> str:
-    title = (f"diff {old.name} ({old.format}, {old.source}) -> {new.name} ({new.format}, "
-             f"{new.source}): {len(report.changes)} change(s)")
+    title = (f"diff {shown(old.name)} ({old.format}, {old.source}) -> {shown(new.name)} "
+             f"({new.format}, {new.source}): {len(report.changes)} change(s)")
     lines = [title, ""]
     if report.changes:
         rows = [[_subject(c), c.kind, describe(c)] for c in report.changes]
@@ -189,8 +194,9 @@ def matrix_summary(report: DiffReport, old) -> str:
     """One line: the largest change of M and where it is."""
     matrix, labels = report.matrix, v_labels(old)
     worst = matrix.pairs[0]
-    return (f"M(q): largest change {_percent(worst.change)} in ({labels[worst.old_dofs[0]]}, "
-            f"{labels[worst.old_dofs[1]]}): {worst.old:.6g} -> {worst.new:.6g} at sample "
+    dofs = ", ".join(shown(labels[i]) for i in worst.old_dofs)
+    return (f"M(q): largest change {_percent(worst.change)} in ({dofs}): {worst.old:.6g} -> "
+            f"{worst.new:.6g} at sample "
             f"{worst.sample} of {matrix.samples}; {len(matrix.pairs)} of the "
             f"{matrix.dofs * (matrix.dofs + 1) // 2} entries on {matrix.dofs} common dofs "
             "changed beyond the tolerance")
@@ -205,7 +211,7 @@ def diff_github(report: DiffReport, old, new, fail_above: float | None) -> str:
                                                          "body-removed")
                    and c.change is not None and c.change > fail_above)
         properties = f"file={escape_property(path)}" + (f",line={line}" if line else "")
-        title = escape_property(f"dyn diff: {c.kind} ({c.subject or 'model'})")
+        title = escape_property(f"dyn diff: {c.kind} ({shown(c.subject) or 'model'})")
         text = escape_data(f"{_subject(c)}: {describe(c)}")
         lines.append(f"::{'error' if failing else 'warning'} {properties},title={title}::{text}")
     if report.matrix is not None and report.matrix.pairs:
