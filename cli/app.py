@@ -39,6 +39,7 @@ COMMANDS = {
     "verify": ("verify", "verify",
                "Self-check identities of RNEA, CRBA and ABA (exit 1 on failure)."),
     "bench": ("bench", "bench", "Throughput table (states/s) of inverse, forward and mass."),
+    "diff": ("diff", "diff", "What changed for the dynamics between two models, by names."),
 }
 
 EXAMPLES = examples(

@@ -9,8 +9,13 @@ from typing import Annotated, Optional
 
 import typer
 
-ModelArg = Annotated[str, typer.Argument(
-    metavar="MODEL", show_default=False, help="URDF, MJCF or xacro (.xacro) model file.")]
+
+def model_argument(metavar: str, text: str) -> object:
+    """A model-file argument (MODEL; OLD and NEW for ``diff``)."""
+    return Annotated[str, typer.Argument(metavar=metavar, show_default=False, help=text)]
+
+
+ModelArg = model_argument("MODEL", "URDF, MJCF or xacro (.xacro) model file.")
 XacroArgs = Annotated[Optional[list[str]], typer.Argument(
     metavar="[NAME:=VALUE]...", show_default=False,
     help="xacro arguments of a .xacro MODEL, as for the xacro command.")]
@@ -136,6 +141,12 @@ class CheckFormat(str, Enum):
     table = "table"
     json = "json"
     csv = "csv"
+    github = "github"
+
+
+class DiffFormat(str, Enum):
+    table = "table"
+    json = "json"
     github = "github"
 
 

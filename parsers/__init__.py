@@ -94,14 +94,17 @@ def check_finite(description: TreeDescription) -> TreeDescription:
 
 
 def load_model(path: str, free_flyer: bool = False, xacro: XacroInput = XacroInput(),
-               packages: PackagePaths = PackagePaths()) -> Model:
+               packages: PackagePaths = PackagePaths(), urdf_only: bool = False) -> Model:
     """The compact-tree model of a file; ``free_flyer`` floats the URDF root (``root_joint``);
     ``xacro`` and ``packages`` as :func:`load_description` takes them.
 
     MJCF models say themselves which bodies float (``<freejoint>``): ``free_flyer`` is a
-    URDF option and a ParseError for them.
+    URDF option and a ParseError for them, unless ``urdf_only`` (a command comparing
+    models of either format), where an MJCF model is read as it is.
     """
     description = load_description(path, xacro, packages)
+    if urdf_only and description.format != "urdf":
+        free_flyer = False
     if free_flyer and description.format != "urdf":
         raise ParseError("--free-flyer applies to URDF models; an MJCF model floats a body "
                          "with <freejoint>", str(path))

@@ -46,7 +46,7 @@ def cases() -> list:
     found = [("help", ["--help"], {}, None), ("unknown_command", ["nope"], {}, None),
              ("version", ["--version"], {}, None)]
     for command in ("info", "inverse", "forward", "mass", "check-inertia", "condition",
-                    "verify", "bench"):
+                    "verify", "bench", "diff"):
         found.append((f"help_{command}", [command, "--help"], {}, None))
     for name, model, options in (("arm", ARM, []), ("arm_ff", ARM, ["--free-flyer"]),
                                  ("features", FEATURES, []), ("mjcf", MJCF, [])):

@@ -15,15 +15,17 @@ MAPPING = re.compile(r"([A-Za-z_][A-Za-z0-9_]*):=(.*)", re.S)  # xacro's name:=v
 
 
 def load(path: str, free_flyer: bool, diagnose: bool = False,
-         xacro: Sequence[tuple[str, str]] = (), mimic: bool = False) -> Model:
+         xacro: Sequence[tuple[str, str]] = (), mimic: bool = False,
+         urdf_only: bool = False) -> Model:
     """The model at ``path``; any problem with the file becomes one UsageError line, and
     so do numbers that overflow once compiled, unless the command ``diagnose``s them
     (check-inertia reports them as findings). ``mimic`` enforces the mimic joints (--mimic;
-    a relation that cannot hold is named at its ``<mimic>``). The engine's batching takes
-    TREEDYN_THREADS and TREEDYN_CHUNK here, before a command (or a cluster worker) first
-    runs it. A ``.xacro`` file is expanded with the arguments ``xacro`` (see
-    :func:`xacro_arguments`), the environment, and ROS_PACKAGE_PATH and AMENT_PREFIX_PATH
-    as package search paths."""
+    a relation that cannot hold is named at its ``<mimic>``). With ``urdf_only``,
+    ``free_flyer`` floats a URDF and leaves an MJCF model as it is
+    (:func:`treedyn.parsers.load_model`). The engine's batching takes TREEDYN_THREADS and
+    TREEDYN_CHUNK here, before a command (or a cluster worker) first runs it. A ``.xacro``
+    file is expanded with the arguments ``xacro`` (see :func:`xacro_arguments`), the
+    environment, and ROS_PACKAGE_PATH and AMENT_PREFIX_PATH as package search paths."""
     configure_engine()
     if xacro and not str(path).lower().endswith(".xacro"):
         given = " ".join(f"{name}:={value}" for name, value in xacro)
@@ -31,7 +33,7 @@ def load(path: str, free_flyer: bool, diagnose: bool = False,
     try:
         model = load_model(path, free_flyer=free_flyer,
                            xacro=XacroInput(tuple(xacro), xacro_environment()),
-                           packages=package_paths())
+                           packages=package_paths(), urdf_only=urdf_only)
         if not diagnose:
             check_finite(model.description)
         if mimic:
