@@ -21,7 +21,8 @@ non-negative.
 
 Robust losses (scipy's names: soft_l1, huber, cauchy, arctan) are applied by iteratively
 reweighted least squares on the training rows, reweighting only the data term (the
-prior stays quadratic): weight rho'((r / f)^2) per equation, f the loss scale.
+prior stays quadratic; sigma is then the residuals' robust spread, 1.4826 MAD): weight rho'((r / f)^2) per equation, f the loss scale (given,
+or 1.345 times the robust spread of each round's residuals, 1.4826 MAD).
 """
 from __future__ import annotations
 
@@ -85,10 +86,10 @@ class _Prior:
 
 def consistent_fit(problem: Problem, pi_file: np.ndarray, nb: int, sigma: float,
                    prior_weight: float = 1.0, loss: str = "linear",
-                   loss_scale: float | None = None, rounds: int = 8) -> Fit:
+                   loss_scale: float | None = None, rounds: int = 30) -> Fit:
     """The consistent fit (module doc): sigma (N m) the residual standard deviation per
     equation; ``loss_scale`` in N m (default 1.345 times the robust spread, 1.4826 MAD,
-    of the residuals at the start)."""
+    of each round's residuals)."""
     if loss not in LOSSES:
         raise ValueError(f"unknown loss {loss!r}; known: {', '.join(LOSSES)}")
     prior = _Prior(pi_file, nb)
@@ -98,22 +99,19 @@ def consistent_fit(problem: Problem, pi_file: np.ndarray, nb: int, sigma: float,
     Y, tau = problem.rows["Y"], problem.rows["tau"]
     fit = _solve(problem.R, problem.size, pi_file, nb, prior, prior_weight, sigma,
                       problem.equations)
-    scale = loss_scale
-    if scale is None:
-        r = Y @ fit.pi - tau
-        scale = 1.345 * 1.4826 * float(np.median(np.abs(r - np.median(r))))
-    scale = max(scale, np.finfo(float).tiny)
     for round_ in range(rounds):
         r = Y @ fit.pi - tau
+        spread = max(1.4826 * float(np.median(np.abs(r - np.median(r)))), np.finfo(float).tiny)
+        scale = 1.345 * spread if loss_scale is None else max(loss_scale, np.finfo(float).tiny)
         w = np.sqrt(_weight(loss, (r / scale) ** 2))
         A = np.column_stack([Y * w[:, None], tau * w])
         R = scipy.linalg.qr(A, mode="r", check_finite=False)[0][:problem.size + 1]
         R = np.vstack([R, np.zeros((problem.size + 1 - len(R), problem.size + 1))])
         previous = fit.pi
-        fit = _solve(R, problem.size, pi_file, nb, prior, prior_weight, sigma,
+        fit = _solve(R, problem.size, pi_file, nb, prior, prior_weight, spread,
                      problem.equations, start=fit)
         fit.reweightings = round_ + 1
-        if np.linalg.norm(fit.pi - previous) <= 1e-8 * max(np.linalg.norm(previous), 1e-300):
+        if np.linalg.norm(fit.pi - previous) <= 1e-10 * max(np.linalg.norm(previous), 1e-300):
             break
     return fit
 
