@@ -40,9 +40,9 @@ COMMANDS = {
                "Self-check identities of RNEA, CRBA and ABA (exit 1 on failure)."),
     "bench": ("bench", "bench", "Throughput table (states/s) of inverse, forward and mass."),
     "regressor": ("regressor", "regressor",
-                  "Joint torque regressor Y(q, v, a): tau = Y pi, linear in the inertias."),
+                  "Regressor Y(q, v, a): tau = Y pi, linear in the inertias."),
     "identify": ("identify", "identify",
-                 "Fit inertial parameters to a log: base parameters, consistent fit."),
+                 "Inertial parameters from a log: base set, consistent fit."),
 }
 
 EXAMPLES = examples(
