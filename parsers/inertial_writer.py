@@ -81,6 +81,22 @@ def _span(text: str, masked: str, line: int, where: str) -> tuple[int, int]:
     return start, close + len("</inertial>")
 
 
+_NESTING = re.compile(r"<(/?)(body|frame)\b(?:[^>\"']|\"[^\"]*\"|'[^']*')*?(/?)>")
+
+
+def _in_frame(masked: str, start: int) -> bool:
+    """Whether the element at ``start`` is inside a <frame> of its <body> (MJCF)."""
+    stack: list[str] = []
+    for match in _NESTING.finditer(masked, 0, start):
+        closing, name, empty = match.groups()
+        if closing:
+            if stack and stack[-1] == name:
+                stack.pop()
+        elif not empty:
+            stack.append(name)
+    return bool(stack) and stack[-1] == "frame"
+
+
 def _indent(text: str, start: int) -> str:
     line_start = text.rfind("\n", 0, start) + 1
     prefix = text[line_start:start]
@@ -141,6 +157,9 @@ def rewrite_inertials(text: str, path: str, kind: str, changes: list[Change]) ->
             raise WriteError(f"{where}: its <inertial> is in another file ({source.file}); "
                              "write that file instead")
         start, end = _span(text, masked, source.line, where)
+        if kind == "mjcf" and _in_frame(masked, start):
+            raise WriteError(f"{where}: its <inertial> sits in a <frame>, whose pose this "
+                             "writer does not carry; move it into the <body> first")
         old = text[start:end]
         newline = "\r\n" if "\r\n" in text else "\n"
         new = (_urdf_element(change, old, _indent(text, start), newline) if kind == "urdf"

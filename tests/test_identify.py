@@ -276,3 +276,53 @@ def test_identify_refuses_to_overwrite(capsys):
     code, _, err = dyn("identify", ARM, "--input", "fixtures/two_link_arm_log.csv",
                        "--write", ARM, capsys=capsys)
     assert code == 2 and "is the model file" in err and len(err.strip().splitlines()) == 1
+
+
+MJCF_ARM = """<mujoco model="arm">
+  <!-- a two-hinge arm; this comment and the layout below must survive -->
+  <worldbody>
+    <body name="upper" pos="0 0 1" euler="0 0 0.3">
+      <joint name="shoulder" axis="0 1 0" damping="0.1"/>
+      <inertial pos="0 0 -0.25" quat="0.9 0.1 0 0.2" mass="2" diaginertia="0.05 0.04 0.01"/>
+      <geom type="capsule" size="0.05 0.25" pos="0 0 -0.25"/>
+      <body name="fore" pos="0 0 -0.5">
+        <joint name="elbow" axis="1 0 0" pos="0 0 0.02"/>
+        <inertial pos="0.01 0 -0.2" mass="1" fullinertia="0.02 0.02 0.004 0.001 0 0"/>
+        <body name="hand" pos="0 0 -0.4">
+          <joint name="wrist" axis="0 0 1"/>
+          <frame pos="0 0.05 0" euler="0 0 1.5">
+            <inertial pos="0 0 -0.05" mass="0.3" diaginertia="0.001 0.001 0.0005"/>
+          </frame>
+        </body>
+      </body>
+    </body>
+  </worldbody>
+</mujoco>
+"""
+
+
+def test_mjcf_write_keeps_the_text(tmp_path, capsys):
+    from treedyn.engine.analysis.identify_report import link_inertias
+    from treedyn.parsers.inertial_writer import Change, WriteError, rewrite_inertials
+
+    path = tmp_path / "arm.xml"
+    path.write_text(MJCF_ARM, encoding="utf-8")
+    model = load_model(str(path))
+    layout = layout_of(model)
+    pi = model_parameters(model, layout)
+    pi[:20] *= 1.1  # two bodies heavier and larger by 10 %: still consistent
+    fitted = np.array([True, True, False])
+    links = {link.name: link for link in model.description.links}
+    changes = [Change(links[name], inertia)
+               for name, inertia in link_inertias(model, layout, pi, fitted)]
+    text = rewrite_inertials(MJCF_ARM, str(path), "mjcf", changes)
+    outside = lambda t: [line for line in t.splitlines() if "<inertial" not in line]
+    assert outside(text) == outside(MJCF_ARM)
+    (tmp_path / "new.xml").write_text(text, encoding="utf-8")
+    again = load_model(str(tmp_path / "new.xml"))
+    got = model_parameters(again, layout_of(again))
+    assert np.allclose(got[:20], pi[:20], rtol=0, atol=1e-11)
+    assert np.array_equal(got[20:], model_parameters(model, layout)[20:])
+    hand = Change(links["hand"], links["hand"].inertia)
+    with pytest.raises(WriteError, match="sits in a <frame>"):
+        rewrite_inertials(MJCF_ARM, str(path), "mjcf", [hand])

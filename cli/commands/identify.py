@@ -5,7 +5,10 @@ from typing import Annotated, Optional
 
 import typer
 
+import numpy as np
+
 from treedyn.engine.analysis.identify_report import link_inertias, report
+from treedyn.engine.regressor import layout_of, model_parameters
 from treedyn.parsers.files import MODEL_BYTES, read_bounded
 from treedyn.parsers.inertial_writer import Change, WriteError, rewrite_inertials
 
@@ -84,7 +87,7 @@ def identify(
                                           loss, loss_scale, rank_tolerance, quiet))
     document = report(result, layout.v_labels)
     if write is not None:
-        document["written"] = write_model(model, write, result)
+        document["written"] = write_model(model, write, result, free_flyer)
     if fmt is ReportFormat.json:
         print(json.dumps(identify_document(document)))
     else:
@@ -104,7 +107,7 @@ def check_write_target(model: str, target: str, kind: str, input_file: str) -> N
                              "review it (dyn diff)")
 
 
-def write_model(model: str, target: str, result) -> dict:
+def write_model(model: str, target: str, result, free_flyer: bool) -> dict:
     """The model's text with the fitted bodies' <inertial> elements replaced, written to
     ``target``; {"file", "links"}."""
     loaded = result.model
@@ -125,4 +128,30 @@ def write_model(model: str, target: str, result) -> dict:
             stream.write(new.encode("utf-8", errors="surrogateescape"))
     except OSError as error:
         raise UsageError(f"{target}: cannot write ({error.strerror or error})") from None
+    problem = read_back(target, result, free_flyer)
+    if problem:
+        os.remove(target)
+        raise UsageError(f"{target}: {problem}; nothing is written")
     return {"file": target, "links": [change.link.name for change in changes]}
+
+
+def read_back(target: str, result, free_flyer: bool) -> str:
+    """"" when the written file gives every fitted body the identified parameters (12
+    digits), else why not (a compiler option that rescales inertias, an include that is
+    not found from the new file's folder, ...)."""
+    try:
+        written = load(target, free_flyer)
+    except UsageError as error:
+        return f"the written model does not load ({error})"
+    columns = result.layout
+    pi = model_parameters(written, layout_of(written, columns.terms))[:columns.inertial]
+    for b, name in enumerate(columns.bodies):
+        if not result.fit.fitted[b]:
+            continue
+        want = result.fit.pi[10 * b:10 * b + 10]
+        got = pi[10 * b:10 * b + 10] if written.bodies[b].name == name else None
+        if got is None or np.abs(got - want).max() > 1e-9 * np.abs(want).max():
+            return (f"reading it back, body '{name}' does not have the identified inertia "
+                    "(does the compiler rescale inertias: settotalmass, boundmass, "
+                    "boundinertia, balanceinertia, inertiafromgeom=\"true\"?)")
+    return ""
