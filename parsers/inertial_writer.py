@@ -20,6 +20,8 @@ import os
 import re
 from dataclasses import dataclass
 
+import numpy as np
+
 from treedyn.engine.description import Inertia, LinkSpec
 
 _HIDDEN = re.compile(r"<!--.*?-->|<!\[CDATA\[.*?\]\]>", re.DOTALL)
@@ -39,6 +41,14 @@ def number(x: float) -> str:
     """12 significant digits, no '-0'."""
     text = format(float(x), ".12g")
     return "0" if text in ("-0", "0") else text
+
+
+def numbers(values) -> str:
+    """Space-separated :func:`number` s; entries below 1e-12 of the largest are rounding
+    (a zero the fit did not keep exactly) and are written 0."""
+    values = [float(x) for x in values]
+    scale = max((abs(x) for x in values), default=0.0)
+    return " ".join(number(0.0 if abs(x) < 1e-12 * scale else x) for x in values)
 
 
 def _masked(text: str) -> str:
@@ -115,10 +125,11 @@ def _urdf_element(change: Change, old: str, indent: str, newline: str) -> str:
     tensor = rotation.T @ inertia.inertia @ rotation
     rpy = re.search(r"<origin\b[^>]*?\brpy\s*=\s*(\"[^\"]*\"|'[^']*')", old)
     inner = _child_indent(old, indent)
-    origin = f'xyz="{" ".join(number(x) for x in inertia.com)}"'
+    origin = f'xyz="{numbers(inertia.com)}"'
     if rpy:
         origin += f" rpy={rpy.group(1)}"
-    t = tensor
+    t = tensor.copy()
+    t[np.abs(t) < 1e-12 * np.abs(t).max(initial=0.0)] = 0.0
     lines = [
         "<inertial>",
         f"{inner}<origin {origin}/>",
@@ -138,8 +149,8 @@ def _mjcf_element(change: Change) -> str:
     com = R.T @ (inertia.com - p)
     t = R.T @ inertia.inertia @ R
     full = (t[0, 0], t[1, 1], t[2, 2], t[0, 1], t[0, 2], t[1, 2])
-    return (f'<inertial pos="{" ".join(number(x) for x in com)}" mass="{number(inertia.mass)}" '
-            f'fullinertia="{" ".join(number(x) for x in full)}"/>')
+    return (f'<inertial pos="{numbers(com)}" mass="{number(inertia.mass)}" '
+            f'fullinertia="{numbers(full)}"/>')
 
 
 def rewrite_inertials(text: str, path: str, kind: str, changes: list[Change]) -> str:

@@ -37,7 +37,8 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 DOCUMENTS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
-COMMANDS = ("info", "inverse", "forward", "mass", "check-inertia", "condition", "verify", "bench")
+COMMANDS = ("info", "inverse", "forward", "mass", "check-inertia", "condition", "verify", "bench",
+            "regressor", "identify")
 FENCE = re.compile(r"^(```+|~~~+)")
 EXIT = re.compile(r"^# exit (\d+)$")
 NOT_COMPARED = "<!-- output not compared -->"
