@@ -18,6 +18,7 @@ from treedyn.engine.batch.regressor import regressor
 from treedyn.engine.regressor import Layout as Columns
 from treedyn.engine.regressor import layout_of, model_parameters
 
+from ..console import warn
 from ..errors import UsageError
 from ..io.layout import Layout
 from ..io.source import CHUNK, Input, same_file
@@ -87,8 +88,13 @@ def write_regressor(request: RegressorRequest) -> int:
     if isinstance(sink, NpzSink):
         sink.total = lambda: source.total
     progress = Progress(wanted(request.quiet, results_on_stdout=request.output is None))
+    warned = False
     try:
         for states in source.chunks(layout, KINDS[:3], {}, states_per_chunk(layout.model, columns)):
+            if states.wrenches and not warned:
+                warn(f"{request.input}: its external forces do not enter the regressor "
+                     "(tau + sum J^T f_ext = Y pi): not used")
+                warned = True
             sink.put(chunk_regressor(layout, columns, states, request.gravity), states)
             progress.advance(states.count, source.total, source.consumed())
     except BaseException as error:
