@@ -40,6 +40,10 @@ COMMANDS = {
                "Self-check identities of RNEA, CRBA and ABA (exit 1 on failure)."),
     "bench": ("bench", "bench", "Throughput table (states/s) of inverse, forward and mass."),
     "diff": ("diff", "diff", "What changed for the dynamics between two models, by names."),
+    "regressor": ("regressor", "regressor",
+                  "Regressor Y(q, v, a): tau = Y pi, linear in the inertias."),
+    "identify": ("identify", "identify",
+                 "Inertial parameters from a log: base set, consistent fit."),
 }
 
 EXAMPLES = examples(

@@ -38,7 +38,7 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 DOCUMENTS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
 COMMANDS = ("info", "inverse", "forward", "mass", "check-inertia", "condition", "verify", "bench",
-            "diff")
+            "diff", "regressor", "identify")
 FENCE = re.compile(r"^(```+|~~~+)")
 EXIT = re.compile(r"^# exit (\d+)$")
 NOT_COMPARED = "<!-- output not compared -->"

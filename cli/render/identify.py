@@ -1,0 +1,73 @@
+"""Rendering ``dyn identify``: the JSON document and the tables for people."""
+from __future__ import annotations
+
+from treedyn.engine.analysis.plain import plain as plain_data
+
+from ..naming import listing
+from .table import table
+
+
+def identify_document(document: dict) -> dict:
+    """The report of :func:`treedyn.engine.analysis.identify_report.report`, plain JSON
+    (non-finite numbers as null)."""
+    return plain_data(document, nulls=True)
+
+
+def _number(x) -> str:
+    return "-" if x is None else f"{x:.6g}"
+
+
+def identify_table(document: dict) -> str:
+    """What the log determines, the base parameters, the bodies and the residuals."""
+    states = document["states"]
+    lines = [f"model {document['model']}: {states['train']} states fitted"
+             + (f", {states['validate']} held out" if states["validate"] else "")
+             + f" ({document['equations']} equations, {document['parameters']} parameters)",
+             f"base parameters: {document['rank']}; condition number {document['condition']:.4g}"
+             f" (columns scaled: {document['condition_scaled']:.4g}); residual sigma "
+             f"{document['sigma']:.4g} N m",
+             ""]
+    unseen = document["unidentifiable"]
+    if unseen["no_effect"]:
+        lines.append(f"no effect in this log ({len(unseen['no_effect'])}): "
+                     f"{listing(unseen['no_effect'], 12)}")
+    if unseen["in_combination"]:
+        lines.append(f"only in combinations ({len(unseen['in_combination'])}): "
+                     f"{listing(unseen['in_combination'], 12)}")
+    lines.append(f"identifiable alone ({len(document['identifiable'])}): "
+                 f"{listing(document['identifiable'], 12)}")
+    rows = [[row["name"], row["ols"], row["std"], row["consistent"], row["file"]]
+            for row in document["base"]]
+    lines += ["", table(rows, ["base parameter", "OLS", "std", "consistent", "file"])]
+    rows = []
+    for body in document["bodies"]:
+        for key in ("file", "identified"):
+            values = body[key]
+            inertia = values["inertia"]
+            rows.append([body["body"] if key == "file" else "", key, values["mass"],
+                         " ".join(f"{x:.4g}" for x in values["com"]),
+                         " ".join(f"{inertia[i][j]:.4g}" for i, j in
+                                  ((0, 0), (1, 1), (2, 2), (0, 1), (0, 2), (1, 2))),
+                         _number(values["margin"])])
+    lines += ["", table(rows, ["body", "", "mass", "com", "Ixx Iyy Izz Ixy Ixz Iyz (com)",
+                               "margin"])]
+    if document["joint_terms"]:
+        rows = [[t["name"], t["file"], t["identified"]] for t in document["joint_terms"]]
+        lines += ["", table(rows, ["joint term", "file", "identified"])]
+    lines += ["", residual_table(document["residuals"])]
+    fit = document["fit"]
+    if not fit["converged"]:
+        lines += ["", f"the consistent fit did not converge: {fit['message']}"]
+    return "\n".join(lines)
+
+
+def residual_table(residuals: dict) -> str:
+    """Torque RMS per joint (N m or N) of the file's, the OLS and the consistent parameters."""
+    headers, columns = ["dof"], []
+    for split in ("train", "validate"):
+        if split in residuals:
+            for key in ("file", "ols", "consistent"):
+                headers.append(f"{split} {key}")
+                columns.append(residuals[split][key])
+    rows = [[dof, *[column[k] for column in columns]] for k, dof in enumerate(residuals["dofs"])]
+    return "torque RMS per dof\n" + table(rows, headers)

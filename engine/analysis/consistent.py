@@ -1,0 +1,177 @@
+"""The physically consistent fit: every body's parameters through the log-Cholesky
+parametrization (:mod:`.log_cholesky`), so each identified pseudo-inertia is positive
+definite by construction, solved with ``scipy.optimize.least_squares``.
+
+Cost (a maximum a posteriori estimate; sigma the residual standard deviation of the
+ordinary least squares, per equation)::
+
+    |Y pi(theta) - tau|^2 / sigma^2
+      + w sum_b |L_b^-1 (J_b(theta) - J_b,file) L_b^-T|_F^2      (J_b,file = L_b L_b^T)
+      + w sum_k (c_k (x_k - x_k,file))^2                          (per-joint terms)
+
+with w the prior weight, in equations: the second term is the change of each
+pseudo-inertia relative to the file's (frame independent; about 1 for a body whose mass
+doubles), weighed like w measurements one sigma off; it fixes the directions the log
+cannot see and barely moves those it determines (their weight grows with the log).
+c_k = rms(Y_k) / sigma makes a per-joint term's change comparable. The data term uses the accumulated R factor (|R [pi; -1]|^2 is the residual's
+squares), so it costs P residuals whatever the log's length. Bodies the file gives no
+positive mass stay as the file has them (a massless body has no log-Cholesky
+parameters). Per-joint terms (armature, viscous, Coulomb friction) are linear and kept
+non-negative.
+
+Robust losses (scipy's names: soft_l1, huber, cauchy, arctan) are applied by iteratively
+reweighted least squares on the training rows, reweighting only the data term (the
+prior stays quadratic; sigma is then the residuals' robust spread, 1.4826 MAD): weight rho'((r / f)^2) per equation, f the loss scale (given,
+or 1.345 times the robust spread of each round's residuals, 1.4826 MAD).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import scipy.linalg
+import scipy.optimize
+
+from .identify import Problem
+from .log_cholesky import (nearest_definite, parameters_and_jacobian, pseudo_inertia,
+                           theta_of)
+
+LOSSES = ("linear", "soft_l1", "huber", "cauchy", "arctan")
+
+
+@dataclass
+class Fit:
+    pi: np.ndarray  # (P,) identified parameters
+    fitted: np.ndarray  # (nb,) bool: the body was fitted (positive mass in the file)
+    cost: float  # final cost (see the module doc)
+    iterations: int  # function evaluations of the last solve
+    converged: bool
+    message: str
+    reweightings: int = 0  # robust loss: IRLS rounds
+
+
+def _weight(loss: str, z: np.ndarray) -> np.ndarray:
+    """rho'(z) of scipy's losses, z = (r / f)^2."""
+    if loss == "soft_l1":
+        return 1.0 / np.sqrt(1.0 + z)
+    if loss == "huber":
+        return np.where(z <= 1.0, 1.0, 1.0 / np.sqrt(np.maximum(z, 1.0)))
+    if loss == "cauchy":
+        return 1.0 / (1.0 + z)
+    if loss == "arctan":
+        return 1.0 / (1.0 + z * z)
+    return np.ones_like(z)
+
+
+class _Prior:
+    """The file's bodies: which are fitted, their whitened pseudo-inertias, the start."""
+
+    def __init__(self, pi_file: np.ndarray, nb: int):
+        bodies = pi_file[:10 * nb].reshape(nb, 10)
+        self.fitted = bodies[:, 0] > 0
+        J = nearest_definite(pseudo_inertia(bodies[self.fitted])) if self.fitted.any() else np.zeros((0, 4, 4))
+        self.J = J
+        L = np.linalg.cholesky(J) if len(J) else J
+        self.Linv = np.array([scipy.linalg.solve_triangular(l, np.eye(4), lower=True) for l in L])
+        self.theta0 = theta_of(J) if len(J) else np.zeros((0, 10))
+        upper = np.triu_indices(4)
+        self.rows, self.cols = upper
+        self.factor = np.where(self.rows == self.cols, 1.0, np.sqrt(2.0))
+
+    def residual(self, J: np.ndarray) -> np.ndarray:
+        """(nf, 10) whitened differences (upper entries, Frobenius weights)."""
+        D = self.Linv @ (J - self.J) @ np.swapaxes(self.Linv, -1, -2)
+        return D[:, self.rows, self.cols] * self.factor
+
+
+def consistent_fit(problem: Problem, pi_file: np.ndarray, nb: int, sigma: float,
+                   prior_weight: float = 1.0, loss: str = "linear",
+                   loss_scale: float | None = None, rounds: int = 30) -> Fit:
+    """The consistent fit (module doc): sigma (N m) the residual standard deviation per
+    equation; ``loss_scale`` in N m (default 1.345 times the robust spread, 1.4826 MAD,
+    of each round's residuals)."""
+    if loss not in LOSSES:
+        raise ValueError(f"unknown loss {loss!r}; known: {', '.join(LOSSES)}")
+    prior = _Prior(pi_file, nb)
+    if loss == "linear" or not problem.rows:
+        return _solve(problem.R, problem.size, pi_file, nb, prior, prior_weight, sigma,
+                      problem.equations)
+    Y, tau = problem.rows["Y"], problem.rows["tau"]
+    fit = _solve(problem.R, problem.size, pi_file, nb, prior, prior_weight, sigma,
+                      problem.equations)
+    for round_ in range(rounds):
+        r = Y @ fit.pi - tau
+        spread = max(1.4826 * float(np.median(np.abs(r - np.median(r)))), np.finfo(float).tiny)
+        scale = 1.345 * spread if loss_scale is None else max(loss_scale, np.finfo(float).tiny)
+        w = np.sqrt(_weight(loss, (r / scale) ** 2))
+        A = np.column_stack([Y * w[:, None], tau * w])
+        R = scipy.linalg.qr(A, mode="r", check_finite=False)[0][:problem.size + 1]
+        R = np.vstack([R, np.zeros((problem.size + 1 - len(R), problem.size + 1))])
+        previous = fit.pi
+        fit = _solve(R, problem.size, pi_file, nb, prior, prior_weight, spread,
+                     problem.equations, start=fit)
+        fit.reweightings = round_ + 1
+        if np.linalg.norm(fit.pi - previous) <= 1e-10 * max(np.linalg.norm(previous), 1e-300):
+            break
+    return fit
+
+
+def _solve(R: np.ndarray, P: int, pi_file: np.ndarray, nb: int, prior: _Prior,
+           prior_weight: float, sigma: float, equations: int,
+           start: Fit | None = None) -> Fit:
+    """One least-squares solve of the cost on the factor R (P + 1, P + 1) of
+    ``equations`` rows."""
+    RY, z = R[:P, :P], R[:P, P]
+    equations = max(equations, 1)
+    tau_norm = max(sigma, 1e-12 * float(np.linalg.norm(R[:, P])), np.finfo(float).tiny)
+    body_cols = (10 * np.flatnonzero(prior.fitted)[:, None] + np.arange(10)).ravel()
+    terms = np.arange(10 * nb, P)
+    nf = int(prior.fitted.sum())
+    c = np.linalg.norm(RY[:, terms], axis=0) / tau_norm / np.sqrt(equations)
+    root_w = np.sqrt(prior_weight)
+
+    def unpack(x):
+        pi = pi_file.copy()
+        pis, dpi = parameters_and_jacobian(x[:10 * nf].reshape(nf, 10))
+        pi[body_cols] = pis.ravel()
+        pi[terms] = x[10 * nf:]
+        return pi, pis, dpi
+
+    def residual(x):
+        pi, pis, _ = unpack(x)
+        data = (RY @ pi - z) / tau_norm
+        inertia = root_w * prior.residual(pseudo_inertia(pis)).ravel()
+        linear = root_w * c * (x[10 * nf:] - pi_file[terms])
+        return np.concatenate([data, inertia, linear])
+
+    def jacobian(x):
+        _, pis, dpi = unpack(x)  # dpi (nf, 10, 10)
+        Jd = np.zeros((P, len(x)))
+        for b in range(nf):
+            Jd[:, 10 * b:10 * b + 10] = RY[:, body_cols[10 * b:10 * b + 10]] @ dpi[b]
+        Jd[:, 10 * nf:] = RY[:, terms]
+        Jd /= tau_norm
+        Jp = np.zeros((10 * nf, len(x)))
+        for b in range(nf):
+            dJ = pseudo_inertia(dpi[b].T)  # (10, 4, 4): d J / d theta_k
+            D = prior.Linv[b] @ dJ @ prior.Linv[b].T
+            Jp[10 * b:10 * b + 10, 10 * b:10 * b + 10] = (
+                D[:, prior.rows, prior.cols] * prior.factor).T * root_w
+        Jl = np.zeros((len(terms), len(x)))
+        Jl[:, 10 * nf:] = np.diag(root_w * c)
+        return np.vstack([Jd, Jp, Jl])
+
+    if start is None:
+        x0 = np.concatenate([prior.theta0.ravel(), np.maximum(pi_file[terms], 0.0)])
+    else:
+        x0 = np.concatenate([theta_of(pseudo_inertia(start.pi[body_cols].reshape(nf, 10)))
+                             .ravel() if nf else np.zeros(0), start.pi[terms]])
+    lower = np.concatenate([np.full(10 * nf, -np.inf), np.zeros(len(terms))])
+    if not len(x0):
+        return Fit(pi_file.copy(), prior.fitted, 0.0, 0, True, "nothing to fit")
+    result = scipy.optimize.least_squares(residual, x0, jac=jacobian, bounds=(lower, np.inf),
+                                          method="trf", x_scale="jac", xtol=1e-10,
+                                          ftol=1e-10, gtol=1e-10, max_nfev=1000)
+    pi, _, _ = unpack(result.x)
+    return Fit(pi, prior.fitted, float(2 * result.cost), int(result.nfev),
+               bool(result.status > 0), str(result.message))

@@ -1,0 +1,208 @@
+"""Inertial parameter identification from logged motion: tau = Y(q, v, a) pi.
+
+Streaming: :class:`Accumulator` takes the regressor and the measured torques chunk by
+chunk and keeps only
+
+* the R factor of the stacked training rows ``[Y | tau]`` (a QR of blocks: each chunk's
+  rows are stacked under the current R and factored again), (P + 1, P + 1);
+* per joint, the Gram matrix of the held-out rows ``[Y_j | tau_j]^T [Y_j | tau_j]``
+  (nv, P + 1, P + 1), and the same for the training rows, so the torque RMS of any
+  parameter vector follows per joint without the rows;
+
+memory is bounded by the parameter count, whatever the number of states.
+
+Held-out states (``validate`` = fraction f): blocks of :data:`BLOCK` consecutive states,
+block b held out when frac((b + 1) phi) < f (phi the golden ratio: a low-discrepancy
+pattern), so held-out states spread over the whole log and neighbour training states
+only at block edges. Known from the stream alone; no second pass.
+
+Identifiability (:func:`base_parameters`): the columns scaled to unit norm (units differ:
+kg, kg m, kg m^2), the singular values of the scaled R give the rank and the null space;
+a pivoted QR picks the independent columns. A parameter is *identifiable* when it is
+orthogonal to the null space, *in combination* when it is not (only base combinations of
+it are), and has *no effect* when its column is zero in this log.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+import scipy.linalg
+
+BLOCK = 100
+GOLDEN = (np.sqrt(5.0) - 1.0) / 2.0
+
+
+def held_out(first: int, count: int, fraction: float) -> np.ndarray:
+    """(count,) bool: which of the states first .. first + count - 1 are held out."""
+    if fraction <= 0.0:
+        return np.zeros(count, dtype=bool)
+    blocks = (np.arange(first, first + count) // BLOCK) + 1
+    return np.mod(blocks * GOLDEN, 1.0) < fraction
+
+
+@dataclass
+class Problem:
+    """What the accumulated log holds (see the module doc)."""
+
+    size: int  # P
+    nv: int
+    R: np.ndarray  # (P + 1, P + 1) upper triangular factor of the training [Y | tau]
+    gram_train: np.ndarray  # (nv, P + 1, P + 1)
+    gram_validate: np.ndarray  # (nv, P + 1, P + 1)
+    states: int  # training states
+    validate_states: int
+    rows: dict = field(default_factory=dict)  # "Y" (n, P), "tau" (n,): training rows kept
+
+    @property
+    def equations(self) -> int:
+        return self.states * self.nv
+
+
+class Accumulator:
+    """Training and held-out statistics of a log, chunk by chunk."""
+
+    def __init__(self, size: int, nv: int, validate: float = 0.0, keep_rows: bool = False):
+        self.size, self.nv, self.validate = size, nv, validate
+        self.R = np.zeros((0, size + 1))
+        self.gram = np.zeros((2, nv, size + 1, size + 1))
+        self.counts = [0, 0]
+        self.seen = 0
+        self.keep_rows = keep_rows
+        self.kept: list[np.ndarray] = []
+
+    def add(self, Y: np.ndarray, tau: np.ndarray) -> None:
+        """Y (m, nv, P) and tau (m, nv) of the next m states of the log."""
+        m = len(Y)
+        aside = held_out(self.seen, m, self.validate)
+        self.seen += m
+        for which, mask in enumerate((~aside, aside)):
+            if not mask.any():
+                continue
+            rows = np.concatenate([Y[mask], tau[mask][..., None]], axis=2)  # (k, nv, P+1)
+            self.counts[which] += int(mask.sum())
+            per_joint = np.ascontiguousarray(rows.transpose(1, 0, 2))  # (nv, k, P+1)
+            self.gram[which] += np.swapaxes(per_joint, 1, 2) @ per_joint
+            if which == 0:
+                flat = rows.reshape(-1, self.size + 1)
+                if self.keep_rows:
+                    self.kept.append(flat.copy())
+                self.R = scipy.linalg.qr(np.vstack([self.R, flat]), mode="r",
+                                         check_finite=False)[0][:self.size + 1]
+
+    def finish(self) -> Problem:
+        R = np.zeros((self.size + 1, self.size + 1))
+        R[:len(self.R)] = self.R
+        rows = {}
+        if self.keep_rows and self.kept:
+            stacked = np.vstack(self.kept)
+            rows = {"Y": stacked[:, :-1], "tau": stacked[:, -1]}
+        return Problem(self.size, self.nv, R, self.gram[0], self.gram[1], self.counts[0],
+                       self.counts[1], rows)
+
+
+def joint_rms(gram: np.ndarray, pi: np.ndarray, states: int) -> np.ndarray:
+    """Torque RMS per joint (nv,) of the residual Y pi - tau from the Gram matrices."""
+    if states == 0:
+        return np.full(len(gram), np.nan)
+    x = np.append(pi, -1.0)
+    squares = np.einsum("a,jab,b->j", x, gram, x)
+    return np.sqrt(np.maximum(squares, 0.0) / states)
+
+
+# ---------------------------------------------------------------------- identifiability
+@dataclass
+class Base:
+    """The base parameters of a log: pi_base = pi[independent] + beta pi[dependent]."""
+
+    rank: int
+    independent: np.ndarray  # (r,) parameter indices
+    dependent: np.ndarray  # (P - r,) the others, no-effect ones included
+    beta: np.ndarray  # (r, P - r)
+    identifiable: np.ndarray  # (P,) bool: determined alone
+    no_effect: np.ndarray  # (P,) bool: a zero column in this log
+    singular_values: np.ndarray  # of the column-scaled regressor, descending
+    condition: float  # of the base regressor, as is
+    condition_scaled: float  # with unit-norm columns
+
+    def combination(self, names, k: int, digits: int = 4) -> str:
+        """Base parameter k as 'a + 0.5 b - 2 c'."""
+        text = names[self.independent[k]]
+        for j, coefficient in zip(self.dependent, self.beta[k]):
+            if abs(coefficient) > 1e-9 * max(1.0, np.abs(self.beta[k]).max()):
+                sign = "-" if coefficient < 0 else "+"
+                magnitude = abs(coefficient)
+                factor = "" if np.isclose(magnitude, 1.0, rtol=1e-9) else f"{magnitude:.{digits}g} "
+                text += f" {sign} {factor}{names[j]}"
+        return text
+
+    def project(self, pi: np.ndarray) -> np.ndarray:
+        """The base parameters (r,) of a full parameter vector pi (P,)."""
+        return pi[self.independent] + self.beta @ pi[self.dependent]
+
+    def expand(self, base: np.ndarray) -> np.ndarray:
+        """A full vector (P,) with these base parameters (the dependent ones zero)."""
+        pi = np.zeros(len(self.identifiable))
+        pi[self.independent] = base
+        return pi
+
+
+def base_parameters(problem: Problem, tolerance: float = 1e-8) -> Base:
+    """The base parameters of the training rows: rank where singular values of the
+    column-scaled regressor pass ``tolerance`` times the largest (see the module doc)."""
+    P = problem.size
+    RY = problem.R[:P, :P]
+    norms = np.linalg.norm(RY, axis=0)
+    no_effect = norms <= 1e-12 * max(norms.max(initial=0.0), np.finfo(float).tiny)
+    live = np.flatnonzero(~no_effect)
+    scaled = RY[:, live] / norms[live]
+    _, sigma, Vt = np.linalg.svd(scaled)
+    rank = int(np.sum(sigma > tolerance * sigma[0])) if sigma.size and sigma[0] > 0 else 0
+    null = Vt[rank:].T  # (len(live), P_live - r)
+    identifiable = np.zeros(P, dtype=bool)
+    identifiable[live] = np.linalg.norm(null, axis=1) < 1e-6 if null.size else True
+    _, R2, order = scipy.linalg.qr(scaled, mode="economic", pivoting=True)
+    independent = live[order[:rank]]
+    dependent_live = live[order[rank:]]
+    beta_live = scipy.linalg.solve_triangular(R2[:rank, :rank], R2[:rank, rank:])
+    beta_live = beta_live * norms[dependent_live] / norms[independent][:, None]
+    dependent = np.concatenate([dependent_live, np.flatnonzero(no_effect)]).astype(int)
+    beta = np.hstack([beta_live, np.zeros((rank, int(no_effect.sum())))])
+    base_sigma = np.linalg.svd(RY[:, independent], compute_uv=False)
+    return Base(rank, independent, dependent, beta, identifiable, no_effect, sigma,
+                _ratio(base_sigma), _ratio(np.linalg.svd(scaled[:, order[:rank]],
+                                                         compute_uv=False)))
+
+
+def _ratio(sigma: np.ndarray) -> float:
+    if not sigma.size or sigma[-1] <= 0:
+        return float("inf")
+    return float(sigma[0] / sigma[-1])
+
+
+# ------------------------------------------------------------------------------- OLS
+@dataclass
+class LeastSquares:
+    """Ordinary least squares on the base parameters."""
+
+    base: np.ndarray  # (r,)
+    std: np.ndarray  # (r,) standard deviations (residual variance times (W^T W)^-1)
+    sigma: float  # residual standard deviation per equation (N m)
+
+    def full(self, base: Base) -> np.ndarray:
+        return base.expand(self.base)
+
+
+def ordinary_least_squares(problem: Problem, base: Base) -> LeastSquares:
+    """min |Y_base x - tau| through the accumulated R: |R x - z|^2 + the rest."""
+    P, r = problem.size, base.rank
+    A = problem.R[:P, base.independent]
+    z = problem.R[:P, P]
+    Q, R1 = np.linalg.qr(A)
+    x = scipy.linalg.solve_triangular(R1, Q.T @ z) if r else np.zeros(0)
+    residual = float(problem.R[P, P] ** 2 + np.sum((A @ x - z) ** 2))
+    dof = max(problem.equations - r, 1)
+    sigma = np.sqrt(residual / dof)
+    inverse = scipy.linalg.solve_triangular(R1, np.eye(r)) if r else np.zeros((0, 0))
+    std = sigma * np.linalg.norm(inverse, axis=1)
+    return LeastSquares(x, std, float(sigma))

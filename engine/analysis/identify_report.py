@@ -1,0 +1,114 @@
+"""An identification as data: what the log determines, the fits, per-body consistency and
+per-joint residuals, JSON-ready (:func:`treedyn.engine.analysis.plain.plain`).
+
+Per body: the file's and the consistent fit's mass, com and rotational inertia about the
+com (body frame ``model.body_frames[j]``), with the pseudo-inertia margin of each (the
+smallest eigenvalue of the com-frame second moment Sigma_c over its trace; positive:
+physically consistent, :func:`.inertia.pseudo_inertia_margin`). The base parameters carry
+the ordinary least squares value and its standard deviation, and the same combination of
+the file's and of the consistent fit's parameters.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..description import Inertia
+from ..model import Model
+from ..regressor import Layout, spatial_inertia
+from ..spatial import inertia_to_parent
+from .consistent import Fit
+from .identify import Base, LeastSquares, Problem, joint_rms
+from .inertia import pseudo_inertia_margin
+
+
+@dataclass
+class Identification:
+    """Everything one identification found (see :func:`report`)."""
+
+    model: Model
+    layout: Layout
+    problem: Problem
+    base: Base
+    ols: LeastSquares
+    fit: Fit
+    pi_file: np.ndarray
+    settings: dict  # prior_weight, loss, tolerance, validate, ...
+
+
+def body_inertia(parameters: np.ndarray) -> Inertia:
+    """Mass, com and inertia about the com of one body's ten parameters."""
+    return Inertia.from_spatial(spatial_inertia(parameters))
+
+
+def _body(parameters: np.ndarray) -> dict:
+    inertia = body_inertia(parameters)
+    margin = (pseudo_inertia_margin(inertia.inertia)[1] if inertia.mass > 0 else None)
+    return {"mass": inertia.mass, "com": inertia.com, "inertia": inertia.inertia,
+            "margin": margin, "consistent": bool(margin is not None and margin > 0)}
+
+
+def report(result: Identification, dof_labels) -> dict:
+    """The identification as a JSON-ready document (keys in docs/identify.md)."""
+    layout, base, fit, problem = result.layout, result.base, result.fit, result.problem
+    names = layout.names
+    bodies = []
+    for b, name in enumerate(layout.bodies):
+        cols = slice(10 * b, 10 * b + 10)
+        bodies.append({"body": name, "frame": result.model.body_frames[layout.body_joint[b]],
+                       "fitted": bool(fit.fitted[b]),
+                       "file": _body(result.pi_file[cols]),
+                       "identified": _body(fit.pi[cols])})
+    terms = [{"name": names[k], "file": float(result.pi_file[k]), "identified": float(fit.pi[k])}
+             for k in range(layout.inertial, layout.size)]
+    file_base, fit_base = base.project(result.pi_file), base.project(fit.pi)
+    base_rows = [{"name": base.combination(names, k), "ols": float(result.ols.base[k]),
+                  "std": float(result.ols.std[k]), "file": float(file_base[k]),
+                  "consistent": float(fit_base[k])} for k in range(base.rank)]
+    in_combination = ~base.identifiable & ~base.no_effect
+    candidates = {"file": result.pi_file, "ols": result.ols.full(base), "consistent": fit.pi}
+    residuals = {"dofs": list(dof_labels)}
+    for split, gram, count in (("train", problem.gram_train, problem.states),
+                               ("validate", problem.gram_validate, problem.validate_states)):
+        if count:
+            residuals[split] = {key: joint_rms(gram, pi, count) for key, pi in candidates.items()}
+    return {
+        "model": result.model.name,
+        "states": {"train": problem.states, "validate": problem.validate_states},
+        "equations": problem.equations,
+        "settings": dict(result.settings),
+        "parameters": len(names),
+        "rank": base.rank,
+        "condition": base.condition,
+        "condition_scaled": base.condition_scaled,
+        "identifiable": [names[k] for k in np.flatnonzero(base.identifiable)],
+        "unidentifiable": {"in_combination": [names[k] for k in np.flatnonzero(in_combination)],
+                           "no_effect": [names[k] for k in np.flatnonzero(base.no_effect)]},
+        "base": base_rows,
+        "sigma": result.ols.sigma,
+        "fit": {"converged": fit.converged, "message": fit.message, "cost": fit.cost,
+                "evaluations": fit.iterations, "reweightings": fit.reweightings},
+        "bodies": bodies,
+        "joint_terms": terms,
+        "residuals": residuals,
+    }
+
+
+def link_inertias(model: Model, layout: Layout, pi: np.ndarray, fitted: np.ndarray) -> list:
+    """(link name, new Inertia in that link's frame) for each fitted body: its main link
+    (the one named as the body) takes the whole change of the body's inertia, the links
+    welded to it keep theirs."""
+    changes = []
+    links = {link.name: link for link in model.description.links}
+    for b, name in enumerate(layout.bodies):
+        if not fitted[b] or name not in links:
+            continue
+        cols = slice(10 * b, 10 * b + 10)
+        file = model.body_inertia[layout.body_joint[b]]
+        delta = spatial_inertia(pi[cols]) - file  # (6, 6) about the body origin, body frame
+        frame = model.frame(name)  # p_body = R p_link + t
+        R, t = frame.rotation, frame.translation
+        in_link = inertia_to_parent(R[None], (-R.T @ t)[None], delta[None])[0]
+        changes.append((name, Inertia.from_spatial(links[name].inertia.spatial() + in_link)))
+    return changes
