@@ -50,7 +50,8 @@ def check_inertia(
             "(::error file=...,line=...:: annotations)."
         )] = None,
         show_all: Annotated[bool, typer.Option(
-            "--all", help="Table: list the passing and skipped checks too.")] = False,
+            "--all", help="List the passing and skipped checks too (table and CSV rows; JSON "
+            "keys passes and skipped).")] = False,
         samples: samples_option("Configurations (neutral first) for the body checks (mass of "
                                 "moving bodies, articulated inertia).") = 8,
         seed: SeedOpt = 0,
@@ -80,15 +81,16 @@ def check_inertia(
                                           else "the <inertial> orientation"))
     report = run_checks(loaded, geometry, options)
     text = reports.missing_meshes(geometry)
-    if text:
+    notes = [("meshes not found", text)] if text else []
+    notes += [("mesh unreadable", line) for line in reports.unreadable_meshes(geometry)]
+    for title, text in notes:
         warn(f"{loaded.source}: {text}")
         if fmt is CheckFormat.github:
-            print(reports.github_warning(loaded.source, "dyn check-inertia: meshes not found",
-                                         text))
+            print(reports.github_warning(loaded.source, f"dyn check-inertia: {title}", text))
     if fmt is CheckFormat.json:
-        print(json.dumps(reports.inertia_document(report, loaded)))
+        print(json.dumps(reports.inertia_document(report, loaded, show_all)))
     elif fmt is CheckFormat.csv:
-        reports.inertia_csv(report, sys.stdout, loaded.format, fix)
+        reports.inertia_csv(report, sys.stdout, loaded.format, fix, show_all)
     elif fmt is CheckFormat.github:
         text = reports.github_annotations(report, loaded.format)
         if text:
