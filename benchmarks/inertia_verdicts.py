@@ -10,7 +10,8 @@ lists of ``tests/reference_models.py``), and writes one record per run: the exit
 verdict (``pass``: exit 0 without warnings, ``warnings``: exit 0 with warnings, ``fail``:
 exit 1, ``refused``: exit 2) and the failing findings as ``link check severity``. The second
 form prints how many runs pass (exit 0) in each file, per collection, and every run whose
-verdict or set of failing findings changed, with the findings that appeared and went.
+verdict (with ``--verdicts-only``) or set of failing findings changed, with the findings
+that appeared and went, and, for each that went, what the second run says of that check.
 Only failing findings are compared, so the output reads the same before and after JSON
 ``findings`` stopped listing passes.
 """
@@ -54,18 +55,22 @@ def verdict_of(args: list[str]) -> dict:
     code = 0
     with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
         try:
-            run(["check-inertia", *args, "--format", "json"])
+            run(["check-inertia", *args, "--format", "json", "--all"])
         except SystemExit as stop:
             code = 0 if stop.code is None else int(stop.code)
-    failing = []
+    failing, states = [], {}
     if code in (0, 1):
         document = json.loads(out.getvalue())
+        every = [*document["findings"], *document.get("passes", ()),
+                 *document.get("skipped", ())]
         failing = sorted(f"{f['body']} {f['check']} {f['severity']}"
-                         for f in document["findings"] if f.get("status", "fail") == "fail")
+                         for f in every if f["status"] == "fail")
+        states = {f"{f['body']} {f['check']}": f"{f['status']}: {f['message'][:240]}"
+                  for f in every}
     warnings = any(entry.endswith(" warning") for entry in failing)
     verdict = {0: "warnings" if warnings else "pass", 1: "fail"}.get(code, "refused")
     stderr = err.getvalue().strip().splitlines()
-    return {"exit": code, "verdict": verdict, "failing": failing,
+    return {"exit": code, "verdict": verdict, "failing": failing, "states": states,
             "stderr": stderr[0] if stderr else ""}
 
 
@@ -80,7 +85,7 @@ def record(path: str) -> None:
         stream.write("\n")
 
 
-def compare(before_path: str, after_path: str, markdown: bool) -> None:
+def compare(before_path: str, after_path: str, markdown: bool, changed_only: bool) -> None:
     with open(before_path) as stream:
         before = {(r["collection"], r["model"]): r for r in json.load(stream)}
     with open(after_path) as stream:
@@ -104,13 +109,19 @@ def compare(before_path: str, after_path: str, markdown: bool) -> None:
         old, new = before.get(key), after.get(key)
         if old and new and (old["verdict"], old["failing"]) == (new["verdict"], new["failing"]):
             continue
+        if changed_only and old and new and old["verdict"] == new["verdict"]:
+            continue
         gone = Counter(old["failing"] if old else []) - Counter(new["failing"] if new else [])
         came = Counter(new["failing"] if new else []) - Counter(old["failing"] if old else [])
-        print(f"{'- ' if markdown else ''}{key[0]}: {key[1]}: "
+        print(f"{'- ' if markdown else ''}{key[0]}: `{key[1]}`: "
               f"{old['verdict'] if old else 'absent'} -> {new['verdict'] if new else 'absent'}")
+        states = new.get("states", {}) if new else {}
         for label, entries in (("gone", gone), ("new", came)):
             for entry in sorted(entries.elements()):
-                print(f"{'  - ' if markdown else '    '}{label}: {entry}")
+                finding = entry.rsplit(" ", 1)[0]
+                now = states.get(finding, "") if label == "gone" else ""
+                print(f"{'  - ' if markdown else '    '}{label}: {entry}"
+                      + (f" (now {now})" if now else ""))
 
 
 def main() -> None:
@@ -118,9 +129,11 @@ def main() -> None:
     parser.add_argument("--output", help="write the verdict of every run to this file")
     parser.add_argument("--compare", nargs=2, metavar=("BEFORE", "AFTER"))
     parser.add_argument("--markdown", action="store_true")
+    parser.add_argument("--verdicts-only", action="store_true",
+                        help="--compare: list only the runs whose verdict changed")
     options = parser.parse_args()
     if options.compare:
-        compare(*options.compare, options.markdown)
+        compare(*options.compare, options.markdown, options.verdicts_only)
     elif options.output:
         record(options.output)
     else:

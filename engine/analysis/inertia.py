@@ -32,8 +32,9 @@ Conventions
 
 Checks (one finding per link, or per body, and check; status pass, fail or skip)
 ---------------------------------------------------------------------------------
-finite, mass (negative: error; zero with a non-zero tensor: warning; a massless moving
-body whose subtree gives its joint no inertia: error), inertia-pd (asymmetric or
+finite, mass (negative or above ``ABSURD_MASS``: error; zero, or under MINVAL, with a
+non-zero tensor: warning; a massless moving body whose subtree gives its joint no inertia:
+error), inertia-pd (asymmetric or
 indefinite: error; semi-definite or nil: warning), triangle (deficit beyond the tolerance:
 error), pseudo-inertia (J not PSD: error; only PSD: warning), plausibility (inertia >= 100x
 the uniform inertia of the geometry: error; >= 10x, <= 1/100x or com far outside the
@@ -42,12 +43,22 @@ about the link origin: error), orientation (axes match the geometry only without
 the inverse of, the inertial rpy: error; exact geometry far off: warning), density (above
 ``max_density``: warning), articulated-inertia (singular D-block: error; below
 ``min_block_ratio``: warning), merged-pseudo-inertia (pseudo-inertia of a body with
-several massive links). The geometry checks' errors are warnings on a welded link holding
+several massive links), limits (a 1-dof joint's lower limit above its upper: error).
+One defect gives one finding: the checks it implies become skips naming it
+(:mod:`.inertia_hierarchy`). A placeholder inertia (mass and tensor both under 1e-4 of the
+model's, as 1e-6 kg links written for urdfdom and KDL) is not checked alone: its body is
+judged whole. On a link under 1 % of its body's mass (or welded to the world) an
+idealisation (point, rod, flat) is no defect, density is not judged, and an inconsistent
+tensor is a warning when the body as a whole is consistent (or the link is welded to the
+world). Semi-definite tensors still get the geometry checks. The geometry checks' errors are warnings on a welded link holding
 under 1 % of its body's mass, and on a link welded to the world (it moves nothing here; a
 floating base makes it part of the base body and the check counts again).
 Plausibility and about-origin are skipped where the density check finds the geometry too
-small to hold the mass (a token shape), and every geometry check where MuJoCo computed the
-inertia from the geoms themselves.
+small to hold the mass (a token shape; collision shapes too small give way to visual ones
+that hold it, as contact spheres under a foot), and every geometry check where MuJoCo
+computed the inertia from the geoms themselves. Orientation passes an inertia that is
+exactly the other geometry's (visual for collision) and judges no axes against meshes'
+bounding boxes, which are aligned with the mesh frame whatever the mass does.
 
 Modules: this one holds the report types, the inertia arithmetic, the solids, the
 :class:`Checker` that records findings and the checks on the inertia alone

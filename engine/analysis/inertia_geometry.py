@@ -211,8 +211,8 @@ class GeometryChecks(Checker):
                 f"(volume {uniform.volume:.3g} m^3)")
         if density > limit and context.negligible:
             self.add(context, "density", "skip", "info",
-                     f"not judged: {text}, but the link {context.negligible} (a sensor or "
-                     "marker frame: a mass in the wrong unit would not be negligible)",
+                     f"not judged ({context.negligible}: a sensor or marker frame, whose "
+                     f"mass in a wrong unit would not be negligible): {text}",
                      density, limit - density)
             return True
         if density > limit:
