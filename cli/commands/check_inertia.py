@@ -59,7 +59,7 @@ def check_inertia(
             "--min-block-ratio", min=0.0, callback=not_nan, help="Warn when a joint's "
             "articulated inertia (ABA's D-block) is below this fraction of lambda_max(M).")] = 1e-8,
 ) -> None:
-    """Physical consistency of every link's inertia: one finding per link and check.
+    """Physical consistency of every link's inertia: one finding per defect.
 
     Checks: finite numbers; mass (negative is an error; a massless moving body is fine
     only if its subtree gives its joint mass and inertia); rotational inertia symmetric
@@ -69,7 +69,9 @@ def check_inertia(
     (equivalent uniform box vs geometry box, 100x is an error), inertia given about the link
     origin instead of the com, principal axes vs geometry (inertial rpy applied wrongly),
     density; per moving body: ABA's articulated inertia (singular or nearly singular
-    chains) and, for links merged by fixed joints, the merged body's pseudo-inertia.
+    chains) and, for links merged by fixed joints, the merged body's pseudo-inertia;
+    joint limits. A finding implied by another (a pseudo-inertia error beside a triangle
+    violation) is not repeated; placeholder links (1e-6 kg) are judged with their body.
     Links keep their own names, file and line. Exit 1 when any error is found.
     """
     loaded = load(model, free_flyer, diagnose=True)

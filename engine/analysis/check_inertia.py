@@ -132,7 +132,8 @@ def _placeholder(model: Model, link: LinkSpec, body: int, scale: tuple[float, fl
     inertia = link.inertia
     total_mass, total_trace = scale
     trace = abs(float(np.trace(inertia.inertia)))
-    if not (link.has_inertial and not link.inertia_from_geometry and MINVAL < inertia.mass <= PLACEHOLDER_SHARE * total_mass
+    if not (link.has_inertial and not link.inertia_from_geometry
+            and MINVAL < inertia.mass <= PLACEHOLDER_SHARE * total_mass
             and trace <= PLACEHOLDER_SHARE * total_trace):
         return ""
     where = ("welded to the world" if body < 0 else

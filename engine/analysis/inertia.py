@@ -50,8 +50,8 @@ model's, as 1e-6 kg links written for urdfdom and KDL) is not checked alone: its
 judged whole. On a link under 1 % of its body's mass (or welded to the world) an
 idealisation (point, rod, flat) is no defect, density is not judged, and an inconsistent
 tensor is a warning when the body as a whole is consistent (or the link is welded to the
-world). Semi-definite tensors still get the geometry checks. The geometry checks' errors are warnings on a welded link holding
-under 1 % of its body's mass, and on a link welded to the world (it moves nothing here; a
+world). Semi-definite tensors still get the geometry checks. The geometry checks' errors
+are warnings on a welded link holding under 1 % of its body's mass, and on a link welded to the world (it moves nothing here; a
 floating base makes it part of the base body and the check counts again).
 Plausibility and about-origin are skipped where the density check finds the geometry too
 small to hold the mass (a token shape; collision shapes too small give way to visual ones
@@ -403,7 +403,8 @@ class LinkChecks(Checker):
                 f" ({body_mass:g} kg with the links welded to it)")
             if ghost:
                 self.add(context, "mass", "fail", "warning",
-                         f"{ghost_note}; the body has{merged}", 0.0, body_mass, details={"body_mass": body_mass})
+                         f"{ghost_note}; the body has{merged}", 0.0, body_mass,
+                         details={"body_mass": body_mass})
                 return
             self.add(context, "mass", "pass", "info",
                      f"{context.link.inertia.mass:g} kg{merged}, moved by joint {joint}",
