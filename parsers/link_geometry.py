@@ -19,11 +19,15 @@ Mesh files
 * STL (binary and ASCII), Wavefront OBJ (``v`` lines) and COLLADA (.dae: the positions of
   every ``<instance_geometry>`` of the visual scene, through the node transforms, in
   ``<unit meter>`` and with ``Y_UP``/``X_UP`` turned to z-up as assimp does) and MuJoCo's
-  ``.msh`` are read; other formats and unreadable files make the link's geometry unknown.
+  ``.msh`` are read; other formats and unreadable files (truncated, a non-finite vertex,
+  malformed) make that geometry unusable and are listed with the reason
+  (``LinkGeometry.unreadable``): ``dyn check-inertia`` warns once per link and file.
 * A link's geometry is its collision shapes when every one of them can be used, else its
   visual shapes under the same condition, else unknown (partial geometry would make an
   inertia look too large). Collision shapes smaller than 1 cm across give way to visual
-  shapes ten times larger: such a collision shape is a token, not the link's extent.
+  shapes ten times larger: such a collision shape is a token, not the link's extent. The
+  other usable role is kept as ``LinkGeometry.alternative`` (the engine turns to it when
+  collision shapes are too small to hold the mass, as contact points are).
 """
 from __future__ import annotations
 

@@ -9,9 +9,9 @@ from ..description import LinkSpec
 from ..model import Model
 from .inertia import (ABSURD_MASS, HEURISTIC_CHECKS, MINVAL, NEGLIGIBLE_MASS, CheckOptions,
                       InertiaReport, LinkContext, LinkGeometry, pseudo_inertia)
-from .inertia_hierarchy import CONSISTENCY, suppress_link
 from .inertia_body import BodyChecks
 from .inertia_geometry import GeometryChecks
+from .inertia_hierarchy import CONSISTENCY, suppress_link
 
 
 class InertiaChecker(BodyChecks, GeometryChecks):

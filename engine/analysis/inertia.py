@@ -51,8 +51,9 @@ judged whole. On a link under 1 % of its body's mass (or welded to the world) an
 idealisation (point, rod, flat) is no defect, density is not judged, and an inconsistent
 tensor is a warning when the body as a whole is consistent (or the link is welded to the
 world). Semi-definite tensors still get the geometry checks. The geometry checks' errors
-are warnings on a welded link holding under 1 % of its body's mass, and on a link welded to the world (it moves nothing here; a
-floating base makes it part of the base body and the check counts again).
+are warnings on a welded link holding under 1 % of its body's mass, and on a link welded
+to the world (it moves nothing here; a floating base makes it part of the base body and
+the check counts again).
 Plausibility and about-origin are skipped where the density check finds the geometry too
 small to hold the mass (a token shape; collision shapes too small give way to visual ones
 that hold it, as contact spheres under a foot), and every geometry check where MuJoCo
