@@ -42,11 +42,13 @@ def v_parts(joint_model) -> tuple[str, ...]:
     return tuple(joint_model.v_parts) or ("rate",)
 
 
-def listing(items: Sequence[str], most: int) -> str:
-    """'a, b, c' -- the first ``most`` items (each :func:`shown`), then ', ...' when there
-    are more: a message stays short whatever the file holds."""
-    return ", ".join(shown(item) for item in items[:most]) + (", ..." if len(items) > most
-                                                               else "")
+def listing(items: Sequence[str], most: int, width: int | None = None) -> str:
+    """'a, b, c' -- the first ``most`` items (each :func:`shown` in ``width`` characters,
+    :data:`SHOWN` by default), then ', ...' when there are more: a message stays short
+    whatever the file holds."""
+    width = SHOWN if width is None else width
+    return ", ".join(shown(item, width) for item in items[:most]) + (
+        ", ..." if len(items) > most else "")
 
 
 SHOWN = 60  # characters of a name a message or a table shows

@@ -32,6 +32,10 @@ class LinkGeometry:
     exact: bool  # False when a mesh is stood in for by its bounding box
     note: str = ""  # why the geometry is unknown
     missing: tuple[str, ...] = ()  # mesh files (as written) that could not be found
+    unreadable: tuple[tuple[str, str], ...] = ()  # (mesh file as written, why it cannot be read)
+    # the link's other usable geometry (its visual shapes when these are the collision
+    # ones, and the reverse), None when it has no other
+    alternative: "LinkGeometry | None" = None
 
 
 def half_sizes(kind: str, size: np.ndarray) -> np.ndarray:

@@ -17,14 +17,19 @@ Mesh files
 * STL (binary and ASCII), Wavefront OBJ (``v`` lines) and COLLADA (.dae: the positions of
   every ``<instance_geometry>`` of the visual scene, through the node transforms, in
   ``<unit meter>`` and with ``Y_UP``/``X_UP`` turned to z-up as assimp does) and MuJoCo's
-  ``.msh`` are read; other formats and unreadable files make the link's geometry unknown.
+  ``.msh`` are read; other formats and unreadable files (truncated, a non-finite vertex,
+  malformed) make that geometry unusable and are listed with the reason
+  (``LinkGeometry.unreadable``): ``dyn check-inertia`` warns once per link and file.
 * A link's geometry is its collision shapes when every one of them can be used, else its
   visual shapes under the same condition, else unknown (partial geometry would make an
   inertia look too large). Collision shapes smaller than 1 cm across give way to visual
-  shapes ten times larger: such a collision shape is a token, not the link's extent.
+  shapes ten times larger: such a collision shape is a token, not the link's extent. The
+  other usable role is kept as ``LinkGeometry.alternative`` (the engine turns to it when
+  collision shapes are too small to hold the mass, as contact points are).
 """
 from __future__ import annotations
 
+import dataclasses
 import functools
 from pathlib import Path
 
@@ -62,7 +67,7 @@ def _usable(shapes: tuple[Shape, ...], model_path: str, packages: PackagePaths,
     """The collision shapes as solids if all resolve, else the visual ones, else unknown;
     collision shapes under :data:`PLACEHOLDER` across stand aside for visual shapes
     more than ten times their size (a token sphere beside the real mesh)."""
-    notes, missing = [], []
+    notes, missing, unreadable = [], [], []
     found = {}
     for role in ("collision", "visual"):
         group = [shape for shape in shapes if shape.role == role]
@@ -73,19 +78,23 @@ def _usable(shapes: tuple[Shape, ...], model_path: str, packages: PackagePaths,
         solids, problem = _solids(group, located)
         if files_named:
             missing += [mesh for mesh, path in located.items() if path is None]
+        unreadable += [(mesh, mesh_problem(str(path))) for mesh, path in located.items()
+                       if path is not None and mesh_problem(str(path))]
         if solids is None:
             notes.append(f"{role}: {problem}")
             continue
         found[role] = LinkGeometry(role, solids, all(s.kind != "mesh" for s in group), "")
+    unreadable = tuple(dict.fromkeys(unreadable))
     collision, visual = found.get("collision"), found.get("visual")
     if collision is not None and visual is not None:
         small, large = _diagonal(collision.solids), _diagonal(visual.solids)
         if small < PLACEHOLDER and large > 10 * small:
-            return visual
+            collision, visual = visual, collision
+        return dataclasses.replace(collision, alternative=visual, unreadable=unreadable)
     if collision is not None or visual is not None:
-        return collision or visual
+        return dataclasses.replace(collision or visual, unreadable=unreadable)
     return LinkGeometry("", (), False, "; ".join(notes) or "no shapes",
-                        tuple(dict.fromkeys(missing)))
+                        tuple(dict.fromkeys(missing)), unreadable)
 
 
 PLACEHOLDER = 0.01  # m: a collision geometry whose bounding box is smaller is a token
@@ -129,14 +138,41 @@ def _mesh_box(shape: Shape, low: np.ndarray, high: np.ndarray) -> Shape:
 @functools.lru_cache(maxsize=1024)
 def mesh_bounds(path: str) -> tuple[np.ndarray, np.ndarray] | None:
     """(min, max) corners (3,) of a mesh file's vertices, or None if it cannot be read."""
-    reader = MESH_READERS.get(Path(path).suffix.lower())
+    return _read_bounds(path)[0]
+
+
+def mesh_problem(path: str) -> str:
+    """Why the mesh file at ``path`` cannot be read ("" when it can)."""
+    return _read_bounds(path)[1]
+
+
+@functools.lru_cache(maxsize=1024)
+def _read_bounds(path: str) -> tuple[tuple[np.ndarray, np.ndarray] | None, str]:
+    """(bounds or None, "" or why the file gives no bounding box)."""
+    suffix = Path(path).suffix.lower()
+    reader = MESH_READERS.get(suffix)
     if reader is None:
-        return None
+        return None, f"{suffix or 'a file without suffix'} is not a mesh format dyn reads"
     try:
         data = read_bounded(path, MESH_BYTES)
         points = reader(data)
-    except (OSError, ValueError, IndexError):
-        return None
-    if points is None or len(points) == 0 or not np.all(np.isfinite(points)):
-        return None
-    return points.min(axis=0), points.max(axis=0)
+    except OSError as error:
+        return None, error.strerror or str(error)
+    except (ValueError, IndexError, SyntaxError) as error:
+        return None, str(error).split("\n")[0] or f"not a valid {suffix} file"
+    if points is None or len(points) == 0:
+        return None, _truncated_stl(data) if suffix == ".stl" else "no vertices"
+    if not np.all(np.isfinite(points)):
+        return None, "a vertex coordinate is not finite (NaN or infinity)"
+    return (points.min(axis=0), points.max(axis=0)), ""
+
+
+def _truncated_stl(data: bytes) -> str:
+    """Why an STL gave no vertices: a binary header announcing more faces than the bytes
+    hold (a truncated download or copy), else no ``vertex`` lines at all."""
+    if len(data) >= 84 and not data[:80].lstrip().lower().startswith(b"solid"):
+        faces = int.from_bytes(data[80:84], "little")
+        if 84 + 50 * faces > len(data):
+            return (f"truncated binary STL: its header announces {faces} faces "
+                    f"({84 + 50 * faces} bytes), the file has {len(data)}")
+    return "no vertices (neither a binary STL nor ASCII 'vertex' lines)"

@@ -54,7 +54,8 @@ def check_inertia(
             "(::error file=...,line=...:: annotations)."
         )] = None,
         show_all: Annotated[bool, typer.Option(
-            "--all", help="Table: list the passing and skipped checks too.")] = False,
+            "--all", help="List the passing and skipped checks too (table and CSV rows; JSON "
+            "keys passes and skipped).")] = False,
         samples: samples_option("Configurations (neutral first) for the body checks (mass of "
                                 "moving bodies, articulated inertia).") = 8,
         seed: SeedOpt = 0,
@@ -62,7 +63,7 @@ def check_inertia(
             "--min-block-ratio", min=0.0, callback=not_nan, help="Warn when a joint's "
             "articulated inertia (ABA's D-block) is below this fraction of lambda_max(M).")] = 1e-8,
 ) -> None:
-    """Physical consistency of every link's inertia: one finding per link and check.
+    """Physical consistency of every link's inertia: one finding per defect.
 
     Checks: finite numbers; mass (negative is an error; a massless moving body is fine
     only if its subtree gives its joint mass and inertia); rotational inertia symmetric
@@ -72,7 +73,9 @@ def check_inertia(
     (equivalent uniform box vs geometry box, 100x is an error), inertia given about the link
     origin instead of the com, principal axes vs geometry (inertial rpy applied wrongly),
     density; per moving body: ABA's articulated inertia (singular or nearly singular
-    chains) and, for links merged by fixed joints, the merged body's pseudo-inertia.
+    chains) and, for links merged by fixed joints, the merged body's pseudo-inertia;
+    joint limits. A finding implied by another (a pseudo-inertia error beside a triangle
+    violation) is not repeated; placeholder links (1e-6 kg) are judged with their body.
     Links keep their own names, file and line. Exit 1 when any error is found.
     """
     loaded = load(model, free_flyer, diagnose=True, xacro=xacro_arguments(xacro_args, xacro_arg))
@@ -84,15 +87,16 @@ def check_inertia(
                                           else "the <inertial> orientation"))
     report = run_checks(loaded, geometry, options)
     text = reports.missing_meshes(geometry)
-    if text:
+    notes = [("meshes not found", text)] if text else []
+    notes += [("mesh unreadable", line) for line in reports.unreadable_meshes(geometry)]
+    for title, text in notes:
         warn(f"{loaded.source}: {text}")
         if fmt is CheckFormat.github:
-            print(reports.github_warning(loaded.source, "dyn check-inertia: meshes not found",
-                                         text))
+            print(reports.github_warning(loaded.source, f"dyn check-inertia: {title}", text))
     if fmt is CheckFormat.json:
-        print(json.dumps(reports.inertia_document(report, loaded)))
+        print(json.dumps(reports.inertia_document(report, loaded, show_all)))
     elif fmt is CheckFormat.csv:
-        reports.inertia_csv(report, sys.stdout, loaded.format, fix)
+        reports.inertia_csv(report, sys.stdout, loaded.format, fix, show_all)
     elif fmt is CheckFormat.github:
         text = reports.github_annotations(report, loaded.format)
         if text:

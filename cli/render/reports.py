@@ -58,23 +58,31 @@ def check_summary(report) -> dict:
     return {check: {key: counts[key] for key in keys} for check, counts in summary.items()}
 
 
-def inertia_document(report, model) -> dict:
-    return {"ok": report.ok, "model": model.name, "source": model.source,
-            "findings": [finding_document(f, model.format) for f in report.findings],
-            "summary": check_summary(report)}
+def inertia_document(report, model, show_all: bool = False) -> dict:
+    """``findings``: the errors and warnings only; with ``show_all`` (--all) the passing
+    checks under ``passes`` and the skipped ones under ``skipped``."""
+    document = {"ok": report.ok, "model": model.name, "source": model.source,
+                "findings": [finding_document(f, model.format) for f in report.failed()],
+                "summary": check_summary(report)}
+    if show_all:
+        for key, status in (("passes", "pass"), ("skipped", "skip")):
+            document[key] = [finding_document(f, model.format) for f in report.findings
+                             if f.status == status]
+    return document
 
 
 FINDING_COLUMNS = ("body", "check", "severity", "status", "value", "margin", "file", "line",
                    "scope", "message")
 
 
-def inertia_csv(report, stream, fmt: str, fixes: bool = False) -> None:
-    """One row per finding; list values (principal moments) joined with spaces; with
+def inertia_csv(report, stream, fmt: str, fixes: bool = False, show_all: bool = False) -> None:
+    """One row per finding (error or warning; with ``show_all`` every check, its status
+    column telling them apart); list values (principal moments) joined with spaces; with
     ``fixes`` (--fix) a last column ``fix`` holds the suggested element."""
     writer = csv.writer(stream, lineterminator="\n")
     columns = FINDING_COLUMNS + (("fix",) if fixes else ())
     writer.writerow(columns)
-    for finding in report.findings:
+    for finding in report.findings if show_all else report.failed():
         row = finding_document(finding, fmt)
         value = row["value"]
         row["value"] = " ".join(map(repr, value)) if isinstance(value, list) else value
@@ -94,7 +102,9 @@ def inertia_table(report, model, show_all: bool) -> str:
                     for check, c in summary.items()],
                    ["check", "pass", "warning", "error", "skipped"])
     lines = [f"check-inertia {model.name} ({model.format}, {model.source}): "
-             f"{len(report.findings)} findings", ""]
+             f"{_count(errors + warnings, 'finding')} ({_count(errors, 'error')}, "
+             f"{_count(warnings, 'warning')}) from {_count(len(report.findings), 'check')}",
+             ""]
     if rows:
         lines += [table(rows, ["severity", "body", "check", "line", "message"],
                         maxcolwidths=[None, None, None, None, 90]), ""]
@@ -102,6 +112,10 @@ def inertia_table(report, model, show_all: bool) -> str:
         lines += ["no errors or warnings", ""]
     lines += [counts, "", _fixes(report, model.format), _verdict(errors, warnings, show_all)]
     return "\n".join(line for line in lines if line is not None).replace("\n\n\n", "\n\n")
+
+
+def _count(n: int, noun: str) -> str:
+    return f"{n} {noun}{'' if n == 1 else 's'}"
 
 
 def _verdict(errors: int, warnings: int, show_all: bool) -> str:
@@ -167,9 +181,20 @@ def missing_meshes(geometry: dict) -> str:
     if not meshes:
         return ""
     skipped = sum(bool(link.missing) for link in geometry.values())
-    return (f"{len(meshes)} mesh file(s) not found ({listing(meshes, 2)}): the geometry "
+    return (f"{len(meshes)} mesh file(s) not found ({listing(meshes, 2, 200)}): the geometry "
             f"checks of {skipped} link(s) were skipped (package:// is looked up above the "
             "model and in ROS_PACKAGE_PATH and AMENT_PREFIX_PATH)")
+
+
+def unreadable_meshes(geometry: dict) -> list[str]:
+    """One warning per link and mesh file that was found but cannot be read."""
+    lines = []
+    for name, link in geometry.items():
+        for mesh, why in link.unreadable:
+            then = (f"its {link.role} geometry is used instead" if link.role else
+                    "its geometry checks were skipped")
+            lines.append(f"link {name}: mesh {mesh} cannot be read ({why}): {then}")
+    return lines
 
 
 def github_warning(path: str, title: str, text: str) -> str:

@@ -32,8 +32,9 @@ Conventions
 
 Checks (one finding per link, or per body, and check; status pass, fail or skip)
 ---------------------------------------------------------------------------------
-finite, mass (negative: error; zero with a non-zero tensor: warning; a massless moving
-body whose subtree gives its joint no inertia: error), inertia-pd (asymmetric or
+finite, mass (negative or above ``ABSURD_MASS``: error; zero, or under MINVAL, with a
+non-zero tensor: warning; a massless moving body whose subtree gives its joint no inertia:
+error), inertia-pd (asymmetric or
 indefinite: error; semi-definite or nil: warning), triangle (deficit beyond the tolerance:
 error), pseudo-inertia (J not PSD: error; only PSD: warning), plausibility (inertia >= 100x
 the uniform inertia of the geometry: error; >= 10x, <= 1/100x or com far outside the
@@ -42,12 +43,23 @@ about the link origin: error), orientation (axes match the geometry only without
 the inverse of, the inertial rpy: error; exact geometry far off: warning), density (above
 ``max_density``: warning), articulated-inertia (singular D-block: error; below
 ``min_block_ratio``: warning), merged-pseudo-inertia (pseudo-inertia of a body with
-several massive links). The geometry checks' errors are warnings on a welded link holding
-under 1 % of its body's mass, and on a link welded to the world (it moves nothing here; a
-floating base makes it part of the base body and the check counts again).
+several massive links), limits (a 1-dof joint's lower limit above its upper: error).
+One defect gives one finding: the checks it implies become skips naming it
+(:mod:`.inertia_hierarchy`). A placeholder inertia (mass and tensor both under 1e-4 of the
+model's, as 1e-6 kg links written for urdfdom and KDL) is not checked alone: its body is
+judged whole. On a link under 1 % of its body's mass (or welded to the world) an
+idealisation (point, rod, flat) is no defect, density is not judged, and an inconsistent
+tensor is a warning when the body as a whole is consistent (or the link is welded to the
+world). Semi-definite tensors still get the geometry checks. The geometry checks' errors
+are warnings on a welded link holding under 1 % of its body's mass, and on a link welded
+to the world (it moves nothing here; a floating base makes it part of the base body and
+the check counts again).
 Plausibility and about-origin are skipped where the density check finds the geometry too
-small to hold the mass (a token shape), and every geometry check where MuJoCo computed the
-inertia from the geoms themselves.
+small to hold the mass (a token shape; collision shapes too small give way to visual ones
+that hold it, as contact spheres under a foot), and every geometry check where MuJoCo
+computed the inertia from the geoms themselves. Orientation passes an inertia that is
+exactly the other geometry's (visual for collision) and judges no axes against meshes'
+bounding boxes, which are aligned with the mesh frame whatever the mass does.
 
 Modules: this one holds the report types, the inertia arithmetic, the solids, the
 :class:`Checker` that records findings and the checks on the inertia alone
@@ -70,11 +82,13 @@ from ..samples import sample_configurations
 from .plain import plain
 
 MINVAL = 1e-15  # MuJoCo's mjMINVAL: mass and inertia below this count as none
+ROUNDING = 1e-13  # relative size of eigenvalue rounding noise (about 500 ulp)
+ABSURD_MASS = 1e6  # kg: no robot link weighs a thousand tonnes
 SEVERITIES = ("error", "warning", "info")
 STATUSES = ("fail", "pass", "skip")
 LINK_CHECKS = ("finite", "mass", "inertia-pd", "triangle", "pseudo-inertia", "plausibility",
                "about-origin", "orientation", "density")
-BODY_CHECKS = ("articulated-inertia", "merged-pseudo-inertia")
+BODY_CHECKS = ("articulated-inertia", "merged-pseudo-inertia", "limits")
 CHECKS = LINK_CHECKS + BODY_CHECKS
 # Checks that compare with the geometry: their errors become warnings on a link welded to a
 # body it hardly changes (a sensor frame with a placeholder inertia, say).
@@ -160,8 +174,19 @@ def symmetric(matrix: np.ndarray) -> np.ndarray:
 
 
 def principal_moments(inertia: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """(moments ascending (3,), principal axes as columns (3, 3)) of the symmetric part."""
-    return np.linalg.eigh(symmetric(inertia))
+    """(moments ascending (3,), principal axes as columns (3, 3)) of the symmetric part;
+    moments within rounding of zero (:data:`ROUNDING` of the largest) are exactly 0."""
+    moments, axes = np.linalg.eigh(symmetric(inertia))
+    scale = float(np.abs(moments).max(initial=0.0))
+    return np.where(np.abs(moments) <= ROUNDING * scale, 0.0, moments), axes
+
+
+def numbers(values, scale: float | None = None, digits: int = 6) -> list[str]:
+    """``values`` printed to ``digits`` significant digits, each rounded at the scale of
+    the largest (or of ``scale``): eigenvalue noise 1e-16 below it prints as 0."""
+    values = np.atleast_1d(np.asarray(values, dtype=float))
+    scale = float(np.abs(values).max(initial=0.0)) if scale is None else abs(scale)
+    return [f"{0.0 if abs(v) <= 10.0 ** -digits * scale else v:.{digits}g}" for v in values]
 
 
 def triangle_slack(moments: np.ndarray) -> float:
@@ -285,6 +310,7 @@ class LinkContext:
     geometry: LinkGeometry | None
     source: SourceRef  # the <inertial> element, else the <link>
     negligible: str = ""  # why the link hardly matters to its body ("" if it does)
+    placeholder: str = ""  # why its inertia is a placeholder ("" if it is not)
 
 
 
@@ -322,6 +348,18 @@ class Checker:
             details=plain(details or {}), fix=fix))
 
 
+def ghost_mass(inertia: Inertia) -> bool:
+    """No mass to speak of (0 <= m <= MINVAL, MuJoCo's "none") beside a non-zero tensor."""
+    return bool(0 <= inertia.mass <= MINVAL and np.any(inertia.inertia))
+
+
+def ghost_text(mass: float) -> str:
+    if mass == 0:
+        return GHOST
+    return (f"mass {mass:.3g} kg is below {MINVAL:g} kg (none, to MuJoCo) but the inertia "
+            "tensor is not zero: no body has rotational inertia without mass")
+
+
 def negligible_inertia(inertia: Inertia) -> bool:
     """The rotational inertia is nil: below MINVAL + m (1 um)^2 in every direction."""
     floor = MINVAL + 1e-12 * max(inertia.mass, 0.0)
@@ -338,10 +376,15 @@ class LinkChecks(Checker):
         if mass < 0:
             self.add(context, "mass", "fail", "error", f"negative mass {mass:g} kg",
                      mass, mass, fix=lambda: _negative_mass_fix(link))
+        elif mass > ABSURD_MASS:
+            self.add(context, "mass", "fail", "error",
+                     f"absurd mass {mass:.3g} kg (above {ABSURD_MASS:g} kg; no robot link "
+                     "weighs a thousand tonnes): a units mistake, or a stand-in for infinity?",
+                     mass, ABSURD_MASS - mass)
         elif context.main:
             self.moving_body_mass(context)
-        elif mass == 0 and np.any(link.inertia.inertia):
-            self.add(context, "mass", "fail", "warning", GHOST, mass, 0.0)
+        elif ghost_mass(link.inertia):
+            self.add(context, "mass", "fail", "warning", ghost_text(mass), mass, 0.0)
         elif mass == 0:
             note = "no <inertial>" if not link.has_inertial else "zero mass"
             self.add(context, "mass", "pass", "info", f"{note}: a massless frame {welded}",
@@ -354,13 +397,15 @@ class LinkChecks(Checker):
         model, j = self.model, context.body
         body_mass = float(model.body_mass[j])
         joint = model.joint_names[j]
-        ghost = context.link.inertia.mass == 0 and np.any(context.link.inertia.inertia)
+        ghost = ghost_mass(context.link.inertia)
+        ghost_note = ghost_text(context.link.inertia.mass)
         if body_mass > MINVAL:
             merged = "" if body_mass == context.link.inertia.mass else (
                 f" ({body_mass:g} kg with the links welded to it)")
             if ghost:
-                self.add(context, "mass", "fail", "warning", f"{GHOST}; the body has{merged}",
-                         0.0, body_mass, details={"body_mass": body_mass})
+                self.add(context, "mass", "fail", "warning",
+                         f"{ghost_note}; the body has{merged}", 0.0, body_mass,
+                         details={"body_mass": body_mass})
                 return
             self.add(context, "mass", "pass", "info",
                      f"{context.link.inertia.mass:g} kg{merged}, moved by joint {joint}",
@@ -375,7 +420,7 @@ class LinkChecks(Checker):
         details = {"body_mass": body_mass, "joint": joint, "subtree_inertia": smallest}
         if smallest > MINVAL and ghost:
             self.add(context, "mass", "fail", "warning",
-                     f"{GHOST}; its subtree gives joint {joint} mass and inertia", body_mass,
+                     f"{ghost_note}; its subtree gives joint {joint} mass and inertia", body_mass,
                      smallest, details=details)
         elif smallest > MINVAL:
             self.add(context, "mass", "pass", "info",
@@ -403,7 +448,7 @@ class LinkChecks(Checker):
             return
         relative = float(moments[0] / largest) if largest > 0 else -np.inf
         details = {"principal_moments": moments, "asymmetry": asymmetry}
-        text = "principal moments " + ", ".join(f"{m:.6g}" for m in moments) + " kg m^2"
+        text = "principal moments " + ", ".join(numbers(moments)) + " kg m^2"
         fix = lambda: _consistent_fix(context, tol)  # noqa: E731
         if asymmetry > tol:
             self.add(context, "inertia-pd", "fail", "error",
@@ -431,14 +476,16 @@ class LinkChecks(Checker):
                    "deficit_percent": max(-relative, 0.0) * 100}
         if relative < -self.options.tolerance:
             self.add(context, "triangle", "fail", "error",
-                     f"triangle inequality violated: {moments[0]:.6g} + {moments[1]:.6g} < "
-                     f"{moments[2]:.6g} by {-slack:.3g} kg m^2 ({-relative * 100:.3g} %)",
+                     "triangle inequality violated: {} + {} < {}".format(*numbers(moments)) +
+                     f" by {numbers([-slack], moments[2], 3)[0]} kg m^2 "
+                     f"({-relative * 100:.3g} %)",
                      slack, relative, details,
                      lambda: _consistent_fix(context, self.options.tolerance))
         else:
             self.add(context, "triangle", "pass", "info",
-                     f"{moments[0]:.6g} + {moments[1]:.6g} >= {moments[2]:.6g} "
-                     f"(slack {relative * 100:.3g} %)", slack, relative, details)
+                     "{} + {} >= {}".format(*numbers(moments)) +
+                     f" (slack {numbers([relative * 100], 100, 3)[0]} %)", slack, relative,
+                     details)
 
     def pseudo_inertia(self, context: LinkContext) -> None:
         link = context.link
@@ -474,7 +521,9 @@ class LinkChecks(Checker):
         if negligible_inertia(inertia):  # a point mass: J = [[0, 0], [0, m]] about the com
             smallest, margin = 0.0, 0.0
         details = {"eigenvalues": np.linalg.eigvalsh(J), "normalized_min": margin}
-        text = f"smallest eigenvalue of the second moment about the com {smallest:.3g} kg m^2"
+        scale = max(float(np.trace(inertia.inertia)), 0.0)
+        text = ("smallest eigenvalue of the second moment about the com "
+                f"{numbers([smallest], scale, 3)[0]} kg m^2")
         if margin < -tol:
             self.add(context, check, "fail", "error",
                      f"pseudo-inertia J is not positive semi-definite ({text}): no mass "

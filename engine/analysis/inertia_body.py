@@ -2,11 +2,14 @@
 the pseudo-inertia of bodies merged from several massive links."""
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 
 from ..description import Inertia
 from ..reference import articulated_blocks
 from .inertia import LinkChecks, LinkContext, spatial_pseudo_inertia
+from .inertia_hierarchy import CONSISTENCY, failing_consistency, implied_skip
 
 
 class BodyChecks(LinkChecks):
@@ -28,12 +31,65 @@ class BodyChecks(LinkChecks):
                 self.add(context, "articulated-inertia", "fail", "error",
                          f"joint {model.joint_names[j]}: M(q) or ABA's D-block overflows "
                          "(inertias too large for a double)", scope="body", links=links)
+            self.implied_by_mass(context, links)
             massive = [n for n in links if contexts[n].link.inertia.mass != 0]
             if len(massive) >= 2:
                 rigid = Inertia.from_spatial(model.body_inertia[j])
                 self.add_pseudo_inertia(context, rigid, "merged-pseudo-inertia", None,
                                         J=spatial_pseudo_inertia(model.body_inertia[j]),
                                         scope="body", links=links)
+                winner = failing_consistency(self.findings, massive)
+                if self.findings[-1].status != "fail":
+                    self.excuse_negligible(contexts, massive, name)
+                elif winner is not None:
+                    self.findings[-1] = implied_skip(self.findings[-1], winner)
+            self.limits(context, j, links)
+
+    def excuse_negligible(self, contexts: dict[str, LinkContext], links, body: str) -> None:
+        """An inconsistent link that hardly matters to a body consistent as a whole is a
+        warning: the dynamics only see the body (as MuJoCo's compiler, fusing static
+        bodies, and Pinocchio, merging fixed joints, do)."""
+        for n, finding in enumerate(self.findings):
+            context = contexts.get(finding.body)
+            if (finding.body in links and finding.scope == "link" and finding.status == "fail"
+                    and finding.severity == "error" and finding.check in CONSISTENCY
+                    and context is not None and context.negligible):
+                self.findings[n] = dataclasses.replace(
+                    finding, severity="warning",
+                    message=f"{finding.message} [warning only: {context.negligible}, and body "
+                            f"{body} as a whole is consistent (see merged-pseudo-inertia)]")
+
+    def implied_by_mass(self, context: LinkContext, links) -> None:
+        """A singular D-block of a body whose mass check failed reports that same defect."""
+        last = self.findings[-1]
+        if last.check != "articulated-inertia" or last.severity != "error":
+            return
+        mass = next((f for f in self.findings if f.body == context.link.name
+                     and f.check == "mass" and f.scope == "link"), None)
+        if mass is not None and mass.status == "fail" and mass.severity == "error":
+            self.findings[-1] = implied_skip(last, mass)
+
+    def limits(self, context: LinkContext, j: int, links) -> None:
+        """A 1-dof joint's position limits: lower <= upper (MuJoCo refuses the reverse)."""
+        model = self.model
+        if model.nq_joint[j] != 1:
+            return
+        k = int(model.idx_q[j])
+        lower, upper = float(model.q_lower[k]), float(model.q_upper[k])
+        if not (np.isfinite(lower) or np.isfinite(upper)):
+            return
+        joint = model.joint_names[j]
+        details = {"joint": joint, "joint_line": model.joint_sources[j].line,
+                   "lower": lower, "upper": upper}
+        if lower > upper:
+            self.add(context, "limits", "fail", "error",
+                     f"joint {joint}: lower limit {lower:g} above upper limit {upper:g}: no "
+                     "position satisfies both (swapped?)", [lower, upper], upper - lower,
+                     details, scope="body", links=links)
+        else:
+            self.add(context, "limits", "pass", "info",
+                     f"joint {joint}: limits {lower:g} to {upper:g}", [lower, upper],
+                     upper - lower, details, scope="body", links=links)
 
     def articulated(self, context: LinkContext, j: int, D: np.ndarray, links) -> None:
         model = self.model

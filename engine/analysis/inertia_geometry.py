@@ -2,6 +2,7 @@
 density (uniform-density solids as in :mod:`.inertia`)."""
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 
 import numpy as np
@@ -21,7 +22,8 @@ class GeometryChecks(Checker):
         uniform = uniform_inertia(geometry.solids) if geometry and geometry.solids else None
         inertia = context.link.inertia
         moments, _ = principal_moments(inertia.inertia)
-        consistent = (not negligible_inertia(inertia) and moments[0] > 0
+        # semi-definite tensors (a rod, a flat plate) are consistent enough to compare
+        consistent = (not negligible_inertia(inertia) and moments[0] >= 0
                       and triangle_slack(moments) >= -self.options.tolerance * moments[2])
         why = ("the link has no mass" if inertia.mass <= 0 else
                "MuJoCo computed this inertia from the body's geoms"
@@ -32,6 +34,7 @@ class GeometryChecks(Checker):
             for check in HEURISTIC_CHECKS:
                 self.add(context, check, "skip", "info", f"skipped: {why}")
             return
+        context, uniform = self.holding_geometry(context, uniform)
         token = self.density(context, uniform)
         if not consistent:
             for check in HEURISTIC_CHECKS[:3]:
@@ -138,6 +141,14 @@ class GeometryChecks(Checker):
         """Principal axes against the geometry's, and the inertial rpy applied wrongly."""
         link = context.link
         target = shape_of(uniform.inertia)
+        other = context.geometry.alternative
+        twin = uniform_inertia(other.solids) if other is not None and other.exact else None
+        if twin is not None and relative_distance(
+                link.inertia.inertia, link.inertia.mass * twin.inertia) <= EXACT_MATCH:
+            self.add(context, "orientation", "pass", "info",
+                     f"the inertia is that of a uniform body filling the {other.role} "
+                     f"geometry (within {EXACT_MATCH:.0%}): its axes are right", 0.0, 0.5)
+            return
         if np.linalg.norm(target - np.eye(3) / 3) < 0.05:
             self.add(context, "orientation", "skip", "info",
                      "the geometry is too round to tell its axes apart")
@@ -153,7 +164,14 @@ class GeometryChecks(Checker):
         scored = sorted((float(np.linalg.norm(shape_of(tensor) - target)), name, tensor)
                         for name, tensor in candidates.items())
         details = {"distance": distance, "candidates": {n: d for d, n, _ in scored}}
-        if scored and distance >= 0.15 and scored[0][0] <= 0.4 * distance:
+        if not context.geometry.exact and distance >= 0.15:
+            # a mesh's bounding box is aligned with the mesh frame, as is a tensor read
+            # without its rotation: it favours that reading whatever the mass does
+            self.add(context, "orientation", "pass", "info",
+                     f"principal axes not judged: the {context.geometry.role} meshes, as "
+                     f"bounding boxes aligned with their frames, say nothing of the axes "
+                     f"(distance {distance:.3g})", distance, 0.5 - distance, details)
+        elif scored and distance >= 0.15 and scored[0][0] <= 0.4 * distance:
             best, name, tensor = scored[0]
             self.add(context, "orientation", "fail", "error",
                      f"principal axes disagree with the {context.geometry.role} geometry "
@@ -173,12 +191,30 @@ class GeometryChecks(Checker):
                      f"{'' if context.geometry.exact else ', meshes as bounding boxes'})",
                      distance, 0.5 - distance, details)
 
+    def holding_geometry(self, context: LinkContext, uniform: UniformInertia
+                         ) -> tuple[LinkContext, UniformInertia]:
+        """The link's other geometry (visual for collision) when the first is too small to
+        hold the mass and the other is not: collision shapes that are contact points or
+        plates under a foot, not the link's extent."""
+        other = context.geometry.alternative
+        second = uniform_inertia(other.solids) if other is not None and other.solids else None
+        limit, mass = self.options.max_density, context.link.inertia.mass
+        if second is None or mass / uniform.volume <= limit or mass / second.volume > limit:
+            return context, uniform
+        return dataclasses.replace(context, geometry=other), second
+
     def density(self, context: LinkContext, uniform: UniformInertia) -> bool:
         """The density check; True when the geometry is too small to hold the mass."""
         density = context.link.inertia.mass / uniform.volume
         limit = self.options.max_density
         text = (f"mass / {context.geometry.role} volume = {density:.4g} kg/m^3 "
                 f"(volume {uniform.volume:.3g} m^3)")
+        if density > limit and context.negligible:
+            self.add(context, "density", "skip", "info",
+                     f"not judged ({context.negligible}: a sensor or marker frame, whose "
+                     f"mass in a wrong unit would not be negligible): {text}",
+                     density, limit - density)
+            return True
         if density > limit:
             self.add(context, "density", "fail", "warning",
                      f"{text}: denser than any metal ({limit:g}); mass in the wrong unit?",
