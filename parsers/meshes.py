@@ -43,7 +43,7 @@ import numpy as np
 
 from .files import MESH_BYTES, file_head, read_bounded
 from .mesh_types import MeshData, MeshFileError
-from .obj import read_obj
+from .obj import read_obj, strtod
 
 MAX_STL_FACES = 200000
 MAX_COORDINATE = 2.0 ** 30
@@ -71,7 +71,13 @@ def read_mesh_points(path: str) -> np.ndarray:
     if suffix not in POINT_READERS:
         raise MeshFileError(f'unsupported mesh file type "{suffix or "(none)"}" '
                             f"(supported: {', '.join(MESH_SUFFIXES)})")
-    points = POINT_READERS[suffix](_file_bytes(path, suffix == ".stl", lenient=True))
+    data = _file_bytes(path, suffix == ".stl", lenient=True)
+    try:
+        points = POINT_READERS[suffix](data)
+    except MeshFileError:
+        raise
+    except (ValueError, IndexError) as error:
+        raise MeshFileError(f"not a valid {suffix[1:].upper()} file ({error})") from None
     if not len(points):
         raise MeshFileError("mesh file has no vertices")
     if not np.all(np.isfinite(points)):
@@ -258,9 +264,13 @@ def stl_points(data: bytes) -> np.ndarray:
 
 
 def obj_points(data: bytes) -> np.ndarray:
-    """Vertices (n, 3) of a Wavefront OBJ file (its ``v x y z`` lines), leniently."""
+    """Vertices (n, 3) of a Wavefront OBJ file (its ``v x y z`` lines), leniently; a word
+    Python's float does not read is read as strtod reads it (as MuJoCo does)."""
     rows = re.findall(rb"^[ \t]*v[ \t]+(\S+)[ \t]+(\S+)[ \t]+(\S+)", data, flags=re.M)
-    return np.array(rows, dtype=float).reshape(-1, 3)
+    try:
+        return np.array(rows, dtype=float).reshape(-1, 3)
+    except ValueError:
+        return np.array([[strtod(word) for word in row] for row in rows]).reshape(-1, 3)
 
 
 def msh_points(data: bytes) -> np.ndarray:

@@ -96,15 +96,16 @@ class _Scan:
             before[kind] = self.counts[kind] + np.cumsum(mine) - mine  # before each line
             self.counts[kind] += int(np.count_nonzero(mine))
         rows = np.flatnonzero(kinds == _V)
-        self.vertices.append(_vertex_values(*_words(buf, first[rows] + 2, ends[rows])))
+        text, _, count = _words(buf, first[rows] + 2, ends[rows])
+        self.vertices.append(_vertex_values(text, _split(text), count))
         rows = np.flatnonzero(kinds >= _F)
         corners = rows[kinds[rows] < _G]  # f, l and p lines; g and o have no corners
-        joined, flat, count = _words(buf, first[corners] + 2, ends[corners])
+        text, begins, count = _words(buf, first[corners] + 2, ends[corners])
         sizes = np.zeros(len(rows), np.int64)
         sizes[kinds[rows] < _G] = count
         lines = line0 + rows
-        v, vt, vn = _corner_fields(joined, flat, sizes, lines)
-        where = (flat, sizes, lines)
+        v, vt, vn = _corner_fields(text, begins, sizes, lines)
+        where = (text, sizes, lines)
         self.v.append(_fixed(v, np.repeat(before[_V][rows], sizes), False, *where))
         _fixed(vt, np.repeat(before[_VT][rows], sizes), True, *where)
         self.vn.append(_fixed(vn, np.repeat(before[_VN][rows], sizes), True, *where))
@@ -183,50 +184,48 @@ def _kinds(buf: np.ndarray, first: np.ndarray, ends: np.ndarray) -> np.ndarray:
     return kinds
 
 
-_BLANKS = re.compile(rb"[ \t]+")
-
-
 def _words(buf: np.ndarray, starts: np.ndarray, ends: np.ndarray
-           ) -> tuple[bytes, list[bytes], np.ndarray]:
-    """The texts of the lines from starts to ends, each ended by a newline, as one string;
-    their words (split at spaces and tabs) in one list; and how many words each has."""
-    inside = np.zeros(len(buf) + 1, np.int8)
-    inside[starts] += 1
-    inside[ends + 1] -= 1
-    chosen = buf.copy()
-    chosen[ends] = 10
-    joined = chosen[np.cumsum(inside[:-1], dtype=np.int8).view(bool)].tobytes()
-    if b"\v" in joined or b"\f" in joined:  # bytes.split would split at these too
-        rows = [[w for w in _BLANKS.split(text) if w] for text in joined.split(b"\n")[:-1]]
-        return (joined, list(itertools.chain.from_iterable(rows)),
-                np.fromiter(map(len, rows), np.int64, len(rows)))
-    text = np.frombuffer(joined, np.uint8)
-    blank = (text == 32) | (text == 9) | (text == 10)
+           ) -> tuple[bytes, np.ndarray, np.ndarray]:
+    """The texts of the lines from starts to ends as one string, each followed by a space
+    and with tabs made spaces; where its words begin; and how many words each line has."""
+    length = ends - starts + 1  # with the end's byte, made a space
+    before = np.cumsum(length) - length
+    text = buf[np.repeat(starts - before, length) + np.arange(int(length.sum()))]
+    text[before + length - 1] = 32
+    text[text == 9] = 32
+    blank = text == 32
     begins = np.flatnonzero(~blank & np.concatenate([[True], blank[:-1]]))
-    owner = np.searchsorted(np.flatnonzero(text == 10), begins, side="right")
-    return joined, joined.split(), np.bincount(owner, minlength=len(starts)).astype(np.int64)
+    count = np.diff(np.searchsorted(begins, np.append(before, len(text))))
+    return text.tobytes(), begins, count.astype(np.int64)
+
+
+def _split(text: bytes) -> list[bytes]:
+    """The words of a :func:`_words` text (split at spaces only, as tinyobjloader does)."""
+    if b"\v" in text or b"\f" in text:  # bytes.split would split at these too
+        return [word for word in text.split(b" ") if word]
+    return text.split()
 
 
 def _vertex_values(joined: bytes, words: list[bytes], count: np.ndarray) -> np.ndarray:
     """(k, 3) float32 of the first three words of each ``v`` line, as strtod reads them;
-    ``count`` words per line, ``joined`` the lines (see :func:`_words`)."""
+    ``count`` words per line, ``joined`` the lines' text (see :func:`_words`)."""
     if not np.all(count == 3):
         ends = np.cumsum(count).tolist()
         words = list(itertools.chain.from_iterable(
             (words[end - n:end] + [b""] * 3)[:3] for n, end in zip(count.tolist(), ends)))
     values = None
-    if not joined.translate(None, _DECIMAL + b" \t\n"):
+    if not joined.translate(None, _DECIMAL + b" "):
         try:
             values = np.array(words, dtype=np.float64)
         except ValueError:  # "1e", "1.5.5", "" ...: read as strtod does below
             pass
     if values is None:
-        values = np.array([_strtod(word) for word in words], dtype=np.float64)
+        values = np.array([strtod(word) for word in words], dtype=np.float64)
     with np.errstate(over="ignore"):  # beyond float32: infinite, refused by the caller
         return values.reshape(-1, 3).astype(np.float32)
 
 
-def _strtod(word: bytes) -> float:
+def strtod(word: bytes) -> float:
     """What C's strtod reads at the start of a word (0.0 where it reads nothing)."""
     match = _NUMBER.match(word.lstrip(b"\v\f"))
     if not match:
@@ -242,13 +241,14 @@ def _strtod(word: bytes) -> float:
     return float(text)
 
 
-def _corner_fields(joined: bytes, flat: list[bytes], sizes: np.ndarray, lines: np.ndarray
+def _corner_fields(text: bytes, begins: np.ndarray, sizes: np.ndarray, lines: np.ndarray
                    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(v, vt, vn) int64 per corner word as atoi reads them (0 where a field is missing);
-    ``sizes`` corners per record line, ``joined`` the lines (see :func:`_words`)."""
-    fields = _plain_fields(joined.replace(b"\n", b" ").replace(b"\t", b" "), flat)
+    """(v, vt, vn) int64 per corner as atoi reads them (0 where a field is missing);
+    ``text`` the corners (see :func:`_words`) beginning at ``begins``, ``sizes`` corners
+    per record line."""
+    fields = _plain_fields(text, begins)
     if fields is None:
-        parts = [[_atoi(part) for part in word.split(b"/")] for word in flat]
+        parts = [[_atoi(part) for part in word.split(b"/")] for word in _split(text)]
         count = np.fromiter(map(len, parts), np.int64, len(parts))
         values = np.fromiter(itertools.chain.from_iterable(parts), np.int64, int(count.sum()))
     else:
@@ -257,8 +257,8 @@ def _corner_fields(joined: bytes, flat: list[bytes], sizes: np.ndarray, lines: n
         corner = int(np.argmax(count > 3))
         row = int(np.searchsorted(np.cumsum(sizes), corner, side="right"))
         raise MeshFileError(f"OBJ line {lines[row]}: corner "
-                            f"{flat[corner].decode(errors='replace')!r} has more than 3 fields "
-                            "(v/vt/vn); MuJoCo refuses the file")
+                            f"{_split(text)[corner].decode(errors='replace')!r} has more than 3 "
+                            "fields (v/vt/vn); MuJoCo refuses the file")
     offsets = np.cumsum(count) - count
     values = values.astype(np.int32).astype(np.int64)  # atoi's int: the low 32 bits
     last = max(len(values) - 1, 0)
@@ -266,25 +266,23 @@ def _corner_fields(joined: bytes, flat: list[bytes], sizes: np.ndarray, lines: n
     return take(0), take(1), take(2)
 
 
-def _plain_fields(text: bytes, flat: list[bytes]) -> tuple[np.ndarray, np.ndarray] | None:
+def _plain_fields(text: bytes, begins: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
     """(fields per corner, the field values) for corners of digits, signs and slashes
-    only, read by numpy at once; None for other corners. ``text`` is the corners ``flat``
-    between single or repeated spaces."""
-    if not flat or text.translate(None, b"0123456789+-/ "):
+    only, read by numpy at once; None for other corners. ``text`` holds the corners
+    between spaces, beginning at ``begins``."""
+    if text.translate(None, b"0123456789+-/ "):
         return None
-    if (b"+" in text or b"-" in text or max(map(len, flat)) > 18) and \
-            _PLAIN_CORNERS.search(text):
+    long = len(begins) and np.diff(begins, append=len(text)).max() > 19  # 19 digits or more
+    if (long or b"+" in text or b"-" in text) and _PLAIN_CORNERS.search(text):
         return None
-    count = np.ones(len(flat), np.int64)
+    count = np.ones(len(begins), np.int64)
     if b"/" in text:  # each slash adds a field to its corner; an empty field reads 0
-        buf = np.frombuffer(text, np.uint8)
-        space = buf == 32
-        begins = np.flatnonzero(~space & np.concatenate([[True], space[:-1]]))
-        owner = np.searchsorted(begins, np.flatnonzero(buf == 47), side="right") - 1
-        count += np.bincount(owner, minlength=len(flat))
+        slashes = np.flatnonzero(np.frombuffer(text, np.uint8) == 47)
+        count += np.bincount(np.searchsorted(begins, slashes, side="right") - 1,
+                             minlength=len(begins))
         while b"//" in text:
             text = text.replace(b"//", b"/0/")
-        text = b" " + text + b" "
+        text = b" " + text
         text = text.replace(b" /", b" 0/").replace(b"/ ", b"/0 ").replace(b"/", b" ")
     with warnings.catch_warnings():
         warnings.simplefilter("error", DeprecationWarning)
@@ -303,7 +301,7 @@ def _atoi(text: bytes) -> int:
     return max(-2 ** 63, min(2 ** 63 - 1, value))
 
 
-def _fixed(raw: np.ndarray, count: np.ndarray, zero_ok: bool, words: list[bytes],
+def _fixed(raw: np.ndarray, count: np.ndarray, zero_ok: bool, text: bytes,
            sizes: np.ndarray, lines: np.ndarray) -> np.ndarray:
     """tinyobjloader's fixIndex: 1-based to 0-based, negative relative to ``count`` (the
     lines before); 0 gives -1 where ``zero_ok`` (texcoord, normal), else is an error."""
@@ -312,7 +310,7 @@ def _fixed(raw: np.ndarray, count: np.ndarray, zero_ok: bool, words: list[bytes]
     if np.any(bad):
         corner = int(np.argmax(bad))
         row = int(np.searchsorted(np.cumsum(sizes), corner, side="right"))
-        word = words[corner]
+        word = _split(text)[corner]
         what = "texture or normal index" if zero_ok else "vertex index"
         raise MeshFileError(f"OBJ line {lines[row]}: corner {word.decode(errors='replace')!r} "
                             f"has no valid {what} (1-based, or negative and relative to the "

@@ -20,6 +20,7 @@ import struct
 import subprocess
 import sys
 import time
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -251,11 +252,14 @@ def test_obj_words_read_at_once_equal_the_word_by_word_reading():
     """numpy's bulk reading of plain words and the strtod/atoi emulation agree."""
     from treedyn.parsers import obj
     words = [b"0.5", b"-1.25e-3", b"+.5", b"7.", b"1e5", b"-0.000001", b"123456.789"]
-    bulk = obj._vertex_values(b" ".join(words[:6]), words[:6], np.array([3, 3]))
-    one = np.array([obj._strtod(w) for w in words[:6]], np.float32).reshape(-1, 3)
+    text = b" ".join(words[:6]) + b" "
+    bulk = obj._vertex_values(text, obj._split(text), np.array([3, 3]))
+    one = np.array([obj.strtod(w) for w in words[:6]], np.float32).reshape(-1, 3)
     np.testing.assert_array_equal(bulk, one)
-    corners = [b"1", b"2/3", b"4//5", b"6/7/8", b"-9", b"10/"]
-    count, values = obj._plain_fields(b" ".join(corners), corners)
+    corners = [b"1", b"2/3", b"4//5", b"6/7/8", b"-9", b"10/", b"/11"]
+    text = b"  ".join(corners) + b" "
+    begins = np.array([text.index(c + b" ") for c in corners])
+    count, values = obj._plain_fields(text, begins)
     slow = [[obj._atoi(p) for p in c.split(b"/")] for c in corners]
     assert count.tolist() == [len(s) for s in slow]
     assert values.tolist() == list(itertools.chain.from_iterable(slow))
@@ -331,3 +335,28 @@ def test_a_text_file_that_is_no_stl_is_named(tmp_path):
         read_mesh_file(str(path))
     with pytest.raises(MeshFileError, match="not a valid STL file"):
         read_mesh_points(str(path))
+
+
+OBJ_WORDS = [b"v", b"vn", b"vt", b"f", b"l", b"p", b"g", b"o", b"#", b"usemtl", b"1", b"-1",
+             b"0", b"2/3", b"4//5", b"1/2/3/4", b"/", b"//", b"-", b"+", b"1e", b"nan", b"inf",
+             b"0x1p3", b"1e99", b"99999999999999999999", b"\t", b" ", b"\n", b"\r", b"\0",
+             b"\v", b"\xff", b"3.5", b".", b"e", b"-0"]
+
+
+@settings(max_examples=300, deadline=None, derandomize=True,
+          suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+@given(st.lists(st.sampled_from(OBJ_WORDS), max_size=200) | st.binary(max_size=600),
+       st.sampled_from([".obj", ".stl", ".msh"]))
+def test_any_bytes_as_a_mesh_give_a_mesh_or_one_typed_error(tmp_path, data, suffix):
+    """Random OBJ-like words or bytes: a mesh, or MeshFileError with one line; never
+    another exception or a numpy warning."""
+    data = b" ".join(data) if isinstance(data, list) else data
+    path = tmp_path / f"fuzz{suffix}"
+    path.write_bytes(data)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        for reader in (read_mesh_file, read_mesh_points):
+            try:
+                reader(str(path))
+            except MeshFileError as error:
+                assert str(error) and "\n" not in str(error)
