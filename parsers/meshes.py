@@ -2,8 +2,9 @@
 
 * As MuJoCo reads them (:func:`read_mesh_file`), for the MJCF compiler's mass properties:
   vertex positions and triangle indices, with MuJoCo's checks.
-* Leniently (:func:`read_mesh_points`, or :data:`POINT_READERS` on a file's bytes), for
-  the bounding boxes of link geometry (:mod:`.link_geometry`): vertex positions only, in
+* Leniently (:func:`read_mesh_points`, :func:`read_mesh_bounds`, or :data:`POINT_READERS`
+  on a file's bytes), for the bounding boxes of link geometry (:mod:`.link_geometry`):
+  vertex positions only, in
   double precision as written, with none of MuJoCo's limits; ASCII STL ``vertex`` and
   OBJ ``v`` lines are all that is read.
 
@@ -41,7 +42,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .files import MESH_BYTES, file_head, read_bounded
+from .files import MESH_BYTES, file_head, open_bounded, read_bounded
 from .mesh_types import MeshData, MeshFileError
 from .obj import read_obj, strtod
 
@@ -83,6 +84,39 @@ def read_mesh_points(path: str) -> np.ndarray:
     if not np.all(np.isfinite(points)):
         raise MeshFileError("a vertex coordinate is not finite (NaN or infinity)")
     return points
+
+
+def read_mesh_bounds(path: str) -> tuple[np.ndarray, np.ndarray]:
+    """(min, max) corners (3,) of the vertices :func:`read_mesh_points` reads; a binary STL
+    is read a block of faces at a time, so any file within the size limit is read in
+    bounded memory."""
+    if Path(path).suffix.lower() == ".stl":
+        try:
+            size, head = file_head(path, MESH_BYTES, 1024)
+            if _stl_kind(head, size, lenient=True) == "binary":
+                with open_bounded(path, MESH_BYTES) as stream:
+                    return _binary_stl_bounds(stream, (size - 84) // 50)
+        except OSError as error:
+            raise MeshFileError(f"cannot read mesh file ({error.strerror})") from None
+    points = read_mesh_points(path)
+    return points.min(axis=0), points.max(axis=0)
+
+
+def _binary_stl_bounds(stream, count: int, block: int = 1 << 18
+                       ) -> tuple[np.ndarray, np.ndarray]:
+    """(min, max) of the corners of a binary STL's ``count`` faces, ``block`` at a time."""
+    if not count:
+        raise MeshFileError("mesh file has no vertices")
+    stream.seek(84)
+    low, high = np.full(3, np.inf, np.float32), np.full(3, -np.inf, np.float32)
+    for start in range(0, count, block):
+        records = stream.read(50 * min(block, count - start))
+        corners = np.frombuffer(records, np.uint8).reshape(-1, 50)[:, 12:48].copy()
+        corners = corners.view("<f4").reshape(-1, 3)
+        if not np.all(np.isfinite(corners)):
+            raise MeshFileError("a vertex coordinate is not finite (NaN or infinity)")
+        low, high = np.minimum(low, corners.min(axis=0)), np.maximum(high, corners.max(axis=0))
+    return low.astype(np.float64), high.astype(np.float64)
 
 
 def _file_bytes(path: str, stl: bool, lenient: bool = False) -> bytes:

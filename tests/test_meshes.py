@@ -33,7 +33,7 @@ mujoco = pytest.importorskip("mujoco")
 from treedyn.engine.rotations import quat_matrix  # noqa: E402
 from treedyn.parsers.errors import ParseError  # noqa: E402
 from treedyn.parsers.meshes import (  # noqa: E402
-    MeshFileError, read_mesh_file, read_mesh_points, read_stl,
+    MeshFileError, read_mesh_bounds, read_mesh_file, read_mesh_points, read_stl,
 )
 from treedyn.parsers.mjcf import parse_mjcf  # noqa: E402
 from treedyn.parsers.obj import MAX_POLYGON, read_obj  # noqa: E402
@@ -295,6 +295,9 @@ def test_a_binary_stl_over_mujocos_face_limit_is_refused_from_its_header(tmp_pat
     with pytest.raises(MeshFileError, match="200001 faces; MuJoCo reads 1 to 200000"):
         read_mesh_file(str(path))
     assert read_mesh_points(str(path)).shape == (3 * 200001, 3)  # no limit for boxes
+    low, high = read_mesh_bounds(str(path))
+    points = read_mesh_points(str(path))
+    np.testing.assert_array_equal([low, high], [points.min(axis=0), points.max(axis=0)])
     with pytest.raises(ValueError, match="STL"):
         mujoco.MjModel.from_xml_string(scene(path))
 
@@ -360,3 +363,19 @@ def test_any_bytes_as_a_mesh_give_a_mesh_or_one_typed_error(tmp_path, data, suff
                 reader(str(path))
             except MeshFileError as error:
                 assert str(error) and "\n" not in str(error)
+
+
+def test_the_box_of_a_large_binary_stl_is_read_in_bounded_memory(tmp_path):
+    """A 950 MB binary STL (19 million faces, sparse): its bounding box, in blocks, under a
+    1.5 GiB address-space limit (read whole with its corners it would need about 2 GB)."""
+    path = tmp_path / "huge.stl"
+    count = 19_000_000
+    with open(path, "wb") as stream:
+        stream.write(bytes(80) + struct.pack("<i", count) + struct.pack("<12f", *range(12)))
+        stream.truncate(84 + 50 * count)
+    code = ("import sys; from treedyn.parsers.meshes import read_mesh_bounds as b; "
+            "low, high = b(sys.argv[1]); print(low.tolist(), high.tolist())")
+    done = subprocess.run([sys.executable, "-c", code, str(path)], capture_output=True,
+                          text=True, timeout=120, preexec_fn=bounded)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.split() == "[0.0, 0.0, 0.0] [9.0, 10.0, 11.0]".split()
