@@ -69,6 +69,9 @@ def read_obj(data: bytes) -> MeshData:
         end = data.rfind(b"\n", start, start + BLOCK) + 1 or data.find(b"\n", start) + 1
         end = end or len(data)
         block = data[start:end]
+        if len(block) > 2 * BLOCK:  # (tinyobjloader has no limit; held here in bounded memory)
+            where = line + block.count(b"\n", 0, BLOCK)
+            raise MeshFileError(f"OBJ line {where}: longer than {BLOCK >> 20} MiB")
         scan.add(block, line)
         line += block.count(b"\n")
         start = end
@@ -422,8 +425,8 @@ def _ear_clipping(p: np.ndarray) -> list[tuple[int, int, int]]:
         if turn * ((x0 * y1 - y0 * x1) * np.float32(0.5)) < 0:
             start += 1
             continue
-        corners = xy[triangle]
-        if any(_inside(corners, xy[remaining[(start + k) % m]]) for k in range(3, m)):
+        others = [remaining[(start + k) % m] for k in range(3, m)]
+        if others and np.any(_inside(xy[triangle], xy[others])):
             start += 1
             continue
         triangles.append(tuple(triangle))
@@ -433,12 +436,15 @@ def _ear_clipping(p: np.ndarray) -> list[tuple[int, int, int]]:
     return triangles
 
 
-def _inside(triangle: np.ndarray, point: np.ndarray) -> bool:
-    """Crossing-number test of a point in a triangle (3, 2), as tinyobjloader's pnpoly."""
-    x, y = point
-    inside = False
-    for i, j in ((0, 2), (1, 0), (2, 1)):
-        (xi, yi), (xj, yj) = triangle[i], triangle[j]
-        if (yi > y) != (yj > y) and x < (xj - xi) * (y - yi) / (yj - yi) + xi:
-            inside = not inside
+def _inside(triangle: np.ndarray, points: np.ndarray) -> np.ndarray:
+    """Crossing-number test of points (k, 2) in a triangle (3, 2), as tinyobjloader's
+    pnpoly, in float32 (the edge's crossing is only used where the edge spans the point's
+    y, as C evaluates it)."""
+    x, y = points[:, 0], points[:, 1]
+    inside = np.zeros(len(points), bool)
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        for i, j in ((0, 2), (1, 0), (2, 1)):
+            (xi, yi), (xj, yj) = triangle[i], triangle[j]
+            spans = (yi > y) != (yj > y)
+            inside ^= spans & (x < (xj - xi) * (y - yi) / (yj - yi) + xi)
     return inside

@@ -379,3 +379,10 @@ def test_the_box_of_a_large_binary_stl_is_read_in_bounded_memory(tmp_path):
                           text=True, timeout=120, preexec_fn=bounded)
     assert done.returncode == 0, done.stderr[-2000:]
     assert done.stdout.split() == "[0.0, 0.0, 0.0] [9.0, 10.0, 11.0]".split()
+
+
+def test_an_obj_line_longer_than_the_block_is_refused_in_bounded_memory():
+    """Lines are read a block at a time; one longer than two blocks (16 MiB) is named."""
+    data = TET.encode() + b"# " + b"x" * (17 << 20) + b"\n" + FACES.encode()
+    with pytest.raises(MeshFileError, match="OBJ line 5: longer than 8 MiB"):
+        read_obj(data)
