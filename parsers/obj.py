@@ -47,7 +47,8 @@ import numpy as np
 
 from .mesh_types import MeshData, MeshFileError
 
-BLOCK = 8 << 20  # bytes of whole lines read at a time
+BLOCK = 2 << 20  # bytes of whole lines read at a time
+LONGEST = 16 << 20  # the longest line read (tinyobjloader has no limit)
 MAX_POLYGON = 100  # MuJoCo 4.0 gives no triangles for a face with more corners
 _V, _VN, _VT, _F, _L, _P, _G, _O = range(1, 9)
 _DECIMAL = b"0123456789+-.eE"  # words Python's float reads as strtod does (checked first)
@@ -69,9 +70,9 @@ def read_obj(data: bytes) -> MeshData:
         end = data.rfind(b"\n", start, start + BLOCK) + 1 or data.find(b"\n", start) + 1
         end = end or len(data)
         block = data[start:end]
-        if len(block) > 2 * BLOCK:  # (tinyobjloader has no limit; held here in bounded memory)
+        if len(block) > BLOCK + LONGEST:  # then its last line is longer (bounded memory)
             where = line + block.count(b"\n", 0, BLOCK)
-            raise MeshFileError(f"OBJ line {where}: longer than {BLOCK >> 20} MiB")
+            raise MeshFileError(f"OBJ line {where}: longer than {LONGEST >> 20} MiB")
         scan.add(block, line)
         line += block.count(b"\n")
         start = end
@@ -109,23 +110,25 @@ class _Scan:
         lines = line0 + rows
         v, vt, vn = _corner_fields(text, begins, sizes, lines)
         where = (text, sizes, lines)
-        self.v.append(_fixed(v, np.repeat(before[_V][rows], sizes), False, *where))
+        # int32 is enough within the 1 GiB file limit, and halves what is kept
+        fixed = _fixed(v, np.repeat(before[_V][rows], sizes), False, *where)
+        self.v.append(fixed.astype(np.int32))
         _fixed(vt, np.repeat(before[_VT][rows], sizes), True, *where)
-        self.vn.append(_fixed(vn, np.repeat(before[_VN][rows], sizes), True, *where))
+        fixed = _fixed(vn, np.repeat(before[_VN][rows], sizes), True, *where)
+        self.vn.append(fixed.astype(np.int32))
         self.kinds.append(kinds[rows])
-        self.lines.append(lines)
-        self.sizes.append(sizes)
-        self.before.append(before[_V][rows])
+        self.lines.append(lines.astype(np.int32))
+        self.sizes.append(sizes.astype(np.int32))
+        self.before.append(before[_V][rows].astype(np.int32))
 
     def mesh(self) -> MeshData:
         """Every vertex, and the triangles of the first shape (see the module notes)."""
         vertices = np.concatenate(self.vertices or [np.zeros((0, 3), np.float32)])
-        kinds, lines, sizes, before = (np.concatenate(x or [np.zeros(0, np.int64)])
-                                       for x in (self.kinds, self.lines, self.sizes,
-                                                 self.before))
-        v = np.concatenate(self.v or [np.zeros(0, np.int64)])
-        vn = np.concatenate(self.vn or [np.zeros(0, np.int64)])
-        offsets = np.cumsum(sizes) - sizes
+        kinds, lines, sizes, before, v, vn = (
+            np.concatenate(x or [np.zeros(0, np.int32)]) for x in
+            (self.kinds, self.lines, self.sizes, self.before, self.v, self.vn))
+        self.v = self.vn = self.vertices = None  # (only the concatenations are kept)
+        offsets = np.cumsum(sizes, dtype=np.int64) - sizes
         closers = np.flatnonzero(kinds >= _G)
         segment = np.cumsum(kinds >= _G) - (kinds >= _G)  # the shape each record is in
         for s in np.unique(segment[kinds < _G]):
@@ -192,8 +195,12 @@ def _words(buf: np.ndarray, starts: np.ndarray, ends: np.ndarray
     """The texts of the lines from starts to ends as one string, each followed by a space
     and with tabs made spaces; where its words begin; and how many words each line has."""
     length = ends - starts + 1  # with the end's byte, made a space
+    runs = np.empty(2 * len(starts) + 1, np.int64)  # skipped and taken bytes, in turn
+    runs[0:-1:2] = starts - np.concatenate([[0], ends[:-1] + 1])
+    runs[1::2] = length
+    runs[-1] = len(buf) - (ends[-1] + 1 if len(ends) else 0)
+    text = buf[np.repeat(np.arange(len(runs)) % 2 == 1, runs)]  # (a byte mask, not indices)
     before = np.cumsum(length) - length
-    text = buf[np.repeat(starts - before, length) + np.arange(int(length.sum()))]
     text[before + length - 1] = 32
     text[text == 9] = 32
     blank = text == 32
@@ -328,6 +335,8 @@ def _triangles(faces: np.ndarray, offsets: np.ndarray, sizes: np.ndarray, v: np.
     numbers (t, 3) into ``v`` and the record of each; ``known`` vertices are read when the
     shape closes, ``vertices`` (n, 3) float32."""
     n, start = sizes[faces], offsets[faces]
+    if np.all(n == 3):  # triangles only: as written
+        return start[:, None] + np.arange(3), faces
     ranks, pieces = [], []
     tri = np.flatnonzero(n == 3)
     ranks.append(tri)
@@ -371,7 +380,7 @@ def _checked(corners: np.ndarray, record: np.ndarray, v: np.ndarray, vn: np.ndar
              lines: np.ndarray, vertices: int, normals: int) -> np.ndarray:
     """The faces (t, 3) of the triangles' corners, once MuJoCo's checks pass: every vertex
     exists and, in a file with ``normals`` (> 0) vn lines, every corner names one."""
-    faces = v[corners]
+    faces = v[corners].astype(np.int64)
     bad = np.any(faces >= vertices, axis=1)
     if np.any(bad):
         t = int(np.argmax(bad))
