@@ -4,9 +4,8 @@
   vertex positions and triangle indices, with MuJoCo's checks.
 * Leniently (:func:`read_mesh_points`, :func:`read_mesh_bounds`, or :data:`POINT_READERS`
   on a file's bytes), for the bounding boxes of link geometry (:mod:`.link_geometry`):
-  vertex positions only, in
-  double precision as written, with none of MuJoCo's limits; ASCII STL ``vertex`` and
-  OBJ ``v`` lines are all that is read.
+  vertex positions only, in double precision as written, with none of MuJoCo's limits;
+  ASCII STL ``vertex`` and OBJ ``v`` lines are all that is read.
 
 Conventions
 -----------
@@ -111,6 +110,8 @@ def _binary_stl_bounds(stream, count: int, block: int = 1 << 18
     low, high = np.full(3, np.inf, np.float32), np.full(3, -np.inf, np.float32)
     for start in range(0, count, block):
         records = stream.read(50 * min(block, count - start))
+        if len(records) != 50 * min(block, count - start):
+            raise MeshFileError("binary STL file changed while it was read")
         corners = np.frombuffer(records, np.uint8).reshape(-1, 50)[:, 12:48].copy()
         corners = corners.view("<f4").reshape(-1, 3)
         if not np.all(np.isfinite(corners)):

@@ -1,8 +1,8 @@
 """Wavefront OBJ as MuJoCo 4.0 reads it: tinyobjloader's parse, then MuJoCo's OBJ decoder.
 
 The file is read with numpy a block of whole lines at a time, so that what it holds beside
-the result is bounded (:data:`BLOCK`). Every rule below was checked against MuJoCo 4.0
-(``tests/test_meshes.py``).
+the result is bounded (:data:`BLOCK`; a line longer than :data:`LONGEST` is refused by its
+number). Every rule below was checked against MuJoCo 4.0 (``tests/test_meshes.py``).
 
 Lines
 -----
