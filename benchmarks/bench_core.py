@@ -8,6 +8,13 @@ humanoid.xml against MuJoCo (parse time too). For N = 1 and N = batch states it 
 the median per-state time of each side and the ratio treedyn / reference (below 1:
 treedyn is faster), all measured in the same run.
 
+Parse time of mesh-heavy MJCF (``--parse-only`` runs just these): dm_control's dog (174
+binary STL, 20 MB), a scene of every OBJ mesh of example-robot-data that MuJoCo compiles
+(real exporters' files, triangles and quads, about 25 MB) and a generated 6 MB torus of
+quads with normals and texture coordinates. treedyn's ``load_model`` against
+``MjModel.from_xml_path`` with MuJoCo's asset cache cleared before each load, so that
+both read every mesh file each time.
+
 Pinocchio runs its C++ algorithms from Python: one call per state for N = 1 and for CRBA,
 and rneaInParallel / abaInParallel (1 thread and 2 threads) for batches; treedyn runs its
 batches with the same number of threads (``treedyn.engine.batch.threads.configure``: chunks of
@@ -23,10 +30,13 @@ numpy's BLAS actually uses (threadpoolctl, when installed).
 from __future__ import annotations
 
 import argparse
+import glob
+import importlib.util
 import os
 import platform
 import site
 import statistics
+import tempfile
 import time
 
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
@@ -182,6 +192,76 @@ def bench_mjcf(label, path, batch, repeats):
     return rows
 
 
+def bench_parse(label, path, repeats):
+    """treedyn's load_model against MuJoCo's from_xml_path (asset cache cleared) on one model."""
+    import mujoco
+
+    def mujoco_load():
+        mujoco.mj_clearCache(mujoco.mj_getCache())
+        mujoco.MjModel.from_xml_path(path)
+
+    t_ours = median_time(lambda: load_model(path), repeats)
+    t_mj = median_time(mujoco_load, repeats)
+    return [(label, "parse", 1, t_ours * 1e6, t_mj * 1e6, "MjModel.from_xml_path, no cache",
+             t_ours / t_mj)]
+
+
+def mesh_models(folder: str) -> list[tuple[str, str]]:
+    """(label, path) of the mesh-heavy MJCF models, written into ``folder`` where needed."""
+    import mujoco
+
+    models = []
+    spec = importlib.util.find_spec("dm_control")
+    if spec is not None and spec.submodule_search_locations:
+        dog = os.path.join(spec.submodule_search_locations[0], "suite", "dog.xml")
+        models.append(("dog.xml (dm_control, 20 MB STL)", dog))
+    objs = []
+    for path in sorted(glob.glob(os.path.join(robots_root(), "**", "*.obj"), recursive=True)):
+        try:  # the files MuJoCo compiles alone (a flat plane does not)
+            mujoco.MjModel.from_xml_string(_mesh_scene([path]))
+            objs.append(path)
+        except ValueError:
+            pass
+    scene = os.path.join(folder, "erd_obj_meshes.xml")
+    with open(scene, "w") as stream:
+        stream.write(_mesh_scene(objs))
+    size = sum(os.path.getsize(p) for p in objs) >> 20
+    models.append((f"{len(objs)} OBJ meshes (example-robot-data, {size} MB)", scene))
+    torus = os.path.join(folder, "torus.obj")
+    _write_torus(torus, 400, 100)
+    scene = os.path.join(folder, "torus.xml")
+    with open(scene, "w") as stream:
+        stream.write(_mesh_scene([torus]))
+    models.append((f"torus of quads (OBJ, {os.path.getsize(torus) >> 20} MB)", scene))
+    return models
+
+
+def _mesh_scene(meshes: list[str]) -> str:
+    """An MJCF model with one free body per mesh file."""
+    assets = "".join(f'<mesh name="m{k}" file="{path}"/>' for k, path in enumerate(meshes))
+    bodies = "".join(f'<body name="b{k}"><freejoint/><geom type="mesh" mesh="m{k}"/></body>'
+                     for k in range(len(meshes)))
+    return f"<mujoco><asset>{assets}</asset><worldbody>{bodies}</worldbody></mujoco>"
+
+
+def _write_torus(path: str, n: int, m: int) -> None:
+    """A closed torus of n x m quads as exporters write it (v, vt, vn, f v/vt/vn)."""
+    u, w = np.meshgrid(np.linspace(0, 2 * np.pi, n, endpoint=False),
+                       np.linspace(0, 2 * np.pi, m, endpoint=False), indexing="ij")
+    ring = 0.1 + 0.03 * np.cos(w)
+    points = np.stack([ring * np.cos(u), ring * np.sin(u), 0.03 * np.sin(w)], -1).reshape(-1, 3)
+    normals = np.stack([np.cos(w) * np.cos(u), np.cos(w) * np.sin(u), np.sin(w)], -1)
+    lines = ["# torus", "o torus"] + [f"v {x:.6f} {y:.6f} {z:.6f}" for x, y, z in points]
+    lines += [f"vt {a:.6f} {b:.6f}" for a, b in zip(u.ravel() / 6.3, w.ravel() / 6.3)]
+    lines += [f"vn {x:.4f} {y:.4f} {z:.4f}" for x, y, z in normals.reshape(-1, 3)]
+    index = np.arange(n * m).reshape(n, m) + 1
+    quads = np.stack([index, np.roll(index, -1, 0), np.roll(np.roll(index, -1, 0), -1, 1),
+                      np.roll(index, -1, 1)], -1).reshape(-1, 4)
+    lines += ["f " + " ".join(f"{k}/{k}/{k}" for k in quad) for quad in quads]
+    with open(path, "w") as stream:
+        stream.write("\n".join(lines) + "\n")
+
+
 def blas_threads() -> str:
     """What numpy's BLAS really uses, from threadpoolctl when it is installed."""
     try:
@@ -213,17 +293,25 @@ def main() -> None:
     parser.add_argument("--markdown", action="store_true", help="print a README table")
     parser.add_argument("--threads", type=int, default=None,
                         help="treedyn threads where not stated (default: its own setting)")
+    parser.add_argument("--parse-only", action="store_true",
+                        help="only the parse times of the mesh-heavy MJCF models")
     args = parser.parse_args()
     if args.threads:
         batching.configure(threads=args.threads)
     root = robots_root()
     rows = []
-    for label, relative, free_flyer in MODELS:
-        rows += bench_model(label, os.path.join(root, relative), free_flyer, args.batch, args.repeats)
+    if not args.parse_only:
+        for label, relative, free_flyer in MODELS:
+            rows += bench_model(label, os.path.join(root, relative), free_flyer, args.batch,
+                                args.repeats)
     import mujoco
 
-    rows += bench_mjcf(MJCF_MODEL[0], os.path.join(gymnasium_assets(), MJCF_MODEL[1]),
-                       args.batch, args.repeats)
+    if not args.parse_only:
+        rows += bench_mjcf(MJCF_MODEL[0], os.path.join(gymnasium_assets(), MJCF_MODEL[1]),
+                           args.batch, args.repeats)
+    with tempfile.TemporaryDirectory() as folder:
+        for label, path in mesh_models(folder):
+            rows += bench_parse(label, path, args.repeats)
     header = ("model", "algorithm", "N", "treedyn us/state", "reference us/state",
               "reference path", "ratio")
     print(f"# {platform.processor() or platform.machine()}, {os.cpu_count()} cores, "

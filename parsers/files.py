@@ -45,3 +45,11 @@ def read_bounded(path: str, limit: int) -> bytes:
     if len(data) > limit:
         raise OSError(errno.EFBIG, f"larger than the {limit >> 20} MiB dyn reads")
     return data
+
+
+def file_head(path: str, limit: int, count: int) -> tuple[int, bytes]:
+    """(size, the first ``count`` bytes) of the regular file at ``path`` of at most
+    ``limit`` bytes (OSError as :func:`open_bounded` says): a header checked before the
+    file is read whole."""
+    with open_bounded(path, limit) as stream:
+        return os.fstat(stream.fileno()).st_size, stream.read(count)

@@ -2,78 +2,137 @@
 
 * As MuJoCo reads them (:func:`read_mesh_file`), for the MJCF compiler's mass properties:
   vertex positions and triangle indices, with MuJoCo's checks.
-* Leniently (:data:`POINT_READERS`), for the bounding boxes of link geometry
-  (:mod:`.link_geometry`): vertex positions only, in double precision as written, with
-  none of MuJoCo's limits; ASCII STL ``vertex`` and OBJ ``v`` lines are all that is read,
-  and a file that cannot be read gives None instead of an error.
+* Leniently (:func:`read_mesh_points`, :func:`read_mesh_bounds`, or :data:`POINT_READERS`
+  on a file's bytes), for the bounding boxes of link geometry (:mod:`.link_geometry`):
+  vertex positions only, in double precision as written, with none of MuJoCo's limits;
+  ASCII STL ``vertex`` and OBJ ``v`` lines are all that is read.
 
 Conventions
 -----------
 * Vertex coordinates are single precision in every supported format; they are returned as
   float64 arrays holding the float32 values, exactly as MuJoCo's compiler sees them.
+* Files are read within :data:`~.files.MESH_BYTES` (regular files only, the size checked
+  before a byte is read).
 * STL: repeated vertices (bit-identical float triples) are merged, as MuJoCo's STL
   decoder does; faces then index the merged vertices. A file is binary when its size is
-  ``84 + 50 * n`` for the face count ``n`` stored at byte 80; otherwise it is read as
-  ASCII if it starts with ``solid``. MuJoCo itself reads binary STL only; ASCII STL is
-  accepted here with its numbers rounded to float32, so an ASCII file gives the same
-  result as its binary equivalent. Both need 1 to 200000 faces and coordinates within
-  2**30, like MuJoCo.
-* OBJ (MuJoCo reads it with tinyobjloader): every ``v`` line is a vertex (extra numbers
-  such as colours are ignored), faces are those of the first group or object that has any
-  (a later ``o``/``g`` line ends it); ``f`` indices are 1-based or negative (relative),
-  texture and normal indices are skipped. A quad is split along its shorter diagonal
-  (along the 2nd-4th corners on a tie) and a larger polygon by tinyobjloader's ear
-  clipping (:func:`_ear_clipping`), so a non-convex polygon gives the triangles MuJoCo
-  integrates, not a fan that reaches outside it.
+  ``84 + 50 * n`` for the face count ``n`` stored at byte 80 (MuJoCo's test): a count
+  outside MuJoCo's 1 to 200000 is refused from the header, before the faces are read;
+  otherwise it is read as ASCII if it is text that starts with ``solid``, and anything
+  else is refused saying what the header's count needs (a truncated binary file). MuJoCo
+  itself reads binary STL only; ASCII STL is accepted here with its numbers rounded to
+  float32, so an ASCII file gives the same result as its binary equivalent, within the
+  same limits (1 to 200000 faces, coordinates within 2**30).
+* OBJ: as MuJoCo 4.0 reads it (tinyobjloader, then its OBJ decoder), in :mod:`.obj`:
+  every vertex, and the triangles of the first shape, polygons of up to 100 corners cut
+  as tinyobjloader cuts them and larger ones dropped.
 * ``.msh`` (MuJoCo's legacy binary format): int32 counts ``nvertex, nnormal, ntexcoord,
   nface`` followed by float32 positions, normals, texture coordinates and int32 face
   indices; the file size must match exactly. ``nface`` may be 0 (the convex hull is then
   used). Normals and texture coordinates are skipped.
-* Problems are reported as :class:`MeshFileError` with a one-line message; the MJCF parser
-  turns it into a ParseError located at the ``<mesh>`` element.
+* Problems are reported as :class:`MeshFileError` (a ValueError) with a one-line message
+  without the file name; the MJCF parser turns it into a ParseError located at the
+  ``<mesh>`` element, link geometry into a note on the link.
 """
 from __future__ import annotations
 
 import re
 import struct
-from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
-from .files import MESH_BYTES, read_bounded
+from .files import MESH_BYTES, file_head, open_bounded, read_bounded
+from .mesh_types import MeshData, MeshFileError
+from .obj import read_obj, strtod
 
 MAX_STL_FACES = 200000
 MAX_COORDINATE = 2.0 ** 30
 MESH_SUFFIXES = (".stl", ".obj", ".msh")
 
 
-class MeshFileError(ValueError):
-    """A mesh file that cannot be read or is invalid (message without the file name)."""
-
-
-@dataclass(frozen=True)
-class MeshData:
-    """Vertices (n, 3) float64 holding float32 values, faces (m, 3) int64 (m may be 0)."""
-
-    vertices: np.ndarray
-    faces: np.ndarray
-
-
 def read_mesh_file(path: str, content_type: str | None = None) -> MeshData:
-    """The mesh in the file at ``path``; the format comes from ``content_type`` or the suffix."""
+    """The mesh in the file at ``path``; the format comes from ``content_type`` or the suffix.
+
+    A binary STL's face count is checked against MuJoCo's limit and the file size from its
+    header, before the rest is read."""
     kind = _format_of(path, content_type)
-    try:
-        data = read_bounded(path, MESH_BYTES)
-    except OSError as error:
-        raise MeshFileError(f"cannot read mesh file ({error.strerror})") from None
-    if not data:
-        raise MeshFileError("mesh file is empty")
+    data = _file_bytes(path, kind == "stl")
     readers = {"stl": read_stl, "obj": read_obj, "msh": read_msh}
     mesh = readers[kind](data)
     if not np.all(np.isfinite(mesh.vertices)):  # as MuJoCo refuses it (not "colocated")
         raise MeshFileError("a vertex coordinate is not finite (NaN or infinity)")
     return mesh
+
+
+def read_mesh_points(path: str) -> np.ndarray:
+    """Vertices (n, 3) float64 of the STL, OBJ or ``.msh`` file at ``path``, read leniently
+    (the bounding-box mode); MeshFileError says in one line why there are none to use."""
+    suffix = Path(path).suffix.lower()
+    if suffix not in POINT_READERS:
+        raise MeshFileError(f'unsupported mesh file type "{suffix or "(none)"}" '
+                            f"(supported: {', '.join(MESH_SUFFIXES)})")
+    data = _file_bytes(path, suffix == ".stl", lenient=True)
+    try:
+        points = POINT_READERS[suffix](data)
+    except MeshFileError:
+        raise
+    except (ValueError, IndexError) as error:
+        raise MeshFileError(f"not a valid {suffix[1:].upper()} file ({error})") from None
+    if not len(points):
+        raise MeshFileError("mesh file has no vertices")
+    if not np.all(np.isfinite(points)):
+        raise MeshFileError("a vertex coordinate is not finite (NaN or infinity)")
+    return points
+
+
+def read_mesh_bounds(path: str) -> tuple[np.ndarray, np.ndarray]:
+    """(min, max) corners (3,) of the vertices :func:`read_mesh_points` reads; a binary STL
+    is read a block of faces at a time, so any file within the size limit is read in
+    bounded memory."""
+    if Path(path).suffix.lower() == ".stl":
+        try:
+            size, head = file_head(path, MESH_BYTES, 1024)
+            if _stl_kind(head, size, lenient=True) == "binary":
+                with open_bounded(path, MESH_BYTES) as stream:
+                    return _binary_stl_bounds(stream, (size - 84) // 50)
+        except OSError as error:
+            raise MeshFileError(f"cannot read mesh file ({error.strerror})") from None
+    points = read_mesh_points(path)
+    return points.min(axis=0), points.max(axis=0)
+
+
+def _binary_stl_bounds(stream, count: int, block: int = 1 << 18
+                       ) -> tuple[np.ndarray, np.ndarray]:
+    """(min, max) of the corners of a binary STL's ``count`` faces, ``block`` at a time."""
+    if not count:
+        raise MeshFileError("mesh file has no vertices")
+    stream.seek(84)
+    low, high = np.full(3, np.inf, np.float32), np.full(3, -np.inf, np.float32)
+    for start in range(0, count, block):
+        records = stream.read(50 * min(block, count - start))
+        if len(records) != 50 * min(block, count - start):
+            raise MeshFileError("binary STL file changed while it was read")
+        corners = np.frombuffer(records, np.uint8).reshape(-1, 50)[:, 12:48].copy()
+        corners = corners.view("<f4").reshape(-1, 3)
+        if not np.all(np.isfinite(corners)):
+            raise MeshFileError("a vertex coordinate is not finite (NaN or infinity)")
+        low, high = np.minimum(low, corners.min(axis=0)), np.maximum(high, corners.max(axis=0))
+    return low.astype(np.float64), high.astype(np.float64)
+
+
+def _file_bytes(path: str, stl: bool, lenient: bool = False) -> bytes:
+    """The bytes of a mesh file within :data:`MESH_BYTES`; an STL's header is checked
+    first (:func:`_stl_kind`, without MuJoCo's face limit when ``lenient``)."""
+    try:
+        if stl:
+            size, head = file_head(path, MESH_BYTES, 1024)
+            _stl_kind(head, size, lenient)
+        data = read_bounded(path, MESH_BYTES)
+    except OSError as error:
+        raise MeshFileError(f"cannot read mesh file ({error.strerror})") from None
+    if not data:
+        raise MeshFileError("mesh file is empty")
+    return data
 
 
 def _format_of(path: str, content_type: str | None) -> str:
@@ -93,13 +152,13 @@ def _format_of(path: str, content_type: str | None) -> str:
 
 def read_stl(data: bytes) -> MeshData:
     """Binary or ASCII STL bytes to a mesh with repeated vertices merged."""
-    if _is_binary_stl(data):
+    if _stl_kind(data[:1024], len(data)) == "binary":
         corners = _binary_stl_corners(data)
-    elif data.lstrip()[:5].lower() == b"solid":
-        corners = _ascii_stl_corners(data)
     else:
-        raise MeshFileError("not a valid STL file: the face count at byte 80 does not match "
-                            "the file size, and the file does not start with 'solid'")
+        if data.lower().count(b"vertex") > 3 * MAX_STL_FACES:  # before reading the words
+            raise MeshFileError(f"ASCII STL file has more than {MAX_STL_FACES} faces; MuJoCo "
+                                f"reads 1 to {MAX_STL_FACES}")
+        corners = _ascii_stl_corners(data)
     faces_count = len(corners) // 3
     if not 1 <= faces_count <= MAX_STL_FACES:
         raise MeshFileError(f"STL file has {faces_count} faces; expected 1 to {MAX_STL_FACES}")
@@ -108,16 +167,34 @@ def read_stl(data: bytes) -> MeshData:
     return _merge_repeated(corners.astype(np.float32))
 
 
-def _is_binary_stl(data: bytes) -> bool:
-    """MuJoCo's test: the face count at byte 80 matches the file size."""
-    if len(data) < 84:
-        return False
-    count = struct.unpack_from("<i", data, 80)[0]
-    return count >= 0 and len(data) == 84 + 50 * count
+def _stl_kind(head: bytes, size: int, lenient: bool = False) -> str:
+    """"binary" or "ascii" from an STL file's first bytes and its size, as MuJoCo decides
+    (binary when the face count n at byte 80 gives the size 84 + 50 n), or MeshFileError:
+    a binary STL whose count MuJoCo refuses (1 to 200000 faces; any count when
+    ``lenient``), or one that is neither binary nor text that starts with ``solid``."""
+    count = struct.unpack_from("<i", head, 80)[0] if len(head) >= 84 else None
+    if count is not None and count >= 0 and size == 84 + 50 * count:
+        if not lenient and not 1 <= count <= MAX_STL_FACES:
+            raise MeshFileError(f"binary STL file has {count} faces; MuJoCo reads 1 to "
+                                f"{MAX_STL_FACES}")
+        return "binary"
+    if head.lstrip()[:5].lower() == b"solid" and not head.translate(None, _TEXT):
+        return "ascii"
+    if lenient and not head.translate(None, _TEXT):
+        return "ascii"  # vertex lines without the 'solid' header
+    if count is None:
+        raise MeshFileError(f"not a valid STL file: {size} bytes, shorter than the 84-byte "
+                            "binary header, and not ASCII STL text")
+    raise MeshFileError(f"not a valid STL file: the face count {count} at byte 80 needs "
+                        f"{84 + 50 * count} bytes but the file has {size} (a truncated "
+                        "binary STL?), and it is not ASCII STL text starting with 'solid'")
+
+
+_TEXT = bytes(range(32, 127)) + b"\t\n\v\f\r"  # the bytes of ASCII STL text
 
 
 def _binary_stl_corners(data: bytes) -> np.ndarray:
-    """Corner positions (3 * nface, 3) float32 of a binary STL (see :func:`_is_binary_stl`)."""
+    """Corner positions (3 * nface, 3) float32 of a binary STL (see :func:`_stl_kind`)."""
     count = struct.unpack_from("<i", data, 80)[0]
     records = np.frombuffer(data, dtype=np.uint8, count=50 * count, offset=84)
     records = records.reshape(count, 50)[:, 12:48].copy()
@@ -188,127 +265,6 @@ def _merge_repeated(corners: np.ndarray) -> MeshData:
     return MeshData(vertices, inverse.reshape(-1, 3))
 
 
-def read_obj(data: bytes) -> MeshData:
-    """Wavefront OBJ bytes to a mesh: all vertices, the triangulated faces of the first group."""
-    vertices: list[list[float]] = []
-    faces: list[tuple[int, int, int]] = []
-    done = False  # the first group with faces has ended
-    for number, raw in enumerate(data.decode("utf-8", errors="replace").splitlines(), 1):
-        words = raw.split("#", 1)[0].split()
-        if not words:
-            continue
-        if words[0] == "v":
-            if len(words) < 4:
-                raise MeshFileError(f"OBJ line {number}: a vertex needs 3 coordinates")
-            vertices.append([_obj_number(word, number) for word in words[1:4]])
-        elif words[0] in ("o", "g") and faces:
-            done = True
-        elif words[0] == "f" and not done:
-            corners = [_obj_index(word, len(vertices), number) for word in words[1:]]
-            if len(corners) < 3:
-                raise MeshFileError(f"OBJ line {number}: a face needs at least 3 vertices")
-            faces.extend(_triangulated(corners, vertices))
-    points = np.array(vertices, dtype=np.float32).reshape(-1, 3).astype(np.float64)
-    return MeshData(points, np.array(faces, dtype=np.int64).reshape(-1, 3))
-
-
-def _obj_number(word: str, line: int) -> float:
-    """A finite coordinate of an OBJ ``v`` line."""
-    try:
-        value = float(word)
-    except ValueError:
-        raise MeshFileError(f"OBJ line {line}: {word!r} is not a number") from None
-    if not np.isfinite(value):
-        raise MeshFileError(f"OBJ line {line}: {word!r} is not finite")
-    return value
-
-
-def _obj_index(word: str, count: int, line: int) -> int:
-    """0-based vertex index of an ``f`` corner (``i``, ``i/t``, ``i//n``, ``i/t/n``)."""
-    text = word.split("/", 1)[0]
-    try:
-        index = int(text)
-    except ValueError:
-        raise MeshFileError(f"OBJ line {line}: {word!r} is not a vertex index") from None
-    index = index - 1 if index > 0 else count + index
-    if not 0 <= index < count:
-        raise MeshFileError(f"OBJ line {line}: vertex index {text} does not exist")
-    return index
-
-
-def _triangulated(corners: list[int], vertices: list[list[float]]) -> list[tuple[int, int, int]]:
-    """Triangles of one OBJ face, split as tinyobjloader does (see the module notes)."""
-    if len(corners) == 3:
-        return [tuple(corners)]
-    p = np.array([vertices[i] for i in corners], dtype=np.float32)
-    if len(corners) == 4:
-        a, b, c, d = corners
-        if np.sum((p[2] - p[0]) ** 2) < np.sum((p[3] - p[1]) ** 2):
-            return [(a, b, c), (a, c, d)]
-        return [(a, b, d), (b, c, d)]
-    return [tuple(corners[i] for i in triangle) for triangle in _ear_clipping(p)]
-
-
-def _ear_clipping(p: np.ndarray) -> list[tuple[int, int, int]]:
-    """tinyobjloader's ear clipping of a polygon p (n, 3), float32 arithmetic as in its build.
-
-    The polygon is projected on a coordinate plane: the one most nearly normal to the
-    first corner that is not degenerate. Walking from corner 0, the triangle of the next
-    three remaining corners is cut off when its turn has the sign tinyobjloader's test
-    accepts (the turn times the cross product of its first two corners' projections) and no
-    other remaining corner lies inside it; otherwise the walk moves on one corner. When a
-    full lap cuts nothing, the corners left are dropped, as tinyobjloader drops them.
-    """
-    n = len(p)
-    plane = [1, 2]
-    epsilon = np.finfo(np.float32).eps
-    for k in range(n):
-        normal = np.abs(np.cross(p[(k + 1) % n] - p[k], p[(k + 2) % n] - p[(k + 1) % n]))
-        if np.any(normal > epsilon):
-            cx, cy, cz = normal
-            if not (cx > cy and cx > cz):
-                plane = [0, 1] if cz > cx and cz > cy else [0, 2]
-            break
-    xy = p[:, plane]
-    remaining = list(range(n))
-    triangles = []
-    start, budget, previous = 0, n, n
-    while len(remaining) > 3 and budget > 0:
-        m = len(remaining)
-        if start >= m:
-            start -= m
-        if previous != m:
-            previous, budget = m, m
-        else:
-            budget -= 1
-        triangle = [remaining[(start + k) % m] for k in range(3)]
-        (x0, y0), (x1, y1), (x2, y2) = xy[triangle]
-        turn = (x1 - x0) * (y2 - y1) - (y1 - y0) * (x2 - x1)
-        if turn * ((x0 * y1 - y0 * x1) * np.float32(0.5)) < 0:
-            start += 1
-            continue
-        corners = xy[triangle]
-        if any(_inside(corners, xy[remaining[(start + k) % m]]) for k in range(3, m)):
-            start += 1
-            continue
-        triangles.append(tuple(triangle))
-        del remaining[(start + 1) % m]
-    if len(remaining) == 3:
-        triangles.append(tuple(remaining))
-    return triangles
-
-
-def _inside(triangle: np.ndarray, point: np.ndarray) -> bool:
-    """Crossing-number test of a point in a triangle (3, 2), as tinyobjloader's pnpoly."""
-    x, y = point
-    inside = False
-    for i, j in ((0, 2), (1, 0), (2, 1)):
-        (xi, yi), (xj, yj) = triangle[i], triangle[j]
-        if (yi > y) != (yj > y) and x < (xj - xi) * (y - yi) / (yj - yi) + xi:
-            inside = not inside
-    return inside
-
-
 def read_msh(data: bytes) -> MeshData:
     """MuJoCo's legacy binary ``.msh`` bytes to a mesh (normals and texcoords skipped)."""
     if len(data) < 16:
@@ -334,17 +290,22 @@ def read_msh(data: bytes) -> MeshData:
 
 
 def stl_points(data: bytes) -> np.ndarray:
-    """Vertices (n, 3) of a binary or ASCII STL file, leniently."""
-    if _is_binary_stl(data):
+    """Vertices (n, 3) of a binary or ASCII STL file, leniently (MeshFileError for bytes
+    that are neither)."""
+    if _stl_kind(data[:1024], len(data), lenient=True) == "binary":
         return _binary_stl_corners(data).astype(float)
     words = re.findall(rb"vertex\s+(\S+)\s+(\S+)\s+(\S+)", data)
     return np.array(words, dtype=float).reshape(-1, 3)
 
 
 def obj_points(data: bytes) -> np.ndarray:
-    """Vertices (n, 3) of a Wavefront OBJ file (its ``v x y z`` lines), leniently."""
+    """Vertices (n, 3) of a Wavefront OBJ file (its ``v x y z`` lines), leniently; a word
+    Python's float does not read is read as strtod reads it (as MuJoCo does)."""
     rows = re.findall(rb"^[ \t]*v[ \t]+(\S+)[ \t]+(\S+)[ \t]+(\S+)", data, flags=re.M)
-    return np.array(rows, dtype=float).reshape(-1, 3)
+    try:
+        return np.array(rows, dtype=float).reshape(-1, 3)
+    except ValueError:
+        return np.array([[strtod(word) for word in row] for row in rows]).reshape(-1, 3)
 
 
 def msh_points(data: bytes) -> np.ndarray:
