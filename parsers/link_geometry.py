@@ -40,12 +40,10 @@ from treedyn.engine.geometry import LinkGeometry, solid_corners
 
 from .collada import dae_points
 from .files import MESH_BYTES, read_bounded
-from .meshes import POINT_READERS
+from .meshes import POINT_READERS, MeshFileError, read_mesh_bounds
 from .packages import PackagePaths, resolve_uri
 
 PRIMITIVES = ("box", "cylinder", "sphere", "capsule", "ellipsoid")
-# mesh file suffix -> its vertices (n, 3), read leniently
-MESH_READERS = {**POINT_READERS, ".dae": dae_points}
 
 
 def link_geometry(description: TreeDescription, model_path: str,
@@ -148,31 +146,27 @@ def mesh_problem(path: str) -> str:
 
 @functools.lru_cache(maxsize=1024)
 def _read_bounds(path: str) -> tuple[tuple[np.ndarray, np.ndarray] | None, str]:
-    """(bounds or None, "" or why the file gives no bounding box)."""
+    """(bounds or None, "" or why the file gives no bounding box): STL, OBJ and ``.msh``
+    through :func:`read_mesh_bounds` (a binary STL a block of faces at a time, its header
+    checked against its size first), COLLADA through :func:`dae_points`."""
     suffix = Path(path).suffix.lower()
-    reader = MESH_READERS.get(suffix)
-    if reader is None:
+    if suffix in POINT_READERS:
+        try:
+            return read_mesh_bounds(path), ""
+        except MeshFileError as error:
+            return None, str(error)
+    if suffix != ".dae":
         return None, f"{suffix or 'a file without suffix'} is not a mesh format dyn reads"
     try:
-        data = read_bounded(path, MESH_BYTES)
-        points = reader(data)
+        points = dae_points(read_bounded(path, MESH_BYTES))
     except OSError as error:
         return None, error.strerror or str(error)
     except (ValueError, IndexError, SyntaxError) as error:
-        return None, str(error).split("\n")[0] or f"not a valid {suffix} file"
+        return None, str(error).split("\n")[0] or "not a valid .dae file"
     if points is None or len(points) == 0:
-        return None, _truncated_stl(data) if suffix == ".stl" else "no vertices"
+        return None, "no vertices"
     if not np.all(np.isfinite(points)):
         return None, "a vertex coordinate is not finite (NaN or infinity)"
     return (points.min(axis=0), points.max(axis=0)), ""
 
 
-def _truncated_stl(data: bytes) -> str:
-    """Why an STL gave no vertices: a binary header announcing more faces than the bytes
-    hold (a truncated download or copy), else no ``vertex`` lines at all."""
-    if len(data) >= 84 and not data[:80].lstrip().lower().startswith(b"solid"):
-        faces = int.from_bytes(data[80:84], "little")
-        if 84 + 50 * faces > len(data):
-            return (f"truncated binary STL: its header announces {faces} faces "
-                    f"({84 + 50 * faces} bytes), the file has {len(data)}")
-    return "no vertices (neither a binary STL nor ASCII 'vertex' lines)"
