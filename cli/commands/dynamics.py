@@ -10,6 +10,7 @@ import typer
 from ..io.vectors import parse_gravity
 from ..options import (
     AOpt,
+    DatasetPrefixOpt,
     DegreesOpt,
     FextOpt,
     FormatOpt,
@@ -59,14 +60,14 @@ def inverse(model: ModelArg, q: QOpt = None, v: VOpt = None, a: AOpt = None,
             output_file: OutputOpt = None, fmt: FormatOpt = None, gravity: GravityOpt = None,
             degrees: DegreesOpt = False,
             free_flyer: FreeFlyerOpt = False, quiet: QuietOpt = False,
-            scheduler: SchedulerOpt = None) -> None:
+            scheduler: SchedulerOpt = None, dataset_prefix: DatasetPrefixOpt = None) -> None:
     """Inverse dynamics (RNEA): tau = M(q) a + h(q, v) - sum J^T f_ext.
 
     JSON: {"tau": [nv numbers]} per state (a single state also lists "dofs").
     """
     solve(Request("inverse", model, free_flyer, {"q": q, "v": v, "a": a}, fext,
                   input_file, output_file, fmt and fmt.value, gravity, degrees, quiet=quiet,
-                  scheduler=scheduler))
+                  scheduler=scheduler, dataset_prefix=dataset_prefix))
 
 
 @epilog(FORWARD_EXAMPLES)
@@ -75,14 +76,14 @@ def forward(model: ModelArg, q: QOpt = None, v: VOpt = None, tau: TauOpt = None,
             output_file: OutputOpt = None, fmt: FormatOpt = None, gravity: GravityOpt = None,
             degrees: DegreesOpt = False,
             free_flyer: FreeFlyerOpt = False, quiet: QuietOpt = False,
-            scheduler: SchedulerOpt = None) -> None:
+            scheduler: SchedulerOpt = None, dataset_prefix: DatasetPrefixOpt = None) -> None:
     """Forward dynamics (ABA): a = M(q)^-1 (tau - h(q, v) + sum J^T f_ext).
 
     JSON: {"a": [nv numbers]} per state (a single state also lists "dofs").
     """
     solve(Request("forward", model, free_flyer, {"q": q, "v": v, "tau": tau}, fext,
                   input_file, output_file, fmt and fmt.value, gravity, degrees, quiet=quiet,
-                  scheduler=scheduler))
+                  scheduler=scheduler, dataset_prefix=dataset_prefix))
 
 
 @epilog(MASS_EXAMPLES)
@@ -101,11 +102,12 @@ def mass(model: ModelArg, q: QOpt = None,
              "--degrees", help="The angles of q in degrees (revolute and continuous joints, "
              "the planar angle), also in --input files; M stays SI.")] = False,
          free_flyer: FreeFlyerOpt = False,
-         quiet: QuietOpt = False, scheduler: SchedulerOpt = None) -> None:
+         quiet: QuietOpt = False, scheduler: SchedulerOpt = None,
+         dataset_prefix: DatasetPrefixOpt = None) -> None:
     """The joint-space mass matrix M(q) (CRBA), full and symmetric.
 
     JSON: {"M": [[nv numbers] x nv]} per state (a single state also lists "dofs").
     """
     parse_gravity(gravity)
     solve(Request("mass", model, free_flyer, {"q": q}, None, input_file, output_file,
-                  fmt and fmt.value, None, degrees, sparsity, quiet, scheduler))
+                  fmt and fmt.value, None, degrees, sparsity, quiet, scheduler, dataset_prefix))
