@@ -92,13 +92,22 @@ DegreesOpt = Annotated[bool, typer.Option(
 InputOpt = Annotated[Optional[str], typer.Option(
     "--input", "-i", metavar="FILE", show_default=False,
     help="Many states: JSON Lines (.jsonl: objects with q, v, a, tau, fext), CSV (.csv: "
-    "columns q0.. v0.. a0.. tau0.. or q:<joint> ...) or .npz (arrays q (N x nq), v, a, tau "
-    "(N x nv)); '-' reads stdin. Output: one result per state, in order.")]
+    "columns q0.. v0.. a0.. tau0.. or q:<joint> ...), .npz (arrays q (N x nq), v, a, tau "
+    "(N x nv)), .parquet (list columns q, v, a, tau, or CSV's columns; pip install "
+    "'treedyn[arrow]') or .h5/.hdf5 (datasets q, v, a, tau; pip install 'treedyn[hdf5]'); "
+    "'-' reads stdin. Output: one result per state, in order.")]
 
 
 OutputOpt = Annotated[Optional[str], typer.Option(
     "--output", "-o", metavar="FILE", show_default=False,
-    help="Write results to FILE; the format follows the extension: .jsonl, .csv or .npz.")]
+    help="Write results to FILE; the format follows the extension: .jsonl, .csv, .npz, "
+    ".parquet or .h5/.hdf5.")]
+
+
+DatasetPrefixOpt = Annotated[Optional[str], typer.Option(
+    "--dataset-prefix", metavar="GROUP", show_default=False,
+    help="The HDF5 group of the datasets read and written (e.g. data/demo_0); default: the "
+    "file's root.")]
 
 
 FextOpt = Annotated[Optional[list[str]], typer.Option(

@@ -11,6 +11,7 @@ from ..io.model import xacro_arguments
 from ..io.vectors import parse_gravity
 from ..options import (
     AOpt,
+    DatasetPrefixOpt,
     DegreesOpt,
     FextOpt,
     FormatOpt,
@@ -65,7 +66,8 @@ def inverse(model: ModelArg, xacro_args: XacroArgs = None, q: QOpt = None, v: VO
             degrees: DegreesOpt = False,
             free_flyer: FreeFlyerOpt = False, quiet: QuietOpt = False,
             scheduler: SchedulerOpt = None, xacro_arg: XacroArgOpt = None,
-            mimic: MimicOpt = False) -> None:
+            mimic: MimicOpt = False,
+            dataset_prefix: DatasetPrefixOpt = None) -> None:
     """Inverse dynamics (RNEA): tau = M(q) a + h(q, v) - sum J^T f_ext.
 
     JSON: {"tau": [nv numbers]} per state (a single state also lists "dofs").
@@ -73,7 +75,7 @@ def inverse(model: ModelArg, xacro_args: XacroArgs = None, q: QOpt = None, v: VO
     solve(Request("inverse", model, free_flyer, {"q": q, "v": v, "a": a}, fext,
                   input_file, output_file, fmt and fmt.value, gravity, degrees, quiet=quiet,
                   scheduler=scheduler, xacro=xacro_arguments(xacro_args, xacro_arg),
-                  mimic=mimic))
+                  mimic=mimic, dataset_prefix=dataset_prefix))
 
 
 @epilog(FORWARD_EXAMPLES)
@@ -84,7 +86,8 @@ def forward(model: ModelArg, xacro_args: XacroArgs = None, q: QOpt = None, v: VO
             degrees: DegreesOpt = False,
             free_flyer: FreeFlyerOpt = False, quiet: QuietOpt = False,
             scheduler: SchedulerOpt = None, xacro_arg: XacroArgOpt = None,
-            mimic: MimicOpt = False) -> None:
+            mimic: MimicOpt = False,
+            dataset_prefix: DatasetPrefixOpt = None) -> None:
     """Forward dynamics (ABA): a = M(q)^-1 (tau - h(q, v) + sum J^T f_ext).
 
     JSON: {"a": [nv numbers]} per state (a single state also lists "dofs").
@@ -92,7 +95,7 @@ def forward(model: ModelArg, xacro_args: XacroArgs = None, q: QOpt = None, v: VO
     solve(Request("forward", model, free_flyer, {"q": q, "v": v, "tau": tau}, fext,
                   input_file, output_file, fmt and fmt.value, gravity, degrees, quiet=quiet,
                   scheduler=scheduler, xacro=xacro_arguments(xacro_args, xacro_arg),
-                  mimic=mimic))
+                  mimic=mimic, dataset_prefix=dataset_prefix))
 
 
 @epilog(MASS_EXAMPLES)
@@ -112,7 +115,8 @@ def mass(model: ModelArg, xacro_args: XacroArgs = None, q: QOpt = None,
              "the planar angle), also in --input files; M stays SI.")] = False,
          free_flyer: FreeFlyerOpt = False,
          quiet: QuietOpt = False, scheduler: SchedulerOpt = None,
-         xacro_arg: XacroArgOpt = None, mimic: MimicOpt = False) -> None:
+         xacro_arg: XacroArgOpt = None, mimic: MimicOpt = False,
+         dataset_prefix: DatasetPrefixOpt = None) -> None:
     """The joint-space mass matrix M(q) (CRBA), full and symmetric.
 
     JSON: {"M": [[nv numbers] x nv]} per state (a single state also lists "dofs").
@@ -120,4 +124,4 @@ def mass(model: ModelArg, xacro_args: XacroArgs = None, q: QOpt = None,
     parse_gravity(gravity)
     solve(Request("mass", model, free_flyer, {"q": q}, None, input_file, output_file,
                   fmt and fmt.value, None, degrees, sparsity, quiet, scheduler,
-                  xacro_arguments(xacro_args, xacro_arg), mimic))
+                  xacro_arguments(xacro_args, xacro_arg), mimic, dataset_prefix))

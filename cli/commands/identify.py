@@ -3,9 +3,8 @@ import json
 import os
 from typing import Annotated, Optional
 
-import typer
-
 import numpy as np
+import typer
 
 from treedyn.engine.analysis.identify_report import link_inertias, report
 from treedyn.engine.regressor import layout_of, model_parameters
@@ -17,10 +16,21 @@ from ..io.layout import Layout
 from ..io.model import load
 from ..io.source import same_file
 from ..io.vectors import parse_gravity
-from ..options import (DegreesOpt, FreeFlyerOpt, GravityOpt, ModelArg, QuietOpt,
-                       ReportFormat, ReportFormatOpt, epilog, examples, not_nan)
+from ..options import (
+    DegreesOpt,
+    FreeFlyerOpt,
+    GravityOpt,
+    ModelArg,
+    QuietOpt,
+    ReportFormat,
+    ReportFormatOpt,
+    epilog,
+    examples,
+    not_nan,
+)
 from ..render.identify import identify_document, identify_table
-from ..run.regression import IdentifyRequest, identify as run_identify
+from ..run.regression import IdentifyRequest
+from ..run.regression import identify as run_identify
 from .regressor import TermsOpt, parse_terms
 
 IDENTIFY_EXAMPLES = examples(

@@ -11,8 +11,21 @@ from ..errors import UsageError
 from ..io.layout import Layout
 from ..io.model import load
 from ..io.vectors import parse_gravity, single_state
-from ..options import (AOpt, DegreesOpt, FormatOpt, FreeFlyerOpt, GravityOpt, InputOpt, ModelArg,
-                       OutputOpt, QOpt, QuietOpt, VOpt, epilog, examples)
+from ..options import (
+    AOpt,
+    DegreesOpt,
+    FormatOpt,
+    FreeFlyerOpt,
+    GravityOpt,
+    InputOpt,
+    ModelArg,
+    OutputOpt,
+    QOpt,
+    QuietOpt,
+    VOpt,
+    epilog,
+    examples,
+)
 from ..render.table import table
 from ..run.regression import RegressorRequest, write_regressor
 

@@ -1,10 +1,17 @@
 """CSV input: a header naming columns ``q0..``, ``v0..``, ``a0..``, ``tau0..`` (or
 ``q:<joint>``, the names of :mod:`treedyn.cli.naming`), parsed a chunk at a time; a bad
-cell names its row and column."""
+cell names its row and column.
+
+Rows are parsed by ``numpy.loadtxt`` (C), a block of lines at a time. A block it cannot
+read whole -- a cell that is not a finite number, a row of the wrong length -- is read
+again row by row with :mod:`csv`, to name the first bad cell; from the first double quote
+on (a quoted cell may hold a line end), the rest of the file is read with :mod:`csv`."""
 
 import csv
+import itertools
 import math
 import re
+import warnings
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 
@@ -14,7 +21,7 @@ from ..console import warn
 from ..errors import UsageError
 from ..naming import listing
 from .layout import KINDS, Layout
-from .text import text_lines
+from .text import is_data, text_lines
 from .vectors import FORCE_NAME, States, pop_q, warn_ignored_forces, warn_unused_kinds
 
 POSITIONAL = re.compile(r"(q|v|a|tau)(\d+)")
@@ -33,10 +40,12 @@ class _Columns:
 def csv_plan(header: list[str], name: str, layout: Layout, kinds: Sequence[str],
               line: int = 1, warns: bool = True) -> list[_Columns]:
     """Map the header's q0../q:<joint> columns (of the kinds in use) to vector entries;
-    ``line`` is the header's line in the file (blank lines may come before it); ``warns``
-    of columns of external forces, which CSV does not carry."""
+    ``line`` is the header's line in the file (blank lines may come before it; None: the
+    names of a file's columns, a Parquet file's); ``warns`` of columns of external forces,
+    which CSV does not carry."""
+    at = name if line is None else f"{name}:{line}"
     if warns:
-        warn_ignored_forces(header, f"{name}:{line}", "column")
+        warn_ignored_forces(header, at, "column")
     plan: dict[str, _Columns] = {}
     foreign, unused = [], []
     for column, title in enumerate(t.strip() for t in header):
@@ -52,7 +61,7 @@ def csv_plan(header: list[str], name: str, layout: Layout, kinds: Sequence[str],
             if kind not in unused:
                 unused.append(kind)
             continue
-        where = f"{name}:{line}: column '{title}'"
+        where = f"{at}: column '{title}'"
         entry = plan.setdefault(kind, _Columns(kind, positional=bool(match)))
         if entry.positional != bool(match):
             raise UsageError(f"{where}: mixes {kind}0.. and {kind}:<joint> columns")
@@ -65,20 +74,20 @@ def csv_plan(header: list[str], name: str, layout: Layout, kinds: Sequence[str],
         entry.targets.append(target)
     if foreign and plan and warns:
         listed = listing([repr(t) for t in foreign], 3)
-        warn(f"{name}:{line}: column{'s' if len(foreign) > 1 else ''} {listed} not read: dyn "
+        warn(f"{at}: column{'s' if len(foreign) > 1 else ''} {listed} not read: dyn "
              "reads the columns q0.., v0.., a0.., tau0.. or q:<joint>, v:<joint>, ...")
     if plan and warns:
-        warn_unused_kinds(sorted(unused, key=KINDS.index), kinds, f"{name}:{line}",
+        warn_unused_kinds(sorted(unused, key=KINDS.index), kinds, at,
                           ("the columns of", "the columns of"))
     if not plan:
         titles = listing([repr(t.strip()) for t in header], 4)
         forms = ", ".join(f"{kind}0.. or {kind}:<joint>" for kind in kinds)
-        raise UsageError(f"{name}:{line}: no column to compute from: the header has {titles}; "
+        raise UsageError(f"{at}: no column to compute from: the header has {titles}; "
                          f"this command reads {forms} (comma-separated)")
     for entry in plan.values():
         if entry.positional and len(entry.targets) != layout.width(entry.kind):
             kind = entry.kind
-            raise UsageError(f"{name}:{line}: has {len(entry.targets)} {kind}<k> columns, "
+            raise UsageError(f"{at}: has {len(entry.targets)} {kind}<k> columns, "
                              f"{layout.need(kind, len(entry.targets))} "
                              f"({kind}0..{kind}{layout.width(kind) - 1})")
     return list(plan.values())
@@ -88,8 +97,9 @@ def csv_chunks(stream, name, layout, kinds, wrenches, size, lines=None,
                 header: list[str] | None = None, header_line: int = 1) -> Iterator[States]:
     """Chunks of a CSV stream (or of its numbered ``lines``); at a bad row, the good rows
     before it, then the error. With ``header`` (a part of a file), there are rows only."""
-    reader = _NumberedReader(text_lines(stream, name) if lines is None else lines)
+    numbered = iter(text_lines(stream, name) if lines is None else lines)
     if header is None:
+        reader = _NumberedReader(numbered)
         try:
             header = next((row for row in reader if row), None)  # after any blank lines
         except csv.Error as error:
@@ -99,16 +109,50 @@ def csv_chunks(stream, name, layout, kinds, wrenches, size, lines=None,
         return
     plan = csv_plan(header, name, layout, kinds, header_line)
     convert = _CsvConverter([t.strip() for t in header], plan, name, layout, wrenches)
+    for block in _blocks(numbered, size):
+        if any('"' in line for _, line in block):  # from here on, records, not lines
+            yield from _records(_NumberedReader(itertools.chain(block, numbered)), convert,
+                                size)
+            return
+        states = convert.block([line for _, line in block], [number for number, _ in block])
+        if states is None:  # a bad row (raised), or numbers only float() reads
+            states = _records(_NumberedReader(iter(block)), convert, size)
+        else:
+            states = (states,)
+        yield from states
+
+
+def _blocks(numbered, size: int) -> Iterator[list[tuple[int, str]]]:
+    """The numbered rows (the lines not empty), ``size`` at a time."""
+    block: list[tuple[int, str]] = []
+    try:
+        for number, line in numbered:
+            if is_data(line, "csv"):
+                block.append((number, line))
+                if len(block) == size:
+                    yield block
+                    block = []
+    except UsageError:  # a line that cannot be read: the lines before it first
+        if block:
+            yield block
+        raise
+    if block:
+        yield block
+
+
+def _records(reader, convert: "_CsvConverter", size: int) -> Iterator[States]:
+    """The States of the records of ``reader`` (csv's), row by row checked; at a bad row,
+    the good rows before it, then the error."""
+    name, width = convert.name, len(convert.header)
     rows: list[list[str]] = []
     lines: list[int] = []
     try:
         for row in reader:
             if not row:
                 continue
-            if len(row) != len(header):
+            if len(row) != width:
                 raise UsageError(f"{name}:{reader.line_num}: {len(row)} field"
-                                 f"{'' if len(row) == 1 else 's'}, "
-                                 f"the header has {len(header)}")
+                                 f"{'' if len(row) == 1 else 's'}, the header has {width}")
             rows.append(row)
             lines.append(reader.line_num)
             if len(rows) == size:
@@ -175,6 +219,26 @@ class _CsvConverter:
         if bad:
             yield self.states(values[:bad], lines[:bad])
         raise _bad_cell(rows[bad], lines[bad], self.header, self.used, self.name)
+
+    def block(self, texts: list[str], lines: list[int]) -> States | None:
+        """The States of rows (lines of text without quotes) read by numpy.loadtxt; None if
+        a row has another number of fields than the header, is longer than csv's field
+        limit, or a used cell is not a finite number as loadtxt reads them (those rows are
+        then read with csv, which names what is wrong)."""
+        commas, limit = len(self.header) - 1, csv.field_size_limit()
+        if any(text.count(",") != commas or len(text) > limit for text in texts):
+            return None  # (a line that long may hold a cell over csv's limit: csv says so)
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("error")  # (a warning is a row loadtxt misread)
+                values = np.loadtxt(texts, delimiter=",", comments=None, dtype=np.float64,
+                                    usecols=None if self.every_column else self.used,
+                                    ndmin=2, encoding=None)
+        except (ValueError, Warning):
+            return None
+        if values.shape != (len(texts), len(self.used)) or not np.isfinite(values).all():
+            return None
+        return self.states(values, lines)
 
     def values(self, rows: list[list[str]]) -> np.ndarray:
         """The used columns as floats, (n, len(used)); unreadable cells become NaN."""

@@ -1,11 +1,19 @@
 """JSON Lines input: one object per line with any of ``q``, ``v``, ``a``, ``tau`` (arrays or
-objects of named joints) and ``fext``; keys dyn does not read are named in one warning."""
+objects of named joints) and ``fext``; keys dyn does not read are named in one warning.
+
+Lines are decoded by orjson, a block of lines at a time: when every line of a block is an
+object with the same keys whose vectors are arrays of numbers of the right lengths, the
+block's arrays go into the chunk at once. Any other block is read line by line, as the
+block's first bad line needs (its message names that line); a line orjson refuses is read
+by the standard library's decoder, which names what is wrong (and reads ``NaN``, reported
+as not finite, and integers beyond 64 bits, as JSON allows)."""
 
 import json
 import math
 from collections.abc import Iterator, Sequence
 
 import numpy as np
+import orjson
 
 from treedyn.engine import Model
 
@@ -20,14 +28,14 @@ def jsonl_chunks(stream, name, layout, kinds, wrenches, size, lines=None) -> Ite
     """Chunks of a JSON Lines stream (or of its numbered ``lines``); at a bad line, the good
     lines before it, then the error."""
     chunk = Chunk(name, layout, wrenches, size)
-    known_links: set[str] = set()
-    foreign: set[str] = set()  # keys dyn does not read, warned about once each
+    seen = Seen()
+    numbered = text_lines(stream, name) if lines is None else lines
     try:
-        for number, line in text_lines(stream, name) if lines is None else lines:
-            if not is_data(line, "jsonl"):
-                continue
-            _jsonl_row(line, f"{name}:{number}", layout, kinds, chunk, known_links, foreign)
-            chunk.lines.append(number)
+        for block in _blocks(numbered, chunk):
+            if not _fast_block(block, layout, kinds, chunk, seen):
+                for number, line in block:
+                    _jsonl_row(line, f"{name}:{number}", layout, kinds, chunk, seen)
+                    chunk.lines.append(number)
             if len(chunk.lines) == size:
                 yield from chunk.flush()
     except UsageError:
@@ -36,18 +44,114 @@ def jsonl_chunks(stream, name, layout, kinds, wrenches, size, lines=None) -> Ite
     yield from chunk.flush()
 
 
-def _jsonl_row(line: str, where: str, layout: Layout, kinds, chunk: Chunk,
-               known_links: set[str], foreign: set[str]) -> None:
-    """Parse one JSON line into the next row of ``chunk`` (UsageError naming ``where``);
-    keys dyn does not read (``"qd"``, ``"time"``) are warned about once, in ``foreign``."""
+class Seen:
+    """What earlier lines showed: the links of "fext" checked, the keys warned about."""
+
+    def __init__(self):
+        self.links: set[str] = set()
+        self.foreign: set[str] = set()  # keys dyn does not read, warned about once each
+        self.keys: set[tuple] = set()  # key sequences checked (and warned about) already
+
+
+BLOCK_CHARS = 4 << 20  # text decoded at a time at most (about 10 times that as objects)
+
+
+def _blocks(numbered, chunk: Chunk) -> Iterator[list[tuple[int, str]]]:
+    """The data lines, in blocks of BLOCK_CHARS at most that fill the chunk up to its size."""
+    block: list[tuple[int, str]] = []
+    chars = 0
     try:
-        state = DECODER.decode(line)
+        for number, line in numbered:
+            if is_data(line, "jsonl"):
+                block.append((number, line))
+                chars += len(line)
+                if len(block) + len(chunk.lines) >= chunk.size or chars >= BLOCK_CHARS:
+                    yield block
+                    block, chars = [], 0
+    except UsageError:  # a line that cannot be read: the lines before it first
+        if block:
+            yield block
+        raise
+    if block:
+        yield block
+
+
+def _fast_block(block, layout: Layout, kinds, chunk: Chunk, seen: Seen) -> bool:
+    """Put a block of lines into ``chunk`` at once, if each is an object with the keys of
+    the first line, none of them "fext", and arrays of numbers of the right lengths for
+    the vectors; False (nothing put) otherwise. A true or false anywhere sends the block
+    line by line (numpy would read them as numbers)."""
+    texts = [line for _, line in block]
+    if any(("r" in text or "l" in text) and ("true" in text or "false" in text)
+           for text in texts):  # (one letter is found faster than a word)
+        return False
+    try:
+        states = list(map(orjson.loads, texts))
+    except orjson.JSONDecodeError:
+        return False
+    first = states[0]
+    if type(first) is not dict or "fext" in first:
+        return False
+    keys = tuple(first)
+    if not all(type(state) is dict and tuple(state) == keys for state in states):
+        return False
+    arrays = {}
+    for kind in kinds:
+        if kind in first:
+            try:
+                array = np.array([state[kind] for state in states])
+            except (ValueError, TypeError, OverflowError):  # ragged arrays
+                return False
+            if array.dtype.kind not in "fi" or array.shape != (len(states), layout.width(kind)):
+                return False
+            arrays[kind] = array
+    if keys not in seen.keys:  # warnings and errors depend on the keys alone
+        _check_keys(first, f"{chunk.name}:{block[0][0]}", kinds, chunk, seen)
+        seen.keys.add(keys)
+    row = len(chunk.lines)
+    for kind, array in arrays.items():
+        target = chunk.vector(kind)[row:row + len(states)]
+        target[:] = array
+        if layout.degrees:
+            target *= layout.scale(kind)
+    chunk.lines.extend(number for number, _ in block)
+    return True
+
+
+def _jsonl_row(line: str, where: str, layout: Layout, kinds, chunk: Chunk, seen: Seen
+               ) -> None:
+    """Parse one JSON line into the next row of ``chunk`` (UsageError naming ``where``);
+    keys dyn does not read (``"qd"``, ``"time"``) are warned about once (see :class:`Seen`)."""
+    state = _decode(line, where)
+    if not isinstance(state, dict):
+        raise UsageError(f"{where}: expected a JSON object like {{\"q\": [...]}}")
+    _check_keys(state, where, kinds, chunk, seen)
+    row = len(chunk.lines)
+    for kind in kinds:
+        if kind in state:
+            _json_vector(state[kind], kind, layout, chunk.vector(kind)[row], where)
+    if "fext" in state:
+        _json_fext(state["fext"], layout.model, chunk, row, seen.links, where)
+
+
+def _decode(line: str, where: str):
+    """One line's JSON value: orjson's, or (a line it refuses) the standard library's."""
+    try:
+        return orjson.loads(line)
+    except orjson.JSONDecodeError:
+        pass
+    try:
+        return DECODER.decode(line)
     except ValueError as error:
         raise UsageError(f"{where}: not valid JSON ({getattr(error, 'msg', error)})") from None
     except RecursionError:
         raise UsageError(f"{where}: JSON nested too deeply to read") from None
-    if not isinstance(state, dict):
-        raise UsageError(f"{where}: expected a JSON object like {{\"q\": [...]}}")
+
+
+def _check_keys(state: dict, where: str, kinds, chunk: Chunk, seen: Seen) -> None:
+    """The checks and warnings that depend on an object's keys only: something to compute
+    from, keys dyn does not read, vectors this command does not take."""
+    foreign = seen.foreign
     if state and not any(kind in state for kind in kinds) and not (
             "fext" in state and FORCES & set(kinds)):  # {} is all defaults, as no --q etc.
         keys = ", ".join(json.dumps(key) for key in list(state)[:4])
@@ -65,12 +169,6 @@ def _jsonl_row(line: str, where: str, layout: Layout, kinds, chunk: Chunk,
         foreign.update(unused)
         warn_unused_kinds(unused, sorted(read, key=(*KINDS, "fext").index), chunk.name,
                           ("key", "keys"))
-    row = len(chunk.lines)
-    for kind in kinds:
-        if kind in state:
-            _json_vector(state[kind], kind, layout, chunk.vector(kind)[row], where)
-    if "fext" in state:
-        _json_fext(state["fext"], layout.model, chunk, row, known_links, where)
 
 
 DECODER = json.JSONDecoder()

@@ -43,6 +43,10 @@ class _Member:
     def width(self) -> int:
         return self.shape[-1] if self.shape else 0
 
+    def problem(self, row: int) -> str:
+        """What is wrong with state ``row``, whose numbers were not all finite."""
+        return f"{self.kind}[{row}] holds a non-finite number"
+
     def read(self, start: int, stop: int) -> np.ndarray:
         """Rows [start, stop) as a (stop - start, width) array (rows are read in order).
 
@@ -134,7 +138,10 @@ def npz_chunks(members: list[_Member], name, layout, wrenches, size, first: int 
                end: int | None = None) -> Iterator[States]:
     """Chunks of ``size`` states of the .npz arrays, from state ``first`` to ``end`` (the
     last, by default); at a non-finite row, the rows before it, then the error. The one
-    .npz reader: the streaming path reads a whole file, a cluster task its block of it."""
+    .npz reader: the streaming path reads a whole file, a cluster task its block of it;
+    also the reader of the arrays of HDF5 and Parquet files, whose ``members`` have the
+    attributes and methods of :class:`_Member` and raise UsageError (CorruptInput) for what
+    their libraries cannot read."""
     import zipfile
     import zlib
 
@@ -177,7 +184,8 @@ def npz_chunks(members: list[_Member], name, layout, wrenches, size, first: int 
             yield States(q=q, wrenches=dict(wrenches),
                          where=lambda i, s=start: f"{name}: state {s + i}", **vectors)
         if bad is not None:
-            raise UsageError(f"{name}: {bad[0]}[{stop}] holds a non-finite number")
+            member = next(m for m in members if m.kind == bad[0])
+            raise UsageError(f"{name}: {member.problem(stop)}")
 
 
 def npz_members(stream, name, layout, kinds, warns: bool = True) -> list[_Member]:
@@ -200,27 +208,36 @@ def npz_members(stream, name, layout, kinds, warns: bool = True) -> list[_Member
     if not members:
         raise UsageError(f"{name}: has none of the arrays {', '.join(kinds)} "
                          f"(it has: {', '.join(names) or 'nothing'})")
-    if warns:
-        warn_ignored_forces(names, name, "array")
+    check_members(members, names, name, layout, kinds,
+                  (lambda n: _rows_of(archive, n) == members[0].count) if warns else None)
+    return members
+
+
+def check_members(members, names, name, layout, kinds, per_state=None, what="array") -> None:
+    """The arrays of a file of arrays checked: numeric, of the model's width, as many
+    states each. With ``per_state`` (whether the array called so has one row per state),
+    arrays dyn does not read are named in one warning, and those of external forces and of
+    vectors this command does not take in others; ``what`` names the arrays in them."""
+    if per_state is not None:
+        warn_ignored_forces(names, name, what)
         warn_unused_kinds([kind for kind in KINDS if kind in names and kind not in kinds],
-                          kinds, name, ("array", "arrays"))
+                          kinds, name, (what, f"{what}s"))
         foreign = [n for n in names if n not in KINDS and not FORCE_NAME.match(n)
-                   and n != "dofs" and _rows_of(archive, n) == members[0].count]
+                   and n != "dofs" and per_state(n)]
         if foreign:
             listed = listing([repr(n) for n in foreign], 3)
-            warn(f"{name}: array{'s' if len(foreign) > 1 else ''} {listed} not read: dyn "
-                 "reads the arrays q, v, a and tau")
+            warn(f"{name}: {what}{'s' if len(foreign) > 1 else ''} {listed} not read: dyn "
+                 f"reads the {what}s q, v, a and tau")
     for member in members:
         width = layout.width(member.kind)
         if (len(member.shape) not in (1, 2) or member.width != width
                 or member.dtype.kind not in "fiu"):
-            raise UsageError(f"{name}: array {member.kind} is {member.dtype} {member.shape}, "
+            raise UsageError(f"{name}: {what} {member.kind} is {member.dtype} {member.shape}, "
                              f"{layout.need(member.kind, member.width)}: expected (N, {width}) "
                              "numbers")
     if len({member.count for member in members}) > 1:
         shapes = ", ".join(f"{m.kind} {m.shape}" for m in members)
-        raise UsageError(f"{name}: arrays have different numbers of states ({shapes})")
-    return members
+        raise UsageError(f"{name}: {what}s have different numbers of states ({shapes})")
 
 
 def _on_disk(stream) -> bool:

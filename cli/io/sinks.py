@@ -1,7 +1,8 @@
 """Writing results for ``dyn``: JSON (Lines), CSV, .npz and tables for people.
 
-Machine formats print every number repr-exact (``json.dumps`` and ``str`` of a Python
-float are both ``repr``). A *sink* receives the results chunk by chunk, so large inputs
+Machine formats print every number as the shortest text that reads back as the same
+double (orjson's output: the digits of Python's ``repr``, the form may differ, ``0.00001``
+for ``1e-05``). A *sink* receives the results chunk by chunk, so large inputs
 stream: ``put(result, states)`` per chunk, then ``close()``. After an error, ``close()``
 still ends what was written cleanly (every state written is complete), and ``abort()``
 removes an output file that received no state -- unless it existed before the run: a file
@@ -20,12 +21,13 @@ import stat
 from collections.abc import Callable, Sequence
 
 import numpy as np
+import orjson
 
 from ..errors import OutputError
 from ..render.table import matrix_table, table
 
 OUTPUT_FORMATS = {".jsonl": "json", ".ndjson": "json", ".json": "json", ".csv": "csv",
-                  ".npz": "npz"}
+                  ".npz": "npz", ".parquet": "parquet", ".h5": "hdf5", ".hdf5": "hdf5"}
 
 
 class Sink:
@@ -153,29 +155,26 @@ class TextSink(Sink):
         self.record(lambda: self.write_text(text), count)
 
 
-TEXT_BLOCK = 1 << 16  # results turned into Python floats at a time
-
-
-def row_lists(result: np.ndarray):
-    """``result.tolist()`` (N, ...) row by row, converted TEXT_BLOCK numbers at a time: a
-    chunk of 64 mass matrices of 1000 dofs is 64 million numbers, 2 GB as Python floats."""
-    per_row = max(1, int(np.prod(result.shape[1:])))
-    step = max(1, TEXT_BLOCK // per_row)
-    for start in range(0, len(result), step):
-        yield from result[start:start + step].tolist()
+def numbers_text(rows: np.ndarray) -> bytes:
+    """orjson's text of the float64 array ``rows`` (N, ...): ``[[1.0,2.5],[0.00001,...]]``,
+    each number the shortest that reads back as the same double."""
+    return orjson.dumps(np.ascontiguousarray(rows, dtype=np.float64),
+                        option=orjson.OPT_SERIALIZE_NUMPY)
 
 
 class JsonSink(TextSink):
-    """One JSON object per state and line: ``{"<key>": value, **extra}``."""
+    """One JSON object per state and line: ``{"<key>": value, **extra}``, spaced as
+    ``json.dumps`` spaces it."""
 
     def __init__(self, stream, key: str, extra: dict | None = None, path: str | None = None):
         super().__init__(stream, path)
-        self.head = json.dumps(key) + ": "
-        self.tail = ", " + json.dumps(extra)[1:-1] if extra else ""
+        self.head = "{" + json.dumps(key) + ": "
+        self.tail = (", " + json.dumps(extra)[1:-1] if extra else "") + "}\n"
 
     def text(self, result) -> str:
-        return "".join(["{" + self.head + json.dumps(row) + self.tail + "}\n"
-                        for row in row_lists(result)])
+        head, tail = self.head, self.tail
+        return "".join([head + numbers_text(row).decode().replace(",", ", ") + tail
+                        for row in result])
 
 
 class CsvSink(TextSink):
@@ -189,9 +188,11 @@ class CsvSink(TextSink):
         self.header: Sequence[str] | None = header  # None once written (or written elsewhere)
 
     def text(self, result) -> str:
-        # numbers never need quoting; joining their reprs gives csv.writer's bytes faster
-        rows = row_lists(result.reshape(len(result), -1))
-        return "".join([",".join(map(repr, row)) + "\n" for row in rows])
+        # numbers never need quoting: the rows of orjson's [[...],[...]] are the CSV rows
+        if not len(result):
+            return ""
+        text = numbers_text(result.reshape(len(result), -1)).decode()
+        return text[2:-2].replace("],[", "\n") + "\n"
 
     def write_text(self, text: str) -> None:
         self.write_header()
@@ -207,7 +208,58 @@ class CsvSink(TextSink):
         super().finish()
 
 
-class NpzSink(Sink):
+class BesideSink(Sink):
+    """A binary file readable only once complete (.npz, Parquet, HDF5): written to
+    ``temporary`` beside its name and renamed to it once complete -- never a partial file
+    under its name, a file there from before kept till then -- and removed, not cut, when
+    the run cannot end it. ``noun`` names the format in messages; ``parts()`` are the
+    writer's open objects to close when it stops."""
+
+    noun = "file"
+
+    def __init__(self, stream, path: str | None = None, temporary: str | None = None):
+        super().__init__(stream, path)
+        self.temporary = temporary
+        self.emptied = self.emptied or temporary is not None
+
+    def parts(self) -> tuple:
+        return ()
+
+    def mark(self) -> None:
+        """Nothing to note: an unfinished file is removed, not cut (see failed)."""
+
+    def complete(self) -> None:
+        """Close the finished file; written beside its name, rename it to that name."""
+        super().finish()
+        if self.temporary is not None:
+            os.replace(self.temporary, os.path.realpath(self.path))
+            self.temporary = None
+
+    def abort(self) -> bool:
+        """Stop without a file: what was written beside its name is removed (a file of
+        that name from before is left as it was); whether no file is left at the name."""
+        close_quietly(*(part for part in self.parts() if part is not None))
+        if self.temporary is None:
+            return super().abort()
+        close_quietly(self.stream)
+        with contextlib.suppress(FileNotFoundError):
+            os.remove(self.temporary)
+        self.temporary = None
+        return self.created
+
+    def failed(self, error: OSError) -> OutputError:
+        """A file readable only once complete is removed."""
+        reason = error.strerror or str(error)
+        if self.path is None:
+            return super().failed(error)
+        if not self.abort():
+            return OutputError(f"{self.path}: cannot write ({reason}); it is left as it was",
+                               reason)
+        return OutputError(f"{self.path}: cannot write ({reason}); it is removed (an "
+                           f"unfinished {self.noun} cannot be read)", reason)
+
+
+class NpzSink(BesideSink):
     """Saves ``{key: (N, ...), **extra}`` (uncompressed, like np.savez; ``extra`` from
     :func:`npz_extra`: the dof labels and, for ``mass --sparsity``, the pattern).
 
@@ -221,13 +273,11 @@ class NpzSink(Sink):
     memory stays one chunk, whatever N, and the archive ends with the true count.
     """
 
+    noun = ".npz"
+
     def __init__(self, stream, key: str, shape: tuple[int, ...], extra: dict,
                  path: str | None = None, total=None, temporary: str | None = None):
-        super().__init__(stream, path)
-        # the archive is written to ``temporary`` beside ``path`` and renamed to it once
-        # complete: never a partial archive under its name, an existing file kept till then
-        self.temporary = temporary
-        self.emptied = self.emptied or temporary is not None
+        super().__init__(stream, path, temporary)
         self.key, self.shape = key, shape
         self.extra = extra
         self.total = total  # int | Callable[[], int | None] | None: the states to come
@@ -265,9 +315,6 @@ class NpzSink(Sink):
     def header(self, member, count: int) -> None:
         npy_header(member, (count, *self.shape))
 
-    def mark(self) -> None:
-        """Nothing to note: an unfinished archive is removed, not cut (see failed)."""
-
     def finish(self) -> None:
         if self.member is not None:
             with self.archive:
@@ -285,13 +332,6 @@ class NpzSink(Sink):
         if self.spool is not None:
             self.spool.close()
         self.complete()
-
-    def complete(self) -> None:
-        """Close the finished archive; written beside its name, rename it to that name."""
-        super().finish()
-        if self.temporary is not None:
-            os.replace(self.temporary, os.path.realpath(self.path))
-            self.temporary = None
 
     def respool(self) -> None:
         """Not the count announced (the archive is closed): move the rows written to a
@@ -316,29 +356,8 @@ class NpzSink(Sink):
     def write_extra(self, archive) -> None:
         write_arrays(archive, self.extra)
 
-    def abort(self) -> bool:
-        """Stop without an archive: what was written beside its name is removed (a file of
-        that name from before is left as it was); whether no file is left at the name."""
-        close_quietly(*(part for part in (self.member, self.archive, self.spool)
-                        if part is not None))
-        if self.temporary is None:
-            return super().abort()
-        close_quietly(self.stream)
-        with contextlib.suppress(FileNotFoundError):
-            os.remove(self.temporary)
-        self.temporary = None
-        return self.created
-
-    def failed(self, error: OSError) -> OutputError:
-        """An archive is readable only once complete: the file is removed."""
-        reason = error.strerror or str(error)
-        if self.path is None:
-            return super().failed(error)
-        if not self.abort():
-            return OutputError(f"{self.path}: cannot write ({reason}); it is left as it was",
-                               reason)
-        return OutputError(f"{self.path}: cannot write ({reason}); it is removed (an "
-                           "unfinished .npz cannot be read)", reason)
+    def parts(self) -> tuple:
+        return self.member, self.archive, self.spool
 
 
 def npz_extra(labels: Sequence[str], sparsity=None) -> dict:

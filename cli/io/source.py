@@ -1,11 +1,12 @@
 """``--input FILE`` (or ``-``): the file opened, its format told by its extension (or, on
-stdin, by its first bytes), and its states read in chunks.
+stdin, by its first bytes), and its states read in chunks: JSON Lines, CSV, .npz, Parquet
+(:mod:`.parquet`) and HDF5 (:mod:`.hdf5`).
 
 Every problem raises :class:`UsageError` with a one-line message naming where it happened
 (``states.csv:12``, ``states.npz: state 7``). Files are read in chunks of at most
 :data:`CHUNK` states so that the engine runs once per chunk and output can stream; memory
-stays bounded by the chunk, whatever the number of states. A piped ``.npz`` on stdin is
-first spooled to a temporary file. When a row is bad, the good rows before it are yielded
+stays bounded by the chunk, whatever the number of states. A piped ``.npz``, Parquet or
+HDF5 file on stdin is first spooled to a temporary file. When a row is bad, the good rows before it are yielded
 as a last chunk and then the error is raised, so output can end exactly at the bad row.
 """
 from __future__ import annotations
@@ -21,9 +22,11 @@ import numpy as np
 from ..errors import UsageError
 from ..settings import count
 from .csvfile import csv_chunks
+from .hdf5 import hdf5_members, require_h5py
 from .jsonl import jsonl_chunks
 from .layout import Layout
 from .npz import npz_chunks, npz_members
+from .parquet import parquet_members, require_arrow
 from .text import text_lines, window
 from .vectors import States
 
@@ -32,14 +35,18 @@ CHUNK = count("TREEDYN_STREAM_CHUNK", 16384)  # states per chunk at most (caller
 
 STDIN = "<stdin>"
 INPUT_FORMATS = {".jsonl": "jsonl", ".ndjson": "jsonl", ".json": "jsonl", ".csv": "csv",
-                 ".npz": "npz"}
+                 ".npz": "npz", ".parquet": "parquet", ".h5": "hdf5", ".hdf5": "hdf5"}
+ARRAYS = frozenset(("npz", "parquet", "hdf5"))  # files of arrays: states counted up front
+MAGIC = {b"PK": "npz", b"PAR1": "parquet", b"\x89HDF\r\n\x1a\n": "hdf5"}  # on stdin
 
 
 class Input:
-    """An opened ``--input``: a text stream (JSON Lines, CSV) or a binary .npz file."""
+    """An opened ``--input``: a text stream (JSON Lines, CSV) or a binary file of arrays
+    (.npz, Parquet, HDF5: the group ``prefix`` of the last)."""
 
     def __init__(self, name: str, kind: str, stream, owned: bool = True):
         self.name, self.kind, self.stream = name, kind, stream
+        self.prefix: str | None = None  # --dataset-prefix
         self.owned = owned  # close the stream when done (not for the process's stdin)
         self.total: int | None = None  # number of states, once known (.npz)
         self.window: tuple[int, int, int, bool] | None = None  # a part: first, skip, take, BOM
@@ -51,8 +58,8 @@ class Input:
 
     def consumed(self) -> float | None:
         """The share of a text input read so far (0..1, by bytes; the chunk just yielded
-        included), or None when unknown (a pipe; .npz inputs count states instead)."""
-        if self.kind == "npz" or not self.size:
+        included), or None when unknown (a pipe; files of arrays count states instead)."""
+        if self.kind in ARRAYS or not self.size:
             return None
         try:
             return min(1.0, self.stream.tell() / self.size)
@@ -67,7 +74,11 @@ class Input:
         kind = INPUT_FORMATS.get(suffix)
         if kind is None:
             raise UsageError(f"{path}: unknown input format '{suffix or path}' "
-                             "(use .jsonl, .csv or .npz, or - for stdin)")
+                             "(use .jsonl, .csv, .npz, .parquet or .h5, or - for stdin)")
+        if kind == "parquet":  # the optional extras: one line before anything is done
+            require_arrow()
+        elif kind == "hdf5":
+            require_h5py()
         try:
             stream = open(path, "rb")  # text is decoded line by line (text_lines)
         except OSError as error:
@@ -95,8 +106,8 @@ class Input:
             lines = window(text_lines(self.stream, self.name, first, bom), self.kind, skip,
                             take)
         try:
-            if self.kind == "npz":
-                yield from self._npz(self.stream, self.name, layout, kinds, wrenches, size)
+            if self.kind in ARRAYS:
+                yield from self._arrays(layout, kinds, wrenches, size)
             elif self.kind == "jsonl":
                 yield from jsonl_chunks(self.stream, self.name, layout, kinds, wrenches, size,
                                          lines)
@@ -107,27 +118,34 @@ class Input:
             if self.owned:
                 self.stream.close()
 
-    def _npz(self, stream, name, layout, kinds, wrenches, size) -> Iterator[States]:
-        """The .npz reader; the number of states is known once the headers are read."""
-        members = npz_members(stream, name, layout, kinds)
+    def _arrays(self, layout, kinds, wrenches, size) -> Iterator[States]:
+        """The reader of arrays; the number of states is known once the headers are read."""
+        if self.kind == "npz":
+            members = npz_members(self.stream, self.name, layout, kinds)
+        elif self.kind == "parquet":
+            members = parquet_members(self.stream, self.name, layout, kinds, size)
+        else:
+            members = hdf5_members(self.stream, self.name, layout, kinds, self.prefix)
         self.total = members[0].count
-        return npz_chunks(members, name, layout, wrenches, size)
+        return npz_chunks(members, self.name, layout, wrenches, size)
 
 
 def sniff_stdin() -> Input:
-    """stdin as .npz (zip magic, spooled to a temporary file), JSON Lines ('{') or CSV."""
+    """stdin as a file of arrays (.npz, Parquet, HDF5: told by their magic bytes, spooled
+    to a temporary file), JSON Lines ('{') or CSV."""
     if sys.stdin is None or not hasattr(sys.stdin, "buffer"):
         raise UsageError("dyn: --input -: no standard input")
     raw = sys.stdin.buffer
     head = raw.peek(256) if hasattr(raw, "peek") else b""
-    if head.startswith(b"PK"):
+    binary = next((kind for magic, kind in MAGIC.items() if head.startswith(magic)), None)
+    if binary is not None:
         import shutil
         import tempfile
 
         spool = tempfile.TemporaryFile()
         shutil.copyfileobj(raw, spool, 1 << 20)
         spool.seek(0)
-        return Input(STDIN, "npz", spool)
+        return Input(STDIN, binary, spool)
     kind = "csv" if head.removeprefix(codecs.BOM_UTF8).lstrip()[:1] not in (b"{", b"") else "jsonl"
     return Input(STDIN, kind, raw, owned=False)
 

@@ -38,7 +38,7 @@ from ..errors import Ended, UsageError
 from ..io.layout import Layout
 from ..io.model import load
 from ..io.npz import npz_chunks, npz_members
-from ..io.sinks import npz_extra, write_archive
+from ..io.sinks import OUTPUT_FORMATS, npz_extra, write_archive
 from ..io.source import INPUT_FORMATS, Input, file_identity
 from ..io.vectors import parse_fext, parse_gravity
 from .compute import compute
@@ -56,7 +56,7 @@ def wants_many(request) -> bool:
     """--scheduler, a glob pattern that names no file as is, or an --output directory."""
     output = request.output
     if (output is not None and os.path.isdir(output) and not output.endswith(("/", os.sep))
-            and os.path.splitext(output)[1].lower() in (".jsonl", ".csv", ".npz")):
+            and os.path.splitext(output)[1].lower() in OUTPUT_FORMATS):
         raise UsageError(f"{output}: is a directory, not the {os.path.splitext(output)[1]} "
                          "file its name asks for (write DIR/ for one .npz per input file)")
     if getattr(request, "scheduler", None) is not None:

@@ -22,6 +22,7 @@ def solve(request: Request) -> None:
     layout = Layout.of(model, request.degrees)
     gravity = parse_gravity(request.gravity)
     wrenches = parse_fext(request.fext, model)
+    check_prefix(request)
     if request.input is None:
         if request.scheduler is not None:
             raise UsageError("dyn: --scheduler needs --input FILES.npz and --output DIR/")
@@ -49,3 +50,17 @@ def solve(request: Request) -> None:
     if not try_parts(request, layout, gravity, wrenches):
         with ended_by_signals():  # SIGTERM, SIGHUP: the output ended as for Ctrl-C, then dyn
             stream(request, layout, gravity, wrenches)  # ends by the signal
+
+
+HDF5 = (".h5", ".hdf5")
+
+
+def check_prefix(request: Request) -> None:
+    """--dataset-prefix names a group of an HDF5 --input or --output: refused without one
+    (stdin may be one)."""
+    if request.dataset_prefix is None:
+        return
+    files = [path for path in (request.input, request.output) if path is not None]
+    if not any(path.lower().endswith(HDF5) or path == "-" for path in files):  # (stdin: any)
+        raise UsageError("dyn: --dataset-prefix names the group of an .h5/.hdf5 --input or "
+                         "--output; there is none here")

@@ -132,7 +132,7 @@ def try_parts(request, layout: Layout, gravity, wrenches) -> bool:
             or not sys.platform.startswith("linux")):  # fork: after BLAS, safe on Linux
         return False
     output = sink_kind(request)
-    if output == "table":
+    if output in ("table", "parquet", "hdf5"):  # (Parquet and HDF5 are written by one process)
         return False
     size = os.path.getsize(path)
     if size < split_bytes():

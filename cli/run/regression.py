@@ -11,8 +11,7 @@ import numpy as np
 
 from treedyn.engine import Model, external_forces, rnea
 from treedyn.engine.analysis.consistent import consistent_fit
-from treedyn.engine.analysis.identify import (Accumulator, base_parameters,
-                                              ordinary_least_squares)
+from treedyn.engine.analysis.identify import Accumulator, base_parameters, ordinary_least_squares
 from treedyn.engine.analysis.identify_report import Identification
 from treedyn.engine.batch.regressor import regressor
 from treedyn.engine.regressor import Layout as Columns
@@ -21,8 +20,8 @@ from treedyn.engine.regressor import layout_of, model_parameters
 from ..console import warn
 from ..errors import UsageError
 from ..io.layout import Layout
-from ..io.source import CHUNK, Input, same_file
 from ..io.sinks import JsonSink, NpzSink, npz_extra
+from ..io.source import CHUNK, Input, same_file
 from .budget import MEMORY
 from .progress import Progress, wanted
 from .request import open_beside, open_output, output_format

@@ -11,7 +11,9 @@ from typing import Optional
 from treedyn.engine.analysis.sparsity import sparsity_document
 
 from ..errors import UsageError
+from ..io.hdf5 import Hdf5Sink, require_h5py
 from ..io.layout import Layout
+from ..io.parquet import ParquetSink, require_arrow
 from ..io.sinks import OUTPUT_FORMATS, CsvSink, JsonSink, NpzSink, Sink, TableSink, npz_extra
 from ..io.source import CHUNK
 from ..render.sparsity import sparsity_table
@@ -36,6 +38,7 @@ class Request:
     scheduler: Optional[str] = None
     xacro: tuple = ()  # (name, value) arguments of a .xacro model
     mimic: bool = False  # --mimic: the URDF's mimic joints enforced
+    dataset_prefix: Optional[str] = None  # the HDF5 group of --input and --output
 
 
 RESULT_KEY = {"inverse": "tau", "forward": "a", "mass": "M"}
@@ -69,9 +72,13 @@ def open_sink(request: Request, layout: Layout, single: bool) -> Sink:
                          "M couples branches (a mimic joint away from its master's subtree), "
                          "so it has no tree-ordered factor")
     sparsity = sparsity_document(layout.model) if request.sparsity else None
+    if kind == "parquet":  # the optional extras: one line before the output is created
+        require_arrow()
+    elif kind == "hdf5":
+        require_h5py()
     path = request.output
     temporary = None
-    if path is not None and kind == "npz":  # renamed to path once the archive is complete
+    if path is not None and kind in ("npz", "parquet", "hdf5"):  # renamed to path once complete
         stream, created, temporary = open_beside(path)
     else:
         stream, created = (sys.stdout, False) if path is None else open_output(path, False)
@@ -83,11 +90,16 @@ def open_sink(request: Request, layout: Layout, single: bool) -> Sink:
         sink = JsonSink(stream, key, extra, path)
     elif kind == "csv":
         sink = CsvSink(stream, csv_header(key, labels), path)
-    elif kind == "npz":
+    elif kind in ("npz", "parquet", "hdf5"):
         shape = (layout.model.nv,) * (2 if key == "M" else 1)
         pattern = sparsity["pattern"] if sparsity else None
-        sink = NpzSink(stream, key, shape, npz_extra(labels, pattern), path,
-                       temporary=temporary)
+        extra = npz_extra(labels, pattern)
+        if kind == "npz":
+            sink = NpzSink(stream, key, shape, extra, path, temporary=temporary)
+        elif kind == "parquet":
+            sink = ParquetSink(stream, key, shape, extra, path, temporary)
+        else:
+            sink = Hdf5Sink(stream, key, shape, extra, path, temporary, request.dataset_prefix)
     else:
         footer = sparsity_table(sparsity, layout.v_labels) if sparsity else ""
         sink = TableSink(stream, key, layout.v_labels, units(request.command, layout), single,
@@ -114,7 +126,8 @@ def output_format(path: str, requested: Optional[str]) -> str:
     kind = OUTPUT_FORMATS.get(os.path.splitext(path)[1].lower())
     if kind is None:
         raise UsageError(f"{path}: unknown output format "
-                         f"'{os.path.splitext(path)[1] or path}' (use .jsonl, .csv or .npz)")
+                         f"'{os.path.splitext(path)[1] or path}' (use .jsonl, .csv, .npz, "
+                         ".parquet or .h5)")
     if requested is not None and requested != kind:
         raise UsageError(f"dyn: --format {requested} conflicts with --output {path}; "
                          "the extension decides the file's format")

@@ -12,7 +12,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 from ..errors import CorruptInput, Ended, OutputError, UsageError
 from ..io.layout import Layout
-from ..io.sinks import NpzSink, Sink
+from ..io.sinks import BesideSink, NpzSink, Sink
 from ..io.source import Input
 from .compute import collect, compute
 from .progress import Progress, wanted
@@ -30,6 +30,7 @@ def stream(request: Request, layout: Layout, gravity, wrenches) -> None:
     it holds (a file that received no state is removed, or left as it was if it existed).
     """
     source = Input.open(request.input)
+    source.prefix = request.dataset_prefix
     size = chunk_states(request.command, layout)
     chunks = source.chunks(layout, tuple(request.vectors), wrenches, size)
     workers = text_workers(request, source)
@@ -126,7 +127,7 @@ def stopped(sink: Sink, error: BaseException) -> BaseException:
         return UsageError(f"{error}; {sink.where()} is removed: the {states} written to it "
                           f"{were} read from that file and may be wrong")
     sink.close()
-    held = "saved in" if isinstance(sink, NpzSink) else "written to"
+    held = "saved in" if isinstance(sink, BesideSink) else "written to"
     if isinstance(error, (KeyboardInterrupt, Ended)):
         said(error, f"the first {states} {'are' if sink.count > 1 else 'is'} {held} "
                     f"{sink.where()}")

@@ -1,0 +1,150 @@
+"""HDF5 states and results (the optional extra ``treedyn[hdf5]``, h5py), streamed a chunk
+of rows at a time.
+
+Input: datasets ``q`` (N x nq), ``v``, ``a``, ``tau`` (N x nv) at the file's root or in the
+group ``--dataset-prefix`` names (``data/demo_0/obs``, as robomimic-style files nest
+them). Rows are read by slicing the datasets, a chunk at a time (h5py reads only those, and
+decompresses chunked datasets as it goes), and handed to the one reader of arrays
+(:func:`.npz.npz_chunks`: finite numbers, units, the bad row).
+
+Output: the dataset named as the result (``tau``, ``a``: N x nv; ``M``: N x nv x nv),
+chunked and grown a chunk of states at a time, with ``dofs`` (the labels) and, for ``mass
+--sparsity``, ``sparsity`` beside it, in the group ``--dataset-prefix`` names; written
+beside its name and renamed once complete, as an .npz (:class:`.sinks.BesideSink`).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..errors import CorruptInput, UsageError
+from .layout import Layout
+from .npz import check_members
+from .sinks import BesideSink
+
+EXTRA = "reading and writing .h5 files needs the optional extra: pip install 'treedyn[hdf5]'"
+
+
+def require_h5py():
+    """The h5py module, or the one-line error naming the optional extra."""
+    try:
+        import h5py
+    except ImportError:
+        raise UsageError(f"dyn: {EXTRA}") from None
+    return h5py
+
+
+def clean_prefix(prefix: str | None) -> str:
+    """A group path without its leading and trailing slashes ('' for the root)."""
+    return (prefix or "").strip("/")
+
+
+class _Dataset:
+    """One vector of the states: a dataset read by rows; a member for
+    :func:`.npz.npz_chunks` (see :class:`.npz._Member`)."""
+
+    stored = stream = None  # rows are new arrays, nothing to seek
+
+    def __init__(self, kind: str, dataset):
+        self.kind, self.dataset = kind, dataset
+        self.shape, self.dtype = tuple(dataset.shape), np.dtype(dataset.dtype)
+
+    @property
+    def count(self) -> int:
+        return 1 if len(self.shape) == 1 else self.shape[0]
+
+    @property
+    def width(self) -> int:
+        return self.shape[-1] if self.shape else 0
+
+    def read(self, start: int, stop: int) -> np.ndarray:
+        try:
+            if len(self.shape) == 1:
+                return self.dataset[()].reshape(1, self.width)
+            return self.dataset[start:stop]
+        except (OSError, ValueError, RuntimeError) as error:
+            raise CorruptInput(f"not a readable HDF5 file ({error})") from None
+
+    def problem(self, row: int) -> str:
+        return f"{self.kind}[{row}] holds a non-finite number"
+
+
+def hdf5_members(stream, name: str, layout: Layout, kinds, prefix: str | None = None,
+                 warns: bool = True) -> list[_Dataset]:
+    """The datasets of the kinds in use in the group ``prefix``, checked: numeric, of the
+    model's width, as many states each."""
+    h5py = require_h5py()
+    try:
+        file = h5py.File(stream, "r")
+    except (OSError, ValueError) as error:
+        raise UsageError(f"{name}: not a readable HDF5 file ({error})") from None
+    group_name = clean_prefix(prefix)
+    try:
+        group = file[group_name] if group_name else file
+    except KeyError:
+        raise UsageError(f"{name}: has no group '{group_name}' (--dataset-prefix)") from None
+    if not isinstance(group, h5py.Group):
+        raise UsageError(f"{name}: '{group_name}' is a dataset, not a group of datasets "
+                         "(--dataset-prefix names the group that holds q, v, ...)")
+    names = [key for key in group if isinstance(group.get(key), h5py.Dataset)]
+    where = f"{name}{':/' + group_name if group_name else ''}"
+    members = [_Dataset(kind, group[kind]) for kind in kinds if kind in names]
+    if not members:
+        raise UsageError(f"{where}: has none of the datasets {', '.join(kinds)} (it has: "
+                         f"{', '.join(names) or 'nothing'}; --dataset-prefix names a group)")
+    count = members[0].count
+    check_members(members, names, where, layout, kinds,
+                  (lambda n: group[n].shape[:1] == (count,)) if warns else None, "dataset")
+    return members
+
+
+CHUNK_BYTES = 1 << 20  # an HDF5 chunk of results: about this size
+
+
+class Hdf5Sink(BesideSink):
+    """Results as an HDF5 file: the ``key`` dataset (N, ...) grown a chunk at a time."""
+
+    noun = "HDF5 file"
+
+    def __init__(self, stream, key: str, shape: tuple[int, ...], extra: dict,
+                 path: str | None = None, temporary: str | None = None,
+                 prefix: str | None = None):
+        super().__init__(stream, path, temporary)
+        self.key, self.shape, self.extra, self.prefix = key, shape, extra, clean_prefix(prefix)
+        self.file = self.dataset = None
+
+    def parts(self) -> tuple:
+        return (self.file,)
+
+    def open_file(self) -> None:
+        h5py = require_h5py()
+        self.file = h5py.File(self.stream, "w")
+        group = self.file.require_group(self.prefix) if self.prefix else self.file
+        rows = max(1, CHUNK_BYTES // (8 * int(np.prod(self.shape))))
+        self.dataset = group.create_dataset(self.key, shape=(0, *self.shape),
+                                            maxshape=(None, *self.shape),
+                                            chunks=(rows, *self.shape), dtype=np.float64)
+
+    def write(self, result, states) -> None:
+        if self.file is None:
+            self.open_file()
+        start = self.dataset.shape[0]
+        try:
+            self.dataset.resize(start + len(result), axis=0)
+            self.dataset[start:] = result
+        except (RuntimeError, ValueError) as error:  # (h5py's I/O errors are OSErrors)
+            raise OSError(str(error)) from None
+
+    def finish(self) -> None:
+        h5py = require_h5py()
+        if self.file is None:
+            self.open_file()  # no state: an empty dataset
+        group = self.dataset.parent
+        for key, value in self.extra.items():
+            data = np.asarray(value)
+            if data.dtype.kind == "U":
+                group.create_dataset(key, data=data.astype(object),
+                                     dtype=h5py.string_dtype())
+            else:
+                group.create_dataset(key, data=data)
+        self.file.close()
+        self.complete()

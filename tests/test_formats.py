@@ -1,0 +1,290 @@
+"""Parquet and HDF5 inputs and outputs against .npz and the single-state command; the text
+of JSON Lines and CSV numbers read back as the same doubles; the readers' block paths
+against their line-by-line ones."""
+from __future__ import annotations
+
+import json
+import sys
+from unittest import mock
+
+import numpy as np
+import pytest
+
+from treedyn.engine import crba, rnea
+from treedyn.parsers import load_model
+
+from test_cli import ARM, assert_usage_error, dyn, json_lines
+from test_pipelines import CHUNK, peak_rss_mb, single_taus
+
+pa = pytest.importorskip("pyarrow")
+pq = pytest.importorskip("pyarrow.parquet")
+h5py = pytest.importorskip("h5py")
+pd = pytest.importorskip("pandas")
+
+COUNT = 23
+
+
+@pytest.fixture(scope="module")
+def arm():
+    return load_model(str(ARM))
+
+
+@pytest.fixture(scope="module")
+def states(arm):
+    rng = np.random.default_rng(12)
+    return (arm.random_configuration(rng, COUNT), rng.normal(size=(COUNT, 2)),
+            rng.normal(size=(COUNT, 2)))
+
+
+@pytest.fixture
+def small_chunks(monkeypatch):
+    from treedyn.cli.run import stream
+
+    monkeypatch.setattr(stream, "chunk_states", lambda command, layout: CHUNK)
+
+
+def lists(values: np.ndarray, fixed: bool = True):
+    """A pyarrow list array of the rows of ``values``."""
+    if fixed:
+        return pa.FixedSizeListArray.from_arrays(pa.array(values.ravel()), values.shape[1])
+    return pa.array(values.tolist(), type=pa.list_(pa.float64()))
+
+
+def write_parquet(path, q, v, a, fixed=True, row_group_size=5, **more):
+    table = pa.table({"q": lists(q, fixed), "v": lists(v, fixed), "a": lists(a, fixed),
+                      **more})
+    pq.write_table(table, path, row_group_size=row_group_size)
+
+
+def write_h5(path, q, v, a, prefix="", rows=4, **more):
+    with h5py.File(path, "w") as file:
+        group = file.require_group(prefix) if prefix else file
+        for kind, values in (("q", q), ("v", v), ("a", a), *more.items()):
+            group.create_dataset(kind, data=values, chunks=(rows, values.shape[1]),
+                                 compression="gzip")
+
+
+def test_parquet_and_hdf5_inputs_give_the_single_state_numbers(tmp_path, states,
+                                                                small_chunks):
+    """List columns (fixed-size and variable), coordinate columns, datasets at the root
+    and in a group: the numbers of the single-state command, in files and on stdin."""
+    q, v, a = states
+    expected = single_taus(q, v, a)
+    write_parquet(tmp_path / "fixed.parquet", q, v, a)
+    write_parquet(tmp_path / "lists.parquet", q, v, a, fixed=False, row_group_size=3)
+    frame = pd.DataFrame({"time": np.arange(COUNT) * 0.01, "q:joint1": q[:, 0],
+                          "q:joint2": q[:, 1], "v0": v[:, 0], "v1": v[:, 1],
+                          "a0": a[:, 0], "a1": a[:, 1]})
+    frame.to_parquet(tmp_path / "columns.parquet")
+    write_h5(tmp_path / "root.h5", q, v, a)
+    write_h5(tmp_path / "nested.hdf5", q, v, a, prefix="data/demo_0")
+    for name, extra in (("fixed.parquet", ()), ("lists.parquet", ()),
+                        ("columns.parquet", ()), ("root.h5", ()),
+                        ("nested.hdf5", ("--dataset-prefix", "/data/demo_0/"))):
+        path = tmp_path / name
+        for source, stdin in ((path, None), ("-", path.read_bytes())):
+            result = dyn("inverse", ARM, "-i", source, "-f", "json", *extra, stdin=stdin)
+            assert [line["tau"] for line in json_lines(result)] == expected, (name, source)
+    columns = dyn("inverse", ARM, "-i", tmp_path / "columns.parquet", "-f", "json")
+    assert "column 'time' not read" in columns.stderr.decode()
+
+
+@pytest.mark.parametrize("suffix", [".parquet", ".h5"])
+def test_outputs_read_back_as_a_user_reads_them(tmp_path, arm, states, small_chunks, suffix):
+    q, v, a = states
+    source = tmp_path / "states.npz"
+    np.savez(source, q=q, v=v, a=a, tau=a)
+    dyn("inverse", ARM, "-i", source, "-o", tmp_path / f"tau{suffix}", "--quiet")
+    dyn("mass", ARM, "-i", source, "-o", tmp_path / f"M{suffix}", "--sparsity", "--quiet",
+        *(("--dataset-prefix", "results/run1") if suffix == ".h5" else ()))
+    if suffix == ".parquet":
+        tau = np.stack(pd.read_parquet(tmp_path / "tau.parquet")["tau"].to_numpy())
+        table = pq.read_table(tmp_path / "M.parquet")
+        mass = np.array(table.column("M").to_pylist())
+        metadata = table.schema.metadata
+        assert json.loads(metadata[b"dofs"]) == ["joint1", "joint2"]
+        assert json.loads(metadata[b"sparsity"]) == [[1, 1], [1, 1]]
+        assert pq.ParquetFile(tmp_path / "tau.parquet").metadata.num_row_groups == 4
+    else:
+        with h5py.File(tmp_path / "tau.h5") as file:
+            tau = file["tau"][:]
+            assert [x.decode() for x in file["dofs"][:]] == ["joint1", "joint2"]
+        with h5py.File(tmp_path / "M.h5") as file:
+            mass = file["results/run1/M"][:]
+            assert file["results/run1/sparsity"][:].tolist() == [[1, 1], [1, 1]]
+    np.testing.assert_array_equal(tau, rnea(arm, q, v, a))
+    np.testing.assert_allclose(mass, crba(arm, q), rtol=1e-13, atol=1e-13)
+    with np.load(source) as saved:  # the same numbers as .npz -> .npz
+        dyn("inverse", ARM, "-i", source, "-o", tmp_path / "tau.npz")
+        np.testing.assert_array_equal(np.load(tmp_path / "tau.npz")["tau"], tau)
+        assert saved["q"].shape == q.shape
+
+
+@pytest.mark.parametrize("suffix", [".parquet", ".h5"])
+def test_a_bad_row_stops_the_run_after_the_rows_before_it(tmp_path, states, small_chunks,
+                                                          suffix):
+    q, v, a = (x.copy() for x in states)
+    source = tmp_path / f"bad{suffix}"
+    if suffix == ".parquet":  # a null list: a missing state
+        values = q.tolist()
+        values[10] = None
+        table = pa.table({"q": pa.array(values, type=pa.list_(pa.float64())),
+                          "v": lists(v), "a": lists(a)})
+        pq.write_table(table, source, row_group_size=4)
+        message = "state 10: q is missing (null)"
+    else:
+        v[10, 1] = np.nan
+        write_h5(source, q, v, a)
+        message = "v[10] holds a non-finite number"
+    for output in ("out.jsonl", f"out{suffix}"):
+        target = tmp_path / output
+        line = assert_usage_error(dyn("inverse", ARM, "-i", source, "-o", target,
+                                      check=False), f"bad{suffix}: {message}",
+                                  "the 10 states before it are")
+        if output.endswith(".jsonl"):
+            assert len(target.read_text().splitlines()) == 10
+        elif suffix == ".parquet":
+            assert "saved in" in line and len(pq.read_table(target)) == 10
+        else:
+            assert "saved in" in line
+            with h5py.File(target) as file:
+                assert file["tau"].shape == (10, 2)
+
+
+def test_wrong_lengths_and_missing_groups_are_one_line(tmp_path, states):
+    q, v, a = states
+    short = pa.array([row[:1] for row in q.tolist()], type=pa.list_(pa.float64()))
+    pq.write_table(pa.table({"q": short}), tmp_path / "short.parquet")
+    assert_usage_error(dyn("inverse", ARM, "-i", tmp_path / "short.parquet", check=False),
+                       "short.parquet: state 0: q has 1 number, model two_link_arm needs nq=2")
+    pq.write_table(pa.table({"q": lists(np.zeros((3, 3)))}), tmp_path / "wide.parquet")
+    assert_usage_error(dyn("inverse", ARM, "-i", tmp_path / "wide.parquet", check=False),
+                       "wide.parquet: column q holds lists of 3")
+    write_h5(tmp_path / "nested.h5", q, v, a, prefix="data/demo_0")
+    assert_usage_error(dyn("inverse", ARM, "-i", tmp_path / "nested.h5", check=False),
+                       "nested.h5: has none of the datasets q, v, a")
+    assert_usage_error(dyn("inverse", ARM, "-i", tmp_path / "nested.h5", "--dataset-prefix",
+                           "data/demo_1", check=False), "has no group 'data/demo_1'")
+    assert_usage_error(dyn("inverse", ARM, "--q", "0,0", "--dataset-prefix", "x",
+                           check=False), "--dataset-prefix")
+    (tmp_path / "text.h5").write_text("not HDF5\n")
+    assert_usage_error(dyn("inverse", ARM, "-i", tmp_path / "text.h5", check=False),
+                       "text.h5: not a readable HDF5 file")
+
+
+def test_unread_datasets_and_columns_are_named_in_one_warning(tmp_path, states):
+    q, v, a = states
+    write_h5(tmp_path / "more.h5", q, v, a, obs=np.zeros((COUNT, 5)), act=np.zeros((COUNT, 2)))
+    warnings = dyn("inverse", ARM, "-i", tmp_path / "more.h5", "-f", "json").stderr.decode()
+    assert warnings.count("\n") == 1 and "datasets 'act', 'obs' not read" in warnings
+    write_parquet(tmp_path / "more.parquet", q, v, a, episode=pa.array(np.zeros(COUNT)))
+    warnings = dyn("inverse", ARM, "-i", tmp_path / "more.parquet", "-f", "json"
+                   ).stderr.decode()
+    assert warnings.count("\n") == 1 and "column 'episode' not read" in warnings
+
+
+@pytest.mark.parametrize("suffix, module, extra", [(".parquet", "pyarrow", "arrow"),
+                                                   (".h5", "h5py", "hdf5")])
+def test_a_missing_extra_is_one_line(tmp_path, states, suffix, module, extra):
+    """Without the library, reading or writing the format says how to install it; no file
+    is left behind."""
+    q, v, a = states
+    np.savez(tmp_path / "states.npz", q=q, v=v, a=a)
+    hidden = {name: None for name in list(sys.modules) if name.split(".")[0] == module}
+    hidden[module] = None
+    with mock.patch.dict(sys.modules, hidden):
+        for args in (["-i", tmp_path / f"states{suffix}"],
+                     ["-i", tmp_path / "states.npz", "-o", tmp_path / f"out{suffix}"]):
+            line = assert_usage_error(dyn("inverse", ARM, *args, check=False),
+                                      f"pip install 'treedyn[{extra}]'")
+            assert line.startswith("dyn: ")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["states.npz"]
+
+
+@pytest.mark.parametrize("suffix", [".parquet", ".h5"])
+def test_an_output_appears_only_once_complete(tmp_path, states, suffix):
+    """Written beside its name: a failed run leaves the file from before as it was."""
+    q, v, a = (x.copy() for x in states)
+    target = tmp_path / f"out{suffix}"
+    target.write_bytes(b"yesterday")
+    q[0, 0] = np.nan
+    np.savez(tmp_path / "bad.npz", q=q, v=v, a=a)
+    assert_usage_error(dyn("inverse", ARM, "-i", tmp_path / "bad.npz", "-o", target,
+                           check=False), "q[0] holds a non-finite number")
+    assert target.read_bytes() == b"yesterday"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["bad.npz", target.name]
+
+
+def test_numbers_print_as_the_shortest_text_of_the_same_double():
+    """Every double of many magnitudes (and the extremes) reads back exactly from the text
+    of JSON Lines and CSV; the text has repr's digits, in orjson's form."""
+    import io
+
+    from treedyn.cli.io.sinks import CsvSink, JsonSink
+
+    rng = np.random.default_rng(3)
+    values = rng.normal(size=(500, 4)) * 10.0 ** rng.integers(-320, 300, size=(500, 4))
+    values[0] = [5e-324, 1.7976931348623157e308, -0.0, 1e-5]
+    values[1] = [0.1, 1e16, 123456789012345678.0, 2.5e-7]
+    csv_text = CsvSink(io.StringIO(), None).text(values)
+    parsed = np.array([[float(x) for x in row.split(",")] for row in csv_text.splitlines()])
+    assert np.array_equal(parsed, values) and np.array_equal(np.signbit(parsed),
+                                                             np.signbit(values))
+    json_text = JsonSink(io.StringIO(), "tau").text(values)
+    assert np.array_equal([json.loads(line)["tau"] for line in json_text.splitlines()], values)
+    for row, line in zip(values, csv_text.splitlines()):
+        for x, text in zip(row, line.split(",")):
+            assert _digits(text) == _digits(repr(float(x))), (text, repr(x))
+    assert json_text.splitlines()[0].startswith('{"tau": [5e-324, 1.7976931348623157e+308, ')
+
+
+def _digits(text: str) -> str:
+    """The significant digits of a number's text."""
+    mantissa = text.lower().split("e")[0].lstrip("-").replace(".", "")
+    return mantissa.strip("0") or "0"
+
+
+@pytest.mark.parametrize("suffix", [".jsonl", ".csv"])
+def test_blocks_read_as_lines_do(tmp_path, states, suffix):
+    """A block the fast path refuses (a true, a named joint, a quoted cell, a number only
+    float() reads) is read line by line: same numbers, same warnings."""
+    q, v, a = states
+    if suffix == ".jsonl":
+        lines = [json.dumps({"q": q[k].tolist(), "v": v[k].tolist(), "a": a[k].tolist()})
+                 for k in range(COUNT)]
+        lines[3] = json.dumps({"q": {"joint1": q[3, 0], "joint2": q[3, 1]},
+                               "v": v[3].tolist(), "a": a[3].tolist(), "done": True})
+    else:
+        lines = ["q0,q1,v0,v1,a0,a1"] + [",".join(repr(float(x)) for x in (*q[k], *v[k], *a[k]))
+                                         for k in range(COUNT)]
+        lines[4] = '"' + lines[4].replace(",", '",', 1)  # "q0",q1,...
+    path = tmp_path / f"states{suffix}"
+    path.write_text("\n".join(lines) + "\n")
+    result = dyn("inverse", ARM, "-i", path, "-f", "json")
+    assert [line["tau"] for line in json_lines(result)] == single_taus(q, v, a)
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="ru_maxrss units are Linux's")
+@pytest.mark.parametrize("suffix", [".parquet", ".h5"])
+def test_memory_does_not_grow_with_the_input(tmp_path, suffix):
+    """2.4M states in the same peak RSS as 600k, in and out: read and written a chunk of
+    rows at a time (600k: enough chunks for HDF5's chunk caches and the allocator to have
+    reached their plateau, about 35 MB over a file of two chunks, the same at 4.8M)."""
+    rows = np.random.default_rng(5).uniform(-1, 1, size=(1000, 6))
+    small, large = tmp_path / f"small{suffix}", tmp_path / f"large{suffix}"
+    for path, count in ((small, 600_000), (large, 2_400_000)):
+        states = np.tile(rows, (count // 1000, 1))
+        q, v, a = states[:, :2], states[:, 2:4], states[:, 4:]
+        if suffix == ".parquet":
+            write_parquet(path, q, v, a, row_group_size=100_000)
+        else:  # (HDF5 keeps an index of a dataset's chunks: of a fixed size per chunk)
+            write_h5(path, q, v, a, rows=16384)
+    out = tmp_path / f"tau{suffix}"
+    base = peak_rss_mb(["inverse", str(ARM), "-i", str(small), "-o", str(out)])
+    peak = peak_rss_mb(["inverse", str(ARM), "-i", str(large), "-o", str(out)])
+    if suffix == ".parquet":
+        assert pq.ParquetFile(out).metadata.num_rows == 2_400_000
+    else:
+        with h5py.File(out) as file:
+            assert file["tau"].shape == (2_400_000, 2)
+    assert peak < base + 16, (base, peak)
