@@ -177,6 +177,18 @@ def test_command_line_numbers_are_plain_decimals_as_in_files(word):
     assert dyn(["inverse", ARM, "--q", f"{word},0"]) == f"dyn: --q: '{word}' is not a number"
 
 
+@pytest.mark.parametrize("word", ["1_000", "\uff11", "\u0661"])
+@pytest.mark.parametrize("quoted", [False, True])
+def test_csv_numbers_are_plain_decimals_as_on_the_command_line(tmp_path, word, quoted):
+    """CSV cells went through float() (quoted ones, or a block numpy's parser refused) and
+    so read '1_000' and other scripts' digits, which JSON and --q refuse."""
+    cell = f'"{word}"' if quoted else word
+    path = tmp_path / "states.csv"
+    path.write_text(f"q:joint1,q:joint2\n0.1,0.2\n{cell},0\n", encoding="utf-8")
+    line = dyn(["inverse", ARM, "--input", path])
+    assert line.startswith(f"{path}:3: column 'q:joint1': '{word}' is not a finite number")
+
+
 def test_an_include_that_is_not_xml_names_the_including_file(tmp_path):
     (tmp_path / "notes.txt").write_text("root:x:0:0:root:/root:/bin/sh\n")
     model = tmp_path / "scene.xml"

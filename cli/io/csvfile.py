@@ -17,6 +17,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from treedyn.parsers.numbers import NON_FINITE, NUMBER
+
 from ..console import warn
 from ..errors import UsageError
 from ..naming import listing
@@ -247,6 +249,8 @@ class _CsvConverter:
         else:
             picked = [[row[c] for c in self.used] for row in rows]
         try:
+            if not PLAIN.fullmatch("".join(cell for row in picked for cell in row)):
+                raise ValueError("a cell float() reads but is no plain decimal: '1_000'")
             return np.array(picked, dtype=float).reshape(len(rows), len(self.used))
         except ValueError:
             return np.array([[_number(cell) for cell in row] for row in picked],
@@ -265,12 +269,17 @@ class _CsvConverter:
                       **vectors)
 
 
+PLAIN = re.compile(r"[0-9eE+\-. \tnaNAifIFtyTY]*", re.ASCII)  # characters of numbers only
+
+
 def _number(cell: str) -> float:
-    """A CSV cell as a float; NaN when it is not a number (reported as such)."""
-    try:
-        return float(cell)
-    except ValueError:
-        return math.nan
+    """A CSV cell as a float; NaN when it is not a plain decimal number (reported as such):
+    float() alone also takes '1_000' and full-width digits, which numpy's parser of the
+    fast path, and the command line, refuse."""
+    word = cell.strip()
+    if NUMBER.fullmatch(word) or NON_FINITE.fullmatch(word):
+        return float(word)
+    return math.nan
 
 
 def _bad_cell(row, line: int, header, columns, name) -> UsageError:
