@@ -257,7 +257,7 @@ def test_sigterm_removes_the_parts_and_ends_the_workers(tmp_path):
     import time
 
     path = tmp_path / "states.jsonl"
-    write_jsonl(path, states(100_000))
+    write_jsonl(path, states(300_000))
     environment = {**os.environ, "TREEDYN_PROCESSES": "2", "TREEDYN_PART_BYTES": "200000"}
     process = subprocess.Popen([sys.executable, "-m", "treedyn.cli", "inverse", str(ARM),
                                 "-i", str(path), "-o", str(tmp_path / "out.csv")],
@@ -267,7 +267,7 @@ def test_sigterm_removes_the_parts_and_ends_the_workers(tmp_path):
     while not any(name.startswith(".dyn-parts") for name in os.listdir(tmp_path)):
         assert time.time() < deadline and process.poll() is None
         time.sleep(0.05)
-    time.sleep(0.5)
+    time.sleep(0.1)  # the parts exist: the workers are at work (orjson made them quick)
     process.send_signal(signal.SIGTERM)
     out, err = process.communicate(timeout=60)  # would hang on a live worker's stderr
     assert process.returncode == -signal.SIGTERM, err

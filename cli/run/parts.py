@@ -41,7 +41,7 @@ from typing import NamedTuple
 import numpy as np
 
 from ..console import console, warn
-from ..errors import OutputError, UsageError
+from ..errors import Ended, OutputError, UsageError
 from ..io.csvfile import csv_plan
 from ..io.layout import Layout
 from ..io.sinks import CsvSink, JsonSink, NpzSink, RawSink, Sink
@@ -52,7 +52,7 @@ from .compute import collect, compute
 from .pool import WORKER_DIED, ended_by_signals, fork_pool, processes
 from .progress import Progress, wanted
 from .request import RESULT_KEY, chunk_states, open_output, open_sink, sink_kind
-from .stream import stopped
+from .stream import said, stopped
 
 PART_BYTES = 16 << 20  # bytes of text per part
 SCAN = 1 << 20  # bytes read at a time when surveying a part
@@ -144,13 +144,6 @@ def try_parts(request, layout: Layout, gravity, wrenches) -> bool:
         return False
     if len(bounds) < 2:
         return False
-    try:
-        folder = tempfile.mkdtemp(prefix=".dyn-parts-", dir=os.path.dirname(
-            os.path.abspath(request.output)) if request.output is not None else None)
-    except OSError:  # one process reports an unwritable output as it does
-        return False
-    _JOB["job"] = Job(request, layout, gravity, wrenches, kind, rows.header, rows.first - 1,
-                      "raw" if output == "npz" else output, folder)
     # The parent talks to the workers through pipes: a worker that dies (Ctrl-C) must not
     # end it through SIGPIPE before it cleans up. A reader of stdout that goes away ends
     # it as it would end one process (dyn lets SIGPIPE do that), after the clean-up.
@@ -158,9 +151,16 @@ def try_parts(request, layout: Layout, gravity, wrenches) -> bool:
     # dyn as ever, but after the parts are removed.
     quiet_end = signal.getsignal(signal.SIGPIPE) == signal.SIG_DFL
     signal.signal(signal.SIGPIPE, signal.SIG_IGN)
-    broken_pipe = False
-    with ended_by_signals():
+    broken_pipe, folder = False, None
+    with ended_by_signals():  # from before the folder is made: a signal never leaves it
         try:
+            try:
+                folder = tempfile.mkdtemp(prefix=".dyn-parts-", dir=os.path.dirname(
+                    os.path.abspath(request.output)) if request.output is not None else None)
+            except OSError:  # one process reports an unwritable output as it does
+                return False
+            _JOB["job"] = Job(request, layout, gravity, wrenches, kind, rows.header,
+                              rows.first - 1, "raw" if output == "npz" else output, folder)
             return run(request, layout, bounds, rows.first, size, min(workers, len(bounds)))
         except BrokenPipeError:
             if request.output is not None or not quiet_end:
@@ -169,7 +169,8 @@ def try_parts(request, layout: Layout, gravity, wrenches) -> bool:
             return True
         finally:
             _JOB.clear()
-            shutil.rmtree(folder, ignore_errors=True)
+            if folder is not None:
+                shutil.rmtree(folder, ignore_errors=True)
             signal.signal(signal.SIGPIPE, signal.SIG_DFL if quiet_end else signal.SIG_IGN)
             if broken_pipe:
                 os.kill(os.getpid(), signal.SIGPIPE)
@@ -266,8 +267,13 @@ def run(request, layout, bounds, first: int, size: int, workers: int) -> bool:
     job = _JOB["job"]
     pool = fork_pool(workers)
     try:
-        pending = [pool.submit(survey, request.input, a, b, job.kind) for a, b in bounds]
-        surveys = [future.result() for future in pending]
+        try:
+            pending = [pool.submit(survey, request.input, a, b, job.kind) for a, b in bounds]
+            surveys = [future.result() for future in pending]
+        except (KeyboardInterrupt, Ended) as error:  # before the output is opened
+            if request.output is not None:
+                said(error, f"nothing was written to {request.output}")
+            raise
         if not all(part.fine for part in surveys):
             return False
         parts = plan(surveys, [a for a, _ in bounds], first,
