@@ -1,5 +1,6 @@
 """Text pipelines in one process against worker processes: text inputs split over them
-(cli/parts.py), and the text results of an .npz input formatted in them (cli/formatting.py).
+(cli/run/parts.py); an .npz input runs in one process both ways (its text workers were
+removed: they gave no gain once orjson wrote the text).
 
     python benchmarks/bench_parts.py [--states 100000] [--repeats 3] [--markdown]
 

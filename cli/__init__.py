@@ -2,7 +2,7 @@
 
 Layers, each importing only those below it: :mod:`.app` (the group and its lazy command
 table) → :mod:`.commands` (one module per command: options → one call → render) →
-:mod:`.run` (a request computed and streamed: one process, text parts, text workers, a
+:mod:`.run` (a request computed and streamed: one process, text parts, a
 Dask cluster) → :mod:`.io` (input readers, sinks, the model loader) → :mod:`.render`
 (tables, documents, reports) → :mod:`.naming`, :mod:`.console`, :mod:`.errors`,
 :mod:`.settings`, and below them the engine and the parsers.

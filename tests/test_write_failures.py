@@ -49,7 +49,7 @@ def inputs(tmp_path):
 
 @pytest.fixture(params=["jsonl", "npz"])
 def any_inputs(request, tmp_path):
-    """States as JSON Lines (split over processes) or .npz (text formatted in workers)."""
+    """States as JSON Lines (split over processes) or .npz (one process)."""
     path = tmp_path / f"states.{request.param}"
     if request.param == "jsonl":
         write_jsonl(path, states(), kinds=INVERSE)

@@ -1,2 +1,2 @@
-"""A dynamics request run to its end: one state, a stream, text parts over processes,
-text workers, or a Dask cluster; and ``dyn bench``, which times them."""
+"""A dynamics request run to its end: one state, a stream, text parts over processes, or a
+Dask cluster; and ``dyn bench``, which times them."""

@@ -1,8 +1,7 @@
 """Worker processes forked from dyn, and how signals end a run that has them.
 
-One helper starts the pools of both parallel paths (text parts, :mod:`.parts`; text
-workers, :mod:`.textpool`): fork after the parent's stdio is flushed, with Ctrl-C held
-until every worker exists, each worker on one engine thread and ending with its parent
+One helper starts the pool of the parallel path (text parts, :mod:`.parts`): fork after
+the parent's stdio is flushed, with Ctrl-C held until every worker exists, each worker on one engine thread and ending with its parent
 (``PR_SET_PDEATHSIG``). :func:`ended_by_signals` turns SIGTERM and SIGHUP (``kill``,
 ``timeout``, a cancelled CI job) into :class:`Ended` while a run has clean-up to do
 (worker processes, temporary parts, a cluster's placeholders), then ends dyn by the same

@@ -17,7 +17,6 @@ from ..io.source import Input
 from .compute import collect, compute
 from .progress import Progress, wanted
 from .request import Request, chunk_states, open_sink
-from .textpool import ahead_of, text_workers
 
 
 def stream(request: Request, layout: Layout, gravity, wrenches) -> None:
@@ -33,64 +32,31 @@ def stream(request: Request, layout: Layout, gravity, wrenches) -> None:
     source.prefix = request.dataset_prefix
     size = chunk_states(request.command, layout)
     chunks = source.chunks(layout, tuple(request.vectors), wrenches, size)
-    workers = text_workers(request, source)
     sink = open_sink(request, layout, single=False)
     if isinstance(sink, NpzSink):  # the count is known once the first chunk is read
         sink.total = lambda: source.total
-    text = None  # the processes that make the text (when a full first chunk says "many")
-    target = sink  # where each chunk's results are put
     progress = Progress(wanted(request.quiet, results_on_stdout=request.output is None))
     worker = ThreadPoolExecutor(1, thread_name_prefix="dyn-compute")
-    interrupted = False
     try:
         pending = None  # (future, states, share of the input read) of the chunk computed
         for states in ahead(chunks):
-            if pending is None and workers and states is not None and states.count == size:
-                text = ahead_of(sink, workers)  # forked before the compute thread starts
-                target = sink if text is None else text
             done = None if pending is None else (
-                collect(pending[0].result, pending[1], target), *pending[1:])
+                collect(pending[0].result, pending[1], sink), *pending[1:])
             pending = None if states is None else (
                 worker.submit(compute, request.command, layout, states, gravity), states,
                 source.consumed())
             if done is not None:
                 result, states_done, consumed = done
                 before = sink.count
-                if text is None:
-                    sink.put(result, states_done)
-                else:  # the share read for the states written, once they are
-                    text.put(result, states_done, consumed)
-                    consumed = text.share
+                sink.put(result, states_done)
                 progress.advance(sink.count - before, source.total, consumed)
-        if text is not None:
-            before = sink.count
-            text.settle()
-            progress.advance(sink.count - before, source.total, text.share)
     except BaseException as error:
         progress.close()
-        interrupted = isinstance(error, KeyboardInterrupt)
-        if text is not None and not isinstance(error, OutputError):
-            error = settled(text, error, wait=not interrupted)
         raise stopped(sink, error) from None
     finally:
         worker.shutdown(wait=True)
-        if text is not None:
-            text.shutdown(wait=not interrupted)
     progress.close()
     sink.close()
-
-
-def settled(text, error: BaseException, wait: bool = True) -> BaseException:
-    """The error to report after the texts still under way are written (only those made
-    already, without ``wait``: Ctrl-C): ``error``, or the one that writing them raised."""
-    try:
-        if wait:
-            text.settle()
-        else:
-            text.write_done()
-    except BaseException as failure:  # noqa: BLE001 -- reported instead (Ctrl-C too)
-        return failure
-    return error
 
 
 def ahead(chunks):
