@@ -265,22 +265,23 @@ def run(request, layout, bounds, first: int, size: int, workers: int) -> bool:
     """Survey the byte ranges, then compute parts of whole chunks in ``workers`` processes
     and join them; False if a range cannot be read apart (nothing opened then)."""
     job = _JOB["job"]
-    pool = fork_pool(workers)
+    try:
+        pool = fork_pool(workers)
+    except (KeyboardInterrupt, Ended) as error:
+        raise unopened(request, error) from None
     try:
         try:
             pending = [pool.submit(survey, request.input, a, b, job.kind) for a, b in bounds]
             surveys = [future.result() for future in pending]
-        except (KeyboardInterrupt, Ended) as error:  # before the output is opened
-            if request.output is not None:
-                said(error, f"nothing was written to {request.output}")
-            raise
-        if not all(part.fine for part in surveys):
-            return False
-        parts = plan(surveys, [a for a, _ in bounds], first,
-                     chunk_states(request.command, layout), size - bounds[0][0])
-        if len(parts) < 2:
-            return False
-        sink = open_sink(request, layout, single=False)
+            if not all(part.fine for part in surveys):
+                return False
+            parts = plan(surveys, [a for a, _ in bounds], first,
+                         chunk_states(request.command, layout), size - bounds[0][0])
+            if len(parts) < 2:
+                return False
+            sink = open_sink(request, layout, single=False)
+        except (KeyboardInterrupt, Ended) as error:
+            raise unopened(request, error) from None
         progress = Progress(wanted(request.quiet, results_on_stdout=request.output is None))
         try:
             join(pool, parts, sink, job.folder, progress, sum(part.data for part in surveys),
@@ -293,6 +294,14 @@ def run(request, layout, bounds, first: int, size: int, workers: int) -> bool:
         return True
     finally:
         pool.shutdown(wait=True, cancel_futures=True)
+
+
+def unopened(request, error: BaseException) -> BaseException:
+    """A Ctrl-C or signal before the output was opened: the line saying nothing was written
+    (to a file; stdout got nothing either), and the error to raise on."""
+    if request.output is not None:
+        said(error, f"nothing was written to {request.output}")
+    return error
 
 
 def plan(surveys: list[Survey], starts, first: int, chunk: int, data_bytes: int
