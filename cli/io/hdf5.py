@@ -18,7 +18,7 @@ import numpy as np
 
 from ..errors import CorruptInput, UsageError
 from .layout import Layout
-from .npz import check_members
+from .npz import _Member, check_members
 from .sinks import BesideSink
 
 EXTRA = "reading and writing .h5 files needs the optional extra: pip install 'treedyn[hdf5]'"
@@ -38,23 +38,13 @@ def clean_prefix(prefix: str | None) -> str:
     return (prefix or "").strip("/")
 
 
-class _Dataset:
-    """One vector of the states: a dataset read by rows; a member for
-    :func:`.npz.npz_chunks` (see :class:`.npz._Member`)."""
-
-    stored = stream = None  # rows are new arrays, nothing to seek
+class _Dataset(_Member):
+    """One vector of the states: an HDF5 dataset read by rows, a :class:`.npz._Member` for
+    :func:`.npz.npz_chunks` (its count, width and messages are the member's)."""
 
     def __init__(self, kind: str, dataset):
-        self.kind, self.dataset = kind, dataset
-        self.shape, self.dtype = tuple(dataset.shape), np.dtype(dataset.dtype)
-
-    @property
-    def count(self) -> int:
-        return 1 if len(self.shape) == 1 else self.shape[0]
-
-    @property
-    def width(self) -> int:
-        return self.shape[-1] if self.shape else 0
+        super().__init__(kind, tuple(dataset.shape), np.dtype(dataset.dtype))
+        self.dataset = dataset  # rows are new arrays: no stream to seek, nothing stored
 
     def read(self, start: int, stop: int) -> np.ndarray:
         try:
@@ -63,9 +53,6 @@ class _Dataset:
             return self.dataset[start:stop]
         except (OSError, ValueError, RuntimeError) as error:
             raise CorruptInput(f"not a readable HDF5 file ({error})") from None
-
-    def problem(self, row: int) -> str:
-        return f"{self.kind}[{row}] holds a non-finite number"
 
 
 def hdf5_members(stream, name: str, layout: Layout, kinds, prefix: str | None = None,
