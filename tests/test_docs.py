@@ -19,8 +19,9 @@ Conventions inside an example (documented in docs/testing.md):
   (timings, or models outside the repository).
 
 Also: every ``dyn COMMAND ... --option`` the documents mention must be an option of that
-command (its --help), and docs/interface.md must be the shared interface, when a copy of
-it sits beside the repository (``../shared/interface.md``, as in CI).
+command (its --help), and docs/interface.md must extend the shared interface (every line
+of it unchanged, in order), when a copy sits beside the repository
+(``../shared/interface.md``, as in CI).
 """
 from __future__ import annotations
 
@@ -204,13 +205,19 @@ def test_no_option_spelling_that_no_command_has():
 
 
 def test_interface_is_the_shared_one():
+    """docs/interface.md extends ../shared/interface.md and never bends it: every line of
+    the shared text stands in ours unchanged and in the same order; ours only adds lines
+    (our own commands, options, keys and formats) between them."""
     shared = ROOT.parent / "shared" / "interface.md"
     if not shared.exists():
         pytest.skip("no ../shared/interface.md beside the repository")
-    ours = (ROOT / "docs" / "interface.md").read_text(encoding="utf-8")
-    first, _, rest = ours.partition("\n")
-    theirs = shared.read_text(encoding="utf-8")
-    # docs/interface.md may open with one line of its own (saying it is the contract) before
-    # the shared text, followed by a blank line.
-    assert ours == theirs or (rest.startswith("\n") and rest[1:] == theirs), (
-        "docs/interface.md differs from ../shared/interface.md: copy it again")
+    ours = (ROOT / "docs" / "interface.md").read_text(encoding="utf-8").splitlines()
+    theirs = shared.read_text(encoding="utf-8").splitlines()
+    at = 0
+    for number, line in enumerate(theirs, 1):
+        while at < len(ours) and ours[at] != line:
+            at += 1
+        assert at < len(ours), (
+            f"line {number} of ../shared/interface.md is not in docs/interface.md "
+            f"(after the lines before it): {line!r}")
+        at += 1
