@@ -98,6 +98,61 @@ def test_inverse_on_local_cluster_matches_single_machine(tmp_path, monkeypatch, 
                           "--fext", "link2=0,0,-10,0,0,0")
 
 
+def test_parquet_and_hdf5_inputs_on_local_cluster_match_single_machine(tmp_path, monkeypatch,
+                                                                      distributed):
+    """Files of arrays other than .npz: blocks of rows start inside row groups (Parquet)
+    and in a nested group (HDF5, --dataset-prefix), and give the single-machine numbers."""
+    pa = pytest.importorskip("pyarrow")
+    pq = pytest.importorskip("pyarrow.parquet")
+    h5py = pytest.importorskip("h5py")
+    small_tasks(monkeypatch, chunk=32, per_task=64)  # 300 states: 5 blocks
+    model = load_model(str(ARM))
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    vectors = states(model, 300, seed=3)
+    table = pa.table({kind: pa.FixedSizeListArray.from_arrays(values.ravel(), model.nv)
+                      for kind, values in vectors.items()})
+    pq.write_table(table, logs / "run_a.parquet", row_group_size=45)  # not a block's size
+    with h5py.File(logs / "run_b.h5", "w") as file:
+        for kind, values in vectors.items():
+            file.create_dataset(f"data/demo_0/{kind}", data=values[:250], chunks=(40, 2))
+    out = tmp_path / "out"
+    code, err = dyn("inverse", ARM, "--input", logs / "run_*", "--output", f"{out}/",
+                    "--scheduler", "local", "--dataset-prefix", "data/demo_0", "--quiet")
+    assert code == 0, err
+    expected = tmp_path / "single.npz"
+    np.savez(expected, **vectors)
+    code, err = dyn("inverse", ARM, "--input", expected, "--output", tmp_path / "tau.npz")
+    assert code == 0, err
+    tau = np.load(tmp_path / "tau.npz")["tau"]
+    with np.load(out / "run_a.npz") as got:
+        assert np.array_equal(got["tau"], tau)
+    with np.load(out / "run_b.npz") as got:
+        assert np.array_equal(got["tau"], tau[:250])
+    assert sorted(p.name for p in out.iterdir()) == ["run_a.npz", "run_b.npz"]
+
+
+def test_a_null_in_a_parquet_block_on_a_worker_names_the_state(tmp_path, monkeypatch,
+                                                               distributed):
+    pa = pytest.importorskip("pyarrow")
+    pq = pytest.importorskip("pyarrow.parquet")
+    small_tasks(monkeypatch, chunk=32, per_task=64)
+    model = load_model(str(ARM))
+    vectors = states(model, 200, seed=4)
+    q = [list(row) for row in vectors["q"]]
+    q[150] = None
+    table = pa.table({"q": pa.array(q, pa.list_(pa.float64())),
+                      "v": pa.array([list(row) for row in vectors["v"]])})
+    (tmp_path / "logs").mkdir()
+    pq.write_table(table, tmp_path / "logs" / "bad.parquet", row_group_size=50)
+    code, err = dyn("inverse", ARM, "--input", tmp_path / "logs" / "*.parquet",
+                    "--output", f"{tmp_path}/out/", "--scheduler", "local", "--quiet")
+    assert code == 2 and err.count("\n") == 1, err
+    assert "bad.parquet: state 150: q is missing (null)" in err
+    assert "0 of 1 output files were completed" in err
+    assert not any((tmp_path / "out").iterdir())
+
+
 @pytest.mark.skipif(not SOLO.exists(), reason="example-robot-data is not installed")
 def test_free_flyer_forward_and_mass_on_local_cluster(tmp_path, monkeypatch, distributed):
     small_tasks(monkeypatch, chunk=16, per_task=48)  # log0 becomes 3 blocks
@@ -142,12 +197,12 @@ def test_bad_usage_of_many_inputs_is_one_line_exit_2(tmp_path, args, message):
     assert message in err and err.count("\n") == 1
 
 
-def test_scheduler_needs_npz_inputs(tmp_path, distributed):
+def test_scheduler_needs_files_of_arrays(tmp_path, distributed):
     path = tmp_path / "states.jsonl"
     path.write_text('{"q": [0.1, 0.2]}\n')
     code, err = dyn("inverse", ARM, "--input", path, "--output", f"{tmp_path}/out/",
                     "--scheduler", "local")
-    assert code == 2 and "reads .npz inputs only" in err and err.count("\n") == 1
+    assert code == 2 and "reads files of arrays only" in err and err.count("\n") == 1
 
 
 def test_bad_row_keeps_the_files_that_finished(tmp_path, monkeypatch, distributed):
@@ -385,7 +440,7 @@ def worker_job(**changes) -> dict:
     job = {"command": "inverse", "model": str(ARM), "free_flyer": False, "degrees": False,
            "gravity": None, "fext": None, "kinds": ("q", "v", "a"), "size": 32,
            "sparsity": False, "digest": model_digest(load_model(str(ARM))), "xacro": (),
-           "mimic": False}
+           "mimic": False, "prefix": None}
     return {**job, **changes}
 
 

@@ -42,34 +42,51 @@ def require_arrow():
 
 class _Batches:
     """The rows of a Parquet file's columns in consecutive blocks [start, stop), each
-    read once for all the members that ask for it."""
+    read once for all the members that ask for it. The first block may start anywhere (a
+    cluster task's rows): reading begins at the row group that holds it."""
 
     def __init__(self, file, columns: list[str], size: int, layout: Layout):
-        self.layout = layout
-        self.batches = file.iter_batches(batch_size=size, columns=columns, use_threads=False)
+        self.file, self.columns, self.size, self.layout = file, columns, size, layout
+        self.batches = None  # record batches from row ``at`` on
+        self.at = 0  # the row the first pending batch starts at
         self.pending: list = []  # record batches read and not handed out yet
         self.span: tuple[int, int] | None = None
         self.table = None
+
+    def seek(self, start: int) -> None:
+        """Read on from the row group that holds row ``start``."""
+        metadata = self.file.metadata
+        group, first = 0, 0
+        while (group + 1 < metadata.num_row_groups
+               and first + metadata.row_group(group).num_rows <= start):
+            first += metadata.row_group(group).num_rows
+            group += 1
+        self.batches = self.file.iter_batches(
+            batch_size=self.size, row_groups=range(group, metadata.num_row_groups),
+            columns=self.columns, use_threads=False)
+        self.at, self.pending = first, []
 
     def rows(self, start: int, stop: int):
         """The pyarrow Table of rows [start, stop) (after those of the last call)."""
         if self.span != (start, stop):
             import pyarrow as pa
 
-            need, have = stop - start, sum(len(batch) for batch in self.pending)
+            if self.batches is None or start < self.at:
+                self.seek(start)
+            have = sum(len(batch) for batch in self.pending)
             try:
-                while have < need:
+                while self.at + have < stop:
                     batch = next(self.batches)
                     self.pending.append(batch)
                     have += len(batch)
                 table = pa.Table.from_batches(self.pending)
             except StopIteration:
-                raise CorruptInput(f"rows {start + have}.. are missing") from None
+                raise CorruptInput(f"rows {self.at + have}.. are missing") from None
             except (OSError, pa.ArrowException) as error:
                 raise CorruptInput(f"not a readable .parquet file ({error})") from None
-            self.table = table.slice(0, need)
-            self.pending = table.slice(need).to_batches()
-            self.span = (start, stop)
+            self.table = table.slice(start - self.at, stop - start)
+            self.pending = table.slice(stop - self.at).to_batches()
+            self.at, self.span = stop, (start, stop)
         return self.table
 
 

@@ -67,7 +67,15 @@ class Input:
             return None
 
     @staticmethod
-    def open(path: str) -> "Input":
+    def open(path: str, prefix: str | None = None) -> "Input":
+        """``path`` (``-`` for stdin) opened, its format told; an HDF5 file's datasets are
+        looked for in the group ``prefix`` (``--dataset-prefix``)."""
+        source = Input._open(path)
+        source.prefix = prefix
+        return source
+
+    @staticmethod
+    def _open(path: str) -> "Input":
         if path == "-":
             return sniff_stdin()
         suffix = os.path.splitext(path)[1].lower()
@@ -120,14 +128,21 @@ class Input:
 
     def _arrays(self, layout, kinds, wrenches, size) -> Iterator[States]:
         """The reader of arrays; the number of states is known once the headers are read."""
+        return npz_chunks(self.members(layout, kinds, size), self.name, layout, wrenches, size)
+
+    def members(self, layout: Layout, kinds: Sequence[str], size: int = CHUNK,
+                warns: bool = True) -> list:
+        """The arrays of a file of arrays (.npz, Parquet, HDF5) for :func:`.npz.npz_chunks`,
+        checked from the file's headers (``warns`` of those it does not read); sets
+        :attr:`total`."""
         if self.kind == "npz":
-            members = npz_members(self.stream, self.name, layout, kinds)
+            members = npz_members(self.stream, self.name, layout, kinds, warns)
         elif self.kind == "parquet":
-            members = parquet_members(self.stream, self.name, layout, kinds, size)
+            members = parquet_members(self.stream, self.name, layout, kinds, size, warns)
         else:
-            members = hdf5_members(self.stream, self.name, layout, kinds, self.prefix)
+            members = hdf5_members(self.stream, self.name, layout, kinds, self.prefix, warns)
         self.total = members[0].count
-        return npz_chunks(members, self.name, layout, wrenches, size)
+        return members
 
 
 def sniff_stdin() -> Input:

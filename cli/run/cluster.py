@@ -2,10 +2,11 @@
 
 ``dyn inverse MODEL --input 'logs/*.npz' --output out/ --scheduler tcp://HOST:8786`` (or
 ``--scheduler local`` for a :class:`distributed.LocalCluster` of 2 single-threaded worker
-processes on this machine) expands the pattern here, reads the .npz headers to count the
-states of each file, and submits one task per file, or per block of about
-:data:`ROWS_PER_TASK` states of a large file. A task loads the model once per worker process
-and model version (see :func:`worker_model`), reads its rows of the .npz, runs the same chunks
+processes on this machine) expands the pattern here, reads the headers of the files of
+arrays (.npz, Parquet, HDF5) to count the states of each, and submits one task per file, or
+per block of about :data:`ROWS_PER_TASK` states of a large file. A task loads the model once
+per worker process and model version (see :func:`worker_model`), reads its rows of the file
+(through the one reader of arrays, :func:`.source.Input.members`), runs the same chunks
 through the same batched engine calls as the single-machine path (blocks start on chunk
 boundaries) and writes ``out/<input stem>.npz``, or a raw part file that a last task per
 file assembles into it. The arrays are those ``--output FILE.npz`` holds (``tau``, ``a`` or
@@ -37,9 +38,9 @@ import numpy as np
 from ..errors import Ended, UsageError
 from ..io.layout import Layout
 from ..io.model import load
-from ..io.npz import npz_chunks, npz_members
+from ..io.npz import npz_chunks
 from ..io.sinks import OUTPUT_FORMATS, npz_extra, write_archive
-from ..io.source import INPUT_FORMATS, Input, file_identity
+from ..io.source import ARRAYS, INPUT_FORMATS, Input, file_identity
 from ..io.vectors import parse_fext, parse_gravity
 from .compute import compute
 from .pool import ended_by_signals
@@ -142,9 +143,10 @@ def solve_many(request, layout: Layout, gravity, wrenches) -> None:
     outputs = targets(request, files)
     if request.scheduler is not None:
         for path in files:
-            if INPUT_FORMATS.get(os.path.splitext(path)[1].lower()) != "npz":
-                raise UsageError(f"{path}: --scheduler reads .npz inputs only")
-    counts = checked_counts(files, layout, tuple(request.vectors),
+            if INPUT_FORMATS.get(os.path.splitext(path)[1].lower()) not in ARRAYS:
+                raise UsageError(f"{path}: --scheduler reads files of arrays only (.npz, "
+                                 ".parquet, .h5)")
+    counts = checked_counts(files, layout, tuple(request.vectors), request.dataset_prefix,
                             warns=request.scheduler is not None)  # else the runs warn
     if request.scheduler is None:
         make_folder(request.output)
@@ -172,17 +174,18 @@ def solve_many(request, layout: Layout, gravity, wrenches) -> None:
                 raise
 
 
-def checked_counts(files: list[str], layout: Layout, kinds,
+def checked_counts(files: list[str], layout: Layout, kinds, prefix: str | None = None,
                    warns: bool = True) -> list[int | None]:
-    """The number of states of each .npz input (None for a text input), every input
-    checked before anything is written or submitted, so that a bad later file fails the
-    run up front rather than halfway: its format known, the file readable and, for an
-    .npz, its arrays (from their headers; a text file's rows are checked as it is read)."""
+    """The number of states of each input file of arrays (None for a text input), every
+    input checked before anything is written or submitted, so that a bad later file fails
+    the run up front rather than halfway: its format known, the file readable and, for a
+    file of arrays, its arrays (from their headers, in the HDF5 group ``prefix``; a text
+    file's rows are checked as it is read)."""
     counts = []
     try:
         for path in files:
-            if INPUT_FORMATS.get(os.path.splitext(path)[1].lower()) == "npz":
-                counts.append(states_in(path, layout, kinds, warns))
+            if INPUT_FORMATS.get(os.path.splitext(path)[1].lower()) in ARRAYS:
+                counts.append(states_in(path, layout, kinds, prefix, warns))
             else:
                 Input.open(path).stream.close()
                 counts.append(None)
@@ -282,7 +285,7 @@ def cluster_job(request, layout: Layout) -> dict:
             "degrees": request.degrees,
             "gravity": request.gravity, "fext": request.fext, "kinds": tuple(request.vectors),
             "size": chunk_states(request.command, layout), "sparsity": request.sparsity,
-            "xacro": tuple(request.xacro)}
+            "xacro": tuple(request.xacro), "prefix": request.dataset_prefix}
 
 
 def stopped_on_cluster(error: BaseException, scheduler: str, outcome: str, lost: bool,
@@ -372,14 +375,16 @@ def snapshot(path: str):
     return status.st_ino, status.st_size, status.st_mtime_ns
 
 
-def states_in(path: str, layout: Layout, kinds, warns: bool = True) -> int:
-    """The number of states of an .npz, its arrays checked (headers only); ``warns`` of
-    arrays it does not read."""
-    source = Input.open(path)
+def states_in(path: str, layout: Layout, kinds, prefix: str | None = None,
+              warns: bool = True) -> int:
+    """The number of states of a file of arrays, its arrays checked (headers only; an HDF5
+    file's in the group ``prefix``); ``warns`` of arrays it does not read."""
+    source = Input.open(path, prefix)
     try:
-        return npz_members(source.stream, path, layout, kinds, warns)[0].count
+        return source.members(layout, kinds, warns=warns)[0].count
     finally:
         source.stream.close()
+
 
 
 # ----------------------------------------------------------------------------- on a worker
@@ -452,9 +457,9 @@ def solve_block(job: dict, path: str, start: int, stop: int, target: str,
         layout = Layout.of(model, job["degrees"])
         gravity = parse_gravity(job["gravity"])
         wrenches = parse_fext(job["fext"], model)
-        source = Input.open(path)
+        source = Input.open(path, job["prefix"])
         try:
-            members = npz_members(source.stream, path, layout, job["kinds"], warns=False)
+            members = source.members(layout, job["kinds"], job["size"], warns=False)
             for states in npz_chunks(members, path, layout, wrenches, job["size"], start, stop):
                 result = compute(job["command"], layout, states, gravity)
                 np.ascontiguousarray(result, dtype=np.float64).tofile(out)

@@ -3,6 +3,8 @@ line, many streamed in one process (:mod:`.stream`), a large text file split ove
 processes (:mod:`.parts`), or many files on a Dask cluster (:mod:`.cluster`)."""
 from __future__ import annotations
 
+import glob
+
 from ..console import console
 from ..errors import UsageError
 from ..io.layout import Layout
@@ -57,10 +59,12 @@ HDF5 = (".h5", ".hdf5")
 
 def check_prefix(request: Request) -> None:
     """--dataset-prefix names a group of an HDF5 --input or --output: refused without one
-    (stdin may be one)."""
+    (stdin may be one; a pattern of input files, when it matches one)."""
     if request.dataset_prefix is None:
         return
     files = [path for path in (request.input, request.output) if path is not None]
+    if request.input is not None and glob.has_magic(request.input):
+        files += glob.glob(request.input)
     if not any(path.lower().endswith(HDF5) or path == "-" for path in files):  # (stdin: any)
         raise UsageError("dyn: --dataset-prefix names the group of an .h5/.hdf5 --input or "
                          "--output; there is none here")

@@ -28,8 +28,7 @@ def stream(request: Request, layout: Layout, gravity, wrenches) -> None:
     computed and written, the output is ended cleanly and the error says how many states
     it holds (a file that received no state is removed, or left as it was if it existed).
     """
-    source = Input.open(request.input)
-    source.prefix = request.dataset_prefix
+    source = Input.open(request.input, request.dataset_prefix)
     size = chunk_states(request.command, layout)
     chunks = source.chunks(layout, tuple(request.vectors), wrenches, size)
     sink = open_sink(request, layout, single=False)
