@@ -264,6 +264,65 @@ def test_blocks_read_as_lines_do(tmp_path, states, suffix):
     assert [line["tau"] for line in json_lines(result)] == single_taus(q, v, a)
 
 
+SPELLINGS = ["1", "+1.5", " -0.25", "2.5e-3 ", ".5", "5.", "1E+02", "00.5", "0.1e-400"]
+REFUSED = ["1_000", "0x10", "1e", "1d5", "--1", "", "nan", "inf", "NA", "null", "N/A",
+           "\uff11", "1 2", "true"]
+
+
+@pytest.fixture
+def arrow_blocks(monkeypatch):
+    """CSV blocks parsed by pyarrow whatever the file's size; counts the blocks it read."""
+    from treedyn.cli.io import csvfile
+
+    monkeypatch.setattr(csvfile, "ARROW_BYTES", 0)
+    read = []
+    original = csvfile._CsvConverter.arrow_values
+    monkeypatch.setattr(csvfile._CsvConverter, "arrow_values",
+                        lambda self, texts: read.append(original(self, texts)) or read[-1])
+    return read
+
+
+def test_pyarrow_reads_csv_blocks_as_loadtxt_does(tmp_path, states, small_chunks, arrow_blocks):
+    """A large CSV file goes through pyarrow: the numbers of every spelling a finite decimal
+    takes are those of the command line, and the foreign column is skipped."""
+    q, v, a = states
+    rows = [",".join(repr(float(x)) for x in (*q[k], *v[k])) + ",x," + repr(float(a[k, 0]))
+            + "," + repr(float(a[k, 1])) for k in range(COUNT)]
+    for k, word in enumerate(SPELLINGS):  # spellings of q0 in the first rows
+        q[k, 0] = float(word)
+        rows[k] = word + rows[k][rows[k].index(","):]
+    path = tmp_path / "states.csv"
+    path.write_text("q0,q1,v0,v1,note,a0,a1\n" + "\r\n".join(rows) + "\n")
+    result = dyn("inverse", ARM, "-i", path, "-f", "json")
+    assert [line["tau"] for line in json_lines(result)] == single_taus(q, v, a)
+    assert len(arrow_blocks) == -(-COUNT // CHUNK) and all(b is not None for b in arrow_blocks)
+
+
+@pytest.mark.parametrize("word", REFUSED)
+def test_a_cell_pyarrow_refuses_is_named_as_without_it(tmp_path, states, small_chunks,
+                                                       monkeypatch, word):
+    """Every cell that is not a finite plain decimal stops the run at its line and column
+    with the same message and the same states written, with pyarrow or without it."""
+    from treedyn.cli.io import csvfile
+
+    q, v, a = states
+    rows = [",".join(repr(float(x)) for x in (*q[k], *v[k], *a[k])) for k in range(COUNT)]
+    cells = rows[12].split(",")
+    cells[3] = word
+    rows[12] = ",".join(cells)  # line 14: in the second chunk
+    path = tmp_path / "states.csv"
+    path.write_text("q0,q1,v0,v1,a0,a1\n" + "\n".join(rows) + "\n", encoding="utf-8")
+    outcomes = []
+    for size in (1 << 60, 0):  # loadtxt only, then pyarrow first
+        monkeypatch.setattr(csvfile, "ARROW_BYTES", size)
+        target = tmp_path / f"out{size}.csv"
+        result = dyn("inverse", ARM, "-i", path, "-o", target, check=False)
+        outcomes.append((result.returncode, result.stderr.decode().replace(str(target), "O"),
+                         target.read_text()))
+    assert outcomes[0] == outcomes[1]
+    assert outcomes[0][0] == 2 and "states.csv:14: column 'v1'" in outcomes[0][1]
+
+
 @pytest.mark.skipif(sys.platform != "linux", reason="ru_maxrss units are Linux's")
 @pytest.mark.parametrize("suffix", [".parquet", ".h5"])
 def test_memory_does_not_grow_with_the_input(tmp_path, suffix):

@@ -877,8 +877,8 @@ def npz_total(monkeypatch):
     hint = SimpleNamespace(told=True, sinks=[], sources=[])
     opened, start = Input.open, NpzSink.start
 
-    def input_open(path):
-        hint.sources.append(opened(path))
+    def input_open(path, prefix=None):
+        hint.sources.append(opened(path, prefix))
         return hint.sources[-1]
 
     def sink_start(sink):

@@ -172,9 +172,17 @@ class JsonSink(TextSink):
         self.tail = (", " + json.dumps(extra)[1:-1] if extra else "") + "}\n"
 
     def text(self, result) -> str:
-        head, tail = self.head, self.tail
-        return "".join([head + numbers_text(row).decode().replace(",", ", ") + tail
-                        for row in result])
+        """The lines of a block of results, from one text of the whole block: the rows of
+        ``[row, row, ...]`` are parted where a row's brackets close and the next one's open
+        (``], [`` for vectors, ``]], [[`` for matrices: never inside a row)."""
+        if not len(result):
+            return ""
+        depth = result.ndim - 1
+        text = numbers_text(result).decode().replace(",", ", ")[1:-1]
+        between = "]" * depth + ", " + "[" * depth
+        return (self.head
+                + text.replace(between, "]" * depth + self.tail + self.head + "[" * depth)
+                + self.tail)
 
 
 class CsvSink(TextSink):

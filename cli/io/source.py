@@ -121,7 +121,7 @@ class Input:
                                          lines)
             else:
                 yield from csv_chunks(self.stream, self.name, layout, kinds, wrenches, size,
-                                       lines, header, header_line)
+                                       lines, header, header_line, self.size)
         finally:
             if self.owned:
                 self.stream.close()
