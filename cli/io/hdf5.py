@@ -44,7 +44,7 @@ class _Dataset(_Member):
 
     def __init__(self, kind: str, dataset):
         super().__init__(kind, tuple(dataset.shape), np.dtype(dataset.dtype))
-        self.dataset = dataset  # rows are new arrays: no stream to seek, nothing stored
+        self.dataset = dataset  # rows are new arrays: no stream to seek, nothing to verify
 
     def read(self, start: int, stop: int) -> np.ndarray:
         try:

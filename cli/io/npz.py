@@ -1,12 +1,9 @@
 """``.npz`` input, read row-block by row-block: ``np.load(mmap_mode=...)`` cannot map a
-member of an .npz, so each member's .npy header is parsed and its rows read -- those of a
-member stored uncompressed, as ``np.savez`` writes them, straight from the file at their
-offset, its CRC-32 checked as they go by; others streamed through ``zipfile``, which also
-decompresses ``savez_compressed`` members on the fly."""
+member of an .npz, so each member's .npy header is parsed and its rows streamed through
+``zipfile``, which also decompresses ``savez_compressed`` members on the fly and checks
+each member's CRC-32 when its last row is read."""
 
 import io
-import math
-import os
 from collections.abc import Iterator
 from dataclasses import dataclass
 
@@ -18,22 +15,20 @@ from ..naming import listing
 from .layout import KINDS
 from .vectors import FORCE_NAME, States, pop_q, warn_ignored_forces, warn_unused_kinds
 
+VERIFY_BYTES = 16 << 20  # bytes read at a time when a member's CRC-32 is checked again
+
 
 @dataclass
 class _Member:
-    """One array of an .npz, read a block of rows at a time (or held whole if it must be).
-
-    A member stored uncompressed (``np.savez``) in a file on disk is read with ``pread``
-    straight into the block returned (see :class:`_Stored`); other members are streamed
-    through ``zipfile``, which decompresses them and checks their CRC-32.
-    """
+    """One array of an .npz, read a block of rows at a time through ``zipfile`` (or held
+    whole if it must be)."""
 
     kind: str
     shape: tuple
     dtype: np.dtype
     stream: object = None  # the member's file, positioned at its first row
     whole: np.ndarray | None = None  # Fortran-ordered arrays are loaded at once
-    stored: "_Stored | None" = None  # the member is read from the file at its offset
+    reopen: object = None  # () -> the member's file again, from its first byte
 
     @property
     def count(self) -> int:
@@ -48,90 +43,25 @@ class _Member:
         return f"{self.kind}[{row}] holds a non-finite number"
 
     def read(self, start: int, stop: int) -> np.ndarray:
-        """Rows [start, stop) as a (stop - start, width) array (rows are read in order).
-
-        A new array of its own for a stored member; else possibly a read-only view.
-        """
+        """Rows [start, stop) as a (stop - start, width) array, possibly a read-only view
+        (rows are read in order)."""
         if self.whole is not None:
             return self.whole.reshape(self.count, self.width)[start:stop]
-        if self.stored is not None:
-            return self.stored.rows(self, start, stop)
         size = (stop - start) * self.width * self.dtype.itemsize
         data = self.stream.read(size)
         if len(data) != size:
             raise UsageError(f"array {self.kind} is truncated")
         return np.frombuffer(data, dtype=self.dtype).reshape(stop - start, self.width)
 
-
-class _Stored:
-    """A member stored uncompressed in the .npz's file: where its rows are, its CRC-32.
-
-    Rows are read with ``os.preadv`` straight into a new array (the one copy a block needs;
-    ``zipfile`` would copy them twice more). Its CRC-32 (the zip's integrity check, which
-    ``np.load`` makes too) is computed here over the member's bytes (the .npy header, the
-    rows, anything after them): carried forward over each block read in order, completed
-    from the file when the last row is read (rows skipped by a read that starts further on
-    are then taken in), and compared then, as ``zipfile`` would.
-    """
-
-    def __init__(self, stream, member_name: str, begin: int, first: int, end: int, crc: int):
-        import zlib
-
-        self.stream = stream  # the .npz's file (rows are read by offset: its position stays)
-        self.member_name, self.kind = member_name, member_name.removesuffix(".npy")
-        self.first, self.end = first, end  # file offsets: the first row; the member's end
-        self.expected = crc
-        header = bytearray(first - begin)
-        self.read_into(header, begin)
-        self.crc = zlib.crc32(header)
-        self.crc_at = first  # the CRC covers the member's bytes up to here
-        self.checked = False
-
-    def rows(self, member: _Member, start: int, stop: int) -> np.ndarray:
-        import zlib
-
-        block = np.empty((stop - start, member.width), dtype=member.dtype)
-        offset = self.first + start * member.width * member.dtype.itemsize
-        self.read_into(block, offset)
-        if offset == self.crc_at and block.nbytes:
-            self.crc = zlib.crc32(block, self.crc)
-            self.crc_at = offset + block.nbytes
-        if stop == member.count:
-            self.check()
-        return block
-
-    def check(self) -> None:
-        """Complete the CRC to the member's end and compare it (once)."""
-        import zlib
-
-        if self.checked:
+    def verify(self) -> None:
+        """Read the member once more from its start to its end, so that ``zipfile`` checks
+        its CRC-32: a read that began further on (a seek) checks nothing (Python 3.12 and
+        later seek in a stored member without reading the rows before)."""
+        if self.reopen is None:
             return
-        buffer = bytearray(min(self.end - self.crc_at, 16 << 20))
-        while self.crc_at < self.end:
-            part = memoryview(buffer)[:min(len(buffer), self.end - self.crc_at)]
-            self.read_into(part, self.crc_at)
-            self.crc = zlib.crc32(part, self.crc)
-            self.crc_at += len(part)
-        if self.crc != self.expected:
-            raise CorruptInput(f"not a readable .npz file (Bad CRC-32 for file "
-                               f"{self.member_name!r})")
-        self.checked = True
-
-    def read_into(self, target, offset: int) -> None:
-        """Fill ``target`` (a writable buffer) with the file's bytes from ``offset``."""
-        view = memoryview(target).cast("B")
-        descriptor = self.stream.fileno()
-        while len(view):
-            done = (os.preadv(descriptor, [view], offset) if hasattr(os, "preadv")
-                    else _copy_into(view, os.pread(descriptor, len(view), offset)))
-            if not done:
-                raise UsageError(f"array {self.kind} is truncated")
-            view, offset = view[done:], offset + done
-
-
-def _copy_into(view: memoryview, data: bytes) -> int:
-    view[:len(data)] = data
-    return len(data)
+        with self.reopen() as stream:
+            while stream.read(VERIFY_BYTES):
+                pass
 
 
 def npz_chunks(members: list[_Member], name, layout, wrenches, size, first: int = 0,
@@ -146,6 +76,7 @@ def npz_chunks(members: list[_Member], name, layout, wrenches, size, first: int 
     import zlib
 
     count = members[0].count if end is None else end
+    verify = first > 0 and count == members[0].count  # a block that ends the members
     unscaled = {m.kind: bool(np.all(layout.scale(m.kind) == 1.0)) for m in members}
     if first:
         try:
@@ -161,8 +92,10 @@ def npz_chunks(members: list[_Member], name, layout, wrenches, size, first: int 
         for member in members:
             try:
                 block = member.read(start, stop)
+                if verify and stop == count:
+                    member.verify()
                 # float64 rows of our own, to scale in place and hand on: one copy at most
-                block = block.astype(np.float64, copy=member.stored is None)
+                block = block.astype(np.float64)
             except (OSError, EOFError, ValueError, zipfile.BadZipFile, zlib.error) as error:
                 raise CorruptInput(f"{name}: not a readable .npz file ({error})") from None
             except UsageError as error:
@@ -200,9 +133,7 @@ def npz_members(stream, name, layout, kinds, warns: bool = True) -> list[_Member
     try:
         archive = zipfile.ZipFile(stream)
         names = [n.removesuffix(".npy") for n in archive.namelist()]
-        on_disk = _on_disk(stream)
-        members = [_open_member(archive, kind, stream if on_disk else None)
-                   for kind in kinds if kind in names]
+        members = [_open_member(archive, kind) for kind in kinds if kind in names]
     except (OSError, ValueError, EOFError, zipfile.BadZipFile, zlib.error) as error:
         raise UsageError(f"{name}: not a readable .npz file ({error})") from None
     if not members:
@@ -240,18 +171,6 @@ def check_members(members, names, name, layout, kinds, per_state=None, what="arr
         raise UsageError(f"{name}: {what}s have different numbers of states ({shapes})")
 
 
-def _on_disk(stream) -> bool:
-    """The stream is a regular file that can be read by offset (not a pipe or a buffer)."""
-    import stat
-
-    if not hasattr(os, "pread"):
-        return False
-    try:
-        return stat.S_ISREG(os.fstat(stream.fileno()).st_mode)
-    except (AttributeError, OSError, ValueError, io.UnsupportedOperation):
-        return False
-
-
 def _npy_header(stream) -> tuple | None:
     """(shape, fortran, dtype) from the header of an .npy stream, left at its data; None
     for a format version without a header reader here (3.0)."""
@@ -276,9 +195,8 @@ def _rows_of(archive, name: str) -> int | None:
     return header[0][0] if header and header[0] else None
 
 
-def _open_member(archive, kind: str, file=None) -> _Member:
-    """The member ``kind``.npy, its header parsed and its data ready to stream; read from
-    ``file`` by offset instead when it is stored uncompressed there."""
+def _open_member(archive, kind: str) -> _Member:
+    """The member ``kind``.npy, its header parsed and its data ready to stream."""
     from numpy.lib import format as npy
 
     stream = archive.open(f"{kind}.npy")
@@ -292,42 +210,5 @@ def _open_member(archive, kind: str, file=None) -> _Member:
     if fortran and len(shape) > 1:
         whole = npy.read_array(archive.open(f"{kind}.npy"), allow_pickle=False)
         return _Member(kind, shape, dtype, whole=whole)
-    member = _Member(kind, tuple(shape), np.dtype(dtype), stream=stream)
-    if file is not None:
-        member.stored = _stored(archive.getinfo(f"{kind}.npy"), member, file)
-        if member.stored is not None:
-            stream.close()
-            member.stream = None
-    return member
-
-
-def _stored(info, member: _Member, file) -> _Stored | None:
-    """Where the rows of a member stored uncompressed are in ``file``, or ``None`` (the
-    member is then streamed): compressed, encrypted, not numbers, or not laid out as its
-    headers say (``zipfile`` then reports the problem)."""
-    import struct
-    import zipfile
-
-    if (info.compress_type != zipfile.ZIP_STORED or info.flag_bits & 0x1
-            or member.dtype.kind not in "fiu" or info.compress_size != info.file_size):
-        return None
-    descriptor = file.fileno()
-    size = os.fstat(descriptor).st_size
-    local = os.pread(descriptor, 30, info.header_offset)  # the local file header
-    if len(local) != 30 or local[:4] != b"PK\x03\x04":
-        return None
-    name_length, extra_length = struct.unpack("<HH", local[26:30])
-    begin = info.header_offset + 30 + name_length + extra_length  # the .npy file
-    end = begin + info.file_size
-    magic = os.pread(descriptor, 12, begin)
-    if end > size or len(magic) != 12 or magic[:6] != b"\x93NUMPY":
-        return None
-    if magic[6] == 1:
-        first = begin + 10 + int.from_bytes(magic[8:10], "little")
-    elif magic[6] == 2:
-        first = begin + 12 + int.from_bytes(magic[8:12], "little")
-    else:
-        return None
-    if first + math.prod(member.shape) * member.dtype.itemsize > end:
-        return None  # truncated: the stream reports it
-    return _Stored(file, info.filename, begin, first, end, info.CRC)
+    return _Member(kind, tuple(shape), np.dtype(dtype), stream=stream,
+                   reopen=lambda: archive.open(f"{kind}.npy"))
