@@ -14,7 +14,9 @@ the same chunk (BLAS rounds alike).
 
 At a bad line, the parts before it and the states of its part before it are written, and
 the error is the one process's (same line number, same message, "stopped there"); later
-parts are dropped. Files that the split would misnumber or misread run in one process: a
+parts are dropped. ``mass`` into an .npz runs in one process too: the parent's join of the parts copies nv x nv
+numbers a state, and the split was only 1.15x faster (benchmarks/bench_parts.py). Files
+that the split would misnumber or misread run in one process: a
 CSV file with quotes after its header (a quoted field may hold a line end), or a file
 with carriage returns that do not end a line (text mode reads them as line ends).
 Warnings are printed once, by the parent. At most two parts per worker are computed ahead
@@ -134,6 +136,8 @@ def try_parts(request, layout: Layout, gravity, wrenches) -> bool:
     output = sink_kind(request)
     if output in ("table", "parquet", "hdf5"):  # (Parquet and HDF5 are written by one process)
         return False
+    if request.command == "mass" and output == "npz":
+        return False  # nv x nv numbers a state to join: 1.15x faster split, not worth it
     size = os.path.getsize(path)
     if size < split_bytes():
         return False
