@@ -36,8 +36,11 @@ def solve(request: Request) -> None:
         return
     # the paths of many states load only now: a one-state run does not pay for them
     from .cluster import solve_many, wants_many
+    from .heap import keep_freed_memory
     from .parts import try_parts
     from .stream import stream
+
+    keep_freed_memory()
 
     given = [f"--{kind}" for kind, text in request.vectors.items() if text is not None]
     if given:
