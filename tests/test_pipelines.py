@@ -1023,3 +1023,17 @@ def test_npz_output_of_an_npz_input_is_written_in_place(tmp_path, states, small_
     assert seen == [(len(q), True)]
     with np.load(target) as saved:
         np.testing.assert_array_equal(saved["tau"], rnea(load_model(str(ARM)), q, v, a))
+
+
+def test_a_run_over_many_states_leaves_the_garbage_collector_as_it_was(tmp_path):
+    """The collector is tuned for the run (cli/run/heap.py) and set back after it, also
+    after a bad row: the tests, and a Python caller, run dyn in their own process."""
+    import gc
+
+    before = gc.get_threshold()
+    good, bad = tmp_path / "good.jsonl", tmp_path / "bad.jsonl"
+    good.write_text('{"q": [0.1, 0.2]}\n' * 5)
+    bad.write_text('{"q": [0.1, 0.2]}\n{"q": [0.1]}\n')
+    dyn("inverse", ARM, "-i", good, "-f", "json")
+    dyn("inverse", ARM, "-i", bad, "-f", "json", check=False)
+    assert gc.get_threshold() == before and gc.get_freeze_count() == 0

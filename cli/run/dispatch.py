@@ -36,25 +36,24 @@ def solve(request: Request) -> None:
         return
     # the paths of many states load only now: a one-state run does not pay for them
     from .cluster import solve_many, wants_many
-    from .heap import keep_freed_memory
+    from .heap import for_many_states
     from .parts import try_parts
     from .stream import stream
-
-    keep_freed_memory()
 
     given = [f"--{kind}" for kind, text in request.vectors.items() if text is not None]
     if given:
         raise UsageError(f"dyn: {' and '.join(given)} cannot be combined with --input "
                          "(put the vectors in the input file)")
-    if wants_many(request):
-        return solve_many(request, layout, gravity, wrenches)
-    if request.output is not None and same_file(request.input, request.output):
-        raise UsageError(f"dyn: --output {request.output} is the input file"
-                         f"{' (on stdin)' if request.input == '-' else ''}: it would be "
-                         "emptied before it is read; write to another file")
-    if not try_parts(request, layout, gravity, wrenches):
-        with ended_by_signals():  # SIGTERM, SIGHUP: the output ended as for Ctrl-C, then dyn
-            stream(request, layout, gravity, wrenches)  # ends by the signal
+    with for_many_states():
+        if wants_many(request):
+            return solve_many(request, layout, gravity, wrenches)
+        if request.output is not None and same_file(request.input, request.output):
+            raise UsageError(f"dyn: --output {request.output} is the input file"
+                             f"{' (on stdin)' if request.input == '-' else ''}: it would be "
+                             "emptied before it is read; write to another file")
+        if not try_parts(request, layout, gravity, wrenches):
+            with ended_by_signals():  # SIGTERM, SIGHUP: the output ended as for Ctrl-C,
+                stream(request, layout, gravity, wrenches)  # then dyn ends by the signal
 
 
 HDF5 = (".h5", ".hdf5")
