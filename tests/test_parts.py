@@ -10,6 +10,7 @@ import json
 import os
 import subprocess
 import sys
+from unittest import mock
 
 import numpy as np
 import pytest
@@ -284,3 +285,25 @@ def test_a_bad_setting_is_a_usage_error(tmp_path):
     done = run(["inverse", ARM, "-i", path], 2, TREEDYN_PART_BYTES="16M")
     assert done.returncode == 2 and done.stderr.decode().strip() == (
         "dyn: TREEDYN_PART_BYTES='16M' is not a whole number")
+
+
+@pytest.mark.parametrize("kind", ["jsonl", "csv"])
+@pytest.mark.parametrize("text", [
+    "a\nb\nc\n", "a\nb\nc", "\na\n\nb\n", "a\n   \nb\n", "a\n\t\n", "a\n\u3000\nb\n",
+    "a\n\u0085\n", "\ufeff\na\n", "\ufeffa\nb\n", "a\r\n\r\nb\r\n", "a\r\n  \r\nb",
+    "  a\nb\n", "a\n\x1c\n", "", "\n", "a\n \n", "é\n\n", "x" * 3000 + "\n\n" + "y\n",
+])
+def test_the_survey_counts_lines_and_data_lines_as_the_reader_does(tmp_path, kind, text):
+    """The survey's shortcut (no line that may be blank: count the line ends) and its line by
+    line count give what reading the file gives, blank lines of every kind included."""
+    from treedyn.cli.io.text import is_data, text_lines
+    from treedyn.cli.run import parts
+
+    path = tmp_path / f"s.{kind}"
+    path.write_bytes(text.encode())
+    with open(path, "rb") as stream:
+        read = list(text_lines(stream, str(path)))
+    expected = (len(read), sum(is_data(line, kind) for _, line in read), True)
+    for scan in (1 << 20, 7):  # whole, and lines cut across the blocks read
+        with mock.patch.object(parts, "SCAN", scan):
+            assert tuple(parts.survey(str(path), 0, len(text.encode()), kind)) == expected

@@ -14,10 +14,10 @@ the same chunk (BLAS rounds alike).
 
 At a bad line, the parts before it and the states of its part before it are written, and
 the error is the one process's (same line number, same message, "stopped there"); later
-parts are dropped. ``mass`` into an .npz runs in one process too: the parent's join of the parts copies nv x nv
-numbers a state, and the split was only 1.15x faster (benchmarks/bench_parts.py). Files
-that the split would misnumber or misread run in one process: a
-CSV file with quotes after its header (a quoted field may hold a line end), or a file
+parts are dropped. ``mass`` into an .npz runs in one process: the parent's join of the
+parts copies nv x nv numbers a state, and the split was only 1.15x faster
+(benchmarks/bench_parts.py). Files that the split would misnumber or misread run in one
+process too: a CSV file with quotes after its header (a quoted field may hold a line end), or a file
 with carriage returns that do not end a line (text mode reads them as line ends).
 Warnings are printed once, by the parent. At most two parts per worker are computed ahead
 of the one being appended, so a slow reader of stdout holds up the workers rather than
@@ -252,17 +252,38 @@ def survey(path: str, start: int, end: int, kind: str) -> Survey:
                 carry += block
                 continue
             complete, carry = bytes(carry) + block[:cut], bytearray(block[cut:])
-            if complete.count(b"\r") != complete.count(b"\r\n"):
+            if b"\r" in complete and complete.count(b"\r") != complete.count(b"\r\n"):
                 return Survey(0, 0, False)
             if start == 0 and lines == 0 and complete.startswith(b"\xef\xbb\xbf"):
                 complete = complete[3:]  # a BOM, which the reader drops
-            pieces = complete.decode("utf-8", errors="surrogateescape").split("\n")
-            if pieces[-1] == "":
-                pieces.pop()  # after the last line end: no line
-            lines += len(pieces)
-            data += sum(is_data(piece, kind) for piece in pieces)
+            ends = complete.count(b"\n")
+            count = ends + (not complete.endswith(b"\n") and bool(complete))  # an unended last
+            lines += count
+            if no_blank_line(complete, kind):
+                data += count
+            else:
+                pieces = complete.decode("utf-8", errors="surrogateescape").split("\n")
+                data += sum(is_data(piece, kind) for piece in pieces[:count])
             if not block:
                 return Survey(lines, data, True)
+
+
+BLANKS = tuple(bytes([c]) for c in b" \t\r\n\x0b\x0c\x1c\x1d\x1e\x1f")  # what str.strip()
+# removes of ASCII text: what a line of blanks begins with
+MAY_BE_BLANK = {"jsonl": re.compile(rb"\n[ \t\r\n\x0b\x0c\x1c-\x1f]"),  # a line after it
+                "csv": re.compile(rb"\n\r?\n")}
+
+
+def no_blank_line(complete: bytes, kind: str) -> bool:
+    """Whether whole lines of text surely hold no line that :func:`.text.is_data` skips
+    (one search, where decoding and splitting the text took three times as long); a False
+    may be wrong (the caller then counts line by line). CSV skips empty lines only; JSON
+    Lines also lines of blanks, which in ASCII text begin with one of :data:`BLANKS`."""
+    if kind == "csv":
+        return not (complete.startswith((b"\n", b"\r\n")) or MAY_BE_BLANK["csv"].search(complete))
+    if not complete.isascii() or complete.startswith(BLANKS):
+        return False
+    return not MAY_BE_BLANK["jsonl"].search(complete)
 
 
 def run(request, layout, bounds, first: int, size: int, workers: int) -> bool:
