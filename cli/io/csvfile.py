@@ -235,12 +235,15 @@ class _CsvConverter:
         numpy.loadtxt; None if a row has another number of fields than the header, is
         longer than csv's field limit, or a used cell is not a finite number as they read
         them (those rows are then read with csv, which names what is wrong)."""
-        commas, limit = len(self.header) - 1, csv.field_size_limit()
-        if any(text.count(",") != commas or len(text) > limit for text in texts):
+        limit = csv.field_size_limit()
+        if any(len(text) > limit for text in texts):
             return None  # (a line that long may hold a cell over csv's limit: csv says so)
         values = None if self.arrow is None else self.arrow_values(texts)
-        if values is not None:
+        if values is not None:  # (pyarrow counts each row's fields itself)
             return self.states(values, lines)
+        commas = len(self.header) - 1
+        if any(text.count(",") != commas for text in texts):
+            return None
         try:
             with warnings.catch_warnings():
                 warnings.simplefilter("error")  # (a warning is a row loadtxt misread)
@@ -271,8 +274,9 @@ class _CsvConverter:
         values = np.empty((len(texts), len(columns)))  # (rows, used columns)
         for start in range(0, len(texts), ARROW_ROWS):
             rows = texts[start:start + ARROW_ROWS]
-            try:
-                table = arrow.read_csv(pa.py_buffer("".join(rows).encode()), **options)
+            try:  # (glibc's heap, kept for the next block: see cli/run/heap.py)
+                table = arrow.read_csv(pa.py_buffer("".join(rows).encode()), **options,
+                                       memory_pool=pa.system_memory_pool())
             except (pa.ArrowException, ValueError):
                 return None
             if table.num_rows != len(rows):
