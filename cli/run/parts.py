@@ -251,7 +251,8 @@ def survey(path: str, start: int, end: int, kind: str) -> Survey:
             if block and not cut:
                 carry += block
                 continue
-            complete, carry = bytes(carry) + block[:cut], bytearray(block[cut:])
+            complete = b"".join((carry, memoryview(block)[:cut])) if carry else block[:cut]
+            carry = bytearray(block[cut:])
             if b"\r" in complete and complete.count(b"\r") != complete.count(b"\r\n"):
                 return Survey(0, 0, False)
             if start == 0 and lines == 0 and complete.startswith(b"\xef\xbb\xbf"):
