@@ -177,12 +177,11 @@ class JsonSink(TextSink):
         (``], [`` for vectors, ``]], [[`` for matrices: never inside a row)."""
         if not len(result):
             return ""
-        depth = result.ndim - 1
-        text = numbers_text(result).decode().replace(",", ", ")[1:-1]
-        between = "]" * depth + ", " + "[" * depth
-        return (self.head
-                + text.replace(between, "]" * depth + self.tail + self.head + "[" * depth)
-                + self.tail)
+        head, tail, depth = self.head.encode(), self.tail.encode(), result.ndim - 1
+        text = numbers_text(result).replace(b",", b", ")
+        rows = text.replace(b"]" * depth + b", " + b"[" * depth,
+                            b"]" * depth + tail + head + b"[" * depth)
+        return b"".join((head, memoryview(rows)[1:-1], tail)).decode()
 
 
 class CsvSink(TextSink):
