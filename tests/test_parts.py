@@ -307,3 +307,29 @@ def test_the_survey_counts_lines_and_data_lines_as_the_reader_does(tmp_path, kin
     for scan in (1 << 20, 7):  # whole, and lines cut across the blocks read
         with mock.patch.object(parts, "SCAN", scan):
             assert tuple(parts.survey(str(path), 0, len(text.encode()), kind)) == expected
+
+
+def test_sigterm_while_the_workers_are_forked_still_ends_dyn(tmp_path):
+    """A SIGTERM that arrives in the callbacks Python runs after a fork (logging's lock
+    release) was raised there and ignored: the run went on and exited 0 with a traceback.
+    It is held while the workers start, then ends dyn by it, saying nothing was written."""
+    import signal
+
+    path = tmp_path / "states.jsonl"
+    write_jsonl(path, states(20_000))
+    output = tmp_path / "out.csv"
+    script = ("import os, runpy, signal, sys\n"
+              "os.register_at_fork(after_in_parent=lambda: os.kill(os.getpid(), "
+              "signal.SIGTERM))\n"
+              f"sys.argv = ['dyn', 'inverse', {str(ARM)!r}, '-i', {str(path)!r}, '-o', "
+              f"{str(output)!r}]\n"
+              "runpy.run_module('treedyn.cli', run_name='__main__')\n")
+    environment = {**os.environ, "TREEDYN_PROCESSES": "2", "TREEDYN_PART_BYTES": "200000"}
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, cwd=ROOT,
+                          env=environment, timeout=120)
+    assert done.returncode == -signal.SIGTERM, done.stderr
+    *warnings, last = done.stderr.decode().splitlines()
+    assert all("not read: this command reads" in line for line in warnings), done.stderr
+    assert last == f"dyn: ended by a signal; nothing was written to {output}"
+    assert not output.exists()
+    assert not [n for n in os.listdir(tmp_path) if n.startswith(".dyn-parts")]

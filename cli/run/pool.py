@@ -46,10 +46,14 @@ def flush_stdio() -> None:
             stdio.flush()
 
 
+STOPPING = {signal.SIGINT, signal.SIGTERM, signal.SIGHUP}  # held while the workers start
+
+
 def fork_pool(workers: int, interrupt=signal.SIG_DFL):
     """A ProcessPoolExecutor of ``workers`` forked processes, all started before it is
-    returned (fork starts them at the first task). Ctrl-C is held meanwhile, so that it
-    arrives when the pool can stop them. ``interrupt`` is the workers' SIGINT handler:
+    returned (fork starts them at the first task). Ctrl-C, SIGTERM and SIGHUP are held
+    meanwhile, so that they arrive when the pool can stop them (and not inside the
+    callbacks that run after a fork, where Python ignores what a handler raises). ``interrupt`` is the workers' SIGINT handler:
     SIG_IGN when the parent stops them itself. Raises OSError or BrokenProcessPool when
     the pool cannot start (no semaphores, no fork)."""
     from concurrent.futures import ProcessPoolExecutor
@@ -57,7 +61,7 @@ def fork_pool(workers: int, interrupt=signal.SIG_DFL):
 
     flush_stdio()
     pool = None
-    signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+    signal.pthread_sigmask(signal.SIG_BLOCK, STOPPING)
     try:
         pool = ProcessPoolExecutor(workers, mp_context=get_context("fork"),
                                    initializer=start_worker, initargs=(os.getpid(), interrupt))
@@ -67,7 +71,7 @@ def fork_pool(workers: int, interrupt=signal.SIG_DFL):
             pool.shutdown(wait=False, cancel_futures=True)
         raise
     finally:
-        signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, STOPPING)
     return pool
 
 
@@ -78,7 +82,7 @@ def start_worker(parent: int, interrupt=signal.SIG_DFL) -> None:
     signal.signal(signal.SIGINT, interrupt)
     for number in (signal.SIGTERM, signal.SIGHUP):
         signal.signal(number, signal.SIG_DFL)
-    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, STOPPING)
     try:
         ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, int(signal.SIGKILL))
     except (OSError, AttributeError):  # not Linux's C library: the pipes end it later
