@@ -32,10 +32,11 @@ the other and both to Pinocchio.
 from __future__ import annotations
 
 import dataclasses
-import difflib
 from dataclasses import dataclass
 
 import numpy as np
+
+from .names import closest
 
 MIMICKING = ("revolute", "continuous", "prismatic")  # joint types whose <mimic> is enforced
 MIMICKED = ("revolute", "continuous", "prismatic")  # joint types a mimic may follow
@@ -162,11 +163,8 @@ def _relations(model) -> dict:
 
 
 def _did_you_mean(name: str, known) -> str:
-    """' (did you mean 'x'?)' for the closest of ``known`` (short names only: difflib is
-    quadratic in their length), else ""."""
-    if len(name) > 200:
-        return ""
-    close = difflib.get_close_matches(name, [k for k in known if len(k) <= 200], n=1)
+    """' (did you mean 'x'?)' for the closest of ``known``, else ""."""
+    close = closest(name, known)
     return f" (did you mean {close[0]!r}?)" if close else ""
 
 

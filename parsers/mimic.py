@@ -4,9 +4,8 @@ load a mimic of the joint itself or of a joint the file does not have without a 
 others)."""
 from __future__ import annotations
 
-import difflib
-
 from treedyn.engine.description import JointSpec
+from treedyn.engine.names import closest
 
 
 def mimic_notes(joints: dict[str, JointSpec], notes: list[str]) -> None:
@@ -24,9 +23,6 @@ def mimic_notes(joints: dict[str, JointSpec], notes: list[str]) -> None:
 
 
 def _did_you_mean(name: str, known) -> str:
-    """' (did you mean "x"?)' for the closest of ``known`` (short names only: difflib is
-    quadratic in their length), else ""."""
-    if len(name) > 200:
-        return ""
-    close = difflib.get_close_matches(name, [k for k in known if len(k) <= 200], n=1)
+    """' (did you mean "x"?)' for the closest of ``known``, else ""."""
+    close = closest(name, known)
     return f' (did you mean "{close[0]}"?)' if close else ""

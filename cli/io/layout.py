@@ -8,6 +8,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from treedyn.engine import Model
+from treedyn.engine.names import closest
 from treedyn.engine.state import cos_sin_continuous
 
 from .. import naming
@@ -17,11 +18,7 @@ from ..errors import UsageError
 def suggest(name: str, known: Sequence[str]) -> str:
     """'; did you mean 'x'?' for close matches of ``name``, else a short list of names --
     each as it is typed (:func:`naming.typed`) and no longer than a message line allows."""
-    import difflib
-
-    candidates = [k for k in known if len(k) <= 4 * naming.SHOWN]  # difflib is quadratic
-    close = (difflib.get_close_matches(name, candidates, n=3, cutoff=0.6)
-             if len(name) <= 4 * naming.SHOWN else [])
+    close = closest(name, known, most=3)
     if close:
         return "; did you mean " + " or ".join(
             f"'{naming.shown(naming.typed(c))}'" for c in close) + "?"
