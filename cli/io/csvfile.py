@@ -4,8 +4,8 @@ cell names its row and column.
 
 Rows are parsed by ``numpy.loadtxt`` (C), a block of lines at a time; in a file of at
 least :data:`ARROW_BYTES`, by pyarrow's CSV reader when it is installed (the optional extra
-``treedyn[arrow]``; about twice as fast, and its import, 0.3 s, pays from there), falling
-back to ``loadtxt`` for a block it refuses. A block neither can read whole -- a cell that
+``treedyn[arrow]``; a run takes 0.70x as long, and its import, 0.3 s, pays from there),
+falling back to ``loadtxt`` for a block it refuses. A block neither can read whole -- a cell that
 is not a finite number, a row of the wrong length -- is read again row by row with
 :mod:`csv`, to name the first bad cell; from the first double quote on (a quoted cell may
 hold a line end), the rest of the file is read with :mod:`csv`. What each parser accepts

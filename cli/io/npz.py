@@ -3,7 +3,6 @@ member of an .npz, so each member's .npy header is parsed and its rows streamed 
 ``zipfile``, which also decompresses ``savez_compressed`` members on the fly and checks
 each member's CRC-32 when its last row is read."""
 
-import io
 from collections.abc import Iterator
 from dataclasses import dataclass
 

@@ -6,8 +6,9 @@ Every problem raises :class:`UsageError` with a one-line message naming where it
 (``states.csv:12``, ``states.npz: state 7``). Files are read in chunks of at most
 :data:`CHUNK` states so that the engine runs once per chunk and output can stream; memory
 stays bounded by the chunk, whatever the number of states. A piped ``.npz``, Parquet or
-HDF5 file on stdin is first spooled to a temporary file. When a row is bad, the good rows before it are yielded
-as a last chunk and then the error is raised, so output can end exactly at the bad row.
+HDF5 file on stdin is first spooled to a temporary file. When a row is bad, the good rows
+before it are yielded as a last chunk and then the error is raised, so output can end
+exactly at the bad row.
 """
 from __future__ import annotations
 

@@ -16,8 +16,9 @@ and, every 14 000, a full one over every object, the modules' and the model's in
 What exists when the states start (the modules, the model) is frozen out of the later
 collections, and the youngest generation is collected after 100 000 new containers
 instead of 700 (JSON Lines 0.95x the run's wall time, CSV 0.97x, paired runs as above; a
-cycle made per chunk is still collected within a few chunks). Both are undone when the
-run ends (the tests run dyn in their own process).
+cycle made per chunk is still collected within a few chunks). The collector's settings
+are set back when the run ends (the tests, and Python callers, run dyn in their own
+process); malloc's stay, as they only keep memory for reuse.
 """
 from __future__ import annotations
 
