@@ -264,6 +264,88 @@ def test_blocks_read_as_lines_do(tmp_path, states, suffix):
     assert [line["tau"] for line in json_lines(result)] == single_taus(q, v, a)
 
 
+@pytest.fixture
+def typed_blocks(monkeypatch):
+    """Records what simdjson's reader of JSON Lines blocks gave (arrays, or None: refused)."""
+    from treedyn.cli.io import jsonl
+
+    read = []
+    original = jsonl._typed_arrays
+    monkeypatch.setattr(jsonl, "_typed_arrays", lambda *args: read.append(original(*args))
+                        or read[-1])
+    return read
+
+
+def jsonl_text(q, v, a) -> list[str]:
+    return [json.dumps({"q": q[k].tolist(), "v": v[k].tolist(), "a": a[k].tolist()})
+            for k in range(len(q))]
+
+
+JSON_SPELLINGS = ["2", "-0", "-0.0", "1E+02", "2.5e-3", "0.1e-400", "9007199254740993",
+                  "4.9e-324", "0." + "0" * 30 + "1", "-9223372036854775808"]
+
+
+def test_simdjson_reads_jsonl_blocks_as_the_command_line_does(tmp_path, states, small_chunks,
+                                                               typed_blocks):
+    """Blocks of vectors only go through simdjson, whatever the keys' order and the numbers'
+    spelling: the numbers are those the standard library reads, bit for bit."""
+    q, v, a = (vectors.copy() for vectors in states)
+    lines = jsonl_text(q, v, a)
+    for k, word in enumerate(JSON_SPELLINGS):  # spellings of v0 in the first lines
+        v[k, 0] = float(json.loads(word))  # (JSON's -0 is the integer 0)
+        lines[k] = '{"q": %s, "v": [%s, %r], "a": %s}' % (
+            json.dumps(q[k].tolist()), word, float(v[k, 1]), json.dumps(a[k].tolist()))
+    lines[12] = json.dumps({"a": a[12].tolist(), "q": q[12].tolist(), "v": v[12].tolist()})
+    path = tmp_path / "states.jsonl"
+    path.write_text("\n".join(lines) + "\n")
+    result = dyn("inverse", ARM, "-i", path, "-f", "json")
+    assert [line["tau"] for line in json_lines(result)] == single_taus(q, v, a)
+    assert len(typed_blocks) == -(-COUNT // CHUNK) and all(b is not None for b in typed_blocks)
+
+
+TYPED_REFUSED = {  # a line simdjson's reader must leave to orjson, and why
+    "nested": '{"q": [[0.1], [0.2]], "v": [0, 0], "a": [0, 0]}',  # it would flatten them
+    "twice": '{"q": [9, 9], "v": [0, 0], "a": [0, 0], "q": [0.1, 0.2]}',  # the last one counts
+    "true": '{"q": [true, 0.2], "v": [0, 0], "a": [0, 0]}',
+    "text": '{"q": ["0.1", 0.2], "v": [0, 0], "a": [0, 0]}',
+    "null": '{"q": [null, 0.2], "v": [0, 0], "a": [0, 0]}',
+    "big": '{"q": [100000000000000000000000000, 0.2], "v": [0, 0], "a": [0, 0]}',
+    "short": '{"q": [0.1], "v": [0, 0], "a": [0, 0]}',
+    "missing": '{"q": [0.1, 0.2], "v": [0, 0]}',
+    "other key": '{"q": [0.1, 0.2], "v": [0, 0], "a": [0, 0], "time": [1.5]}',
+    "object": '{"q": {"joint1": 0.1}, "v": [0, 0], "a": [0, 0]}',
+    "scalar tau": '{"q": [0.1, 0.2], "v": [0, 0], "a": [0, 0], "tau": 1}',
+    "not an object": '[0.1, 0.2]',
+    "NaN": '{"q": [NaN, 0.2], "v": [0, 0], "a": [0, 0]}',
+    "too large": '{"q": [1e400, 0.2], "v": [0, 0], "a": [0, 0]}',
+    "trailing": '{"q": [0.1, 0.2], "v": [0, 0], "a": [0, 0]} x',
+    "two": '{"q": [0.1, 0.2], "v": [0, 0], "a": [0, 0]}{"q": [0, 0]}',
+}
+
+
+@pytest.mark.parametrize("case", TYPED_REFUSED)
+def test_a_line_simdjson_refuses_reads_as_orjson_reads_it(tmp_path, states, small_chunks,
+                                                         typed_blocks, monkeypatch, case):
+    """A line among good ones that simdjson's reader refuses (or would misread) sends its
+    block to orjson: the output, the warnings and the error are those of dyn without it."""
+    from treedyn.cli.io import jsonl
+
+    q, v, a = states
+    lines = jsonl_text(q, v, a)
+    lines[9] = TYPED_REFUSED[case]  # in the second block
+    path = tmp_path / "states.jsonl"
+    path.write_text("\n".join(lines) + "\n")
+    typed = dyn("inverse", ARM, "-i", path, "-f", "json", check=False)
+    assert typed_blocks[1] is None and all(b is not None for b in typed_blocks[:1])
+    monkeypatch.setattr(jsonl, "_typed_arrays", lambda *args: None)
+    plain = dyn("inverse", ARM, "-i", path, "-f", "json", check=False)
+    assert (typed.returncode, typed.stdout, typed.stderr) == (
+        plain.returncode, plain.stdout, plain.stderr)
+    if case == "twice":  # as json reads it: the last value of a key
+        assert json_lines(typed)[9]["tau"] == single_taus(np.array([[0.1, 0.2]]),
+                                                           np.zeros((1, 2)), np.zeros((1, 2)))[0]
+
+
 SPELLINGS = ["1", "+1.5", " -0.25", "2.5e-3 ", ".5", "5.", "1E+02", "00.5", "0.1e-400"]
 REFUSED = ["1_000", "0x10", "1e", "1d5", "--1", "", "nan", "inf", "NA", "null", "N/A",
            "\uff11", "1 2", "true", "1,5"]  # (the last: a row of 7 fields)

@@ -1,12 +1,13 @@
 """JSON Lines input: one object per line with any of ``q``, ``v``, ``a``, ``tau`` (arrays or
 objects of named joints) and ``fext``; keys dyn does not read are named in one warning.
 
-Lines are decoded by orjson, a block of lines at a time: when every line of a block is an
-object with the same keys whose vectors are arrays of numbers of the right lengths, the
-block's arrays go into the chunk at once. Any other block is read line by line, as the
-block's first bad line needs (its message names that line); a line orjson refuses is read
-by the standard library's decoder, which names what is wrong (and reads ``NaN``, reported
-as not finite, and integers beyond 64 bits, as JSON allows)."""
+Lines are read a block at a time: when every line of a block is an object with the same
+keys whose vectors are arrays of numbers of the right lengths, the block's arrays go into
+the chunk at once -- parsed by simdjson straight into doubles when every key is a vector's,
+else decoded by orjson. Any other block is read line by line, as the block's first bad line
+needs (its message names that line); a line orjson refuses is read by the standard
+library's decoder, which names what is wrong (and reads ``NaN``, reported as not finite,
+and integers beyond 64 bits, as JSON allows)."""
 
 import json
 import math
@@ -14,6 +15,7 @@ from collections.abc import Iterator, Sequence
 
 import numpy as np
 import orjson
+import simdjson
 
 from treedyn.engine import Model
 
@@ -79,43 +81,93 @@ def _blocks(numbered, chunk: Chunk) -> Iterator[list[tuple[int, str]]]:
 def _fast_block(block, layout: Layout, kinds, chunk: Chunk, seen: Seen) -> bool:
     """Put a block of lines into ``chunk`` at once, if each is an object with the keys of
     the first line, none of them "fext", and arrays of numbers of the right lengths for
-    the vectors; False (nothing put) otherwise. A true or false anywhere sends the block
-    line by line (numpy would read them as numbers)."""
+    the vectors; False (nothing put) otherwise."""
     texts = [line for _, line in block]
-    if any(("r" in text or "l" in text) and ("true" in text or "false" in text)
-           for text in texts):  # (one letter is found faster than a word)
-        return False
     try:
-        states = list(map(orjson.loads, texts))
+        first = orjson.loads(texts[0])
     except orjson.JSONDecodeError:
         return False
-    first = states[0]
     if type(first) is not dict or "fext" in first:
         return False
     keys = tuple(first)
-    if not all(type(state) is dict and tuple(state) == keys for state in states):
-        return False
-    arrays = {}
-    for kind in kinds:
-        if kind in first:
-            try:
-                array = np.array([state[kind] for state in states])
-            except (ValueError, TypeError, OverflowError):  # ragged arrays
-                return False
-            if array.dtype.kind not in "fi" or array.shape != (len(states), layout.width(kind)):
-                return False
-            arrays[kind] = array
+    arrays = _typed_arrays(texts, keys, layout, kinds) if VECTORS.issuperset(keys) else None
+    if arrays is None:
+        arrays = _object_arrays(texts, keys, layout, kinds)
+        if arrays is None:
+            return False
     if keys not in seen.keys:  # warnings and errors depend on the keys alone
         _check_keys(first, f"{chunk.name}:{block[0][0]}", kinds, chunk, seen)
         seen.keys.add(keys)
     row = len(chunk.lines)
     for kind, array in arrays.items():
-        target = chunk.vector(kind)[row:row + len(states)]
+        target = chunk.vector(kind)[row:row + len(texts)]
         target[:] = array
         if layout.degrees:
             target *= layout.scale(kind)
     chunk.lines.extend(number for number, _ in block)
     return True
+
+
+VECTORS = frozenset(KINDS)
+
+
+def _typed_arrays(texts: list[str], keys: tuple, layout: Layout, kinds
+                  ) -> dict[str, np.ndarray] | None:
+    """The arrays of ``kinds`` in lines whose keys are vectors' (``keys``), each number
+    parsed by simdjson straight into a double (orjson makes a Python float of each, which
+    numpy then reads: twice the time); None unless every line is an object with exactly
+    ``keys``, every value an array, and the arrays read flat and of the right lengths of
+    numbers (then orjson reads the block). simdjson refuses what orjson refuses, reads the
+    same doubles, and flattens nested arrays: each line must hold one ``[`` per key."""
+    if np.count_nonzero(np.frombuffer("".join(texts).encode(), np.uint8) == ord("[")
+                        ) != len(keys) * len(texts):
+        return None  # a nested array, or a value that is not an array
+    parser = simdjson.Parser()
+    widths = {kind: layout.width(kind) for kind in kinds if kind in keys}
+    buffers: dict[str, list] = {kind: [] for kind in widths}
+    try:
+        for text in texts:
+            state = parser.parse(text)
+            if type(state) is not simdjson.Object or len(state) != len(keys) or not all(
+                    type(state[key]) is simdjson.Array for key in keys):
+                return None
+            for kind, width in widths.items():
+                vector = state[kind]
+                if len(vector) != width:
+                    return None
+                buffers[kind].append(vector.as_buffer(of_type="d"))
+            state = vector = None  # (the parser is reused once nothing refers to its last line)
+    except (ValueError, TypeError, KeyError, RuntimeError):  # not valid JSON, not numbers,
+        return None  # a key missing, an integer beyond 64 bits
+    return {kind: np.frombuffer(b"".join(parts), np.float64).reshape(len(texts), -1)
+            for kind, parts in buffers.items()}
+
+
+def _object_arrays(texts: list[str], keys: tuple, layout: Layout, kinds
+                   ) -> dict[str, np.ndarray] | None:
+    """The arrays of ``kinds`` in lines decoded by orjson, if every line is an object with
+    ``keys`` and the vectors are arrays of numbers of the right lengths; else None. A true
+    or false anywhere sends the block line by line (numpy would read them as numbers)."""
+    if any(("r" in text or "l" in text) and ("true" in text or "false" in text)
+           for text in texts):  # (one letter is found faster than a word)
+        return None
+    try:
+        states = list(map(orjson.loads, texts))
+    except orjson.JSONDecodeError:
+        return None
+    if not all(type(state) is dict and tuple(state) == keys for state in states):
+        return None
+    arrays = {}
+    for kind in kinds:
+        if kind in keys:
+            try:
+                array = np.array([state[kind] for state in states])
+            except (ValueError, TypeError, OverflowError):  # ragged arrays
+                return None
+            if array.dtype.kind not in "fi" or array.shape != (len(states), layout.width(kind)):
+                return None
+            arrays[kind] = array
+    return arrays
 
 
 def _jsonl_row(line: str, where: str, layout: Layout, kinds, chunk: Chunk, seen: Seen
