@@ -136,9 +136,7 @@ def close_quietly(*files) -> None:
 
 
 class TextSink(Sink):
-    """JSON Lines or CSV: a chunk's results become one text, written and flushed. The text
-    may also be made elsewhere (``text`` in a worker process, see :mod:`.formatting`) and
-    written with ``put_text``."""
+    """JSON Lines or CSV: a chunk's results become one text, written and flushed."""
 
     def text(self, result: np.ndarray) -> str:
         raise NotImplementedError
@@ -149,10 +147,6 @@ class TextSink(Sink):
     def write_text(self, text: str) -> None:
         self.stream.write(text)
         self.stream.flush()
-
-    def put_text(self, text: str, count: int) -> None:
-        """Write the ``text`` of ``count`` states and count them."""
-        self.record(lambda: self.write_text(text), count)
 
 
 def numbers_text(rows: np.ndarray) -> bytes:
