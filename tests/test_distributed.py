@@ -605,8 +605,6 @@ def test_an_address_that_is_not_a_scheduler_is_one_line(tmp_path, monkeypatch, d
     import threading
     import time
 
-    from treedyn.cli.run import cluster as module
-
     class Banner(socketserver.BaseRequestHandler):
         def handle(self):
             self.request.sendall(b"SSH-2.0-OpenSSH_8.9p1 Ubuntu-3\r\n")
