@@ -25,6 +25,7 @@ import platform
 import statistics
 import sys
 import tempfile
+from importlib import metadata
 
 import numpy as np
 
@@ -102,10 +103,10 @@ def main() -> None:
                          "" if base is None else f"{base:,.0f}",
                          "" if base is None else f"{rate['this'] / base:.2f}x"])
     versions = [f"numpy {np.__version__}"]
-    for name in ("orjson", "pyarrow", "h5py"):
+    for name in ("orjson", "pysimdjson", "pyarrow", "h5py"):
         try:
-            versions.append(f"{name} {__import__(name).__version__}")
-        except ImportError:
+            versions.append(f"{name} {metadata.version(name)}")
+        except metadata.PackageNotFoundError:
             pass
     print(f"# {platform.machine()}, {os.cpu_count()} cores, Python "
           f"{platform.python_version()}, {', '.join(versions)}; talos_reduced --free-flyer, "
