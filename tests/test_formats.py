@@ -303,6 +303,21 @@ def test_simdjson_reads_jsonl_blocks_as_the_command_line_does(tmp_path, states, 
     assert len(typed_blocks) == -(-COUNT // CHUNK) and all(b is not None for b in typed_blocks)
 
 
+def test_without_simdjson_orjson_reads_every_block(tmp_path, states, small_chunks,
+                                                   typed_blocks, monkeypatch):
+    """Where pysimdjson is not installed (a Python it has no wheel for), the same states read
+    through orjson give the same numbers."""
+    from treedyn.cli.io import jsonl
+
+    monkeypatch.setattr(jsonl, "simdjson", None)
+    q, v, a = states
+    path = tmp_path / "states.jsonl"
+    path.write_text("\n".join(jsonl_text(q, v, a)) + "\n")
+    result = dyn("inverse", ARM, "-i", path, "-f", "json")
+    assert [line["tau"] for line in json_lines(result)] == single_taus(q, v, a)
+    assert typed_blocks == []
+
+
 TYPED_REFUSED = {  # a line simdjson's reader must leave to orjson, and why
     "nested": '{"q": [[0.1], [0.2]], "v": [0, 0], "a": [0, 0]}',  # it would flatten them
     "twice": '{"q": [9, 9], "v": [0, 0], "a": [0, 0], "q": [0.1, 0.2]}',  # the last one counts

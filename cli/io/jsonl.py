@@ -4,10 +4,11 @@ objects of named joints) and ``fext``; keys dyn does not read are named in one w
 Lines are read a block at a time: when every line of a block is an object with the same
 keys whose vectors are arrays of numbers of the right lengths, the block's arrays go into
 the chunk at once -- parsed by simdjson straight into doubles when every key is a vector's,
-else decoded by orjson. Any other block is read line by line, as the block's first bad line
-needs (its message names that line); a line orjson refuses is read by the standard
-library's decoder, which names what is wrong (and reads ``NaN``, reported as not finite,
-and integers beyond 64 bits, as JSON allows)."""
+else (and without pysimdjson, which has no wheel for Python 3.14 yet) decoded by orjson.
+Any other block is read line by line, as the block's first bad line needs (its message
+names that line); a line orjson refuses is read by the standard library's decoder, which
+names what is wrong (and reads ``NaN``, reported as not finite, and integers beyond 64
+bits, as JSON allows)."""
 
 import json
 import math
@@ -15,7 +16,11 @@ from collections.abc import Iterator, Sequence
 
 import numpy as np
 import orjson
-import simdjson
+
+try:
+    import simdjson
+except ImportError:  # a Python it has no wheel for (pyproject.toml): orjson reads every line
+    simdjson = None
 
 from treedyn.engine import Model
 
@@ -90,7 +95,8 @@ def _fast_block(block, layout: Layout, kinds, chunk: Chunk, seen: Seen) -> bool:
     if type(first) is not dict or "fext" in first:
         return False
     keys = tuple(first)
-    arrays = _typed_arrays(texts, keys, layout, kinds) if VECTORS.issuperset(keys) else None
+    typed = simdjson is not None and VECTORS.issuperset(keys)
+    arrays = _typed_arrays(texts, keys, layout, kinds) if typed else None
     if arrays is None:
         arrays = _object_arrays(texts, keys, layout, kinds)
         if arrays is None:
