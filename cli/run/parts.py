@@ -270,8 +270,8 @@ def survey(path: str, start: int, end: int, kind: str) -> Survey:
 
 
 def line_ends(text: bytes) -> np.ndarray:
-    """The offsets of the line feeds in ``text`` (numpy finds them four times as fast as
-    ``bytes.count`` counts them)."""
+    """The offsets of the line feeds in ``text`` (numpy finds them in 0.36x the time
+    ``bytes.count`` takes to count them)."""
     return np.flatnonzero(np.frombuffer(text, np.uint8) == ord("\n"))
 
 
@@ -291,8 +291,8 @@ EMPTY[list(b"\r\n")] = True
 def no_blank_line(complete: bytes, ends: np.ndarray, kind: str) -> bool:
     """Whether whole lines of text (line feeds at ``ends``; every carriage return ends a
     line) surely hold no line that :func:`.text.is_data` skips, told from the first byte of
-    each line (a look-up per line, where decoding and splitting the text took twelve times
-    as long); a False may be wrong (the caller then counts line by line). CSV skips empty
+    each line (a look-up per line, where decoding and splitting the text took 3.5 times as
+    long); a False may be wrong (the caller then counts line by line). CSV skips empty
     lines only; JSON Lines also lines of blanks, which in ASCII text begin with one of
     :data:`BLANK`."""
     if kind == "jsonl" and not complete.isascii():

@@ -2,7 +2,8 @@
 
 One helper starts the pool of the parallel path (text parts, :mod:`.parts`): fork after
 the parent's stdio is flushed, with Ctrl-C, SIGTERM and SIGHUP held until every worker
-exists, each worker on one engine thread and ending with its parent (``PR_SET_PDEATHSIG``). :func:`ended_by_signals` turns SIGTERM and SIGHUP (``kill``,
+exists, each worker on one engine thread and ending with its parent
+(``PR_SET_PDEATHSIG``). :func:`ended_by_signals` turns SIGTERM and SIGHUP (``kill``,
 ``timeout``, a cancelled CI job) into :class:`Ended` while a run has clean-up to do
 (worker processes, temporary parts, a cluster's placeholders), then ends dyn by the same
 signal, as it would have ended without them.
@@ -54,8 +55,9 @@ def fork_pool(workers: int, interrupt=signal.SIG_DFL):
     returned (fork starts them at the first task). Ctrl-C, SIGTERM and SIGHUP are held
     meanwhile, so that they arrive when the pool can stop them (and not inside the
     callbacks that run after a fork, where Python ignores what a handler raises).
-    ``interrupt`` is the workers' SIGINT handler: SIG_IGN when the parent stops them itself. Raises OSError or BrokenProcessPool when
-    the pool cannot start (no semaphores, no fork)."""
+    ``interrupt`` is the workers' SIGINT handler: SIG_IGN when the parent stops them
+    itself. Raises OSError or BrokenProcessPool when the pool cannot start (no semaphores,
+    no fork)."""
     from concurrent.futures import ProcessPoolExecutor
     from multiprocessing import get_context
 
