@@ -53,6 +53,10 @@ def count(name: str, default: int | None) -> int | None:
     return int(value) if value.isascii() and value.isdigit() and int(value) >= 1 else default
 
 
+STREAM_CHUNK = count("TREEDYN_STREAM_CHUNK", 16384)  # states read per chunk of --input at
+# most (callers may ask for fewer)
+
+
 def whole(name: str, default: int) -> int:
     """The whole number in ``name``, else ``default``; UsageError when it is not a whole
     number of at least 1."""

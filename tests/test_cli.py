@@ -441,10 +441,10 @@ def test_mass_and_forward_batches(tmp_path, arm):
 
 def test_large_input_streams_in_chunks_with_one_engine_call_each(tmp_path, monkeypatch, capsys):
     from treedyn.cli import app
-    from treedyn.cli.io import source as inputs
+    from treedyn.cli.settings import STREAM_CHUNK
     from treedyn.cli.run import compute
 
-    count = inputs.CHUNK + 5
+    count = STREAM_CHUNK + 5
     rng = np.random.default_rng(3)
     q, v = rng.normal(size=(count, 2)), rng.normal(size=(count, 2))
     path = tmp_path / "many.csv"
@@ -460,7 +460,7 @@ def test_large_input_streams_in_chunks_with_one_engine_call_each(tmp_path, monke
     with pytest.raises(SystemExit) as exit_info:
         app.run(["inverse", str(ARM), "--input", str(path), "--format", "json"])
     assert exit_info.value.code == 0
-    assert calls == [inputs.CHUNK, 5]
+    assert calls == [STREAM_CHUNK, 5]
     lines = capsys.readouterr().out.splitlines()
     assert len(lines) == count
     arm = load_model(str(ARM))

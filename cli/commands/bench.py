@@ -5,7 +5,7 @@ from typing import Annotated
 import typer
 
 from ..io.model import load, xacro_arguments
-from ..io.source import CHUNK
+from ..settings import STREAM_CHUNK
 from ..options import (
     FreeFlyerOpt,
     InfoFormatOpt,
@@ -25,7 +25,7 @@ from ..run.budget import refuse_past_memory, state_bytes
 def bench(model: ModelArg, xacro_args: XacroArgs = None, free_flyer: FreeFlyerOpt = False,
           xacro_arg: XacroArgOpt = None,
           states: Annotated[int, typer.Option(
-              "--states", "-n", min=1, help="Batch size of the batched rows.")] = CHUNK,
+              "--states", "-n", min=1, help="Batch size of the batched rows.")] = STREAM_CHUNK,
           seconds: Annotated[float, typer.Option(
               "--seconds", min=0.01, callback=finite,
               help="Time spent on each row (best of the runs).")] = 0.3,

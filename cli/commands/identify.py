@@ -14,7 +14,7 @@ from treedyn.parsers.inertial_writer import Change, WriteError, rewrite_inertial
 from ..errors import UsageError
 from ..io.layout import Layout
 from ..io.model import load
-from ..io.source import same_file
+from ..io.paths import same_file
 from ..io.vectors import parse_gravity
 from ..options import (
     DegreesOpt,

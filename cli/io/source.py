@@ -4,7 +4,7 @@ stdin, by its first bytes), and its states read in chunks: JSON Lines, CSV, .npz
 
 Every problem raises :class:`UsageError` with a one-line message naming where it happened
 (``states.csv:12``, ``states.npz: state 7``). Files are read in chunks of at most
-:data:`CHUNK` states so that the engine runs once per chunk and output can stream; memory
+:data:`~treedyn.cli.settings.STREAM_CHUNK` states so that the engine runs once per chunk and output can stream; memory
 stays bounded by the chunk, whatever the number of states. A piped ``.npz``, Parquet or
 HDF5 file on stdin is first spooled to a temporary file. When a row is bad, the good rows
 before it are yielded as a last chunk and then the error is raised, so output can end
@@ -21,7 +21,7 @@ from collections.abc import Iterator, Sequence
 import numpy as np
 
 from ..errors import UsageError
-from ..settings import count
+from ..settings import STREAM_CHUNK
 from .csvfile import csv_chunks
 from .hdf5 import hdf5_members, require_h5py
 from .jsonl import jsonl_chunks
@@ -30,9 +30,6 @@ from .npz import npz_chunks, npz_members
 from .parquet import parquet_members, require_arrow
 from .text import text_lines, window
 from .vectors import States
-
-CHUNK = count("TREEDYN_STREAM_CHUNK", 16384)  # states per chunk at most (callers may ask
-# for fewer)
 
 STDIN = "<stdin>"
 INPUT_FORMATS = {".jsonl": "jsonl", ".ndjson": "jsonl", ".json": "jsonl", ".csv": "csv",
@@ -104,7 +101,7 @@ class Input:
         return source
 
     def chunks(self, layout: Layout, kinds: Sequence[str], wrenches: dict[str, np.ndarray],
-               size: int = CHUNK, header: list[str] | None = None,
+               size: int = STREAM_CHUNK, header: list[str] | None = None,
                header_line: int = 1) -> Iterator[States]:
         """States in input order, ``size`` at a time, with the command-line wrenches added
         (a CSV part takes the file's ``header``, on line ``header_line``, instead of
@@ -131,7 +128,7 @@ class Input:
         """The reader of arrays; the number of states is known once the headers are read."""
         return npz_chunks(self.members(layout, kinds, size), self.name, layout, wrenches, size)
 
-    def members(self, layout: Layout, kinds: Sequence[str], size: int = CHUNK,
+    def members(self, layout: Layout, kinds: Sequence[str], size: int = STREAM_CHUNK,
                 warns: bool = True) -> list:
         """The arrays of a file of arrays (.npz, Parquet, HDF5) for :func:`.npz.npz_chunks`,
         checked from the file's headers (``warns`` of those it does not read); sets
@@ -164,27 +161,3 @@ def sniff_stdin() -> Input:
         return Input(STDIN, binary, spool)
     kind = "csv" if head.removeprefix(codecs.BOM_UTF8).lstrip()[:1] not in (b"{", b"") else "jsonl"
     return Input(STDIN, kind, raw, owned=False)
-
-
-def file_identity(path: str):
-    """(device, inode) of an existing file, else None: two names with one identity are one
-    file (a hard or symbolic link), as :func:`os.path.samefile` decides."""
-    try:
-        status = os.stat(path)
-    except (OSError, ValueError):
-        return None
-    return status.st_dev, status.st_ino
-
-
-def same_file(source: str, target: str) -> bool:
-    """Whether the input ``source`` (a path, or - for stdin) and the output ``target`` are
-    one file (also through links, or stdin redirected from it); False if one does not exist."""
-    if source == "-":
-        try:
-            stdin = os.fstat(sys.stdin.fileno())
-        except (OSError, ValueError, AttributeError):  # stdin without a descriptor
-            return False
-        return (stdin.st_dev, stdin.st_ino) == file_identity(target)
-    if os.path.realpath(source) == os.path.realpath(target):
-        return True
-    return file_identity(source) is not None and file_identity(source) == file_identity(target)

@@ -40,7 +40,8 @@ from ..io.layout import Layout
 from ..io.model import load
 from ..io.npz import npz_chunks
 from ..io.sinks import OUTPUT_FORMATS, npz_extra, write_archive
-from ..io.source import ARRAYS, INPUT_FORMATS, Input, file_identity
+from ..io.paths import file_identity
+from ..io.source import ARRAYS, INPUT_FORMATS, Input
 from ..io.vectors import parse_fext, parse_gravity
 from .compute import compute
 from .pool import ended_by_signals

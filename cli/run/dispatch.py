@@ -9,7 +9,7 @@ from ..console import console
 from ..errors import UsageError
 from ..io.layout import Layout
 from ..io.model import load
-from ..io.source import same_file
+from ..io.paths import same_file
 from ..io.vectors import parse_fext, parse_gravity, single_state
 from .compute import compute
 from .pool import ended_by_signals

@@ -20,8 +20,10 @@ from treedyn.engine.regressor import layout_of, model_parameters
 from ..console import warn
 from ..errors import UsageError
 from ..io.layout import Layout
+from ..io.paths import same_file
 from ..io.sinks import JsonSink, NpzSink, npz_extra
-from ..io.source import CHUNK, Input, same_file
+from ..io.source import Input
+from ..settings import STREAM_CHUNK
 from .budget import MEMORY
 from .progress import Progress, wanted
 from .request import open_beside, open_output, output_format
@@ -32,9 +34,9 @@ KINDS = ("q", "v", "a", "tau")
 
 
 def states_per_chunk(model: Model, columns: Columns) -> int:
-    """States per chunk: the stream's CHUNK, fewer when (nv x P) rows would pass CHUNK_BYTES."""
+    """States per chunk: the stream's STREAM_CHUNK, fewer when (nv x P) rows would pass CHUNK_BYTES."""
     per_state = 8 * max(model.nv * columns.size, 1)
-    return max(8, min(CHUNK, CHUNK_BYTES // per_state))
+    return max(8, min(STREAM_CHUNK, CHUNK_BYTES // per_state))
 
 
 def chunk_regressor(layout: Layout, columns: Columns, states, gravity) -> np.ndarray:

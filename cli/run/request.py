@@ -15,8 +15,8 @@ from ..io.hdf5 import Hdf5Sink, require_h5py
 from ..io.layout import Layout
 from ..io.parquet import ParquetSink, require_arrow
 from ..io.sinks import OUTPUT_FORMATS, CsvSink, JsonSink, NpzSink, Sink, TableSink, npz_extra
-from ..io.source import CHUNK
 from ..render.sparsity import sparsity_table
+from ..settings import STREAM_CHUNK
 
 
 @dataclass
@@ -51,12 +51,12 @@ CHUNK_FLOOR = 32  # ... but hold at least this many states: the engine's per-lev
 
 
 def chunk_states(command: str, layout: Layout) -> int:
-    """States per chunk: inputs.CHUNK (TREEDYN_STREAM_CHUNK), fewer when a chunk's results
+    """States per chunk: STREAM_CHUNK (TREEDYN_STREAM_CHUNK), fewer when a chunk's results
     would pass CHUNK_BYTES (mass matrices of large models), so memory stays small whatever
     the output format."""
     nv = max(layout.model.nv, 1)
     per_state = 8 * (nv * nv if command == "mass" else nv)
-    return min(CHUNK, max(CHUNK_FLOOR, CHUNK_BYTES // per_state))
+    return min(STREAM_CHUNK, max(CHUNK_FLOOR, CHUNK_BYTES // per_state))
 
 
 def open_sink(request: Request, layout: Layout, single: bool) -> Sink:
