@@ -48,6 +48,9 @@ from .errors import ParseError
 from .files import MODEL_BYTES, read_bounded
 from .packages import PackagePaths, find_package, resolve_uri, searched
 from .urdf import parse_urdf_string
+from .xacro_calls import Callables
+from .xacro_eval import EvalNames, Evaluator
+from .xacro_limits import Budget, Refused, weight
 from .xml_text import read_xml
 
 EXTRA = "reading xacro files needs the optional extra: pip install 'treedyn[ros]'"
@@ -100,6 +103,8 @@ class _Expansion:
         self.words: set[bytes] = set()  # every name-like word of the sources
         self.current: SourceRef | None = None  # the element being expanded
         self.notes: list[str] = []
+        self.roots = confinement(path, packages)
+        self.budget = Budget()
 
     def run(self) -> str:
         """The expanded URDF text, as the ``xacro`` command prints it."""
@@ -142,10 +147,16 @@ class _Expansion:
     def _hooked(self, xacro, substitution_args):
         """xacro's file reading, lookups and element dispatch replaced by this run's."""
         table = substitution_args._eval_dict
+        evaluator, substitution = self._evaluator(xacro, substitution_args)
         replaced = {
             (xacro, "parse"): self._parse_hook(xacro),
-            (xacro, "eval_all"): self._located(xacro.eval_all, keep=True),
-            (xacro, "handle_macro_call"): self._located(xacro.handle_macro_call),
+            (xacro, "safe_eval"): lambda expression, symbols, _=None: evaluator.evaluate(
+                expression, symbols),
+            (substitution_args, "_eval"): substitution,
+            (xacro, "eval_text"): self._bounded_text(xacro.eval_text),
+            (xacro, "eval_all"): self._counted(self._located(xacro.eval_all, keep=True)),
+            (xacro, "handle_macro_call"): self._counted(self._located(xacro.handle_macro_call),
+                                                        element=False),
             (xacro, "check_attrs"): self._located(xacro.check_attrs),
             (xacro, "reqd_attrs"): self._located(xacro.reqd_attrs),
             (substitution_args, "_eval_find"): self._find,
@@ -182,6 +193,8 @@ class _Expansion:
                     raise xacro.XacroException(exc=OSError(errno.ENOENT, self._missing(uri)))
                 filename = name = str(path)
                 xacro.filestack[-1] = filename  # the folder of includes relative to it
+            if filename != self.path:
+                self._confined(name, "includes")
             try:
                 data = read_bounded(name, MODEL_BYTES)
             except OSError as error:
@@ -222,6 +235,93 @@ class _Expansion:
                     self.current = saved
         return run
 
+    def _evaluator(self, xacro, substitution_args) -> tuple:
+        """This run's evaluator of expressions, and xacro's ``_eval`` (``$(eval ...)``)
+        over it."""
+        callables = Callables(xacro, self._load_yaml_hook(xacro))
+        evaluator = Evaluator(xacro, callables, self.budget)
+        context = xacro.substitution_args_context
+
+        def arg(name):
+            value = substitution_args._eval_arg(name, args=context.get("arg", {}))
+            return substitution_args.convert_value(value, "auto")
+
+        def dirname():
+            return substitution_args._eval_dirname(context.get("filename"))
+
+        functions = {"arg": arg, "dirname": dirname, "env": self._env,
+                     "optenv": self._optenv, "find": self._find}
+        for function in functions.values():
+            callables.add(function, function)
+
+        def substitution(text, given):
+            names = EvalNames(functions, given.setdefault("arg", {}),
+                              substitution_args.convert_value)
+            return evaluator.substitution(text, names)
+        return evaluator, substitution
+
+    def _load_yaml_hook(self, xacro):
+        """xacro's ``load_yaml``, reading only files inside the confinement, within the
+        bounds of model files, and saying where a file is not YAML without its text."""
+        import yaml
+
+        class Loader(yaml.SafeLoader):
+            """SafeLoader with xacro's unit tags (``!degrees``, ...), on this run only."""
+
+        for unit in xacro.ConstructUnits:
+            Loader.add_constructor(unit.value.tag, unit.constructor)
+
+        def load_yaml(filename):
+            if not isinstance(filename, str):
+                raise TypeError("xacro.load_yaml takes a file name")
+            name = xacro.abs_filename_spec(filename)
+            self._confined(name, "reads the YAML file")
+            try:
+                data = read_bounded(name, MODEL_BYTES)
+            except OSError as error:
+                raise OSError(error.errno, f"cannot read file {name} ({error.strerror})") from None
+            xacro.filestack.append(name)
+            try:
+                value = yaml.load(data, Loader=Loader)
+            except yaml.YAMLError as error:
+                mark = getattr(error, "problem_mark", None)
+                where = f" (line {mark.line + 1}, column {mark.column + 1})" if mark else ""
+                raise ValueError(f"{name} is not valid YAML{where}") from None
+            finally:
+                xacro.filestack.pop()
+                xacro.all_includes.append(name)
+            weight(value)  # aliases may repeat a part many times over
+            return xacro.YamlListWrapper.wrap(value)
+        return load_yaml
+
+    def _confined(self, path: str, what: str) -> None:
+        """Refused unless the real path of ``path`` (symbolic links followed) lies in the
+        model's package or in a package of the ROS search paths."""
+        real = os.path.realpath(path)
+        if not any(real == root or real.startswith(root.rstrip(os.sep) + os.sep)
+                   for root in self.roots):
+            link = f" (a link to {real})" if real != os.path.abspath(path) else ""
+            raise Refused(f"{what} {path}{link}, which is outside the model's package "
+                          f"({self.roots[0]}) and the ROS package paths: model files may "
+                          "not read it")
+
+    def _bounded_text(self, function):
+        """xacro's ``eval_text`` within the time and text bounds of the expansion."""
+        def eval_text(text, symbols):
+            self.budget.check_time()
+            value = function(text, symbols)
+            self.budget.text(value)
+            return value
+        return eval_text
+
+    def _counted(self, function, element: bool = True):
+        """``function`` of an element, counted against the expansion's elements (or only
+        its time)."""
+        def counted(*args, **kwargs):
+            self.budget.element() if element else self.budget.check_time()
+            return function(*args, **kwargs)
+        return counted
+
     def _missing(self, uri: str) -> str:
         """Why an include's ``package://`` URI names no file (ROS's xacro reads no such
         URI; dyn looks it up as it looks up meshes)."""
@@ -237,6 +337,7 @@ class _Expansion:
         if folder is None:
             raise PackageNotFound(f"package '{package}' not found ("
                                   f"{searched(package, self.path, self.packages)})")
+        self._confined(str(folder), f"$(find {package}) is")
         return str(folder)
 
     def _env(self, name: str) -> str:
@@ -250,7 +351,12 @@ class _Expansion:
     def _error(self, error: Exception) -> ParseError:
         """One ParseError for an error of the expansion, at the element it was raised at."""
         cause = getattr(error, "exc", None)
-        if isinstance(cause, Unresolved):
+        refused = _refusal(error)
+        if refused is not None:
+            problem = str(refused)
+        elif isinstance(error, RecursionError) or isinstance(cause, RecursionError):
+            problem = "xacro: macros or properties nest too deeply (endless recursion?)"
+        elif isinstance(cause, Unresolved):
             problem = str(cause)
         elif isinstance(cause, OSError) and not isinstance(error, Unresolved):
             problem = cause.strerror or str(cause)
@@ -258,6 +364,37 @@ class _Expansion:
             problem = "xacro: " + " ".join(str(error).split())
         source = getattr(error, "treedyn_source", None) or SourceRef(self.path)
         return ParseError(problem, source.file, source.line, source.element)
+
+
+def _refusal(error: BaseException | None) -> Refused | None:
+    """The refusal an error of the expansion is, or wraps (xacro wraps an error in one of
+    its own as ``exc``, maybe more than once)."""
+    for _ in range(64):
+        if error is None or isinstance(error, Refused):
+            return error
+        error = getattr(error, "exc", None)
+    return None
+
+
+def confinement(path: str, packages: PackagePaths) -> list[str]:
+    """The folders a xacro model may read files in (real paths): its package (the folder
+    of the nearest ``package.xml`` above it, or its own folder when there is none), then
+    the folders of ``ROS_PACKAGE_PATH`` and the ``share`` folders of
+    ``AMENT_PREFIX_PATH``."""
+    folder = os.path.dirname(os.path.realpath(path))
+    package = next((above for above in _ancestors(folder)
+                    if os.path.isfile(os.path.join(above, "package.xml"))), folder)
+    return [package, *(os.path.realpath(root) for root in packages.ros),
+            *(os.path.realpath(os.path.join(prefix, "share")) for prefix in packages.ament)]
+
+
+def _ancestors(folder: str):
+    while True:
+        yield folder
+        parent = os.path.dirname(folder)
+        if parent == folder:
+            return
+        folder = parent
 
 
 def _relocated(description: TreeDescription, path: str, places: Mapping[int, tuple[str, int]],
