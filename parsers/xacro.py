@@ -50,7 +50,7 @@ from .packages import PackagePaths, find_package, resolve_uri, searched
 from .urdf import parse_urdf_string
 from .xacro_calls import Callables
 from .xacro_eval import EvalNames, Evaluator
-from .xacro_limits import Budget, Refused, weight
+from .xacro_limits import Budget, Refused, shown, weight
 from .xml_text import read_xml
 
 EXTRA = "reading xacro files needs the optional extra: pip install 'treedyn[ros]'"
@@ -206,10 +206,19 @@ class _Expansion:
             root = read_xml(data, shown)
             self.files.append(os.path.realpath(name))
             self.words.update(WORD.findall(data))
-            for element in root.iter(etree.Element):
-                element.set(SOURCE, str(len(self.sources)))
-                self.sources.append(SourceRef(shown, element.sourceline or 0, _label(element)))
-            return xml.dom.minidom.parseString(etree.tostring(root))
+            elements = list(root.iter(etree.Element))
+            first = len(self.sources)
+            self.sources += [SourceRef(shown, element.sourceline or 0, _label(element))
+                             for element in elements]
+            document = _as_xacro_reads(data, root, len(elements))
+            if document is None:  # read as tinyxml2 reads it: lxml's reading of it
+                for index, element in enumerate(elements, first):
+                    element.set(SOURCE, str(index))
+                return xml.dom.minidom.parseString(etree.tostring(root))
+            tree = document.documentElement
+            for index, element in enumerate([tree, *tree.getElementsByTagName("*")], first):
+                element.setAttribute(SOURCE, str(index))
+            return document
         return parse
 
     def _located(self, function, keep: bool = False):
@@ -257,7 +266,12 @@ class _Expansion:
         def substitution(text, given):
             names = EvalNames(functions, given.setdefault("arg", {}),
                               substitution_args.convert_value)
-            return evaluator.substitution(text, names)
+            try:
+                return evaluator.substitution(text, names)
+            except (Refused, Unresolved):
+                raise
+            except Exception as error:  # Python's, as the expression raised it
+                raise Unresolved(f"$(eval {shown(text)}): {error}") from None
         return evaluator, substitution
 
     def _load_yaml_hook(self, xacro):
@@ -366,6 +380,22 @@ class _Expansion:
         return ParseError(problem, source.file, source.line, source.element)
 
 
+def _as_xacro_reads(data: bytes, root: etree._Element, count: int):
+    """The document as xacro itself reads it (``xml.dom.minidom``: comments, namespaces
+    and text as written, so the expansion is the ``xacro`` command's to the byte), or
+    None when that reading differs from ``root``'s (a file only tinyxml2's leniency
+    reads, or one whose DTD declares entities, which minidom would expand)."""
+    dtd = root.getroottree().docinfo.internalDTD
+    if dtd is not None and any(True for _ in dtd.iterentities()):
+        return None
+    try:
+        document = xml.dom.minidom.parseString(data)
+    except Exception:  # expat's errors; read_xml read it, leniently
+        return None
+    found = len(document.documentElement.getElementsByTagName("*")) + 1
+    return document if found == count else None
+
+
 def _refusal(error: BaseException | None) -> Refused | None:
     """The refusal an error of the expansion is, or wraps (xacro wraps an error in one of
     its own as ``exc``, maybe more than once)."""
@@ -384,8 +414,9 @@ def confinement(path: str, packages: PackagePaths) -> list[str]:
     folder = os.path.dirname(os.path.realpath(path))
     package = next((above for above in _ancestors(folder)
                     if os.path.isfile(os.path.join(above, "package.xml"))), folder)
-    return [package, *(os.path.realpath(root) for root in packages.ros),
-            *(os.path.realpath(os.path.join(prefix, "share")) for prefix in packages.ament)]
+    return [package, *(os.path.realpath(root) for root in packages.ros if root),
+            *(os.path.realpath(os.path.join(prefix, "share"))
+              for prefix in packages.ament if prefix)]
 
 
 def _ancestors(folder: str):
