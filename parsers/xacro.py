@@ -92,6 +92,13 @@ def parse_xacro(path: str, options: XacroInput = XacroInput(),
     return _relocated(description, path, places, expansion)
 
 
+def expand_xacro(path: str, options: XacroInput = XacroInput(),
+                 packages: PackagePaths = PackagePaths()) -> str:
+    """The text the xacro file at ``path`` expands to with ``options``, as the ``xacro``
+    command prints it (ParseError as :func:`parse_xacro` raises it)."""
+    return _Expansion(path, options, packages).run(tagged=False)
+
+
 class _Expansion:
     """One run of xacro over ``path`` with dyn's lookups, bounded reading and locations."""
 
@@ -106,8 +113,9 @@ class _Expansion:
         self.roots = confinement(path, packages)
         self.budget = Budget()
 
-    def run(self) -> str:
-        """The expanded URDF text, as the ``xacro`` command prints it."""
+    def run(self, tagged: bool = True) -> str:
+        """The expanded URDF text, as the ``xacro`` command prints it; ``tagged``: with
+        each element's :data:`SOURCE` attribute."""
         try:
             import xacro
             from xacro import substitution_args
@@ -130,6 +138,10 @@ class _Expansion:
         if unused:
             self.notes.append(f"{self.path}: the xacro files never name the argument "
                               f"{', '.join(dict.fromkeys(unused))}: xacro ignores it (misspelt?)")
+        if not tagged:
+            for element in document.getElementsByTagName("*"):
+                if element.hasAttribute(SOURCE):
+                    element.removeAttribute(SOURCE)
         return document.toprettyxml(indent="  ")
 
     def places(self, text: str) -> dict[int, tuple[str, int]]:
