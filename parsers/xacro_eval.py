@@ -27,7 +27,6 @@ from .xacro_calls import BUILTINS, DICT_METHODS, Callables, method_of
 from .xacro_limits import (
     MAX_CHARS,
     MAX_EXPRESSION,
-    MAX_ITEMS,
     MAX_STEPS,
     Budget,
     Refused,
