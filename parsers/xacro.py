@@ -37,6 +37,7 @@ import io
 import os
 import re
 import threading
+import types
 import xml.dom.minidom
 from collections.abc import Mapping
 
@@ -50,12 +51,13 @@ from .packages import PackagePaths, find_package, resolve_uri, searched
 from .urdf import parse_urdf_string
 from .xacro_calls import Callables
 from .xacro_eval import EvalNames, Evaluator
-from .xacro_limits import Budget, Refused, shown, weight
+from .xacro_limits import MAX_CHARS, Budget, Refused, shown, weight
 from .xml_text import read_xml
 
 EXTRA = "reading xacro files needs the optional extra: pip install 'treedyn[ros]'"
 SOURCE = "treedyn-source"  # the attribute holding an element's index in the source table
 WORD = re.compile(rb"[A-Za-z_][A-Za-z0-9_]*")  # a word that could name a xacro argument
+GLOB_FILES = 10_000  # files one include's pattern may name
 LOCK = threading.Lock()  # xacro's state is its module's: one expansion at a time
 
 
@@ -112,6 +114,7 @@ class _Expansion:
         self.notes: list[str] = []
         self.roots = confinement(path, packages)
         self.budget = Budget()
+        self.texts: list[int] = []  # characters of the texts being evaluated, innermost last
 
     def run(self, tagged: bool = True) -> str:
         """The expanded URDF text, as the ``xacro`` command prints it; ``tagged``: with
@@ -162,8 +165,8 @@ class _Expansion:
         evaluator, substitution = self._evaluator(xacro, substitution_args)
         replaced = {
             (xacro, "parse"): self._parse_hook(xacro),
-            (xacro, "safe_eval"): lambda expression, symbols, _=None: evaluator.evaluate(
-                expression, symbols),
+            (xacro, "safe_eval"): self._counted_eval(evaluator),
+            (xacro, "glob"): types.SimpleNamespace(glob=self._glob),
             (substitution_args, "_eval"): substitution,
             (xacro, "eval_text"): self._bounded_text(xacro.eval_text),
             (xacro, "eval_all"): self._counted(self._located(xacro.eval_all, keep=True)),
@@ -332,13 +335,51 @@ class _Expansion:
                           "not read it")
 
     def _bounded_text(self, function):
-        """xacro's ``eval_text`` within the time and text bounds of the expansion."""
+        """xacro's ``eval_text`` within the time and text bounds of the expansion; the
+        values of its expressions are counted (:meth:`_counted_eval`) before xacro joins
+        them into one text."""
         def eval_text(text, symbols):
             self.budget.check_time()
-            value = function(text, symbols)
+            self.texts.append(0)
+            try:
+                value = function(text, symbols)
+            finally:
+                self.texts.pop()
             self.budget.text(value)
             return value
         return eval_text
+
+    def _counted_eval(self, evaluator):
+        """xacro's ``safe_eval``: ``evaluator``'s, each value counted against the text
+        of the ``eval_text`` it is a part of (``'${a}${a}...'`` of a long ``a``)."""
+        def safe_eval(expression, symbols, _locals=None):
+            value = evaluator.evaluate(expression, symbols)
+            if self.texts:
+                self.texts[-1] += evaluator.weighed
+                if self.texts[-1] > MAX_CHARS:
+                    raise Refused(f"makes, with the rest of its text, more than {MAX_CHARS} "
+                                  "characters", str(expression).strip())
+            return value
+        return safe_eval
+
+    def _glob(self, pattern: str) -> list[str]:
+        """xacro's ``glob.glob`` of an include's pattern: below a folder inside the
+        confinement only (no ``..`` after a wildcard), at most :data:`GLOB_FILES` files."""
+        import glob
+
+        parts = pattern.split(os.sep)
+        fixed = next(n for n, part in enumerate(parts) if glob.has_magic(part))
+        if ".." in parts[fixed:]:
+            raise Refused(f"includes {pattern}: '..' after a wildcard, which model files may "
+                          "not use")
+        self._confined(os.sep.join(parts[:fixed]) or os.curdir, "includes the files of")
+        found = []
+        for name in glob.iglob(pattern):
+            found.append(name)
+            if len(found) > GLOB_FILES:
+                raise Refused(f"includes {pattern}: more than {GLOB_FILES} files")
+            self.budget.check_time()
+        return found
 
     def _counted(self, function, element: bool = True):
         """``function`` of an element, counted against the expansion's elements (or only

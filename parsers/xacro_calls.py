@@ -131,9 +131,7 @@ class Callables:
         receiver, name = method.receiver, method.name
         if isinstance(receiver, str):
             if name == "format":
-                brace_format(receiver)
-                for value in (*args, *kwargs.values()):
-                    weight(value)
+                brace_format(receiver, (*args, *kwargs.values()))
             elif name == "join":
                 items = list(args[0]) if args else []
                 sized(receiver, len(receiver) * max(len(items) - 1, 0)
@@ -190,7 +188,8 @@ def tokenize(text: str, sep: str = ",; ", skip_empty: bool = True) -> list:
     taken literally, where xacro puts ``sep`` into a regular expression)."""
     if not isinstance(text, str) or not isinstance(sep, str) or not sep:
         raise TypeError("xacro.tokenize takes a text and a non-empty text of separators")
-    sized(text, 0)
+    if len(text) > 2 * MAX_ITEMS:
+        sized(None, sum(text.count(c) for c in set(sep)) + 1)
     parts = re.split("[" + "".join(re.escape(c) for c in sep) + "]", text)
     return [part for part in parts if part] if skip_empty else parts
 

@@ -81,6 +81,7 @@ class Evaluator:
         self.steps = 0
         self.weights: dict[int, tuple[object, int]] = {}
         self.depth = 0
+        self.weighed = 0  # the weight of the value evaluate returned last
 
     def evaluate(self, expression: object, symbols) -> object:
         """The value of ``expression`` with names from ``symbols`` (a xacro ``Table`` or
@@ -95,7 +96,7 @@ class Evaluator:
             tree = parse_expression(text)
             self.steps = 0
             value = self._eval(tree.body, Scope(symbols))
-            self._weigh(value)
+            self.weighed = self._weight(value)
             return value
         except Refused as refused:
             if refused.expression is None:
@@ -275,7 +276,7 @@ class Evaluator:
 
     def _generate(self, generators: list, scope: Scope, emit, count: list | None = None) -> None:
         """``emit(scope)`` for each binding of the comprehension's ``for`` clauses whose
-        ``if`` clauses hold; at most :data:`MAX_ITEMS` bindings."""
+        ``if`` clauses hold; at most :data:`.xacro_limits.MAX_ITEMS` bindings."""
         count = [0] if count is None else count
         first, rest = generators[0], generators[1:]
         if first.is_async:

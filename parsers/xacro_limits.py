@@ -120,8 +120,7 @@ def binary(name: str, left: object, right: object) -> object:
     elif name == "Add" and isinstance(left, SEQUENCES) and isinstance(right, SEQUENCES):
         sized(left, len(left) + len(right))
     elif name == "Mod" and isinstance(left, str):
-        percent_format(left)
-        weight(right)
+        percent_format(left, right)
     elif name not in BINARY:
         raise Refused(f"uses the operator {name}, which model files may not use")
     return BINARY[name](left, right)
@@ -145,18 +144,22 @@ def sized(kind, length: int) -> None:
         raise Refused(f"makes a sequence of {length} items (more than {MAX_ITEMS})")
 
 
-def percent_format(text: str) -> None:
-    """Refused when a ``%`` format takes its width from an argument (``*``) or has one
-    over :data:`MAX_WIDTH`."""
+def percent_format(text: str, values: object) -> None:
+    """Refused when a ``%`` format takes its width from an argument (``*``), has one over
+    :data:`MAX_WIDTH`, or would make over :data:`MAX_CHARS` characters of ``values``."""
+    fields, widths = 0, 0
     for match in PERCENT.finditer(text):
-        for number in match.group(1, 2):
-            _width(number)
+        fields += match.group(3) != "%"
+        widths += sum(_width(number) for number in match.group(1, 2))
+    parts = values if isinstance(values, tuple) else (values,)
+    _formatted(text, fields, widths, parts)
 
 
-def brace_format(text: str) -> None:
+def brace_format(text: str, values: tuple) -> None:
     """Refused when a ``str.format`` field reaches into an attribute or an index
-    (``{0.__class__}``, ``{0[x]}``), nests a field in its spec, or has a width over
-    :data:`MAX_WIDTH`."""
+    (``{0.__class__}``, ``{0[x]}``), nests a field in its spec, has a width over
+    :data:`MAX_WIDTH`, or the whole would make over :data:`MAX_CHARS` characters."""
+    fields, widths = 0, 0
     for _literal, field, spec, _conversion in string.Formatter().parse(text):
         if field is None:
             continue
@@ -165,17 +168,27 @@ def brace_format(text: str) -> None:
                           "({}, {0}, {name}) are allowed in model files")
         if "{" in (spec or ""):
             raise Refused("nests a field in a format spec, which model files may not do")
-        for number in re.findall(r"\d+", spec or ""):
-            _width(number)
+        fields += 1
+        widths += sum(_width(number) for number in re.findall(r"\d+", spec or ""))
+    _formatted(text, fields, widths, values)
 
 
-def _width(number: str | None) -> None:
+def _formatted(text: str, fields: int, widths: int, values) -> None:
+    """Refused when ``fields`` fields of ``widths`` in all, each maybe the largest of
+    ``values`` (a field may repeat one: ``'{0}{0}'``), would make too long a text."""
+    largest = max((weight(value) for value in values), default=0)
+    if len(text) + widths + fields * (largest + 330) > MAX_CHARS:  # 330: digits of a float
+        raise Refused(f"formats a text of more than {MAX_CHARS} characters")
+
+
+def _width(number: str | None) -> int:
     if number == "*":
         raise Refused("takes a format width from an argument ('*'), which model files "
                       "may not do")
     if number and int(number) > MAX_WIDTH:
         raise Refused(f"formats with a width or precision of {int(number)} (more than "
                       f"{MAX_WIDTH})")
+    return int(number) if number else 0
 
 
 def weight(value: object, limit: int = MAX_CHARS) -> int:

@@ -75,10 +75,18 @@ ESCAPES = [
     ("nested-comprehension", [
         '<a b="${[x for x in python.range(10**5) for y in python.range(10**5)]}"/>'],
      "takes more than 1000000 steps"),
+    ("repeated-long-property", ["<xacro:property name=\"a\" value=\"${'x'*9000000}\"/>",
+                                '<a b="${a}${a}${a}"/>'],
+     "makes, with the rest of its text, more than 10000000 characters"),
+    ("format-repeated-fields", ['<xacro:property name="f" value="{:9999}"/>',
+                                '<a b="${(f*5000).format(*([1]*5000))}"/>'],
+     "formats a text of more than 10000000 characters"),
     ("format-width", ["<a b=\"${'%999999999d' % 1}\"/>"],
      "formats with a width or precision of 999999999"),
     ("load-yaml-outside", ["<a b=\"${xacro.load_yaml('/etc/hostname')}\"/>"],
      "reads the YAML file /etc/hostname, which is outside the model's package"),
+    ("include-glob-outside", ['<xacro:include filename="/etc/*"/>'],
+     "includes the files of /etc, which is outside the model's package"),
     ("include-etc-passwd", ['<xacro:include filename="/etc/passwd"/>'],
      "includes /etc/passwd, which is outside the model's package"),
 ]
