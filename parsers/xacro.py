@@ -58,6 +58,7 @@ EXTRA = "reading xacro files needs the optional extra: pip install 'treedyn[ros]
 SOURCE = "treedyn-source"  # the attribute holding an element's index in the source table
 WORD = re.compile(rb"[A-Za-z_][A-Za-z0-9_]*")  # a word that could name a xacro argument
 GLOB_FILES = 10_000  # files one include's pattern may name
+YAML_BYTES = 4 << 20  # a file of xacro.load_yaml (PyYAML reads about 1 MB/s)
 LOCK = threading.Lock()  # xacro's state is its module's: one expansion at a time
 
 
@@ -306,7 +307,7 @@ class _Expansion:
             name = xacro.abs_filename_spec(filename)
             self._confined(name, "reads the YAML file")
             try:
-                data = read_bounded(name, MODEL_BYTES)
+                data = read_bounded(name, YAML_BYTES)
             except OSError as error:
                 raise OSError(error.errno, f"cannot read file {name} ({error.strerror})") from None
             xacro.filestack.append(name)

@@ -123,8 +123,7 @@ class Evaluator:
         self.steps += 1
         if self.steps > MAX_STEPS:
             raise Refused(f"takes more than {MAX_STEPS} steps to evaluate")
-        if not self.steps & 255:
-            self.budget.check_time()
+        self.budget.check_time()
         handler = getattr(self, "_" + type(node).__name__, None)
         if handler is None:
             what = SYNTAX.get(type(node).__name__, f"Python syntax ({type(node).__name__})")

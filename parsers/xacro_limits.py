@@ -75,8 +75,8 @@ class Budget:
 
     def check_time(self) -> None:
         if time.monotonic() > self.deadline:
-            raise Refused(f"the expansion takes longer than {self.seconds:g} s "
-                          "(the limit for a model file)")
+            raise Refused(f"runs past the {self.seconds:g} s the expansion of a model file "
+                          "may take")
 
     def element(self) -> None:
         """One more element expanded."""
