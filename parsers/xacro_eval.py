@@ -316,7 +316,10 @@ class Evaluator:
         if cached is not None and cached[0] is value:
             return cached[1]
         total = 2
-        parts = [*dict.keys(value), *dict.values(value)] if isinstance(value, dict) else value
+        if isinstance(value, dict):
+            parts = [*dict.keys(value), *dict.values(value)]
+        else:  # a YAML list's own items, not wrapped anew at each look
+            parts = list.__iter__(value) if isinstance(value, list) else value
         for part in parts:
             total += 2 + self._weight(part)
             if total > MAX_CHARS:
