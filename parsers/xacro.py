@@ -23,6 +23,13 @@ while it runs, and gives them back after:
 * An error during the expansion names the element xacro was expanding when it failed
   (the xacro element itself, or the element whose attribute it evaluated), by file and
   line.
+* Nothing in a model file is executed: ``${...}`` and ``$(eval ...)`` are evaluated by
+  :mod:`.xacro_eval` (xacro's ``safe_eval`` and ``substitution_args._eval`` replaced),
+  within the bounds of :mod:`.xacro_limits`, which the element and text hooks also keep
+  (time, elements, text). Includes (their glob patterns too), ``load_yaml`` and ``$(find)``
+  must resolve, links followed, inside :func:`confinement`.
+* Each source file is read as xacro reads it (``xml.dom.minidom``), so the expansion is
+  the ``xacro`` command's text (:func:`expand_xacro`) to the byte.
 
 Messages xacro writes to stderr (deprecations, unknown attributes) become the
 description's notes; so does an argument given that no source file names (xacro ignores
