@@ -120,7 +120,7 @@ class Callables:
     def _guarded(self, value: object) -> object:
         """A function passed to a function (``map(str, ...)``), as one that calls it
         through the table; any other value as it is."""
-        if isinstance(value, PLAIN_TYPES) or not callable(value):
+        if isinstance(value, PLAIN_TYPES) or not (callable(value) or isinstance(value, Method)):
             return value
         if not self.known(value):
             raise Refused(f"passes {type(value).__name__} '{getattr(value, '__name__', '?')}'"

@@ -347,7 +347,9 @@ def _bind(target: ast.AST, value: object, names: dict) -> None:
 
 
 def _kind(value: object) -> str:
-    return f"a {type(value).__name__}"
+    """``a list``, ``an int``: the type of ``value`` for a message."""
+    name = type(value).__name__
+    return f"{'an' if name[:1] in 'aeiou' else 'a'} {name}"
 
 
 def parse_expression(text: str) -> ast.Expression:

@@ -16,6 +16,7 @@ in a refusal, not in a full memory or a hung CI job. The numbers:
 """
 from __future__ import annotations
 
+import math
 import operator
 import re
 import string
@@ -101,9 +102,9 @@ class Budget:
 def binary(name: str, left: object, right: object) -> object:
     """``left <op> right`` for the operator of ``ast`` class ``name``, refused before it is
     computed when its result would be over the bounds."""
-    if name == "Pow" and _integer(left) and _integer(right) and right > 0:
-        bits = max(left.bit_length(), 1) * right
-        if abs(left) > 1 and bits > MAX_INT_BITS:
+    if name == "Pow" and _integer(left) and _integer(right) and right > 0 and abs(left) > 1:
+        bits = math.ceil(right * math.log2(abs(left)))
+        if bits > MAX_INT_BITS:
             raise Refused(f"computes an integer of about {bits} bits (more than {MAX_INT_BITS})")
     elif name == "LShift" and _integer(left) and _integer(right) and right > 0:
         if left.bit_length() + right > MAX_INT_BITS:
