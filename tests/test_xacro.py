@@ -342,14 +342,18 @@ def test_without_the_extra_one_line_says_how_to_install_it():
 def test_xacro_is_given_back_as_it_was():
     from xacro import substitution_args
 
-    before = (xacro.parse, xacro.eval_all, substitution_args._eval_find,
-              dict(substitution_args._eval_dict))
+    def state():
+        return (xacro.parse, xacro.eval_all, xacro.eval_text, xacro.safe_eval, xacro.glob,
+                substitution_args._eval, substitution_args._eval_find,
+                dict(substitution_args._eval_dict))
+
+    before = state()
     parse_xacro(str(ARM_XACRO))
-    with pytest.raises(ParseError):
-        parse_xacro(str(ARM_XACRO), packages=PackagePaths(), options=XacroInput(
-            (("payload", "${nope}"),)))
-    assert (xacro.parse, xacro.eval_all, substitution_args._eval_find,
-            dict(substitution_args._eval_dict)) == before
+    for payload in ("${nope}", "${python.vars(1)}"):
+        with pytest.raises(ParseError):
+            parse_xacro(str(ARM_XACRO), packages=PackagePaths(), options=XacroInput(
+                (("payload", payload),)))
+    assert state() == before
 
 
 # -- the three routes of $(find) and package:// ----------------------------------------------
