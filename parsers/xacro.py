@@ -23,6 +23,13 @@ while it runs, and gives them back after:
 * An error during the expansion names the element xacro was expanding when it failed
   (the xacro element itself, or the element whose attribute it evaluated), by file and
   line.
+* Nothing in a model file is executed: ``${...}`` and ``$(eval ...)`` are evaluated by
+  :mod:`.xacro_eval` (xacro's ``safe_eval`` and ``substitution_args._eval`` replaced),
+  within the bounds of :mod:`.xacro_limits`, which the element and text hooks also keep
+  (time, elements, text). Includes (their glob patterns too), ``load_yaml`` and ``$(find)``
+  must resolve, links followed, inside :func:`confinement`.
+* Each source file is read as xacro reads it (``xml.dom.minidom``), so the expansion is
+  the ``xacro`` command's text (:func:`expand_xacro`) to the byte.
 
 Messages xacro writes to stderr (deprecations, unknown attributes) become the
 description's notes; so does an argument given that no source file names (xacro ignores
@@ -37,6 +44,7 @@ import io
 import os
 import re
 import threading
+import types
 import xml.dom.minidom
 from collections.abc import Mapping
 
@@ -48,11 +56,16 @@ from .errors import ParseError
 from .files import MODEL_BYTES, read_bounded
 from .packages import PackagePaths, find_package, resolve_uri, searched
 from .urdf import parse_urdf_string
+from .xacro_calls import Callables
+from .xacro_eval import EvalNames, Evaluator
+from .xacro_limits import MAX_CHARS, Budget, Refused, shown, weight
 from .xml_text import read_xml
 
 EXTRA = "reading xacro files needs the optional extra: pip install 'treedyn[ros]'"
 SOURCE = "treedyn-source"  # the attribute holding an element's index in the source table
 WORD = re.compile(rb"[A-Za-z_][A-Za-z0-9_]*")  # a word that could name a xacro argument
+GLOB_FILES = 10_000  # files one include's pattern may name
+YAML_BYTES = 4 << 20  # a file of xacro.load_yaml (PyYAML reads about 1 MB/s)
 LOCK = threading.Lock()  # xacro's state is its module's: one expansion at a time
 
 
@@ -89,6 +102,13 @@ def parse_xacro(path: str, options: XacroInput = XacroInput(),
     return _relocated(description, path, places, expansion)
 
 
+def expand_xacro(path: str, options: XacroInput = XacroInput(),
+                 packages: PackagePaths = PackagePaths()) -> str:
+    """The text the xacro file at ``path`` expands to with ``options``, as the ``xacro``
+    command prints it (ParseError as :func:`parse_xacro` raises it)."""
+    return _Expansion(path, options, packages).run(tagged=False)
+
+
 class _Expansion:
     """One run of xacro over ``path`` with dyn's lookups, bounded reading and locations."""
 
@@ -100,9 +120,13 @@ class _Expansion:
         self.words: set[bytes] = set()  # every name-like word of the sources
         self.current: SourceRef | None = None  # the element being expanded
         self.notes: list[str] = []
+        self.roots = confinement(path, packages)
+        self.budget = Budget()
+        self.texts: list[int] = []  # characters of the texts being evaluated, innermost last
 
-    def run(self) -> str:
-        """The expanded URDF text, as the ``xacro`` command prints it."""
+    def run(self, tagged: bool = True) -> str:
+        """The expanded URDF text, as the ``xacro`` command prints it; ``tagged``: with
+        each element's :data:`SOURCE` attribute."""
         try:
             import xacro
             from xacro import substitution_args
@@ -125,6 +149,10 @@ class _Expansion:
         if unused:
             self.notes.append(f"{self.path}: the xacro files never name the argument "
                               f"{', '.join(dict.fromkeys(unused))}: xacro ignores it (misspelt?)")
+        if not tagged:
+            for element in document.getElementsByTagName("*"):
+                if element.hasAttribute(SOURCE):
+                    element.removeAttribute(SOURCE)
         return document.toprettyxml(indent="  ")
 
     def places(self, text: str) -> dict[int, tuple[str, int]]:
@@ -142,10 +170,16 @@ class _Expansion:
     def _hooked(self, xacro, substitution_args):
         """xacro's file reading, lookups and element dispatch replaced by this run's."""
         table = substitution_args._eval_dict
+        evaluator, substitution = self._evaluator(xacro, substitution_args)
         replaced = {
             (xacro, "parse"): self._parse_hook(xacro),
-            (xacro, "eval_all"): self._located(xacro.eval_all, keep=True),
-            (xacro, "handle_macro_call"): self._located(xacro.handle_macro_call),
+            (xacro, "safe_eval"): self._counted_eval(evaluator),
+            (xacro, "glob"): types.SimpleNamespace(glob=self._glob),
+            (substitution_args, "_eval"): substitution,
+            (xacro, "eval_text"): self._bounded_text(xacro.eval_text),
+            (xacro, "eval_all"): self._counted(self._located(xacro.eval_all, keep=True)),
+            (xacro, "handle_macro_call"): self._counted(self._located(xacro.handle_macro_call),
+                                                        element=False),
             (xacro, "check_attrs"): self._located(xacro.check_attrs),
             (xacro, "reqd_attrs"): self._located(xacro.reqd_attrs),
             (substitution_args, "_eval_find"): self._find,
@@ -182,6 +216,8 @@ class _Expansion:
                     raise xacro.XacroException(exc=OSError(errno.ENOENT, self._missing(uri)))
                 filename = name = str(path)
                 xacro.filestack[-1] = filename  # the folder of includes relative to it
+            if filename != self.path:
+                self._confined(name, "includes")
             try:
                 data = read_bounded(name, MODEL_BYTES)
             except OSError as error:
@@ -193,10 +229,19 @@ class _Expansion:
             root = read_xml(data, shown)
             self.files.append(os.path.realpath(name))
             self.words.update(WORD.findall(data))
-            for element in root.iter(etree.Element):
-                element.set(SOURCE, str(len(self.sources)))
-                self.sources.append(SourceRef(shown, element.sourceline or 0, _label(element)))
-            return xml.dom.minidom.parseString(etree.tostring(root))
+            elements = list(root.iter(etree.Element))
+            first = len(self.sources)
+            self.sources += [SourceRef(shown, element.sourceline or 0, _label(element))
+                             for element in elements]
+            document = _as_xacro_reads(data, root, len(elements))
+            if document is None:  # read as tinyxml2 reads it: lxml's reading of it
+                for index, element in enumerate(elements, first):
+                    element.set(SOURCE, str(index))
+                return xml.dom.minidom.parseString(etree.tostring(root))
+            tree = document.documentElement
+            for index, element in enumerate([tree, *tree.getElementsByTagName("*")], first):
+                element.setAttribute(SOURCE, str(index))
+            return document
         return parse
 
     def _located(self, function, keep: bool = False):
@@ -222,6 +267,136 @@ class _Expansion:
                     self.current = saved
         return run
 
+    def _evaluator(self, xacro, substitution_args) -> tuple:
+        """This run's evaluator of expressions, and xacro's ``_eval`` (``$(eval ...)``)
+        over it."""
+        callables = Callables(xacro, self._load_yaml_hook(xacro))
+        evaluator = Evaluator(xacro, callables, self.budget)
+        context = xacro.substitution_args_context
+
+        def arg(name):
+            value = substitution_args._eval_arg(name, args=context.get("arg", {}))
+            return substitution_args.convert_value(value, "auto")
+
+        def dirname():
+            return substitution_args._eval_dirname(context.get("filename"))
+
+        functions = {"arg": arg, "dirname": dirname, "env": self._env,
+                     "optenv": self._optenv, "find": self._find}
+        for function in functions.values():
+            callables.add(function, function)
+
+        def substitution(text, given):
+            names = EvalNames(functions, given.setdefault("arg", {}),
+                              substitution_args.convert_value)
+            try:
+                return evaluator.substitution(text, names)
+            except (Refused, Unresolved):
+                raise
+            except Exception as error:  # Python's, as the expression raised it
+                raise Unresolved(f"$(eval {shown(text)}): {error}") from None
+        return evaluator, substitution
+
+    def _load_yaml_hook(self, xacro):
+        """xacro's ``load_yaml``, reading only files inside the confinement, within the
+        bounds of model files, and saying where a file is not YAML without its text."""
+        import yaml
+
+        class Loader(yaml.SafeLoader):
+            """SafeLoader with xacro's unit tags (``!degrees``, ...), on this run only."""
+
+        for unit in xacro.ConstructUnits:
+            Loader.add_constructor(unit.value.tag, unit.constructor)
+
+        def load_yaml(filename):
+            if not isinstance(filename, str):
+                raise TypeError("xacro.load_yaml takes a file name")
+            name = xacro.abs_filename_spec(filename)
+            self._confined(name, "reads the YAML file")
+            try:
+                data = read_bounded(name, YAML_BYTES)
+            except OSError as error:
+                raise OSError(error.errno, f"cannot read file {name} ({error.strerror})") from None
+            xacro.filestack.append(name)
+            try:
+                value = yaml.load(data, Loader=Loader)
+            except yaml.YAMLError as error:
+                mark = getattr(error, "problem_mark", None)
+                where = f" (line {mark.line + 1}, column {mark.column + 1})" if mark else ""
+                raise ValueError(f"{name} is not valid YAML{where}") from None
+            finally:
+                xacro.filestack.pop()
+                xacro.all_includes.append(name)
+            weight(value)  # aliases may repeat a part many times over
+            return xacro.YamlListWrapper.wrap(value)
+        return load_yaml
+
+    def _confined(self, path: str, what: str) -> None:
+        """Refused unless the real path of ``path`` (symbolic links followed) lies in the
+        model's package or in a package of the ROS search paths."""
+        real = os.path.realpath(path)
+        if not any(real == root or real.startswith(root.rstrip(os.sep) + os.sep)
+                   for root in self.roots):
+            link = f" (a link to {real})" if real != os.path.abspath(path) else ""
+            raise Refused(f"{what} {path}{link}, which is outside the model's package "
+                          f"({self.roots[0]}) and the ROS package paths: model files may "
+                          "not read it")
+
+    def _bounded_text(self, function):
+        """xacro's ``eval_text`` within the time and text bounds of the expansion; the
+        values of its expressions are counted (:meth:`_counted_eval`) before xacro joins
+        them into one text."""
+        def eval_text(text, symbols):
+            self.budget.check_time()
+            self.texts.append(0)
+            try:
+                value = function(text, symbols)
+            finally:
+                self.texts.pop()
+            self.budget.text(value)
+            return value
+        return eval_text
+
+    def _counted_eval(self, evaluator):
+        """xacro's ``safe_eval``: ``evaluator``'s, each value counted against the text
+        of the ``eval_text`` it is a part of (``'${a}${a}...'`` of a long ``a``)."""
+        def safe_eval(expression, symbols, _locals=None):
+            value = evaluator.evaluate(expression, symbols)
+            if self.texts:
+                self.texts[-1] += evaluator.weighed
+                if self.texts[-1] > MAX_CHARS:
+                    raise Refused(f"makes, with the rest of its text, more than {MAX_CHARS} "
+                                  "characters", str(expression).strip())
+            return value
+        return safe_eval
+
+    def _glob(self, pattern: str) -> list[str]:
+        """xacro's ``glob.glob`` of an include's pattern: below a folder inside the
+        confinement only (no ``..`` after a wildcard), at most :data:`GLOB_FILES` files."""
+        import glob
+
+        parts = pattern.split(os.sep)
+        fixed = next(n for n, part in enumerate(parts) if glob.has_magic(part))
+        if ".." in parts[fixed:]:
+            raise Refused(f"includes {pattern}: '..' after a wildcard, which model files may "
+                          "not use")
+        self._confined(os.sep.join(parts[:fixed]) or os.curdir, "includes the files of")
+        found = []
+        for name in glob.iglob(pattern):
+            found.append(name)
+            if len(found) > GLOB_FILES:
+                raise Refused(f"includes {pattern}: more than {GLOB_FILES} files")
+            self.budget.check_time()
+        return found
+
+    def _counted(self, function, element: bool = True):
+        """``function`` of an element, counted against the expansion's elements (or only
+        its time)."""
+        def counted(*args, **kwargs):
+            self.budget.element() if element else self.budget.check_time()
+            return function(*args, **kwargs)
+        return counted
+
     def _missing(self, uri: str) -> str:
         """Why an include's ``package://`` URI names no file (ROS's xacro reads no such
         URI; dyn looks it up as it looks up meshes)."""
@@ -237,6 +412,7 @@ class _Expansion:
         if folder is None:
             raise PackageNotFound(f"package '{package}' not found ("
                                   f"{searched(package, self.path, self.packages)})")
+        self._confined(str(folder), f"$(find {package}) is")
         return str(folder)
 
     def _env(self, name: str) -> str:
@@ -250,7 +426,12 @@ class _Expansion:
     def _error(self, error: Exception) -> ParseError:
         """One ParseError for an error of the expansion, at the element it was raised at."""
         cause = getattr(error, "exc", None)
-        if isinstance(cause, Unresolved):
+        refused = _refusal(error)
+        if refused is not None:
+            problem = str(refused)
+        elif isinstance(error, RecursionError) or isinstance(cause, RecursionError):
+            problem = "xacro: macros or properties nest too deeply (endless recursion?)"
+        elif isinstance(cause, Unresolved):
             problem = str(cause)
         elif isinstance(cause, OSError) and not isinstance(error, Unresolved):
             problem = cause.strerror or str(cause)
@@ -258,6 +439,54 @@ class _Expansion:
             problem = "xacro: " + " ".join(str(error).split())
         source = getattr(error, "treedyn_source", None) or SourceRef(self.path)
         return ParseError(problem, source.file, source.line, source.element)
+
+
+def _as_xacro_reads(data: bytes, root: etree._Element, count: int):
+    """The document as xacro itself reads it (``xml.dom.minidom``: comments, namespaces
+    and text as written, so the expansion is the ``xacro`` command's to the byte), or
+    None when that reading differs from ``root``'s (a file only tinyxml2's leniency
+    reads, or one whose DTD declares entities, which minidom would expand)."""
+    dtd = root.getroottree().docinfo.internalDTD
+    if dtd is not None and any(True for _ in dtd.iterentities()):
+        return None
+    try:
+        document = xml.dom.minidom.parseString(data)
+    except Exception:  # expat's errors; read_xml read it, leniently
+        return None
+    found = len(document.documentElement.getElementsByTagName("*")) + 1
+    return document if found == count else None
+
+
+def _refusal(error: BaseException | None) -> Refused | None:
+    """The refusal an error of the expansion is, or wraps (xacro wraps an error in one of
+    its own as ``exc``, maybe more than once)."""
+    for _ in range(64):
+        if error is None or isinstance(error, Refused):
+            return error
+        error = getattr(error, "exc", None)
+    return None
+
+
+def confinement(path: str, packages: PackagePaths) -> list[str]:
+    """The folders a xacro model may read files in (real paths): its package (the folder
+    of the nearest ``package.xml`` above it, or its own folder when there is none), then
+    the folders of ``ROS_PACKAGE_PATH`` and the ``share`` folders of
+    ``AMENT_PREFIX_PATH``."""
+    folder = os.path.dirname(os.path.realpath(path))
+    package = next((above for above in _ancestors(folder)
+                    if os.path.isfile(os.path.join(above, "package.xml"))), folder)
+    return [package, *(os.path.realpath(root) for root in packages.ros if root),
+            *(os.path.realpath(os.path.join(prefix, "share"))
+              for prefix in packages.ament if prefix)]
+
+
+def _ancestors(folder: str):
+    while True:
+        yield folder
+        parent = os.path.dirname(folder)
+        if parent == folder:
+            return
+        folder = parent
 
 
 def _relocated(description: TreeDescription, path: str, places: Mapping[int, tuple[str, int]],

@@ -18,12 +18,14 @@ import subprocess
 import sys
 import zlib
 from pathlib import Path
+from xml.sax.saxutils import escape
 
 import numpy as np
 import pytest
 
 xacro = pytest.importorskip("xacro")
 
+from reference_models import robots_root  # noqa: E402
 from treedyn.engine import aba, crba, rnea  # noqa: E402
 from treedyn.parsers import (  # noqa: E402
     PackagePaths,
@@ -32,6 +34,7 @@ from treedyn.parsers import (  # noqa: E402
     load_model,
     parse_xacro,
 )
+from treedyn.parsers.xacro import expand_xacro  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 ARM = ROOT / "fixtures" / "xacro" / "arm_description"
@@ -127,6 +130,80 @@ def test_check_inertia_annotations_point_into_the_xacro_file_of_the_inertial(tmp
 
 def escaped(path: Path) -> str:
     return str(path).replace("%", "%25").replace(":", "%3A").replace(",", "%2C")
+
+
+# -- the expansion is the xacro command's, to the byte ---------------------------------------
+
+
+def xacro_command(path: Path, *arguments: str) -> str:
+    """What the ``xacro`` command prints for ``path`` (no ROS variables set)."""
+    env = {name: value for name, value in os.environ.items()
+           if name not in ("ROS_PACKAGE_PATH", "AMENT_PREFIX_PATH", "ARM_PAYLOAD")}
+    return subprocess.run([str(XACRO_COMMAND), str(path), *arguments], check=True, env=env,
+                          capture_output=True, text=True, timeout=120).stdout
+
+
+def test_real_description_packages_expand_as_the_xacro_command_prints_them(tmp_path):
+    package = copy_arm(tmp_path)  # $(find) made relative: the command has no ament index
+    arm = package / "urdf" / "arm.urdf.xacro"
+    arm.write_text(arm.read_text().replace("$(find arm_description)/urdf/", ""))
+    sources = [cookie_xacro(), arm]
+    if robots_root():
+        sources.append(Path(robots_root()) / "hector_description" / "robots"
+                       / "quadrotor_base.urdf.xacro")
+    for source in sources:
+        assert expand_xacro(str(source)) == xacro_command(source), source
+    assert expand_xacro(str(arm), XacroInput((("payload", "0.5"),))) == xacro_command(
+        arm, "payload:=0.5")
+
+
+# expressions of ros/xacro's own tests (test/test_xacro.py) and of its documentation, with
+# the functions xacro documents: each must expand to what the xacro command makes of it
+EXPRESSIONS = [
+    "0.9 / 2 - 0.2", "[1,2,3][-1]", "[abc[i]*abc[i] for i in [0,1,2]]", "1. + sin(pi)",
+    "dict(a=0, b=1+1, c=2)", "(0,1+1,2)", "[0, 1+1, 2]", "var == 'useit'", "'use' in var",
+    "s.lower()", "s.upper().startswith('TE')", "0*42", "1*2+3", "3*0.1", "True", "not False",
+    "1/3", "7//2", "-7 % 3", "2**10", "2**-2", "10 ** 20", "radians(90)", "math.degrees(pi)",
+    "math.cos(0)", "xacro.arg('foo')", "xacro.dotify(dict(a=1, b=2)).a", "u'\U0001f354' * 3",
+    "xacro.tokenize('a,b;c d')", "python.sorted([3, 1, 2])", "python.list(python.range(3))",
+    "list(range(2))", "list(map(float, '1 2.5'.split()))", "'%.3f' % pi",
+    "plain.format(1, 'a')", "fields.format(4, name='x')", "'%s and %s' % (1, 'a')",
+    "max([1, 5, 3])",
+    "min(3, 4)", "python.abs(-2)", "round(2.567, 2)", "len('abc')", "int('7') + 1",
+    "str(1.5)", "float('2')", "bool(0)", "1 if var else 2", "[x for x in python.range(5) if x % 2]",
+    "python.sum([1, 2, 3])", "python.any([0, 1])", "python.all([])", "'a,b'.split(',')",
+    "'-'.join(['a', 'b'])", "'  pad '.strip()", "pi", "math.pi", "abc[1:]", "abc[::-1]",
+    "python.tuple(abc)", "python.divmod(7, 2)", "python.ord('A')", "python.repr('x')",
+    "python.list(python.zip(abc, abc))", "python.list(python.enumerate('ab'))",
+    "python.list(python.reversed(abc))", "python.isinstance(1.5, python.float)",
+    "dict(a=1)['a']", "'x' * 0", "abc + [4]", "(1, 2) < (1, 3)", "1 < 2 < 3", "None",
+    "len(abc) > 2 and 'yes' or 'no'", "[y for x in [[1, 2], [3]] for y in x]",
+    "python.sorted(['b', 'a'], reverse=True)", "max(abc, key=python.abs)",
+    "python.list(python.map(str, abc))", "python.list(python.filter(None, [0, 1, 2]))",
+    "float('inf')", "settings.a * 2", "settings['b']", "list(settings.keys())",
+    "[k for k, v in settings.items() if v > 1]", "settings.get('c', 5)", "s.replace('e', 'E')",
+    "s.count('T')", "'a b'.split()[1]", "1.5.is_integer()", "abc.index(2)",
+]
+
+
+def test_expressions_expand_as_the_xacro_command_expands_them(tmp_path):
+    (tmp_path / "settings.yaml").write_text("a: 1\nb: !degrees 180\n")
+    model = tmp_path / "expressions.urdf.xacro"
+    elements = "".join(f'  <e v="${{{escape(expression)}}}"/>\n' for expression in EXPRESSIONS)
+    model.write_text(
+        '<robot name="r" xmlns:xacro="http://www.ros.org/wiki/xacro">\n'
+        "  <!-- a comment stays -->\n"
+        '  <xacro:arg name="foo" default="bar"/>\n'
+        '  <xacro:property name="abc" value="${[1,2,3]}"/>\n'
+        '  <xacro:property name="s" value="TeXt"/>\n'
+        '  <xacro:property name="var" value="useit"/>\n'
+        '  <xacro:property name="plain" value="{} and {}"/>\n'
+        '  <xacro:property name="fields" value="{0:.2f}-{name!r}"/>\n'
+        "  <xacro:property name=\"settings\" value=\"${xacro.load_yaml('settings.yaml')}\"/>\n"
+        f"{elements}"
+        '  <f a="$(eval 2 * pi)" b="$(eval foo == \'bar\')" c="$(eval true and not false)"'
+        ' d="${1}$(arg foo)" e="$(eval foo + \'x\' * 2)"/>\n</robot>\n', encoding="utf-8")
+    assert expand_xacro(str(model)) == xacro_command(model)
 
 
 # -- arguments, $(optenv), includes ---------------------------------------------------------
@@ -265,14 +342,18 @@ def test_without_the_extra_one_line_says_how_to_install_it():
 def test_xacro_is_given_back_as_it_was():
     from xacro import substitution_args
 
-    before = (xacro.parse, xacro.eval_all, substitution_args._eval_find,
-              dict(substitution_args._eval_dict))
+    def state():
+        return (xacro.parse, xacro.eval_all, xacro.eval_text, xacro.safe_eval, xacro.glob,
+                substitution_args._eval, substitution_args._eval_find,
+                dict(substitution_args._eval_dict))
+
+    before = state()
     parse_xacro(str(ARM_XACRO))
-    with pytest.raises(ParseError):
-        parse_xacro(str(ARM_XACRO), packages=PackagePaths(), options=XacroInput(
-            (("payload", "${nope}"),)))
-    assert (xacro.parse, xacro.eval_all, substitution_args._eval_find,
-            dict(substitution_args._eval_dict)) == before
+    for payload in ("${nope}", "${python.vars(1)}"):
+        with pytest.raises(ParseError):
+            parse_xacro(str(ARM_XACRO), packages=PackagePaths(), options=XacroInput(
+                (("payload", payload),)))
+    assert state() == before
 
 
 # -- the three routes of $(find) and package:// ----------------------------------------------
