@@ -25,7 +25,7 @@ from treedyn.parsers.numbers import NON_FINITE, NUMBER
 
 from ..console import warn
 from ..errors import UsageError
-from ..naming import listing
+from ..naming import listing, shown
 from .layout import KINDS, Layout
 from .text import is_data, text_lines
 from .vectors import FORCE_NAME, States, pop_q, warn_ignored_forces, warn_unused_kinds
@@ -67,7 +67,7 @@ def csv_plan(header: list[str], name: str, layout: Layout, kinds: Sequence[str],
             if kind not in unused:
                 unused.append(kind)
             continue
-        where = f"{at}: column '{title}'"
+        where = f"{at}: column '{shown(title)}'"
         entry = plan.setdefault(kind, _Columns(kind, positional=bool(match)))
         if entry.positional != bool(match):
             raise UsageError(f"{where}: mixes {kind}0.. and {kind}:<joint> columns")
