@@ -1,11 +1,11 @@
-"""What reaches the terminal is safe.
+"""What reaches the terminal is safe, and an input without a state is said.
 
 Names, file names, CSV headers and JSON keys are data from a file or the command line: a
 control character in one (an ESC sequence that recolours the terminal or hides a hyperlink,
 C1's one-byte CSI, a bidi override that reverses what follows) must reach no terminal raw,
 in an error, a warning, a table or a GitHub annotation; it is shown escaped (``\\x1b``,
-``\\u202e``). Each case runs ``dyn`` in a subprocess, with its arguments and file names as
-bytes.
+``\\u202e``). An empty input is bad input: exit 2, one line, an earlier output left as it
+was. Each case runs ``dyn`` in a subprocess, with its arguments and file names as bytes.
 """
 from __future__ import annotations
 
@@ -17,6 +17,7 @@ import sys
 import unicodedata
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -186,3 +187,96 @@ def test_printable_escapes_controls_and_keeps_other_text():
         "\\u061c\\u200b\\u200e\\u200f\\u2028\\u2029\\u202a\\u202e\\u2066\\u2069\\ufeff")
     assert printable("\U000e0041\udcff") == "\\U000e0041\\udcff"  # a tag; a byte not UTF-8
     assert printable(printable("a\x1bb")) == "a\\x1bb"
+
+
+# ----------------------------------------------------------------------------- empty inputs
+def write_parquet(path: Path, rows: int) -> None:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    pq.write_table(pa.table({"q": pa.array([[0.1, 0.2]] * rows, pa.list_(pa.float64()))}),
+                   path)
+
+
+def write_h5(path: Path, rows: int) -> None:
+    import h5py
+
+    with h5py.File(path, "w") as file:
+        file["q"] = np.zeros((rows, 2))
+
+
+EMPTY = {  # name -> (suffix, writer of the file, why it has no states)
+    "empty jsonl": (".jsonl", lambda p: p.write_bytes(b""), "the file is empty"),
+    "blank jsonl": (".jsonl", lambda p: p.write_bytes(b"\n  \n\r\n"),
+                    "the file has blank lines only"),
+    "empty csv": (".csv", lambda p: p.write_bytes(b""), "the file is empty"),
+    "csv header": (".csv", lambda p: p.write_bytes(b"q:joint1,q:joint2\n"),
+                   "a header and no rows"),
+    "csv header, blank lines": (".csv", lambda p: p.write_bytes(b"\nq0,q1\n\n\n"),
+                                "a header and no rows"),
+    "npz of 0 rows": (".npz", lambda p: np.savez(p, q=np.zeros((0, 2))),
+                      "its arrays have no rows"),
+    "parquet of 0 rows": (".parquet", lambda p: write_parquet(p, 0), "the file has no rows"),
+    "hdf5 of length 0": (".h5", lambda p: write_h5(p, 0), "its datasets have length 0"),
+}
+
+
+@pytest.mark.parametrize("case", EMPTY)
+def test_an_input_without_states_is_one_line_and_leaves_the_output(tmp_path, case):
+    suffix, write, why = EMPTY[case]
+    path = tmp_path / f"states{suffix}"
+    write(path)
+    output = tmp_path / "tau.csv"
+    output.write_text("earlier results\n")
+    line = one_error_line(run("inverse", ARM, "--input", path, "--output", output))
+    assert line == f"{path}: no states ({why})"
+    assert output.read_text() == "earlier results\n"
+
+
+@pytest.mark.parametrize("case", ["empty jsonl", "csv header", "npz of 0 rows"])
+def test_an_input_without_states_on_stdin_or_to_stdout(tmp_path, case):
+    suffix, write, why = EMPTY[case]
+    path = tmp_path / f"states{suffix}"
+    write(path)
+    piped = "stdin is empty" if case == "empty jsonl" else why
+    assert one_error_line(run("mass", ARM, "--input", "-", stdin=path.read_bytes())) == \
+        f"<stdin>: no states ({piped})"
+    assert one_error_line(run("forward", ARM, "--input", path)) == f"{path}: no states ({why})"
+
+
+@pytest.mark.parametrize("command", ["regressor", "identify"])
+def test_regressor_and_identify_say_an_empty_log(tmp_path, command):
+    path = tmp_path / "log.csv"
+    path.write_text("q:joint1,q:joint2,v:joint1,v:joint2,a:joint1,a:joint2"
+                    + (",tau:joint1,tau:joint2\n" if command == "identify" else "\n"))
+    output = tmp_path / "Y.npz"
+    output.write_bytes(b"earlier")
+    more = ["--output", output] if command == "regressor" else []
+    line = one_error_line(run(command, ARM, "--input", path, *more))
+    assert line == f"{path}: no states (a header and no rows)"
+    assert output.read_bytes() == b"earlier"
+
+
+def test_blank_lines_split_over_processes_say_no_states(tmp_path):
+    """A text file large enough to be split into parts (parts of 4 kB here) reaches the
+    one-process message."""
+    path = tmp_path / "blank.jsonl"
+    path.write_bytes(b"\n" * 20_000)
+    line = one_error_line(run("inverse", ARM, "--input", path, "--format", "json",
+                              env={"TREEDYN_PART_BYTES": "4096", "TREEDYN_PROCESSES": "2"}))
+    assert line == f"{path}: no states (the file has blank lines only)"
+
+
+@pytest.mark.parametrize("scheduler", [[], ["--scheduler", "local"]])
+def test_many_files_with_an_empty_one_say_which(tmp_path, scheduler):
+    """Files of a pattern are checked before anything runs, here or on a Dask cluster."""
+    if scheduler:
+        pytest.importorskip("distributed")
+    folder = tmp_path / "logs"
+    folder.mkdir()
+    np.savez(folder / "a.npz", q=np.zeros((3, 2)))
+    np.savez(folder / "b.npz", q=np.zeros((0, 2)))
+    line = one_error_line(run("inverse", ARM, "--input", f"{folder}/*.npz",
+                              "--output", f"{tmp_path}/out/", *scheduler))
+    assert line == f"{folder}/b.npz: no states (its arrays have no rows); nothing was written"
+    assert not (tmp_path / "out").exists()

@@ -27,16 +27,18 @@ from treedyn.engine import Model
 from ..console import warn
 from ..errors import UsageError
 from .layout import KINDS, Layout
-from .text import Chunk, is_data, text_lines
+from .text import Chunk, Counted, is_data, no_text_states, text_lines
 from .vectors import States, amount, check_finite, check_frame, warn_unused_kinds
 
 
 def jsonl_chunks(stream, name, layout, kinds, wrenches, size, lines=None) -> Iterator[States]:
-    """Chunks of a JSON Lines stream (or of its numbered ``lines``); at a bad line, the good
-    lines before it, then the error."""
+    """Chunks of a JSON Lines stream (or of its numbered ``lines``, a part of a file); at a
+    bad line, the good lines before it, then the error. A stream without a state (empty,
+    or blank lines only) is an error (:func:`.text.no_text_states`)."""
     chunk = Chunk(name, layout, wrenches, size)
     seen = Seen()
-    numbered = text_lines(stream, name) if lines is None else lines
+    numbered = Counted(text_lines(stream, name)) if lines is None else lines
+    flushed = 0  # states of the full chunks yielded
     try:
         for block in _blocks(numbered, chunk):
             if not _fast_block(block, layout, kinds, chunk, seen):
@@ -44,10 +46,13 @@ def jsonl_chunks(stream, name, layout, kinds, wrenches, size, lines=None) -> Ite
                     _jsonl_row(line, f"{name}:{number}", layout, kinds, chunk, seen)
                     chunk.lines.append(number)
             if len(chunk.lines) == size:
+                flushed += size
                 yield from chunk.flush()
     except UsageError:
         yield from chunk.flush()  # the good lines before the bad one (none if flush failed)
         raise
+    if not (flushed or chunk.lines) and lines is None:
+        raise no_text_states(name, numbered.last)
     yield from chunk.flush()
 
 

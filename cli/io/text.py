@@ -11,6 +11,32 @@ from .layout import Layout
 from .vectors import States, check_finite, pop_q
 
 LINE_CHARS = 16 << 20  # the longest line read: a state of 10 000 dofs is about 1 M
+STDIN = "<stdin>"  # the name of --input - in messages
+
+
+def no_states(name: str, why: str) -> UsageError:
+    """``FILE: no states (why)``: an input that holds not one state is bad input (exit 2),
+    not a run that succeeds in silence; raised before anything is written, so an existing
+    output is left as it was."""
+    return UsageError(f"{name}: no states ({why})")
+
+
+def no_text_states(name: str, lines: int) -> UsageError:
+    """:func:`no_states` for a text input of ``lines`` lines, none of them a state."""
+    what = "stdin" if name == STDIN else "the file"
+    return no_states(name, f"{what} is empty" if not lines else f"{what} has blank lines only")
+
+
+class Counted:
+    """Numbered lines passed on, the number of the last one kept (0: no line at all)."""
+
+    def __init__(self, lines: Iterator[tuple[int, str]]):
+        self.lines, self.last = lines, 0
+
+    def __iter__(self) -> Iterator[tuple[int, str]]:
+        for number, line in self.lines:
+            self.last = number
+            yield number, line
 
 
 def text_lines(stream, name: str, first: int = 1, bom: bool = True
