@@ -144,6 +144,22 @@ def test_a_file_name_is_escaped_in_errors_and_in_the_info_table(tmp_path):
     assert line.startswith(f"{tmp_path}/r\\x1bc\\u202e/missing.csv: cannot read")
 
 
+@pytest.mark.parametrize("suffix, first", [(".csv", ":2"), (".jsonl", ":1"),
+                                           (".npz", ": state 0")])
+def test_an_input_file_name_is_escaped_in_the_tables_of_states(tmp_path, suffix, first):
+    path = tmp_path / f"s\x1bc{CSI}{suffix}"  # ESC c resets the terminal
+    if suffix == ".npz":
+        np.savez(path, q=[[0.1, 0.2]])
+    else:
+        path.write_text('q:joint1,q:joint2\n0.1,0.2\n' if suffix == ".csv" else
+                        '{"q": [0.1, 0.2]}\n')
+    shown = f"{tmp_path}/s\\x1bc\\x9b{suffix}{first}"
+    out, _ = safe(run("mass", ARM, "--input", path, "--format", "table"))
+    assert out.startswith(f"state {shown}\n"), out
+    out, _ = safe(run("inverse", ARM, "--input", path, "--format", "table"))
+    assert out.splitlines()[2].startswith(shown), out
+
+
 def test_a_warning_is_escaped(tmp_path):
     """The warning on a column dyn does not read names the file (a zero-width space and
     C1's CSI in its name) and the column (a bidi isolate)."""

@@ -23,7 +23,7 @@ import numpy as np
 
 from treedyn.parsers.numbers import NON_FINITE, NUMBER
 
-from ..console import warn
+from ..console import printable, warn
 from ..errors import UsageError
 from ..naming import listing, shown
 from .layout import KINDS, Layout
@@ -321,6 +321,7 @@ class _CsvConverter:
             vector[:, entry.targets] = values[:, columns] * layout.scale(entry.kind)[entry.targets]
             vectors[entry.kind] = vector
         q = pop_q(vectors, layout, len(values))
+        name = printable(name)  # (tables show it)
         return States(q=q, wrenches=dict(self.wrenches), where=lambda i: f"{name}:{lines[i]}",
                       **vectors)
 

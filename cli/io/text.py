@@ -6,6 +6,7 @@ from collections.abc import Iterator
 
 import numpy as np
 
+from ..console import printable
 from ..errors import UsageError
 from .layout import Layout
 from .vectors import States, check_finite, pop_q
@@ -121,7 +122,7 @@ class Chunk:
         return self.wrenches[name]
 
     def take(self) -> States:
-        n, name, lines = len(self.lines), self.name, self.lines
+        n, name, lines = len(self.lines), printable(self.name), self.lines  # (tables show it)
         vectors = {kind: block[:n] for kind, block in self.vectors.items()}
         wrenches = {link: block[:n] for link, block in self.wrenches.items()}
         with np.errstate(over="ignore"):  # an overflow is reported on the state's result
