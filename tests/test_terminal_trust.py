@@ -12,8 +12,10 @@ from __future__ import annotations
 import json
 import os
 import resource
+import signal
 import subprocess
 import sys
+import time
 import unicodedata
 from pathlib import Path
 
@@ -170,6 +172,35 @@ def test_a_warning_is_escaped(tmp_path):
     assert result.returncode == 0
     assert err.startswith(f"dyn: warning: {tmp_path}/st\\u200bates\\x9b.csv:1: column "
                           "'t\\u2066' not read"), err
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="POSIX signals")
+def test_the_line_of_a_run_ended_by_a_signal_names_the_output_escaped(tmp_path):
+    """SIGTERM while dyn waits on stdin: its last line says what it left in the output."""
+    folder = tmp_path / f"o\x1bc{RLO}"
+    folder.mkdir()
+    out = folder / "tau.csv"
+    process = subprocess.Popen(
+        [sys.executable, "-m", "treedyn.cli", "inverse", str(ARM), "--input", "-",
+         "--output", os.fsencode(out), "--quiet"], cwd=ROOT, stdin=subprocess.PIPE,
+        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, preexec_fn=limited,
+        env={**os.environ, "TREEDYN_PROCESSES": "1"})
+    try:
+        process.stdin.write(b'{"q": [0.1, 0.2]}\n')
+        process.stdin.flush()
+        for _ in range(600):  # the output is opened once the signals are handled
+            if out.exists() or process.poll() is not None:
+                break
+            time.sleep(0.05)
+        time.sleep(0.3)
+        process.send_signal(signal.SIGTERM)
+        _, err = process.communicate(timeout=60)
+    finally:
+        if process.poll() is None:
+            process.kill()
+    assert process.returncode == -signal.SIGTERM, err
+    assert raw_controls(err) == []
+    assert err.decode().splitlines()[-1].endswith(f"{tmp_path}/o\\x1bc\\u202e/tau.csv"), err
 
 
 def test_github_annotations_escape_names_and_file_names(tmp_path):
