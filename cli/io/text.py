@@ -28,18 +28,6 @@ def no_text_states(name: str, lines: int) -> UsageError:
     return no_states(name, f"{what} is empty" if not lines else f"{what} has blank lines only")
 
 
-class Counted:
-    """Numbered lines passed on, the number of the last one kept (0: no line at all)."""
-
-    def __init__(self, lines: Iterator[tuple[int, str]]):
-        self.lines, self.last = lines, 0
-
-    def __iter__(self) -> Iterator[tuple[int, str]]:
-        for number, line in self.lines:
-            self.last = number
-            yield number, line
-
-
 def text_lines(stream, name: str, first: int = 1, bom: bool = True
                 ) -> Iterator[tuple[int, str]]:
     """(line number, text) of a binary stream read as UTF-8 text mode reads it (universal
