@@ -47,7 +47,8 @@ def one_line(message: str, most: int = LINE_CHARS) -> str:
     """``message`` as one safe line of at most about ``most`` characters: its lines joined
     by spaces (a library's message may have several), then :func:`printable`, then, when
     still longer, its middle left out with a note of how many characters."""
-    text = printable(" ".join(message.replace("\r\n", "\n").replace("\r", "\n").split("\n")))
+    text = printable(message.rstrip("\r\n").replace("\r\n", " ").replace("\r", " ")
+                     .replace("\n", " "))
     if len(text) <= most:
         return text
     keep = (most - 40) // 2
