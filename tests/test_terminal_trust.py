@@ -46,10 +46,11 @@ def run(*args, stdin: bytes = b"", env: dict | None = None) -> subprocess.Comple
 
 def raw_controls(data: bytes) -> list[str]:
     """The characters of ``data`` no terminal should get raw: C0 controls but the line feed
-    that ends a line, DEL, C1, format characters (bidi, zero-width), line separators."""
-    text = data.decode("utf-8", errors="replace")
+    that ends a line, DEL, C1, format characters (bidi, zero-width), line separators, and
+    bytes that are not UTF-8 (a lone 0x9b is an 8-bit CSI)."""
+    text = data.decode("utf-8", errors="surrogateescape")
     return [char for char in text if char != "\n" and (
-        unicodedata.category(char) in ("Cc", "Cf", "Zl", "Zp"))]
+        unicodedata.category(char) in ("Cc", "Cf", "Zl", "Zp", "Cs"))]
 
 
 def safe(result: subprocess.CompletedProcess) -> tuple[str, str]:
@@ -144,6 +145,15 @@ def test_a_file_name_is_escaped_in_errors_and_in_the_info_table(tmp_path):
     assert f"{tmp_path}/r\\x1bc\\u202e/arm\\x9b.urdf" in out.splitlines()[0]
     line = one_error_line(run("inverse", model, "--input", folder / "missing.csv"))
     assert line.startswith(f"{tmp_path}/r\\x1bc\\u202e/missing.csv: cannot read")
+
+
+def test_a_file_name_that_is_not_utf8_is_escaped(tmp_path):
+    """A lone byte 0x9b in a file name (a CSI on an 8-bit terminal) is shown by its code."""
+    model = os.path.join(os.fsencode(tmp_path), b"arm\x9b.urdf")
+    with open(model, "wb") as stream:
+        stream.write(ARM.read_bytes())
+    out, _ = safe(run("info", model))
+    assert f"{tmp_path}/arm\\udc9b.urdf" in out.splitlines()[0]
 
 
 @pytest.mark.parametrize("suffix, first", [(".csv", ":2"), (".jsonl", ":1"),
