@@ -16,7 +16,7 @@ from typing import Annotated, Optional
 
 import typer
 
-from .console import console
+from .console import console, one_line
 from .errors import UsageError
 from .options import examples
 from .settings import check_environment, interrupted, version_line
@@ -111,10 +111,12 @@ FULL = {errno.ENOSPC, errno.EDQUOT, errno.EFBIG}  # writes that fail for lack of
 
 def fail(message: str) -> None:
     """Print one error line on stderr and exit with code 2 (also when stderr is closed or
-    cannot be written: the exit code still says it)."""
+    cannot be written: the exit code still says it). The line is made safe whatever built
+    it (:func:`.console.one_line`: no control character from a name or a path reaches the
+    terminal raw, and a huge message is cut in its middle)."""
     try:
         if sys.stderr is not None:
-            print(" ".join(message.splitlines()), file=sys.stderr)
+            print(one_line(message), file=sys.stderr)
             sys.stderr.flush()
     except (OSError, ValueError):
         pass
@@ -182,7 +184,7 @@ def leave(code) -> None:
     """
     if not isinstance(code, int):
         if code is not None:
-            print(code, file=sys.stderr)
+            print(one_line(str(code)), file=sys.stderr)
         code = 0 if code is None else 1
     if "distributed" in sys.modules:
         sys.exit(code)

@@ -12,12 +12,15 @@ as ``<joint>.<part>`` (``root_joint.wx``).
 A label that cannot be typed bare in a ``name=value,name=value`` list (it holds ``,``,
 ``=`` or ``"``, or starts or ends with a space) is typed in double quotes, with ``\"`` and
 ``\\`` inside: ``--q '"wrist, left"=0.3'``. :func:`typed` gives that form, and every
-message that suggests a name uses it. Messages and tables show names longer than
-:data:`SHOWN` characters shortened (:func:`shown`); JSON, CSV and ``.npz`` keep them whole.
+message that suggests a name uses it. Messages and tables show names through :func:`shown`:
+control and invisible characters escaped, names longer than :data:`SHOWN` characters
+shortened; JSON, CSV and ``.npz`` keep them whole and exact.
 """
 from __future__ import annotations
 
 from collections.abc import Sequence
+
+from .console import printable
 
 
 def labels(name: str, size: int) -> list[str]:
@@ -55,12 +58,14 @@ SHOWN = 60  # characters of a name a message or a table shows
 
 
 def shown(name: str, most: int = SHOWN) -> str:
-    """``name``, or its head and tail around '...' and its length when it is longer than
-    ``most`` characters (a 200 000-character name must not make a 1 GB table)."""
+    """``name`` as messages and tables show it: safe for a terminal line (control and
+    invisible format characters escaped, ``\\x1b``, ``\\u202e``: :func:`.console.printable`)
+    and, when longer than ``most`` characters, its head and tail around '...' and its length
+    (a 200 000-character name must not make a 1 GB table)."""
     if len(name) <= most:
-        return name
+        return printable(name)
     keep = (most - 24) // 2
-    return f"{name[:keep]}...{name[-keep:]} ({len(name)} characters)"
+    return f"{printable(name[:keep])}...{printable(name[-keep:])} ({len(name)} characters)"
 
 
 UNTYPABLE = frozenset(',="')

@@ -23,11 +23,11 @@ import numpy as np
 
 from treedyn.parsers.numbers import NON_FINITE, NUMBER
 
-from ..console import warn
+from ..console import printable, warn
 from ..errors import UsageError
-from ..naming import listing
+from ..naming import listing, shown
 from .layout import KINDS, Layout
-from .text import is_data, text_lines
+from .text import is_data, no_states, no_text_states, text_lines
 from .vectors import FORCE_NAME, States, pop_q, warn_ignored_forces, warn_unused_kinds
 
 POSITIONAL = re.compile(r"(q|v|a|tau)(\d+)")
@@ -67,7 +67,7 @@ def csv_plan(header: list[str], name: str, layout: Layout, kinds: Sequence[str],
             if kind not in unused:
                 unused.append(kind)
             continue
-        where = f"{at}: column '{title}'"
+        where = f"{at}: column '{shown(title)}'"
         entry = plan.setdefault(kind, _Columns(kind, positional=bool(match)))
         if entry.positional != bool(match):
             raise UsageError(f"{where}: mixes {kind}0.. and {kind}:<joint> columns")
@@ -104,7 +104,9 @@ def csv_chunks(stream, name, layout, kinds, wrenches, size, lines=None,
                 file_bytes: int = 0) -> Iterator[States]:
     """Chunks of a CSV stream (or of its numbered ``lines``); at a bad row, the good rows
     before it, then the error. With ``header`` (a part of a file), there are rows only.
-    ``file_bytes``: the size of the whole file (0 if unknown), which picks the parser."""
+    ``file_bytes``: the size of the whole file (0 if unknown), which picks the parser. A
+    whole file without a state (empty, or a header alone) is an error (:func:`.text.no_states`)."""
+    whole = header is None  # (else a part of a file, whose states another part may hold)
     numbered = iter(text_lines(stream, name) if lines is None else lines)
     if header is None:
         reader = _NumberedReader(numbered)
@@ -114,10 +116,21 @@ def csv_chunks(stream, name, layout, kinds, wrenches, size, lines=None,
             raise _csv_error(name, reader, error) from None
         header_line = reader.line_num
     if header is None:
-        return
+        raise no_text_states(name, header_line)
     plan = csv_plan(header, name, layout, kinds, header_line)
     convert = _CsvConverter([t.strip() for t in header], plan, name, layout, wrenches,
                             _arrow_csv() if file_bytes >= ARROW_BYTES else None)
+    count = 0
+    for states in _rows(numbered, convert, size):
+        count += states.count
+        yield states
+    if not count and whole:
+        raise no_states(name, "a header and no rows")
+
+
+def _rows(numbered, convert: "_CsvConverter", size: int) -> Iterator[States]:
+    """The States of the rows after the header, ``size`` at a time: blocks of lines read
+    at once, or row by row (csv's reader) from the first quote on."""
     for block in _blocks(numbered, size):
         if any('"' in line for _, line in block):  # from here on, records, not lines
             yield from _records(_NumberedReader(itertools.chain(block, numbered)), convert,
@@ -308,6 +321,7 @@ class _CsvConverter:
             vector[:, entry.targets] = values[:, columns] * layout.scale(entry.kind)[entry.targets]
             vectors[entry.kind] = vector
         q = pop_q(vectors, layout, len(values))
+        name = printable(name)  # (tables show it)
         return States(q=q, wrenches=dict(self.wrenches), where=lambda i: f"{name}:{lines[i]}",
                       **vectors)
 

@@ -27,46 +27,53 @@ from treedyn.engine import Model
 from ..console import warn
 from ..errors import UsageError
 from .layout import KINDS, Layout
-from .text import Chunk, is_data, text_lines
+from .text import Chunk, is_data, no_text_states, text_lines
 from .vectors import States, amount, check_finite, check_frame, warn_unused_kinds
 
 
 def jsonl_chunks(stream, name, layout, kinds, wrenches, size, lines=None) -> Iterator[States]:
-    """Chunks of a JSON Lines stream (or of its numbered ``lines``); at a bad line, the good
-    lines before it, then the error."""
+    """Chunks of a JSON Lines stream (or of its numbered ``lines``, a part of a file); at a
+    bad line, the good lines before it, then the error. A stream without a state (empty,
+    or blank lines only) is an error (:func:`.text.no_text_states`)."""
     chunk = Chunk(name, layout, wrenches, size)
     seen = Seen()
     numbered = text_lines(stream, name) if lines is None else lines
+    flushed = 0  # states of the full chunks yielded
     try:
-        for block in _blocks(numbered, chunk):
+        for block in _blocks(numbered, chunk, seen):
             if not _fast_block(block, layout, kinds, chunk, seen):
                 for number, line in block:
                     _jsonl_row(line, f"{name}:{number}", layout, kinds, chunk, seen)
                     chunk.lines.append(number)
             if len(chunk.lines) == size:
+                flushed += size
                 yield from chunk.flush()
     except UsageError:
         yield from chunk.flush()  # the good lines before the bad one (none if flush failed)
         raise
+    if not (flushed or chunk.lines) and lines is None:
+        raise no_text_states(name, seen.lines)
     yield from chunk.flush()
 
 
 class Seen:
-    """What earlier lines showed: the links of "fext" checked, the keys warned about."""
+    """What earlier lines showed: the links of "fext" checked, the keys warned about, the
+    number of the last line (once all are read)."""
 
     def __init__(self):
         self.links: set[str] = set()
         self.foreign: set[str] = set()  # keys dyn does not read, warned about once each
         self.keys: set[tuple] = set()  # key sequences checked (and warned about) already
+        self.lines = 0  # the last line's number: 0 for an empty stream
 
 
 BLOCK_CHARS = 4 << 20  # text decoded at a time at most (about 10 times that as objects)
 
 
-def _blocks(numbered, chunk: Chunk) -> Iterator[list[tuple[int, str]]]:
+def _blocks(numbered, chunk: Chunk, seen: Seen) -> Iterator[list[tuple[int, str]]]:
     """The data lines, in blocks of BLOCK_CHARS at most that fill the chunk up to its size."""
     block: list[tuple[int, str]] = []
-    chars = 0
+    chars = number = 0
     try:
         for number, line in numbered:
             if is_data(line, "jsonl"):
@@ -79,6 +86,7 @@ def _blocks(numbered, chunk: Chunk) -> Iterator[list[tuple[int, str]]]:
         if block:
             yield block
         raise
+    seen.lines = number
     if block:
         yield block
 

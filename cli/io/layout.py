@@ -94,8 +94,9 @@ class Layout:
             j = joint_of[name]
             mimic = model.mimic.get(name)
             if sizes[j] == 0 and mimic is not None:
-                raise UsageError(f"{where}: joint '{name}' mimics '{mimic.joint}' (--mimic): it "
-                                 f"has no coordinate of its own; give '{mimic.joint}'")
+                master = naming.shown(naming.typed(mimic.joint))
+                raise UsageError(f"{where}: joint {said} mimics '{master}' (--mimic): it has "
+                                 f"no coordinate of its own; give '{master}'")
             if sizes[j] != 1:
                 parts = model.joint_models[j].q_parts if kind == "q" else \
                     model.joint_models[j].v_parts

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..console import warn
+from ..console import printable, warn
 from ..errors import CorruptInput, UsageError
 from ..naming import listing
 from .layout import KINDS
@@ -75,6 +75,7 @@ def npz_chunks(members: list[_Member], name, layout, wrenches, size, first: int 
     import zlib
 
     count = members[0].count if end is None else end
+    shown = printable(name)  # where a state is, in tables too
     verify = first > 0 and count == members[0].count  # a block that ends the members
     unscaled = {m.kind: bool(np.all(layout.scale(m.kind) == 1.0)) for m in members}
     if first:
@@ -114,7 +115,7 @@ def npz_chunks(members: list[_Member], name, layout, wrenches, size, first: int 
         if stop > start:
             q = pop_q(vectors, layout, stop - start)
             yield States(q=q, wrenches=dict(wrenches),
-                         where=lambda i, s=start: f"{name}: state {s + i}", **vectors)
+                         where=lambda i, s=start: f"{shown}: state {s + i}", **vectors)
         if bad is not None:
             member = next(m for m in members if m.kind == bad[0])
             raise UsageError(f"{name}: {member.problem(stop)}")

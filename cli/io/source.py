@@ -28,13 +28,14 @@ from .jsonl import jsonl_chunks
 from .layout import Layout
 from .npz import npz_chunks, npz_members
 from .parquet import parquet_members, require_arrow
-from .text import text_lines, window
+from .text import STDIN, no_states, text_lines, window
 from .vectors import States
 
-STDIN = "<stdin>"
 INPUT_FORMATS = {".jsonl": "jsonl", ".ndjson": "jsonl", ".json": "jsonl", ".csv": "csv",
                  ".npz": "npz", ".parquet": "parquet", ".h5": "hdf5", ".hdf5": "hdf5"}
 ARRAYS = frozenset(("npz", "parquet", "hdf5"))  # files of arrays: states counted up front
+EMPTY_ARRAYS = {"npz": "its arrays have no rows", "parquet": "the file has no rows",
+                "hdf5": "its datasets have length 0"}  # why a file of arrays has no states
 MAGIC = {b"PK": "npz", b"PAR1": "parquet", b"\x89HDF\r\n\x1a\n": "hdf5"}  # on stdin
 
 
@@ -140,6 +141,8 @@ class Input:
         else:
             members = hdf5_members(self.stream, self.name, layout, kinds, self.prefix, warns)
         self.total = members[0].count
+        if not self.total:
+            raise no_states(self.name, EMPTY_ARRAYS[self.kind])
         return members
 
 

@@ -6,11 +6,26 @@ from collections.abc import Iterator
 
 import numpy as np
 
+from ..console import printable
 from ..errors import UsageError
 from .layout import Layout
 from .vectors import States, check_finite, pop_q
 
 LINE_CHARS = 16 << 20  # the longest line read: a state of 10 000 dofs is about 1 M
+STDIN = "<stdin>"  # the name of --input - in messages
+
+
+def no_states(name: str, why: str) -> UsageError:
+    """``FILE: no states (why)``: an input that holds not one state is bad input (exit 2),
+    not a run that succeeds in silence; raised before anything is written, so an existing
+    output is left as it was."""
+    return UsageError(f"{name}: no states ({why})")
+
+
+def no_text_states(name: str, lines: int) -> UsageError:
+    """:func:`no_states` for a text input of ``lines`` lines, none of them a state."""
+    what = "stdin" if name == STDIN else "the file"
+    return no_states(name, f"{what} is empty" if not lines else f"{what} has blank lines only")
 
 
 def text_lines(stream, name: str, first: int = 1, bom: bool = True
@@ -95,7 +110,7 @@ class Chunk:
         return self.wrenches[name]
 
     def take(self) -> States:
-        n, name, lines = len(self.lines), self.name, self.lines
+        n, name, lines = len(self.lines), printable(self.name), self.lines  # (tables show it)
         vectors = {kind: block[:n] for kind, block in self.vectors.items()}
         wrenches = {link: block[:n] for link, block in self.wrenches.items()}
         with np.errstate(over="ignore"):  # an overflow is reported on the state's result

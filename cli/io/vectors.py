@@ -148,7 +148,7 @@ class States:
     a: np.ndarray | None = None
     tau: np.ndarray | None = None
     wrenches: dict[str, np.ndarray] = field(default_factory=dict)  # link -> (n, 6) or (6,)
-    where: Callable[[int], str] = lambda i: "dyn"  # location of state i, for errors
+    where: Callable[[int], str] = lambda i: "dyn"  # location of state i, for errors and tables
 
     @property
     def count(self) -> int:

@@ -6,6 +6,7 @@ import csv
 import numpy as np
 
 from .. import naming
+from ..console import printable
 from .table import table
 
 
@@ -169,7 +170,8 @@ def info_csv(document: dict, stream) -> None:
 
 
 def info_table(document: dict, model=None) -> str:
-    """The info document for people; with ``model``, the tree is drawn too."""
+    """The info document for people; with ``model``, the tree is drawn too. Names, tags and
+    the path come from the model file: they are shown escaped (:func:`.naming.shown`)."""
     d = document
     shown = naming.shown  # a table for people shows long names shortened
     joints = table([[shown(str(joint[c])) for c in JOINT_COLUMNS] for joint in d["joints"]],
@@ -184,10 +186,10 @@ def info_table(document: dict, model=None) -> str:
                  "not enforced, as in Pinocchio)")
               for j in d["joints"] if "mimic" in j]
     enforced = any(j["mimic"].get("enforced") for j in d["joints"] if "mimic" in j)
-    ignored = ", ".join(f"{count} <{tag}>" for tag, count in sorted(d["ignored"].items()))
+    ignored = ", ".join(f"{count} <{shown(tag)}>" for tag, count in sorted(d["ignored"].items()))
     lines = [
-        f"model {shown(d['name'])} ({d['format']}, {d['source']}): nq={d['nq']}, nv={d['nv']}, "
-        f"{len(d['joints'])} joints",
+        f"model {shown(d['name'])} ({d['format']}, {printable(d['source'])}): nq={d['nq']}, "
+        f"nv={d['nv']}, {len(d['joints'])} joints",
         *(["", "tree (joint (type) -> body [mass], its dofs, the dofs it supports):",
             *tree_lines(model)] if model is not None else []),
         "", "joints in tree order:", joints,

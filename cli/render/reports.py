@@ -14,6 +14,7 @@ import numpy as np
 
 from treedyn.engine.analysis.plain import plain as plain_data
 
+from ..console import printable
 from ..naming import listing
 from .table import table
 
@@ -222,8 +223,8 @@ def github_annotations(report, fmt: str) -> str:
     return "\n".join(lines)
 
 
-def escape_data(text: str) -> str:
-    return text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+def escape_data(text: str) -> str:  # (and no other control character reaches the log raw)
+    return printable(text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A"))
 
 
 def escape_property(text: str) -> str:

@@ -2,11 +2,14 @@
 
 from collections.abc import Sequence
 
+from ..naming import shown
 from .table import table
 
 
 def sparsity_table(document: dict, labels: Sequence[str]) -> str:
-    """The pattern drawn with '#' (dofs i, j can couple) and '.', then the counts."""
+    """The pattern drawn with '#' (dofs i, j can couple) and '.', then the counts. The
+    dof labels are shown as names are (:func:`.naming.shown`: escaped, long ones cut)."""
+    labels = [shown(label) for label in labels]
     pattern = document["pattern"]
     nv = len(pattern)
     digits = len(str(max(nv - 1, 0)))

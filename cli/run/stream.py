@@ -10,6 +10,7 @@ import contextlib
 import sys
 from concurrent.futures import ThreadPoolExecutor
 
+from ..console import one_line
 from ..errors import CorruptInput, Ended, OutputError, UsageError
 from ..io.layout import Layout
 from ..io.sinks import BesideSink, NpzSink, Sink
@@ -106,4 +107,4 @@ def said(error: BaseException, outcome: str) -> None:
     """The line an interrupted run ends with (Ctrl-C, SIGTERM, SIGHUP): what it left."""
     how = "interrupted" if isinstance(error, KeyboardInterrupt) else "ended by a signal"
     with contextlib.suppress(OSError, ValueError, AttributeError):  # stderr closed or full
-        print(f"dyn: {how}; {outcome}", file=sys.stderr)
+        print(one_line(f"dyn: {how}; {outcome}"), file=sys.stderr)  # (an output path)
