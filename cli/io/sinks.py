@@ -46,6 +46,7 @@ class Sink:
         self.whole = 0  # bytes of the file written that hold them (text files)
         self.existed = False  # a file was at ``path`` before the run (set by open_sink)
         self.kept: str | None = None  # NAME.partial.EXT, once keep() renamed a file there
+        self.renamed = False  # the complete file was renamed onto ``path``
         self.regular = path is not None and stat.S_ISREG(os.fstat(stream.fileno()).st_mode)
 
     def put(self, result: np.ndarray, states) -> None:
@@ -81,7 +82,7 @@ class Sink:
             self.finish()
             if self.temporary is not None:
                 settle(self.stream, self.temporary, os.path.realpath(self.path))
-                self.temporary = None
+                self.temporary, self.renamed = None, True
             elif self.path is None:
                 self.stream.flush()
             else:
@@ -97,6 +98,8 @@ class Sink:
         one, renamed from the temporary to ``NAME.partial.EXT`` (:attr:`kept`); the
         temporary is removed when it holds none or cannot be ended. The number of states
         kept (0: nothing kept). Stdout, a device or a pipe keep what they received."""
+        if self.renamed:  # stopped just after the complete file took its name
+            return self.count
         if self.temporary is None:
             if self.path is not None:
                 close_quietly(self.stream)
@@ -111,7 +114,7 @@ class Sink:
                 self.kept = partial_name(self.path)
                 settle(self.stream, self.temporary, self.kept)
                 self.temporary = None
-        except OSError:
+        except Exception:  # noqa: BLE001 -- (OSError, a writer stopped mid-way): not kept
             held, self.kept = 0, None
         self.discard()
         return held
@@ -124,7 +127,9 @@ class Sink:
         return self.count
 
     def discard(self) -> None:
-        """Remove the temporary, if any is left."""
+        """Remove the temporary, if any is left (stdout is left open)."""
+        if self.path is None:
+            return
         close_quietly(self.stream)
         if self.temporary is not None:
             with contextlib.suppress(FileNotFoundError):
@@ -138,6 +143,8 @@ class Sink:
         out.partial.npz; out.npz is unchanged'; for stdout (or a device), 'the first 2
         states are written to stdout'."""
         are = "are" if held != 1 else "is"
+        if self.renamed:
+            return f"{self.path} is complete ({states_text(held)})"
         first = f"the {states_text(held)} before it" if before_it else \
             f"the first {states_text(held)}"
         if self.temporary is None and self.kept is None and (held or self.path is None):

@@ -31,8 +31,12 @@ def solve(request: Request) -> None:
         states = single_state(layout, request.vectors, wrenches)
         result = compute(request.command, layout, states, gravity)
         sink = open_sink(request, layout, single=True)
-        sink.put(result, states)
-        sink.close()
+        try:
+            sink.put(result, states)
+            sink.close()
+        except BaseException:  # (Ctrl-C): no temporary left beside the output
+            sink.discard()
+            raise
         return
     # the paths of many states load only now: a one-state run does not pay for them
     from .cluster import solve_many, wants_many

@@ -341,11 +341,11 @@ def run(request, layout, bounds, first: int, size: int, workers: int) -> bool:
         try:
             join(pool, parts, sink, job.folder, progress, sum(part.data for part in surveys),
                  2 * workers)
+            progress.close()
+            sink.close()
         except BaseException as error:
             progress.close()
             raise stopped(sink, error) from None
-        progress.close()
-        sink.close()
         return True
     finally:
         pool.shutdown(wait=True, cancel_futures=True)

@@ -98,11 +98,11 @@ def write_regressor(request: RegressorRequest) -> int:
                 warned = True
             sink.put(chunk_regressor(layout, columns, states, request.gravity), states)
             progress.advance(states.count, source.total, source.consumed())
+        progress.close()
+        sink.close()
     except BaseException as error:
         progress.close()
         raise stopped(sink, error) from None
-    progress.close()
-    sink.close()
     return sink.count
 
 

@@ -48,13 +48,13 @@ def stream(request: Request, layout: Layout, gravity, wrenches) -> None:
                 before = sink.count
                 sink.put(result, states_done)
                 progress.advance(sink.count - before, source.total, consumed)
+        progress.close()
+        sink.close()  # (a signal while the file is completed: kept as for any other)
     except BaseException as error:
         progress.close()
         raise stopped(sink, error) from None
     finally:
         worker.shutdown(wait=True)
-    progress.close()
-    sink.close()
 
 
 def ahead(chunks):
