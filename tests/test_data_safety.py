@@ -244,6 +244,9 @@ def test_a_temporary_left_by_sigkill_is_removed_by_the_next_run(tmp_path):
     other = left[0].replace(".out.csv.", ".other.csv.", 1)
     (tmp_path / left[0]).rename(tmp_path / other)
     (tmp_path / left[0]).write_bytes(b"stale")
+    parts = re.sub(r"\.part$", ".parts", left[0])  # a split run's parts, killed too
+    (tmp_path / parts).mkdir()
+    (tmp_path / parts / "part000000").write_bytes(b"rows")
     source = tmp_path / "states.jsonl"
     source.write_bytes(state_lines(5))
     dyn("inverse", ARM, "-i", source, "-o", out, fresh=True)
