@@ -40,8 +40,9 @@ def host_tag() -> str:
     """8 hex digits naming this host in temporaries' names (another host sharing the
     folder has its own processes, whose pids mean nothing here)."""
     import hashlib
+    import platform
 
-    return hashlib.sha256(os.uname().nodename.encode()).hexdigest()[:8]
+    return hashlib.sha256(platform.node().encode()).hexdigest()[:8]
 
 
 def temporary_name(target: str, suffix: str = ".part") -> str:
