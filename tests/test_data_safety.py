@@ -283,6 +283,25 @@ def test_concurrent_runs_to_one_output_never_mix(tmp_path, suffix):
     assert not temporaries(tmp_path)
 
 
+@linux
+def test_identify_write_that_fails_keeps_the_previous_file(tmp_path):
+    """The new model cannot be written (a file size limit, as a full quota): a file of that
+    name from before is untouched, and no temporary is left."""
+    import resource
+
+    def limited():
+        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # a write past it fails with EFBIG
+        resource.setrlimit(resource.RLIMIT_FSIZE, (600, 600))
+
+    target = tmp_path / "fit.urdf"
+    target.write_bytes(OLD)
+    done = subprocess.run([sys.executable, "-m", "treedyn.cli", "identify", str(ARM), "--input",
+                           "fixtures/two_link_arm_log.csv", "--write", str(target)],
+                          cwd=ROOT, capture_output=True, timeout=120, preexec_fn=limited)
+    assert_usage_error(done, f"{target}: cannot write (File too large)")
+    assert target.read_bytes() == OLD and os.listdir(tmp_path) == [target.name]
+
+
 # ------------------------------------------------------------------------------ no dofs
 def no_dof_model(folder: Path) -> Path:
     path = folder / "plate.urdf"
