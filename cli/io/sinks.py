@@ -361,7 +361,8 @@ class NpzSink(BesideSink):
             if self.count == self.announced:
                 return
             self.respool()
-        if self.spool is not None:
+        if self.spool is not None:  # (rows of a chunk not counted, a signal came: cut off)
+            self.spool.truncate(self.count * int(np.prod(self.shape, dtype=np.int64)) * 8)
             self.spool.seek(0)
         write_archive(self.stream, self.key, (self.count, *self.shape),
                       [self.spool] if self.spool is not None else [], self.extra)
