@@ -46,6 +46,7 @@ class Sink:
         self.whole = 0  # bytes of the file written that hold them (text files)
         self.existed = False  # a file was at ``path`` before the run (set by open_sink)
         self.kept: str | None = None  # NAME.partial.EXT, once keep() renamed a file there
+        self.ended = False  # finish() wrote the end of the file (it is complete)
         self.renamed = False  # the complete file was renamed onto ``path``
         self.regular = path is not None and stat.S_ISREG(os.fstat(stream.fileno()).st_mode)
 
@@ -80,6 +81,7 @@ class Sink:
         written."""
         try:
             self.finish()
+            self.ended = True
             if self.temporary is not None:
                 settle(self.stream, self.temporary, os.path.realpath(self.path))
                 self.temporary, self.renamed = None, True
@@ -108,8 +110,8 @@ class Sink:
             return self.count
         held = 0
         try:
-            if self.count:
-                held = self.end_partial()
+            if self.count:  # (a file ended already, a signal before its rename: as it is)
+                held = self.count if self.ended else self.end_partial()
             if held:
                 self.kept = partial_name(self.path)
                 settle(self.stream, self.temporary, self.kept)
