@@ -113,3 +113,42 @@ def split_name(item: str) -> tuple[str, str, str] | None:
     rest = item[k + 1:].strip()
     sep, value = ("=", rest[1:].strip()) if rest.startswith("=") else ("", rest)
     return "".join(name), sep, value
+
+
+FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")  # what makes a spreadsheet read a formula
+
+
+def csv_cell(value):
+    """``value`` as a CSV cell safe to open in a spreadsheet: a text that starts as a
+    formula would (``=HYPERLINK(...)``, ``@SUM(1+1)``, a name from a model file) gets a
+    leading ``'``, as OWASP recommends; numbers, and texts that read as a number
+    (``-0.5``), are left as they are."""
+    if not isinstance(value, str) or not value.startswith(FORMULA_STARTS):
+        return value
+    try:
+        float(value)
+        return value
+    except ValueError:
+        return "'" + value
+
+
+class _SafeWriter:
+    """A ``csv.writer`` whose text cells go through :func:`csv_cell`."""
+
+    def __init__(self, writer):
+        self.writer = writer
+
+    def writerow(self, row):
+        return self.writer.writerow([csv_cell(cell) for cell in row])
+
+    def writerows(self, rows):
+        for row in rows:
+            self.writerow(row)
+
+
+def csv_writer(stream):
+    """The one CSV writer of dyn's outputs (lines ended by ``\\n``): names that would be
+    read as formulas are neutralised (:func:`csv_cell`)."""
+    import csv
+
+    return _SafeWriter(csv.writer(stream, lineterminator="\n"))

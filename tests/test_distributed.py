@@ -306,10 +306,10 @@ def test_bad_row_in_a_later_file_here_says_which_outputs_were_completed(tmp_path
                     "--output", f"{out}/")
     assert code == 2 and err.count("\n") == 1, err
     assert err == (f"{inputs[1]}: v[3] holds a non-finite number; stopped there: the 3 states "
-                   f"before it are saved in {out}/log1.npz; 1 of 3 output files were "
-                   "completed and kept\n")
-    assert sorted(p.name for p in out.iterdir()) == ["log0.npz", "log1.npz"]
-    with np.load(out / "log0.npz") as done, np.load(out / "log1.npz") as stopped:
+                   f"before it are in {out}/log1.partial.npz; {out}/log1.npz is not written; "
+                   "1 of 3 output files were completed and kept\n")
+    assert sorted(p.name for p in out.iterdir()) == ["log0.npz", "log1.partial.npz"]
+    with np.load(out / "log0.npz") as done, np.load(out / "log1.partial.npz") as stopped:
         assert len(done["tau"]) == 5 and len(stopped["tau"]) == 3
 
 

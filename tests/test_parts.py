@@ -32,14 +32,22 @@ def run(args, processes: int, **env) -> subprocess.CompletedProcess:
 
 
 def both(args, tmp_path, output: str | None = None):
-    """The run in one process and split over three, with their output files (if any)."""
+    """The run in one process and split over three, with their output files (if any: the
+    output, else the partial file of a run that stopped)."""
     results = []
     for processes in (1, 3):
         target = tmp_path / f"p{processes}-{output}" if output else None
         done = run([*args, "-o", target] if target else args, processes)
         done.stderr = done.stderr.replace(b"/p3-", b"/p1-")  # messages name the output
+        if target is not None and not target.exists():
+            target = partial(target)
         results.append((done, target.read_bytes() if target and target.exists() else None))
     return results
+
+
+def partial(path):
+    """Where a run that did not finish leaves the states it completed: out.partial.EXT."""
+    return path.with_name(f"{path.stem}.partial{path.suffix}")
 
 
 def states(count: int = COUNT, seed: int = 3):
@@ -87,7 +95,7 @@ def test_split_runs_write_what_one_process_writes(tmp_path, source, output):
                                                   np.load(tmp_path / f"p1-{output}")[key])
         else:
             assert split_file == one_file
-    assert not [name for name in os.listdir(tmp_path) if name.startswith(".dyn-parts")]
+    assert not [name for name in os.listdir(tmp_path) if name.endswith((".part", ".parts"))]
 
 
 @pytest.mark.parametrize("output", ["out.jsonl", "out.npz", None])
@@ -107,8 +115,8 @@ def test_a_bad_line_in_a_later_part_stops_as_one_process_does(tmp_path, bad_line
     assert split.stderr == one.stderr and f"states.jsonl:{bad_line}:" in one.stderr.decode()
     assert split.stdout == one.stdout
     if output and output.endswith(".npz"):
-        np.testing.assert_array_equal(np.load(tmp_path / f"p3-{output}")["tau"],
-                                      np.load(tmp_path / f"p1-{output}")["tau"])
+        np.testing.assert_array_equal(np.load(partial(tmp_path / f"p3-{output}"))["tau"],
+                                      np.load(partial(tmp_path / f"p1-{output}"))["tau"])
     else:
         assert split_file == one_file
 
@@ -265,8 +273,9 @@ def test_sigterm_removes_the_parts_and_ends_the_workers(tmp_path):
                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=ROOT,
                                env=environment)
     deadline = time.time() + 60
-    output = tmp_path / "out.csv"  # parts are joined into it once the first is done
-    while not (output.exists() and output.stat().st_size):
+    output = tmp_path / "out.csv"  # parts are joined into its temporary once the first is done
+    while not any(name.startswith(".out.csv.") and name.endswith(".part")
+                  and os.path.getsize(tmp_path / name) for name in os.listdir(tmp_path)):
         assert time.time() < deadline and process.poll() is None
         time.sleep(0.01)
     process.send_signal(signal.SIGTERM)
@@ -276,7 +285,7 @@ def test_sigterm_removes_the_parts_and_ends_the_workers(tmp_path):
     assert all("not read: this command reads" in line for line in warnings), err
     # the output holds the parts joined before the signal, and the last line says so
     assert last.startswith("dyn: ended by a signal; ") and str(tmp_path / "out.csv") in last
-    assert not [n for n in os.listdir(tmp_path) if n.startswith(".dyn-parts")]
+    assert sorted(os.listdir(tmp_path)) == ["out.partial.csv", "states.jsonl"]  # no parts
 
 
 def test_a_bad_setting_is_a_usage_error(tmp_path):
@@ -330,6 +339,6 @@ def test_sigterm_while_the_workers_are_forked_still_ends_dyn(tmp_path):
     assert done.returncode == -signal.SIGTERM, done.stderr
     *warnings, last = done.stderr.decode().splitlines()
     assert all("not read: this command reads" in line for line in warnings), done.stderr
-    assert last == f"dyn: ended by a signal; nothing was written to {output}"
+    assert last == f"dyn: ended by a signal; {output} is not written, no state was completed"
     assert not output.exists()
-    assert not [n for n in os.listdir(tmp_path) if n.startswith(".dyn-parts")]
+    assert not [n for n in os.listdir(tmp_path) if n.endswith((".part", ".parts"))]

@@ -133,6 +133,11 @@ def read_output(path, key: str) -> np.ndarray:
     return np.array([json.loads(line)[key] for line in text.splitlines()])
 
 
+def partial(path):
+    """Where a run that did not finish leaves the states it completed: out.partial.EXT."""
+    return path.with_name(f"{path.stem}.partial{path.suffix}")
+
+
 def peak_rss_mb(args: list[str]) -> float:
     """Peak RSS (MB) of ``dyn ARGS`` run alone under a fresh wrapper process."""
     wrapper = ("import resource, subprocess, sys\n"
@@ -182,11 +187,12 @@ def test_bad_jsonl_line_keeps_the_complete_output_before_it(tmp_path, arm, state
     source = tmp_path / "states.jsonl"
     source.write_text("\n".join(lines) + "\n")
     target = tmp_path / f"out{suffix}"
-    message = assert_usage_error(dyn("inverse", ARM, "-i", source, "-o", target, check=False),
-                                 "states.jsonl:17", "needs nq=2", "the 16 states before it",
-                                 str(target))
-    assert ("saved in" if suffix == ".npz" else "written to") in message
-    np.testing.assert_array_equal(read_output(target, "tau"),
+    assert_usage_error(dyn("inverse", ARM, "-i", source, "-o", target, check=False),
+                       "states.jsonl:17", "needs nq=2",
+                       f"the 16 states before it are in {partial(target)}; {target} is not "
+                       "written")
+    assert not target.exists()
+    np.testing.assert_array_equal(read_output(partial(target), "tau"),
                                   rnea(arm, q[:16], v[:16], a[:16]))
 
 
@@ -198,8 +204,9 @@ def test_bad_csv_cell_and_non_finite_number(tmp_path, arm, states, small_chunks)
     source.write_text("q0,q1,v0,v1,a0,a1\n" + "\n".join(rows) + "\n")
     target = tmp_path / "out.csv"
     assert_usage_error(dyn("inverse", ARM, "-i", source, "-o", target, check=False),
-                       "states.csv:11", "'v1'", "'oops'", "the 9 states before it")
-    np.testing.assert_array_equal(read_output(target, "tau"), rnea(arm, q[:9], v[:9], a[:9]))
+                       "states.csv:11", "'v1'", "'oops'", "the 9 states before it are in")
+    np.testing.assert_array_equal(read_output(partial(target), "tau"),
+                                  rnea(arm, q[:9], v[:9], a[:9]))
     jsonl = tmp_path / "states.jsonl"
     jsonl.write_text('{"q": [0, 0]}\n' * 3 + '{"q": [0, 1e400]}\n' + '{"q": [0, 0]}\n')
     assert_usage_error(dyn("inverse", ARM, "-i", jsonl, "-o", target, check=False),
@@ -232,8 +239,10 @@ def test_an_existing_output_is_kept_until_the_first_state(tmp_path, arm, states,
     last_bad = tmp_path / "last_bad.jsonl"
     last_bad.write_text(files["jsonl"].read_text() + '{"q": [0.1]}\n')
     assert_usage_error(dyn("inverse", ARM, "-i", last_bad, "-o", target, check=False),
-                       f"the {COUNT} states before it")
-    np.testing.assert_array_equal(read_output(target, "tau"), rnea(arm, q, v, a))
+                       f"the {COUNT} states before it are in {partial(target)}; {target} is "
+                       "unchanged")
+    assert target.read_bytes() == old
+    np.testing.assert_array_equal(read_output(partial(target), "tau"), rnea(arm, q, v, a))
 
 
 def test_an_output_through_a_link_to_nothing(tmp_path, arm, states):
@@ -311,7 +320,7 @@ def test_csv_errors_name_the_line_a_record_starts_on(tmp_path):
     spanning.write_text('q0,q1\n0.1,0.2\n"0.3\n\n",oops\n0.5,1\n')
     target = tmp_path / "out.jsonl"
     assert_usage_error(dyn("inverse", ARM, "-i", spanning, "-o", target, check=False),
-                       "spanning.csv:3: column 'q1': 'oops'", "the 1 state before it")
+                       "spanning.csv:3: column 'q1': 'oops'", "the 1 state before it is in")
     unclosed = tmp_path / "unclosed.csv"
     unclosed.write_text('q0,q1\n0.1,0.2\n"0.3\n\n,0.4\n0.5,1\n')
     line = assert_usage_error(dyn("inverse", ARM, "-i", unclosed, "-o", target, check=False),
@@ -340,8 +349,9 @@ def test_bad_npz_row_with_npz_output(tmp_path, arm, states, small_chunks):
     np.savez(source, q=q, v=v, a=a)
     target = tmp_path / "tau.npz"
     assert_usage_error(dyn("inverse", ARM, "-i", source, "-o", target, check=False),
-                       "v[10]", "the 10 states before it are saved in")
-    np.testing.assert_array_equal(read_output(target, "tau"), rnea(arm, q[:10], v[:10], a[:10]))
+                       "v[10]", "the 10 states before it are in")
+    np.testing.assert_array_equal(read_output(partial(target), "tau"),
+                                  rnea(arm, q[:10], v[:10], a[:10]))
 
 
 # ----------------------------------------------------------------------------- progress
@@ -532,8 +542,8 @@ def test_a_byte_that_is_not_utf8_names_its_line_after_the_lines_before_it(tmp_pa
         target = tmp_path / f"tau_{name}.csv"
         line = assert_usage_error(dyn("inverse", ARM, "-i", source, "-o", target, check=False),
                                   f"latin.{name}:{bad}: not UTF-8 text (byte 0xe9 at column")
-        assert "the 10 states before it are written to" in line
-        written = np.loadtxt(target, delimiter=",", skiprows=1)
+        assert "the 10 states before it are in" in line
+        written = np.loadtxt(partial(target), delimiter=",", skiprows=1)
         np.testing.assert_array_equal(written, rnea_rows(q[:10], v[:10], a[:10]))
 
 
@@ -563,8 +573,8 @@ def test_text_inputs_as_text_mode_read_them(tmp_path, states):
     assert_usage_error(dyn("inverse", ARM, "-i", long_cell, "-o", target, "--quiet",
                            check=False),
                        "long.csv:5: not readable as CSV (field larger than field limit",
-                       "the 3 states before it are written to")
-    np.testing.assert_array_equal(np.loadtxt(target, delimiter=",", skiprows=1),
+                       "the 3 states before it are in")
+    np.testing.assert_array_equal(np.loadtxt(partial(target), delimiter=",", skiprows=1),
                                   rnea_rows(q[:3], v[:3], a[:3]))
 
 
@@ -799,8 +809,9 @@ def test_a_corrupted_npz_member_is_an_error_not_used(tmp_path, arm, small_chunks
                        f"the {printed} states written to stdout before this was found were "
                        "read from that file and may be wrong")
     piped = dyn("inverse", ARM, "-i", "-", "-o", target, stdin=path.read_bytes(), check=False)
-    assert_usage_error(piped, f"<stdin>: {bad}", f"{target} is removed: the {printed} states")
-    assert not target.exists()
+    assert_usage_error(piped, f"<stdin>: {bad}", f"{target} is not written and nothing is "
+                       f"kept: the {printed} states")
+    assert not target.exists() and not partial(target).exists()
     layout = Layout.of(arm)
     members = npz_members(io.BytesIO(path.read_bytes()), "states.npz", layout, ("q", "v"))
     with pytest.raises(UsageError, match=r"states\.npz: .*Bad CRC-32 for file 'v\.npy'"):
@@ -940,12 +951,12 @@ def test_npz_output_told_the_count_ends_at_a_bad_row(tmp_path, arm, states, smal
     source, target = tmp_path / "states.npz", tmp_path / "tau.npz"
     np.savez(source, q=q, v=v, a=a)
     assert_usage_error(dyn("inverse", ARM, "-i", source, "-o", target, check=False),
-                       "v[10]", "the 10 states before it are saved in")
+                       "v[10]", "the 10 states before it are in")
     assert npz_total.sinks[-1].announced == COUNT
-    saved = npz_contents(target)["arrays"]
+    saved = npz_contents(partial(target))["arrays"]
     assert sorted(saved) == ["dofs", "tau"] and saved["dofs"].tolist() == ["joint1", "joint2"]
     np.testing.assert_array_equal(saved["tau"], rnea(arm, q[:10], v[:10], a[:10]))
-    assert not [p for p in os.listdir(tmp_path) if p not in ("states.npz", "tau.npz")]
+    assert not [p for p in os.listdir(tmp_path) if p not in ("states.npz", "tau.partial.npz")]
 
 
 @pytest.mark.parametrize("total, chunks", [(10, (4, 6)), (10, (4, 3)), (10, (4, 8)),
@@ -975,16 +986,18 @@ def test_npz_sink_ends_with_the_states_it_received(tmp_path, total, chunks):
 
 
 def test_npz_sink_told_the_count_aborts_cleanly(tmp_path):
-    """abort() after the archive was started (an error before any state counted) removes
-    the file and leaves no zip object to finish it later."""
+    """keep() after the archive was started (an error before any state counted) removes
+    the temporary and leaves no zip object to finish it later."""
     import gc
 
     from treedyn.cli.io.sinks import NpzSink, npz_extra
 
     path = tmp_path / "out.npz"
-    sink = NpzSink(open(path, "wb"), "tau", (2,), npz_extra(["a", "b"]), str(path), total=5)
+    temporary = tmp_path / ".out.npz.part"
+    sink = NpzSink(open(temporary, "wb"), "tau", (2,), npz_extra(["a", "b"]), str(path), total=5)
+    sink.temporary = str(temporary)
     sink.start()
-    sink.abort()
+    assert sink.keep() == 0
     del sink
     gc.collect()
     assert os.listdir(tmp_path) == []

@@ -1,10 +1,10 @@
 """SIGTERM, SIGHUP and Ctrl-C in the middle of a run: the output is whole, and dyn says so.
 
-Batch schedulers, ``timeout`` and a closed terminal send these. An ``.npz`` is written
-beside its name and renamed once complete, so a stopped run leaves a loadable archive of
-the states computed (never a half-written zip under the final name); JSON Lines and CSV
-are cut at whole states. The last line on stderr says how many states the file holds,
-and dyn ends by the signal (exit 130 for Ctrl-C).
+Batch schedulers, ``timeout`` and a closed terminal send these. Every output is written
+beside its name and renamed once complete, so a stopped run leaves the states computed in
+``out.partial.EXT``, ended at whole states (never a half-written file under the final
+name). The last line on stderr says how many states that file holds, and dyn ends by the
+signal (exit 130 for Ctrl-C).
 
 The states come through a pipe that stays open, in chunks of 500 states, so the moment of
 the signal is known: dyn has written what it was given (but the chunk it still reads)
@@ -25,8 +25,8 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 ARM = ROOT / "fixtures" / "two_link_arm.urdf"
 GIVEN = 3000
-LAST_LINE = re.compile(r"dyn: (ended by a signal|interrupted); the first (\d+) states are "
-                       r"(saved in|written to) (.*)")
+LAST_LINE = re.compile(r"dyn: (ended by a signal|interrupted); (.*) is not written, the first "
+                       r"(\d+) states are in (.*)")
 
 pytestmark = pytest.mark.skipif(sys.platform != "linux", reason="POSIX signals, /proc")
 
@@ -80,9 +80,10 @@ def test_a_stopped_run_leaves_a_whole_file_and_says_what_it_holds(tmp_path, suff
     match = LAST_LINE.fullmatch(last)
     assert match, last
     assert match.group(1) == ("interrupted" if number == signal.SIGINT else "ended by a signal")
-    assert match.group(4) == str(out)
-    assert held(out) == int(match.group(2)) and GIVEN - 1000 <= held(out) <= GIVEN
-    assert sorted(os.listdir(tmp_path)) == [out.name]  # nothing left beside it
+    partial = out.with_name(f"out.partial{suffix}")
+    assert match.group(2) == str(out) and match.group(4) == str(partial)
+    assert held(partial) == int(match.group(3)) and GIVEN - 1000 <= held(partial) <= GIVEN
+    assert sorted(os.listdir(tmp_path)) == [partial.name]  # nothing left beside it
 
 
 def test_an_npz_appears_only_once_complete(tmp_path):

@@ -69,11 +69,14 @@ def test_a_text_output_keeps_the_whole_states_it_names(tmp_path, any_inputs, suf
     done = dyn(["inverse", ARM, "-i", inputs, "-o", cut], processes, limit=20_000)
     assert done.returncode == 2
     message = done.stderr.decode()
+    partial = tmp_path / f"cut.partial.{suffix}"
     match = re.fullmatch(rf"{re.escape(str(cut))}: cannot write \(File too large\); "
-                         r"it holds the first (\d+) states\n", message)
+                         rf"{re.escape(str(cut))} is not written, the first (\d+) states are "
+                         rf"in {re.escape(str(partial))}\n", message)
     assert match, message
     count = int(match.group(1))
-    written, expected = cut.read_bytes(), whole.read_bytes()
+    assert not cut.exists()
+    written, expected = partial.read_bytes(), whole.read_bytes()
     assert 0 < count < 1000 and count % 32 == 0  # whole chunks of the run
     assert expected.startswith(written)
     assert written.count(b"\n") == count + (suffix == "csv")  # and the CSV header
@@ -84,8 +87,9 @@ def test_an_npz_that_cannot_be_finished_is_removed(tmp_path, inputs, processes):
     out = tmp_path / "out.npz"
     done = dyn(["inverse", ARM, "-i", inputs, "-o", out], processes, limit=10_000)
     assert done.returncode == 2 and not out.exists()
-    assert done.stderr.decode() == (f"{out}: cannot write (File too large); it is removed "
-                                    "(an unfinished .npz cannot be read)\n")
+    assert done.stderr.decode() == (f"{out}: cannot write (File too large); {out} is not "
+                                    "written (an unfinished .npz cannot be read: nothing is "
+                                    "kept)\n")
     assert os.listdir(tmp_path) == [inputs.name]  # no spool or part left
 
 
@@ -96,17 +100,19 @@ def test_a_worker_that_cannot_write_its_part_names_the_output(tmp_path, inputs):
                TREEDYN_PART_BYTES="60000")
     assert done.returncode == 2
     message = done.stderr.decode()
+    partial = tmp_path / "out.partial.jsonl"
     match = re.fullmatch(rf"dyn: cannot write a temporary part of {re.escape(str(out))} next "
                          r"to it \(File too large\)(; stopped there: the (\d+) states before "
-                         rf"it are written to {re.escape(str(out))})?\n", message)
+                         rf"it are in {re.escape(str(partial))}; {re.escape(str(out))} is not "
+                         r"written)?\n", message)
     assert match, message
     count = int(match.group(2) or 0)
-    assert out.exists() == (count > 0)
+    assert not out.exists() and partial.exists() == (count > 0)
     if count:
-        written = out.read_bytes()
+        written = partial.read_bytes()
         assert whole.read_bytes().startswith(written) and written.count(b"\n") == count
     assert sorted(os.listdir(tmp_path)) == sorted({inputs.name, whole.name} | (
-        {out.name} if count else set()))
+        {partial.name} if count else set()))
 
 
 @pytest.mark.skipif(not os.path.exists("/dev/full"), reason="needs /dev/full")

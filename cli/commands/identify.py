@@ -1,4 +1,5 @@
 """``dyn identify``: inertial parameters fitted to a log of q, v, a and measured tau."""
+import contextlib
 import json
 import os
 from typing import Annotated, Optional
@@ -11,10 +12,11 @@ from treedyn.engine.regressor import layout_of, model_parameters
 from treedyn.parsers.files import MODEL_BYTES, read_bounded
 from treedyn.parsers.inertial_writer import Change, WriteError, rewrite_inertials
 
+from ..console import console, warn
 from ..errors import UsageError
 from ..io.layout import Layout
 from ..io.model import load
-from ..io.paths import same_file
+from ..io.paths import remove_stale, same_file, temporary_name
 from ..io.vectors import parse_gravity
 from ..options import (
     DegreesOpt,
@@ -133,16 +135,44 @@ def write_model(model: str, target: str, result, free_flyer: bool) -> dict:
         new = rewrite_inertials(text, model, loaded.format, changes)
     except WriteError as error:
         raise UsageError(str(error)) from None
-    try:
-        with open(target, "wb") as stream:
-            stream.write(new.encode("utf-8", errors="surrogateescape"))
-    except OSError as error:
-        raise UsageError(f"{target}: cannot write ({error.strerror or error})") from None
-    problem = read_back(target, result, free_flyer)
-    if problem:
-        os.remove(target)
-        raise UsageError(f"{target}: {problem}; nothing is written")
+    replace_checked(target, new.encode("utf-8", errors="surrogateescape"),
+                    lambda written: read_back(written, result, free_flyer))
     return {"file": target, "links": [change.link.name for change in changes]}
+
+
+def replace_checked(target: str, data: bytes, check) -> None:
+    """``data`` written to a temporary beside ``target`` (named as dyn's output temporaries
+    are, with the model's extension, see :mod:`..io.paths`), read back by ``check`` (its
+    path -> a problem, or ""), then renamed onto ``target``: a file there from before is
+    untouched unless the new one is complete and checked, whatever stops the run."""
+    real = os.path.realpath(target)
+    ending = ".part" + os.path.splitext(target)[1]
+    remove_stale(real, (ending,))
+    temporary = temporary_name(real, ending)
+    try:
+        try:
+            with open(temporary, "xb") as stream:
+                stream.write(data)
+                stream.flush()
+                os.fsync(stream.fileno())
+        except OSError as error:
+            raise UsageError(f"{target}: cannot write ({error.strerror or error})") from None
+        notes: list[str] = []
+        console.capture(notes)  # the written model's notes, named as the file they go to
+        try:
+            problem = check(temporary)
+        finally:
+            console.capture(None)
+        for note in notes:
+            warn(note.replace(temporary, target))
+        if problem:
+            raise UsageError(f"{target}: {problem.replace(temporary, target)}; nothing is "
+                             "written")
+        os.replace(temporary, real)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.remove(temporary)
+        raise
 
 
 def read_back(target: str, result, free_flyer: bool) -> str:

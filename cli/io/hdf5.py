@@ -93,9 +93,8 @@ class Hdf5Sink(BesideSink):
     noun = "HDF5 file"
 
     def __init__(self, stream, key: str, shape: tuple[int, ...], extra: dict,
-                 path: str | None = None, temporary: str | None = None,
-                 prefix: str | None = None):
-        super().__init__(stream, path, temporary)
+                 path: str | None = None, prefix: str | None = None):
+        super().__init__(stream, path)
         self.key, self.shape, self.extra, self.prefix = key, shape, extra, clean_prefix(prefix)
         self.file = self.dataset = None
 
@@ -106,10 +105,12 @@ class Hdf5Sink(BesideSink):
         h5py = require_h5py()
         self.file = h5py.File(self.stream, "w")
         group = self.file.require_group(self.prefix) if self.prefix else self.file
-        rows = max(1, CHUNK_BYTES // (8 * int(np.prod(self.shape))))
+        rows = max(1, CHUNK_BYTES // (8 * max(1, int(np.prod(self.shape)))))
+        # no dofs: a chunk is at least 1 wide, so those axes' extent is left open
         self.dataset = group.create_dataset(self.key, shape=(0, *self.shape),
-                                            maxshape=(None, *self.shape),
-                                            chunks=(rows, *self.shape), dtype=np.float64)
+                                            maxshape=(None, *(n or None for n in self.shape)),
+                                            chunks=(rows, *(max(1, n) for n in self.shape)),
+                                            dtype=np.float64)
 
     def write(self, result, states) -> None:
         if self.file is None:
@@ -134,4 +135,11 @@ class Hdf5Sink(BesideSink):
             else:
                 group.create_dataset(key, data=data)
         self.file.close()
-        self.complete()
+
+    def end_partial(self) -> int:
+        """The dataset cut to the states counted (a chunk written but not yet counted when
+        a signal came is dropped), then the file ended."""
+        if self.dataset is not None and self.dataset.shape[0] != self.count:
+            self.dataset.resize(self.count, axis=0)
+        self.finish()
+        return self.count

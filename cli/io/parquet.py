@@ -218,8 +218,8 @@ class ParquetSink(BesideSink):
     noun = ".parquet"
 
     def __init__(self, stream, key: str, shape: tuple[int, ...], extra: dict,
-                 path: str | None = None, temporary: str | None = None):
-        super().__init__(stream, path, temporary)
+                 path: str | None = None):
+        super().__init__(stream, path)
         self.key, self.shape, self.extra = key, shape, extra
         self.writer = None
 
@@ -231,6 +231,11 @@ class ParquetSink(BesideSink):
         a list of nv rows for a mass matrix."""
         import pyarrow as pa
 
+        if not all(self.shape):  # no dofs: lists of no numbers (a fixed size must be >= 1)
+            kind = pa.float64()
+            for _ in self.shape:
+                kind = pa.list_(kind)
+            return pa.array([[]] * len(result), type=kind)
         array = pa.array(np.ascontiguousarray(result, dtype=np.float64).reshape(-1))
         for width in reversed(self.shape):
             array = pa.FixedSizeListArray.from_arrays(array, width)
@@ -261,5 +266,13 @@ class ParquetSink(BesideSink):
         if self.writer is None:
             self.open_writer()  # no state: a file of the schema and no rows
         self.writer.close()
-        self.complete()
+
+    def end_partial(self) -> int:
+        """The file closed after its last whole row group: the rows it holds, read back
+        (a signal between a row group written and counted is then still told exactly)."""
+        _, pq = require_arrow()
+        self.finish()
+        if not self.stream.closed:
+            self.stream.flush()
+        return pq.read_metadata(self.temporary).num_rows
 

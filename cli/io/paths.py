@@ -26,3 +26,96 @@ def same_file(source: str, target: str) -> bool:
     if os.path.realpath(source) == os.path.realpath(target):
         return True
     return file_identity(source) is not None and file_identity(source) == file_identity(target)
+
+
+# ---------------------------------------------------------------------- output files
+# Every output file is written to a temporary in its folder, owned by this run, and renamed
+# onto its name only once complete; a run that does not finish renames what it completed to
+# NAME.partial.EXT. A temporary is named ``.<name>.<pid>-<host>.<random>.part`` (``<host>``:
+# 8 hex digits of a digest of the host's name), so the next run to the same output removes
+# those whose process is gone (SIGKILL, a power cut) and leaves every other run's alone.
+
+
+def host_tag() -> str:
+    """8 hex digits naming this host in temporaries' names (another host sharing the
+    folder has its own processes, whose pids mean nothing here)."""
+    import hashlib
+    import platform
+
+    return hashlib.sha256(platform.node().encode()).hexdigest()[:8]
+
+
+def temporary_name(target: str, suffix: str = ".part") -> str:
+    """A new name for the temporary of ``target`` (a real path) in its folder."""
+    folder, name = os.path.split(target)
+    return os.path.join(folder, f".{name}.{os.getpid()}-{host_tag()}.{os.urandom(4).hex()}"
+                                f"{suffix}")
+
+
+def remove_stale(target: str, suffixes=(".part", ".parts")) -> list[str]:
+    """Remove the temporaries of ``target`` (a real path; files, or folders of a split
+    run's parts) left by runs of this host that are gone (their process no longer exists:
+    killed, or the machine stopped); the names removed. Another output's temporaries, and
+    those of runs still alive, are left alone."""
+    import re
+    import shutil
+
+    folder, name = os.path.split(target)
+    endings = "|".join(re.escape(suffix) for suffix in suffixes)
+    pattern = re.compile(rf"\.{re.escape(name)}\.(\d+)-{host_tag()}\.[0-9a-f]{{8}}(?:{endings})")
+    removed = []
+    try:
+        entries = os.listdir(folder or ".")
+    except OSError:
+        return removed
+    for entry in entries:
+        match = pattern.fullmatch(entry)
+        if match is None or int(match.group(1)) == os.getpid() or alive(int(match.group(1))):
+            continue
+        path = os.path.join(folder, entry)
+        try:
+            if os.path.isdir(path) and not os.path.islink(path):
+                shutil.rmtree(path)
+            else:
+                os.remove(path)
+            removed.append(entry)
+        except OSError:  # gone meanwhile, or not ours to remove
+            pass
+    return removed
+
+
+def alive(pid: int) -> bool:
+    """Whether a process ``pid`` exists on this host (one of another user counts)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except (PermissionError, OverflowError):
+        return True
+    return True
+
+
+def partial_name(path: str) -> str:
+    """Where a run that did not finish leaves the states it completed: ``out.npz`` ->
+    ``out.partial.npz`` (beside the file a link names, if ``path`` is a link)."""
+    if os.path.islink(path):
+        path = os.path.realpath(path)
+    stem, extension = os.path.splitext(path)
+    return f"{stem}.partial{extension}"
+
+
+def settle(stream, temporary: str, target: str) -> None:
+    """Make the complete file ``temporary`` (its open ``stream``, flushed and closed
+    here) the file ``target``: its bytes on disk first (fsync), then one rename, so
+    ``target`` holds either its old contents or the whole new file, never a part."""
+    if not stream.closed:
+        stream.flush()
+        os.fsync(stream.fileno())
+        stream.close()
+    else:
+        descriptor = os.open(temporary, os.O_RDONLY)
+        try:
+            os.fsync(descriptor)
+        finally:
+            os.close(descriptor)
+    os.replace(temporary, target)

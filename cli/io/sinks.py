@@ -3,18 +3,21 @@
 Machine formats print every number as the shortest text that reads back as the same
 double (orjson's output: the digits of Python's ``repr``, the form may differ, ``0.00001``
 for ``1e-05``). A *sink* receives the results chunk by chunk, so large inputs
-stream: ``put(result, states)`` per chunk, then ``close()``. After an error, ``close()``
-still ends what was written cleanly (every state written is complete), and ``abort()``
-removes an output file that received no state -- unless it existed before the run: a file
-is emptied only at the first write (``begin()``), so until then it keeps its contents.
-When the output itself cannot be written (a full disk), the sink raises
-:class:`OutputError` after cutting a text file back to its whole states, or removing an
-.npz. ``tabulate`` is imported only when a table is printed.
+stream: ``put(result, states)`` per chunk, then ``close()``.
+
+A file output is written to a temporary beside its name, owned by this run (see
+:mod:`.paths`), and ``close()`` renames it onto the name once complete (after an fsync): the
+name only ever holds a complete result, and a file there from before is untouched until
+then. A run that does not finish calls ``keep()``: the temporary, ended after its last whole
+state, is renamed to ``NAME.partial.EXT`` (or removed if it holds no state), and
+``keep()`` says how many states it holds. Stdout, a device or a pipe is written as the
+results come. When the output itself cannot be written (a full disk), the sink raises
+:class:`OutputError` saying what was kept. ``tabulate`` is imported only when a table is
+printed.
 """
 from __future__ import annotations
 
 import contextlib
-import csv
 import json
 import os
 import stat
@@ -24,32 +27,28 @@ import numpy as np
 import orjson
 
 from ..errors import OutputError
+from ..naming import csv_writer
 from ..render.table import matrix_table, table
+from .paths import partial_name, settle
 
 OUTPUT_FORMATS = {".jsonl": "json", ".ndjson": "json", ".json": "json", ".csv": "csv",
                   ".npz": "npz", ".parquet": "parquet", ".h5": "hdf5", ".hdf5": "hdf5"}
 
 
 class Sink:
-    """Receives results chunk by chunk. ``path`` is the file created for them, if any."""
+    """Receives results chunk by chunk. ``path`` is the output file, if any; ``temporary``
+    the file written until it is complete (None: ``stream`` is written as it comes --
+    stdout, a device, a pipe, or a worker's part file)."""
 
-    def __init__(self, stream, path: str | None = None):
-        self.stream, self.path = stream, path
+    def __init__(self, stream, path: str | None = None, temporary: str | None = None):
+        self.stream, self.path, self.temporary = stream, path, temporary
         self.count = 0  # states written so far
-        self.whole = 0  # bytes of the output file that hold them (text files)
-        self.created = True  # the file did not exist before (see cli.main.open_output)
-        self.emptied = path is None  # an existing file is emptied at the first write
-        self.regular = False  # the output is a regular file (not a pipe or a device)
-
-    def begin(self) -> None:
-        """Empty the output file before its first bytes: it is opened without emptying it,
-        so a run that fails before its first state leaves an existing file as it was."""
-        if not self.emptied:
-            descriptor = self.stream.fileno()
-            self.regular = stat.S_ISREG(os.fstat(descriptor).st_mode)
-            if self.regular:  # a pipe or a device is left alone
-                os.ftruncate(descriptor, 0)
-            self.emptied = True
+        self.whole = 0  # bytes of the file written that hold them (text files)
+        self.existed = False  # a file was at ``path`` before the run (set by open_sink)
+        self.kept: str | None = None  # NAME.partial.EXT, once keep() renamed a file there
+        self.ended = False  # finish() wrote the end of the file (it is complete)
+        self.renamed = False  # the complete file was renamed onto ``path``
+        self.regular = path is not None and stat.S_ISREG(os.fstat(stream.fileno()).st_mode)
 
     def put(self, result: np.ndarray, states) -> None:
         """Write the results of a chunk of states and count them."""
@@ -59,71 +58,123 @@ class Sink:
         """Call ``write`` (it writes ``count`` states) and count them; OutputError (see
         :meth:`failed`) if the output cannot be written."""
         try:
-            self.begin()
             write()
+            whole = self.position()
         except OSError as error:
             raise self.failed(error) from None
-        self.count += count
-        self.mark()
+        self.count, self.whole = self.count + count, whole  # together: a signal sees both
 
     def write(self, result: np.ndarray, states) -> None:
         raise NotImplementedError
 
-    def mark(self) -> None:
-        """Note where the states written end in the output file (written and flushed; a
-        pipe or a device has no position to note)."""
-        if self.regular:
-            self.whole = os.lseek(self.stream.fileno(), 0, os.SEEK_CUR)
+    def position(self) -> int:
+        """Where the states written end in the output file (written and flushed; a pipe
+        or a device has no position to note)."""
+        return os.lseek(self.stream.fileno(), 0, os.SEEK_CUR) if self.regular else 0
 
     def where(self) -> str:
         """Where the results go, for messages: the file name or 'stdout'."""
         return "stdout" if self.path is None else self.path
 
     def close(self) -> None:
-        """End the output; OutputError if it cannot be written."""
+        """End the output (a file: renamed onto its name); OutputError if it cannot be
+        written."""
         try:
-            self.begin()
             self.finish()
+            self.ended = True
+            if self.temporary is not None:
+                settle(self.stream, self.temporary, os.path.realpath(self.path))
+                self.temporary, self.renamed = None, True
+            elif self.path is None:
+                self.stream.flush()
+            else:
+                self.stream.close()
         except OSError as error:
             raise self.failed(error) from None
 
     def finish(self) -> None:
-        if self.path is None:
-            self.stream.flush()
-        else:
-            self.stream.close()
+        """Write what ends the output after its last state (a header, an archive's end)."""
 
-    def abort(self) -> bool:
-        """Stop after an error before any state was written: remove the file if dyn
-        created or emptied it (a file written to before keeps its contents); whether it
-        was removed."""
+    def keep(self) -> int:
+        """After a run that did not finish: the states written, ended after the last whole
+        one, renamed from the temporary to ``NAME.partial.EXT`` (:attr:`kept`); the
+        temporary is removed when it holds none or cannot be ended. The number of states
+        kept (0: nothing kept). Stdout, a device or a pipe keep what they received."""
+        if self.renamed:  # stopped just after the complete file took its name
+            return self.count
+        if self.temporary is None:
+            if self.path is not None:
+                close_quietly(self.stream)
+                if self.regular:  # a worker's part: cut after its whole states
+                    os.truncate(self.path, self.whole)
+            return self.count
+        held = 0
+        try:
+            if self.count:  # (a file ended already, a signal before its rename: as it is)
+                held = self.count if self.ended else self.end_partial()
+            if held:
+                self.kept = partial_name(self.path)
+                settle(self.stream, self.temporary, self.kept)
+                self.temporary = None
+        except Exception:  # noqa: BLE001 -- (OSError, a writer stopped mid-way): not kept
+            held, self.kept = 0, None
+        self.discard()
+        return held
+
+    def end_partial(self) -> int:
+        """End the temporary after its whole states (the text after them is cut off);
+        the number of states it holds."""
+        close_quietly(self.stream)  # what its buffer still holds goes with the cut
+        os.truncate(self.temporary, self.whole)
+        return self.count
+
+    def discard(self) -> None:
+        """Remove the temporary, if any is left (stdout is left open)."""
         if self.path is None:
-            return False
-        close_quietly(self.stream)  # what its buffer still holds goes with the file
-        if self.created or (self.emptied and self.regular):  # never a pipe or a device
-            os.remove(os.path.realpath(self.path))  # (through a link: the file it names)
-            return True
-        return False
+            return
+        close_quietly(self.stream)
+        if self.temporary is not None:
+            with contextlib.suppress(FileNotFoundError):
+                os.remove(self.temporary)
+            self.temporary = None
+
+    def outcome(self, held: int, before_it: bool = False) -> str:
+        """What a run that did not finish left, after :meth:`keep` kept ``held`` states:
+        'out.npz is unchanged, the first 2 states are in out.partial.npz', or when
+        ``before_it`` (a bad row stopped the run) 'the 2 states before it are in
+        out.partial.npz; out.npz is unchanged'; for stdout (or a device), 'the first 2
+        states are written to stdout'."""
+        are = "are" if held != 1 else "is"
+        if self.renamed:
+            return f"{self.path} is complete ({states_text(held)})"
+        first = f"the {states_text(held)} before it" if before_it else \
+            f"the first {states_text(held)}"
+        if self.temporary is None and self.kept is None and (held or self.path is None):
+            return f"{first} {are} written to {self.where()}"  # stdout, a device, a pipe
+        before = f"{self.path} {'is unchanged' if self.existed else 'is not written'}"
+        if not held:
+            return f"{before}, no state was completed"
+        if before_it:
+            return f"{first} {are} in {self.kept}; {before}"
+        return f"{before}, {first} {are} in {self.kept}"
 
     def failed(self, error: OSError) -> OSError:
         """The error to raise when the output cannot be written (an OutputError, but a
-        closed pipe on stdout stays a BrokenPipeError): a file keeps the states written
-        whole (the bytes after them are cut off); one with none is removed."""
+        closed pipe on stdout stays a BrokenPipeError), after :meth:`keep`."""
         reason = error.strerror or str(error)
         if self.path is None:
             if isinstance(error, BrokenPipeError):  # stdout's reader went away: dyn ends
                 return error  # quietly (SIGPIPE, or as parts.try_parts does)
-            after = f" after {self.count} states" if self.count else ""
+            after = f" after {states_text(self.count)}" if self.count else ""
             return OutputError(f"dyn: cannot write to stdout ({reason}){after}", reason)
-        if self.count == 0:
-            outcome = "it is removed" if self.abort() else "it is left as it was"
-            return OutputError(f"{self.path}: cannot write ({reason}); {outcome}", reason)
-        close_quietly(self.stream)  # the rest of its buffer: cut off here
-        if self.regular:
-            os.truncate(self.path, self.whole)
-        states = "1 state" if self.count == 1 else f"{self.count} states"
-        return OutputError(f"{self.path}: cannot write ({reason}); it holds the first {states}",
+        held = self.keep()
+        return OutputError(f"{self.path}: cannot write ({reason}); {self.outcome(held)}",
                            reason)
+
+
+def states_text(count: int) -> str:
+    """'1 state', '2 states'."""
+    return "1 state" if count == 1 else f"{count} states"
 
 
 def close_quietly(*files) -> None:
@@ -172,6 +223,9 @@ class JsonSink(TextSink):
         if not len(result):
             return ""
         head, tail, depth = self.head.encode(), self.tail.encode(), result.ndim - 1
+        if not result[0].size:  # no dofs: rows without numbers, whose brackets part nothing
+            row = json.dumps(np.zeros(result.shape[1:]).tolist()).encode()
+            return (head + row + tail).decode() * len(result)
         text = numbers_text(result).replace(b",", b", ")
         rows = text.replace(b"]" * depth + b", " + b"[" * depth,
                             b"]" * depth + tail + head + b"[" * depth)
@@ -185,7 +239,7 @@ class CsvSink(TextSink):
 
     def __init__(self, stream, header: Sequence[str] | None, path: str | None = None):
         super().__init__(stream, path)
-        self.writer = csv.writer(stream, lineterminator="\n")
+        self.writer = csv_writer(stream)  # (names that look like formulas neutralised)
         self.header: Sequence[str] | None = header  # None once written (or written elsewhere)
 
     def text(self, result) -> str:
@@ -210,54 +264,38 @@ class CsvSink(TextSink):
 
 
 class BesideSink(Sink):
-    """A binary file readable only once complete (.npz, Parquet, HDF5): written to
-    ``temporary`` beside its name and renamed to it once complete -- never a partial file
-    under its name, a file there from before kept till then -- and removed, not cut, when
-    the run cannot end it. ``noun`` names the format in messages; ``parts()`` are the
-    writer's open objects to close when it stops."""
+    """A binary file readable only once complete (.npz, Parquet, HDF5). A run that does not
+    finish ends it with the states counted (:meth:`end_partial`); one whose output cannot
+    be written removes it (its end cannot be written either). ``noun`` names the format in
+    messages; ``parts()`` are the writer's open objects to close when it stops."""
 
     noun = "file"
-
-    def __init__(self, stream, path: str | None = None, temporary: str | None = None):
-        super().__init__(stream, path)
-        self.temporary = temporary
-        self.emptied = self.emptied or temporary is not None
 
     def parts(self) -> tuple:
         return ()
 
-    def mark(self) -> None:
-        """Nothing to note: an unfinished file is removed, not cut (see failed)."""
+    def position(self) -> int:
+        """Nothing to note: an unfinished file is ended by its writer, not cut."""
+        return 0
 
-    def complete(self) -> None:
-        """Close the finished file; written beside its name, rename it to that name."""
-        super().finish()
-        if self.temporary is not None:
-            os.replace(self.temporary, os.path.realpath(self.path))
-            self.temporary = None
+    def end_partial(self) -> int:
+        """End the file after the states counted (:meth:`finish` with what it holds)."""
+        self.finish()
+        return self.count
 
-    def abort(self) -> bool:
-        """Stop without a file: what was written beside its name is removed (a file of
-        that name from before is left as it was); whether no file is left at the name."""
+    def discard(self) -> None:
         close_quietly(*(part for part in self.parts() if part is not None))
-        if self.temporary is None:
-            return super().abort()
-        close_quietly(self.stream)
-        with contextlib.suppress(FileNotFoundError):
-            os.remove(self.temporary)
-        self.temporary = None
-        return self.created
+        super().discard()
 
-    def failed(self, error: OSError) -> OutputError:
-        """A file readable only once complete is removed."""
-        reason = error.strerror or str(error)
-        if self.path is None:
+    def failed(self, error: OSError) -> OSError:
+        """A file readable only once complete is removed when it cannot be written."""
+        if self.temporary is None:
             return super().failed(error)
-        if not self.abort():
-            return OutputError(f"{self.path}: cannot write ({reason}); it is left as it was",
-                               reason)
-        return OutputError(f"{self.path}: cannot write ({reason}); it is removed (an "
-                           f"unfinished {self.noun} cannot be read)", reason)
+        reason = error.strerror or str(error)
+        self.discard()
+        before = "is unchanged" if self.existed else "is not written"
+        return OutputError(f"{self.path}: cannot write ({reason}); {self.path} {before} (an "
+                           f"unfinished {self.noun} cannot be read: nothing is kept)", reason)
 
 
 class NpzSink(BesideSink):
@@ -277,8 +315,8 @@ class NpzSink(BesideSink):
     noun = ".npz"
 
     def __init__(self, stream, key: str, shape: tuple[int, ...], extra: dict,
-                 path: str | None = None, total=None, temporary: str | None = None):
-        super().__init__(stream, path, temporary)
+                 path: str | None = None, total=None):
+        super().__init__(stream, path)
         self.key, self.shape = key, shape
         self.extra = extra
         self.total = total  # int | Callable[[], int | None] | None: the states to come
@@ -323,16 +361,15 @@ class NpzSink(BesideSink):
                 if self.count == self.announced:
                     self.write_extra(self.archive)
             if self.count == self.announced:
-                self.complete()
                 return
             self.respool()
-        if self.spool is not None:
+        if self.spool is not None:  # (rows of a chunk not counted, a signal came: cut off)
+            self.spool.truncate(self.count * int(np.prod(self.shape, dtype=np.int64)) * 8)
             self.spool.seek(0)
         write_archive(self.stream, self.key, (self.count, *self.shape),
                       [self.spool] if self.spool is not None else [], self.extra)
         if self.spool is not None:
             self.spool.close()
-        self.complete()
 
     def respool(self) -> None:
         """Not the count announced (the archive is closed): move the rows written to a

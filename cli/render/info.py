@@ -1,8 +1,6 @@
 """``dyn info``: the compact tree as a JSON document, a CSV of joints, and a table with the
 tree drawn (without recursion, so chains deeper than Python's stack draw too)."""
 
-import csv
-
 import numpy as np
 
 from .. import naming
@@ -164,7 +162,7 @@ JOINT_COLUMNS = ("name", "type", "parent", "idx_q", "nq", "idx_v", "nv", "nv_sub
 
 def info_csv(document: dict, stream) -> None:
     """The joints of ``info`` as CSV, one row per joint in tree order."""
-    writer = csv.writer(stream, lineterminator="\n")
+    writer = naming.csv_writer(stream)
     writer.writerow(JOINT_COLUMNS)
     writer.writerows([joint[c] for c in JOINT_COLUMNS] for joint in document["joints"])
 

@@ -5,7 +5,6 @@ are not finite become ``null``. ``tabulate`` is imported only when a table is pr
 """
 from __future__ import annotations
 
-import csv
 import math
 from collections import Counter
 from collections.abc import Sequence
@@ -15,7 +14,7 @@ import numpy as np
 from treedyn.engine.analysis.plain import plain as plain_data
 
 from ..console import printable
-from ..naming import listing
+from ..naming import csv_writer, listing
 from .table import table
 
 SEVERITY_ORDER = {"error": 0, "warning": 1, "info": 2}
@@ -80,7 +79,7 @@ def inertia_csv(report, stream, fmt: str, fixes: bool = False, show_all: bool = 
     """One row per finding (error or warning; with ``show_all`` every check, its status
     column telling them apart); list values (principal moments) joined with spaces; with
     ``fixes`` (--fix) a last column ``fix`` holds the suggested element."""
-    writer = csv.writer(stream, lineterminator="\n")
+    writer = csv_writer(stream)
     columns = FINDING_COLUMNS + (("fix",) if fixes else ())
     writer.writerow(columns)
     for finding in report.findings if show_all else report.failed():
@@ -269,7 +268,7 @@ def empty_condition_document(model, options, note: str) -> dict:
 def condition_csv(report, q_names: Sequence[str], stream) -> None:
     """One row per sampled configuration: cond(M), its extreme eigenvalues and q (the header
     alone for ``report`` None, a model without dofs)."""
-    writer = csv.writer(stream, lineterminator="\n")
+    writer = csv_writer(stream)
     writer.writerow(["sample", "cond", "lambda_min", "lambda_max", *[f"q:{n}" for n in q_names]])
     for n, q in enumerate(() if report is None else report.q):
         writer.writerow([n, *[float(x) for x in (report.cond[n], report.eigenvalues[n, 0],
@@ -334,7 +333,7 @@ def verify_document(report, model, options) -> dict:
 
 
 def verify_csv(report, stream) -> None:
-    writer = csv.writer(stream, lineterminator="\n")
+    writer = csv_writer(stream)
     writer.writerow(["name", "residual", "tolerance", "status", "identity", "note"])
     for r in report.results:
         writer.writerow([r.name, r.residual, r.tolerance, r.status, r.identity, verify_note(r)])

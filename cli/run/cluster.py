@@ -505,6 +505,8 @@ def write_npz(job: dict, layout: Layout | None, raws: list[str], count: int,
         extra = npz_extra(layout.v_labels, layout.model.sparsity if job["sparsity"] else None)
         with reopen(target + ".tmp") as stream:
             write_archive(stream, key, (count, *shape), parts, extra)
+            stream.flush()
+            os.fsync(stream.fileno())  # on disk before the name points at it
         os.replace(target + ".tmp", target)
     for raw in raws:
         with contextlib.suppress(FileNotFoundError):

@@ -31,8 +31,12 @@ def solve(request: Request) -> None:
         states = single_state(layout, request.vectors, wrenches)
         result = compute(request.command, layout, states, gravity)
         sink = open_sink(request, layout, single=True)
-        sink.put(result, states)
-        sink.close()
+        try:
+            sink.put(result, states)
+            sink.close()
+        except BaseException:  # (Ctrl-C): no temporary left beside the output
+            sink.discard()
+            raise
         return
     # the paths of many states load only now: a one-state run does not pay for them
     from .cluster import solve_many, wants_many
@@ -50,7 +54,7 @@ def solve(request: Request) -> None:
         if request.output is not None and same_file(request.input, request.output):
             raise UsageError(f"dyn: --output {request.output} is the input file"
                              f"{' (on stdin)' if request.input == '-' else ''}: it would be "
-                             "emptied before it is read; write to another file")
+                             "replaced by the results computed from it; write to another file")
         if not try_parts(request, layout, gravity, wrenches):
             with ended_by_signals():  # SIGTERM, SIGHUP: the output ended as for Ctrl-C,
                 stream(request, layout, gravity, wrenches)  # then dyn ends by the signal

@@ -46,6 +46,7 @@ from ..console import console, warn
 from ..errors import Ended, OutputError, UsageError
 from ..io.csvfile import csv_plan
 from ..io.layout import Layout
+from ..io.paths import remove_stale, temporary_name
 from ..io.sinks import CsvSink, JsonSink, NpzSink, RawSink, Sink
 from ..io.source import INPUT_FORMATS, Input
 from ..io.text import is_data
@@ -159,8 +160,7 @@ def try_parts(request, layout: Layout, gravity, wrenches) -> bool:
     with ended_by_signals():  # from before the folder is made: a signal never leaves it
         try:
             try:
-                folder = tempfile.mkdtemp(prefix=".dyn-parts-", dir=os.path.dirname(
-                    os.path.abspath(request.output)) if request.output is not None else None)
+                folder = parts_folder(request.output)
             except OSError:  # one process reports an unwritable output as it does
                 return False
             _JOB["job"] = Job(request, layout, gravity, wrenches, kind, rows.header,
@@ -178,6 +178,19 @@ def try_parts(request, layout: Layout, gravity, wrenches) -> bool:
             signal.signal(signal.SIGPIPE, signal.SIG_DFL if quiet_end else signal.SIG_IGN)
             if broken_pipe:
                 os.kill(os.getpid(), signal.SIGPIPE)
+
+
+def parts_folder(output: str | None) -> str:
+    """A new folder for the parts: beside the output, named as its temporaries are (so the
+    next run to that output removes it if this one is killed, see
+    :func:`..io.paths.remove_stale`), or a temporary folder for stdout."""
+    if output is None:
+        return tempfile.mkdtemp(prefix=".dyn-parts-")
+    target = os.path.realpath(output)
+    remove_stale(target)
+    folder = temporary_name(target, ".parts")
+    os.mkdir(folder, 0o700)
+    return folder
 
 
 def data_start(path: str, kind: str, layout: Layout, request) -> Rows | None:
@@ -328,21 +341,22 @@ def run(request, layout, bounds, first: int, size: int, workers: int) -> bool:
         try:
             join(pool, parts, sink, job.folder, progress, sum(part.data for part in surveys),
                  2 * workers)
+            progress.close()
+            sink.close()
         except BaseException as error:
             progress.close()
             raise stopped(sink, error) from None
-        progress.close()
-        sink.close()
         return True
     finally:
         pool.shutdown(wait=True, cancel_futures=True)
 
 
 def unopened(request, error: BaseException) -> BaseException:
-    """A Ctrl-C or signal before the output was opened: the line saying nothing was written
-    (to a file; stdout got nothing either), and the error to raise on."""
+    """A Ctrl-C or signal before the output was opened: the line saying the output file is
+    as it was (stdout got nothing either), and the error to raise on."""
     if request.output is not None:
-        said(error, f"nothing was written to {request.output}")
+        before = "is unchanged" if os.path.exists(request.output) else "is not written"
+        said(error, f"{request.output} {before}, no state was completed")
     return error
 
 
@@ -408,7 +422,7 @@ def append_text(sink: Sink, path: str, count: int) -> None:
         return
     target = sink.stream
     with open(path, "rb") as part:
-        def copy() -> None:  # inside record(), after begin() has emptied an existing file
+        def copy() -> None:  # inside record()
             if isinstance(sink, CsvSink):
                 sink.write_header()
             if hasattr(target, "buffer"):

@@ -26,7 +26,7 @@ from ..io.source import Input
 from ..settings import STREAM_CHUNK
 from .budget import MEMORY
 from .progress import Progress, wanted
-from .request import open_beside, open_output, output_format
+from .request import open_target, output_format
 from .stream import stopped
 
 CHUNK_BYTES = 32 << 20  # a chunk's regressor rows stay about this size
@@ -98,11 +98,11 @@ def write_regressor(request: RegressorRequest) -> int:
                 warned = True
             sink.put(chunk_regressor(layout, columns, states, request.gravity), states)
             progress.advance(states.count, source.total, source.consumed())
+        progress.close()
+        sink.close()
     except BaseException as error:
         progress.close()
         raise stopped(sink, error) from None
-    progress.close()
-    sink.close()
     return sink.count
 
 
@@ -111,20 +111,18 @@ def _regressor_sink(request: RegressorRequest, layout: Layout, columns: Columns,
         raise UsageError(f"dyn: --output {request.output} is the input file; write to "
                          "another file")
     kind = "json" if request.output is None else output_format(request.output, None)
-    if kind == "npz":
-        stream, created, temporary = open_beside(request.output)
-        sink = NpzSink(stream, "Y", (layout.model.nv, columns.size), extra, request.output,
-                       temporary=temporary)
-    elif kind == "json":
-        import sys
-
-        stream, created = ((sys.stdout, False) if request.output is None
-                           else open_output(request.output, False))
-        sink = JsonSink(stream, "Y", None, request.output)
-    else:
+    if kind not in ("npz", "json"):
         raise UsageError(f"{request.output}: the regressor is written as .npz (arrays Y, "
-                         "parameters, pi, dofs) or JSON Lines (.jsonl), not csv")
-    sink.created = created
+                         f"parameters, pi, dofs) or JSON Lines (.jsonl), not {kind}")
+    import sys
+
+    stream, temporary, existed = ((sys.stdout, None, False) if request.output is None
+                                  else open_target(request.output, kind == "npz"))
+    if kind == "npz":
+        sink = NpzSink(stream, "Y", (layout.model.nv, columns.size), extra, request.output)
+    else:
+        sink = JsonSink(stream, "Y", None, request.output)
+    sink.temporary, sink.existed = temporary, existed
     return sink
 
 

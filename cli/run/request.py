@@ -3,7 +3,9 @@ results go to (``--output``'s extension, else ``--format``, else a table on a te
 and JSON in a pipe)."""
 from __future__ import annotations
 
+import contextlib
 import os
+import stat
 import sys
 from dataclasses import dataclass
 from typing import Optional
@@ -14,6 +16,7 @@ from ..errors import UsageError
 from ..io.hdf5 import Hdf5Sink, require_h5py
 from ..io.layout import Layout
 from ..io.parquet import ParquetSink, require_arrow
+from ..io.paths import remove_stale, temporary_name
 from ..io.sinks import OUTPUT_FORMATS, CsvSink, JsonSink, NpzSink, Sink, TableSink, npz_extra
 from ..render.sparsity import sparsity_table
 from ..settings import STREAM_CHUNK
@@ -77,11 +80,8 @@ def open_sink(request: Request, layout: Layout, single: bool) -> Sink:
     elif kind == "hdf5":
         require_h5py()
     path = request.output
-    temporary = None
-    if path is not None and kind in ("npz", "parquet", "hdf5"):  # renamed to path once complete
-        stream, created, temporary = open_beside(path)
-    else:
-        stream, created = (sys.stdout, False) if path is None else open_output(path, False)
+    stream, temporary, existed = ((sys.stdout, None, False) if path is None
+                                  else open_target(path, kind in ("npz", "parquet", "hdf5")))
     sink: Sink
     if kind == "json":
         extra = {"dofs": list(labels)} if single else {}
@@ -95,16 +95,16 @@ def open_sink(request: Request, layout: Layout, single: bool) -> Sink:
         pattern = sparsity["pattern"] if sparsity else None
         extra = npz_extra(labels, pattern)
         if kind == "npz":
-            sink = NpzSink(stream, key, shape, extra, path, temporary=temporary)
+            sink = NpzSink(stream, key, shape, extra, path)
         elif kind == "parquet":
-            sink = ParquetSink(stream, key, shape, extra, path, temporary)
+            sink = ParquetSink(stream, key, shape, extra, path)
         else:
-            sink = Hdf5Sink(stream, key, shape, extra, path, temporary, request.dataset_prefix)
+            sink = Hdf5Sink(stream, key, shape, extra, path, request.dataset_prefix)
     else:
         footer = sparsity_table(sparsity, layout.v_labels) if sparsity else ""
         sink = TableSink(stream, key, layout.v_labels, units(request.command, layout), single,
                          footer)
-    sink.created = created
+    sink.temporary, sink.existed = temporary, existed
     return sink
 
 
@@ -135,9 +135,8 @@ def output_format(path: str, requested: Optional[str]) -> str:
 
 
 def open_output(path: str, binary: bool):
-    """(file, created): the output file opened for writing -- created if missing, but not
-    emptied (Sink.begin empties it at the first write, so a run that fails before its
-    first state leaves an existing file as it was) -- and whether it was created."""
+    """(file, created): ``path`` opened for writing as it is, without a temporary (a worker's
+    part file, a device), created if missing but not emptied, and whether it was created."""
     created = not os.path.exists(path)  # (a link to nothing: its file is created)
     try:
         descriptor = os.open(path, os.O_WRONLY | os.O_CREAT, 0o666)
@@ -148,18 +147,21 @@ def open_output(path: str, binary: bool):
     return os.fdopen(descriptor, "w", encoding="utf-8", newline=""), created
 
 
-def open_beside(path: str):
-    """(file, created, temporary) for an archive that must appear at ``path`` only once
-    complete: a new file ``temporary`` in the same folder (``.<name>.<random>.part``), which
-    :class:`NpzSink` renames to ``path`` when it closes and removes when it aborts; or
-    ``path`` itself (temporary None) when it exists and is not a regular file (a device),
-    opened as :func:`open_output` opens it."""
+def open_target(path: str, binary: bool):
+    """(file, temporary, existed) for the output ``path``: a new file ``temporary`` in the
+    folder of the file ``path`` names (``.<name>.<pid>-<host>.<random>.part``, see
+    :mod:`..io.paths`; temporaries of this output left by runs that are gone are removed
+    first), with the mode of the file it will replace (else 0666 less the umask), which the
+    sink renames onto ``path`` once complete; or ``path`` itself (temporary None) when it
+    exists and is not a regular file (a device, a pipe), written as the results come.
+    ``existed``: a file was at ``path`` before."""
     target = os.path.realpath(path)  # through a link: the file it names
-    if os.path.exists(target) and not os.path.isfile(target):
-        return (*open_output(path, True), None)
-    folder, name = os.path.split(target)
-    while True:  # a new name, with the mode (0666 less the umask) open_output gives a file
-        temporary = os.path.join(folder, f".{name}.{os.urandom(4).hex()}.part")
+    existed = os.path.exists(target)
+    if existed and not os.path.isfile(target):
+        return open_output(path, binary)[0], None, True
+    remove_stale(target)
+    while True:
+        temporary = temporary_name(target)
         try:
             descriptor = os.open(temporary, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o666)
             break
@@ -167,7 +169,11 @@ def open_beside(path: str):
             continue
         except OSError as error:
             raise UsageError(f"{path}: cannot write ({error.strerror or error})") from None
-    return os.fdopen(descriptor, "w+b"), not os.path.exists(target), temporary
+    with contextlib.suppress(OSError):  # the replaced file's permissions carry over
+        os.chmod(descriptor, stat.S_IMODE(os.stat(target).st_mode))
+    if binary:
+        return os.fdopen(descriptor, "w+b"), temporary, existed
+    return os.fdopen(descriptor, "w", encoding="utf-8", newline=""), temporary, existed
 
 
 def csv_header(key: str, labels) -> list[str]:

@@ -1,8 +1,8 @@
 """Many states through one process: chunks read, computed and written as they come.
 
-The output ends cleanly on every path: after a bad row the states before it are written
-and the error says how many (:func:`stopped`); an output that received no state is
-removed, or left as it was if it existed.
+A file output appears only complete (see :mod:`..io.sinks`): after a bad row or a signal
+the file is unchanged, the states before the stop are in NAME.partial.EXT and the error
+says how many (:func:`stopped`).
 """
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from concurrent.futures import ThreadPoolExecutor
 from ..console import one_line
 from ..errors import CorruptInput, Ended, OutputError, UsageError
 from ..io.layout import Layout
-from ..io.sinks import BesideSink, NpzSink, Sink
+from ..io.sinks import NpzSink, Sink, states_text
 from ..io.source import Input
 from .compute import collect, compute
 from .progress import Progress, wanted
@@ -26,8 +26,7 @@ def stream(request: Request, layout: Layout, gravity, wrenches) -> None:
     A chunk is computed on a worker thread while the next one is read and the previous
     one written (numpy releases the GIL in the engine, so parsing and writing overlap it);
     results are written in input order. On an error, the states before the bad one are
-    computed and written, the output is ended cleanly and the error says how many states
-    it holds (a file that received no state is removed, or left as it was if it existed).
+    computed and written, and kept as :func:`stopped` says.
     """
     source = Input.open(request.input, request.dataset_prefix)
     size = chunk_states(request.command, layout)
@@ -50,13 +49,13 @@ def stream(request: Request, layout: Layout, gravity, wrenches) -> None:
                 before = sink.count
                 sink.put(result, states_done)
                 progress.advance(sink.count - before, source.total, consumed)
+        progress.close()
+        sink.close()  # (a signal while the file is completed: kept as for any other)
     except BaseException as error:
         progress.close()
         raise stopped(sink, error) from None
     finally:
         worker.shutdown(wait=True)
-    progress.close()
-    sink.close()
 
 
 def ahead(chunks):
@@ -71,36 +70,33 @@ def ahead(chunks):
 
 
 def stopped(sink: Sink, error: BaseException) -> BaseException:
-    """End the output after an error; a UsageError then also says what the output holds.
+    """End the output after an error (:meth:`.Sink.keep`: a file is left unchanged and the
+    states completed go to NAME.partial.EXT); a UsageError then also says what was kept,
+    and a signal's line on stderr says it.
 
     A damaged input (a failed CRC-32) is only found once the damaged part was read, so the
-    states before it are not known to be good: an output file is removed then.
+    states before it are not known to be good: nothing is kept then.
     """
-    if isinstance(error, OutputError):  # the sink has ended its output already
+    if isinstance(error, OutputError):  # the sink has kept what it could, and says so
         return error
-    if sink.count == 0:
-        removed = sink.abort()
-        if isinstance(error, (KeyboardInterrupt, Ended)) and sink.path is not None:
-            said(error, f"nothing was written to {sink.where()}"
-                        + ("" if removed else " (it is left as it was)"))
-        return error
-    states, were = (f"{sink.count} states", "were") if sink.count > 1 else ("1 state", "was")
     if isinstance(error, CorruptInput):
+        count = states_text(sink.count)
+        were = "were" if sink.count != 1 else "was"
         if sink.path is None:
-            return UsageError(f"{error}; the {states} written to stdout before this was "
+            return UsageError(f"{error}; the {count} written to stdout before this was "
                               f"found {were} read from that file and may be wrong")
-        sink.abort()
-        return UsageError(f"{error}; {sink.where()} is removed: the {states} written to it "
-                          f"{were} read from that file and may be wrong")
-    sink.close()
-    held = "saved in" if isinstance(sink, BesideSink) else "written to"
+        sink.discard()
+        before = "is unchanged" if sink.existed else "is not written"
+        return UsageError(f"{error}; {sink.where()} {before} and nothing is kept: the "
+                          f"{count} computed {were} read from that file and may be wrong")
+    held = sink.keep()
     if isinstance(error, (KeyboardInterrupt, Ended)):
-        said(error, f"the first {states} {'are' if sink.count > 1 else 'is'} {held} "
-                    f"{sink.where()}")
-    if not isinstance(error, UsageError):
+        if held or sink.path is not None:
+            said(error, sink.outcome(held))
         return error
-    return UsageError(f"{error}; stopped there: the {states} before it "
-                      f"{'are' if sink.count > 1 else 'is'} {held} {sink.where()}")
+    if not isinstance(error, UsageError) or not (held or sink.count):
+        return error  # (a bad first row: the output is as it was, as for any bad input)
+    return UsageError(f"{error}; stopped there: {sink.outcome(held, before_it=True)}")
 
 
 def said(error: BaseException, outcome: str) -> None:
