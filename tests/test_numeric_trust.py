@@ -116,3 +116,40 @@ def test_a_log_without_v_or_a_is_refused(tmp_path, missing):
     log = arm_log(tmp_path / f"no_{missing}.npz", **{missing: None})
     line = refused("identify", ARM, "--input", log, "--quiet")
     assert line.startswith(f"{log}: the log has no {missing}:"), line
+
+
+# ---------------------------------------------------------------------------------- diff
+def unrelated_models() -> tuple[str, str]:
+    root = robots_root()
+    if not root:
+        pytest.skip("example-robot-data is not installed")
+    return (f"{root}/talos_data/robots/talos_reduced.urdf",
+            f"{root}/panda_description/urdf/panda.urdf")
+
+
+def test_diff_of_unrelated_models_says_they_share_nothing():
+    talos, panda = unrelated_models()
+    code, out, _ = run("diff", talos, panda)
+    assert code == 0 and "the models share nothing" in out
+    assert "of M 0 %" not in out  # no size of change is claimed
+    code, out, _ = run("diff", talos, panda, "--format", "json")
+    document = json.loads(out)
+    assert code == 0 and document["shared"] == {"joints": 0, "bodies": 0, "nothing": True}
+
+
+@pytest.mark.parametrize("fmt", ["table", "json", "github"])
+def test_sharing_nothing_fails_any_fail_above_gate(fmt):
+    talos, panda = unrelated_models()
+    code, out, _ = run("diff", talos, panda, "--fail-above", "1000", "--format", fmt)
+    assert code == 1, out[-500:]
+    if fmt == "json":
+        assert json.loads(out)["failed"] is True
+    else:
+        assert "share nothing" in out
+
+
+def test_related_models_share_their_names():
+    code, out, _ = run("diff", ARM, ROOT / "fixtures" / "two_link_arm_heavier.urdf",
+                       "--format", "json")
+    document = json.loads(out)
+    assert code == 0 and document["shared"] == {"joints": 2, "bodies": 2, "nothing": False}
