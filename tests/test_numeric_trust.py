@@ -153,3 +153,87 @@ def test_related_models_share_their_names():
                        "--format", "json")
     document = json.loads(out)
     assert code == 0 and document["shared"] == {"joints": 2, "bodies": 2, "nothing": False}
+
+
+# ------------------------------------------------------------------ overflow and singular M
+def overflowing_arm(tmp_path: Path) -> Path:
+    """The two-link arm with its elbow 1e308 m away: M(q) overflows."""
+    path = tmp_path / "overflow.urdf"
+    path.write_text(ARM.read_text().replace('<origin xyz="0 0 -1" rpy="0 0 0"/>',
+                                            '<origin xyz="1e308 0 0" rpy="0 0 0"/>'))
+    return path
+
+
+def test_condition_of_an_overflowing_model_is_exit_2(tmp_path):
+    path = overflowing_arm(tmp_path)
+    assert "overflows" in refused("inverse", path)  # as inverse does
+    line = refused("condition", path, "--samples", "5")
+    assert line.startswith(f"dyn: {path}: M(q) is not finite") and "overflows" in line, line
+
+
+def test_forward_on_an_overflowing_model_blames_no_mass(tmp_path):
+    line = refused("forward", overflowing_arm(tmp_path))
+    assert "overflows" in line and "mass" not in line, line
+
+
+RING = """<?xml version="1.0"?>
+<robot name="ring_on_base">
+  <link name="base"/>
+  <joint name="spin" type="continuous">
+    <parent link="base"/>
+    <child link="ring"/>
+    <origin xyz="0.1 0.2 0.3" rpy="0.3 0.2 0.1"/>
+    <axis xyz="0 0 1"/>
+  </joint>
+  <link name="ring">
+    <inertial>
+      <mass value="15.0"/>
+      <inertia ixx="0.5" ixy="0" ixz="0" iyy="0.5" iyz="0" izz="1.0"/>
+    </inertial>
+  </link>
+</robot>
+"""
+
+
+def ring(tmp_path: Path, scale: float = 1.0) -> Path:
+    """A massless root link carrying a ring on a continuous joint about its axis: with a
+    free flyer, the base's rotation about that axis and the ring's joint are one motion
+    (M singular up to rounding). ``scale`` multiplies the mass and inertia (units)."""
+    path = tmp_path / "ring.urdf"
+    text = RING
+    for number in ("15.0", "0.5", "1.0"):
+        text = text.replace(f'"{number}"', f'"{float(number) * scale!r}"')
+    path.write_text(text)
+    return path
+
+
+@pytest.mark.parametrize("scale", [1.0, 1e-6, 1e6])
+def test_forward_refuses_a_singular_mass_matrix_naming_both_joints(tmp_path, scale):
+    path = ring(tmp_path, scale)
+    line = refused("forward", path, "--free-flyer")
+    assert "singular" in line and "spin" in line and "root_joint" in line, line
+
+
+def test_forward_refuses_the_singular_state_of_a_file(tmp_path):
+    states = tmp_path / "states.jsonl"
+    states.write_text("".join(json.dumps({"q": [0, 0, 0, 0, 0, 0, 1, k / 10]}) + "\n"
+                              for k in range(5)))
+    line = refused("forward", ring(tmp_path), "--free-flyer", "--input", states)
+    assert line.startswith(f"{states}:1: ") and "spin" in line and "root_joint" in line, line
+
+
+def test_the_ring_on_a_fixed_base_is_regular(tmp_path):
+    code, out, _ = run("forward", ring(tmp_path), "--tau", "2", "--format", "json")
+    assert code == 0 and json.loads(out)["a"] == pytest.approx([2.0])
+
+
+def test_condition_names_the_singularity_and_the_joints(tmp_path):
+    path = ring(tmp_path)
+    code, out, _ = run("condition", path, "--free-flyer", "--samples", "5")
+    assert code == 0 and "M is singular at 5 of 5 configurations" in out
+    assert "the motions of joints spin, root_joint coincide" in out
+    code, out, _ = run("condition", path, "--free-flyer", "--samples", "5", "--format", "json")
+    document = json.loads(out)
+    assert document["singular"] == {"samples": 5, "joints": ["spin", "root_joint"]}
+    code, _, _ = run("condition", path, "--free-flyer", "--samples", "5", "--strict")
+    assert code == 1
