@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..crba import crba
 from ..factor import ltdl, singular_pivots
 from ..reference import articulated_blocks
 
@@ -115,9 +114,3 @@ def _dof_joints(model) -> list[str]:
             names[model.idx_v[j] + k] = name
     return names
 
-
-def mass_matrix_singular(model, q: np.ndarray) -> bool:
-    """Whether M(q) at one q (nq,) is singular in double precision, or not finite."""
-    with np.errstate(all="ignore"):
-        M = crba(model, q)
-    return bool(singular_matrices(model, M[None])[0])
