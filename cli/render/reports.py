@@ -252,8 +252,8 @@ def condition_document(report, model, labels: Sequence[str], options) -> dict:
         "thresholds": {"max_cond": options.max_cond, "max_mass_ratio": options.max_mass_ratio,
                        "min_block_ratio": options.min_block_ratio},
         "warnings": list(report.warnings),
-        "singular": ({"samples": report.singular_count, "joints": list(report.coinciding)}
-                     if report.singular_count else None),
+        **({"singular": {"samples": report.singular_count, "joints": list(report.coinciding)}}
+           if report.singular_count else {}),
     }
 
 
