@@ -85,9 +85,8 @@ SINGULAR = ("forward dynamics is singular here (a joint moves no mass or inertia
 def singular_problem(model, q: np.ndarray) -> str:
     """Why forward dynamics is singular at q: M(q) overflows; the joints whose motions
     coincide (M singular, not indefinite: its null direction holds a joint whose own ABA
-    D-block is regular); the
-    joints whose D-block is not positive definite (they move no mass); "" when M(q) is
-    regular (a non-finite result then overflowed)."""
+    D-block is regular); the joints whose D-block is not positive definite (they move no
+    mass); "" when M(q) is regular (a non-finite result then overflowed)."""
     with np.errstate(all="ignore"):
         M = crba(model, q)
     if not np.isfinite(M).all():
