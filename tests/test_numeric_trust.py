@@ -234,3 +234,14 @@ def test_condition_names_the_singularity_and_the_joints(tmp_path):
     assert document["singular"] == {"samples": 5, "joints": ["spin", "root_joint"]}
     code, _, _ = run("condition", path, "--free-flyer", "--samples", "5", "--strict")
     assert code == 1
+
+
+def test_diff_without_common_dofs_claims_no_change_of_m(tmp_path):
+    """Joints renamed, bodies kept: the bodies are compared, M is not (no dof in common),
+    and the verdict says so instead of a 0 % change of M."""
+    renamed = tmp_path / "renamed.urdf"
+    renamed.write_text(ARM.read_text().replace('"joint1"', '"hinge1"')
+                       .replace('"joint2"', '"hinge2"'))
+    code, out, _ = run("diff", ARM, renamed)
+    assert code == 0 and "of M not compared (no dofs in common)" in out, out[-400:]
+    assert "share nothing" not in out

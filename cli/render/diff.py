@@ -177,7 +177,8 @@ def diff_table(report: DiffReport, old, new, fail_above: float | None) -> str:
 
 def _verdict(report: DiffReport, fail_above: float | None) -> str:
     sizes = (f"largest mass change {_percent(report.max_mass_change)}, of M "
-             f"{_percent(report.max_matrix_change)}")
+             + (_percent(report.max_matrix_change) if report.matrix is not None
+                else "not compared (no dofs in common)"))
     if report.shares_nothing:
         sizes = "no change measured: the models share nothing"
     if fail_above is None:
