@@ -245,3 +245,16 @@ def test_diff_without_common_dofs_claims_no_change_of_m(tmp_path):
     code, out, _ = run("diff", ARM, renamed)
     assert code == 0 and "of M not compared (no dofs in common)" in out, out[-400:]
     assert "share nothing" not in out
+
+
+def test_vanishing_torques_are_no_internal_error(tmp_path):
+    """Torques of 1e-300 N m (the arm's times 1e-300) overflowed the consistent fit's cost:
+    now a report (exit 0) whose fit says whether it converged."""
+    log = arm_log(tmp_path / "tiny.npz")
+    with np.load(log) as data:
+        arrays = {key: data[key] for key in data.files}
+    arrays["tau"] = arrays["tau"] * 1e-300
+    np.savez(log, **arrays)
+    code, out, err = run("identify", ARM, "--input", log, "--format", "json", "--quiet")
+    assert code == 0 and not err, err
+    assert isinstance(json.loads(out)["fit"]["converged"], bool)
