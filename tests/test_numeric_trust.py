@@ -2,12 +2,14 @@
 
 Each case runs ``dyn`` in a subprocess under a 2 GiB address-space limit and a timeout:
 degenerate identification logs (zero, overflowing, one state, constant, too short, without
-v or a) are one line on stderr naming the log and the problem, exit 2; a model whose M
-overflows is exit 2 in ``condition`` as in ``inverse``, and ``forward`` does not blame a
-mass there; two models that share no joint and no body name say so (text and JSON) and fail
-a ``--fail-above`` gate; a ring on a massless floating base (its joint and the free flyer's
-rotation about the same axis are one motion) has a singular M: ``forward`` refuses it naming
-both joints, ``condition`` names the singularity and the joints.
+v or a) are one line on stderr naming the log and the problem, exit 2, and vanishing
+torques are a report, not an internal error; a model whose M overflows is exit 2 in
+``condition`` as in ``inverse``, and ``forward`` does not blame a mass there; two models
+that share no joint and no body name say so (text and JSON) and fail a ``--fail-above``
+gate, and without a dof in common no change of M is claimed; a ring on a massless floating
+base (its joint and the free flyer's rotation about the same axis are one motion) has a
+singular M: ``forward`` refuses it naming both joints, ``condition`` names the singularity
+and the joints.
 """
 from __future__ import annotations
 
