@@ -122,6 +122,24 @@ def ltdl(dof_parent: np.ndarray, M: np.ndarray) -> LTDL:
     return LTDL(L[0], D[0]) if single else LTDL(L, D)
 
 
+def singular_pivots(factor: LTDL, M: np.ndarray) -> np.ndarray:
+    """Which pivots of ``M = L^T D L`` leave M singular in double precision: (N, nv) bool,
+    or (nv,) for one M (nv, nv).
+
+    A pivot ``D_i`` is what remains of ``M_ii`` once the dofs below ``i`` are eliminated;
+    it is singular when at or below ``nv * eps * max_j M_jj`` (rounding of the sums that
+    made it), or not finite. Relative to M's largest diagonal entry, the verdict does not
+    depend on the scale of the units: a model scaled to grams or millimetres keeps it.
+    """
+    D = factor.D
+    M = np.asarray(M, dtype=float)
+    nv = M.shape[-1]
+    scale = np.abs(np.diagonal(M, axis1=-2, axis2=-1)).max(axis=-1, initial=0.0)
+    with np.errstate(invalid="ignore", over="ignore"):
+        limit = nv * np.finfo(float).eps * scale
+        return ~(D > limit[..., None]) | ~np.isfinite(D)
+
+
 def _runs(chain: np.ndarray) -> list[tuple[slice, slice]]:
     """The increasing dofs ``chain`` as runs of consecutive dofs: (dofs, places in chain)."""
     if not len(chain):

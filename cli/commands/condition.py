@@ -6,10 +6,11 @@ from typing import Annotated
 
 import typer
 
-from treedyn.engine.analysis.conditioning import ConditionOptions, analyze
+from treedyn.engine.analysis.conditioning import ConditionOptions, NotFinite, analyze
 
 from .. import naming
 from ..console import warn
+from ..errors import UsageError
 from ..io.layout import Layout
 from ..io.model import load, xacro_arguments
 from ..options import (
@@ -73,7 +74,13 @@ def condition(
         else:
             print(note)
         raise typer.Exit(0)
-    report = analyze(loaded, options)
+    try:
+        report = analyze(loaded, options)
+    except NotFinite as error:
+        which = "the neutral one" if error.sample == 0 else f"random, seed {seed}"
+        raise UsageError(f"dyn: {model}: M(q) is not finite at configuration {error.sample} "
+                         f"({which}): it overflows (a length, mass or inertia too large?)"
+                         ) from None
     layout = Layout.of(loaded)
     if fmt is ReportFormat.json:
         print(json.dumps(reports.condition_document(report, loaded, layout.v_labels, options)))

@@ -7,6 +7,7 @@ from typing import Annotated, Optional
 import numpy as np
 import typer
 
+from treedyn.engine.analysis.identify import UnfitLog
 from treedyn.engine.analysis.identify_report import link_inertias, report
 from treedyn.engine.regressor import layout_of, model_parameters
 from treedyn.parsers.files import MODEL_BYTES, read_bounded
@@ -17,6 +18,7 @@ from ..errors import UsageError
 from ..io.layout import Layout
 from ..io.model import load
 from ..io.paths import remove_stale, same_file, temporary_name
+from ..io.source import STDIN
 from ..io.vectors import parse_gravity
 from ..options import (
     DegreesOpt,
@@ -94,9 +96,12 @@ def identify(
     if write is not None:
         check_write_target(model, write, loaded.format, input_file)
     layout = Layout.of(loaded, degrees)
-    result = run_identify(IdentifyRequest(layout, parse_terms(terms), input_file,
-                                          parse_gravity(gravity), validate, prior_weight,
-                                          loss, loss_scale, rank_tolerance, quiet))
+    try:
+        result = run_identify(IdentifyRequest(layout, parse_terms(terms), input_file,
+                                              parse_gravity(gravity), validate, prior_weight,
+                                              loss, loss_scale, rank_tolerance, quiet))
+    except UnfitLog as error:  # the log determines nothing: one line, not a fit
+        raise UsageError(f"{STDIN if input_file == '-' else input_file}: {error}") from None
     document = report(result, layout.v_labels)
     if write is not None:
         document["written"] = write_model(model, write, result, free_flyer)

@@ -126,7 +126,13 @@ def diff_document(report: DiffReport, old, new, fail_above: float | None) -> dic
         "tolerance": report.options.tolerance, "size": plain(report.size),
         "fail_above": fail_above,
         "failed": fail_above is not None and report.exceeds(fail_above),
+        "shared": {"joints": report.shared_joints, "bodies": report.shared_bodies,
+                   "nothing": report.shares_nothing},
     }
+
+
+NOTHING_SHARED = ("the models share nothing: no joint or body name in common, so nothing "
+                  "was compared (every joint and body is removed and added)")
 
 
 def matrix_lines(report: DiffReport, old, new, top: int = 5) -> list[str]:
@@ -151,6 +157,8 @@ def diff_table(report: DiffReport, old, new, fail_above: float | None) -> str:
     title = (f"diff {shown(old.name)} ({old.format}, {old.source}) -> {shown(new.name)} "
              f"({new.format}, {new.source}): {len(report.changes)} change(s)")
     lines = [title, ""]
+    if report.shares_nothing:
+        lines += [NOTHING_SHARED, ""]
     if report.changes:
         rows = [[_subject(c), c.kind, describe(c)] for c in report.changes]
         lines += [table(rows, ["what", "change", "details"], maxcolwidths=[None, None, 80]), ""]
@@ -169,7 +177,10 @@ def diff_table(report: DiffReport, old, new, fail_above: float | None) -> str:
 
 def _verdict(report: DiffReport, fail_above: float | None) -> str:
     sizes = (f"largest mass change {_percent(report.max_mass_change)}, of M "
-             f"{_percent(report.max_matrix_change)}")
+             + (_percent(report.max_matrix_change) if report.matrix is not None
+                else "not compared (no dofs in common)"))
+    if report.shares_nothing:
+        sizes = "no change measured: the models share nothing"
     if fail_above is None:
         return sizes
     status = "FAILED" if report.exceeds(fail_above) else "ok"
@@ -214,6 +225,11 @@ def diff_github(report: DiffReport, old, new, fail_above: float | None) -> str:
         title = escape_property(f"dyn diff: {c.kind} ({shown(c.subject) or 'model'})")
         text = escape_data(f"{_subject(c)}: {describe(c)}")
         lines.append(f"::{'error' if failing else 'warning'} {properties},title={title}::{text}")
+    if report.shares_nothing:
+        kind = "error" if fail_above is not None else "warning"
+        lines.append(f"::{kind} file={escape_property(new.source)},"
+                     f"title={escape_property('dyn diff: nothing shared')}::"
+                     f"{escape_data(NOTHING_SHARED)}")
     if report.matrix is not None and report.matrix.pairs:
         text = matrix_summary(report, old)
         if fail_above is not None and report.max_matrix_change > fail_above:

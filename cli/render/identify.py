@@ -13,8 +13,9 @@ def identify_document(document: dict) -> dict:
     return plain_data(document, nulls=True)
 
 
-def _number(x) -> str:
-    return "-" if x is None else f"{x:.6g}"
+def _number(x, digits: int = 6) -> str:
+    """A number of the document, "-" for null (a non-finite value)."""
+    return "-" if x is None else f"{x:.{digits}g}"
 
 
 def identify_table(document: dict) -> str:
@@ -23,9 +24,10 @@ def identify_table(document: dict) -> str:
     lines = [f"model {document['model']}: {states['train']} states fitted"
              + (f", {states['validate']} held out" if states["validate"] else "")
              + f" ({document['equations']} equations, {document['parameters']} parameters)",
-             f"base parameters: {document['rank']}; condition number {document['condition']:.4g}"
-             f" (columns scaled: {document['condition_scaled']:.4g}); residual sigma "
-             f"{document['sigma']:.4g} N m",
+             f"base parameters: {document['rank']}; condition number "
+             f"{_number(document['condition'], 4)} (columns scaled: "
+             f"{_number(document['condition_scaled'], 4)}); residual sigma "
+             f"{_number(document['sigma'], 4)} N m",
              ""]
     unseen = document["unidentifiable"]
     if unseen["no_effect"]:
@@ -45,8 +47,8 @@ def identify_table(document: dict) -> str:
             values = body[key]
             inertia = values["inertia"]
             rows.append([body["body"] if key == "file" else "", key, values["mass"],
-                         " ".join(f"{x:.4g}" for x in values["com"]),
-                         " ".join(f"{inertia[i][j]:.4g}" for i, j in
+                         " ".join(_number(x, 4) for x in values["com"]),
+                         " ".join(_number(inertia[i][j], 4) for i, j in
                                   ((0, 0), (1, 1), (2, 2), (0, 1), (0, 2), (1, 2))),
                          _number(values["margin"])])
     lines += ["", table(rows, ["body", "", "mass", "com", "Ixx Iyy Izz Ixy Ixz Iyz (com)",

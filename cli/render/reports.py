@@ -252,6 +252,8 @@ def condition_document(report, model, labels: Sequence[str], options) -> dict:
         "thresholds": {"max_cond": options.max_cond, "max_mass_ratio": options.max_mass_ratio,
                        "min_block_ratio": options.min_block_ratio},
         "warnings": list(report.warnings),
+        **({"singular": {"samples": report.singular_count, "joints": list(report.coinciding)}}
+           if report.singular_count else {}),
     }
 
 
@@ -281,6 +283,21 @@ def weakest_direction(vector: np.ndarray, names: Sequence[str], count: int = 4) 
     return ", ".join(f"{vector[i]:+.3g} {names[i]}" for i in order if abs(vector[i]) >= 1e-3)
 
 
+def _cond_line(report, options) -> str:
+    """min, median and max of cond(M); the singular configurations counted apart."""
+    regular = report.cond[~report.singular] if report.singular is not None else report.cond
+    limit = f"(warning above {options.max_cond:.3g})"
+    if not report.singular_count:
+        return (f"  min {np.min(regular):.4g}, median {np.median(regular):.4g}, "
+                f"max {np.max(regular):.4g} {limit}")
+    head = (f"  M is singular at {report.singular_count} of {len(report.cond)} configurations "
+            "(a pivot of its L^T D L factor at or below nv eps of its largest diagonal)")
+    if not regular.size:
+        return head
+    return (f"{head}; the others: min {np.min(regular):.4g}, median {np.median(regular):.4g}, "
+            f"max {np.max(regular):.4g} {limit}")
+
+
 def condition_table(report, model, names: Sequence[str], q_names: Sequence[str], options,
                     top: int = 10) -> str:
     worst, eigen = report.worst, report.eigenvalues
@@ -293,11 +310,13 @@ def condition_table(report, model, names: Sequence[str], q_names: Sequence[str],
     lines = [
         f"cond(M) of {model.name} over {len(report.q)} configurations (neutral first, then "
         f"random within the limits, seed {options.seed}):",
-        f"  min {np.min(report.cond):.4g}, median {np.median(report.cond):.4g}, "
-        f"max {report.cond[worst]:.4g} (warning above {options.max_cond:.3g})",
+        _cond_line(report, options),
         f"worst configuration (sample {worst}): {configuration or '(no coordinates)'}",
         f"weakest direction there (lambda_min = {eigen[worst, 0]:.4g}, lambda_max = "
         f"{eigen[worst, -1]:.4g}): {weakest_direction(report.weakest, names)}",
+        *([f"M is singular there: the motions of joints {', '.join(report.coinciding)} "
+           "coincide (nothing with mass or inertia moves between them)"]
+          if len(report.coinciding) > 1 else []),
         "",
         f"ABA's local D-blocks, worst over the samples (smallest {len(blocks)} of "
         f"{len(report.blocks)}; ratio = lambda_min(D) / lambda_max(M), cond(M) >= 1/ratio):",

@@ -2,14 +2,20 @@
 
 A state whose result is not finite stops the run there: :class:`PartialResult` carries
 the results before it, so they are written first. Forward dynamics says why it is
-singular, naming the joints that move no mass (:mod:`treedyn.engine.analysis.singularity`).
+singular, naming the joints that move no mass (:mod:`treedyn.engine.analysis.singularity`),
+or that M(q) overflows. On a model where M can be singular with finite accelerations (a
+body without mass or inertia along some direction: ``may_be_singular``), forward also
+refuses the first state whose M is singular in double precision, naming the joints whose
+motions coincide there, rather than print the rounding noise ABA divided by.
 """
 from __future__ import annotations
 
 import numpy as np
 
 from treedyn.engine import aba, crba, external_forces, rnea
-from treedyn.engine.analysis.singularity import mass_matrix_singular, singular_joints
+from treedyn.engine.analysis.singularity import (coinciding_joints, indefinite,
+                                                 may_be_singular, singular_joints,
+                                                 singular_matrices)
 
 from ..errors import PartialResult, UsageError
 from ..io.layout import Layout
@@ -46,13 +52,30 @@ def compute(command: str, layout: Layout, states, gravity) -> np.ndarray:
         except np.linalg.LinAlgError:
             raise UsageError(f"{states.where(0)}: {SINGULAR}") from None
     finite = np.isfinite(result.reshape(states.count, -1)).all(axis=1)
+    if command == "forward" and finite.all() and may_be_singular(model):
+        finite = ~singular_in_blocks(model, states.q)
     if not finite.all():
         bad = int(np.argmin(finite))
-        problem = "the result is not finite (it overflows)"
+        problem = OVERFLOW
         if command == "forward":
             problem = singular_problem(model, states.q[bad]) or problem
         raise PartialResult(f"{states.where(bad)}: {problem}", result[:bad])
     return result
+
+
+OVERFLOW = "the result is not finite (it overflows)"
+BLOCK = 1024  # states whose M are formed at once by singular_in_blocks
+
+
+def singular_in_blocks(model, q: np.ndarray) -> np.ndarray:
+    """(N,) bool: the states whose M(q) is singular in double precision, M formed for
+    BLOCK states at a time."""
+    singular = np.zeros(len(q), dtype=bool)
+    with np.errstate(all="ignore"):
+        for start in range(0, len(q), BLOCK):
+            M = crba(model, q[start:start + BLOCK])
+            singular[start:start + BLOCK] = singular_matrices(model, M)
+    return singular
 
 
 SINGULAR = ("forward dynamics is singular here (a joint moves no mass or inertia?); "
@@ -60,11 +83,23 @@ SINGULAR = ("forward dynamics is singular here (a joint moves no mass or inertia
 
 
 def singular_problem(model, q: np.ndarray) -> str:
-    """Why forward dynamics is singular at q, naming the joints whose ABA D-block is; ""
-    when M(q) is positive definite (a non-finite result then overflowed)."""
+    """Why forward dynamics is singular at q: M(q) overflows; the joints whose motions
+    coincide (M singular, not indefinite: its null direction holds a joint whose own ABA
+    D-block is regular); the joints whose D-block is not positive definite (they move no
+    mass); "" when M(q) is regular (a non-finite result then overflowed)."""
+    with np.errstate(all="ignore"):
+        M = crba(model, q)
+    if not np.isfinite(M).all():
+        return "M(q) is not finite here (it overflows)"
     names = singular_joints(model, q)
-    if not names:
-        return SINGULAR if mass_matrix_singular(model, q) else ""
-    return (f"forward dynamics is singular here: joint{'s' if len(names) > 1 else ''} "
-            f"{listing(names, 4)} move{'' if len(names) > 1 else 's'} no positive mass or "
-            "inertia; see dyn check-inertia")
+    if singular_matrices(model, M[None])[0] and not indefinite(M):
+        together = coinciding_joints(model, M)
+        if len(together) > 1 and not set(together) <= set(names):
+            return (f"forward dynamics is singular here: M(q) is singular, the motions of "
+                    f"joints {listing(together, 4)} coincide (nothing with mass or inertia "
+                    "moves between them); see dyn condition")
+    if names:
+        return (f"forward dynamics is singular here: joint{'s' if len(names) > 1 else ''} "
+                f"{listing(names, 4)} move{'' if len(names) > 1 else 's'} no positive mass "
+                "or inertia; see dyn check-inertia")
+    return SINGULAR if singular_matrices(model, M[None])[0] else ""

@@ -155,6 +155,11 @@ def identify(request: IdentifyRequest) -> Identification:
             if states.tau is None:
                 raise UsageError(f"{request.input}: the log has no tau: identification "
                                  "needs the measured joint forces (arrays or columns tau)")
+            if states.v is None or states.a is None:  # not a static fit of zeros
+                missing = "v" if states.v is None else "a"
+                raise UsageError(f"{request.input}: the log has no {missing}: identification "
+                                 "needs q, v and a of every state (arrays or columns "
+                                 f"{missing}; they are not estimated from q)")
             Y = chunk_regressor(layout, columns, states, request.gravity)
             tau = states.tau - known_torques(layout, columns, states, request.gravity)
             accumulator.add(Y, tau)

@@ -11,6 +11,14 @@ Conventions
   :func:`treedyn.engine.reference.articulated_blocks`). Since
   ``lambda_min(M) <= lambda_min(D_i)``, a small ratio ``lambda_min(D_i) / lambda_max(M)``
   proves ``cond(M) >= 1 / ratio`` and names the joint responsible.
+* M is *singular* at a configuration when a pivot of its tree-ordered L^T D L factor is
+  at or below nv eps times its largest diagonal entry
+  (:func:`treedyn.engine.analysis.singularity.singular_matrices`), checked on the models
+  where that can happen (:func:`~treedyn.engine.analysis.singularity.may_be_singular`);
+  cond(M) is inf there, and the joints of M's null direction are named: their motions
+  coincide with nothing massive between them.
+* An M that is not finite (a length, mass or inertia that overflows) is
+  :class:`NotFinite`, not a report.
 * Everything is batched over a leading N of configurations.
 """
 from __future__ import annotations
@@ -23,7 +31,16 @@ from ..crba import crba
 from ..model import Model
 from ..reference import articulated_blocks
 from ..samples import sample_configurations
+from .singularity import coinciding_joints, indefinite, may_be_singular, singular_matrices
 from .spectra import condition_numbers, mass_matrix_eigenvalues
+
+
+class NotFinite(ValueError):
+    """M(q) is not finite at configuration ``sample`` (it overflows)."""
+
+    def __init__(self, sample: int):
+        super().__init__(f"M(q) is not finite at configuration {sample} (it overflows)")
+        self.sample = sample
 
 
 @dataclass(frozen=True)
@@ -76,20 +93,51 @@ class ConditionReport:
     blocks: tuple[JointBlock, ...]
     mass_ratios: tuple[MassRatio, ...]
     warnings: tuple[str, ...]
+    singular: np.ndarray | None = None  # (N,) bool: M singular in double precision there
+    coinciding: tuple[str, ...] = ()  # joints of M's null direction at the worst sample
+
+    @property
+    def singular_count(self) -> int:
+        return 0 if self.singular is None else int(self.singular.sum())
 
 
 def analyze(model: Model, options: ConditionOptions = ConditionOptions(),
             q: np.ndarray | None = None) -> ConditionReport:
     """cond(M) over sampled configurations (or the given q (N, nq)), D-blocks, mass ratios."""
     q = sample_configurations(model, options.samples, options.seed) if q is None else q
-    M = crba(model, q).reshape(len(q), model.nv, model.nv)
+    with np.errstate(all="ignore"):
+        M = crba(model, q).reshape(len(q), model.nv, model.nv)
+    finite = np.isfinite(M).all(axis=(1, 2))
+    if not finite.all():
+        raise NotFinite(int(np.argmin(finite)))
     eigenvalues, weakest = mass_matrix_eigenvalues(M)
-    cond = condition_numbers(eigenvalues)
+    singular = (singular_matrices(model, M) if may_be_singular(model)
+                else np.zeros(len(q), dtype=bool))
+    cond = np.where(singular, np.inf, condition_numbers(eigenvalues))
     worst = int(np.argmax(np.where(np.isnan(cond), np.inf, cond)))
+    negative = bool(singular[worst]) and indefinite(M[worst])
+    coinciding = (tuple(coinciding_joints(model, M[worst])) if singular[worst] and not negative
+                  else ())
     blocks = tuple(_joint_blocks(model, q, eigenvalues[:, -1]))
     ratios = tuple(mass_ratios(model))
-    warnings = _warnings(cond[worst], blocks, ratios, options)
-    return ConditionReport(q, eigenvalues, cond, worst, weakest[worst], blocks, ratios, warnings)
+    # at a singular M, the singular warning replaces the one of its cond(M) = inf
+    warnings = _warnings(0.0 if singular[worst] else cond[worst], blocks, ratios, options)
+    if singular.any():
+        warnings = (_singular_warning(singular, worst, coinciding, negative),) + warnings
+    return ConditionReport(q, eigenvalues, cond, worst, weakest[worst], blocks, ratios, warnings,
+                           singular, coinciding)
+
+
+def _singular_warning(singular: np.ndarray, worst: int, joints: tuple[str, ...],
+                      negative: bool) -> str:
+    if negative:
+        where = f"not even positive semi-definite at sample {worst} (a negative mass or inertia?)"
+    elif len(joints) > 1:
+        where = f"the motions of joints {', '.join(joints)} coincide there (sample {worst})"
+    else:
+        where = f"joint {joints[0]} moves no inertia there (sample {worst})" if joints else ""
+    return (f"M is singular at {int(singular.sum())} of {len(singular)} configurations"
+            f"{': ' + where if where else ''}; forward dynamics has no answer there")
 
 
 def _joint_blocks(model: Model, q: np.ndarray, largest: np.ndarray) -> list[JointBlock]:

@@ -123,7 +123,10 @@ def _solve(R: np.ndarray, P: int, pi_file: np.ndarray, nb: int, prior: _Prior,
     ``equations`` rows."""
     RY, z = R[:P, :P], R[:P, P]
     equations = max(equations, 1)
-    tau_norm = max(sigma, 1e-12 * float(np.linalg.norm(R[:, P])), np.finfo(float).tiny)
+    # the data term's unit: sigma, floored by the torques' and the file's predicted torques'
+    # size, so that torques that vanish against the model's do not overflow the cost
+    tau_norm = max(sigma, 1e-12 * float(np.linalg.norm(R[:, P])),
+                   1e-12 * float(np.linalg.norm(RY @ pi_file)), np.finfo(float).tiny)
     body_cols = (10 * np.flatnonzero(prior.fitted)[:, None] + np.arange(10)).ravel()
     terms = np.arange(10 * nb, P)
     nf = int(prior.fitted.sum())

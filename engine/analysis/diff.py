@@ -40,6 +40,11 @@ Frobenius), and the verdict of each physical-consistency check
 (:func:`treedyn.engine.analysis.check_inertia.check_inertia`) that flipped. Model:
 total mass (of the moving bodies), gravity. M(q): :mod:`.diff_matrix`.
 
+Two models that have no joint name and no body name in common *share nothing*
+(:attr:`DiffReport.shares_nothing`): every change is then an addition or a removal and
+nothing was compared, so no size of change means anything; a gate on the sizes
+(:meth:`DiffReport.exceeds`) fails.
+
 Tolerances (:class:`DiffOptions`)
 ---------------------------------
 One relative tolerance ``tolerance`` (default 1e-5, so a file written with 6 significant
@@ -97,6 +102,13 @@ class DiffReport:
     matrix: MatrixDiff | None  # None when no dof is matched
     size: float  # m: the model's size; the lengths' tolerance is tolerance * size
     options: DiffOptions = field(default_factory=DiffOptions)
+    shared_joints: int = 0  # joint names both models have
+    shared_bodies: int = 0  # body names both models have
+
+    @property
+    def shares_nothing(self) -> bool:
+        """No joint name and no body name in common: nothing was compared."""
+        return self.shared_joints == 0 and self.shared_bodies == 0
 
     @property
     def max_mass_change(self) -> float:
@@ -110,7 +122,9 @@ class DiffReport:
 
     def exceeds(self, limit: float) -> bool:
         """M or a mass changed by more than ``limit`` (relative), counting only changes
-        beyond the tolerance (what is reported)."""
+        beyond the tolerance (what is reported); always when the models share nothing."""
+        if self.shares_nothing:
+            return True
         matrix = self.max_matrix_change if self.matrix is not None and self.matrix.pairs else 0.0
         return self.max_mass_change > limit or matrix > limit
 
@@ -396,5 +410,7 @@ def diff(old: Model, new: Model, options: DiffOptions = DiffOptions()) -> DiffRe
     changes += model_changes(old, new, options.tolerance)
     same = {j: k for j, k in pairs.items() if carried(old, j, new, k)}
     matrix = matrix_diff(old, new, same, options.samples, options.seed, options.tolerance)
+    shared_bodies = {body.name for body in old.bodies} & {body.name for body in new.bodies}
     return DiffReport(tuple(changes), tuple(notes + layout_notes(old, new, pairs)), matrix,
-                      frames.size, options)
+                      frames.size, options, len(set(old.joint_names) & set(new.joint_names)),
+                      len(shared_bodies))

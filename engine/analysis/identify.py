@@ -21,6 +21,12 @@ kg, kg m, kg m^2), the singular values of the scaled R give the rank and the nul
 a pivoted QR picks the independent columns. A parameter is *identifiable* when it is
 orthogonal to the null space, *in combination* when it is not (only base combinations of
 it are), and has *no effect* when its column is zero in this log.
+
+A log that cannot determine anything is refused with :class:`UnfitLog` (its message says
+why, in the log's terms) rather than fitted: sums of squares that overflow, torques that
+are zero in every equation, every state the same (a constant log), a regressor that is
+zero, or no more states than base parameters (no residual left to estimate the noise, so
+no standard deviation).
 """
 from __future__ import annotations
 
@@ -41,6 +47,11 @@ def held_out(first: int, count: int, fraction: float) -> np.ndarray:
     return np.mod(blocks * GOLDEN, 1.0) < fraction
 
 
+class UnfitLog(ValueError):
+    """The log determines no meaningful fit; the message says why (the caller names the
+    log)."""
+
+
 @dataclass
 class Problem:
     """What the accumulated log holds (see the module doc)."""
@@ -53,6 +64,7 @@ class Problem:
     states: int  # training states
     validate_states: int
     rows: dict = field(default_factory=dict)  # "Y" (n, P), "tau" (n,): training rows kept
+    varied: bool = True  # some training state's rows differ from the first one's
 
     @property
     def equations(self) -> int:
@@ -70,6 +82,8 @@ class Accumulator:
         self.seen = 0
         self.keep_rows = keep_rows
         self.kept: list[np.ndarray] = []
+        self.first: np.ndarray | None = None  # (nv, P + 1): the first training state's rows
+        self.varied = False
 
     def add(self, Y: np.ndarray, tau: np.ndarray) -> None:
         """Y (m, nv, P) and tau (m, nv) of the next m states of the log."""
@@ -84,11 +98,19 @@ class Accumulator:
             per_joint = np.ascontiguousarray(rows.transpose(1, 0, 2))  # (nv, k, P+1)
             self.gram[which] += np.swapaxes(per_joint, 1, 2) @ per_joint
             if which == 0:
+                self._compare(rows)
                 flat = rows.reshape(-1, self.size + 1)
                 if self.keep_rows:
                     self.kept.append(flat.copy())
                 self.R = scipy.linalg.qr(np.vstack([self.R, flat]), mode="r",
                                          check_finite=False)[0][:self.size + 1]
+
+    def _compare(self, rows: np.ndarray) -> None:
+        """Notes whether the training states (k, nv, P + 1) differ from the first one."""
+        if self.first is None:
+            self.first = rows[0].copy()
+        if not self.varied:
+            self.varied = bool(np.any(rows != self.first))
 
     def finish(self) -> Problem:
         R = np.zeros((self.size + 1, self.size + 1))
@@ -98,7 +120,7 @@ class Accumulator:
             stacked = np.vstack(self.kept)
             rows = {"Y": stacked[:, :-1], "tau": stacked[:, -1]}
         return Problem(self.size, self.nv, R, self.gram[0], self.gram[1], self.counts[0],
-                       self.counts[1], rows)
+                       self.counts[1], rows, self.varied)
 
 
 def joint_rms(gram: np.ndarray, pi: np.ndarray, states: int) -> np.ndarray:
@@ -147,9 +169,28 @@ class Base:
         return pi
 
 
+def check_log(problem: Problem) -> None:
+    """UnfitLog when the accumulated log cannot be fitted at all (module doc): its sums
+    overflow, its torques are zero, or all its states are one."""
+    P = problem.size
+    if not (np.isfinite(problem.R).all() and np.isfinite(problem.gram_train).all()
+            and np.isfinite(problem.gram_validate).all()):
+        raise UnfitLog("its numbers are too large: the sums of squares of the torques or "
+                       "of the regressor overflow (beyond 1e308)")
+    if not np.any(problem.R[:, P]):
+        raise UnfitLog(f"the torques to fit are zero in all {problem.states} states: they "
+                       "determine no inertia (is tau the measured joint torque?)")
+    if problem.states > 1 and not problem.varied:
+        raise UnfitLog(f"all {problem.states} states are the same (q, v, a and tau): a "
+                       "constant log determines no more than one state does")
+
+
 def base_parameters(problem: Problem, tolerance: float = 1e-8) -> Base:
     """The base parameters of the training rows: rank where singular values of the
-    column-scaled regressor pass ``tolerance`` times the largest (see the module doc)."""
+    column-scaled regressor pass ``tolerance`` times the largest (see the module doc).
+    UnfitLog (:func:`check_log`) for a log that determines nothing, or too short to
+    estimate its noise: no more states than base parameters."""
+    check_log(problem)
     P = problem.size
     RY = problem.R[:P, :P]
     norms = np.linalg.norm(RY, axis=0)
@@ -158,6 +199,14 @@ def base_parameters(problem: Problem, tolerance: float = 1e-8) -> Base:
     scaled = RY[:, live] / norms[live]
     _, sigma, Vt = np.linalg.svd(scaled)
     rank = int(np.sum(sigma > tolerance * sigma[0])) if sigma.size and sigma[0] > 0 else 0
+    if rank == 0:
+        raise UnfitLog("its regressor is zero: the motion (q, v, a) and gravity move no "
+                       "parameter")
+    if problem.states <= rank:
+        raise UnfitLog(f"too short: {problem.states} state{'s' if problem.states > 1 else ''}"
+                       f" for the {rank} base parameters its motion determines; "
+                       "identification needs more states than base parameters (else there "
+                       "is no residual to estimate the noise)")
     null = Vt[rank:].T  # (len(live), P_live - r)
     identifiable = np.zeros(P, dtype=bool)
     identifiable[live] = np.linalg.norm(null, axis=1) < 1e-6 if null.size else True
