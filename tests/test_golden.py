@@ -120,6 +120,9 @@ def run_case(args: list, env: dict, output, workdir: Path) -> dict:
                   str(workdir), "TMP")}
     if out_path is not None:
         record["file"] = describe(out_path)
+        partial = out_path.with_name(f"{out_path.stem}.partial{out_path.suffix}")
+        if partial.exists():  # the whole states of a run that stopped (docs/pipelines.md)
+            record["partial"] = describe(partial)
     return record
 
 
