@@ -83,6 +83,13 @@ class Console:
 console = Console()
 
 
+def show_text(text: str) -> None:
+    """Print a text report or table for people on stdout, each of its lines made safe for
+    the terminal (:func:`printable`): names and paths in it come from model and state
+    files. The one writer of human text on stdout; JSON, CSV and files keep names exact."""
+    print("\n".join(printable(line) for line in text.split("\n")))
+
+
 def warn(message: str) -> None:
     """A warning line on stderr (results stay on stdout): :meth:`Console.warn`."""
     console.warn(message)

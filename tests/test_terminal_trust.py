@@ -337,3 +337,19 @@ def test_many_files_with_an_empty_one_say_which(tmp_path, scheduler):
                               "--output", f"{tmp_path}/out/", *scheduler))
     assert line == f"{folder}/b.npz: no states (its arrays have no rows); nothing was written"
     assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize("command", [
+    ["info"], ["check-inertia"], ["verify", "--samples", "2"], ["condition", "--samples", "3"],
+    ["regressor", "--format", "table"], ["mass", "--format", "table"],
+])
+def test_text_reports_on_stdout_show_names_escaped(tmp_path, command):
+    """Every human report (not only tables) shows the model's names and its file name
+    escaped: the model name, the robot's path and the joint names are data."""
+    folder = tmp_path / f"d{CSI}{RLO}"
+    folder.mkdir()
+    model = folder / "named.urdf"
+    model.write_bytes(urdf_named(tmp_path, f"j{CSI}{RLO}").read_bytes().replace(
+        b'<robot name="', "<robot name=\"\u202e".encode()))
+    out, _ = safe(run(command[0], model, *command[1:]))
+    assert "\\u202e" in out or "\\x9b" in out, out

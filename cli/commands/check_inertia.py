@@ -10,7 +10,7 @@ from treedyn.engine.analysis.check_inertia import check_inertia as run_checks
 from treedyn.engine.analysis.inertia import CheckOptions
 from treedyn.parsers.link_geometry import link_geometry
 
-from ..console import warn
+from ..console import show_text, warn
 from ..io.model import load, package_paths, xacro_arguments
 from ..options import (
     CheckFormat,
@@ -100,7 +100,7 @@ def check_inertia(
     elif fmt is CheckFormat.github:
         text = reports.github_annotations(report, loaded.format)
         if text:
-            print(text)
+            show_text(text)
     else:
-        print(reports.inertia_table(report, loaded, show_all))
+        show_text(reports.inertia_table(report, loaded, show_all))
     raise typer.Exit(0 if report.ok else 1)

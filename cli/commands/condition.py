@@ -9,7 +9,7 @@ import typer
 from treedyn.engine.analysis.conditioning import ConditionOptions, NotFinite, analyze
 
 from .. import naming
-from ..console import warn
+from ..console import show_text, warn
 from ..errors import UsageError
 from ..io.layout import Layout
 from ..io.model import load, xacro_arguments
@@ -72,7 +72,7 @@ def condition(
         elif fmt is ReportFormat.csv:
             reports.condition_csv(None, [], sys.stdout)
         else:
-            print(note)
+            show_text(note)
         raise typer.Exit(0)
     try:
         report = analyze(loaded, options)
@@ -89,6 +89,6 @@ def condition(
         for message in report.warnings:
             warn(message)
     else:
-        print(reports.condition_table(report, loaded, layout.v_labels, naming.q_labels(loaded),
-                                      options))
+        show_text(reports.condition_table(report, loaded, layout.v_labels,
+                                          naming.q_labels(loaded), options))
     raise typer.Exit(1 if strict and report.warnings else 0)

@@ -8,6 +8,7 @@ import typer
 from treedyn.engine.analysis.diff import DiffOptions
 from treedyn.engine.analysis.diff import diff as run_diff
 
+from ..console import show_text
 from ..io.model import load
 from ..options import (
     DiffFormat,
@@ -70,7 +71,7 @@ def diff(
     elif fmt is DiffFormat.github:
         text = render.diff_github(report, *models, fail_above)
         if text:
-            print(text)
+            show_text(text)
     else:
-        print(render.diff_table(report, *models, fail_above))
+        show_text(render.diff_table(report, *models, fail_above))
     raise typer.Exit(1 if fail_above is not None and report.exceeds(fail_above) else 0)

@@ -13,7 +13,7 @@ from treedyn.engine.regressor import layout_of, model_parameters
 from treedyn.parsers.files import MODEL_BYTES, read_bounded
 from treedyn.parsers.inertial_writer import Change, WriteError, rewrite_inertials
 
-from ..console import console, warn
+from ..console import console, show_text, warn
 from ..errors import UsageError
 from ..io.layout import Layout
 from ..io.model import load
@@ -108,7 +108,7 @@ def identify(
     if fmt is ReportFormat.json:
         print(json.dumps(identify_document(document)))
     else:
-        print(identify_table(identify_document(document)))
+        show_text(identify_table(identify_document(document)))
 
 
 def check_write_target(model: str, target: str, kind: str, input_file: str) -> None:

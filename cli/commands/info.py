@@ -3,6 +3,7 @@
 import json
 import sys
 
+from ..console import show_text
 from ..io.model import load, xacro_arguments
 from ..io.vectors import parse_gravity
 from ..options import (
@@ -46,4 +47,4 @@ def info(model: ModelArg, xacro_args: XacroArgs = None, free_flyer: FreeFlyerOpt
     elif fmt is Format.csv:
         info_csv(document, sys.stdout)
     else:
-        print(info_table(document, loaded))
+        show_text(info_table(document, loaded))

@@ -7,6 +7,7 @@ import typer
 from treedyn.engine.batch.regressor import regressor as engine_regressor
 from treedyn.engine.regressor import layout_of, model_parameters
 
+from ..console import show_text
 from ..errors import UsageError
 from ..io.layout import Layout
 from ..io.model import load
@@ -91,4 +92,4 @@ def regressor(model: ModelArg, q: QOpt = None, v: VOpt = None, a: AOpt = None,
                           "pi": model_parameters(loaded, columns).tolist()}))
     else:
         rows = [[name, *Y[:, p]] for p, name in enumerate(columns.names)]
-        print(table(rows, ["parameter", *layout.v_labels]))
+        show_text(table(rows, ["parameter", *layout.v_labels]))

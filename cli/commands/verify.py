@@ -9,6 +9,7 @@ import typer
 from treedyn.engine.analysis.verify import VerifyOptions
 from treedyn.engine.analysis.verify import verify as run_verify
 
+from ..console import show_text
 from ..io.model import load, xacro_arguments
 from ..options import (
     FreeFlyerOpt,
@@ -65,5 +66,5 @@ def verify(
     elif fmt is ReportFormat.csv:
         reports.verify_csv(report, sys.stdout)
     else:
-        print(reports.verify_table(report, loaded, options))
+        show_text(reports.verify_table(report, loaded, options))
     raise typer.Exit(0 if report.ok else 1)
