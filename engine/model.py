@@ -5,9 +5,11 @@ integer arrays in the style of MuJoCo and Pinocchio. Body ``i`` is the rigid bod
 joint ``i``; its frame is joint ``i``'s frame after the joint motion. ``parent[i] == -1``
 means the body hangs from the world (the fixed root, or the free-flyer's parent).
 
-Everything derived from the tree (subtrees, nv_subtree, the dof parent array, the
-structural sparsity of M and its tree-ordered factor) is computed once by
-:func:`build_model`.
+Everything derived from the tree (subtrees, nv_subtree, the dof parent array) is computed
+once by :func:`build_model`, in flat arrays linear in the size of the tree. The structural
+sparsity of M follows from them without an (nv, nv) array: dofs i and j couple only when
+one supports the other, i.e. one lies in the other's subtree range
+(:func:`treedyn.engine.factor.dof_subtree_end`, :func:`~treedyn.engine.factor.dofs_couple`).
 """
 from __future__ import annotations
 
@@ -80,7 +82,6 @@ class Model:
     q_neutral: np.ndarray  # (nq,)
     q_lower: np.ndarray  # (nq,) -inf where unlimited
     q_upper: np.ndarray  # (nq,) +inf where unlimited
-    sparsity: np.ndarray  # (nv, nv) bool, dofs i, j couple only if one supports the other
     frames: tuple[Frame, ...]  # every link of the description, merged or not
     bodies: tuple[MovingBody, ...]  # (nbodies,) the file's moving bodies, in tree order
     mimic: dict[str, Mimic]  # joint name -> mimic relation as written (enforced: coupling)
@@ -284,7 +285,7 @@ def _assemble(description, joints, parents, body_links, body_frames, inertias, f
 def _indexing(parent: np.ndarray, models: tuple) -> dict[str, np.ndarray]:
     """Coordinate and dof bookkeeping of a tree in depth-first order: per joint nq_joint,
     nv_joint, idx_q, idx_v, subtree_end, nv_subtree (nj,); per dof dof_joint, dof_parent
-    (nv,); the sparsity pattern of M (nv, nv)."""
+    (nv,). Linear in the tree's size (M's pattern is left to :mod:`treedyn.engine.factor`)."""
     nj = len(models)
     nq_joint = np.array([m.nq for m in models], dtype=int).reshape(nj)
     nv_joint = np.array([m.nv for m in models], dtype=int).reshape(nj)
@@ -295,21 +296,17 @@ def _indexing(parent: np.ndarray, models: tuple) -> dict[str, np.ndarray]:
     for i in reversed(range(nj)):
         if parent[i] >= 0:
             subtree_end[parent[i]] = max(subtree_end[parent[i]], subtree_end[i])
-    nv_subtree = np.array([nv_joint[i:subtree_end[i]].sum() for i in range(nj)], dtype=int)
+    dofs_before = np.concatenate([[0], np.cumsum(nv_joint)]).astype(int)  # (nj + 1,)
+    nv_subtree = (dofs_before[subtree_end] - dofs_before[:nj]).astype(int)
     dof_joint = np.repeat(np.arange(nj), nv_joint)
     dof_parent = np.empty(nv, dtype=int)
     for i in range(nj):
         first = idx_v[i]
         dof_parent[first] = idx_v[parent[i]] + nv_joint[parent[i]] - 1 if parent[i] >= 0 else -1
         dof_parent[first + 1:first + nv_joint[i]] = np.arange(first, first + nv_joint[i] - 1)
-    sparsity = np.zeros((nv, nv), dtype=bool)
-    for i in range(nj):
-        dofs = slice(idx_v[i], idx_v[i] + nv_subtree[i])
-        sparsity[idx_v[i]:idx_v[i] + nv_joint[i], dofs] = True
-        sparsity[dofs, idx_v[i]:idx_v[i] + nv_joint[i]] = True
     return {"nq_joint": nq_joint, "nv_joint": nv_joint, "idx_q": idx_q, "idx_v": idx_v,
             "subtree_end": subtree_end, "nv_subtree": nv_subtree, "dof_joint": dof_joint,
-            "dof_parent": dof_parent, "sparsity": sparsity}
+            "dof_parent": dof_parent}
 
 
 def _moving_bodies(body_names: list[str]) -> tuple[MovingBody, ...]:
