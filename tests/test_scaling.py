@@ -100,12 +100,16 @@ def dyn(args, memory: int):
                           env={**os.environ, "OPENBLAS_NUM_THREADS": "1"})
 
 
+@pytest.fixture(scope="module")
+def big_star(tmp_path_factory):
+    return star_urdf(tmp_path_factory.mktemp("star") / "big.urdf", 20_000)
+
+
 @pytest.mark.skipif(sys.platform != "linux", reason="rlimits")
-def test_info_of_a_20000_link_star_holds_no_quadratic_array(tmp_path):
+def test_info_of_a_20000_link_star_holds_no_quadratic_array(big_star):
     """An (nv, nv) pattern alone would be 381 MiB here; the whole run fits in 512 MiB of
     address space."""
-    done = dyn(["info", star_urdf(tmp_path / "star.urdf", 20_000), "--format", "json"],
-               512 << 20)
+    done = dyn(["info", big_star, "--format", "json"], 512 << 20)
     assert done.returncode == 0, done.stderr[-2000:]
     info = json.loads(done.stdout)
     assert info["nv"] == 20_001 and info["tree"][0]["subtree_dofs"] == [0, 20_001]
@@ -144,3 +148,13 @@ def test_mass_sparsity_past_the_cap_gives_the_structure_without_m(star):
     assert sparsity["factor"]["rownnz"] == [1] + [2] * (nv - 1)
     table = dyn(["mass", star, "--sparsity", "--format", "table"], 1 << 30)
     assert table.returncode == 0 and f"nnz: {3 * nv - 2} of {nv * nv}" in table.stdout
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="rlimits")
+def test_check_inertia_says_when_not_even_one_sample_fits(big_star):
+    """One sample holds M twice (6.4 GB here), past the 4 GiB budget: the line says so
+    rather than offering "at most 1"."""
+    done = dyn(["check-inertia", big_star, "--samples", "1"], 1 << 30)
+    lines = done.stderr.strip().splitlines()
+    assert done.returncode == 2 and len(lines) == 1, done.stderr[-2000:]
+    assert "too large" in lines[0] and "at most" not in lines[0]
