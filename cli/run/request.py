@@ -118,8 +118,9 @@ def structure(request: Request, layout: Layout, dense: bool = True) -> dict:
 
 MASS_CAP = 1 << 24  # entries of M (nv x nv) that dyn mass computes and writes: 128 MiB of
 # doubles, nv <= 4096. Its text (JSON, CSV, a table) holds some 20 bytes an entry, copied a
-# few times on its way out: a larger M passes 2 GB of memory (one of a 10 000-dof chain
-# is 800 MB of doubles and 2 GB of JSON) and takes minutes of CRBA.
+# few times on its way out: at the cap a chain's JSON run peaks at 1.2 GB (1.8 GB with
+# --sparsity, which factors M at 3 configurations), and one of a 10 000-dof chain (800 MB
+# of doubles, 2 GB of JSON text) would pass any 2 GB budget.
 
 
 def mass_over_cap(request: Request, layout: Layout) -> bool:
