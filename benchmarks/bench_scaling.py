@@ -2,6 +2,16 @@
 
     python benchmarks/bench_scaling.py [--bodies 10 30 100 300 1000] [--batch 2000]
         [--repeats 5] [--threads 1] [--no-pinocchio] [--markdown]
+    python benchmarks/bench_scaling.py --commands [--dyn PATH] [--repeats 1]
+        [--max-links 100000]
+
+``--commands`` times whole ``dyn`` processes instead: ``info``, ``inverse`` (one state, q
+neutral), ``mass --sparsity`` and ``check-inertia``, each with ``--format json`` to
+/dev/null, on a star of 1 000, 10 000 and 100 000 links (every revolute joint about z
+hangs from the root link) and a chain of 1 000 and 10 000; each link a box inertia, each
+joint with limits. It prints the median wall time and the peak RSS of each process (from
+``/usr/bin/time``, else ``wait4``), its exit code and last stderr line, and the slopes of log(time) against
+log(links). Run it with a normal (not editable) installation's ``dyn``.
 
 Two families of fixed-base robots with ``n`` bodies, each moved by a revolute joint about a
 random unit axis, with a random joint placement and a random physically consistent inertia
@@ -33,8 +43,11 @@ import argparse
 import math
 import os
 import platform
+import shutil
+import subprocess
 import sys
 import tempfile
+import time
 
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
@@ -167,6 +180,95 @@ def bench_pinocchio(model, text, q, v, a, tau, crba_batch, args, work, name):
     return times, error
 
 
+# -- whole commands on large models (--commands) ----------------------------------------
+
+COMMAND_SIZES = {"star": (1_000, 10_000, 100_000), "chain": (1_000, 10_000)}
+COMMANDS = (("info", ["info"]), ("inverse", ["inverse"]),
+            ("mass --sparsity", ["mass", "--sparsity"]), ("check-inertia", ["check-inertia"]))
+
+
+def large_urdf(shape: str, links: int) -> str:
+    """``links`` links of a box inertia on revolute joints about z with limits: a star (every
+    joint hangs from the root link) or a chain (each from the previous link)."""
+    parts = [f'<robot name="{shape}{links}">\n<link name="base"><inertial><mass value="1"/>'
+             '<inertia ixx="0.1" ixy="0" ixz="0" iyy="0.1" iyz="0" izz="0.1"/></inertial>'
+             '</link>\n']
+    for k in range(links):
+        parent = "base" if shape == "star" or k == 0 else f"l{k - 1}"
+        parts.append(
+            f'<link name="l{k}"><inertial><origin xyz="0.05 0 0" rpy="0 0 0"/><mass value="0.5"/>'
+            '<inertia ixx="0.001" ixy="0" ixz="0" iyy="0.002" iyz="0" izz="0.0025"/></inertial>'
+            f'</link>\n<joint name="j{k}" type="revolute"><parent link="{parent}"/><child '
+            f'link="l{k}"/><origin xyz="0.1 0 0" rpy="0 0 0"/><axis xyz="0 0 1"/><limit '
+            'lower="-2" upper="2" effort="10" velocity="5"/></joint>\n')
+    return "".join(parts) + "</robot>\n"
+
+
+def run_command(dyn: str, args: list[str]) -> tuple[float, float, int, str]:
+    """(wall s, peak RSS MB, exit code, last stderr line) of one dyn process, its output
+    discarded. The peak is measured by /usr/bin/time where there is one: a child forked
+    from this (large) process would count this process's pages in its own peak until it
+    starts dyn; else from wait4."""
+    timer = shutil.which("time", path="/usr/bin")
+    with tempfile.TemporaryDirectory() as work:
+        peak, errors = os.path.join(work, "peak"), os.path.join(work, "errors")
+        command = [dyn, *args, "--format", "json"]
+        if timer:
+            command = [timer, "-f", "%M", "-o", peak, *command]
+        with open(errors, "wb") as stream:
+            start = time.perf_counter()
+            child = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=stream,
+                                     stdin=subprocess.DEVNULL)
+            _, status, usage = os.wait4(child.pid, 0)
+            wall = time.perf_counter() - start
+        child.returncode = os.waitstatus_to_exitcode(status)
+        rss = usage.ru_maxrss / 1024
+        if timer:
+            with open(peak) as stream:
+                rss = int(stream.read().split()[-1]) / 1024
+        with open(errors, "rb") as stream:
+            lines = stream.read().decode(errors="replace").strip().splitlines()
+    return wall, rss, child.returncode, lines[-1] if lines else ""
+
+
+def bench_commands(args) -> None:
+    """Every command of COMMANDS on the star and chain of COMMAND_SIZES: a markdown table of
+    median wall time and peak RSS, then the log-log slopes of time against links."""
+    rows = []
+    sizes_of = {shape: [n for n in sizes if n <= args.max_links]
+                for shape, sizes in COMMAND_SIZES.items()}
+    with tempfile.TemporaryDirectory(prefix="bench_scaling_") as work:
+        for shape, sizes in sizes_of.items():
+            for links in sizes:
+                path = os.path.join(work, f"{shape}{links}.urdf")
+                with open(path, "w") as stream:
+                    stream.write(large_urdf(shape, links))
+                for name, words in COMMANDS:
+                    runs = [run_command(args.dyn, [words[0], path, *words[1:]])
+                            for _ in range(args.repeats)]
+                    rows.append((shape, links, name, float(np.median([r[0] for r in runs])),
+                                 max(r[1] for r in runs), runs[-1][2], runs[-1][3]))
+                    print(f"  done {shape} {links} {name}", file=sys.stderr, flush=True)
+    version = subprocess.run([args.dyn, "--version"], capture_output=True, text=True).stdout
+    print(f"# {platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}, "
+          f"numpy {np.__version__}, {version.strip()}; median of {args.repeats} run(s), "
+          "output to /dev/null as JSON; peak RSS of the process")
+    table = [[shape, f"{links:,}", name, f"{wall:.2f}", f"{rss:.0f}", str(code),
+              note[:90].replace("|", "/")]
+             for shape, links, name, wall, rss, code, note in rows]
+    print_table(["shape", "links", "command", "wall s", "peak RSS MB", "exit", "stderr"], table,
+                True)
+    print()
+    slopes = []
+    for shape, sizes in sizes_of.items():
+        for name, _ in COMMANDS:
+            times = [row[3] for row in rows if row[0] == shape and row[2] == name]
+            slopes.append([shape, name, f"{slope(sizes, times):.2f}",
+                           f"{slope(sizes[-2:], times[-2:]):.2f}"])
+    print_table(["shape", "command", "slope (all)", "slope (largest two)"],
+                [row for row in slopes if len(sizes_of[row[0]]) >= 2], True)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--bodies", type=int, nargs="+", default=[10, 30, 100, 300, 1000])
@@ -181,7 +283,17 @@ def main() -> None:
                         "quadratically with the chain length (createData() for a 300-body "
                         "chain takes ~1.7 GB, for 1000 bodies it exhausts 23 GB)")
     parser.add_argument("--markdown", action="store_true", help="print README tables")
+    parser.add_argument("--commands", action="store_true",
+                        help="time whole dyn processes instead (info, inverse, mass "
+                        "--sparsity, check-inertia) on stars of 1 000 to 100 000 links and "
+                        "chains of 1 000 and 10 000: wall time and peak RSS, as markdown")
+    parser.add_argument("--dyn", default=shutil.which("dyn") or "dyn",
+                        help="the dyn program --commands runs (default: the one on PATH)")
+    parser.add_argument("--max-links", type=int, default=100_000,
+                        help="--commands: leave out the models larger than this")
     args = parser.parse_args()
+    if args.commands:
+        return bench_commands(args)
 
     rows = []
     with tempfile.TemporaryDirectory(prefix="bench_scaling_") as work:

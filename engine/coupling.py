@@ -36,6 +36,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .factor import dense_pattern
 from .names import closest
 
 MIMICKING = ("revolute", "continuous", "prismatic")  # joint types whose <mimic> is enforced
@@ -111,11 +112,12 @@ def couple(model):
     keep_q = np.concatenate([np.arange(model.idx_q[j], model.idx_q[j] + model.nq_joint[j])
                              for j in range(nj) if own[j]] or [np.zeros(0, dtype=int)])
     pattern = (G != 0).astype(int)
-    sparsity = (pattern.T @ model.sparsity.astype(int) @ pattern) > 0  # (nv, nv)
+    # (nv, nv): a mimic model is small, and G above is dense already
+    sparsity = (pattern.T @ dense_pattern(model.dof_parent).astype(int) @ pattern) > 0
     dof_parent = _dof_parent(model.parent, nv_joint, idx_v)
     armature = (model.armature * v_scale ** 2) @ (G != 0)  # diag(G^T diag(armature) G)
-    nv_subtree = np.array([nv_joint[j:model.subtree_end[j]].sum() for j in range(nj)],
-                          dtype=int).reshape(nj)
+    dofs_before = np.concatenate([[0], np.cumsum(nv_joint)]).astype(int)  # (nj + 1,)
+    nv_subtree = (dofs_before[model.subtree_end] - dofs_before[:nj]).astype(int).reshape(nj)
     mimics = np.flatnonzero(~own)
     coupling = Coupling(
         full=dataclasses.replace(model, armature=np.zeros(model.nv)),
@@ -128,7 +130,7 @@ def couple(model):
         nv_subtree=nv_subtree, dof_joint=np.repeat(np.arange(nj), nv_joint),
         dof_parent=dof_parent, nq=nq, nv=nv, armature=armature,
         q_neutral=model.q_neutral[keep_q], q_lower=model.q_lower[keep_q],
-        q_upper=model.q_upper[keep_q], sparsity=sparsity, coupling=coupling)
+        q_upper=model.q_upper[keep_q], coupling=coupling)
 
 
 def _relations(model) -> dict:

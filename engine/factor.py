@@ -82,6 +82,73 @@ def factor_structure(dof_parent: np.ndarray,
     return FactorStructure(rownnz, rowadr, colind)
 
 
+def dof_depth(dof_parent: np.ndarray) -> np.ndarray:
+    """(nv,) int: the number of ancestors of each dof (0 at a root). Parents come first."""
+    dof_parent = np.asarray(dof_parent, dtype=int)
+    depth = np.zeros(len(dof_parent), dtype=int)
+    for i, parent in enumerate(dof_parent.tolist()):
+        if parent >= 0:
+            depth[i] = depth[parent] + 1
+    return depth
+
+
+def dof_subtree_end(dof_parent: np.ndarray) -> np.ndarray:
+    """(nv,) int: dofs ``i .. end[i]-1`` are dof i and its descendants.
+
+    Needs the model's tree order, depth first with parents first, where every subtree is
+    a contiguous range (as :class:`~treedyn.engine.model.Model` stores dofs). Then dofs i
+    and j couple in M (one supports the other) exactly when ``i <= j < end[i]`` or
+    ``j <= i < end[j]``: the pattern of M in two (nv,) arrays instead of an (nv, nv) one.
+    """
+    dof_parent = np.asarray(dof_parent, dtype=int)
+    end = np.arange(1, len(dof_parent) + 1)
+    for i in range(len(dof_parent) - 1, -1, -1):
+        parent = dof_parent[i]
+        if parent >= 0 and end[i] > end[parent]:
+            end[parent] = end[i]
+    return end
+
+
+def dofs_couple(end: np.ndarray, i, j) -> np.ndarray:
+    """Whether dofs i and j (ints or arrays, broadcast) can couple in M: one supports the
+    other (``end`` from :func:`dof_subtree_end`)."""
+    i, j = np.asarray(i), np.asarray(j)
+    return ((i <= j) & (j < end[i])) | ((j <= i) & (i < end[j]))
+
+
+def pattern_nnz(dof_parent: np.ndarray) -> int:
+    """Ones in M's structural pattern: the diagonal and each (dof, ancestor) pair twice."""
+    return int(len(dof_parent) + 2 * dof_depth(dof_parent).sum())
+
+
+def dense_pattern(dof_parent: np.ndarray) -> np.ndarray:
+    """M's structural pattern (nv, nv) bool, from the subtree ranges (tree order as in
+    :func:`dof_subtree_end`). Quadratic by nature: only for outputs that hold M too."""
+    end = dof_subtree_end(dof_parent)
+    columns = np.arange(len(end))
+    pattern = (columns >= columns[:, None]) & (columns < end[:, None])  # j in i's subtree
+    return pattern | pattern.T
+
+
+def tree_fill_in(dof_parent: np.ndarray) -> dict[str, int]:
+    """The fill-in of :func:`fill_in` for the two orders of the tree, in linear time.
+
+    ``tree_order`` (leaves first, nv-1 .. 0): none, as the factor's pattern is M's lower
+    half. ``root_first`` (0 .. nv-1, parents first): a dof eliminated before two others
+    links them when a path joins them through earlier dofs only; every pair of one root's
+    subtree has such a path through their common ancestor (which comes first), and pairs
+    of different roots' subtrees none. So each root's subtree becomes a clique: the fill is
+    the pairs of every root's subtree less M's own pairs (one per dof and ancestor).
+    Tree order as in :func:`dof_subtree_end`.
+    """
+    dof_parent = np.asarray(dof_parent, dtype=int)
+    end = dof_subtree_end(dof_parent)
+    roots = np.flatnonzero(dof_parent < 0)
+    sizes = end[roots] - roots
+    pairs = int(np.sum(sizes * (sizes - 1) // 2))
+    return {"tree_order": 0, "root_first": pairs - int(dof_depth(dof_parent).sum())}
+
+
 def ltdl(dof_parent: np.ndarray, M: np.ndarray) -> LTDL:
     """Factor M = L^T D L in tree order, one row at a time from the last dof to the first.
 

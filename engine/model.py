@@ -5,9 +5,11 @@ integer arrays in the style of MuJoCo and Pinocchio. Body ``i`` is the rigid bod
 joint ``i``; its frame is joint ``i``'s frame after the joint motion. ``parent[i] == -1``
 means the body hangs from the world (the fixed root, or the free-flyer's parent).
 
-Everything derived from the tree (subtrees, nv_subtree, the dof parent array, the
-structural sparsity of M and its tree-ordered factor) is computed once by
-:func:`build_model`.
+Everything derived from the tree (subtrees, nv_subtree, the dof parent array) is computed
+once by :func:`build_model`, in flat arrays linear in the size of the tree. The structural
+sparsity of M follows from them without an (nv, nv) array: dofs i and j couple only when
+one supports the other, i.e. one lies in the other's subtree range
+(:func:`treedyn.engine.factor.dof_subtree_end`, :func:`~treedyn.engine.factor.dofs_couple`).
 """
 from __future__ import annotations
 
@@ -21,6 +23,7 @@ import numpy as np
 from .coupling import Coupling
 from .description import Inertia, JointSpec, Mimic, SourceRef, TreeDescription
 from .joints import JOINT_CLASSES, PUBLIC_TYPE, JointModel
+from .rotations import skew
 
 
 @dataclass(frozen=True)
@@ -80,7 +83,6 @@ class Model:
     q_neutral: np.ndarray  # (nq,)
     q_lower: np.ndarray  # (nq,) -inf where unlimited
     q_upper: np.ndarray  # (nq,) +inf where unlimited
-    sparsity: np.ndarray  # (nv, nv) bool, dofs i, j couple only if one supports the other
     frames: tuple[Frame, ...]  # every link of the description, merged or not
     bodies: tuple[MovingBody, ...]  # (nbodies,) the file's moving bodies, in tree order
     mimic: dict[str, Mimic]  # joint name -> mimic relation as written (enforced: coupling)
@@ -144,9 +146,7 @@ def build_model(description: TreeDescription) -> Model:
     parents: list[int] = []
     body_links: list[str] = []
     body_frames: list[str] = []
-    inertias: list[np.ndarray] = []
     frames: list[Frame] = []
-    world_inertia = np.zeros((6, 6))
     identity, origin = np.eye(3), np.zeros(3)
 
     # Depth-first, children in description order, with an explicit stack (a 1000-body
@@ -161,16 +161,9 @@ def build_model(description: TreeDescription) -> Model:
             parents.append(body)
             body_links.append(links[link].body or link)
             body_frames.append(link)
-            inertias.append(np.zeros((6, 6)))
             body, rotation, translation = len(joints) - 1, identity, origin
         spec = links[link]
         frames.append(Frame(link, body, rotation, translation, spec.source))
-        with np.errstate(over="ignore", invalid="ignore"):  # check-inertia reports overflows
-            spatial = spec.inertia.transformed(rotation, translation).spatial()
-        if body >= 0:
-            inertias[body] += spatial
-        else:
-            world_inertia += spatial
         for child in reversed(children[link]):
             placement_rotation = rotation @ child.rotation
             placement_translation = rotation @ child.translation + translation
@@ -180,8 +173,35 @@ def build_model(description: TreeDescription) -> Model:
                 stack.append((child.child, body, identity, origin,
                               _placed(child, placement_rotation, placement_translation)))
 
-    return _assemble(description, joints, parents, body_links, body_frames, inertias, frames,
-                     float(world_inertia[3, 3]))
+    inertias = _body_inertias([links[frame.name].inertia for frame in frames], frames,
+                              len(joints))
+    return _assemble(description, joints, parents, body_links, body_frames, inertias[1:],
+                     frames, float(inertias[0, 3, 3]))
+
+
+def _body_inertias(inertias: list[Inertia], frames: list[Frame], nj: int) -> np.ndarray:
+    """(nj + 1, 6, 6): the world's spatial inertia (first), then each body's, about its
+    origin in its frame: the sum, in ``frames`` order, of its links' inertias placed at
+    their frames. What ``inertia.transformed(R, t).spatial()`` gives one link, for all at
+    once (the same products, so the same numbers)."""
+    count = len(inertias)
+    mass = np.array([i.mass for i in inertias], dtype=float).reshape(count)
+    com = np.array([i.com for i in inertias], dtype=float).reshape(count, 3)
+    tensor = np.array([i.inertia for i in inertias], dtype=float).reshape(count, 3, 3)
+    R = np.array([f.rotation for f in frames], dtype=float).reshape(count, 3, 3)
+    t = np.array([f.translation for f in frames], dtype=float).reshape(count, 3)
+    spatial = np.empty((count, 6, 6))
+    with np.errstate(over="ignore", invalid="ignore"):  # check-inertia reports overflows
+        com = np.matmul(R, com[:, :, None])[:, :, 0] + t
+        tensor = np.matmul(np.matmul(R, tensor), np.swapaxes(R, 1, 2))
+        hx, c = skew(mass[:, None] * com), skew(com)
+        spatial[:, :3, :3] = tensor - np.matmul(mass[:, None, None] * c, c)
+        spatial[:, :3, 3:] = hx
+        spatial[:, 3:, :3] = -hx
+        spatial[:, 3:, 3:] = mass[:, None, None] * np.eye(3)
+        bodies = np.zeros((nj + 1, 6, 6))
+        np.add.at(bodies, np.array([f.joint for f in frames], dtype=int) + 1, spatial)
+    return bodies
 
 
 def _check_tree(description: TreeDescription, links: dict) -> None:
@@ -238,8 +258,7 @@ def _assemble(description, joints, parents, body_links, body_frames, inertias, f
     nq_joint, nv_joint, idx_q, idx_v = (index[k] for k in ("nq_joint", "nv_joint", "idx_q", "idx_v"))
     nq, nv = int(nq_joint.sum()), int(nv_joint.sum())
     body_inertia = np.array(inertias).reshape(nj, 6, 6)
-    with np.errstate(over="ignore", invalid="ignore"):
-        rigid = [Inertia.from_spatial(I) for I in body_inertia]
+    body_mass, body_com, body_rotational_inertia = _rigid(body_inertia)
     q_neutral = np.concatenate([j.neutral if j.neutral is not None else m.neutral()
                                 for j, m in zip(joints, models)] or [np.zeros(0)])
     q_lower = np.full(nq, -np.inf)
@@ -265,9 +284,9 @@ def _assemble(description, joints, parents, body_links, body_frames, inertias, f
         nq=nq,
         nv=nv,
         body_inertia=body_inertia,
-        body_mass=np.array([r.mass for r in rigid]).reshape(nj),
-        body_com=np.array([r.com for r in rigid]).reshape(nj, 3),
-        body_rotational_inertia=np.array([r.inertia for r in rigid]).reshape(nj, 3, 3),
+        body_mass=body_mass,
+        body_com=body_com,
+        body_rotational_inertia=body_rotational_inertia,
         armature=armature,
         gravity=np.asarray(description.gravity, dtype=float),
         q_neutral=q_neutral,
@@ -281,10 +300,26 @@ def _assemble(description, joints, parents, body_links, body_frames, inertias, f
     )
 
 
+def _rigid(spatial: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(mass (n,), com (n, 3), rotational inertia about the com (n, 3, 3)) of spatial
+    inertias (n, 6, 6): :meth:`Inertia.from_spatial` for all at once (the same numbers; a
+    body without positive mass has its com at 0 and its tensor as it is)."""
+    mass = spatial[:, 3, 3].copy()
+    h = np.stack([spatial[:, 2, 4], spatial[:, 0, 5], spatial[:, 1, 3]], axis=1)  # (n, 3)
+    massive = ~(mass <= 0.0)  # (n,) (nan too, as from_spatial computes on)
+    with np.errstate(all="ignore"):
+        com = np.where(massive[:, None], h / mass[:, None], 0.0)
+        c = skew(com)
+        inertia = spatial[:, :3, :3] + np.matmul(mass[:, None, None] * c, c)
+        tensor = np.where(massive[:, None, None], 0.5 * (inertia + np.swapaxes(inertia, 1, 2)),
+                          spatial[:, :3, :3])
+    return mass, com, tensor
+
+
 def _indexing(parent: np.ndarray, models: tuple) -> dict[str, np.ndarray]:
     """Coordinate and dof bookkeeping of a tree in depth-first order: per joint nq_joint,
     nv_joint, idx_q, idx_v, subtree_end, nv_subtree (nj,); per dof dof_joint, dof_parent
-    (nv,); the sparsity pattern of M (nv, nv)."""
+    (nv,). Linear in the tree's size (M's pattern is left to :mod:`treedyn.engine.factor`)."""
     nj = len(models)
     nq_joint = np.array([m.nq for m in models], dtype=int).reshape(nj)
     nv_joint = np.array([m.nv for m in models], dtype=int).reshape(nj)
@@ -295,21 +330,17 @@ def _indexing(parent: np.ndarray, models: tuple) -> dict[str, np.ndarray]:
     for i in reversed(range(nj)):
         if parent[i] >= 0:
             subtree_end[parent[i]] = max(subtree_end[parent[i]], subtree_end[i])
-    nv_subtree = np.array([nv_joint[i:subtree_end[i]].sum() for i in range(nj)], dtype=int)
+    dofs_before = np.concatenate([[0], np.cumsum(nv_joint)]).astype(int)  # (nj + 1,)
+    nv_subtree = (dofs_before[subtree_end] - dofs_before[:nj]).astype(int)
     dof_joint = np.repeat(np.arange(nj), nv_joint)
     dof_parent = np.empty(nv, dtype=int)
     for i in range(nj):
         first = idx_v[i]
         dof_parent[first] = idx_v[parent[i]] + nv_joint[parent[i]] - 1 if parent[i] >= 0 else -1
         dof_parent[first + 1:first + nv_joint[i]] = np.arange(first, first + nv_joint[i] - 1)
-    sparsity = np.zeros((nv, nv), dtype=bool)
-    for i in range(nj):
-        dofs = slice(idx_v[i], idx_v[i] + nv_subtree[i])
-        sparsity[idx_v[i]:idx_v[i] + nv_joint[i], dofs] = True
-        sparsity[dofs, idx_v[i]:idx_v[i] + nv_joint[i]] = True
     return {"nq_joint": nq_joint, "nv_joint": nv_joint, "idx_q": idx_q, "idx_v": idx_v,
             "subtree_end": subtree_end, "nv_subtree": nv_subtree, "dof_joint": dof_joint,
-            "dof_parent": dof_parent, "sparsity": sparsity}
+            "dof_parent": dof_parent}
 
 
 def _moving_bodies(body_names: list[str]) -> tuple[MovingBody, ...]:

@@ -32,6 +32,9 @@ class GeometryError(ValueError):
 def skew(r) -> np.ndarray:
     """(..., 3) -> (..., 3, 3) with skew(r) @ b == cross(r, b)."""
     r = np.asarray(r)
+    if r.shape == (3,) and r.dtype == np.float64:  # one vector (a model's links): the same
+        x, y, z = r.tolist()  # numbers built at once, not in six strided writes
+        return np.array([[0.0, -z, y], [z, 0.0, -x], [-y, x, 0.0]])
     out = np.zeros(r.shape[:-1] + (3, 3))
     out[..., 0, 1] = -r[..., 2]
     out[..., 0, 2] = r[..., 1]

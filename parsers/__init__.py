@@ -75,22 +75,31 @@ def check_finite(description: TreeDescription) -> TreeDescription:
     infinite volume, a mass of 1e308 an infinite density or moment). The first such link
     or joint is one ParseError naming the element it came from. The dynamics need this;
     ``check-inertia`` reports such a link as its own finding instead."""
+    links, joints = description.links, description.joints
+    # (nlinks, 13): mass, com, tensor. Below SAFE the spatial inertia (products of three of
+    # them at most) is finite for sure; the other links are checked one by one.
+    raw = np.array([(i.mass, *np.ravel(i.com), *np.ravel(i.inertia))
+                    for i in (link.inertia for link in links)], dtype=float).reshape(-1, 13)
     with np.errstate(all="ignore"):
-        for link in description.links:
-            inertia = link.inertia
-            numbers = (inertia.mass, *np.ravel(inertia.com), *np.ravel(inertia.inertia),
-                       *np.ravel(inertia.spatial()))
-            if not np.all(np.isfinite(numbers)):
+        for k in np.flatnonzero(~np.all(np.abs(raw) < SAFE, axis=1)):
+            link = links[k]
+            if not np.all(np.isfinite(link.inertia.spatial())) or \
+                    not np.all(np.isfinite(raw[k])):
                 source = link.inertial_source if link.inertial_source.file else link.source
                 raise ParseError.at(source, f"the mass and inertia of link '{link.name}' "
                                     "overflow a double once compiled (values this large "
                                     "cannot be computed with)")
-        for joint in description.joints:
-            if not (np.all(np.isfinite(joint.rotation)) and np.all(np.isfinite(joint.translation))
-                    and np.all(np.isfinite(joint.axis))):
-                raise ParseError.at(joint.source, f"the placement of joint '{joint.name}' "
-                                    "overflows a double once compiled")
+    placements = np.array([(*np.ravel(j.rotation), *np.ravel(j.translation), *np.ravel(j.axis))
+                           for j in joints], dtype=float).reshape(len(joints), 15)
+    bad = np.flatnonzero(~np.all(np.isfinite(placements), axis=1))
+    if len(bad):
+        joint = joints[bad[0]]
+        raise ParseError.at(joint.source, f"the placement of joint '{joint.name}' "
+                            "overflows a double once compiled")
     return description
+
+
+SAFE = 1e100  # |numbers| under this: mass x com^2 and the sums of spatial() stay finite
 
 
 def load_model(path: str, free_flyer: bool = False, xacro: XacroInput = XacroInput(),

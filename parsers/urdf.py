@@ -448,8 +448,7 @@ def _numbers(element: etree._Element, attribute: str, count: int, default,
              owner: SourceRef) -> np.ndarray:
     """The ``count`` finite numbers of a space-separated attribute; ``default`` if absent.
 
-    ``default=None`` makes the attribute required.
-    """
+    ``default=None`` makes the attribute required."""
     return np.array(_floats(element, attribute, count, default, owner), dtype=float)
 
 
@@ -467,8 +466,9 @@ def _floats(element: etree._Element, attribute: str, count: int, default,
         if default is None:
             raise _error(element, owner, f"<{element.tag}> has no {attribute} attribute")
         return default
-    words = text.split()
-    # The common case in one pass; _number_problem then says what is wrong, word by word.
+    if count == 1 and NUMBER.fullmatch(text) and math.isfinite(value := float(text)):
+        return [value]  # one number (most attributes); else every word in one pass, and
+    words = text.split()  # where that fails _number_problem says what is wrong
     if len(words) == count and all(map(NUMBER.fullmatch, words)):
         values = [float(word) for word in words]
         if all(map(math.isfinite, values)):

@@ -19,8 +19,8 @@ from hypothesis import given, settings
 from random_trees import random_model, random_state, trees
 from reference_models import dm_control_id, dm_control_models, gymnasium_models
 from treedyn.engine import aba, crba, rnea
-from treedyn.engine.factor import (eliminate, factor_nnz, factor_structure, fill_in, ltdl,
-                                   ltdl_solve)
+from treedyn.engine.factor import (dense_pattern, eliminate, factor_nnz, factor_structure,
+                                   fill_in, ltdl, ltdl_solve)
 
 if importlib.util.find_spec("pinocchio"):
     from test_pinocchio import ROOT, URDFS, Mapping
@@ -91,13 +91,14 @@ def test_factor_reproduces_m_and_solves_like_aba(tree):
         cols = structure.colind[structure.rowadr[i]:structure.rowadr[i] + structure.rownnz[i]]
         lower[i, cols] = True
     assert np.all(L[:, ~lower] == 0.0)  # no fill-in outside the ancestors
-    assert np.array_equal(lower | lower.T, model.sparsity)
-    assert factor_nnz(model.dof_parent) == (model.sparsity.sum() + model.nv) // 2
-    assert fill_in(model.sparsity, np.arange(model.nv)[::-1]) == 0
+    pattern = dense_pattern(model.dof_parent)
+    assert np.array_equal(lower | lower.T, pattern)
+    assert factor_nnz(model.dof_parent) == (pattern.sum() + model.nv) // 2
+    assert fill_in(pattern, np.arange(model.nv)[::-1]) == 0
     # any order: the symbolic count equals the new non-zeros of the numeric elimination
     order = np.random.default_rng(model.nv).permutation(model.nv)
     eliminated = eliminate(M[0], order)
-    assert fill_in(model.sparsity, order) == int((~model.sparsity & (eliminated != 0)).sum()) // 2
+    assert fill_in(pattern, order) == int((~pattern & (eliminated != 0)).sum()) // 2
     solved = ltdl_solve(model.dof_parent, (L, D), tau - rnea(model, q, v))
     expected = aba(model, q, v, tau)
     assert relative_error(solved, expected) <= TOL
@@ -159,7 +160,7 @@ def test_structure_equals_mujoco_on_gymnasium_and_dm_control_models(path):
     for i in range(model.nv):
         full[i, reference.D_colind[reference.D_rowadr[i]:
                                    reference.D_rowadr[i] + reference.D_rownnz[i]]] = True
-    assert np.array_equal(full, model.sparsity)
+    assert np.array_equal(full, dense_pattern(model.dof_parent))
     assert factor_structure(model.dof_parent).nnz == reference.nM
     simple = reference.dof_simplenum > 0
     structure = factor_structure(model.dof_parent, simple)
@@ -168,7 +169,7 @@ def test_structure_equals_mujoco_on_gymnasium_and_dm_control_models(path):
     assert np.array_equal(structure.colind, reference.M_colind)
     q = model.random_configuration(np.random.default_rng(0), 4)
     M = crba(model, q)
-    dropped = model.sparsity & (simple[:, None] | simple[None, :])
+    dropped = full & (simple[:, None] | simple[None, :])
     np.fill_diagonal(dropped, False)
     assert np.all(np.abs(M[:, dropped]) <= 1e-12 * np.abs(M).max(initial=0.0))
 

@@ -11,13 +11,15 @@ from .table import table
 def info_document(model, gravity: np.ndarray | None) -> dict:
     """What ``dyn info --format json`` prints (the keys of interface.md, and a few more)."""
     joints = []
+    # the index arrays as Python ints once (not a numpy scalar per joint and column)
+    parent, idx_q, nq, idx_v, nv, subtree = (a.tolist() for a in (
+        model.parent, model.idx_q, model.nq_joint, model.idx_v, model.nv_joint,
+        model.nv_subtree))
     for j, name in enumerate(model.joint_names):
         joint = {"name": name, "type": model.public_type(j),
-                 "parent": (model.joint_names[model.parent[j]] if model.parent[j] >= 0
-                            else "world"),
-                 "idx_q": int(model.idx_q[j]), "nq": int(model.nq_joint[j]),
-                 "idx_v": int(model.idx_v[j]), "nv": int(model.nv_joint[j]),
-                 "nv_subtree": int(model.nv_subtree[j]), "body": model.body_names[j]}
+                 "parent": model.joint_names[parent[j]] if parent[j] >= 0 else "world",
+                 "idx_q": idx_q[j], "nq": nq[j], "idx_v": idx_v[j], "nv": nv[j],
+                 "nv_subtree": subtree[j], "body": model.body_names[j]}
         mimic = model.mimic.get(name)
         if mimic is not None:
             joint["mimic"] = {"joint": mimic.joint, "multiplier": float(mimic.multiplier),
@@ -96,17 +98,19 @@ def tree_document(model) -> list[dict]:
     children = joint_children(model)
     depths: list[int] = []
     tree = []
+    parents, ends, firsts, own, subtree = (a.tolist() for a in (
+        model.parent, model.subtree_end, model.idx_v, model.nv_joint, model.nv_subtree))
     for j, name in enumerate(names):
-        parent = model.parent[j]  # parents come first
+        parent = parents[j]  # parents come first
         depths.append(depths[parent] + 1 if parent >= 0 else 0)
-        first = int(model.idx_v[j])
+        first = firsts[j]
         tree.append({
             "joint": name, "depth": depths[j],
             "parent": names[parent] if parent >= 0 else "world",
             "children": [names[c] for c in children[j]],
-            "subtree_joints": [j, int(model.subtree_end[j])],
-            "dofs": [first, first + int(model.nv_joint[j])],
-            "subtree_dofs": [first, first + int(model.nv_subtree[j])],
+            "subtree_joints": [j, ends[j]],
+            "dofs": [first, first + own[j]],
+            "subtree_dofs": [first, first + subtree[j]],
         })
     return tree
 
@@ -151,7 +155,7 @@ def tree_lines(model) -> list[str]:
 def joint_children(model) -> list[list[int]]:
     """The children of each joint (nj lists), in tree order."""
     children: list[list[int]] = [[] for _ in range(model.njoints)]
-    for j, parent in enumerate(model.parent):
+    for j, parent in enumerate(model.parent.tolist()):
         if parent >= 0:
             children[parent].append(j)
     return children

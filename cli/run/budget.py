@@ -32,7 +32,12 @@ def state_bytes(model) -> int:
 
 def refuse_past_memory(count: int, each: int, option: str) -> None:
     """A usage error when ``count`` items of ``each`` bytes pass :data:`MEMORY`."""
+    if count * each > MEMORY and each > MEMORY:  # not even one (M of a large model)
+        raise UsageError(f"dyn: {option} {count} would hold about "
+                         f"{count * each / 2 ** 30:.3g} GiB at once, and even one more than "
+                         f"the {MEMORY / 2 ** 30:g} GiB a run may hold: this model is too "
+                         "large for it (M alone is nv x nv)")
     if count * each > MEMORY:
         raise UsageError(f"dyn: {option} {count} would hold about "
                          f"{count * each / 2 ** 30:.3g} GiB at once; at most "
-                         f"{max(1, MEMORY // each)} on this model")
+                         f"{MEMORY // each} on this model")

@@ -35,6 +35,8 @@ from dataclasses import replace
 
 import numpy as np
 
+from treedyn.engine.factor import dense_pattern
+
 from ..errors import Ended, UsageError
 from ..io.layout import Layout
 from ..io.model import load
@@ -502,7 +504,8 @@ def write_npz(job: dict, layout: Layout | None, raws: list[str], count: int,
         key = RESULT_KEY[job["command"]]
         nv = layout.model.nv
         shape = (nv, nv) if key == "M" else (nv,)
-        extra = npz_extra(layout.v_labels, layout.model.sparsity if job["sparsity"] else None)
+        pattern = dense_pattern(layout.model.dof_parent) if job["sparsity"] else None
+        extra = npz_extra(layout.v_labels, pattern)
         with reopen(target + ".tmp") as stream:
             write_archive(stream, key, (count, *shape), parts, extra)
             stream.flush()

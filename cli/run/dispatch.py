@@ -13,7 +13,7 @@ from ..io.paths import same_file
 from ..io.vectors import parse_fext, parse_gravity, single_state
 from .compute import compute
 from .pool import ended_by_signals
-from .request import Request, open_sink
+from .request import Request, mass_over_cap, open_sink, write_structure
 
 
 def solve(request: Request) -> None:
@@ -29,6 +29,8 @@ def solve(request: Request) -> None:
         if request.scheduler is not None:
             raise UsageError("dyn: --scheduler needs --input FILES.npz and --output DIR/")
         states = single_state(layout, request.vectors, wrenches)
+        if mass_over_cap(request, layout):
+            return write_structure(request, layout)
         result = compute(request.command, layout, states, gravity)
         sink = open_sink(request, layout, single=True)
         try:
@@ -44,6 +46,7 @@ def solve(request: Request) -> None:
     from .parts import try_parts
     from .stream import stream
 
+    mass_over_cap(request, layout)  # (a usage error with many states)
     given = [f"--{kind}" for kind, text in request.vectors.items() if text is not None]
     if given:
         raise UsageError(f"dyn: {' and '.join(given)} cannot be combined with --input "

@@ -4,14 +4,16 @@ and JSON in a pipe)."""
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import stat
 import sys
 from dataclasses import dataclass
 from typing import Optional
 
-from treedyn.engine.analysis.sparsity import sparsity_document
+from treedyn.engine.analysis.sparsity import DENSE_KEYS, sparsity_document
 
+from ..console import warn
 from ..errors import UsageError
 from ..io.hdf5 import Hdf5Sink, require_h5py
 from ..io.layout import Layout
@@ -67,14 +69,7 @@ def open_sink(request: Request, layout: Layout, single: bool) -> Sink:
     key = RESULT_KEY[request.command]
     labels = layout.v_labels
     kind = sink_kind(request)
-    if request.sparsity and kind == "csv":
-        raise UsageError("dyn: --sparsity is written in json, npz and table formats, not csv")
-    coupling = layout.model.coupling
-    if request.sparsity and coupling is not None and not coupling.tree_sparse:
-        raise UsageError("dyn: --sparsity describes M on the tree; with --mimic this model's "
-                         "M couples branches (a mimic joint away from its master's subtree), "
-                         "so it has no tree-ordered factor")
-    sparsity = sparsity_document(layout.model) if request.sparsity else None
+    sparsity = structure(request, layout) if request.sparsity else None
     if kind == "parquet":  # the optional extras: one line before the output is created
         require_arrow()
     elif kind == "hdf5":
@@ -106,6 +101,55 @@ def open_sink(request: Request, layout: Layout, single: bool) -> Sink:
                          footer)
     sink.temporary, sink.existed = temporary, existed
     return sink
+
+
+def structure(request: Request, layout: Layout, dense: bool = True) -> dict:
+    """The ``--sparsity`` document (without what grows with M unless ``dense``), or a
+    usage error where it cannot be written."""
+    if sink_kind(request) == "csv":
+        raise UsageError("dyn: --sparsity is written in json, npz and table formats, not csv")
+    coupling = layout.model.coupling
+    if coupling is not None and not coupling.tree_sparse:
+        raise UsageError("dyn: --sparsity describes M on the tree; with --mimic this model's "
+                         "M couples branches (a mimic joint away from its master's subtree), "
+                         "so it has no tree-ordered factor")
+    return sparsity_document(layout.model, dense=dense)
+
+
+MASS_CAP = 1 << 24  # entries of M (nv x nv) that dyn mass computes and writes: 128 MiB of
+# doubles, nv <= 4096. Its text (JSON, CSV, a table) holds some 20 bytes an entry, copied a
+# few times on its way out: at the cap a chain's JSON run peaks at 1.2 GB (1.8 GB with
+# --sparsity, which factors M at 3 configurations), and one of a 10 000-dof chain (800 MB
+# of doubles, 2 GB of JSON text) would pass any 2 GB budget.
+
+
+def mass_over_cap(request: Request, layout: Layout) -> bool:
+    """Whether ``dyn mass`` answers without M: False when M is within :data:`MASS_CAP`
+    (or the command is another); True for ``--sparsity`` of one state to stdout, which
+    then gives M's structure alone, with one note on stderr; else a usage error, before
+    anything is computed."""
+    nv = int(layout.model.nv)
+    if request.command != "mass" or nv * nv <= MASS_CAP:
+        return False
+    size = (f"M of this model is {nv} x {nv} = {nv * nv:,} entries "
+            f"({8 * nv * nv / 2 ** 30:.3g} GiB of doubles), past the {MASS_CAP:,} "
+            "dyn mass writes")
+    if request.sparsity and request.input is None and request.output is None:
+        warn(f"{size}: --sparsity gives the structure alone, without "
+             f"{', '.join(DENSE_KEYS)}")
+        return True
+    raise UsageError(f"dyn: {size}; --sparsity without --input and --output gives its "
+                     "structure, and dyn inverse and dyn forward run on models of any size")
+
+
+def write_structure(request: Request, layout: Layout) -> None:
+    """``mass --sparsity`` past :data:`MASS_CAP`: the structure without M, in the document
+    the result would carry (JSON: ``dofs`` and ``sparsity``; a table: the figures)."""
+    document = structure(request, layout, dense=False)
+    if sink_kind(request) == "json":
+        print(json.dumps({"dofs": list(layout.v_labels), "sparsity": document}))
+    else:
+        print(sparsity_table(document, layout.v_labels))
 
 
 def sink_kind(request: Request) -> str:

@@ -22,6 +22,12 @@ class BodyChecks(LinkChecks):
         frames: dict[int, list[str]] = {}  # body -> its links, in model.frames order
         for frame in model.frames:
             frames.setdefault(frame.joint, []).append(frame.name)
+        # link -> the places of its link findings, all made before the body checks: each
+        # body looks at its own links' findings, not at every finding of the model
+        self.link_findings: dict[str, list[int]] = {}
+        for n, finding in enumerate(self.findings):
+            if finding.scope == "link":
+                self.link_findings.setdefault(finding.body, []).append(n)
         for j, name in enumerate(model.body_names):
             context = contexts[name]
             links = tuple(frames.get(j, ()))
@@ -38,7 +44,8 @@ class BodyChecks(LinkChecks):
                 self.add_pseudo_inertia(context, rigid, "merged-pseudo-inertia", None,
                                         J=spatial_pseudo_inertia(model.body_inertia[j]),
                                         scope="body", links=links)
-                winner = failing_consistency(self.findings, massive)
+                winner = failing_consistency(
+                    [self.findings[n] for n in self.places(massive)], massive)
                 if self.findings[-1].status != "fail":
                     self.excuse_negligible(contexts, massive, name)
                 elif winner is not None:
@@ -49,7 +56,8 @@ class BodyChecks(LinkChecks):
         """An inconsistent link that hardly matters to a body consistent as a whole is a
         warning: the dynamics only see the body (as MuJoCo's compiler, fusing static
         bodies, and Pinocchio, merging fixed joints, do)."""
-        for n, finding in enumerate(self.findings):
+        for n in self.places(links):
+            finding = self.findings[n]
             context = contexts.get(finding.body)
             if (finding.body in links and finding.scope == "link" and finding.status == "fail"
                     and finding.severity == "error" and finding.check in CONSISTENCY
@@ -59,13 +67,17 @@ class BodyChecks(LinkChecks):
                     message=f"{finding.message} [warning only: {context.negligible}, and body "
                             f"{body} as a whole is consistent (see merged-pseudo-inertia)]")
 
+    def places(self, links) -> list[int]:
+        """The places in ``findings`` of the link findings of ``links``, in order."""
+        return sorted(n for name in set(links) for n in self.link_findings.get(name, ()))
+
     def implied_by_mass(self, context: LinkContext, links) -> None:
         """A singular D-block of a body whose mass check failed reports that same defect."""
         last = self.findings[-1]
         if last.check != "articulated-inertia" or last.severity != "error":
             return
-        mass = next((f for f in self.findings if f.body == context.link.name
-                     and f.check == "mass" and f.scope == "link"), None)
+        mass = next((f for f in (self.findings[n] for n in self.places([context.link.name]))
+                     if f.check == "mass"), None)
         if mass is not None and mass.status == "fail" and mass.severity == "error":
             self.findings[-1] = implied_skip(last, mass)
 

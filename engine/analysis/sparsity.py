@@ -11,11 +11,12 @@ import numpy as np
 
 from ..aba import aba
 from ..crba import crba
-from ..factor import factor_structure, fill_in, ltdl, ltdl_solve
+from ..factor import (dense_pattern, dof_depth, factor_structure, ltdl, ltdl_solve,
+                      tree_fill_in)
 from ..rnea import rnea
 
 
-def sparsity_document(model, samples: int = 3, seed: int = 0) -> dict:
+def sparsity_document(model, samples: int = 3, seed: int = 0, dense: bool = True) -> dict:
     """The structural pattern of M, its tree-ordered L^T D L factor, and a numeric check.
 
     ``pattern``, ``nnz`` and ``nnz_factor`` are the interface's keys. ``factor`` is the
@@ -24,25 +25,37 @@ def sparsity_document(model, samples: int = 3, seed: int = 0) -> dict:
     "simple" dofs to the diagonal); ``fill_in`` counts the new non-zeros (pairs below the diagonal) that
     eliminating in another order would create; ``confirmed`` checks the pattern on M(q) at
     random configurations, and the factor's solve against ABA there.
+
+    Everything but ``pattern``, ``factor.colind`` and ``confirmed`` is linear in nv (from
+    the dof parent array). Those three grow with M itself (nv^2 entries, nnz_factor column
+    indices, M at ``samples`` configurations): with ``dense`` False they are left out and
+    ``omitted`` lists them, so a model whose M is too large to hold still gets its
+    structure.
     """
-    pattern = model.sparsity.astype(int)
-    nnz, nv = int(pattern.sum()), int(model.nv)
-    structure = factor_structure(model.dof_parent)
-    return {
-        "pattern": pattern.tolist(),
+    nv = int(model.nv)
+    depth = dof_depth(model.dof_parent)  # (nv,) ancestors of each dof
+    nnz = nv + 2 * int(depth.sum())
+    rownnz = depth + 1  # (nv,) factor row i: its ancestors and itself
+    rowadr = np.concatenate([[0], np.cumsum(rownnz)[:-1]]).astype(int)[:nv]
+    document = {
         "nnz": nnz,
-        "nnz_factor": structure.nnz,
+        "nnz_factor": nv + int(depth.sum()),
         "density": nnz / nv ** 2 if nv else 0.0,
         "nv_subtree": {name: int(n) for name, n in zip(model.joint_names, model.nv_subtree)},
         "subtree_blocks": [{"joint": name, "first": int(model.idx_v[j]),
                             "size": int(model.nv_subtree[j])}
                            for j, name in enumerate(model.joint_names)],
-        "factor": {"rownnz": structure.rownnz.tolist(), "rowadr": structure.rowadr.tolist(),
-                   "colind": structure.colind.tolist()},
-        "fill_in": {"tree_order": fill_in(model.sparsity, np.arange(nv)[::-1]),
-                    "root_first": fill_in(model.sparsity, np.arange(nv))},
-        "confirmed": confirm_pattern(model, samples, seed),
+        "factor": {"rownnz": rownnz.tolist(), "rowadr": rowadr.tolist()},
+        "fill_in": tree_fill_in(model.dof_parent),
     }
+    if not dense:
+        return {**document, "omitted": list(DENSE_KEYS)}
+    document["factor"]["colind"] = factor_structure(model.dof_parent).colind.tolist()
+    return {"pattern": dense_pattern(model.dof_parent).astype(int).tolist(), **document,
+            "confirmed": confirm_pattern(model, samples, seed)}
+
+
+DENSE_KEYS = ("pattern", "factor.colind", "confirmed")  # what grows with M, not with nv
 
 
 def confirm_pattern(model, samples: int, seed: int) -> dict:
@@ -54,8 +67,9 @@ def confirm_pattern(model, samples: int, seed: int) -> dict:
     q = model.random_configuration(rng, samples)
     tau = rng.normal(size=(samples, model.nv))
     M = crba(model, q).reshape(samples, model.nv, model.nv)
-    outside = np.abs(M[:, ~model.sparsity])
-    zero_inside = int(np.sum(np.all(M[:, model.sparsity] == 0, axis=0)))
+    pattern = dense_pattern(model.dof_parent)  # (nv, nv) bool, beside M
+    outside = np.abs(M[:, ~pattern])
+    zero_inside = int(np.sum(np.all(M[:, pattern] == 0, axis=0)))
     with np.errstate(all="ignore"):
         solved = ltdl_solve(model.dof_parent, ltdl(model.dof_parent, M),
                             tau - rnea(model, q, None, None))

@@ -60,7 +60,9 @@ def axis_frame(axis: np.ndarray) -> np.ndarray:
     seed = np.array([1.0, 0, 0]) if abs(z[0]) < 0.9 else np.array([0, 1.0, 0])
     x = seed - z * (seed @ z)
     x /= np.linalg.norm(x)
-    return np.column_stack([x, np.cross(z, x), z])
+    (z0, z1, z2), (x0, x1, x2) = z.tolist(), x.tolist()  # z x x as np.cross computes it
+    y = np.array([z1 * x2 - z2 * x1, z2 * x0 - z0 * x2, z0 * x1 - z1 * x0])
+    return np.column_stack([x, y, z])
 
 
 def _shift_maps() -> tuple[np.ndarray, np.ndarray]:
@@ -274,6 +276,9 @@ def _groups(model: Model, tree: _Tree, inertia_int: np.ndarray, dof_start: dict)
     return groups, coordinates
 
 
+CONGRUENCE_CHUNK = 4096  # joints whose congruence maps are made at once (40 MB of products)
+
+
 def _group(model: Model, tree: _Tree, kind: str, members: np.ndarray, slots: slice,
            inertia_int: np.ndarray, dof_start: dict, coordinates) -> Group:
     """One group: its constant transforms, congruence maps and coordinate rows."""
@@ -285,7 +290,8 @@ def _group(model: Model, tree: _Tree, kind: str, members: np.ndarray, slots: sli
         for m, j in enumerate(members):
             jm, Qp = model.joint_models[j], tree.Q[pslots[m]]
             XT[m] = motion_transform(tree.Q[tree.slot[j]].T @ jm.E_T @ Qp, Qp.T @ jm.translation)
-            L[m] = congruence_map(XT[m])
+        for first in range(0, k, CONGRUENCE_CHUNK):  # (chunk, 36, 36) products at a time
+            L[first:first + CONGRUENCE_CHUNK] = congruence_map(XT[first:first + CONGRUENCE_CHUNK])
     coords = slice(0, 0)
     if kind in (REVOLUTE, PRISMATIC):
         q_list, ref_list = coordinates[:2] if kind == REVOLUTE else coordinates[2:]

@@ -80,5 +80,10 @@ def spins_of(A: np.ndarray) -> np.ndarray:
 
 
 def congruence_map(X: np.ndarray) -> np.ndarray:
-    """(21, 21) L with spin(X^T A X) = L spin(A) for symmetric A."""
-    return P_SPIN @ np.kron(X.T, X.T) @ PINV_SPIN
+    """(21, 21) L with spin(X^T A X) = L spin(A) for symmetric A; for X (n, 6, 6), the
+    (n, 21, 21) maps of each (the same products as one at a time)."""
+    if X.ndim == 2:
+        return P_SPIN @ np.kron(X.T, X.T) @ PINV_SPIN
+    A = np.swapaxes(X, 1, 2)  # kron(A, A)[6 i + k, 6 j + l] = A[i, j] A[k, l]
+    products = (A[:, :, None, :, None] * A[:, None, :, None, :]).reshape(len(X), 36, 36)
+    return np.matmul(np.matmul(P_SPIN, products), PINV_SPIN)
