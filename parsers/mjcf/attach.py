@@ -25,6 +25,7 @@ from pathlib import Path
 
 from lxml import etree
 
+from ..errors import quoted
 from .types import Compiler, Node
 
 # attributes that hold a name of the child model: prefixed in every copy
@@ -51,7 +52,7 @@ def compose(root: Node, directory: str, load) -> list[tuple[frozenset[str], list
         if prefix is None:
             raise node.error("required attribute prefix is missing")
         if name not in models:
-            raise node.error(f'could not find model "{name}" (a <model> asset names it)')
+            raise node.error(f'could not find model {quoted(name)} (a <model> asset names it)')
         child, asset = models[name]
         owner.children[index] = frame = _frame(node, child, prefix)
         if prefix not in used.setdefault(name, set()):
@@ -76,10 +77,10 @@ def _model_assets(root: Node, directory: str, load) -> dict:
                 raise node.error("required attribute file is missing")
             path = file if os.path.isabs(file) else os.path.join(directory, file)
             if not os.path.isfile(path):
-                raise node.error(f'model file "{file}" not found (looked for {path})')
+                raise node.error(f'model file {quoted(file)} not found (looked for {path})')
             child = load(path, node)
             if child.compilers:
-                raise node.error(f'the model "{file}" attaches models itself: nested '
+                raise node.error(f'the model {quoted(file)} attaches models itself: nested '
                                  f"attachment is not supported")
             compiler = Compiler()
             for setting in (n for n in child.root.children if n.tag == "compiler"):
@@ -87,7 +88,7 @@ def _model_assets(root: Node, directory: str, load) -> dict:
             _absolute_files(child.root, compiler, child.model_dir)
             name = node.get("name") or child.root.get("model") or ""
             if name in models:
-                raise node.error(f'repeated model name "{name}"')
+                raise node.error(f'repeated model name {quoted(name)}')
             models[name] = (child, node)
     return models
 
@@ -112,7 +113,7 @@ def _frame(attach: Node, child, prefix: str) -> Node:
         found = next((n for top in world for n in _walk(top)
                       if n.tag == key and n.get("name") == wanted), None)
         if found is None:
-            raise attach.error(f'could not find {key} "{wanted}" in model '
+            raise attach.error(f'could not find {key} {quoted(wanted)} in model '
                                f'"{attach.get("model")}"')
         contents = [_copy(found, prefix)]
         break

@@ -13,7 +13,7 @@ from lxml import etree
 
 from treedyn.engine.description import SourceRef
 
-from ..errors import ParseError
+from ..errors import ParseError, quoted
 from ..files import MODEL_BYTES, read_bounded
 from ..xml_text import DEPTH_PROBLEM, MAX_DEPTH, read_xml
 from .attach import compose
@@ -87,11 +87,11 @@ class Document:
         if real in self.included:
             first = self.included[real]
             where = f" (first included at {first.file}:{first.line})" if first.line else ""
-            raise include.error(f'file "{name}" is already included{where}')
+            raise include.error(f'file {quoted(name)} is already included{where}')
         self.included[real] = include.source()
         root = read_file(path, include)
         if next(root.iterchildren(etree.Element), None) is None:
-            raise include.error(f'included file "{name}" has no elements')
+            raise include.error(f'included file {quoted(name)} has no elements')
         # its own root is level 1 of its file (MuJoCo's XML reader limits each file alone)
         return self._children(root, path, os.path.dirname(path), stack + [real], 1, total)
 
@@ -104,7 +104,7 @@ class Document:
         for candidate in candidates:
             if os.path.isfile(candidate):
                 return candidate
-        raise include.error(f'included file "{name}" not found (looked in '
+        raise include.error(f'included file {quoted(name)} not found (looked in '
                             f"{' and '.join(dict.fromkeys(candidates))})")
 
 
@@ -114,7 +114,7 @@ def read_file(path: str, include: Node | None) -> etree._Element:
         data = read_bounded(path, MODEL_BYTES)
     except OSError as error:
         if include is not None:
-            raise include.error(f'cannot read included file "{path}" ({error.strerror})') \
+            raise include.error(f'cannot read included file {quoted(path)} ({error.strerror})') \
                 from None
         raise ParseError(f"cannot read file ({error.strerror})", path) from None
     try:
@@ -124,8 +124,8 @@ def read_file(path: str, include: Node | None) -> etree._Element:
             raise
         problem = error.problem.removeprefix("not well-formed XML (").removesuffix(")")
         if problem == error.problem:  # not an XML error: what is wrong, at its line
-            raise include.error(f'included file "{path}", its line {error.line}: '
+            raise include.error(f'included file {quoted(path)}, its line {error.line}: '
                                 f"{problem}") from None
         # the file and element that asked for it, then where in it
-        raise include.error(f'included file "{path}" is not well-formed XML (its line '
+        raise include.error(f'included file {quoted(path)} is not well-formed XML (its line '
                             f"{error.line}: {problem})") from None

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from ..errors import quoted
 from .geoms import MeshAsset
 from .state import BuildState
 from .types import Node, own_attributes
@@ -56,7 +57,7 @@ class Sections(BuildState):
             names += [layer.get("texture") for layer in node.children if layer.tag == "layer"]
             for name in names:
                 if name is not None and name not in self.textures:
-                    raise node.error(f'unknown texture "{name}"')
+                    raise node.error(f'unknown texture {quoted(name)}')
 
     def _mesh_asset(self, node: Node) -> None:
         """Register a mesh (name defaults to the file's stem); its file must exist."""
@@ -66,7 +67,7 @@ class Sections(BuildState):
         if not name:
             raise node.error("a mesh needs a name or a file")
         if name in self.meshes:
-            raise node.error(f'repeated mesh name "{name}" (first at line '
+            raise node.error(f'repeated mesh name {quoted(name)} (first at line '
                              f"{self.meshes[name].node.line})")
         path = self._mesh_path(node, file) if file else None
         hull_vertices = attrs.integer("maxhullvert", -1)
@@ -85,5 +86,5 @@ class Sections(BuildState):
         else:
             path = os.path.join(self.model_dir, self.compiler.meshdir, file)
         if not os.path.isfile(path):
-            raise node.error(f'mesh file "{file}" not found (looked for {path})')
+            raise node.error(f'mesh file {quoted(file)} not found (looked for {path})')
         return path
