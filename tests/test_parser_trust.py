@@ -66,3 +66,56 @@ def test_a_long_value_is_quoted_short_with_its_length(tmp_path, name, text, wher
     line = refused(path)
     assert line.startswith(f"{path}{where}"), line[:300]
     assert len(line) - len(str(path)) < 400 and " characters)" in line, line[:600]
+
+
+# -- 1. expansions are capped before they are made -----------------------------------------
+
+def mjcf(folder: Path, worldbody: str, name: str = "model.xml") -> Path:
+    return write(folder, name, f"<mujoco>\n<worldbody>\n{worldbody}\n</worldbody>\n</mujoco>\n")
+
+
+BODY = '<body name="b"><joint name="j"/><geom size="0.1"/></body>'
+
+
+@pytest.mark.parametrize("worldbody,count,product", [
+    (f'<replicate count="100000000" offset="0.1 0 0">\n{BODY}\n</replicate>', "100000000",
+     "100000000 x 3 = 300000000"),
+    (f'<replicate count="1000" offset="0.1 0 0">\n<replicate count="1000" offset="0 0.1 0">\n'
+     f'{BODY}\n</replicate>\n</replicate>', "1000", "1000 x 3001 = 3001000"),
+    ('<replicate count="99999999999"/>', "99999999999", "99999999999 x 1 = 99999999999"),
+    (f'<replicate count="{"9" * 5000}">{BODY}</replicate>', "999", "over 10^18"),
+])
+def test_a_replicate_past_the_cap_is_refused_before_it_is_expanded(tmp_path, worldbody, count,
+                                                                   product):
+    """MuJoCo has no cap (10^8 copies ran for minutes, growing 30 MB/s); dyn names the
+    replicate whose copies pass 100000 elements, with the count and the product."""
+    path = mjcf(tmp_path, worldbody)
+    line = refused(path)
+    assert line.startswith(f'{path}:3: <replicate>: count="{count}'), line
+    assert f"make {product} elements, more than the 100000 dyn compiles" in line, line
+    assert len(line) < 600
+
+
+def test_a_model_attached_past_the_cap_is_refused_at_that_attach(tmp_path):
+    sites = "".join(f'<site name="s{k}"/>' for k in range(1000))
+    write(tmp_path, "part.xml", f'<mujoco model="part"><worldbody><body name="p"><joint/>'
+                                f'<geom size="0.1"/>{sites}</body></worldbody></mujoco>\n')
+    attaches = "".join(f'<attach model="part" prefix="a{k}"/>\n' for k in range(200))
+    path = write(tmp_path, "scene.xml", '<mujoco>\n<asset><model name="part" file="part.xml"/>'
+                                        f'</asset>\n<worldbody>\n{attaches}</worldbody>\n'
+                                        '</mujoco>\n')
+    assert refused(path) == (f'{path}:103: <attach>: this copy of model "part" (1005 elements) '
+                             "takes the model past the 100000 elements dyn compiles")
+
+
+def test_a_document_past_the_cap_is_refused_as_it_is_read(tmp_path):
+    path = mjcf(tmp_path, "\n".join("<site/>" for _ in range(100_001)))
+    line = refused(path)  # (the line: libxml2's, past 65535 lines)
+    assert line.startswith(f"{path}:1000") and line.endswith(
+        ": <site>: more than 100000 elements, includes expanded (the most dyn compiles)"), line
+
+
+def test_replicates_within_the_cap_still_load(tmp_path):
+    path = mjcf(tmp_path, f'<replicate count="3" offset="0.1 0 0">\n{BODY}\n</replicate>')
+    done = run(path)
+    assert done.returncode == 0 and done.stderr == "", done.stderr

@@ -26,6 +26,7 @@ from pathlib import Path
 from lxml import etree
 
 from ..errors import quoted
+from .bounds import MAX_ELEMENTS
 from .types import Compiler, Node
 
 # attributes that hold a name of the child model: prefixed in every copy
@@ -44,6 +45,7 @@ def compose(root: Node, directory: str, load) -> list[tuple[frozenset[str], list
     models = _model_assets(root, directory, load)
     attached: list[tuple[frozenset[str], list[Node], Node]] = []
     used: dict[str, set[str]] = {}  # model name -> prefixes already attached
+    elements = sum(1 for _ in _walk(root))  # the copies to come counted before each is made
     for owner, index, node in list(_attach_nodes(root)):
         name, prefix = node.get("model"), node.get("prefix")
         if name is None:
@@ -54,6 +56,10 @@ def compose(root: Node, directory: str, load) -> list[tuple[frozenset[str], list
         if name not in models:
             raise node.error(f'could not find model {quoted(name)} (a <model> asset names it)')
         child, asset = models[name]
+        elements += child.elements
+        if elements > MAX_ELEMENTS:
+            raise node.error(f"this copy of model {quoted(name)} ({child.elements} elements) "
+                             f"takes the model past the {MAX_ELEMENTS} elements dyn compiles")
         owner.children[index] = frame = _frame(node, child, prefix)
         if prefix not in used.setdefault(name, set()):
             used[name].add(prefix)

@@ -3,7 +3,8 @@
 The included file is looked up relative to the main model's directory first, then relative
 to the including file's directory (MuJoCo's order); a file may be included once. Nesting
 is limited per file as MuJoCo's XML reader limits it, and across includes to dyn's own
-:data:`MAX_TOTAL_DEPTH`.
+:data:`MAX_TOTAL_DEPTH`; the elements, to :data:`.bounds.MAX_ELEMENTS` as they are read,
+and once more with attached models and replicates counted (:func:`.bounds.check_size`).
 """
 from __future__ import annotations
 
@@ -17,6 +18,7 @@ from ..errors import ParseError, quoted
 from ..files import MODEL_BYTES, read_bounded
 from ..xml_text import DEPTH_PROBLEM, MAX_DEPTH, read_xml
 from .attach import compose
+from .bounds import MAX_ELEMENTS, check_size
 from .types import Node
 
 MAX_TOTAL_DEPTH = 1000  # levels in the whole document, includes expanded: dyn's own limit
@@ -32,11 +34,13 @@ class Document:
         main = os.path.realpath(path)
         self.attaching = attaching + (main,)
         self.included[main] = SourceRef(path, 0, "")
+        self.elements = 0  # read so far, includes expanded
         element = read_file(path, None)
         self.root = self._node(element, path, os.path.dirname(os.path.abspath(path)), [main],
                                1, 1)
         # per attached model: the files it was read from and its <compiler> nodes
         self.compilers = compose(self.root, self.model_dir, self._attached)
+        check_size(self.root)
 
     def _attached(self, path: str, asset: Node) -> "Document":
         """The document of a ``<model>`` asset's file; its files count as the scene's."""
@@ -51,6 +55,10 @@ class Document:
     def _node(self, element: etree._Element, file: str, directory: str,
               stack: list[str], depth: int, total: int) -> Node:
         node = Node(element, file)
+        self.elements += 1
+        if self.elements > MAX_ELEMENTS:
+            raise node.error(f"more than {MAX_ELEMENTS} elements, includes expanded (the most "
+                             f"dyn compiles)")
         if depth > MAX_DEPTH:
             raise node.error(DEPTH_PROBLEM)
         if total > MAX_TOTAL_DEPTH:
