@@ -119,3 +119,51 @@ def test_replicates_within_the_cap_still_load(tmp_path):
     path = mjcf(tmp_path, f'<replicate count="3" offset="0.1 0 0">\n{BODY}\n</replicate>')
     done = run(path)
     assert done.returncode == 0 and done.stderr == "", done.stderr
+
+
+# -- 3. a path that is there but is no file is called what it is ----------------------------
+
+def special(folder: Path, kind: str, name: str) -> Path:
+    """A directory, FIFO or device (a link to /dev/null) at ``folder / name``."""
+    path = folder / name
+    {"directory": path.mkdir, "FIFO": lambda: os.mkfifo(path),
+     "device": lambda: path.symlink_to("/dev/null")}[kind]()
+    return path
+
+
+WHAT = {"directory": "is a directory", "FIFO": "is a FIFO, not a file",
+        "device": "is a character device, not a file"}
+
+
+@pytest.mark.parametrize("kind", ["directory", "FIFO", "device"])
+def test_a_mesh_that_is_no_file_is_called_what_it_is(tmp_path, kind):
+    mesh = special(tmp_path, kind, "part.stl")
+    path = write(tmp_path, "scene.xml", '<mujoco>\n<asset><mesh name="m" file="part.stl"/>'
+                                        '</asset>\n<worldbody><body><freejoint/><geom '
+                                        'type="mesh" mesh="m"/></body></worldbody>\n</mujoco>\n')
+    assert refused(path) == (f'{path}:2: <mesh name="m">: mesh file "part.stl" {WHAT[kind]} '
+                             f"(looked for {mesh})")
+
+
+@pytest.mark.parametrize("kind", ["directory", "FIFO", "device"])
+def test_an_include_that_is_no_file_is_called_what_it_is(tmp_path, kind):
+    part = special(tmp_path, kind, "part.xml")
+    path = write(tmp_path, "scene.xml", '<mujoco>\n<include file="part.xml"/>\n<worldbody/>\n'
+                                        '</mujoco>\n')
+    assert refused(path) == (f'{path}:2: <include>: included file "part.xml" {WHAT[kind]} '
+                             f"({part})")
+
+
+@pytest.mark.parametrize("kind", ["directory", "FIFO"])
+def test_a_urdf_mesh_that_is_no_file_is_not_called_missing(tmp_path, kind):
+    """URDF meshes only feed check-inertia's geometry checks: a warning, saying what the
+    path is, where it used to say the mesh was not found."""
+    special(tmp_path, kind, "part.stl")
+    path = write(tmp_path, "r.urdf", '<robot name="r"><link name="a"><inertial><mass value="1"/>'
+                                     '<inertia ixx="1" ixy="0" ixz="0" iyy="1" iyz="0" izz="1"/>'
+                                     '</inertial><visual><geometry><mesh filename="part.stl"/>'
+                                     '</geometry></visual></link></robot>\n')
+    done = run(path, "check-inertia")
+    assert done.returncode == 0 and done.stderr == (
+        f"dyn: warning: {path}: link a: mesh part.stl cannot be read (cannot read mesh file "
+        f"(a {kind}, not a regular file)): its geometry checks were skipped\n"), done.stderr

@@ -26,6 +26,7 @@ from pathlib import Path
 from lxml import etree
 
 from ..errors import quoted
+from ..files import not_a_file
 from .bounds import MAX_ELEMENTS
 from .types import Compiler, Node
 
@@ -82,8 +83,9 @@ def _model_assets(root: Node, directory: str, load) -> dict:
             if not file:
                 raise node.error("required attribute file is missing")
             path = file if os.path.isabs(file) else os.path.join(directory, file)
-            if not os.path.isfile(path):
-                raise node.error(f'model file {quoted(file)} not found (looked for {path})')
+            problem = not_a_file(path)
+            if problem:
+                raise node.error(f"model file {quoted(file)} {problem} (looked for {path})")
             child = load(path, node)
             if child.compilers:
                 raise node.error(f'the model {quoted(file)} attaches models itself: nested '

@@ -15,7 +15,7 @@ from lxml import etree
 from treedyn.engine.description import SourceRef
 
 from ..errors import ParseError, quoted
-from ..files import MODEL_BYTES, read_bounded
+from ..files import MODEL_BYTES, not_a_file, read_bounded
 from ..xml_text import DEPTH_PROBLEM, MAX_DEPTH, read_xml
 from .attach import compose
 from .bounds import MAX_ELEMENTS, check_size
@@ -104,14 +104,18 @@ class Document:
         return self._children(root, path, os.path.dirname(path), stack + [real], 1, total)
 
     def _locate(self, include: Node, name: str, directory: str) -> str:
-        """The included file: absolute, else in the model directory, else beside the includer."""
+        """The included file: absolute, else in the model directory, else beside the
+        includer; the first path that names anything must be a regular file."""
         if os.path.isabs(name):
             candidates = [name]
         else:
             candidates = [os.path.join(self.model_dir, name), os.path.join(directory, name)]
         for candidate in candidates:
-            if os.path.isfile(candidate):
+            problem = not_a_file(candidate)
+            if not problem:
                 return candidate
+            if problem != "not found":
+                raise include.error(f"included file {quoted(name)} {problem} ({candidate})")
         raise include.error(f'included file {quoted(name)} not found (looked in '
                             f"{' and '.join(dict.fromkeys(candidates))})")
 

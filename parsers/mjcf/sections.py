@@ -6,6 +6,7 @@ import os
 from pathlib import Path
 
 from ..errors import quoted
+from ..files import not_a_file
 from .geoms import MeshAsset
 from .state import BuildState
 from .types import Node, own_attributes
@@ -85,6 +86,7 @@ class Sections(BuildState):
             path = os.path.join(self.compiler.meshdir, file)
         else:
             path = os.path.join(self.model_dir, self.compiler.meshdir, file)
-        if not os.path.isfile(path):
-            raise node.error(f'mesh file {quoted(file)} not found (looked for {path})')
+        problem = not_a_file(path)
+        if problem:
+            raise node.error(f"mesh file {quoted(file)} {problem} (looked for {path})")
         return path
