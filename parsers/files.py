@@ -21,6 +21,15 @@ KINDS = {stat.S_IFIFO: "a FIFO", stat.S_IFCHR: "a character device",
          stat.S_IFBLK: "a block device", stat.S_IFSOCK: "a socket", stat.S_IFDIR: "a directory"}
 
 
+def lexical_path(*parts: str) -> str:
+    """``parts`` joined as MuJoCo joins an MJCF file's paths (model directory, meshdir,
+    file; an absolute part starts afresh), with "." and "name/.." removed from the text
+    before the system sees it -- so ``link/../m.stl`` is ``m.stl`` beside the model even
+    where ``link`` is a symbolic link to a folder elsewhere (MuJoCo's ``FilePath``; URDF
+    paths are left to the system, as urdfdom leaves them)."""
+    return os.path.normpath(os.path.join(*parts))
+
+
 def not_a_file(path: str) -> str:
     """"" when ``path`` names a regular file (links followed), else what is wrong, to follow
     the name in a message: "not found", "is a directory", "is a FIFO, not a file", "is a

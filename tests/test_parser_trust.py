@@ -167,3 +167,58 @@ def test_a_urdf_mesh_that_is_no_file_is_not_called_missing(tmp_path, kind):
     assert done.returncode == 0 and done.stderr == (
         f"dyn: warning: {path}: link a: mesh part.stl cannot be read (cannot read mesh file "
         f"(a {kind}, not a regular file)): its geometry checks were skipped\n"), done.stderr
+
+
+# -- 4. MJCF paths are joined as MuJoCo joins them ----------------------------------------
+
+def linked_tree(tmp_path: Path) -> Path:
+    """model/ holding m.obj and `link`, a symbolic link to far/inner, where far/ holds
+    far.obj: `link/..` is model/ to MuJoCo's text and far/ to the system."""
+    model, inner = tmp_path / "model", tmp_path / "far" / "inner"
+    model.mkdir()
+    inner.mkdir(parents=True)
+    tetrahedron = "v 0 0 0\nv 1 0 0\nv 0 1 0\nv 0 0 1\nf 1 3 2\nf 1 2 4\nf 1 4 3\nf 2 3 4\n"
+    (model / "m.obj").write_text(tetrahedron)
+    (tmp_path / "far" / "far.obj").write_text(tetrahedron)
+    (model / "link").symlink_to(inner)
+    return model
+
+
+def verdicts(path: Path) -> tuple[bool, bool]:
+    """(dyn loads it, MuJoCo loads it)."""
+    mujoco = pytest.importorskip("mujoco")
+    done = run(path)
+    assert done.returncode in (0, 2) and len(done.stderr.splitlines()) <= 1, done.stderr
+    try:
+        mujoco.MjModel.from_xml_path(str(path))
+        loaded = True
+    except ValueError:
+        loaded = False
+    return done.returncode == 0, loaded
+
+
+@pytest.mark.parametrize("meshdir,file,loads", [
+    ("", "link/../m.obj", True),  # the text's .. : model/m.obj
+    ("", "link/../far.obj", False),  # the system's .. would find far/far.obj
+    ("link/..", "m.obj", True),
+    ("link/..", "far.obj", False),
+    ("link/../link/..", "./m.obj", True),
+])
+def test_mesh_paths_with_dot_dot_after_a_link_load_as_in_mujoco(tmp_path, meshdir, file,
+                                                                loads):
+    model = linked_tree(tmp_path)
+    path = write(model, "scene.xml", f'<mujoco>\n<compiler meshdir="{meshdir}"/>\n<asset><mesh '
+                                     f'name="m" file="{file}"/></asset>\n<worldbody><body>'
+                                     '<freejoint/><geom type="mesh" mesh="m"/></body>'
+                                     '</worldbody>\n</mujoco>\n')
+    assert verdicts(path) == (loads, loads)
+
+
+@pytest.mark.parametrize("file,loads", [("link/../part.xml", True), ("link/../far.xml", False)])
+def test_include_paths_with_dot_dot_after_a_link_load_as_in_mujoco(tmp_path, file, loads):
+    model = linked_tree(tmp_path)
+    part = '<mujoco><worldbody><body><freejoint/><geom size="0.1"/></body></worldbody></mujoco>\n'
+    write(model, "part.xml", part)
+    write(tmp_path / "far", "far.xml", part)
+    path = write(model, "scene.xml", f'<mujoco>\n<include file="{file}"/>\n</mujoco>\n')
+    assert verdicts(path) == (loads, loads)

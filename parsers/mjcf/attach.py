@@ -26,7 +26,7 @@ from pathlib import Path
 from lxml import etree
 
 from ..errors import quoted
-from ..files import not_a_file
+from ..files import lexical_path, not_a_file
 from .bounds import MAX_ELEMENTS
 from .types import Compiler, Node
 
@@ -82,7 +82,7 @@ def _model_assets(root: Node, directory: str, load) -> dict:
             file = node.get("file")
             if not file:
                 raise node.error("required attribute file is missing")
-            path = file if os.path.isabs(file) else os.path.join(directory, file)
+            path = lexical_path(directory, file)
             problem = not_a_file(path)
             if problem:
                 raise node.error(f"model file {quoted(file)} {problem} (looked for {path})")
@@ -180,9 +180,7 @@ def _absolute_files(root: Node, compiler: Compiler, directory: str) -> None:
         for node in section.children:
             file = node.get("file")
             if node.tag == "mesh" and file and not os.path.isabs(file):
-                base = compiler.meshdir if os.path.isabs(compiler.meshdir) else \
-                    os.path.join(directory, compiler.meshdir)
-                node.element.set("file", os.path.join(base, file))
+                node.element.set("file", lexical_path(directory, compiler.meshdir, file))
 
 
 def _walk(node: Node):

@@ -15,7 +15,7 @@ from lxml import etree
 from treedyn.engine.description import SourceRef
 
 from ..errors import ParseError, quoted
-from ..files import MODEL_BYTES, not_a_file, read_bounded
+from ..files import MODEL_BYTES, lexical_path, not_a_file, read_bounded
 from ..xml_text import DEPTH_PROBLEM, MAX_DEPTH, read_xml
 from .attach import compose
 from .bounds import MAX_ELEMENTS, check_size
@@ -105,11 +105,9 @@ class Document:
 
     def _locate(self, include: Node, name: str, directory: str) -> str:
         """The included file: absolute, else in the model directory, else beside the
-        includer; the first path that names anything must be a regular file."""
-        if os.path.isabs(name):
-            candidates = [name]
-        else:
-            candidates = [os.path.join(self.model_dir, name), os.path.join(directory, name)]
+        includer (".." taken from the text, as MuJoCo does); the first path that names
+        anything must be a regular file."""
+        candidates = [lexical_path(self.model_dir, name), lexical_path(directory, name)]
         for candidate in candidates:
             problem = not_a_file(candidate)
             if not problem:

@@ -6,7 +6,7 @@ import os
 from pathlib import Path
 
 from ..errors import quoted
-from ..files import not_a_file
+from ..files import lexical_path, not_a_file
 from .geoms import MeshAsset
 from .state import BuildState
 from .types import Node, own_attributes
@@ -77,15 +77,11 @@ class Sections(BuildState):
         self.meshes[name] = MeshAsset(node, name, path, attrs)
 
     def _mesh_path(self, node: Node, file: str) -> str:
-        """MuJoCo's lookup: absolute file; absolute meshdir; model dir / meshdir / file."""
+        """MuJoCo's lookup: absolute file; absolute meshdir; model dir / meshdir / file,
+        with ".." taken from the text, not from the folders it names (as MuJoCo does)."""
         if self.compiler.strippath:
             file = os.path.basename(file)
-        if os.path.isabs(file):
-            path = file
-        elif os.path.isabs(self.compiler.meshdir):
-            path = os.path.join(self.compiler.meshdir, file)
-        else:
-            path = os.path.join(self.model_dir, self.compiler.meshdir, file)
+        path = lexical_path(self.model_dir, self.compiler.meshdir, file)
         problem = not_a_file(path)
         if problem:
             raise node.error(f"mesh file {quoted(file)} {problem} (looked for {path})")
