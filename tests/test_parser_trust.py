@@ -222,3 +222,56 @@ def test_include_paths_with_dot_dot_after_a_link_load_as_in_mujoco(tmp_path, fil
     write(tmp_path / "far", "far.xml", part)
     path = write(model, "scene.xml", f'<mujoco>\n<include file="{file}"/>\n</mujoco>\n')
     assert verdicts(path) == (loads, loads)
+
+
+# -- 5. what MuJoCo refuses is refused -----------------------------------------------------
+
+SCENE = ('<mujoco>\n<asset>{asset}</asset>\n<worldbody><body name="a"><joint name="j"/>'
+         '<geom size="0.1"/></body><body name="f"><freejoint/><geom size="0.1"/></body>'
+         '</worldbody>\n{extra}\n</mujoco>\n')  # nq 8, nv 7
+
+
+@pytest.mark.parametrize("asset,extra,problem", [
+    ('<texture name="t" type="2d" file="nope.png"/>', "",
+     ':2: <texture name="t">: texture file "nope.png" not found (looked for {folder}/nope.png)'),
+    ('<texture name="t" type="cube" fileright="nope.png"/>', "",
+     ':2: <texture name="t">: texture file "nope.png" not found (looked for {folder}/nope.png)'),
+    ('<skin file="nope.skn"/>', "",
+     ':2: <skin>: skin file "nope.skn" not found (looked for {folder}/nope.skn)'),
+    ("", '<keyframe><key qpos="0 0 0 0 1 0 0 0 0"/></keyframe>',
+     ':4: <key>: qpos="0 0 0 0 1 0 0 0 0": 9 numbers, more than the model\'s 8 (MuJoCo '
+     'refuses such a keyframe)'),
+    ("", '<keyframe><key qvel="0 0 0 0 0 0 0 0"/></keyframe>',
+     ':4: <key>: qvel="0 0 0 0 0 0 0 0": 8 numbers, more than the model\'s 7 (MuJoCo '
+     'refuses such a keyframe)'),
+    ("", '<keyframe><key mpos="0 0 0"/></keyframe>',
+     ':4: <key>: mpos="0 0 0": 3 numbers, more than the model\'s 0 (MuJoCo refuses such a '
+     'keyframe)'),
+    ("", '<keyframe><key qpos="0 x"/></keyframe>', ':4: <key>: qpos="0 x": "x" is not a number'),
+    ("", '<keyframe><key name="k"/><key name="k"/></keyframe>',
+     ':4: <key name="k">: repeated key name "k" (first at line 4)'),
+    ('<material name="m"/><material name="m"/>', "",
+     ':2: <material name="m">: repeated material name "m" (first at line 2)'),
+])
+def test_what_mujoco_refuses_is_refused_at_its_element(tmp_path, asset, extra, problem):
+    path = write(tmp_path, "scene.xml", SCENE.format(asset=asset, extra=extra))
+    assert verdicts(path) == (False, False)
+    assert refused(path) == f"{path}{problem.format(folder=tmp_path)}"
+
+
+@pytest.mark.parametrize("extra", ['<keyframe><key qpos="0.5" qvel="1"/></keyframe>',
+                                   '<keyframe><key qpos="" name="a"/><key name="b"/></keyframe>'])
+def test_short_keyframes_load_as_in_mujoco(tmp_path, extra):
+    """MuJoCo 4.0 completes a shorter keyframe array from the model."""
+    path = write(tmp_path, "scene.xml", SCENE.format(asset="", extra=extra))
+    assert verdicts(path) == (True, True)
+
+
+def test_a_texture_file_is_looked_for_in_texturedir(tmp_path):
+    (tmp_path / "tex").mkdir()
+    (tmp_path / "tex" / "t.png").write_bytes(b"\x89PNG\r\n\x1a\n")  # there (not decoded)
+    path = write(tmp_path, "scene.xml", SCENE.format(
+        asset='<texture name="t" type="2d" file="t.png"/>', extra="").replace(
+        "<asset>", '<compiler texturedir="tex"/><asset>'))
+    done = run(path)
+    assert done.returncode == 0 and done.stderr == "", done.stderr

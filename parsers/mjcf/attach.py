@@ -28,7 +28,7 @@ from lxml import etree
 from ..errors import quoted
 from ..files import lexical_path, not_a_file
 from .bounds import MAX_ELEMENTS
-from .types import Compiler, Node
+from .types import ASSET_FILES, Compiler, Node
 
 # attributes that hold a name of the child model: prefixed in every copy
 REFERENCES = frozenset(("name", "class", "childclass", "mesh", "material", "hfield",
@@ -172,15 +172,18 @@ def _copy(node: Node, prefix: str) -> Node:
 
 
 def _absolute_files(root: Node, compiler: Compiler, directory: str) -> None:
-    """Make the mesh files of a child model absolute, as its own meshdir finds them (a
-    path the scene's meshdir then leaves alone)."""
+    """Make the asset files of a child model absolute, as its own meshdir and texturedir
+    find them (a path the scene's folders then leave alone)."""
     for section in root.children:
         if section.tag != "asset":
             continue
-        for node in section.children:
-            file = node.get("file")
-            if node.tag == "mesh" and file and not os.path.isabs(file):
-                node.element.set("file", lexical_path(directory, compiler.meshdir, file))
+        for node in (n for n in section.children if n.tag in ASSET_FILES):
+            keys, folder = ASSET_FILES[node.tag]
+            for key in keys:
+                file = node.get(key)
+                if file and not os.path.isabs(file):
+                    node.element.set(key, lexical_path(directory, getattr(compiler, folder),
+                                                       file))
 
 
 def _walk(node: Node):

@@ -34,6 +34,12 @@ from . import geometry as geo
 
 WORLD = "world"
 ORIENTATION = ("quat", "axisangle", "xyaxes", "zaxis", "euler")
+# the files of assets MuJoCo opens while compiling, used or not, and the compiler
+# setting naming the folder each is found in
+ASSET_FILES = {"mesh": (("file",), "meshdir"),
+               "texture": (("file", "fileright", "fileleft", "fileup", "filedown",
+                            "filefront", "fileback"), "texturedir"),
+               "hfield": (("file",), "meshdir"), "skin": (("file",), "meshdir")}
 ACTUATOR_TAGS = ("general", "motor", "position", "velocity", "damper", "intvelocity",
                  "orientation", "pid", "cylinder", "muscle", "adhesion", "dcmotor", "plugin")
 
@@ -193,6 +199,7 @@ class Compiler:
     discardvisual: bool = False
     strippath: bool = False
     meshdir: str = ""
+    texturedir: str = ""
 
     def read(self, node: Node) -> None:
         """Apply one ``<compiler>`` element (later elements override earlier ones)."""
@@ -221,9 +228,11 @@ class Compiler:
         self.discardvisual = attrs.boolean("discardvisual", self.discardvisual)
         self.strippath = attrs.boolean("strippath", self.strippath)
         if attrs.has("assetdir"):
-            self.meshdir = attrs.text("assetdir")
+            self.meshdir = self.texturedir = attrs.text("assetdir")
         if attrs.has("meshdir"):
             self.meshdir = attrs.text("meshdir")
+        if attrs.has("texturedir"):
+            self.texturedir = attrs.text("texturedir")
 
     def in_inertia_group(self, group: int) -> bool:
         return self.inertiagrouprange[0] <= group <= self.inertiagrouprange[1]
