@@ -92,12 +92,12 @@ def resolve_uri(uri: str, model_path: str, paths: PackagePaths) -> Path | None:
         else:
             root = find_package(package, model_path, paths)
             candidates = [] if root is None else [root / rest]
-        return next((path for path in candidates if path.exists()), None)
+        return next((path for path in candidates if os.path.exists(path)), None)
     if uri.startswith("file://"):
         uri = uri[len("file://"):]
     path = Path(uri)
     path = path if path.is_absolute() else base / path
-    return path if path.exists() else None
+    return path if os.path.exists(path) else None  # (a name too long: not there)
 
 
 @functools.lru_cache(maxsize=4096)

@@ -68,6 +68,18 @@ def test_a_long_value_is_quoted_short_with_its_length(tmp_path, name, text, wher
     assert len(line) - len(str(path)) < 400 and " characters)" in line, line[:600]
 
 
+def test_a_mesh_name_too_long_for_the_system_is_a_short_warning(tmp_path):
+    """check-inertia used to end in 'internal error' with the 8 MB name (ENAMETOOLONG)."""
+    path = write(tmp_path, "r.urdf", '<robot name="r"><link name="a"><inertial><mass value="1"/>'
+                                     '<inertia ixx="1" ixy="0" ixz="0" iyy="1" iyz="0" izz="1"/>'
+                                     f'</inertial><visual><geometry><mesh filename="{BIG}.stl"/>'
+                                     '</geometry></visual></link></robot>\n')
+    done = run(path, "check-inertia")
+    assert done.returncode == 0 and done.stderr.startswith(
+        f"dyn: warning: {path}: 1 mesh file(s) not found (111"), done.stderr[:300]
+    assert len(done.stderr) < 600 and done.stderr.count("\n") == 1, done.stderr[:600]
+
+
 # -- 1. expansions are capped before they are made -----------------------------------------
 
 def mjcf(folder: Path, worldbody: str, name: str = "model.xml") -> Path:

@@ -85,7 +85,8 @@ def _model_assets(root: Node, directory: str, load) -> dict:
             path = lexical_path(directory, file)
             problem = not_a_file(path)
             if problem:
-                raise node.error(f"model file {quoted(file)} {problem} (looked for {path})")
+                raise node.error(f"model file {quoted(file)} {problem} (looked for "
+                                 f"{quoted(path, mark='')})")
             child = load(path, node)
             if child.compilers:
                 raise node.error(f'the model {quoted(file)} attaches models itself: nested '

@@ -113,9 +113,10 @@ class Document:
             if not problem:
                 return candidate
             if problem != "not found":
-                raise include.error(f"included file {quoted(name)} {problem} ({candidate})")
-        raise include.error(f'included file {quoted(name)} not found (looked in '
-                            f"{' and '.join(dict.fromkeys(candidates))})")
+                raise include.error(f"included file {quoted(name)} {problem} "
+                                    f"({quoted(candidate, mark='')})")
+        places = " and ".join(quoted(path, mark="") for path in dict.fromkeys(candidates))
+        raise include.error(f"included file {quoted(name)} not found (looked in {places})")
 
 
 def read_file(path: str, include: Node | None) -> etree._Element:

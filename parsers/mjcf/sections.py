@@ -133,5 +133,6 @@ class Sections(BuildState):
         path = lexical_path(self.model_dir, folder, file)
         problem = not_a_file(path)
         if problem:
-            raise node.error(f"{node.tag} file {quoted(file)} {problem} (looked for {path})")
+            raise node.error(f"{node.tag} file {quoted(file)} {problem} (looked for "
+                             f"{quoted(path, mark='')})")
         return path
