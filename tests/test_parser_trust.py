@@ -127,6 +127,15 @@ def test_a_document_past_the_cap_is_refused_as_it_is_read(tmp_path):
         ": <site>: more than 100000 elements, includes expanded (the most dyn compiles)"), line
 
 
+def test_replicates_that_pass_the_cap_together_are_refused_at_the_model(tmp_path):
+    """Two replicates of 60000 copies each: neither alone, both together pass the cap."""
+    path = mjcf(tmp_path, '<replicate count="60000"><geom size="1"/></replicate>\n'
+                          '<replicate count="60000"><geom size="1"/></replicate>')
+    assert refused(path) == (f"{path}:1: <mujoco>: the model holds more than 100000 elements "
+                             "once its includes, attached models and replicates are expanded "
+                             "(the most dyn compiles)")
+
+
 # -- 3. a path that is there but is no file is called what it is ----------------------------
 
 def special(folder: Path, kind: str, name: str) -> Path:
@@ -286,3 +295,4 @@ def test_a_shorter_keyframe_loads_and_a_longer_one_is_refused(tmp_path):
     assert verdicts(path) == (False, False)
     assert refused(path) == (f'{path}:6: <key>: qvel="0 0 0 0 0 0 0 0": 8 numbers, more '
                              "than the model's 7 (MuJoCo refuses such a keyframe)")
+

@@ -1,12 +1,13 @@
 """The size of the compiled document, known before anything is expanded.
 
 ``<include>`` and ``<attach>`` copy elements in as the document is read; ``<replicate>``
-repeats its contents ``count`` times while the tree is compiled. MuJoCo bounds none of
-these (a ``count`` of 10^8 runs until memory is gone), so dyn caps the elements of the
+repeats its contents ``count`` times while the tree is compiled. MuJoCo's reader bounds
+none of these (a ``count`` of 10^8 ran for minutes, growing), so dyn caps the elements of the
 compiled document -- every element once per copy it is compiled as -- at
 :data:`MAX_ELEMENTS`, counted on the read document before any replicate is expanded: a
 replicate's share is its ``count`` times the elements it holds (inner replicates'
-counts multiplied in; an empty replicate's copies count as one element each), and the first replicate whose share passes the cap is named.
+counts multiplied in; an empty replicate's copies count as one element each), and the
+first replicate whose share passes the cap is named.
 """
 from __future__ import annotations
 
@@ -14,8 +15,7 @@ from ..errors import quoted
 from ..numbers import INTEGER
 from .types import Node
 
-MAX_ELEMENTS = 100_000  # elements of the compiled document (MuJoCo Menagerie's largest
-# models hold a few thousand)
+MAX_ELEMENTS = 100_000  # elements of the compiled document, every copy counted
 HUGE = 10 ** 18  # a count of more than 18 digits
 
 
