@@ -11,6 +11,28 @@ from __future__ import annotations
 
 from treedyn.engine.description import SourceRef
 
+QUOTED_CHARACTERS = 200  # the most of a file's text an error line quotes
+WORD_CHARACTERS = 40  # the most of one word quoted after the attribute that holds it
+
+
+def quoted(text: str, limit: int = QUOTED_CHARACTERS, mark: str = '"') -> str:
+    """``text`` from a model or mesh file as an error line quotes it: between ``mark``s,
+    and when longer than ``limit`` characters its start and end around "..." with its
+    length said (``"aaaa...zz" (8388608 characters)``), so a line stays short whatever
+    the file holds. Line ends and other control characters are escaped (one line)."""
+    text = str(text)
+    if len(text) <= limit:
+        return mark + _one_line(text) + mark
+    head, tail = text[:limit * 2 // 3], text[-(limit // 3 - 3):]
+    return f"{mark}{_one_line(head)}...{_one_line(tail)}{mark} ({len(text)} characters)"
+
+
+def _one_line(text: str) -> str:
+    """``text`` with control characters (line ends, tabs, ...) written as escapes."""
+    if text.isprintable():
+        return text
+    return "".join(c if c.isprintable() or c == " " else repr(c)[1:-1] for c in text)
+
 
 class ParseError(ValueError):
     """An invalid model file.

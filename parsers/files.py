@@ -4,6 +4,9 @@ limit, checked before a byte is read.
 A path that names a FIFO would block forever, one linked to ``/dev/zero`` would read until
 memory runs out, and a 3 GB file would be held whole: each is refused at once as an
 OSError whose text every reader reports in its one line ("cannot read file (...)").
+Where a file is looked up before it is read (an MJCF include, mesh or texture), the
+lookup says what the path names instead with :func:`not_a_file`: "is a directory", "is a
+FIFO, not a file", ..., never "not found" for a path that is there.
 """
 from __future__ import annotations
 
@@ -15,7 +18,31 @@ MODEL_BYTES = 256 << 20  # a URDF, an MJCF file or one of its includes
 MESH_BYTES = 1 << 30  # a mesh (MuJoCo's largest assets are a few hundred MB)
 
 KINDS = {stat.S_IFIFO: "a FIFO", stat.S_IFCHR: "a character device",
-         stat.S_IFBLK: "a block device", stat.S_IFSOCK: "a socket", stat.S_IFDIR: "a folder"}
+         stat.S_IFBLK: "a block device", stat.S_IFSOCK: "a socket", stat.S_IFDIR: "a directory"}
+
+
+def lexical_path(*parts: str) -> str:
+    """``parts`` joined as MuJoCo joins an MJCF file's paths (model directory, meshdir,
+    file; an absolute part starts afresh), with "." and "name/.." removed from the text
+    before the system sees it -- so ``link/../m.stl`` is ``m.stl`` beside the model even
+    where ``link`` is a symbolic link to a folder elsewhere (MuJoCo's ``FilePath``; URDF
+    paths are left to the system, as urdfdom leaves them)."""
+    return os.path.normpath(os.path.join(*parts))
+
+
+def not_a_file(path: str) -> str:
+    """"" when ``path`` names a regular file (links followed), else what is wrong, to follow
+    the name in a message: "not found", "is a directory", "is a FIFO, not a file", "is a
+    character device, not a file", ... (a FIFO is not opened, so nothing waits)."""
+    try:
+        mode = os.stat(path).st_mode
+    except OSError as error:
+        missing = error.errno in (errno.ENOENT, errno.ENOTDIR, errno.ELOOP)
+        return "not found" if missing else f"cannot be read ({error.strerror})"
+    if stat.S_ISREG(mode):
+        return ""
+    kind = KINDS.get(stat.S_IFMT(mode), "not a file")
+    return f"is {kind}" if stat.S_ISDIR(mode) else f"is {kind}, not a file"
 
 
 def open_bounded(path: str, limit: int):

@@ -41,6 +41,7 @@ from pathlib import Path
 
 import numpy as np
 
+from .errors import quoted
 from .files import MESH_BYTES, file_head, open_bounded, read_bounded
 from .mesh_types import MeshData, MeshFileError
 from .obj import read_obj, strtod
@@ -140,7 +141,7 @@ def _format_of(path: str, content_type: str | None) -> str:
     types = {"model/stl": "stl", "model/obj": "obj", "model/vnd.mujoco.msh": "msh"}
     if content_type:
         if content_type not in types:
-            raise MeshFileError(f'unsupported mesh content_type "{content_type}" '
+            raise MeshFileError(f'unsupported mesh content_type {quoted(content_type)} '
                                 f"(supported: {', '.join(types)})")
         return types[content_type]
     suffix = Path(path).suffix.lower()
@@ -234,10 +235,11 @@ def _stl_number(word: bytes) -> float:
     try:
         value = float(word)
     except ValueError:
-        raise MeshFileError(f"ASCII STL: {word.decode(errors='replace')!r} is not a number") \
-            from None
+        raise MeshFileError(f"ASCII STL: {quoted(word.decode(errors='replace'))} is not a "
+                            "number") from None
     if not np.isfinite(value):
-        raise MeshFileError(f"ASCII STL: {word.decode(errors='replace')!r} is not finite")
+        raise MeshFileError(f"ASCII STL: {quoted(word.decode(errors='replace'))} is not "
+                            "finite")
     return value
 
 

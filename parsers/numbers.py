@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import re
 
-NUMBER = re.compile(r"[+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?", re.ASCII)  # 0-9 only
+NUMBER = re.compile(r"[+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?", re.ASCII)  # 0-9 only
 INTEGER = re.compile(r"[+-]?\d+", re.ASCII)
 NON_FINITE = re.compile(r"[+-]?(?:nan|inf|infinity)", re.IGNORECASE)  # urdfdom's reading
 NON_FINITE_WORDS = ("nan", "inf", "infinity")  # MuJoCo's, after any signs, lower-cased

@@ -45,6 +45,7 @@ import warnings
 
 import numpy as np
 
+from .errors import quoted
 from .mesh_types import MeshData, MeshFileError
 
 BLOCK = 2 << 20  # bytes of whole lines read at a time
@@ -266,9 +267,9 @@ def _corner_fields(text: bytes, begins: np.ndarray, sizes: np.ndarray, lines: np
     if np.any(count > 3):
         corner = int(np.argmax(count > 3))
         row = int(np.searchsorted(np.cumsum(sizes), corner, side="right"))
-        raise MeshFileError(f"OBJ line {lines[row]}: corner "
-                            f"{_split(text)[corner].decode(errors='replace')!r} has more than 3 "
-                            "fields (v/vt/vn); MuJoCo refuses the file")
+        corner_text = _split(text)[corner].decode(errors="replace")
+        raise MeshFileError(f"OBJ line {lines[row]}: corner {quoted(corner_text)} has more "
+                            "than 3 fields (v/vt/vn); MuJoCo refuses the file")
     offsets = np.cumsum(count) - count
     values = values.astype(np.int32).astype(np.int64)  # atoi's int: the low 32 bits
     last = max(len(values) - 1, 0)
@@ -322,8 +323,8 @@ def _fixed(raw: np.ndarray, count: np.ndarray, zero_ok: bool, text: bytes,
         row = int(np.searchsorted(np.cumsum(sizes), corner, side="right"))
         word = _split(text)[corner]
         what = "texture or normal index" if zero_ok else "vertex index"
-        raise MeshFileError(f"OBJ line {lines[row]}: corner {word.decode(errors='replace')!r} "
-                            f"has no valid {what} (1-based, or negative and relative to the "
+        raise MeshFileError(f"OBJ line {lines[row]}: corner "
+                            f"{quoted(word.decode(errors='replace'))} has no valid {what} (1-based, or negative and relative to the "
                             "lines so far); MuJoCo refuses the file")
     return fixed
 

@@ -81,7 +81,8 @@ def searched(name: str, model_path: str, paths: PackagePaths) -> str:
 
 def resolve_uri(uri: str, model_path: str, paths: PackagePaths) -> Path | None:
     """The file a ``package://PKG/rest``, ``file://path`` or plain ``path`` names (plain
-    paths relative to the model's folder), or None when it is not an existing file.
+    paths relative to the model's folder), or None when nothing is there (a directory or a
+    FIFO is returned, for the bounded reader to say what it is).
     ``package:///rest`` names no package: ``rest`` is looked for above the model."""
     base = Path(model_path).resolve().parent
     if uri.startswith("package://"):
@@ -91,12 +92,12 @@ def resolve_uri(uri: str, model_path: str, paths: PackagePaths) -> Path | None:
         else:
             root = find_package(package, model_path, paths)
             candidates = [] if root is None else [root / rest]
-        return next((path for path in candidates if path.is_file()), None)
+        return next((path for path in candidates if os.path.exists(path)), None)
     if uri.startswith("file://"):
         uri = uri[len("file://"):]
     path = Path(uri)
     path = path if path.is_absolute() else base / path
-    return path if path.is_file() else None
+    return path if os.path.exists(path) else None  # (a name too long: not there)
 
 
 @functools.lru_cache(maxsize=4096)

@@ -66,7 +66,7 @@ from treedyn.engine.description import (
 )
 from treedyn.engine.rotations import rpy_matrix
 
-from .errors import ParseError
+from .errors import WORD_CHARACTERS, ParseError, quoted
 from .files import MODEL_BYTES, read_bounded
 from .mimic import mimic_notes
 from .numbers import NUMBER, word_problem
@@ -134,7 +134,7 @@ def _xacro_markup(robot: etree._Element) -> str:
             return f"<{_tag_name(element)}> at line {_line(element)}"
         for key, value in element.attrib.items():
             if "${" in value or "$(" in value:
-                return f'{key}="{value}" at line {_line(element)}'
+                return f'{key}={quoted(value)} at line {_line(element)}'
     return ""
 
 
@@ -150,7 +150,7 @@ def _parse_robot(robot: etree._Element, path: str) -> TreeDescription:
     notes: list[str] = []
     version = robot.get("version")
     if version is not None and _urdfdom_version(version) not in URDFDOM_VERSIONS:
-        notes.append(f'{path}:{_line(robot)}: <robot> version="{version}": urdfdom refuses '
+        notes.append(f'{path}:{_line(robot)}: <robot> version={quoted(version)}: urdfdom refuses '
                      f"the file, so ROS and Pinocchio cannot load it (it reads versions 1.0 to "
                      f"1.2, written major.minor)")
     for element in robot.iterchildren(etree.Element):
@@ -162,7 +162,7 @@ def _parse_robot(robot: etree._Element, path: str) -> TreeDescription:
         else:
             ignored[_tag_name(element)] += 1
     mimic_notes(joints, notes)
-    robot_source = SourceRef(path, _line(robot), f'robot name="{name}"')
+    robot_source = SourceRef(path, _line(robot), f'robot name={quoted(name)}')
     root, order = _tree(links, list(joints.values()), elements, robot_source)
     return TreeDescription(
         name=name,
@@ -183,7 +183,7 @@ def _add_unique(table: dict, spec):
     first = table.get(spec.name)
     if first is not None:
         kind = "link" if isinstance(spec, LinkSpec) else "joint"
-        raise ParseError.at(spec.source, f'duplicate {kind} name "{spec.name}" '
+        raise ParseError.at(spec.source, f'duplicate {kind} name {quoted(spec.name)} '
                                          f"(first defined at line {first.source.line})")
     table[spec.name] = spec
     return spec
@@ -237,9 +237,9 @@ def _inertia(inertial: etree._Element, owner: SourceRef,
         what = ("rotational inertia", "mass and rotational inertia",
                 "mass, centre of mass and rotational inertia")[lost]
         notes.append(f"{owner.file}:{_line(element) or owner.line}: {element.tag} {key}="
-                     f"{text!r}: urdfdom cannot read it (whitespace after a number, or between "
-                     f"numbers other than spaces), so Pinocchio, and dyn with it, set the {what} "
-                     f"of <{owner.element}> to zero")
+                     f'''{quoted(text, mark="'")}: urdfdom cannot read it (whitespace after '''
+                     f"a number, or between numbers other than spaces), so Pinocchio, and dyn "
+                     f"with it, set the {what} of <{owner.element}> to zero")
         mass, com, tensor = (mass if lost < 1 else 0.0, com if lost < 2 else np.zeros(3),
                              np.zeros((3, 3)))
         rotation = rotation if lost < 2 else np.eye(3)
@@ -287,8 +287,8 @@ def _urdfdom_joint_notes(joint: etree._Element, owner: SourceRef, notes: list[st
             if text is not None and not (_urdfdom_reads(text, 1)
                                          and NUMBER.fullmatch(text.strip())
                                          and math.isfinite(float(text))):
-                notes.append(where.format(line=line) + f"{tag} {key}={text!r}: urdfdom cannot "
-                             f"read it as a number: {URDFDOM_REFUSES}")
+                notes.append(where.format(line=line) + f'''{tag} {key}={quoted(text, mark="'")}: '''
+                             f"urdfdom cannot read it as a number: {URDFDOM_REFUSES}")
         if tag == "dynamics" and element.get("damping") is None \
                 and element.get("friction") is None:
             notes.append(where.format(line=line) + f"<dynamics> has neither damping nor "
@@ -350,7 +350,7 @@ def _joint(element: etree._Element, path: str, notes: list[str]) -> JointSpec:
     if kind is None:
         raise ParseError.at(source, "type attribute is missing")
     if kind not in JOINT_TYPES:
-        raise ParseError.at(source, f'unknown joint type "{kind}" '
+        raise ParseError.at(source, f'unknown joint type {quoted(kind)} '
                                     f"(expected one of {', '.join(JOINT_TYPES)})")
     rotation, translation = _pose(element.find("origin"), source)
     lower, upper = _limits(element.find("limit"), kind, source, notes)
@@ -473,7 +473,7 @@ def _floats(element: etree._Element, attribute: str, count: int, default,
         values = [float(word) for word in words]
         if all(map(math.isfinite, values)):
             return values
-    raise _error(element, owner, f'{element.tag} {attribute}="{text}": '
+    raise _error(element, owner, f'{element.tag} {attribute}={quoted(text)}: '
                                  f"{_number_problem(words, count)}")
 
 
@@ -485,9 +485,9 @@ def _number_problem(words: list[str], count: int) -> str:
     for word in words:
         problem = word_problem(word)
         if problem:
-            return f'"{word}" {problem}'
+            return f'{quoted(word, WORD_CHARACTERS)} {problem}'
         if not math.isfinite(float(word)):
-            return f'"{word}" is not finite (out of double range)'
+            return f'{quoted(word, WORD_CHARACTERS)} is not finite (out of double range)'
     return ""
 
 
@@ -504,7 +504,7 @@ def _named_source(element: etree._Element, path: str) -> SourceRef:
     name = element.get("name")
     if not name:
         raise ParseError("name attribute is missing", path, _line(element), element.tag)
-    return SourceRef(path, _line(element), f'{element.tag} name="{name}"')
+    return SourceRef(path, _line(element), f'{element.tag} name={quoted(name)}')
 
 
 def _error(element: etree._Element, owner: SourceRef, problem: str) -> ParseError:
@@ -563,11 +563,11 @@ def _parent_joints(links: dict[str, LinkSpec], joints: list[JointSpec],
             link = getattr(joint, role)
             if link not in links:
                 raise _error(element.find(role), joint.source,
-                             f'{role} link "{link}" is not defined')
+                             f'{role} link {quoted(link)} is not defined')
         first = parent_joint.get(joint.child)
         if first is not None:
-            raise ParseError.at(joint.source, f'link "{joint.child}" already has parent joint '
-                                              f'"{first.name}" (line {first.source.line})')
+            raise ParseError.at(joint.source, f"link {quoted(joint.child)} already has parent "
+                                              f'joint "{first.name}" (line {first.source.line})')
         parent_joint[joint.child] = joint
     return parent_joint
 
@@ -594,7 +594,7 @@ def _cycle_error(start: str, parent_joint: dict[str, JointSpec], no_root: bool) 
     cycle = walk[position[link]:] + [link]  # child -> parent, first link repeated
     joints = [parent_joint[child] for child in cycle[:-1]]
     first = min(joints, key=lambda joint: joint.source.line)
-    names = ", ".join(f'"{joint.name}"' for joint in reversed(joints))
+    names = ", ".join(quoted(joint.name) for joint in reversed(joints))
     links = " -> ".join(reversed(cycle))
     prefix = "no root link: " if no_root else ""
     return ParseError.at(first.source, f"{prefix}the joints form a cycle: {links} (via {names})")

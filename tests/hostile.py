@@ -91,6 +91,7 @@ def urdf_cases() -> dict[str, bytes]:
         "xinclude": (b'<robot name="r" xmlns:xi="http://www.w3.org/2001/XInclude">'
                      b'<xi:include href="/etc/passwd" parse="text"/><link name="a"/></robot>'),
         "deep-nesting": urdf("<a>" * 5000 + "</a>" * 5000 + link("x")),
+        "attribute-8mb": urdf(link("a", mass="1" * (8 << 20) + "x")),
         "long-attribute": urdf(link("x" * 5_000_000)),
         "cycle": urdf(link("a") + link("b") + joint("j1", "a", "b") + joint("j2", "b", "a")),
         "missing-child": urdf(base + joint("j", "base", "ghost")),
@@ -165,6 +166,16 @@ def mjcf_cases() -> dict[str, bytes]:
         "comment-dashes": mjcf(f'<!-- a -- b --><body><joint/>{geom}</body>'),
         "attributes-glued": mjcf('<body><joint/><geom name="g"type="sphere" size="0.1"/></body>'),
         "attach-missing": mjcf('<body><attach model="nowhere" body="b" prefix="p"/></body>'),
+        "replicate-1e8": mjcf(f'<replicate count="100000000"><body><joint/>{geom}</body>'
+                              '</replicate>'),
+        "replicate-nested": mjcf('<replicate count="1000"><replicate count="1000"><body><joint/>'
+                                 f'{geom}</body></replicate></replicate>'),
+        "replicate-empty-1e11": mjcf('<replicate count="99999999999"/>'),
+        "attribute-8mb": mjcf(f'<body><joint/><geom size="{"1" * (8 << 20)}x"/></body>'),
+        "texture-missing": mjcf(f'<body><joint/>{geom}</body>',
+                                '<asset><texture name="t" type="2d" file="missing.png"/></asset>'),
+        "keyframe-too-long": mjcf(f'<body><joint/>{geom}</body>',
+                                  '<keyframe><key qpos="0 0"/></keyframe>'),
         "not-closed": b"<mujoco><worldbody><body>",
     }
 

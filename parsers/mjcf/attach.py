@@ -25,7 +25,10 @@ from pathlib import Path
 
 from lxml import etree
 
-from .types import Compiler, Node
+from ..errors import quoted
+from ..files import lexical_path, not_a_file
+from .bounds import MAX_ELEMENTS
+from .types import ASSET_FILES, Compiler, Node
 
 # attributes that hold a name of the child model: prefixed in every copy
 REFERENCES = frozenset(("name", "class", "childclass", "mesh", "material", "hfield",
@@ -43,6 +46,7 @@ def compose(root: Node, directory: str, load) -> list[tuple[frozenset[str], list
     models = _model_assets(root, directory, load)
     attached: list[tuple[frozenset[str], list[Node], Node]] = []
     used: dict[str, set[str]] = {}  # model name -> prefixes already attached
+    elements = sum(1 for _ in _walk(root))  # the copies to come counted before each is made
     for owner, index, node in list(_attach_nodes(root)):
         name, prefix = node.get("model"), node.get("prefix")
         if name is None:
@@ -51,8 +55,12 @@ def compose(root: Node, directory: str, load) -> list[tuple[frozenset[str], list
         if prefix is None:
             raise node.error("required attribute prefix is missing")
         if name not in models:
-            raise node.error(f'could not find model "{name}" (a <model> asset names it)')
+            raise node.error(f'could not find model {quoted(name)} (a <model> asset names it)')
         child, asset = models[name]
+        elements += child.elements
+        if elements > MAX_ELEMENTS:
+            raise node.error(f"this copy of model {quoted(name)} ({child.elements} elements) "
+                             f"takes the model past the {MAX_ELEMENTS} elements dyn compiles")
         owner.children[index] = frame = _frame(node, child, prefix)
         if prefix not in used.setdefault(name, set()):
             used[name].add(prefix)
@@ -74,12 +82,14 @@ def _model_assets(root: Node, directory: str, load) -> dict:
             file = node.get("file")
             if not file:
                 raise node.error("required attribute file is missing")
-            path = file if os.path.isabs(file) else os.path.join(directory, file)
-            if not os.path.isfile(path):
-                raise node.error(f'model file "{file}" not found (looked for {path})')
+            path = lexical_path(directory, file)
+            problem = not_a_file(path)
+            if problem:
+                raise node.error(f"model file {quoted(file)} {problem} (looked for "
+                                 f"{quoted(path, mark='')})")
             child = load(path, node)
             if child.compilers:
-                raise node.error(f'the model "{file}" attaches models itself: nested '
+                raise node.error(f'the model {quoted(file)} attaches models itself: nested '
                                  f"attachment is not supported")
             compiler = Compiler()
             for setting in (n for n in child.root.children if n.tag == "compiler"):
@@ -87,7 +97,7 @@ def _model_assets(root: Node, directory: str, load) -> dict:
             _absolute_files(child.root, compiler, child.model_dir)
             name = node.get("name") or child.root.get("model") or ""
             if name in models:
-                raise node.error(f'repeated model name "{name}"')
+                raise node.error(f'repeated model name {quoted(name)}')
             models[name] = (child, node)
     return models
 
@@ -112,7 +122,7 @@ def _frame(attach: Node, child, prefix: str) -> Node:
         found = next((n for top in world for n in _walk(top)
                       if n.tag == key and n.get("name") == wanted), None)
         if found is None:
-            raise attach.error(f'could not find {key} "{wanted}" in model '
+            raise attach.error(f'could not find {key} {quoted(wanted)} in model '
                                f'"{attach.get("model")}"')
         contents = [_copy(found, prefix)]
         break
@@ -163,17 +173,18 @@ def _copy(node: Node, prefix: str) -> Node:
 
 
 def _absolute_files(root: Node, compiler: Compiler, directory: str) -> None:
-    """Make the mesh files of a child model absolute, as its own meshdir finds them (a
-    path the scene's meshdir then leaves alone)."""
+    """Make the asset files of a child model absolute, as its own meshdir and texturedir
+    find them (a path the scene's folders then leave alone)."""
     for section in root.children:
         if section.tag != "asset":
             continue
-        for node in section.children:
-            file = node.get("file")
-            if node.tag == "mesh" and file and not os.path.isabs(file):
-                base = compiler.meshdir if os.path.isabs(compiler.meshdir) else \
-                    os.path.join(directory, compiler.meshdir)
-                node.element.set("file", os.path.join(base, file))
+        for node in (n for n in section.children if n.tag in ASSET_FILES):
+            keys, folder = ASSET_FILES[node.tag]
+            for key in keys:
+                file = node.get(key)
+                if file and not os.path.isabs(file):
+                    node.element.set(key, lexical_path(directory, getattr(compiler, folder),
+                                                       file))
 
 
 def _walk(node: Node):

@@ -64,6 +64,7 @@ class Builder(Sections, Tree, Names, Armature, Inertias, Assembly):
                 self._geom(attrs).validate()
         self.names.check_final(("geom", "site", "camera", "light"))
         self._name_joints()
+        self._check_keyframes(sections["keyframe"])
         self._actuator_armature(sections["tendon"], sections["actuator"])
         self._check_references(sections)
         for body in self.bodies[1:]:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from ..errors import quoted
 from .types import ACTUATOR_TAGS, ORIENTATION, Attributes, Node, Value, own_values
 
 PARTIAL = {("geom", "size"), ("actuator", "gear")}  # shorter values replace leading numbers
@@ -82,12 +83,12 @@ class Defaults:
             if not name:
                 raise child.error("a nested default needs a non-empty class attribute")
             if name in self.classes:
-                raise child.error(f'repeated default class name "{name}"')
+                raise child.error(f'repeated default class name {quoted(name)}')
             self.classes[name] = target.child(name)
             self._read(child, self.classes[name])
 
     def find(self, name: str, node: Node, key: str = "class") -> DefaultClass:
         found = self.classes.get(name)
         if found is None:
-            raise node.error(f'{key}="{name}": unknown default class')
+            raise node.error(f'{key}={quoted(name)}: unknown default class')
         return found

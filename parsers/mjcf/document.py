@@ -3,7 +3,8 @@
 The included file is looked up relative to the main model's directory first, then relative
 to the including file's directory (MuJoCo's order); a file may be included once. Nesting
 is limited per file as MuJoCo's XML reader limits it, and across includes to dyn's own
-:data:`MAX_TOTAL_DEPTH`.
+:data:`MAX_TOTAL_DEPTH`; the elements, to :data:`.bounds.MAX_ELEMENTS` as they are read,
+and once more with attached models and replicates counted (:func:`.bounds.check_size`).
 """
 from __future__ import annotations
 
@@ -13,10 +14,11 @@ from lxml import etree
 
 from treedyn.engine.description import SourceRef
 
-from ..errors import ParseError
-from ..files import MODEL_BYTES, read_bounded
+from ..errors import ParseError, quoted
+from ..files import MODEL_BYTES, lexical_path, not_a_file, read_bounded
 from ..xml_text import DEPTH_PROBLEM, MAX_DEPTH, read_xml
 from .attach import compose
+from .bounds import MAX_ELEMENTS, check_size
 from .types import Node
 
 MAX_TOTAL_DEPTH = 1000  # levels in the whole document, includes expanded: dyn's own limit
@@ -32,11 +34,13 @@ class Document:
         main = os.path.realpath(path)
         self.attaching = attaching + (main,)
         self.included[main] = SourceRef(path, 0, "")
+        self.elements = 0  # read so far, includes expanded
         element = read_file(path, None)
         self.root = self._node(element, path, os.path.dirname(os.path.abspath(path)), [main],
                                1, 1)
         # per attached model: the files it was read from and its <compiler> nodes
         self.compilers = compose(self.root, self.model_dir, self._attached)
+        check_size(self.root)
 
     def _attached(self, path: str, asset: Node) -> "Document":
         """The document of a ``<model>`` asset's file; its files count as the scene's."""
@@ -51,6 +55,10 @@ class Document:
     def _node(self, element: etree._Element, file: str, directory: str,
               stack: list[str], depth: int, total: int) -> Node:
         node = Node(element, file)
+        self.elements += 1
+        if self.elements > MAX_ELEMENTS:
+            raise node.error(f"more than {MAX_ELEMENTS} elements, includes expanded (the most "
+                             f"dyn compiles)")
         if depth > MAX_DEPTH:
             raise node.error(DEPTH_PROBLEM)
         if total > MAX_TOTAL_DEPTH:
@@ -87,25 +95,28 @@ class Document:
         if real in self.included:
             first = self.included[real]
             where = f" (first included at {first.file}:{first.line})" if first.line else ""
-            raise include.error(f'file "{name}" is already included{where}')
+            raise include.error(f'file {quoted(name)} is already included{where}')
         self.included[real] = include.source()
         root = read_file(path, include)
         if next(root.iterchildren(etree.Element), None) is None:
-            raise include.error(f'included file "{name}" has no elements')
+            raise include.error(f'included file {quoted(name)} has no elements')
         # its own root is level 1 of its file (MuJoCo's XML reader limits each file alone)
         return self._children(root, path, os.path.dirname(path), stack + [real], 1, total)
 
     def _locate(self, include: Node, name: str, directory: str) -> str:
-        """The included file: absolute, else in the model directory, else beside the includer."""
-        if os.path.isabs(name):
-            candidates = [name]
-        else:
-            candidates = [os.path.join(self.model_dir, name), os.path.join(directory, name)]
+        """The included file: absolute, else in the model directory, else beside the
+        includer (".." taken from the text, as MuJoCo does); the first path that names
+        anything must be a regular file."""
+        candidates = [lexical_path(self.model_dir, name), lexical_path(directory, name)]
         for candidate in candidates:
-            if os.path.isfile(candidate):
+            problem = not_a_file(candidate)
+            if not problem:
                 return candidate
-        raise include.error(f'included file "{name}" not found (looked in '
-                            f"{' and '.join(dict.fromkeys(candidates))})")
+            if problem != "not found":
+                raise include.error(f"included file {quoted(name)} {problem} "
+                                    f"({quoted(candidate, mark='')})")
+        places = " and ".join(quoted(path, mark="") for path in dict.fromkeys(candidates))
+        raise include.error(f"included file {quoted(name)} not found (looked in {places})")
 
 
 def read_file(path: str, include: Node | None) -> etree._Element:
@@ -114,7 +125,7 @@ def read_file(path: str, include: Node | None) -> etree._Element:
         data = read_bounded(path, MODEL_BYTES)
     except OSError as error:
         if include is not None:
-            raise include.error(f'cannot read included file "{path}" ({error.strerror})') \
+            raise include.error(f'cannot read included file {quoted(path)} ({error.strerror})') \
                 from None
         raise ParseError(f"cannot read file ({error.strerror})", path) from None
     try:
@@ -124,8 +135,8 @@ def read_file(path: str, include: Node | None) -> etree._Element:
             raise
         problem = error.problem.removeprefix("not well-formed XML (").removesuffix(")")
         if problem == error.problem:  # not an XML error: what is wrong, at its line
-            raise include.error(f'included file "{path}", its line {error.line}: '
+            raise include.error(f'included file {quoted(path)}, its line {error.line}: '
                                 f"{problem}") from None
         # the file and element that asked for it, then where in it
-        raise include.error(f'included file "{path}" is not well-formed XML (its line '
+        raise include.error(f'included file {quoted(path)} is not well-formed XML (its line '
                             f"{error.line}: {problem})") from None

@@ -30,7 +30,7 @@ from treedyn.engine.description import Shape
 from treedyn.engine.geometry import primitive_inertia, primitive_volume, shape_size
 from treedyn.engine.rotations import EPS, GeometryError, normalized, quat_matrix, zaxis_quat
 
-from ..errors import ParseError
+from ..errors import ParseError, quoted
 from ..meshes import MeshData, MeshFileError, read_mesh_file
 from . import geometry as geo
 from .types import Attributes, BodyBuild, Compiler, Inertial, Node, Pose
@@ -104,7 +104,7 @@ def compile_meshes(meshes: dict[str, MeshAsset],
         if mesh is None or id(attrs) in discarded:
             continue
         if mesh not in meshes:
-            raise attrs.error("mesh", f'unknown mesh "{mesh}"')
+            raise attrs.error("mesh", f'unknown mesh {quoted(mesh)}')
         used.add(mesh)
         kind = attrs.text("type", "sphere")
         if kind in ("mesh", "sdf") and not visual(attrs, name):
@@ -126,7 +126,7 @@ def processed_mesh(meshes: dict[str, MeshAsset], name: str,
     """The processed mesh asset ``name`` (loaded on first use)."""
     asset = meshes.get(name)
     if asset is None:
-        raise attrs.error("mesh", f'unknown mesh "{name}"')
+        raise attrs.error("mesh", f'unknown mesh {quoted(name)}')
     if asset.data is None:
         asset.data = _load_mesh(asset)
     return asset.data
@@ -311,7 +311,7 @@ class GeomCompiler:
         name = self.attrs.text("mesh")
         asset = self.meshes.get(name)
         if asset is None:
-            raise self.attrs.error("mesh", f'unknown mesh "{name}"')
+            raise self.attrs.error("mesh", f'unknown mesh {quoted(name)}')
         scale = asset.attrs.numbers("scale", 3, (1.0, 1.0, 1.0))
         refpos = asset.attrs.numbers("refpos", 3, (0.0, 0.0, 0.0))
         try:
@@ -347,7 +347,7 @@ def _load_mesh(asset: MeshAsset, unused: bool = False) -> geo.MeshInertia:
         try:
             data = read_mesh_file(asset.path, attrs.text("content_type"))
         except MeshFileError as error:
-            raise asset.node.error(f'mesh file "{asset.path}": {error}') from None
+            raise asset.node.error(f'mesh file {quoted(asset.path)}: {error}') from None
         if attrs.has("face"):  # MuJoCo takes them for a file that has none
             if len(data.faces):
                 raise attrs.error("face", "the mesh file has faces already")
@@ -388,7 +388,7 @@ def _check_hull(asset: MeshAsset) -> None:
     try:
         geo.check_hull(asset.vertices, asset.attrs.integer("maxhullvert", -1))
     except GeometryError as error:
-        raise asset.node.error(f'mesh "{asset.name}": {error} (a colliding mesh geom uses '
+        raise asset.node.error(f'mesh {quoted(asset.name)}: {error} (a colliding mesh geom uses '
                                "it, and MuJoCo builds its convex hull)") from None
     asset.hull_checked = True
 
@@ -396,7 +396,7 @@ def _check_hull(asset: MeshAsset) -> None:
 def _mesh_error(asset: MeshAsset, error: Exception, unused: bool) -> ParseError:
     """A ParseError at the ``<mesh>`` element for a mesh MuJoCo cannot compile."""
     note = " (no geom uses this mesh, but MuJoCo compiles every mesh)" if unused else ""
-    return asset.node.error(f'mesh "{asset.name}": {error}{note}')
+    return asset.node.error(f'mesh {quoted(asset.name)}: {error}{note}')
 
 
 def _xml_mesh(attrs: Attributes) -> MeshData:

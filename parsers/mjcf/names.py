@@ -1,6 +1,7 @@
 """Names of bodies and joints: unique per kind, unnamed ones ``body<id>`` / ``joint<id>``."""
 from __future__ import annotations
 
+from ..errors import quoted
 from .state import BuildState
 from .types import WORLD
 
@@ -31,7 +32,7 @@ class Names(BuildState):
             if name in taken:
                 first = taken[name]
                 line = first.node.line if first.node is not None else 0
-                raise item.node.error(f'repeated {prefix} name "{name}"'
+                raise item.node.error(f'repeated {prefix} name {quoted(name)}'
                                       + (f" (first at line {line})" if line else ""))
             taken[name] = item
         return taken

@@ -23,6 +23,8 @@ import dataclasses
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
+from ..errors import quoted
+
 TREE_KINDS = ("body", "joint", "geom", "site", "camera", "light")
 # actuator transmission attributes in MuJoCo's reading order: the last one given wins
 TRANSMISSIONS = (("joint", "joint"), ("jointinparent", "joint"), ("tendon", "tendon"),
@@ -67,7 +69,7 @@ class NameRegistry:
             return
         carriers = self.live[kind].get(written)
         if carriers:
-            raise node.error(f'repeated {kind} name "{written}" (first at line '
+            raise node.error(f'repeated {kind} name {quoted(written)} (first at line '
                              f"{carriers[0].line})")
         self._enter(kind, written, node)
 
@@ -120,7 +122,8 @@ def check_unique(items, kind: str) -> None:
         if not name:
             continue
         if name in seen:
-            raise node.error(f'repeated {kind} name "{name}" (first at line {seen[name].line})')
+            raise node.error(f"repeated {kind} name {quoted(name)} (first at line "
+                             f"{seen[name].line})")
         seen[name] = node
 
 
@@ -234,15 +237,15 @@ def check(tendons: list[Tendon], actuators: list[Actuator], names: NameRegistry,
         used: set[str] = set()
         for entry in tendon.path:
             if entry.target not in known[entry.kind]:
-                raise entry.node.error(f'unknown {entry.kind} "{entry.target}"')
+                raise entry.node.error(f'unknown {entry.kind} {quoted(entry.target)}')
             if entry.kind != "joint":
                 continue
             if joint_kinds[entry.target] not in ("hinge", "slide"):
-                raise entry.node.error(f'joint "{entry.target}" is a '
+                raise entry.node.error(f'joint {quoted(entry.target)} is a '
                                        f"{joint_kinds[entry.target]} joint; a fixed tendon "
                                        f"takes hinge and slide joints only")
             if entry.target in used:
-                raise entry.node.error(f'joint "{entry.target}" is repeated in this tendon')
+                raise entry.node.error(f'joint {quoted(entry.target)} is repeated in this tendon')
             used.add(entry.target)
     known["tendon"] = {tendon.name for tendon in tendons if tendon.name}
     check_unique([(actuator.name, actuator.node) for actuator in actuators], "actuator")
@@ -251,7 +254,7 @@ def check(tendons: list[Tendon], actuators: list[Actuator], names: NameRegistry,
             raise actuator.node.error("an actuator needs a transmission target (joint, "
                                       "jointinparent, tendon, site, cranksite or body)")
         if actuator.target not in known[actuator.kind]:
-            raise actuator.node.error(f'unknown {actuator.kind} "{actuator.target}"')
+            raise actuator.node.error(f'unknown {actuator.kind} {quoted(actuator.target)}')
 
 
 # -- references from the sections the tree does not use ---------------------------------
@@ -291,4 +294,4 @@ def check_references(nodes, known: dict[str, set[str]]) -> None:
     for node in nodes:
         for kind, name in references(node):
             if name not in known[kind]:
-                raise node.error(f'unknown {kind} "{name}"')
+                raise node.error(f'unknown {kind} {quoted(name)}')

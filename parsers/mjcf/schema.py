@@ -22,6 +22,8 @@ import difflib
 from functools import lru_cache
 from pathlib import Path
 
+from ..errors import WORD_CHARACTERS, quoted
+
 RECURSIVE = ("body", "default")  # elements that nest in themselves
 EXPANDED = ("frame", "replicate")  # body contents MuJoCo checks only after expanding them
 
@@ -64,8 +66,8 @@ def _children(node, path: str, table) -> None:
                 raise child.error(f"a <{child.tag}> belongs in <worldbody> (MuJoCo skips one "
                                   f"here without a word, and its bodies with it)")
             where = "<mujoco>" if not path else f"<{node.tag}>"
-            raise child.error(f"unknown element <{child.tag}> in {where} (MuJoCo's schema "
-                              f"has no such element there)")
+            raise child.error(f"unknown element <{quoted(child.tag, WORD_CHARACTERS, '')}> in "
+                              f"{where} (MuJoCo's schema has no such element there)")
         seen[inner] = seen.get(inner, 0) + 1
         if inner != "worldbody":  # its attributes: the compiler's error (it takes none)
             allowed, once = table[inner]
@@ -95,8 +97,8 @@ def _attributes(node, allowed: frozenset[str], prefixed: bool = False) -> None:
             continue
         written = _as_written(node.element, name)
         close = difflib.get_close_matches(written, sorted(allowed), n=1)
-        hint = f'; did you mean "{close[0]}"?' if close else ""
-        raise node.error(f'unrecognized attribute "{written}" (MuJoCo\'s schema has no such '
+        hint = f'; did you mean {quoted(close[0])}?' if close else ""
+        raise node.error(f'unrecognized attribute {quoted(written)} (MuJoCo\'s schema has no such '
                          f"attribute on <{node.tag}>{hint})")
 
 

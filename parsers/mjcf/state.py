@@ -61,6 +61,7 @@ class BuildState:
         self.hfields: dict[str, np.ndarray] = {}
         self.textures: set[str] = set()
         self.materials: dict[str, Node] = {}
+        self.asset_names: dict[tuple[str, str], Node] = {}  # (tag, name) of the other assets
         self.bodies: list[BodyBuild] = []
         # every geom: its body, attributes and name (replicate suffix included)
         self.all_geoms: list[tuple[BodyBuild, Attributes, str]] = []

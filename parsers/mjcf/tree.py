@@ -12,6 +12,7 @@ import numpy as np
 
 from treedyn.engine.rotations import EPS, GeometryError, euler_quat, normalized, quat_matrix
 
+from ..errors import quoted
 from . import geometry as geo
 from .defaults import DefaultClass
 from .state import BuildState
@@ -273,5 +274,5 @@ class Tree(BuildState):
         for key, known in (("material", self.materials), ("hfield", self.hfields)):
             name = attrs.text(key)
             if name is not None and name not in known:
-                raise attrs.error(key, f'unknown {key} "{name}"')
+                raise attrs.error(key, f'unknown {key} {quoted(name)}')
 

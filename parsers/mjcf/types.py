@@ -28,12 +28,18 @@ from lxml import etree
 from treedyn.engine.description import SourceRef
 from treedyn.engine.rotations import IDENTITY_QUAT, quat_matrix
 
-from ..errors import ParseError
+from ..errors import WORD_CHARACTERS, ParseError, quoted
 from ..numbers import INTEGER, word_problem
 from . import geometry as geo
 
 WORLD = "world"
 ORIENTATION = ("quat", "axisangle", "xyaxes", "zaxis", "euler")
+# the files of assets MuJoCo opens while compiling, used or not, and the compiler
+# setting naming the folder each is found in
+ASSET_FILES = {"mesh": (("file",), "meshdir"),
+               "texture": (("file", "fileright", "fileleft", "fileup", "filedown",
+                            "filefront", "fileback"), "texturedir"),
+               "hfield": (("file",), "meshdir"), "skin": (("file",), "meshdir")}
 ACTUATOR_TAGS = ("general", "motor", "position", "velocity", "damper", "intvelocity",
                  "orientation", "pid", "cylinder", "muscle", "adhesion", "dcmotor", "plugin")
 
@@ -65,7 +71,8 @@ class Node:
 
     def source(self) -> SourceRef:
         name = self.get("name")
-        label = f'{self.tag} name="{name}"' if name else self.tag
+        tag = quoted(self.tag, WORD_CHARACTERS, mark="")  # an unknown tag may be long
+        label = f'{tag} name={quoted(name)}' if name else tag
         return SourceRef(self.file, self.line, label)
 
     def error(self, problem: str) -> ParseError:
@@ -102,7 +109,7 @@ class Attributes:
         value = self.values.get(key)
         if value is None:
             return ParseError(problem, self.owner.file, self.owner.line, self.owner.element)
-        return ParseError(f'{key}="{value.text}": {problem}', value.source.file,
+        return ParseError(f'{key}={quoted(value.text)}: {problem}', value.source.file,
                           value.source.line or self.owner.line, self.owner.element)
 
     def numbers(self, key: str, count: int, default=None, exact: bool = True) -> np.ndarray:
@@ -121,7 +128,7 @@ class Attributes:
         for word in words:
             problem = word_problem(word, any_signs=True)
             if problem:
-                raise self.error(key, f'"{word}" {problem}')
+                raise self.error(key, f'{quoted(word, WORD_CHARACTERS)} {problem}')
         numbers = np.array([float(word) for word in words])
         if not np.all(np.isfinite(numbers)):
             raise self.error(key, "number out of double range")
@@ -141,7 +148,7 @@ class Attributes:
                                   f"got {len(words)}")
         for word in words:
             if not INTEGER.fullmatch(word):
-                raise self.error(key, f'"{word}" is not an integer')
+                raise self.error(key, f'{quoted(word, WORD_CHARACTERS)} is not an integer')
         return [int(word) for word in words]
 
     def integer(self, key: str, default: int) -> int:
@@ -192,6 +199,7 @@ class Compiler:
     discardvisual: bool = False
     strippath: bool = False
     meshdir: str = ""
+    texturedir: str = ""
 
     def read(self, node: Node) -> None:
         """Apply one ``<compiler>`` element (later elements override earlier ones)."""
@@ -220,9 +228,11 @@ class Compiler:
         self.discardvisual = attrs.boolean("discardvisual", self.discardvisual)
         self.strippath = attrs.boolean("strippath", self.strippath)
         if attrs.has("assetdir"):
-            self.meshdir = attrs.text("assetdir")
+            self.meshdir = self.texturedir = attrs.text("assetdir")
         if attrs.has("meshdir"):
             self.meshdir = attrs.text("meshdir")
+        if attrs.has("texturedir"):
+            self.texturedir = attrs.text("texturedir")
 
     def in_inertia_group(self, group: int) -> bool:
         return self.inertiagrouprange[0] <= group <= self.inertiagrouprange[1]
