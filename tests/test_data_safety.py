@@ -352,6 +352,23 @@ def test_a_model_without_dofs_one_state_and_the_regressor(tmp_path):
     assert rows(tmp_path / "Y.npz", "Y").shape[:2] == (3, 0)  # (no body moves: no columns)
 
 
+@pytest.mark.parametrize("args", [
+    ["info"], ["check-inertia"], ["condition", "--samples", "3"], ["verify", "--samples", "2"],
+    ["bench", "--states", "8", "--seconds", "0.01"], ["diff", "MODEL"], ["mass", "--sparsity"],
+    ["inverse"], ["forward"], ["regressor"],
+])
+@pytest.mark.parametrize("fmt", ["json", "table"])
+def test_every_command_reads_a_model_without_dofs(tmp_path, args, fmt):
+    """A sensor, table or plate description (no joint moves): every command answers, in
+    JSON that parses and in a table, with no internal error."""
+    model = no_dof_model(tmp_path)
+    words = [str(model) if word == "MODEL" else word for word in args[1:]]
+    done = dyn(args[0], model, *words, "--format", fmt)
+    assert b"internal error" not in done.stderr and b"Traceback" not in done.stderr
+    if fmt == "json":
+        json.loads(done.stdout)
+
+
 # ----------------------------------------------------------------------------- formulas
 FORMULA_URDF = """<robot name="sheet">
   <link name="=HYPERLINK(&quot;http://x&quot;)"><inertial><mass value="1"/>
