@@ -23,6 +23,12 @@ def sample_bytes(model, jacobians: bool = False) -> int:
     return 8 * (2 * nv * nv + 2 * 36 * nj) + 4096
 
 
+def sweep_bytes(model) -> int:
+    """Bytes a sample of ``check-inertia`` holds on a model past its dense threshold (M is
+    never formed): per joint its transform, placement, two blocks and their overhead."""
+    return 600 * int(model.njoints) + 48 * int(model.nv) + 4096
+
+
 def state_bytes(model) -> int:
     """Bytes a state of ``dyn bench``'s batch holds: q, v, a, tau and results, once as
     arrays and once as the text of its file rows."""
