@@ -32,6 +32,7 @@ from .model import Model
 from .reference import joint_transforms
 from .spatial import inertia_to_parent
 
+LANCZOS_VECTORS = 8  # ARPACK's basis: fewer products than its default 20, same values
 CHUNK_BYTES = 64 << 20  # working inertias held at once by TreeSweeps.blocks (bytes)
 
 
@@ -164,11 +165,26 @@ class TreeSweeps:
                 M = np.stack([product(e) for e in np.eye(model.nv)], axis=1)
                 largest[s] = np.linalg.eigvalsh(M)[-1] if model.nv else 0.0
                 continue
-            operator = scipy.sparse.linalg.LinearOperator((model.nv, model.nv), matvec=product,
-                                                          dtype=float)
-            largest[s] = scipy.sparse.linalg.eigsh(operator, k=1, which="LA", tol=tol,
-                                                   v0=start, return_eigenvectors=False)[0]
+            largest[s] = lanczos_largest(product, model.nv, start, tol)
         return largest
+
+
+def lanczos_largest(product, n: int, start: np.ndarray, tol: float) -> float:
+    """The largest eigenvalue of the symmetric operator ``product`` (n > 2) by eigsh from
+    ``start`` (n,); 0 for the zero operator (a random start it maps to 0), nan when
+    ARPACK neither converges nor has a converged Ritz value."""
+    if not np.any(product(start)):
+        return 0.0  # ARPACK stops on a zero vector
+    operator = scipy.sparse.linalg.LinearOperator((n, n), matvec=product, dtype=float)
+    try:
+        values = scipy.sparse.linalg.eigsh(operator, k=1, which="LA", tol=tol, v0=start,
+                                           ncv=min(n, LANCZOS_VECTORS),
+                                           return_eigenvectors=False)
+    except scipy.sparse.linalg.ArpackNoConvergence as failure:
+        values = failure.eigenvalues
+    except scipy.sparse.linalg.ArpackError:
+        values = ()
+    return float(values[0]) if len(values) else float("nan")
 
 
 def mass_product(model: Model, S: np.ndarray, inertia: np.ndarray):
@@ -178,17 +194,25 @@ def mass_product(model: Model, S: np.ndarray, inertia: np.ndarray):
     joint order, their subtrees' forces as differences of prefix sums."""
     nj, end = model.njoints, model.subtree_end
     rows = np.arange(nj)
+    # joint k's motion leaves the prefix sum at end[k]: flat places in a (6, nj + 1) array
+    leaving = (np.arange(6)[:, None] * (nj + 1) + end).ravel()
+    S = np.ascontiguousarray(S.T)  # (6, nv): prefix sums run along contiguous rows
+    inertia = np.ascontiguousarray(np.moveaxis(inertia, 0, -1))  # (6, 6, nj)
+    one_dof = bool(np.all(model.nv_joint == 1))  # else every joint has dofs (compact tree)
 
     def product(x: np.ndarray) -> np.ndarray:
         x = np.ravel(x)
-        motion = np.zeros((nj + 1, 6))
-        np.add.at(motion, model.dof_joint, S * x[:, None])  # S_i x_i per joint
-        change = motion[:nj].copy()
-        np.add.at(motion, end, -change)  # a joint's motion stops past its subtree
-        acceleration = np.cumsum(motion, axis=0)[:nj]  # (nj, 6)
-        force = np.einsum("jab,jb->ja", inertia, acceleration)
-        total = np.concatenate([np.zeros((1, 6)), np.cumsum(force, axis=0)])
-        carried = total[end] - total[rows]  # (nj, 6): the force of each subtree
-        return np.einsum("da,da->d", S, carried[model.dof_joint]) + model.armature * x
+        motion = S * x  # (6, nv): S_i x_i
+        if not one_dof:
+            motion = np.add.reduceat(motion, model.idx_v, axis=1)  # (6, nj) per joint
+        left = np.bincount(leaving, motion.ravel(), 6 * (nj + 1)).reshape(6, nj + 1)
+        acceleration = np.cumsum(motion - left[:, :nj], axis=1)  # (6, nj)
+        force = np.einsum("abj,bj->aj", inertia, acceleration)
+        total = np.zeros((6, nj + 1))
+        np.cumsum(force, axis=1, out=total[:, 1:])
+        carried = total[:, end] - total[:, rows]  # (6, nj): the force of each subtree
+        if not one_dof:
+            carried = carried[:, model.dof_joint]
+        return np.einsum("ad,ad->d", S, carried) + model.armature * x
 
     return product
