@@ -21,7 +21,7 @@ Conventions (those of :mod:`treedyn.engine.reference`)
   the largest terms, far below the tolerance of the eigenvalue.
 * ``TreeSweeps.largest_eigenvalues`` is ``scipy.sparse.linalg.eigsh`` (Lanczos, k = 1, 'LA') on
   that product: relative residual under ``tol`` (1e-9 by default), so lambda_max is exact
-  to about ``tol`` relative, a lower bound of the true one by no more.
+  to about ``tol`` relative (the Ritz value is a lower bound of the true one).
 """
 from __future__ import annotations
 
@@ -42,9 +42,9 @@ def joint_levels(model: Model) -> list[list[np.ndarray]]:
     depth = np.zeros(model.njoints, dtype=int)
     for i, parent in enumerate(model.parent):
         depth[i] = depth[parent] + 1 if parent >= 0 else 0
+    order = np.argsort(depth, kind="stable")  # by depth, tree order within a level
     levels = []
-    for d in range(int(depth.max(initial=-1)) + 1):
-        joints = np.flatnonzero(depth == d)
+    for joints in np.split(order, np.cumsum(np.bincount(depth))[:-1]) if len(depth) else ():
         sizes = model.nv_joint[joints]
         levels.append([joints[sizes == k] for k in np.unique(sizes)])
     return levels
@@ -60,7 +60,6 @@ class TreeSweeps:
         self.count = len(self.q)
         self.transforms = joint_transforms(model, self.q)
         self.levels = joint_levels(model)
-
         self.groups = [self._group(joints) for level in self.levels for joints in level]
 
     def _group(self, joints: np.ndarray) -> dict:
