@@ -5,7 +5,8 @@
 types is checked against :data:`MEMORY` before anything is allocated, from estimates
 measured on the two-link arm and talos (condition at 4 000 samples: 3.8 KB and 41 KB a
 sample; verify: 277 KB a sample on talos), so that ``--samples 1000000000`` is one line,
-not an out-of-memory kill.
+not an out-of-memory kill. ``check-inertia`` past its dense threshold holds no M: its
+samples cost :func:`sweep_bytes`, linear in the model.
 """
 from __future__ import annotations
 

@@ -320,7 +320,8 @@ class LinkContext:
 
 class Checker:
     """What every check needs (the model, options, sampled M: past ``dense_dofs`` only its
-    blocks and lambda_max, :mod:`..subtree`) and ``add``, which records one finding."""
+    blocks and lambda_max, from :mod:`treedyn.engine.subtree`) and ``add``, which records
+    one finding; the checks are mixins of it (:mod:`.check_inertia`)."""
 
     def __init__(self, model: Model, options: CheckOptions):
         self.model, self.options = model, options
@@ -333,7 +334,7 @@ class Checker:
                 self.finite = bool(np.all(np.isfinite(self.M)))  # huge inertias overflow M
             else:  # linear in the model's size: M's diagonal blocks, lambda_max by Lanczos
                 self.sweeps = TreeSweeps(model, self.q)
-                self.composite, self.articulated_blocks = self.sweeps.blocks()
+                self.composite, self.d_blocks = self.sweeps.blocks()
                 self.finite = all(np.all(np.isfinite(C)) for C in self.composite)
         largest = np.zeros(len(self.q))
         if model.nv and self.finite and self.dense:
@@ -345,16 +346,16 @@ class Checker:
         self.largest = largest
 
     def diagonal_block(self, j: int) -> np.ndarray:
-        """Joint j's diagonal block of M without armature over the samples, (S, k, k)."""
+        """Joint j's diagonal block of M without armature over the samples, (samples, k, k)."""
         if not self.dense:
             return self.composite[j]
         dofs = slice(self.model.idx_v[j], self.model.idx_v[j] + self.model.nv_joint[j])
         return self.M[:, dofs, dofs] - np.diag(self.model.armature[dofs])
 
     def joint_blocks(self) -> list[np.ndarray]:
-        """ABA's D-block of every joint over the samples, (S, k, k) each."""
+        """ABA's D-block of every joint over the samples, (samples, k, k) each."""
         if not self.dense:
-            return self.articulated_blocks
+            return self.d_blocks
         with np.errstate(all="ignore"):
             return articulated_blocks(self.model, self.q)
 
