@@ -15,12 +15,14 @@ import pytest
 
 from random_trees import random_model
 from reference_models import robot_urdfs
+from treedyn.engine import build_model
 from treedyn.engine.analysis.check_inertia import check_inertia
 from treedyn.engine.analysis.inertia import CheckOptions
 from treedyn.engine.crba import crba
 from treedyn.engine.reference import articulated_blocks
 from treedyn.engine.samples import sample_configurations
-from treedyn.engine.subtree import TreeSweeps
+from treedyn.engine.spatial import inertia_to_parent
+from treedyn.engine.subtree import TreeSweeps, mass_product
 from treedyn.parsers import load_model, parse_urdf_string
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -44,6 +46,10 @@ def same_findings(model, samples: int = 4) -> None:
             assert b.value == pytest.approx(a.value, rel=1e-6, abs=1e-300), (a.body, a.check)
 
 
+def parse_model(text: str):
+    return build_model(parse_urdf_string(text))
+
+
 @pytest.mark.parametrize("path", ROBOTS, ids=os.path.basename)
 @pytest.mark.parametrize("free_flyer", [False, True])
 def test_large_path_same_findings_on_robots(path, free_flyer):
@@ -57,11 +63,6 @@ def test_large_path_same_findings_on_generated(shape, bodies):
 
 def test_large_path_same_findings_on_star():
     same_findings(parse_model(large_urdf("star", 1500)), samples=2)
-
-
-def parse_model(text: str):
-    from treedyn.engine import build_model
-    return build_model(parse_urdf_string(text))
 
 
 @pytest.mark.parametrize("seed", range(6))
@@ -85,14 +86,14 @@ def test_tree_sweeps_match_references(seed):
 
 
 def test_mass_product_is_M_times_x():
+    """M x by prefix sums in world coordinates against the dense CRBA M, on a floating
+    random tree with multi-dof joints."""
     rng = np.random.default_rng(7)
     model = random_model(rng, 30, floating="free")
     q = sample_configurations(model, 1, 3)
-    from treedyn.engine.subtree import mass_product
     sweeps = TreeSweeps(model, q)
     R, p = sweeps.placements()
     S = sweeps.world_subspaces(R, p)[0]
-    from treedyn.engine.spatial import inertia_to_parent
     product = mass_product(model, S, inertia_to_parent(np.swapaxes(R[0], -1, -2), p[0],
                                                        model.body_inertia))
     x = rng.normal(size=model.nv)
@@ -113,3 +114,17 @@ def test_check_inertia_on_a_20000_link_star_within_2_gb(tmp_path):
     assert done.returncode in (0, 1), done.stderr[-2000:]
     document = json.loads(done.stdout)
     assert document["summary"]["articulated-inertia"]["pass"] == 20000
+
+
+def test_sample_budget_past_the_threshold_is_linear(tmp_path):
+    """On 2 500 dofs a dense sample would hold M twice (100 MB: at most 42 samples); the
+    large path's is about 1.5 MB, so the refusal offers thousands."""
+    path = tmp_path / "star.urdf"
+    path.write_text(large_urdf("star", 2500))
+    done = subprocess.run([sys.executable, "-m", "treedyn.cli", "check-inertia", str(path),
+                           "--samples", "100000"], cwd=ROOT, capture_output=True, text=True,
+                          timeout=300, preexec_fn=bounded)
+    lines = done.stderr.strip().splitlines()
+    assert done.returncode == 2 and len(lines) == 1, done.stderr[-2000:]
+    most = int(lines[0].split("at most ")[1].split()[0])
+    assert 1000 < most < 100000
