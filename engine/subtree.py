@@ -71,10 +71,18 @@ class TreeSweeps:
         child = joints[inner]
         return {"joints": joints, "k": k, "inner": inner, "child": child,
                 "parent": model.parent[child],
-                "S": np.stack([np.broadcast_to(T.S[j], (self.count, 6, k)) for j in joints]),
+                "S": self._subspaces(joints, k),
                 "E": np.stack([T.E[j] for j in child]) if len(child) else None,
                 "r": np.stack([T.r[j] for j in child]) if len(child) else None,
                 "dofs": model.idx_v[joints][:, None] + np.arange(k)}  # (K, k)
+
+    def _subspaces(self, joints: np.ndarray, k: int) -> np.ndarray:
+        """S (K, N, 6, k) of ``joints``: a read-only broadcast when each is shared by all
+        states (6, k), as for revolute and prismatic joints."""
+        S = [self.transforms.S[j] for j in joints]
+        if all(Sj.ndim == 2 for Sj in S):
+            return np.broadcast_to(np.stack(S)[:, None], (len(S), self.count, 6, k))
+        return np.stack([np.broadcast_to(Sj, (self.count, 6, k)) for Sj in S])
 
     def blocks(self) -> tuple[list, list]:
         """(composite, articulated): per joint, ``S^T Ic S`` and ABA's D-block, each
