@@ -151,10 +151,19 @@ def test_mass_sparsity_past_the_cap_gives_the_structure_without_m(star):
 
 
 @pytest.mark.skipif(sys.platform != "linux", reason="rlimits")
-def test_check_inertia_says_when_not_even_one_sample_fits(big_star):
+def test_condition_says_when_not_even_one_sample_fits(big_star):
     """One sample holds M twice (6.4 GB here), past the 4 GiB budget: the line says so
     rather than offering "at most 1"."""
-    done = dyn(["check-inertia", big_star, "--samples", "1"], 1 << 30)
+    done = dyn(["condition", big_star, "--samples", "1"], 1 << 30)
     lines = done.stderr.strip().splitlines()
     assert done.returncode == 2 and len(lines) == 1, done.stderr[-2000:]
     assert "too large" in lines[0] and "at most" not in lines[0]
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="rlimits")
+def test_check_inertia_of_the_big_star_never_forms_m(big_star):
+    """Past its dense threshold check-inertia holds no M: all 8 samples in 1 GiB, every
+    joint's articulated inertia judged against lambda_max(M)."""
+    done = dyn(["check-inertia", big_star, "--format", "json"], 1 << 30)
+    assert done.returncode in (0, 1), done.stderr[-2000:]
+    assert json.loads(done.stdout)["summary"]["articulated-inertia"]["pass"] == 20_001

@@ -7,7 +7,7 @@ from typing import Annotated, Optional
 import typer
 
 from treedyn.engine.analysis.check_inertia import check_inertia as run_checks
-from treedyn.engine.analysis.inertia import CheckOptions
+from treedyn.engine.analysis.inertia import DENSE_DOFS, CheckOptions
 from treedyn.parsers.link_geometry import link_geometry
 
 from ..console import show_text, warn
@@ -25,7 +25,7 @@ from ..options import (
     samples_option,
 )
 from ..render import reports
-from ..run.budget import refuse_past_memory, sample_bytes
+from ..run.budget import refuse_past_memory, sample_bytes, sweep_bytes
 
 CHECK_EXAMPLES = examples(
     "dyn check-inertia robot.urdf",
@@ -80,7 +80,9 @@ def check_inertia(
     """
     loaded = load(model, free_flyer, diagnose=True, xacro=xacro_arguments(xacro_args, xacro_arg))
     geometry = link_geometry(loaded.description, loaded.source, package_paths())
-    refuse_past_memory(samples, sample_bytes(loaded), "--samples")
+    dense = loaded.nv <= DENSE_DOFS or loaded.coupling is not None  # as Checker decides
+    refuse_past_memory(samples, sample_bytes(loaded) if dense else sweep_bytes(loaded),
+                       "--samples")
     options = CheckOptions(tolerance=tolerance, fix=fix, samples=samples, seed=seed,
                            min_block_ratio=min_block_ratio,
                            rotation_name=("the inertial <origin rpy>" if loaded.format == "urdf"

@@ -5,7 +5,8 @@
 types is checked against :data:`MEMORY` before anything is allocated, from estimates
 measured on the two-link arm and talos (condition at 4 000 samples: 3.8 KB and 41 KB a
 sample; verify: 277 KB a sample on talos), so that ``--samples 1000000000`` is one line,
-not an out-of-memory kill.
+not an out-of-memory kill. ``check-inertia`` past its dense threshold holds no M: its
+samples cost :func:`sweep_bytes`, linear in the model.
 """
 from __future__ import annotations
 
@@ -21,6 +22,12 @@ def sample_bytes(model, jacobians: bool = False) -> int:
     if jacobians:
         return 8 * (6 * nv * nv + 4 * 36 * nj + 4 * 6 * nj * nv) + 4096
     return 8 * (2 * nv * nv + 2 * 36 * nj) + 4096
+
+
+def sweep_bytes(model) -> int:
+    """Bytes a sample of ``check-inertia`` holds on a model past its dense threshold (M is
+    never formed): per joint its transform, placement, two blocks and their overhead."""
+    return 600 * int(model.njoints) + 48 * int(model.nv) + 4096
 
 
 def state_bytes(model) -> int:

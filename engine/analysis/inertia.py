@@ -78,7 +78,9 @@ from ..crba import crba
 from ..description import Inertia, LinkSpec, Shape, SourceRef
 from ..geometry import LinkGeometry, solid_corners, solid_properties
 from ..model import Model
+from ..reference import articulated_blocks
 from ..samples import sample_configurations
+from ..subtree import TreeSweeps
 from .plain import plain
 
 MINVAL = 1e-15  # MuJoCo's mjMINVAL: mass and inertia below this count as none
@@ -94,6 +96,7 @@ CHECKS = LINK_CHECKS + BODY_CHECKS
 # body it hardly changes (a sensor frame with a placeholder inertia, say).
 HEURISTIC_CHECKS = ("plausibility", "about-origin", "orientation", "density")
 NEGLIGIBLE_MASS = 0.01  # welded link mass / body mass below which the link hardly matters
+DENSE_DOFS = 2000  # nv above which the body checks never form M (8 samples: 256 MB at 2000)
 EXACT_MATCH = 0.05  # relative distance under which an inertia IS the geometry's uniform one
 GHOST = ("zero mass but a non-zero inertia tensor: no body has rotational inertia without "
          "mass (MuJoCo refuses it on a moving body)")
@@ -107,6 +110,7 @@ class CheckOptions:
     max_density: float = 25000.0  # kg/m^3; denser than any metal: warning
     min_block_ratio: float = 1e-8  # articulated-inertia warning threshold
     samples: int = 8  # configurations for the body checks (the neutral one first)
+    dense_dofs: int = DENSE_DOFS  # above this nv, M is never formed (see Checker)
     seed: int = 0
     fix: bool = False  # attach the nearest consistent inertia to failing findings
     # how messages name the rotation the file applies to the tensor (the caller's terms)
@@ -315,18 +319,45 @@ class LinkContext:
 
 
 class Checker:
-    """What every check needs (the model, options, sampled M) and ``add``, which records
+    """What every check needs (the model, options, sampled M: past ``dense_dofs`` only its
+    blocks and lambda_max, from :mod:`treedyn.engine.subtree`) and ``add``, which records
     one finding; the checks are mixins of it (:mod:`.check_inertia`)."""
 
     def __init__(self, model: Model, options: CheckOptions):
         self.model, self.options = model, options
         self.findings: list[Finding] = []
         self.q = sample_configurations(model, options.samples, options.seed)
+        self.dense = model.nv <= options.dense_dofs or model.coupling is not None
         with np.errstate(all="ignore"):
-            self.M = crba(model, self.q).reshape(len(self.q), model.nv, model.nv)
-        self.finite = bool(np.all(np.isfinite(self.M)))  # huge inertias can overflow M
-        self.largest = (np.linalg.eigvalsh(self.M)[:, -1] if model.nv and self.finite
-                        else np.zeros(len(self.q)))
+            if self.dense:
+                self.M = crba(model, self.q).reshape(len(self.q), model.nv, model.nv)
+                self.finite = bool(np.all(np.isfinite(self.M)))  # huge inertias overflow M
+            else:  # linear in the model's size: M's diagonal blocks, lambda_max by Lanczos
+                self.sweeps = TreeSweeps(model, self.q)
+                self.composite, self.d_blocks = self.sweeps.blocks()
+                self.finite = all(np.all(np.isfinite(C)) for C in self.composite)
+        largest = np.zeros(len(self.q))
+        if model.nv and self.finite and self.dense:
+            largest = np.linalg.eigvalsh(self.M)[:, -1]
+        elif model.nv and self.finite:
+            with np.errstate(all="ignore"):
+                largest = self.sweeps.largest_eigenvalues()
+            self.finite = bool(np.all(np.isfinite(largest)))
+        self.largest = largest
+
+    def diagonal_block(self, j: int) -> np.ndarray:
+        """Joint j's diagonal block of M without armature over the samples, (samples, k, k)."""
+        if not self.dense:
+            return self.composite[j]
+        dofs = slice(self.model.idx_v[j], self.model.idx_v[j] + self.model.nv_joint[j])
+        return self.M[:, dofs, dofs] - np.diag(self.model.armature[dofs])
+
+    def joint_blocks(self) -> list[np.ndarray]:
+        """ABA's D-block of every joint over the samples, (samples, k, k) each."""
+        if not self.dense:
+            return self.d_blocks
+        with np.errstate(all="ignore"):
+            return articulated_blocks(self.model, self.q)
 
     def add(self, context: LinkContext, check: str, status: str, severity: str, message: str,
             value=None, margin=None, details=None, fix=None, scope="link", links=()) -> None:
@@ -414,8 +445,7 @@ class LinkChecks(Checker):
         if not self.finite:
             self.add(context, "mass", "skip", "info", "skipped: M(q) overflows")
             return
-        dofs = slice(model.idx_v[j], model.idx_v[j] + model.nv_joint[j])
-        block = self.M[:, dofs, dofs] - np.diag(model.armature[dofs])
+        block = self.diagonal_block(j)
         smallest = float(np.linalg.eigvalsh(block)[:, 0].min())
         details = {"body_mass": body_mass, "joint": joint, "subtree_inertia": smallest}
         if smallest > MINVAL and ghost:

@@ -7,7 +7,6 @@ import dataclasses
 import numpy as np
 
 from ..description import Inertia
-from ..reference import articulated_blocks
 from .inertia import LinkChecks, LinkContext, spatial_pseudo_inertia
 from .inertia_hierarchy import CONSISTENCY, failing_consistency, implied_skip
 
@@ -17,8 +16,7 @@ class BodyChecks(LinkChecks):
 
     def bodies(self, contexts: dict[str, LinkContext]) -> None:
         model = self.model
-        with np.errstate(all="ignore"):
-            blocks = articulated_blocks(model, self.q)
+        blocks = self.joint_blocks()
         frames: dict[int, list[str]] = {}  # body -> its links, in model.frames order
         for frame in model.frames:
             frames.setdefault(frame.joint, []).append(frame.name)
