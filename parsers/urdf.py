@@ -284,13 +284,14 @@ def _urdfdom_version(text: str) -> tuple[int, int] | None:
     return (major, minor) if major >= 0 and minor >= 0 else None
 
 
-def _urdfdom_joint_notes(joint: etree._Element, owner: SourceRef, notes: list[str]) -> None:
+def _urdfdom_joint_notes(first: dict, owner: SourceRef, notes: list[str]) -> None:
     """What makes urdfdom refuse a joint dyn can read: a number in a sub-element it cannot
     read (whitespace after it; not a finite number, where dyn does not need it), ``<dynamics>``
-    with neither damping nor friction, ``<safety_controller>`` without k_velocity."""
+    with neither damping nor friction, ``<safety_controller>`` without k_velocity.
+    ``first`` holds the joint's first child of each tag (:func:`_first_children`)."""
     where = f"{owner.file}:{{line}}: <{owner.element}>: "
     for tag, keys in URDFDOM_JOINT_NUMBERS.items():
-        element = joint.find(tag)
+        element = first.get(tag)
         if element is None:
             continue
         line = source_line(element) or owner.line
@@ -354,26 +355,39 @@ def _joint(element: etree._Element, path: str, notes: list[str]) -> JointSpec:
     if kind not in JOINT_TYPES:
         raise ParseError.at(source, f'unknown joint type {quoted(kind)} '
                                     f"(expected one of {', '.join(JOINT_TYPES)})")
-    rotation, translation = _pose(element.find("origin"), source)
-    lower, upper = _limits(element.find("limit"), kind, source, notes)
-    _urdfdom_joint_notes(element, source, notes)
+    first = _first_children(element)
+    rotation, translation = _pose(first.get("origin"), source)
+    lower, upper = _limits(first.get("limit"), kind, source, notes)
+    _urdfdom_joint_notes(first, source, notes)
     return JointSpec(
         name=element.get("name"),
         type=JOINT_TYPES[kind],
-        parent=_link_reference(element, "parent", source),
-        child=_link_reference(element, "child", source),
+        parent=_link_reference(element, first, "parent", source),
+        child=_link_reference(element, first, "child", source),
         rotation=rotation,
         translation=translation,
-        axis=_axis(element.find("axis"), kind, source),
+        axis=_axis(first.get("axis"), kind, source),
         lower=lower,
         upper=upper,
-        mimic=_mimic(element.find("mimic"), source),
+        mimic=_mimic(first.get("mimic"), source),
         source=source,
     )
 
 
-def _link_reference(joint: etree._Element, role: str, owner: SourceRef) -> str:
-    element = _child(joint, role, owner)
+def _first_children(element: etree._Element) -> dict:
+    """tag -> the first child of ``element`` with that tag, as ``element.find(tag)`` gives it
+    (one pass over the children instead of one per tag)."""
+    first: dict = {}
+    for child in element:
+        first.setdefault(child.tag, child)
+    return first
+
+
+def _link_reference(joint: etree._Element, first: dict, role: str, owner: SourceRef) -> str:
+    """The link named by the joint's required ``<parent>`` or ``<child>`` (``role``)."""
+    element = first.get(role)
+    if element is None:
+        raise element_error(joint, owner, f"<{joint.tag}> has no <{role}>")
     link = element.get("link")
     if not link:
         raise element_error(element, owner, f"<{role}> has no link attribute")
@@ -465,14 +479,6 @@ _ROTATIONS: dict[str, np.ndarray] = {}  # <origin rpy> text -> its rotation matr
 
 
 # -- sources ------------------------------------------------------------------------
-
-
-def _child(element: etree._Element, tag: str, owner: SourceRef) -> etree._Element:
-    """The required first ``<tag>`` child of ``element``."""
-    child = element.find(tag)
-    if child is None:
-        raise element_error(element, owner, f"<{element.tag}> has no <{tag}>")
-    return child
 
 
 def _named_source(element: etree._Element, path: str) -> SourceRef:
