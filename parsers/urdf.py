@@ -69,8 +69,9 @@ from treedyn.engine.rotations import rpy_matrix
 from .errors import ParseError, quoted
 from .files import MODEL_BYTES, read_bounded
 from .mimic import mimic_notes
-from .urdf_numbers import (element_error, floats, number, numbers, source_line, urdfdom_number,
-                           urdfdom_reads)
+from .urdf_numbers import (element_error, floats, number, numbers, plain, source_line,
+                           urdfdom_number, urdfdom_reads)
+from .urdf_tree import joint_tree
 from .xml_text import read_xml
 
 # URDF joint type -> engine joint type. For "planar" Pinocchio ignores <axis> and always
@@ -164,7 +165,7 @@ def _parse_robot(robot: etree._Element, path: str) -> TreeDescription:
             ignored[_tag_name(element)] += 1
     mimic_notes(joints, notes)
     robot_source = SourceRef(path, source_line(robot), f'robot name={quoted(name)}')
-    root, order = _tree(links, list(joints.values()), elements, robot_source)
+    root, order = joint_tree(links, list(joints.values()), elements, robot_source)
     return TreeDescription(
         name=name,
         format="urdf",
@@ -219,9 +220,14 @@ def _inertia(inertial: etree._Element, owner: SourceRef,
     line break between numbers is a space once libxml2 has normalised the attribute, so
     it cannot be told from one; urdfdom's tinyxml2 does not normalise and fails there.)
     """
-    origin = inertial.find("origin")
+    first = _first_children(inertial)
+    origin, mass_element, tensor_element = (first.get(tag) for tag in ("origin", "mass",
+                                                                        "inertia"))
+    if mass_element is not None and tensor_element is not None:
+        plain_inertia = _plain_inertia(origin, mass_element, tensor_element, owner)
+        if plain_inertia is not None:
+            return plain_inertia
     rotation, com = _pose(origin, owner)
-    mass_element, tensor_element = inertial.find("mass"), inertial.find("inertia")
     if mass_element is None or tensor_element is None:
         return _incomplete_inertial(inertial, owner, notes, rotation, com)
     mass = number(mass_element, "value", None, owner)
@@ -249,6 +255,32 @@ def _inertia(inertial: etree._Element, owner: SourceRef,
         if _unrotated(rotation, moments):
             return Inertia(mass, com, tensor), rotation
     return Inertia(mass, com, rotation @ tensor @ rotation.T), rotation
+
+
+def _plain_inertia(origin: etree._Element | None, mass_element: etree._Element,
+                   tensor_element: etree._Element,
+                   owner: SourceRef) -> tuple[Inertia, np.ndarray] | None:
+    """What :func:`_inertia` gives when all its numbers are plain (see
+    :mod:`treedyn.parsers.urdf_numbers`), so that none fails or needs a note; None when one
+    is not (or is missing), for the general path to say why."""
+    com = np.zeros(3)
+    if origin is not None:
+        xyz, rpy = origin.get("xyz"), origin.get("rpy")
+        translation = (0.0, 0.0, 0.0) if xyz is None else plain(xyz, 3)
+        if translation is None or (rpy is not None and plain(rpy, 3) is None):
+            return None
+        com = np.array(translation, dtype=float)
+    texts = [mass_element.get("value"), *map(tensor_element.get, INERTIA_ATTRIBUTES)]
+    values = [None if text is None else plain(text, 1) for text in texts]
+    if None in values:
+        return None
+    (mass,), *moments = values
+    ixx, ixy, ixz, iyy, iyz, izz = moments = [value for value, in moments]
+    tensor = np.array([[ixx, ixy, ixz], [ixy, iyy, iyz], [ixz, iyz, izz]])
+    rotation = np.eye(3) if origin is None else _rotation(origin, owner)
+    if not _unrotated(rotation, moments):
+        tensor = rotation @ tensor @ rotation.T
+    return Inertia(mass, com, tensor), rotation
 
 
 def _unrotated(rotation: np.ndarray, moments: list[float]) -> bool:
@@ -465,14 +497,19 @@ def _pose(origin: etree._Element | None, owner: SourceRef) -> tuple[np.ndarray, 
     if origin is None:
         return np.eye(3), np.zeros(3)
     translation = numbers(origin, "xyz", 3, (0.0, 0.0, 0.0), owner)
+    return _rotation(origin, owner), translation
+
+
+def _rotation(origin: etree._Element, owner: SourceRef) -> np.ndarray:
+    """The rotation of an ``<origin>``'s rpy (zeros when absent)."""
     text = origin.get("rpy")
     rotation = _ROTATIONS.get(text)  # an rpy text read before
     if rotation is None:
         rotation = rpy_matrix(*floats(origin, "rpy", 3, (0.0, 0.0, 0.0), owner))
         if text is not None and len(_ROTATIONS) < 4096:
             _ROTATIONS[text] = rotation.copy()
-        return rotation, translation
-    return rotation.copy(), translation
+        return rotation
+    return rotation.copy()
 
 
 _ROTATIONS: dict[str, np.ndarray] = {}  # <origin rpy> text -> its rotation matrix
@@ -493,81 +530,3 @@ def _tag_name(element: etree._Element) -> str:
     """Tag as written: ``prefix:name`` for namespaced tags (e.g. ``xacro:macro``)."""
     name = etree.QName(element).localname
     return f"{element.prefix}:{name}" if element.prefix else name
-
-
-# -- tree -----------------------------------------------------------------------------
-
-
-def _tree(links: dict[str, LinkSpec], joints: list[JointSpec],
-          elements: dict[str, etree._Element], robot: SourceRef) -> tuple[str, list[JointSpec]]:
-    """(root link, joints depth-first with siblings in byte-wise joint-name order).
-
-    Checks that the joints form one tree over the links: references resolve, every link
-    has at most one parent joint, exactly one link has none, and there is no cycle.
-    """
-    parent_joint = _parent_joints(links, joints, elements)
-    if not links:
-        raise ParseError.at(robot, "no <link> elements")
-    roots = [name for name in links if name not in parent_joint]
-    if len(roots) > 1:
-        raise ParseError.at(robot, f"several root links ({', '.join(roots)}): every link "
-                                   "but the root needs a parent joint")
-    children: dict[str, list[JointSpec]] = {name: [] for name in links}
-    for joint in sorted(joints, key=lambda joint: joint.name.encode("utf-8")):
-        children[joint.parent].append(joint)
-    order = _depth_first(roots[0], children) if roots else []
-    reached = set(roots) | {joint.child for joint in order}
-    if len(reached) < len(links):
-        start = next(name for name in links if name not in reached)
-        raise _cycle_error(start, parent_joint, no_root=not roots)
-    return roots[0], order
-
-
-def _parent_joints(links: dict[str, LinkSpec], joints: list[JointSpec],
-                   elements: dict[str, etree._Element]) -> dict[str, JointSpec]:
-    """child link -> its joint, checking that the links exist.
-
-    A ``<mimic>`` naming a missing joint is kept as written: urdfdom and Pinocchio accept it.
-    """
-    parent_joint: dict[str, JointSpec] = {}
-    for joint in joints:
-        element = elements[joint.name]
-        for role in ("parent", "child"):
-            link = getattr(joint, role)
-            if link not in links:
-                raise element_error(element.find(role), joint.source,
-                             f'{role} link {quoted(link)} is not defined')
-        first = parent_joint.get(joint.child)
-        if first is not None:
-            raise ParseError.at(joint.source, f"link {quoted(joint.child)} already has parent "
-                                              f'joint "{first.name}" (line {first.source.line})')
-        parent_joint[joint.child] = joint
-    return parent_joint
-
-
-def _depth_first(root: str, children: dict[str, list[JointSpec]]) -> list[JointSpec]:
-    order: list[JointSpec] = []
-    stack = list(reversed(children[root]))
-    while stack:
-        joint = stack.pop()
-        order.append(joint)
-        stack.extend(reversed(children[joint.child]))
-    return order
-
-
-def _cycle_error(start: str, parent_joint: dict[str, JointSpec], no_root: bool) -> ParseError:
-    """The error naming the cycle met walking up the parent joints from link ``start``."""
-    position = {start: 0}  # link -> its index in the walk
-    walk = [start]
-    link = parent_joint[start].parent
-    while link not in position:
-        position[link] = len(walk)
-        walk.append(link)
-        link = parent_joint[link].parent
-    cycle = walk[position[link]:] + [link]  # child -> parent, first link repeated
-    joints = [parent_joint[child] for child in cycle[:-1]]
-    first = min(joints, key=lambda joint: joint.source.line)
-    names = ", ".join(quoted(joint.name) for joint in reversed(joints))
-    links = " -> ".join(reversed(cycle))
-    prefix = "no root link: " if no_root else ""
-    return ParseError.at(first.source, f"{prefix}the joints form a cycle: {links} (via {names})")
