@@ -28,6 +28,16 @@ import numpy as np
 from .description import skew
 from .spatial import cross3, quaternion_matrix, rotate
 
+_IDENTITY = np.eye(3)  # (3, 3), never written to
+
+
+def _subspace_column(axis: np.ndarray, start: int) -> np.ndarray:
+    """(6, 1) zeros with ``axis`` (3,) at rows ``start``.. (0: angular, 3: linear)."""
+    column = np.zeros((6, 1))
+    column[start:start + 3, 0] = axis
+    return column
+
+
 PUBLIC_TYPE = {
     "revolute": "revolute",
     "continuous": "continuous",
@@ -90,10 +100,10 @@ class RevoluteJoint(JointModel):
         K = skew(self.axis)
         K2 = K @ K
         # E_J = Rot(axis, theta)^T = I - sin K + (1 - cos) K^2, folded with E_T:
-        self.E_const = (np.eye(3) + K2) @ self.E_T  # (3, 3)
+        self.E_const = (_IDENTITY + K2) @ self.E_T  # (3, 3)
         self.E_sin = -K @ self.E_T  # (3, 3)
         self.E_cos = -K2 @ self.E_T  # (3, 3)
-        self.S = np.concatenate([self.axis, np.zeros(3)])[:, None]  # (6, 1)
+        self.S = _subspace_column(self.axis, 0)  # (6, 1)
 
     def neutral(self):
         return np.array([self.ref])
@@ -121,7 +131,7 @@ class PrismaticJoint(JointModel):
     def __init__(self, rotation, translation, axis, ref):
         super().__init__(rotation, translation, axis, ref)
         self.direction = self.rotation @ self.axis  # (3,) axis in parent coordinates
-        self.S = np.concatenate([np.zeros(3), self.axis])[:, None]  # (6, 1)
+        self.S = _subspace_column(self.axis, 3)  # (6, 1)
 
     def neutral(self):
         return np.array([self.ref])

@@ -263,11 +263,11 @@ def _assemble(description, joints, parents, body_links, body_frames, inertias, f
                                 for j, m in zip(joints, models)] or [np.zeros(0)])
     q_lower = np.full(nq, -np.inf)
     q_upper = np.full(nq, np.inf)
-    armature = np.zeros(nv)
-    for i, joint in enumerate(joints):
-        if nq_joint[i] == 1:
-            q_lower[idx_q[i]], q_upper[idx_q[i]] = joint.lower, joint.upper
-        armature[idx_v[i]:idx_v[i] + nv_joint[i]] = joint.armature
+    one = nq_joint == 1  # the joints whose limits are q's
+    q_lower[idx_q[one]] = np.array([j.lower for j in joints], dtype=float).reshape(nj)[one]
+    q_upper[idx_q[one]] = np.array([j.upper for j in joints], dtype=float).reshape(nj)[one]
+    armature = np.repeat(np.array([j.armature for j in joints], dtype=float).reshape(nj),
+                         nv_joint)
 
     return Model(
         name=description.name,

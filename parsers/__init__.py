@@ -78,8 +78,7 @@ def check_finite(description: TreeDescription) -> TreeDescription:
     links, joints = description.links, description.joints
     # (nlinks, 13): mass, com, tensor. Below SAFE the spatial inertia (products of three of
     # them at most) is finite for sure; the other links are checked one by one.
-    raw = np.array([(i.mass, *np.ravel(i.com), *np.ravel(i.inertia))
-                    for i in (link.inertia for link in links)], dtype=float).reshape(-1, 13)
+    raw = _rows([link.inertia for link in links], ("mass", "com", "inertia"), 13)
     with np.errstate(all="ignore"):
         for k in np.flatnonzero(~np.all(np.abs(raw) < SAFE, axis=1)):
             link = links[k]
@@ -89,14 +88,22 @@ def check_finite(description: TreeDescription) -> TreeDescription:
                 raise ParseError.at(source, f"the mass and inertia of link '{link.name}' "
                                     "overflow a double once compiled (values this large "
                                     "cannot be computed with)")
-    placements = np.array([(*np.ravel(j.rotation), *np.ravel(j.translation), *np.ravel(j.axis))
-                           for j in joints], dtype=float).reshape(len(joints), 15)
+    placements = _rows(joints, ("rotation", "translation", "axis"), 15)
     bad = np.flatnonzero(~np.all(np.isfinite(placements), axis=1))
     if len(bad):
         joint = joints[bad[0]]
         raise ParseError.at(joint.source, f"the placement of joint '{joint.name}' "
                             "overflows a double once compiled")
     return description
+
+
+def _rows(items: list, fields: tuple[str, ...], width: int) -> np.ndarray:
+    """(len(items), width): each item's ``fields`` (numbers or arrays) raveled side by side,
+    as floats; one array per field rather than one tuple per item."""
+    if not items:
+        return np.zeros((0, width))
+    return np.concatenate([np.array([getattr(item, name) for item in items], dtype=float)
+                           .reshape(len(items), -1) for name in fields], axis=1)
 
 
 SAFE = 1e100  # |numbers| under this: mass x com^2 and the sums of spatial() stay finite

@@ -66,10 +66,12 @@ from treedyn.engine.description import (
 )
 from treedyn.engine.rotations import rpy_matrix
 
-from .errors import WORD_CHARACTERS, ParseError, quoted
+from .errors import ParseError, quoted
 from .files import MODEL_BYTES, read_bounded
 from .mimic import mimic_notes
-from .numbers import NUMBER, word_problem
+from .urdf_numbers import (element_error, floats, number, numbers, plain, source_line,
+                           urdfdom_number, urdfdom_reads)
+from .urdf_tree import joint_tree
 from .xml_text import read_xml
 
 # URDF joint type -> engine joint type. For "planar" Pinocchio ignores <axis> and always
@@ -131,17 +133,17 @@ def _xacro_markup(robot: etree._Element) -> str:
     ``$(...)`` in an attribute), or "" if it holds none."""
     for element in robot.iter(etree.Element):
         if element.prefix == "xacro" or "wiki/xacro" in (etree.QName(element).namespace or ""):
-            return f"<{_tag_name(element)}> at line {_line(element)}"
+            return f"<{_tag_name(element)}> at line {source_line(element)}"
         for key, value in element.attrib.items():
             if "${" in value or "$(" in value:
-                return f'{key}={quoted(value)} at line {_line(element)}'
+                return f'{key}={quoted(value)} at line {source_line(element)}'
     return ""
 
 
 def _parse_robot(robot: etree._Element, path: str) -> TreeDescription:
     if robot.tag != "robot":
         raise ParseError(f"root element is <{_tag_name(robot)}>, expected <robot>", path,
-                         _line(robot))
+                         source_line(robot))
     name = robot.get("name") or Path(path).stem
     links: dict[str, LinkSpec] = {}
     joints: dict[str, JointSpec] = {}
@@ -150,9 +152,9 @@ def _parse_robot(robot: etree._Element, path: str) -> TreeDescription:
     notes: list[str] = []
     version = robot.get("version")
     if version is not None and _urdfdom_version(version) not in URDFDOM_VERSIONS:
-        notes.append(f'{path}:{_line(robot)}: <robot> version={quoted(version)}: urdfdom refuses '
-                     f"the file, so ROS and Pinocchio cannot load it (it reads versions 1.0 to "
-                     f"1.2, written major.minor)")
+        notes.append(f"{path}:{source_line(robot)}: <robot> version={quoted(version)}: urdfdom "
+                     f"refuses the file, so ROS and Pinocchio cannot load it (it reads versions "
+                     f"1.0 to 1.2, written major.minor)")
     for element in robot.iterchildren(etree.Element):
         if element.tag == "link":
             _add_unique(links, _link(element, path, notes))
@@ -162,8 +164,8 @@ def _parse_robot(robot: etree._Element, path: str) -> TreeDescription:
         else:
             ignored[_tag_name(element)] += 1
     mimic_notes(joints, notes)
-    robot_source = SourceRef(path, _line(robot), f'robot name={quoted(name)}')
-    root, order = _tree(links, list(joints.values()), elements, robot_source)
+    robot_source = SourceRef(path, source_line(robot), f'robot name={quoted(name)}')
+    root, order = joint_tree(links, list(joints.values()), elements, robot_source)
     return TreeDescription(
         name=name,
         format="urdf",
@@ -200,7 +202,7 @@ def _link(element: etree._Element, path: str, notes: list[str]) -> LinkSpec:
     if inertial is None:
         return LinkSpec(name, Inertia.zero(), source, has_inertial=False, geometry=geometry)
     inertia, rotation = _inertia(inertial, source, notes)
-    inertial_source = SourceRef(path, _line(inertial) or source.line,
+    inertial_source = SourceRef(path, source_line(inertial) or source.line,
                                 "inertial")
     return LinkSpec(name, inertia, source, inertial_source=inertial_source,
                     inertial_rotation=rotation, geometry=geometry)
@@ -218,25 +220,30 @@ def _inertia(inertial: etree._Element, owner: SourceRef,
     line break between numbers is a space once libxml2 has normalised the attribute, so
     it cannot be told from one; urdfdom's tinyxml2 does not normalise and fails there.)
     """
-    origin = inertial.find("origin")
+    first = _first_children(inertial)
+    origin, mass_element, tensor_element = (first.get(tag) for tag in ("origin", "mass",
+                                                                        "inertia"))
+    if mass_element is not None and tensor_element is not None:
+        plain_inertia = _plain_inertia(origin, mass_element, tensor_element, owner)
+        if plain_inertia is not None:
+            return plain_inertia
     rotation, com = _pose(origin, owner)
-    mass_element, tensor_element = inertial.find("mass"), inertial.find("inertia")
     if mass_element is None or tensor_element is None:
         return _incomplete_inertial(inertial, owner, notes, rotation, com)
-    mass = _number(mass_element, "value", None, owner)
-    ixx, ixy, ixz, iyy, iyz, izz = (_number(tensor_element, key, None, owner)
-                                    for key in INERTIA_ATTRIBUTES)
+    mass = number(mass_element, "value", None, owner)
+    ixx, ixy, ixz, iyy, iyz, izz = moments = [number(tensor_element, key, None, owner)
+                                              for key in INERTIA_ATTRIBUTES]
     tensor = np.array([[ixx, ixy, ixz], [ixy, iyy, iyz], [ixz, iyz, izz]])
     read = [(origin, key, 3, 2) for key in ("xyz", "rpy")]  # 2: origin, mass and tensor lost
     read += [(mass_element, "value", 1, 1)]  # 1: mass and tensor
     read += [(tensor_element, key, 1, 0) for key in INERTIA_ATTRIBUTES]  # 0: tensor
     for element, key, count, lost in read:
         text = None if element is None else element.get(key)
-        if text is None or _urdfdom_reads(text, count):
+        if text is None or urdfdom_reads(text, count):
             continue
         what = ("rotational inertia", "mass and rotational inertia",
                 "mass, centre of mass and rotational inertia")[lost]
-        notes.append(f"{owner.file}:{_line(element) or owner.line}: {element.tag} {key}="
+        notes.append(f"{owner.file}:{source_line(element) or owner.line}: {element.tag} {key}="
                      f'''{quoted(text, mark="'")}: urdfdom cannot read it (whitespace after '''
                      f"a number, or between numbers other than spaces), so Pinocchio, and dyn "
                      f"with it, set the {what} of <{owner.element}> to zero")
@@ -244,7 +251,44 @@ def _inertia(inertial: etree._Element, owner: SourceRef,
                              np.zeros((3, 3)))
         rotation = rotation if lost < 2 else np.eye(3)
         break
+    else:
+        if _unrotated(rotation, moments):
+            return Inertia(mass, com, tensor), rotation
     return Inertia(mass, com, rotation @ tensor @ rotation.T), rotation
+
+
+def _plain_inertia(origin: etree._Element | None, mass_element: etree._Element,
+                   tensor_element: etree._Element,
+                   owner: SourceRef) -> tuple[Inertia, np.ndarray] | None:
+    """What :func:`_inertia` gives when all its numbers are plain (see
+    :mod:`treedyn.parsers.urdf_numbers`), so that none fails or needs a note; None when one
+    is not (or is missing), for the general path to say why."""
+    com = np.zeros(3)
+    if origin is not None:
+        xyz, rpy = origin.get("xyz"), origin.get("rpy")
+        translation = (0.0, 0.0, 0.0) if xyz is None else plain(xyz, 3)
+        if translation is None or (rpy is not None and plain(rpy, 3) is None):
+            return None
+        com = np.array(translation, dtype=float)
+    texts = [mass_element.get("value"), *map(tensor_element.get, INERTIA_ATTRIBUTES)]
+    values = [None if text is None else plain(text, 1) for text in texts]
+    if None in values:
+        return None
+    (mass,), *moments = values
+    ixx, ixy, ixz, iyy, iyz, izz = moments = [value for value, in moments]
+    tensor = np.array([[ixx, ixy, ixz], [ixy, iyy, iyz], [ixz, iyz, izz]])
+    rotation = np.eye(3) if origin is None else _rotation(origin, owner)
+    if not _unrotated(rotation, moments):
+        tensor = rotation @ tensor @ rotation.T
+    return Inertia(mass, com, tensor), rotation
+
+
+def _unrotated(rotation: np.ndarray, moments: list[float]) -> bool:
+    """Whether ``rotation @ tensor @ rotation.T`` is ``tensor`` itself, bit for bit: the
+    rotation is the identity up to signed zeros and no moment is -0.0."""
+    return (rotation[0, 0] == rotation[1, 1] == rotation[2, 2] == 1.0
+            and np.count_nonzero(rotation) == 3
+            and all(value or math.copysign(1.0, value) > 0.0 for value in moments))
 
 
 def _incomplete_inertial(inertial: etree._Element, owner: SourceRef, notes: list[str],
@@ -252,14 +296,14 @@ def _incomplete_inertial(inertial: etree._Element, owner: SourceRef, notes: list
     """An ``<inertial>`` without ``<inertia>`` (a point mass) or ``<mass>`` (no inertia), as
     Pinocchio reads it (docs/fidelity.md); ``notes`` gets one line saying so."""
     mass_element = inertial.find("mass")
-    where = f"{owner.file}:{_line(inertial) or owner.line}: <{owner.element}>: <inertial>"
+    where = f"{owner.file}:{source_line(inertial) or owner.line}: <{owner.element}>: <inertial>"
     if mass_element is None:
         notes.append(f"{where} has no <mass>: urdfdom logs an error; dyn reads no inertia "
                      f"there (zero mass), as Pinocchio does")
         return Inertia.zero(), np.eye(3)
     notes.append(f"{where} has <mass> but no <inertia>: urdfdom logs an error; dyn reads a "
                  f"point mass at its origin, as Pinocchio and iDynTree do")
-    return Inertia(_number(mass_element, "value", None, owner), com, np.zeros((3, 3))), rotation
+    return Inertia(number(mass_element, "value", None, owner), com, np.zeros((3, 3))), rotation
 
 
 def _urdfdom_version(text: str) -> tuple[int, int] | None:
@@ -272,21 +316,20 @@ def _urdfdom_version(text: str) -> tuple[int, int] | None:
     return (major, minor) if major >= 0 and minor >= 0 else None
 
 
-def _urdfdom_joint_notes(joint: etree._Element, owner: SourceRef, notes: list[str]) -> None:
+def _urdfdom_joint_notes(first: dict, owner: SourceRef, notes: list[str]) -> None:
     """What makes urdfdom refuse a joint dyn can read: a number in a sub-element it cannot
     read (whitespace after it; not a finite number, where dyn does not need it), ``<dynamics>``
-    with neither damping nor friction, ``<safety_controller>`` without k_velocity."""
+    with neither damping nor friction, ``<safety_controller>`` without k_velocity.
+    ``first`` holds the joint's first child of each tag (:func:`_first_children`)."""
     where = f"{owner.file}:{{line}}: <{owner.element}>: "
     for tag, keys in URDFDOM_JOINT_NUMBERS.items():
-        element = joint.find(tag)
+        element = first.get(tag)
         if element is None:
             continue
-        line = _line(element) or owner.line
+        line = source_line(element) or owner.line
         for key in keys:
             text = element.get(key)
-            if text is not None and not (_urdfdom_reads(text, 1)
-                                         and NUMBER.fullmatch(text.strip())
-                                         and math.isfinite(float(text))):
+            if text is not None and not urdfdom_number(text):
                 notes.append(where.format(line=line) + f'''{tag} {key}={quoted(text, mark="'")}: '''
                              f"urdfdom cannot read it as a number: {URDFDOM_REFUSES}")
         if tag == "dynamics" and element.get("damping") is None \
@@ -296,14 +339,6 @@ def _urdfdom_joint_notes(joint: etree._Element, owner: SourceRef, notes: list[st
         if tag == "safety_controller" and element.get("k_velocity") is None:
             notes.append(where.format(line=line) + f"<safety_controller> has no k_velocity: "
                          f"{URDFDOM_REFUSES}")
-
-
-def _urdfdom_reads(text: str, count: int) -> bool:
-    """Whether urdfdom reads ``count`` numbers from ``text``: split at spaces only, each
-    piece a number that may follow whitespace but not be followed by any (its strToDouble
-    reads a std::istringstream to the end)."""
-    pieces = [piece for piece in text.split(" ") if piece] if count > 1 else [text]
-    return len(pieces) == count and all(piece.lstrip() == piece.strip() for piece in pieces)
 
 
 # Shape tag -> (attributes giving its size, in order); a box's single "size" has 3 numbers.
@@ -327,7 +362,7 @@ def _shape(element: etree._Element, path: str) -> Shape | None:
     body = None if geometry is None else next(geometry.iterchildren(etree.Element), None)
     if body is None or (body.tag not in SHAPE_SIZES and body.tag != "mesh"):
         return None
-    source = SourceRef(path, _line(element), f"{element.tag}")
+    source = SourceRef(path, source_line(element), f"{element.tag}")
     try:
         rotation, translation = _pose(element.find("origin"), source)
         if body.tag == "mesh":
@@ -335,9 +370,9 @@ def _shape(element: etree._Element, path: str) -> Shape | None:
             if not filename:
                 return None
             return Shape("mesh", np.zeros(0), rotation, translation, element.tag, filename,
-                         _numbers(body, "scale", 3, (1.0, 1.0, 1.0), source), source)
+                         numbers(body, "scale", 3, (1.0, 1.0, 1.0), source), source)
         count = 3 if body.tag == "box" else 1
-        size = np.concatenate([_numbers(body, key, count, None, source)
+        size = np.concatenate([numbers(body, key, count, None, source)
                                for key in SHAPE_SIZES[body.tag]])
     except ParseError:
         return None
@@ -352,29 +387,42 @@ def _joint(element: etree._Element, path: str, notes: list[str]) -> JointSpec:
     if kind not in JOINT_TYPES:
         raise ParseError.at(source, f'unknown joint type {quoted(kind)} '
                                     f"(expected one of {', '.join(JOINT_TYPES)})")
-    rotation, translation = _pose(element.find("origin"), source)
-    lower, upper = _limits(element.find("limit"), kind, source, notes)
-    _urdfdom_joint_notes(element, source, notes)
+    first = _first_children(element)
+    rotation, translation = _pose(first.get("origin"), source)
+    lower, upper = _limits(first.get("limit"), kind, source, notes)
+    _urdfdom_joint_notes(first, source, notes)
     return JointSpec(
         name=element.get("name"),
         type=JOINT_TYPES[kind],
-        parent=_link_reference(element, "parent", source),
-        child=_link_reference(element, "child", source),
+        parent=_link_reference(element, first, "parent", source),
+        child=_link_reference(element, first, "child", source),
         rotation=rotation,
         translation=translation,
-        axis=_axis(element.find("axis"), kind, source),
+        axis=_axis(first.get("axis"), kind, source),
         lower=lower,
         upper=upper,
-        mimic=_mimic(element.find("mimic"), source),
+        mimic=_mimic(first.get("mimic"), source),
         source=source,
     )
 
 
-def _link_reference(joint: etree._Element, role: str, owner: SourceRef) -> str:
-    element = _child(joint, role, owner)
+def _first_children(element: etree._Element) -> dict:
+    """tag -> the first child of ``element`` with that tag, as ``element.find(tag)`` gives it
+    (one pass over the children instead of one per tag)."""
+    first: dict = {}
+    for child in element:
+        first.setdefault(child.tag, child)
+    return first
+
+
+def _link_reference(joint: etree._Element, first: dict, role: str, owner: SourceRef) -> str:
+    """The link named by the joint's required ``<parent>`` or ``<child>`` (``role``)."""
+    element = first.get(role)
+    if element is None:
+        raise element_error(joint, owner, f"<{joint.tag}> has no <{role}>")
     link = element.get("link")
     if not link:
-        raise _error(element, owner, f"<{role}> has no link attribute")
+        raise element_error(element, owner, f"<{role}> has no link attribute")
     return link
 
 
@@ -383,19 +431,31 @@ def _axis(element: etree._Element | None, kind: str, owner: SourceRef) -> np.nda
     A planar joint without ``<axis>`` moves in the xy plane (normal z), as in Pinocchio."""
     if element is None:
         return np.array([0.0, 0.0, 1.0]) if kind == "planar" else np.array([1.0, 0.0, 0.0])
-    if element.get("xyz") is None and kind in AXIS_TYPES:
-        raise _error(element, owner, "<axis> has no xyz attribute (urdfdom then keeps a zero "
-                                     "axis: a joint that moves nothing, in Pinocchio too)")
-    axis = _numbers(element, "xyz", 3, (1.0, 0.0, 0.0), owner)
+    text = element.get("xyz")
+    if text is None and kind in AXIS_TYPES:
+        raise element_error(element, owner, "<axis> has no xyz attribute (urdfdom then keeps a "
+                                            "zero axis: a joint that moves nothing, in "
+                                            "Pinocchio too)")
+    unit = _UNIT_AXES.get(text)  # a text read before to a finite non-zero length
+    if unit is not None:
+        return np.array(unit)
+    axis = numbers(element, "xyz", 3, (1.0, 0.0, 0.0), owner)
     with np.errstate(over="ignore"):
         length = math.sqrt(axis.dot(axis))  # np.linalg.norm's own formula, without its overhead
     if length == math.inf and kind in AXIS_TYPES:  # Pinocchio's joint would move nothing
-        raise _error(element, owner, "axis is too long: its length overflows (scale it down)")
+        raise element_error(element, owner, "axis is too long: its length overflows (scale it "
+                                            "down)")
     if length == 0.0:
         if kind in AXIS_TYPES:
-            raise _error(element, owner, "axis has zero length")
+            raise element_error(element, owner, "axis has zero length")
         return np.array([1.0, 0.0, 0.0])
-    return axis / length
+    unit = axis / length
+    if text is not None and length != math.inf and len(_UNIT_AXES) < 4096:
+        _UNIT_AXES[text] = tuple(unit.tolist())
+    return unit
+
+
+_UNIT_AXES: dict[str, tuple[float, ...]] = {}  # <axis xyz> text -> the unit axis it gives
 
 
 def _limits(element: etree._Element | None, kind: str, owner: SourceRef,
@@ -410,12 +470,12 @@ def _limits(element: etree._Element | None, kind: str, owner: SourceRef,
         return -math.inf, math.inf
     missing = [key for key in ("effort", "velocity") if element.get(key) is None]
     if missing:
-        notes.append(f"{owner.file}:{_line(element) or owner.line}: <{owner.element}>: <limit> "
-                     f"has no {' and no '.join(missing)}{refused}")
-    lower = _number(element, "lower", 0.0, owner)
-    upper = _number(element, "upper", 0.0, owner)
-    _number(element, "effort", 0.0, owner)
-    _number(element, "velocity", 0.0, owner)
+        notes.append(f"{owner.file}:{source_line(element) or owner.line}: <{owner.element}>: "
+                     f"<limit> has no {' and no '.join(missing)}{refused}")
+    lower = number(element, "lower", 0.0, owner)
+    upper = number(element, "upper", 0.0, owner)
+    number(element, "effort", 0.0, owner)
+    number(element, "velocity", 0.0, owner)
     if kind not in LIMITED_TYPES:
         return -math.inf, math.inf
     return lower, upper
@@ -426,175 +486,47 @@ def _mimic(element: etree._Element | None, owner: SourceRef) -> Mimic | None:
         return None
     joint = element.get("joint")
     if not joint:
-        raise _error(element, owner, "<mimic> has no joint attribute")
-    return Mimic(joint, _number(element, "multiplier", 1.0, owner),
-                 _number(element, "offset", 0.0, owner),
-                 SourceRef(owner.file, _line(element) or owner.line, owner.element))
+        raise element_error(element, owner, "<mimic> has no joint attribute")
+    return Mimic(joint, number(element, "multiplier", 1.0, owner),
+                 number(element, "offset", 0.0, owner),
+                 SourceRef(owner.file, source_line(element) or owner.line, owner.element))
 
 
 def _pose(origin: etree._Element | None, owner: SourceRef) -> tuple[np.ndarray, np.ndarray]:
     """(rotation, translation) of an ``<origin>``; identity when absent."""
     if origin is None:
         return np.eye(3), np.zeros(3)
-    translation = _numbers(origin, "xyz", 3, (0.0, 0.0, 0.0), owner)
-    roll, pitch, yaw = _floats(origin, "rpy", 3, (0.0, 0.0, 0.0), owner)
-    return rpy_matrix(roll, pitch, yaw), translation
+    translation = numbers(origin, "xyz", 3, (0.0, 0.0, 0.0), owner)
+    return _rotation(origin, owner), translation
 
 
-# -- numbers and sources --------------------------------------------------------------
+def _rotation(origin: etree._Element, owner: SourceRef) -> np.ndarray:
+    """The rotation of an ``<origin>``'s rpy (zeros when absent)."""
+    text = origin.get("rpy")
+    rotation = _ROTATIONS.get(text)  # an rpy text read before
+    if rotation is None:
+        rotation = rpy_matrix(*floats(origin, "rpy", 3, (0.0, 0.0, 0.0), owner))
+        if text is not None and len(_ROTATIONS) < 4096:
+            _ROTATIONS[text] = rotation.copy()
+        return rotation
+    return rotation.copy()
 
 
-def _numbers(element: etree._Element, attribute: str, count: int, default,
-             owner: SourceRef) -> np.ndarray:
-    """The ``count`` finite numbers of a space-separated attribute; ``default`` if absent.
-
-    ``default=None`` makes the attribute required."""
-    return np.array(_floats(element, attribute, count, default, owner), dtype=float)
+_ROTATIONS: dict[str, np.ndarray] = {}  # <origin rpy> text -> its rotation matrix
 
 
-def _number(element: etree._Element, attribute: str, default: float | None,
-            owner: SourceRef) -> float:
-    fallback = None if default is None else (default,)
-    return float(_floats(element, attribute, 1, fallback, owner)[0])
-
-
-def _floats(element: etree._Element, attribute: str, count: int, default,
-            owner: SourceRef) -> list[float] | tuple[float, ...]:
-    """:func:`_numbers` as a list of floats (``default`` itself when absent)."""
-    text = element.get(attribute)
-    if text is None:
-        if default is None:
-            raise _error(element, owner, f"<{element.tag}> has no {attribute} attribute")
-        return default
-    if count == 1 and NUMBER.fullmatch(text) and math.isfinite(value := float(text)):
-        return [value]  # one number (most attributes); else every word in one pass, and
-    words = text.split()  # where that fails _number_problem says what is wrong
-    if len(words) == count and all(map(NUMBER.fullmatch, words)):
-        values = [float(word) for word in words]
-        if all(map(math.isfinite, values)):
-            return values
-    raise _error(element, owner, f'{element.tag} {attribute}={quoted(text)}: '
-                                 f"{_number_problem(words, count)}")
-
-
-def _number_problem(words: list[str], count: int) -> str:
-    """Why ``words`` are not ``count`` finite numbers ("" when they are)."""
-    if len(words) != count:
-        expected = "1 number" if count == 1 else f"{count} numbers separated by spaces"
-        return f"expected {expected}, got {len(words)}"
-    for word in words:
-        problem = word_problem(word)
-        if problem:
-            return f'{quoted(word, WORD_CHARACTERS)} {problem}'
-        if not math.isfinite(float(word)):
-            return f'{quoted(word, WORD_CHARACTERS)} is not finite (out of double range)'
-    return ""
-
-
-def _child(element: etree._Element, tag: str, owner: SourceRef) -> etree._Element:
-    """The required first ``<tag>`` child of ``element``."""
-    child = element.find(tag)
-    if child is None:
-        raise _error(element, owner, f"<{element.tag}> has no <{tag}>")
-    return child
+# -- sources ------------------------------------------------------------------------
 
 
 def _named_source(element: etree._Element, path: str) -> SourceRef:
     """SourceRef of a ``<link>``/``<joint>``, which must have a non-empty name."""
     name = element.get("name")
     if not name:
-        raise ParseError("name attribute is missing", path, _line(element), element.tag)
-    return SourceRef(path, _line(element), f'{element.tag} name={quoted(name)}')
-
-
-def _error(element: etree._Element, owner: SourceRef, problem: str) -> ParseError:
-    """A problem found in ``element`` (a part of ``owner``), located at its own line."""
-    return ParseError(problem, owner.file, _line(element) or owner.line, owner.element)
-
-
-def _line(element: etree._Element) -> int:
-    return element.sourceline or 0
+        raise ParseError("name attribute is missing", path, source_line(element), element.tag)
+    return SourceRef(path, source_line(element), f'{element.tag} name={quoted(name)}')
 
 
 def _tag_name(element: etree._Element) -> str:
     """Tag as written: ``prefix:name`` for namespaced tags (e.g. ``xacro:macro``)."""
     name = etree.QName(element).localname
     return f"{element.prefix}:{name}" if element.prefix else name
-
-
-# -- tree -----------------------------------------------------------------------------
-
-
-def _tree(links: dict[str, LinkSpec], joints: list[JointSpec],
-          elements: dict[str, etree._Element], robot: SourceRef) -> tuple[str, list[JointSpec]]:
-    """(root link, joints depth-first with siblings in byte-wise joint-name order).
-
-    Checks that the joints form one tree over the links: references resolve, every link
-    has at most one parent joint, exactly one link has none, and there is no cycle.
-    """
-    parent_joint = _parent_joints(links, joints, elements)
-    if not links:
-        raise ParseError.at(robot, "no <link> elements")
-    roots = [name for name in links if name not in parent_joint]
-    if len(roots) > 1:
-        raise ParseError.at(robot, f"several root links ({', '.join(roots)}): every link "
-                                   "but the root needs a parent joint")
-    children: dict[str, list[JointSpec]] = {name: [] for name in links}
-    for joint in sorted(joints, key=lambda joint: joint.name.encode("utf-8")):
-        children[joint.parent].append(joint)
-    order = _depth_first(roots[0], children) if roots else []
-    reached = set(roots) | {joint.child for joint in order}
-    if len(reached) < len(links):
-        start = next(name for name in links if name not in reached)
-        raise _cycle_error(start, parent_joint, no_root=not roots)
-    return roots[0], order
-
-
-def _parent_joints(links: dict[str, LinkSpec], joints: list[JointSpec],
-                   elements: dict[str, etree._Element]) -> dict[str, JointSpec]:
-    """child link -> its joint, checking that the links exist.
-
-    A ``<mimic>`` naming a missing joint is kept as written: urdfdom and Pinocchio accept it.
-    """
-    parent_joint: dict[str, JointSpec] = {}
-    for joint in joints:
-        element = elements[joint.name]
-        for role in ("parent", "child"):
-            link = getattr(joint, role)
-            if link not in links:
-                raise _error(element.find(role), joint.source,
-                             f'{role} link {quoted(link)} is not defined')
-        first = parent_joint.get(joint.child)
-        if first is not None:
-            raise ParseError.at(joint.source, f"link {quoted(joint.child)} already has parent "
-                                              f'joint "{first.name}" (line {first.source.line})')
-        parent_joint[joint.child] = joint
-    return parent_joint
-
-
-def _depth_first(root: str, children: dict[str, list[JointSpec]]) -> list[JointSpec]:
-    order: list[JointSpec] = []
-    stack = list(reversed(children[root]))
-    while stack:
-        joint = stack.pop()
-        order.append(joint)
-        stack.extend(reversed(children[joint.child]))
-    return order
-
-
-def _cycle_error(start: str, parent_joint: dict[str, JointSpec], no_root: bool) -> ParseError:
-    """The error naming the cycle met walking up the parent joints from link ``start``."""
-    position = {start: 0}  # link -> its index in the walk
-    walk = [start]
-    link = parent_joint[start].parent
-    while link not in position:
-        position[link] = len(walk)
-        walk.append(link)
-        link = parent_joint[link].parent
-    cycle = walk[position[link]:] + [link]  # child -> parent, first link repeated
-    joints = [parent_joint[child] for child in cycle[:-1]]
-    first = min(joints, key=lambda joint: joint.source.line)
-    names = ", ".join(quoted(joint.name) for joint in reversed(joints))
-    links = " -> ".join(reversed(cycle))
-    prefix = "no root link: " if no_root else ""
-    return ParseError.at(first.source, f"{prefix}the joints form a cycle: {links} (via {names})")

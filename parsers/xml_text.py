@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import re
 
+import numpy as np
 from lxml import etree
 
 from .errors import ParseError
@@ -79,12 +80,9 @@ def number_from_tag_start(root: etree._Element, data: bytes) -> None:
     elements = list(root.iter(etree.Element))
     if len(openings) != len(elements):
         return
-    line, counted = 1, 0
-    for element, offset in zip(elements, openings):
-        line += data.count(b"\n", counted, offset)
-        counted = offset
-        if line >= LINE_LIMIT:
-            return
+    newlines = np.flatnonzero(np.frombuffer(data, dtype=np.uint8) == ord("\n"))
+    lines = np.searchsorted(newlines, openings) + 1  # 1 + the line ends before each opening
+    for element, line in zip(elements, lines[:np.searchsorted(lines, LINE_LIMIT)].tolist()):
         element.sourceline = line
 
 

@@ -1,6 +1,8 @@
 """The model a command names: parsed, built, and every problem as one usage error."""
+import gc
 import re
 from collections.abc import Sequence
+from contextlib import contextmanager
 
 from treedyn.engine import Model, ModelError
 from treedyn.engine.batch.threads import configure
@@ -31,9 +33,10 @@ def load(path: str, free_flyer: bool, diagnose: bool = False,
         given = " ".join(f"{name}:={value}" for name, value in xacro)
         raise UsageError(f"{path}: xacro arguments ({given}) apply to .xacro models only")
     try:
-        model = load_model(path, free_flyer=free_flyer,
-                           xacro=XacroInput(tuple(xacro), xacro_environment()),
-                           packages=package_paths(), urdf_only=urdf_only)
+        with without_collection():
+            model = load_model(path, free_flyer=free_flyer,
+                               xacro=XacroInput(tuple(xacro), xacro_environment()),
+                               packages=package_paths(), urdf_only=urdf_only)
         if not diagnose:
             check_finite(model.description)
         if mimic:
@@ -47,6 +50,22 @@ def load(path: str, free_flyer: bool, diagnose: bool = False,
     for note in model.description.notes:
         warn(note)
     return model
+
+
+@contextmanager
+def without_collection():
+    """No cyclic garbage collection inside: loading a large model makes millions of objects
+    that form no cycles, and each collection would walk them all again (a third of the
+    load of a 100 000-link URDF). Afterwards the survivors -- the model, kept to the end --
+    are moved out of the collector's sight (gc.freeze) for the same reason."""
+    collecting = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if collecting:
+            gc.enable()
+            gc.freeze()
 
 
 def coupled(model: Model) -> Model:

@@ -55,18 +55,37 @@ def bodies_document(model) -> list[dict]:
         frames.setdefault(frame.name, frame)
         if frame.name not in anchors:
             links.setdefault(frame.joint, []).append(frame.name)
+    own = [frames[body.name] for body in model.bodies]
+    coms = _body_coms(model, own)
+    masses = (model.body_mass + 0.0).tolist()  # a sum of one mass: -0.0 is 0.0 there too
     bodies = []
-    for body in model.bodies:
+    for body, com in zip(model.bodies, coms):
         last = body.joints[-1]
-        own = frames[body.name]
-        com = own.rotation.T @ (model.body_com[last] - own.translation)
+        mass = masses[last] if len(body.joints) == 1 else \
+            float(model.body_mass[list(body.joints)].sum())
         bodies.append({
             "name": body.name, "joint": model.joint_names[last],
             "joints": [model.joint_names[j] for j in body.joints],
-            "mass": float(model.body_mass[list(body.joints)].sum()), "com": com.tolist(),
-            "links": links.get(last, []),
+            "mass": mass, "com": com, "links": links.get(last, []),
         })
     return bodies
+
+
+def _body_coms(model, own: list) -> list[list[float]]:
+    """Each body's com in its own frame ``own`` (a frame per body): ``R.T @ (com - t)``.
+    Where R is the identity (up to signed zeros) and no difference is -0.0, the product is
+    the difference itself, bit for bit; it is computed per body only elsewhere."""
+    count = len(own)
+    rotations = np.array([frame.rotation for frame in own], dtype=float).reshape(count, 3, 3)
+    offsets = np.array([frame.translation for frame in own], dtype=float).reshape(count, 3)
+    lasts = [body.joints[-1] for body in model.bodies]
+    differences = model.body_com[lasts].reshape(count, 3) - offsets
+    plain = np.all(rotations == np.eye(3), axis=(1, 2)) & \
+        ~np.any(np.signbit(differences) & (differences == 0.0), axis=1)
+    coms = differences.tolist()
+    for k in np.flatnonzero(~plain).tolist():
+        coms[k] = (own[k].rotation.T @ differences[k]).tolist()
+    return coms
 
 
 def layout_document(model) -> dict:

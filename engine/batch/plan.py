@@ -215,9 +215,14 @@ def _slot_order(model: Model) -> _Tree:
             order.append(i)
             slot[i] = len(order)
     Q = np.repeat(np.eye(3)[None], nj + 1, axis=0)
+    frames: dict[bytes, np.ndarray] = {}  # axis bits -> its frame (joints share few axes)
     for i in range(nj):
         if kinds[i] in (REVOLUTE, PRISMATIC):
-            Q[slot[i]] = axis_frame(model.joint_models[i].axis)
+            axis = model.joint_models[i].axis
+            key = axis.tobytes()
+            if key not in frames:
+                frames[key] = axis_frame(axis)
+            Q[slot[i]] = frames[key]
     return _Tree(kinds, depth, order, slot, Q)
 
 
@@ -298,7 +303,7 @@ def _group(model: Model, tree: _Tree, kind: str, members: np.ndarray, slots: sli
         coords = slice(len(q_list), len(q_list) + k)
         q_list += [model.idx_q[j] for j in members]
         ref_list += [model.joint_models[j].ref for j in members]
-    arm = np.array([model.armature[model.idx_v[j]] for j in members])[:, None]
+    arm = model.armature[model.idx_v[members]][:, None]
     kept_rows = kind == REVOLUTE and not np.any(arm)
     if kind == REVOLUTE:
         L_aba, L_crba = (L[:, :, :KEPT] if kept_rows else L), L
@@ -307,7 +312,7 @@ def _group(model: Model, tree: _Tree, kind: str, members: np.ndarray, slots: sli
     else:
         L_aba = L_crba = L
     first_dof = dof_start[members[0]]
-    ndof = int(sum(model.nv_joint[j] for j in members))
+    ndof = int(model.nv_joint[members].sum())
     group = Group(
         kind=kind, slots=slots, joints=members, parents=_parents(pslots),
         at_world=bool(np.all(pslots == 0)), dofs=slice(first_dof, first_dof + ndof),
