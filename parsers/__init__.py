@@ -21,7 +21,7 @@ from treedyn.engine.description import TreeDescription
 from treedyn.engine.model import Model, build_model
 
 from .errors import ParseError
-from .files import MODEL_BYTES, open_bounded, read_bounded
+from .files import MODEL_BYTES, lexical_path, not_a_file, open_bounded, read_bounded
 from .packages import PackagePaths
 from .urdf import parse_urdf, parse_urdf_string
 from .xacro import XacroInput, parse_xacro
@@ -61,7 +61,14 @@ def load_description(path: str, xacro: XacroInput = XacroInput(),
     if suffix not in SUFFIX_ROOTS:
         raise ParseError(_unsupported_suffix(suffix), path)
     implied = SUFFIX_ROOTS[suffix]
+    reduced = lexical_path(path)  # MuJoCo reduces the model's own path as text (link/.. is
+    if not implied and reduced != path and not not_a_file(reduced):  # gone), as it does
+        root, line = _root_tag(reduced)  # the paths inside: an MJCF file there is the model
+        if root == "mujoco":
+            return parse_mjcf(reduced)
     root, line = (implied, 0) if implied else _root_tag(path)
+    if root == "mujoco" and reduced != path:  # MuJoCo reads the reduced path, or nothing
+        return parse_mjcf(reduced)
     parser = ROOT_PARSERS.get(root)
     if parser is None:
         expected = " or ".join(f"<{tag}>" for tag in ROOT_PARSERS)

@@ -296,3 +296,15 @@ def test_a_shorter_keyframe_loads_and_a_longer_one_is_refused(tmp_path):
     assert refused(path) == (f'{path}:6: <key>: qvel="0 0 0 0 0 0 0 0": 8 numbers, more '
                              "than the model's 7 (MuJoCo refuses such a keyframe)")
 
+
+
+@pytest.mark.parametrize("given,loads", [("link/../scene.xml", True),
+                                         ("link/../far_scene.xml", False)])
+def test_the_model_path_with_dot_dot_after_a_link_loads_as_in_mujoco(tmp_path, given, loads):
+    """The model file's own path is reduced as text too: model/link/../scene.xml is
+    model/scene.xml to MuJoCo, whatever folder `link` points into."""
+    model = linked_tree(tmp_path)
+    scene = '<mujoco>\n<worldbody><body><freejoint/><geom size="0.1"/></body></worldbody>\n</mujoco>\n'
+    write(model, "scene.xml", scene)
+    write(tmp_path / "far", "far_scene.xml", scene)
+    assert verdicts(model / given) == (loads, loads)
