@@ -231,7 +231,11 @@ def test_mjcf_humanoid_against_mujoco():
     pooled = np.sqrt(np.mean(joint_rms(problem.gram_validate, fit.pi, problem.validate_states) ** 2))
     assert abs(pooled / NOISE - 1) < 0.1
     J = pseudo_inertia(fit.pi[:10 * len(fit.fitted)].reshape(-1, 10)[fit.fitted])
-    assert np.linalg.eigvalsh(J)[:, 0].min() > 0
+    # a body the log leaves free may end on the boundary of the consistent set (J singular):
+    # its smallest eigenvalue is then zero to rounding, either sign (-2.5e-18 against 1e-2
+    # in one run of the whole suite; positive when this test runs alone)
+    eigenvalues = np.linalg.eigvalsh(J)
+    assert (eigenvalues[:, 0] >= -1e-12 * eigenvalues[:, -1]).all()
 
 
 # ----------------------------------------------------------------------------- command
