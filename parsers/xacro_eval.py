@@ -365,7 +365,7 @@ def parse_expression(text: str) -> ast.Expression:
         if token.type in (tokenize.NAME, tokenize.ERRORTOKEN, tokenize.OP) and (
                 not token.string.isascii()
                 or unicodedata.normalize("NFKC", token.string) != token.string):
-            raise Refused(f"uses the identifier '{shown(token.string)}', which is not plain ASCII "
+            raise Refused(f"uses the identifier {shown(token.string)}, which is not plain ASCII "
                           "(model files may not use look-alike names)")
     return ast.parse(text, "<expression>", "eval")
 

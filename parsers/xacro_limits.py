@@ -22,6 +22,8 @@ import re
 import string
 import time
 
+from .errors import quoted
+
 EXPANSION_SECONDS = 10.0
 MAX_ELEMENTS = 100_000
 MAX_STEPS = 1_000_000
@@ -54,14 +56,13 @@ class Refused(Exception):
     def __str__(self) -> str:
         if self.expression is None:
             return self.reason
-        return f"expression '{shown(self.expression)}' {self.reason}"
+        return f"expression {shown(self.expression)} {self.reason}"
 
 
 def shown(text: str) -> str:
-    """``text`` on one line for a message: characters that do not print (line breaks,
-    zero-width ones) as ``\\uXXXX``, cut to :data:`SHOWN` characters."""
-    text = "".join(c if c.isprintable() else f"\\u{ord(c):04x}" for c in text[:SHOWN + 1])
-    return text if len(text) <= SHOWN else text[:SHOWN - 3] + "..."
+    """``text`` between single quotes as a message quotes it: :func:`.errors.quoted`, at
+    most :data:`SHOWN` characters, control characters escaped."""
+    return quoted(text, SHOWN, "'")
 
 
 class Budget:
@@ -165,7 +166,7 @@ def brace_format(text: str, values: tuple) -> None:
         if field is None:
             continue
         if not FIELD.fullmatch(field):
-            raise Refused(f"formats the field '{{{shown(field)}}}': only plain fields "
+            raise Refused(f"formats the field {shown('{' + field + '}')}: only plain fields "
                           "({}, {0}, {name}) are allowed in model files")
         if "{" in (spec or ""):
             raise Refused("nests a field in a format spec, which model files may not do")
