@@ -70,6 +70,7 @@ class Model:
     nv_joint: np.ndarray  # (nj,) int
     nv_subtree: np.ndarray  # (nj,) int, dofs of joint i and all its descendants
     subtree_end: np.ndarray  # (nj,) int, joints i .. subtree_end[i]-1 form i's subtree
+    depth: np.ndarray  # (nj,) int, joints between i and the world: 0 at a root
     dof_joint: np.ndarray  # (nv,) int, joint owning each dof
     dof_parent: np.ndarray  # (nv,) int, previous dof on the path to the root, -1 at the root
     nq: int
@@ -318,7 +319,7 @@ def _rigid(spatial: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
 
 def _indexing(parent: np.ndarray, models: tuple) -> dict[str, np.ndarray]:
     """Coordinate and dof bookkeeping of a tree in depth-first order: per joint nq_joint,
-    nv_joint, idx_q, idx_v, subtree_end, nv_subtree (nj,); per dof dof_joint, dof_parent
+    nv_joint, idx_q, idx_v, subtree_end, nv_subtree, depth (nj,); per dof dof_joint, dof_parent
     (nv,). Linear in the tree's size (M's pattern is left to :mod:`treedyn.engine.factor`)."""
     nj = len(models)
     nq_joint = np.array([m.nq for m in models], dtype=int).reshape(nj)
@@ -330,6 +331,9 @@ def _indexing(parent: np.ndarray, models: tuple) -> dict[str, np.ndarray]:
     for i in reversed(range(nj)):
         if parent[i] >= 0:
             subtree_end[parent[i]] = max(subtree_end[parent[i]], subtree_end[i])
+    depth = np.zeros(nj, dtype=int)
+    for i in range(nj):  # a parent comes before its children
+        depth[i] = depth[parent[i]] + 1 if parent[i] >= 0 else 0
     dofs_before = np.concatenate([[0], np.cumsum(nv_joint)]).astype(int)  # (nj + 1,)
     nv_subtree = (dofs_before[subtree_end] - dofs_before[:nj]).astype(int)
     dof_joint = np.repeat(np.arange(nj), nv_joint)
@@ -339,7 +343,8 @@ def _indexing(parent: np.ndarray, models: tuple) -> dict[str, np.ndarray]:
         dof_parent[first] = idx_v[parent[i]] + nv_joint[parent[i]] - 1 if parent[i] >= 0 else -1
         dof_parent[first + 1:first + nv_joint[i]] = np.arange(first, first + nv_joint[i] - 1)
     return {"nq_joint": nq_joint, "nv_joint": nv_joint, "idx_q": idx_q, "idx_v": idx_v,
-            "subtree_end": subtree_end, "nv_subtree": nv_subtree, "dof_joint": dof_joint,
+            "subtree_end": subtree_end, "depth": depth, "nv_subtree": nv_subtree,
+            "dof_joint": dof_joint,
             "dof_parent": dof_parent}
 
 

@@ -39,9 +39,7 @@ CHUNK_BYTES = 64 << 20  # working inertias held at once by TreeSweeps.blocks (by
 def joint_levels(model: Model) -> list[list[np.ndarray]]:
     """The joints by depth (roots first), each level split by joint nv: lists of index
     arrays."""
-    depth = np.zeros(model.njoints, dtype=int)
-    for i, parent in enumerate(model.parent):
-        depth[i] = depth[parent] + 1 if parent >= 0 else 0
+    depth = model.depth
     order = np.argsort(depth, kind="stable")  # by depth, tree order within a level
     levels = []
     for joints in np.split(order, np.cumsum(np.bincount(depth))[:-1]) if len(depth) else ():

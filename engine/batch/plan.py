@@ -201,9 +201,7 @@ def _slot_order(model: Model) -> _Tree:
     for i, t in enumerate(model.joint_types):  # Pinocchio's free-flyer on the world: own path
         if t == "free" and parent[i] < 0:
             kinds[i] = FREE
-    depth = np.zeros(nj, dtype=int)
-    for i in range(nj):
-        depth[i] = 0 if parent[i] < 0 else depth[parent[i]] + 1
+    depth = model.depth
     levels: list[list[int]] = [[] for _ in range(int(depth.max(initial=-1)) + 1)]
     for i in range(nj):  # the joints of each level in increasing order
         levels[depth[i]].append(i)
