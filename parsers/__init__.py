@@ -22,10 +22,20 @@ from treedyn.engine.model import Model, build_model
 
 from .errors import ParseError
 from .files import MODEL_BYTES, lexical_path, not_a_file, open_bounded, read_bounded
-from .packages import PackagePaths
+from .packages import PackagePaths, XacroInput
 from .urdf import parse_urdf, parse_urdf_string
-from .xacro import XacroInput, parse_xacro
 from .xml_text import read_xml
+
+
+def parse_xacro(path: str, options: XacroInput = XacroInput(),
+                packages: PackagePaths = PackagePaths()) -> TreeDescription:
+    """The description of the xacro file at ``path`` (see :mod:`treedyn.parsers.xacro`).
+
+    Imported on first use: a URDF or MJCF command does not pay for xacro's evaluator.
+    """
+    from .xacro import parse_xacro as parse
+
+    return parse(path, options, packages)
 
 
 def parse_mjcf(path: str) -> TreeDescription:

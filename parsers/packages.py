@@ -14,8 +14,9 @@ A package is looked for, first found wins:
    folder above the model named PKG or holding a folder PKG, and a folder of
    ``ROS_PACKAGE_PATH`` named PKG or holding a folder PKG.
 
-The search paths are arguments (:class:`PackagePaths`): the command line reads the
-environment, the parsers never do.
+The search paths are arguments (:class:`PackagePaths`), and so are a xacro file's
+arguments and the environment its ``$(env)`` reads (:class:`XacroInput`): the command line
+reads the environment, the parsers never do.
 """
 from __future__ import annotations
 
@@ -30,6 +31,15 @@ from .files import read_bounded
 
 MANIFEST_BYTES = 1 << 20  # a package.xml
 CRAWL_DEPTH = 4  # folder levels below a ROS_PACKAGE_PATH entry searched for package.xml
+
+
+@dataclass(frozen=True)
+class XacroInput:
+    """What a xacro file is expanded with: its arguments (``name:=value``) and the
+    environment ``$(env)`` and ``$(optenv)`` read, both as (name, value) pairs."""
+
+    arguments: tuple[tuple[str, str], ...] = ()
+    environment: tuple[tuple[str, str], ...] = ()
 
 
 @dataclass(frozen=True)

@@ -54,7 +54,7 @@ from treedyn.engine.description import SourceRef, TreeDescription
 
 from .errors import ParseError
 from .files import MODEL_BYTES, read_bounded
-from .packages import PackagePaths, find_package, resolve_uri, searched
+from .packages import PackagePaths, XacroInput, find_package, resolve_uri, searched
 from .urdf import parse_urdf_string
 from .xacro_calls import Callables
 from .xacro_eval import EvalNames, Evaluator
@@ -75,15 +75,6 @@ class Unresolved(LookupError):
 
 class PackageNotFound(Unresolved):
     """``$(find PKG)`` of a package that is nowhere; ``str`` says where it was looked for."""
-
-
-@dataclasses.dataclass(frozen=True)
-class XacroInput:
-    """What a xacro file is expanded with: its arguments (``name:=value``) and the
-    environment ``$(env)`` and ``$(optenv)`` read, both as (name, value) pairs."""
-
-    arguments: tuple[tuple[str, str], ...] = ()
-    environment: tuple[tuple[str, str], ...] = ()
 
 
 def parse_xacro(path: str, options: XacroInput = XacroInput(),
