@@ -15,7 +15,7 @@ import numpy as np
 from treedyn.engine import aba, crba, external_forces, rnea
 from treedyn.engine.analysis.singularity import (coinciding_joints, indefinite,
                                                  may_be_singular, singular_joints,
-                                                 singular_matrices)
+                                                 singular_matrices, singular_states)
 
 from ..errors import PartialResult, UsageError
 from ..io.layout import Layout
@@ -53,7 +53,7 @@ def compute(command: str, layout: Layout, states, gravity) -> np.ndarray:
             raise UsageError(f"{states.where(0)}: {SINGULAR}") from None
     finite = np.isfinite(result.reshape(states.count, -1)).all(axis=1)
     if command == "forward" and finite.all() and may_be_singular(model):
-        finite = ~singular_in_blocks(model, states.q)
+        finite = ~singular_states(model, states.q)
     if not finite.all():
         bad = int(np.argmin(finite))
         problem = OVERFLOW
@@ -64,20 +64,6 @@ def compute(command: str, layout: Layout, states, gravity) -> np.ndarray:
 
 
 OVERFLOW = "the result is not finite (it overflows)"
-BLOCK = 1024  # states whose M are formed at once by singular_in_blocks
-
-
-def singular_in_blocks(model, q: np.ndarray) -> np.ndarray:
-    """(N,) bool: the states whose M(q) is singular in double precision, M formed for
-    BLOCK states at a time."""
-    singular = np.zeros(len(q), dtype=bool)
-    with np.errstate(all="ignore"):
-        for start in range(0, len(q), BLOCK):
-            M = crba(model, q[start:start + BLOCK])
-            singular[start:start + BLOCK] = singular_matrices(model, M)
-    return singular
-
-
 SINGULAR = ("forward dynamics is singular here (a joint moves no mass or inertia?); "
             "see dyn check-inertia")
 

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..crba import crba
 from ..factor import ltdl, singular_pivots
 from ..reference import articulated_blocks
 
@@ -73,6 +74,20 @@ def singular_matrices(model, M: np.ndarray) -> np.ndarray:
     with np.errstate(all="ignore"):
         pivots = singular_pivots(ltdl(parents, M), M)
     return pivots.any(axis=-1) | ~np.isfinite(M).all(axis=(-2, -1))
+
+
+BLOCK = 1024  # states whose M are formed at once by singular_states
+
+
+def singular_states(model, q: np.ndarray) -> np.ndarray:
+    """(N,) bool: the states q (N, nq) whose M(q) is singular in double precision
+    (:func:`singular_matrices`), M formed for BLOCK states at a time."""
+    singular = np.zeros(len(q), dtype=bool)
+    with np.errstate(all="ignore"):
+        for start in range(0, len(q), BLOCK):
+            M = crba(model, q[start:start + BLOCK])  # (B, nv, nv)
+            singular[start:start + BLOCK] = singular_matrices(model, M)
+    return singular
 
 
 def indefinite(M: np.ndarray) -> bool:
