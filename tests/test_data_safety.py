@@ -61,6 +61,20 @@ def start(args, **extra) -> subprocess.Popen:
                                  "TREEDYN_STREAM_CHUNK": CHUNK, **extra})
 
 
+def writing(out: Path, lines: bytes) -> subprocess.Popen:
+    """``dyn inverse`` writing ``out`` from the states ``lines`` on its stdin, once it has
+    read them all and waits for more (its stdin stays open)."""
+    process = start(["inverse", ARM, "--input", "-", "--output", out, "--quiet"])
+    try:
+        process.stdin.write(lines)
+        process.stdin.flush()
+        wait_reading(process)
+    except BaseException:
+        process.kill()
+        raise
+    return process
+
+
 def wait_reading(process: subprocess.Popen, timeout: float = 60) -> None:
     """Until dyn's main thread sleeps reading its stdin pipe (all it was given is read)."""
     deadline = time.time() + timeout
@@ -131,11 +145,8 @@ def test_a_signal_keeps_the_previous_file_and_the_states_done(tmp_path, referenc
                                                              number):
     out = tmp_path / f"out{suffix}"
     out.write_bytes(OLD)
-    process = start(["inverse", ARM, "--input", "-", "--output", out, "--quiet"])
+    process = writing(out, state_lines(GIVEN))
     try:
-        process.stdin.write(state_lines(GIVEN))
-        process.stdin.flush()
-        wait_reading(process)
         assert out.read_bytes() == OLD and len(temporaries(tmp_path)) == 1
         process.send_signal(number)
         _, err = process.communicate(timeout=60)
@@ -160,11 +171,8 @@ def test_a_signal_keeps_the_previous_file_and_the_states_done(tmp_path, referenc
 def test_a_signal_before_any_state_leaves_no_partial_file(tmp_path):
     out = tmp_path / "out.npz"
     out.write_bytes(OLD)
-    process = start(["inverse", ARM, "--input", "-", "--output", out, "--quiet"])
+    process = writing(out, b'{"q": [0.1, 0.2]}\n')  # one state: less than a chunk
     try:
-        process.stdin.write(b'{"q": [0.1, 0.2]}\n')  # one state: less than a chunk
-        process.stdin.flush()
-        wait_reading(process)
         process.send_signal(signal.SIGTERM)
         _, err = process.communicate(timeout=60)
     finally:
@@ -225,11 +233,8 @@ def test_the_regressor_keeps_the_previous_file_after_a_bad_row(tmp_path):
 def test_a_temporary_left_by_sigkill_is_removed_by_the_next_run(tmp_path):
     out = tmp_path / "out.csv"
     out.write_bytes(OLD)
-    process = start(["inverse", ARM, "--input", "-", "--output", out, "--quiet"])
+    process = writing(out, state_lines(GIVEN))
     try:
-        process.stdin.write(state_lines(GIVEN))
-        process.stdin.flush()
-        wait_reading(process)
         process.kill()
         process.wait(timeout=60)
     finally:
