@@ -17,7 +17,7 @@ from typing import Annotated, Optional
 import typer
 
 from .console import console, one_line
-from .errors import UsageError
+from treedyn.pipeline.errors import StatesWarning, UsageError
 from .options import examples
 from .settings import check_environment, interrupted, version_line
 
@@ -212,6 +212,8 @@ def run_app(args: list) -> None:
         # filter is this run's only: a program calling run(argv) keeps its own)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", RuntimeWarning)
+            warnings.simplefilter("always", StatesWarning)  # each one said, in dyn's words
+            console.others, warnings.showwarning = warnings.showwarning, console.show_warning
             command = click_command(args)
             code = command.main(args=args or ["--help"], prog_name="dyn",
                                 standalone_mode=False)

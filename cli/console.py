@@ -11,34 +11,12 @@ the tables of :mod:`..render.table`), and every line dyn writes to stderr passes
 """
 from __future__ import annotations
 
+import contextlib
 import sys
+import warnings
 
-# categories that are never shown raw: controls (C0, DEL, C1), format characters (bidi
-# controls, zero-width ones, ...), line and paragraph separators, lone surrogates (bytes
-# of a file name that are not UTF-8)
-UNSAFE = frozenset(("Cc", "Cf", "Zl", "Zp", "Cs"))
-
-
-def printable(text: str) -> str:
-    """``text`` safe on one terminal line: every control character (C0 -- TAB and line ends
-    too --, DEL, C1), format character (category Cf: the bidi controls U+202A..U+202E,
-    U+2066..U+2069, U+200E, U+200F, U+061C, zero-width characters), line or paragraph
-    separator and lone surrogate is shown as Python writes it in a string, ``\\x1b``,
-    ``\\u202e``, ``\\U000e0001``; everything else (accents, CJK, spaces) is unchanged.
-    Backslashes are left as they are, so escaping twice changes nothing."""
-    if text.isprintable():  # (false also for spaces other than ' ', which stay)
-        return text
-    import unicodedata
-
-    return "".join(_escaped(char) if unicodedata.category(char) in UNSAFE else char
-                   for char in text)
-
-
-def _escaped(char: str) -> str:
-    code = ord(char)
-    return (f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}" if code < 0x10000
-            else f"\\U{code:08x}")
-
+from treedyn.pipeline.errors import Ended, StatesWarning
+from treedyn.pipeline.naming import printable
 
 LINE_CHARS = 1000  # the longest line dyn writes to stderr
 
@@ -61,6 +39,7 @@ class Console:
     def __init__(self) -> None:
         self.quiet = False  # --quiet: no warnings (errors are always printed)
         self.captured: list[str] | None = None  # a list: warnings kept, not printed
+        self.others = warnings.showwarning  # how Python shows the other warnings
 
     def reset(self, quiet: bool = False) -> None:
         """A new command: warnings shown (or not, with ``quiet``), none captured."""
@@ -69,6 +48,14 @@ class Console:
     def capture(self, into: list[str] | None) -> None:
         """Keep warnings in ``into`` from now on (None: print them again)."""
         self.captured = into
+
+    def show_warning(self, message, category, filename, lineno, file=None, line=None):
+        """:data:`warnings.showwarning` while a command runs: the pipeline's
+        :class:`StatesWarning` go through :meth:`warn`, any other as Python shows it."""
+        if issubclass(category, StatesWarning):
+            self.warn(str(message))
+        else:
+            self.others(message, category, filename, lineno, file, line)
 
     def warn(self, message: str) -> None:
         if self.captured is not None:
@@ -93,3 +80,25 @@ def show_text(text: str) -> None:
 def warn(message: str) -> None:
     """A warning line on stderr (results stay on stdout): :meth:`Console.warn`."""
     console.warn(message)
+
+
+def say_kept(error: BaseException) -> None:
+    """The line a run ended by Ctrl-C, SIGTERM or SIGHUP ends with: what its output kept
+    (the ``kept`` text the pipeline gave the error; nothing when it has none)."""
+    kept = getattr(error, "kept", None)
+    if kept is not None:
+        how = "interrupted" if isinstance(error, KeyboardInterrupt) else "ended by a signal"
+        with contextlib.suppress(OSError, ValueError, AttributeError):  # stderr closed
+            print(one_line(f"dyn: {how}; {kept}"), file=sys.stderr)  # (an output path)
+        error.kept = None  # said once
+
+
+@contextlib.contextmanager
+def saying_kept():
+    """Within: a run ended by Ctrl-C (or a signal raising
+    :class:`~treedyn.pipeline.errors.Ended`) says what its output kept (:func:`say_kept`)."""
+    try:
+        yield
+    except (KeyboardInterrupt, Ended) as error:
+        say_kept(error)
+        raise

@@ -19,7 +19,7 @@ counts when a command first needs them (:func:`whole`), as a usage error.
 import os
 import sys
 
-from .errors import UsageError
+from treedyn.pipeline.errors import UsageError
 
 VERSION = "0.1.0"  # the package's version (pyproject.toml reads it from here)
 COUNTS = ("TREEDYN_THREADS", "TREEDYN_CHUNK", "TREEDYN_STREAM_CHUNK")

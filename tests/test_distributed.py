@@ -316,7 +316,7 @@ def test_bad_row_in_a_later_file_here_says_which_outputs_were_completed(tmp_path
 def test_a_task_that_cannot_write_fails_with_one_line(tmp_path):
     """An OSError on a worker becomes the error the client cleans up after and counts."""
     from treedyn.cli.run.cluster import solve_block
-    from treedyn.cli.errors import UsageError
+    from treedyn.pipeline.errors import UsageError
 
     inputs = write_inputs(tmp_path / "logs", load_model(str(ARM)), [3])
     job = {"command": "inverse", "model": str(ARM), "free_flyer": False, "degrees": False,
@@ -448,7 +448,7 @@ def test_a_task_of_a_stopped_run_leaves_no_file(tmp_path):
     """The client made the files tasks write and removed them when the run stopped: a task
     still running then writes nothing (it used to leave a 256-byte unreadable .npz)."""
     from treedyn.cli.run.cluster import assemble, solve_block
-    from treedyn.cli.errors import UsageError
+    from treedyn.pipeline.errors import UsageError
 
     inputs = write_inputs(tmp_path / "logs", load_model(str(ARM)), [3])
     out = tmp_path / "out"
@@ -539,7 +539,7 @@ def test_a_damaged_compressed_input_on_a_worker_is_one_line(tmp_path):
     import zipfile
 
     from treedyn.cli.run.cluster import solve_block
-    from treedyn.cli.errors import UsageError
+    from treedyn.pipeline.errors import UsageError
 
     path = tmp_path / "b.npz"
     np.savez_compressed(path, **states(load_model(str(ARM)), 2000, seed=0))
@@ -562,7 +562,7 @@ def test_a_damaged_compressed_input_on_a_worker_is_one_line(tmp_path):
 
 def test_the_earliest_bad_row_of_any_array_is_named(tmp_path):
     from treedyn.cli.run.cluster import solve_block
-    from treedyn.cli.errors import UsageError
+    from treedyn.pipeline.errors import UsageError
 
     values = states(load_model(str(ARM)), 50, seed=0)
     values["v"][12, 0] = np.inf

@@ -220,7 +220,7 @@ def test_numbers_print_as_the_shortest_text_of_the_same_double():
     of JSON Lines and CSV; the text has repr's digits, in orjson's form."""
     import io
 
-    from treedyn.cli.io.sinks import CsvSink, JsonSink
+    from treedyn.pipeline.sinks import CsvSink, JsonSink
 
     rng = np.random.default_rng(3)
     values = rng.normal(size=(500, 4)) * 10.0 ** rng.integers(-320, 300, size=(500, 4))
@@ -267,7 +267,7 @@ def test_blocks_read_as_lines_do(tmp_path, states, suffix):
 @pytest.fixture
 def typed_blocks(monkeypatch):
     """Records what simdjson's reader of JSON Lines blocks gave (arrays, or None: refused)."""
-    from treedyn.cli.io import jsonl
+    from treedyn.pipeline import jsonl
 
     read = []
     original = jsonl._typed_arrays
@@ -307,7 +307,7 @@ def test_without_simdjson_orjson_reads_every_block(tmp_path, states, small_chunk
                                                    typed_blocks, monkeypatch):
     """Where pysimdjson is not installed (a Python it has no wheel for), the same states read
     through orjson give the same numbers."""
-    from treedyn.cli.io import jsonl
+    from treedyn.pipeline import jsonl
 
     monkeypatch.setattr(jsonl, "simdjson", None)
     q, v, a = states
@@ -343,7 +343,7 @@ def test_a_line_simdjson_refuses_reads_as_orjson_reads_it(tmp_path, states, smal
                                                          typed_blocks, monkeypatch, case):
     """A line among good ones that simdjson's reader refuses (or would misread) sends its
     block to orjson: the output, the warnings and the error are those of dyn without it."""
-    from treedyn.cli.io import jsonl
+    from treedyn.pipeline import jsonl
 
     q, v, a = states
     lines = jsonl_text(q, v, a)
@@ -369,7 +369,7 @@ REFUSED = ["1_000", "0x10", "1e", "1d5", "--1", "", "nan", "inf", "NA", "null", 
 @pytest.fixture
 def arrow_blocks(monkeypatch):
     """CSV blocks parsed by pyarrow whatever the file's size; counts the blocks it read."""
-    from treedyn.cli.io import csvfile
+    from treedyn.pipeline import csvfile
 
     monkeypatch.setattr(csvfile, "ARROW_BYTES", 0)
     read = []
@@ -400,7 +400,7 @@ def test_a_cell_pyarrow_refuses_is_named_as_without_it(tmp_path, states, small_c
                                                        monkeypatch, word):
     """Every cell that is not a finite plain decimal stops the run at its line and column
     with the same message and the same states written, with pyarrow or without it."""
-    from treedyn.cli.io import csvfile
+    from treedyn.pipeline import csvfile
 
     q, v, a = states
     rows = [",".join(repr(float(x)) for x in (*q[k], *v[k], *a[k])) for k in range(COUNT)]

@@ -1,9 +1,9 @@
 """The package's shape, read from its source files' ASTs (nothing is imported).
 
-Imports run one way: cli → parsers, engine; parsers → the engine's description and
-geometry only; the engine imports neither and reads no environment. Inside the CLI,
-layers import only downward: app → commands → run → io → render → the bottom modules
-(naming, console, errors, settings, options). No import cycle among modules, counting
+Imports run one way: cli → pipeline, parsers, engine; pipeline → engine; parsers → the
+engine's description and geometry only; the engine imports none of them and reads no
+environment, nor does the pipeline. Inside the CLI, layers import only downward: app →
+commands → run → model → render → the bottom modules (console, settings, options). No import cycle among modules, counting
 function-level imports; no module over about 600 lines; no function over about 80 lines
 except where a comment on its ``def`` line says why.
 """
@@ -12,11 +12,12 @@ import re
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-PACKAGES = {"cli": "treedyn.cli", "parsers": "treedyn.parsers", "engine": "treedyn.engine"}
+PACKAGES = {"cli": "treedyn.cli", "pipeline": "treedyn.pipeline", "parsers": "treedyn.parsers",
+            "engine": "treedyn.engine"}
 
 # CLI layers from the top; a module may import its own layer's modules and any below
-CLI_LAYERS = ["app __main__", "commands", "run", "io", "render",
-              "naming console errors settings options"]
+CLI_LAYERS = ["app __main__", "commands", "run", "model", "render",
+              "console settings options"]
 
 
 def modules() -> dict:
@@ -99,10 +100,23 @@ def test_no_import_cycle():
     assert cycles() == []
 
 
-def test_the_engine_imports_neither_parsers_nor_cli_and_reads_no_environment():
+def test_the_engine_imports_no_other_package_and_reads_no_environment():
     for name, targets in GRAPH.items():
         if name.startswith("treedyn.engine"):
-            assert not {t for t in targets if t.startswith(("treedyn.cli", "treedyn.parsers"))}
+            assert not {t for t in targets
+                        if t.startswith(("treedyn.cli", "treedyn.parsers", "treedyn.pipeline"))}
+            source = MODULES[name].read_text(encoding="utf-8")
+            assert not re.search(r"\bos\.environ\b|\bgetenv\b|\bputenv\b", source), name
+
+
+def test_the_pipeline_imports_only_the_engine_and_reads_no_environment():
+    """States in and out, and a computation run over them: a library under the CLI, which
+    passes in what the environment says (chunk sizes, worker counts). The number syntax
+    states share with model files is the parsers' leaf module ``numbers``."""
+    for name, targets in GRAPH.items():
+        if name.startswith("treedyn.pipeline"):
+            outside = {t for t in targets if t.startswith(("treedyn.cli", "treedyn.parsers"))}
+            assert outside <= {"treedyn.parsers.numbers"}, (name, outside)
             source = MODULES[name].read_text(encoding="utf-8")
             assert not re.search(r"\bos\.environ\b|\bgetenv\b|\bputenv\b", source), name
 
@@ -154,8 +168,9 @@ def test_cli_layers_import_only_downward():
 
 def test_cli_below_the_app_loads_no_numpy_for_help():
     """``dyn --help`` and ``--version`` run the app with its bottom modules only."""
-    light = {"treedyn.cli", "treedyn.cli.app", "treedyn.cli.console", "treedyn.cli.errors",
-             "treedyn.cli.settings", "treedyn.cli.options"}
+    light = {"treedyn.cli", "treedyn.cli.app", "treedyn.cli.console", "treedyn.cli.settings",
+             "treedyn.cli.options", "treedyn.pipeline", "treedyn.pipeline.errors",
+             "treedyn.pipeline.naming"}
     for name in light:
         text = MODULES[name].read_text(encoding="utf-8")
         tree = ast.parse(text)

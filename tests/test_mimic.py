@@ -353,8 +353,8 @@ def test_an_mjcf_model_has_nothing_to_couple():
 def test_a_cluster_worker_loads_the_coupled_model():
     """--mimic travels with a Dask job: a worker's model is the one the client computed."""
     from treedyn.cli.run.cluster import cluster_job, worker_model
-    from treedyn.cli.io.layout import Layout
-    from treedyn.cli.io.model import load
+    from treedyn.pipeline.layout import Layout
+    from treedyn.cli.model import load
     from treedyn.cli.run.request import Request
 
     request = Request("inverse", GRIPPER, False, {"q": None, "v": None, "a": None}, None,
@@ -402,7 +402,7 @@ def test_a_mimic_coupling_branches_against_pinocchio(tmp_path):
 
 def test_degrees_follow_the_coordinates_that_remain(tmp_path):
     """A revolute joint mimicking a prismatic one leaves the prismatic q in metres."""
-    from treedyn.cli.io.layout import Layout
+    from treedyn.pipeline.layout import Layout
 
     path = tmp_path / "slide.urdf"
     path.write_text(robot([joint("s", "prismatic", "base", "A"),

@@ -305,7 +305,7 @@ def test_a_bad_setting_is_a_usage_error(tmp_path):
 def test_the_survey_counts_lines_and_data_lines_as_the_reader_does(tmp_path, kind, text):
     """The survey's shortcut (no line that may be blank: count the line ends) and its line by
     line count give what reading the file gives, blank lines of every kind included."""
-    from treedyn.cli.io.text import is_data, text_lines
+    from treedyn.pipeline.text import is_data, text_lines
     from treedyn.cli.run import parts
 
     path = tmp_path / f"s.{kind}"

@@ -423,8 +423,8 @@ def test_the_bar_never_starts_at_zero_states(monkeypatch):
 def test_share_of_a_text_input_read_is_known_for_files_only(tmp_path, arm):
     """The progress bar's share done: bytes read of a text file (also on stdin), none for
     a pipe, whose size is unknown."""
-    from treedyn.cli.io.layout import Layout
-    from treedyn.cli.io.source import Input
+    from treedyn.pipeline.layout import Layout
+    from treedyn.pipeline.source import Input
 
     source = tmp_path / "many.jsonl"
     write_many_jsonl(source, 5000)
@@ -657,7 +657,7 @@ def test_bench_times_real_pipelines(tmp_path, arm, fmt):
     """The files bench writes states that read back exactly, and its written and piped
     results are the engine's on them: it times the real thing."""
     from treedyn.cli.run.bench import FileJob, random_states
-    from treedyn.cli.io.layout import Layout
+    from treedyn.pipeline.layout import Layout
 
     count = 40
     states = random_states(arm, count)
@@ -729,7 +729,7 @@ def npz_variants(folder, q, v, a) -> dict:
 def read_members(stream, layout, kinds=("q", "v", "a"), size: int = CHUNK):
     """The members of an .npz as the reader opens them, and their rows read a block of
     ``size`` at a time: ({kind: member}, {kind: rows})."""
-    from treedyn.cli.io.npz import npz_members
+    from treedyn.pipeline.npz import npz_members
 
     members = {m.kind: m for m in npz_members(stream, "states.npz", layout, kinds)}
     rows = {}
@@ -744,7 +744,7 @@ def test_npz_members_are_read_as_np_load_reads_them(tmp_path, arm, states):
     """Members stored or compressed (v1.0 and v2.0 headers, any number type) are streamed
     through zipfile, Fortran-ordered ones read whole, from a file or an in-memory archive:
     always np.load's rows exactly."""
-    from treedyn.cli.io.layout import Layout
+    from treedyn.pipeline.layout import Layout
 
     layout = Layout.of(arm)
     for label, path in npz_variants(tmp_path, *states).items():
@@ -793,9 +793,9 @@ def test_a_corrupted_npz_member_is_an_error_not_used(tmp_path, arm, small_chunks
     stream. The states before it were read from the damaged member: an output file is
     removed, and on stdout the line says how many were printed and that they may be
     wrong."""
-    from treedyn.cli.errors import UsageError
-    from treedyn.cli.io.layout import Layout
-    from treedyn.cli.io.npz import npz_chunks, npz_members
+    from treedyn.pipeline.errors import UsageError
+    from treedyn.pipeline.layout import Layout
+    from treedyn.pipeline.npz import npz_chunks, npz_members
 
     path, target = tmp_path / "states.npz", tmp_path / "tau.npz"
     thousand_states(path)
@@ -836,9 +836,9 @@ def test_a_corrupted_npz_member_in_one_chunk_leaves_no_output(tmp_path):
 def test_npz_rows_read_from_a_later_row_are_still_checked(tmp_path, arm):
     """A block read from a later row on (as a distributed worker reads its share) gives
     the same rows; the block that ends the file checks the CRC-32 of the whole members."""
-    from treedyn.cli.errors import UsageError
-    from treedyn.cli.io.layout import Layout
-    from treedyn.cli.io.npz import npz_chunks, npz_members
+    from treedyn.pipeline.errors import UsageError
+    from treedyn.pipeline.layout import Layout
+    from treedyn.pipeline.npz import npz_chunks, npz_members
 
     layout = Layout.of(arm)
     path = tmp_path / "states.npz"
@@ -885,8 +885,8 @@ def npz_total(monkeypatch):
     the sinks made."""
     from types import SimpleNamespace
 
-    from treedyn.cli.io.sinks import NpzSink
-    from treedyn.cli.io.source import Input
+    from treedyn.pipeline.sinks import NpzSink
+    from treedyn.pipeline.source import Input
 
     hint = SimpleNamespace(told=True, sinks=[], sources=[])
     opened, start = Input.open, NpzSink.start
@@ -965,7 +965,7 @@ def test_npz_output_told_the_count_ends_at_a_bad_row(tmp_path, arm, states, smal
 def test_npz_sink_ends_with_the_states_it_received(tmp_path, total, chunks):
     """Whatever the count announced (none, right, too many, too few), the archive holds
     the states received and the extra arrays."""
-    from treedyn.cli.io.sinks import NpzSink, npz_extra
+    from treedyn.pipeline.sinks import NpzSink, npz_extra
 
     path = tmp_path / "out.npz"
     rng = np.random.default_rng(6)
@@ -990,7 +990,7 @@ def test_npz_sink_told_the_count_aborts_cleanly(tmp_path):
     the temporary and leaves no zip object to finish it later."""
     import gc
 
-    from treedyn.cli.io.sinks import NpzSink, npz_extra
+    from treedyn.pipeline.sinks import NpzSink, npz_extra
 
     path = tmp_path / "out.npz"
     temporary = tmp_path / ".out.npz.part"
@@ -1020,7 +1020,7 @@ def test_dyn_pins_blas_to_one_thread_unless_told_otherwise():
 def test_npz_output_of_an_npz_input_is_written_in_place(tmp_path, states, small_chunks,
                                                         monkeypatch):
     """dyn tells an .npz output the number of states of its .npz input (no spool)."""
-    from treedyn.cli.io.sinks import NpzSink
+    from treedyn.pipeline.sinks import NpzSink
 
     seen, start = [], NpzSink.start
 

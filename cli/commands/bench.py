@@ -4,7 +4,7 @@ from typing import Annotated
 
 import typer
 
-from ..io.model import load, xacro_arguments
+from ..model import load, xacro_arguments
 from ..settings import STREAM_CHUNK
 from ..options import (
     FreeFlyerOpt,

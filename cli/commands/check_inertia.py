@@ -11,7 +11,7 @@ from treedyn.engine.analysis.inertia import DENSE_DOFS, CheckOptions
 from treedyn.parsers.link_geometry import link_geometry
 
 from ..console import show_text, warn
-from ..io.model import load, package_paths, xacro_arguments
+from ..model import load, package_paths, xacro_arguments
 from ..options import (
     CheckFormat,
     FreeFlyerOpt,

@@ -8,11 +8,11 @@ import typer
 
 from treedyn.engine.analysis.conditioning import ConditionOptions, NotFinite, analyze
 
-from .. import naming
+from treedyn.pipeline import naming
 from ..console import show_text, warn
-from ..errors import UsageError
-from ..io.layout import Layout
-from ..io.model import load, xacro_arguments
+from treedyn.pipeline.errors import UsageError
+from treedyn.pipeline.layout import Layout
+from ..model import load, xacro_arguments
 from ..options import (
     FreeFlyerOpt,
     ModelArg,

@@ -9,7 +9,7 @@ from treedyn.engine.analysis.diff import DiffOptions
 from treedyn.engine.analysis.diff import diff as run_diff
 
 from ..console import show_text
-from ..io.model import load
+from ..model import load
 from ..options import (
     DiffFormat,
     FreeFlyerOpt,

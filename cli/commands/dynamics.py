@@ -7,8 +7,8 @@ from typing import Annotated, Optional
 
 import typer
 
-from ..io.model import xacro_arguments
-from ..io.vectors import parse_gravity
+from ..model import xacro_arguments
+from treedyn.pipeline.vectors import parse_gravity
 from ..options import (
     AOpt,
     DatasetPrefixOpt,

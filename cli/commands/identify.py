@@ -14,12 +14,12 @@ from treedyn.parsers.files import MODEL_BYTES, read_bounded
 from treedyn.parsers.inertial_writer import Change, WriteError, rewrite_inertials
 
 from ..console import console, show_text, warn
-from ..errors import UsageError
-from ..io.layout import Layout
-from ..io.model import load
-from ..io.paths import remove_stale, same_file, temporary_name
-from ..io.source import STDIN
-from ..io.vectors import parse_gravity
+from treedyn.pipeline.errors import UsageError
+from treedyn.pipeline.layout import Layout
+from ..model import load
+from treedyn.pipeline.paths import remove_stale, same_file, temporary_name
+from treedyn.pipeline.source import STDIN
+from treedyn.pipeline.vectors import parse_gravity
 from ..options import (
     DegreesOpt,
     FreeFlyerOpt,

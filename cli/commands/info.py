@@ -4,8 +4,8 @@ import json
 import sys
 
 from ..console import show_text
-from ..io.model import load, xacro_arguments
-from ..io.vectors import parse_gravity
+from ..model import load, xacro_arguments
+from treedyn.pipeline.vectors import parse_gravity
 from ..options import (
     Format,
     FreeFlyerOpt,

@@ -7,11 +7,11 @@ import typer
 from treedyn.engine.batch.regressor import regressor as engine_regressor
 from treedyn.engine.regressor import layout_of, model_parameters
 
-from ..console import show_text
-from ..errors import UsageError
-from ..io.layout import Layout
-from ..io.model import load
-from ..io.vectors import parse_gravity, single_state
+from ..console import saying_kept, show_text
+from treedyn.pipeline.errors import UsageError
+from treedyn.pipeline.layout import Layout
+from ..model import load
+from treedyn.pipeline.vectors import parse_gravity, single_state
 from ..options import (
     AOpt,
     DegreesOpt,
@@ -77,7 +77,8 @@ def regressor(model: ModelArg, q: QOpt = None, v: VOpt = None, a: AOpt = None,
         if any(x is not None for x in (q, v, a)):
             raise UsageError("dyn: --q, --v and --a cannot be combined with --input (put the "
                              "vectors in the input file)")
-        write_regressor(RegressorRequest(layout, chosen, input_file, output_file, g, quiet))
+        with saying_kept():
+            write_regressor(RegressorRequest(layout, chosen, input_file, output_file, g, quiet))
         return
     if output_file is not None:
         raise UsageError("dyn: --output needs --input (one state is printed)")

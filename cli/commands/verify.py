@@ -10,7 +10,7 @@ from treedyn.engine.analysis.verify import VerifyOptions
 from treedyn.engine.analysis.verify import verify as run_verify
 
 from ..console import show_text
-from ..io.model import load, xacro_arguments
+from ..model import load, xacro_arguments
 from ..options import (
     FreeFlyerOpt,
     MimicOpt,

@@ -9,7 +9,7 @@ import math
 
 from treedyn.engine.analysis.diff import DiffReport
 
-from ..naming import shown, v_labels
+from treedyn.pipeline.naming import shown, v_labels
 from .reports import escape_data, escape_property, github_warning, plain
 from .table import table
 

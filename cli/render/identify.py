@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from treedyn.engine.analysis.plain import plain as plain_data
 
-from ..naming import listing
+from treedyn.pipeline.naming import listing
 from .table import table
 
 

@@ -3,7 +3,7 @@ tree drawn (without recursion, so chains deeper than Python's stack draw too).""
 
 import numpy as np
 
-from .. import naming
+from treedyn.pipeline import naming
 from ..console import printable
 from .table import table
 

@@ -14,7 +14,7 @@ import numpy as np
 from treedyn.engine.analysis.plain import plain as plain_data
 
 from ..console import printable
-from ..naming import csv_writer, listing
+from treedyn.pipeline.naming import csv_writer, listing
 from .table import table
 
 SEVERITY_ORDER = {"error": 0, "warning": 1, "info": 2}

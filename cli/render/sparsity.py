@@ -2,7 +2,7 @@
 
 from collections.abc import Sequence
 
-from ..naming import shown
+from treedyn.pipeline.naming import shown
 from .table import table
 
 

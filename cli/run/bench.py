@@ -26,11 +26,11 @@ from treedyn.engine import aba, crba, rnea
 from treedyn.engine.batch.threads import configured, settings
 from treedyn.engine.samples import random_states as engine_random_states
 
-from ..errors import UsageError
-from ..io.layout import Layout
-from ..io.source import Input
+from treedyn.pipeline.errors import UsageError
+from treedyn.pipeline.layout import Layout
+from treedyn.pipeline.source import Input
 from ..render.table import table
-from .compute import compute
+from treedyn.pipeline.compute import compute
 from .parts import split_bytes
 from .pool import processes
 from .request import Request, chunk_states, open_sink

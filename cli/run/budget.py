@@ -10,7 +10,7 @@ samples cost :func:`sweep_bytes`, linear in the model.
 """
 from __future__ import annotations
 
-from ..errors import UsageError
+from treedyn.pipeline.errors import UsageError
 
 MEMORY = 4 << 30  # bytes one run may hold in samples or states
 

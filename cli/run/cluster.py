@@ -37,18 +37,18 @@ import numpy as np
 
 from treedyn.engine.factor import dense_pattern
 
-from ..errors import Ended, UsageError
-from ..io.layout import Layout
-from ..io.model import load
-from ..io.npz import npz_chunks
-from ..io.sinks import OUTPUT_FORMATS, npz_extra, write_archive
-from ..io.paths import file_identity
-from ..io.source import ARRAYS, INPUT_FORMATS, Input
-from ..io.vectors import parse_fext, parse_gravity
-from .compute import compute
+from treedyn.pipeline.errors import Ended, UsageError
+from treedyn.pipeline.layout import Layout
+from ..model import load
+from treedyn.pipeline.npz import npz_chunks
+from treedyn.pipeline.sinks import OUTPUT_FORMATS, npz_extra, write_archive
+from treedyn.pipeline.paths import file_identity
+from treedyn.pipeline.source import ARRAYS, INPUT_FORMATS, Input
+from treedyn.pipeline.vectors import parse_fext, parse_gravity
+from treedyn.pipeline.compute import COMPUTATIONS, compute
 from .pool import ended_by_signals
 from .progress import Progress, wanted
-from .request import RESULT_KEY, chunk_states
+from .request import chunk_states
 from .scheduler import connect, require_dask
 from .stream import stream
 
@@ -501,7 +501,7 @@ def write_npz(job: dict, layout: Layout | None, raws: list[str], count: int,
         parts = [opened.enter_context(open(raw, "rb")) for raw in raws]
         if layout is None:
             layout = Layout.of(worker_model(job), job["degrees"])
-        key = RESULT_KEY[job["command"]]
+        key = COMPUTATIONS[job["command"]].key
         nv = layout.model.nv
         shape = (nv, nv) if key == "M" else (nv,)
         pattern = dense_pattern(layout.model.dof_parent) if job["sparsity"] else None

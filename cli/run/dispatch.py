@@ -5,13 +5,13 @@ from __future__ import annotations
 
 import glob
 
-from ..console import console
-from ..errors import UsageError
-from ..io.layout import Layout
-from ..io.model import load
-from ..io.paths import same_file
-from ..io.vectors import parse_fext, parse_gravity, single_state
-from .compute import compute
+from ..console import console, saying_kept
+from treedyn.pipeline.errors import UsageError
+from treedyn.pipeline.layout import Layout
+from ..model import load
+from treedyn.pipeline.paths import same_file
+from treedyn.pipeline.vectors import parse_fext, parse_gravity, single_state
+from treedyn.pipeline.compute import compute
 from .pool import ended_by_signals
 from .request import Request, mass_over_cap, open_sink, write_structure
 
@@ -51,7 +51,7 @@ def solve(request: Request) -> None:
     if given:
         raise UsageError(f"dyn: {' and '.join(given)} cannot be combined with --input "
                          "(put the vectors in the input file)")
-    with for_many_states():
+    with for_many_states(), saying_kept():
         if wants_many(request):
             return solve_many(request, layout, gravity, wrenches)
         if request.output is not None and same_file(request.input, request.output):

@@ -43,19 +43,21 @@ from typing import NamedTuple
 import numpy as np
 
 from ..console import console, warn
-from ..errors import Ended, OutputError, UsageError
-from ..io.csvfile import csv_plan
-from ..io.layout import Layout
-from ..io.paths import remove_stale, temporary_name
-from ..io.sinks import CsvSink, JsonSink, NpzSink, RawSink, Sink
-from ..io.source import INPUT_FORMATS, Input
-from ..io.text import is_data
+from treedyn.pipeline.errors import Ended, OutputError, UsageError
+from treedyn.pipeline.csvfile import csv_plan
+from treedyn.pipeline.layout import Layout
+from treedyn.pipeline.paths import remove_stale, temporary_name
+from treedyn.pipeline.sinks import CsvSink, JsonSink, NpzSink, RawSink, Sink
+from treedyn.pipeline.source import INPUT_FORMATS, Input
+from treedyn.pipeline.text import is_data
 from ..settings import whole
-from .compute import collect, compute
+from treedyn.pipeline.compute import COMPUTATIONS, collect, compute
 from .pool import WORKER_DIED, ended_by_signals, fork_pool, processes
 from .progress import Progress, wanted
-from .request import RESULT_KEY, chunk_states, open_output, open_sink, sink_kind
-from .stream import said, stopped
+from treedyn.pipeline.outputs import open_output
+
+from .request import chunk_states, open_sink, sink_kind
+from treedyn.pipeline.stream import stopped
 
 PART_BYTES = 16 << 20  # bytes of text per part
 SCAN = 1 << 20  # bytes read at a time when surveying a part
@@ -356,7 +358,7 @@ def unopened(request, error: BaseException) -> BaseException:
     as it was (stdout got nothing either), and the error to raise on."""
     if request.output is not None:
         before = "is unchanged" if os.path.exists(request.output) else "is not written"
-        said(error, f"{request.output} {before}, no state was completed")
+        error.kept = f"{request.output} {before}, no state was completed"
     return error
 
 
@@ -464,7 +466,7 @@ def _run_part(index: int, start: int, first: int, skip: int, take: int) -> Outco
     chunks = source.chunks(layout, tuple(request.vectors), job.wrenches,
                            chunk_states(request.command, layout), job.header, job.header_line)
     path = part_file(job.folder, index)
-    key = RESULT_KEY[request.command]
+    key = COMPUTATIONS[request.command].key
     if job.output == "raw":
         sink: Sink = RawSink(open_output(path, True)[0], path)
     elif job.output == "csv":

@@ -19,7 +19,9 @@ import threading
 
 from treedyn.engine.batch.threads import configure
 
-from ..errors import Ended
+from treedyn.pipeline.errors import Ended
+
+from ..console import say_kept
 from ..settings import whole
 
 MAX_PROCESSES = 8
@@ -123,6 +125,7 @@ def ended_by_signals():
     try:
         yield
     except Ended as ended:
+        say_kept(ended)  # (before the signal ends dyn)
         restore()
         signal.signal(ended.number, signal.SIG_DFL)
         os.kill(os.getpid(), ended.number)

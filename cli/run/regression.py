@@ -1,5 +1,5 @@
 """``dyn regressor`` and ``dyn identify`` run to their end: a log's states streamed through
-the existing ``--input`` readers (:class:`treedyn.cli.io.source.Input`), a chunk at a
+the existing ``--input`` readers (:class:`treedyn.pipeline.source.Input`), a chunk at a
 time, into the regressor's sink or the identification's accumulator; memory is one chunk
 plus the accumulated statistics, whatever the number of states.
 """
@@ -18,16 +18,16 @@ from treedyn.engine.regressor import Layout as Columns
 from treedyn.engine.regressor import layout_of, model_parameters
 
 from ..console import warn
-from ..errors import UsageError
-from ..io.layout import Layout
-from ..io.paths import same_file
-from ..io.sinks import JsonSink, NpzSink, npz_extra
-from ..io.source import Input
+from treedyn.pipeline.errors import UsageError
+from treedyn.pipeline.layout import Layout
+from treedyn.pipeline.paths import same_file
+from treedyn.pipeline.sinks import JsonSink, NpzSink, npz_extra
+from treedyn.pipeline.source import Input
 from ..settings import STREAM_CHUNK
 from .budget import MEMORY
 from .progress import Progress, wanted
-from .request import open_target, output_format
-from .stream import stopped
+from treedyn.pipeline.outputs import open_target, output_format
+from treedyn.pipeline.stream import stopped
 
 CHUNK_BYTES = 32 << 20  # a chunk's regressor rows stay about this size
 KINDS = ("q", "v", "a", "tau")

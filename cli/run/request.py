@@ -3,23 +3,21 @@ results go to (``--output``'s extension, else ``--format``, else a table on a te
 and JSON in a pipe)."""
 from __future__ import annotations
 
-import contextlib
 import json
-import os
-import stat
 import sys
 from dataclasses import dataclass
 from typing import Optional
 
 from treedyn.engine.analysis.sparsity import DENSE_KEYS, sparsity_document
+from treedyn.pipeline.compute import COMPUTATIONS
+from treedyn.pipeline.errors import UsageError
+from treedyn.pipeline.layout import Layout
+from treedyn.pipeline.outputs import file_sink, output_format
+from treedyn.pipeline.outputs import open_sink as open_file_sink
+from treedyn.pipeline.sinks import Sink
 
 from ..console import warn
-from ..errors import UsageError
-from ..io.hdf5 import Hdf5Sink, require_h5py
-from ..io.layout import Layout
-from ..io.parquet import ParquetSink, require_arrow
-from ..io.paths import remove_stale, temporary_name
-from ..io.sinks import OUTPUT_FORMATS, CsvSink, JsonSink, NpzSink, Sink, TableSink, npz_extra
+from ..render.results import TableSink
 from ..render.sparsity import sparsity_table
 from ..settings import STREAM_CHUNK
 
@@ -46,9 +44,6 @@ class Request:
     dataset_prefix: Optional[str] = None  # the HDF5 group of --input and --output
 
 
-RESULT_KEY = {"inverse": "tau", "forward": "a", "mass": "M"}
-
-
 CHUNK_BYTES = 8 << 20  # a chunk's results stay about this size ...
 
 
@@ -65,42 +60,25 @@ def chunk_states(command: str, layout: Layout) -> int:
 
 
 def open_sink(request: Request, layout: Layout, single: bool) -> Sink:
-    """Where the results go: --output FILE (format from its extension) or stdout."""
-    key = RESULT_KEY[request.command]
+    """Where the results go: --output FILE (format from its extension), or stdout as JSON,
+    CSV or a table."""
+    computation = COMPUTATIONS[request.command]
     labels = layout.v_labels
     kind = sink_kind(request)
     sparsity = structure(request, layout) if request.sparsity else None
-    if kind == "parquet":  # the optional extras: one line before the output is created
-        require_arrow()
-    elif kind == "hdf5":
-        require_h5py()
-    path = request.output
-    stream, temporary, existed = ((sys.stdout, None, False) if path is None
-                                  else open_target(path, kind in ("npz", "parquet", "hdf5")))
-    sink: Sink
-    if kind == "json":
-        extra = {"dofs": list(labels)} if single else {}
-        if sparsity:
-            extra["sparsity"] = sparsity
-        sink = JsonSink(stream, key, extra, path)
-    elif kind == "csv":
-        sink = CsvSink(stream, csv_header(key, labels), path)
-    elif kind in ("npz", "parquet", "hdf5"):
-        shape = (layout.model.nv,) * (2 if key == "M" else 1)
-        pattern = sparsity["pattern"] if sparsity else None
-        extra = npz_extra(labels, pattern)
-        if kind == "npz":
-            sink = NpzSink(stream, key, shape, extra, path)
-        elif kind == "parquet":
-            sink = ParquetSink(stream, key, shape, extra, path)
-        else:
-            sink = Hdf5Sink(stream, key, shape, extra, path, request.dataset_prefix)
-    else:
-        footer = sparsity_table(sparsity, layout.v_labels) if sparsity else ""
-        sink = TableSink(stream, key, layout.v_labels, units(request.command, layout), single,
-                         footer)
-    sink.temporary, sink.existed = temporary, existed
-    return sink
+    extra = {"dofs": list(labels)} if single and kind == "json" else {}
+    if sparsity and kind == "json":
+        extra["sparsity"] = sparsity
+    pattern = sparsity["pattern"] if sparsity else None
+    shape = computation.shape(layout.model.nv)
+    if request.output is not None:
+        return open_file_sink(request.output, computation.key, shape, labels, kind, extra,
+                              pattern, request.dataset_prefix)
+    if kind == "table":
+        footer = sparsity_table(sparsity, labels) if sparsity else ""
+        return TableSink(sys.stdout, computation.key, labels, units(request.command, layout),
+                         single, footer)
+    return file_sink(sys.stdout, None, kind, computation.key, shape, labels, extra, pattern)
 
 
 def structure(request: Request, layout: Layout, dense: bool = True) -> dict:
@@ -163,68 +141,6 @@ def sink_kind(request: Request) -> str:
         return output_format(request.output, request.format)
     return request.format if request.format else (
         "table" if sys.stdout.isatty() else "json")
-
-
-def output_format(path: str, requested: Optional[str]) -> str:
-    """The format --output's extension asks for (an explicit --format must agree)."""
-    kind = OUTPUT_FORMATS.get(os.path.splitext(path)[1].lower())
-    if kind is None:
-        raise UsageError(f"{path}: unknown output format "
-                         f"'{os.path.splitext(path)[1] or path}' (use .jsonl, .csv, .npz, "
-                         ".parquet or .h5)")
-    if requested is not None and requested != kind:
-        raise UsageError(f"dyn: --format {requested} conflicts with --output {path}; "
-                         "the extension decides the file's format")
-    return kind
-
-
-def open_output(path: str, binary: bool):
-    """(file, created): ``path`` opened for writing as it is, without a temporary (a worker's
-    part file, a device), created if missing but not emptied, and whether it was created."""
-    created = not os.path.exists(path)  # (a link to nothing: its file is created)
-    try:
-        descriptor = os.open(path, os.O_WRONLY | os.O_CREAT, 0o666)
-    except OSError as error:
-        raise UsageError(f"{path}: cannot write ({error.strerror or error})") from None
-    if binary:
-        return os.fdopen(descriptor, "wb"), created
-    return os.fdopen(descriptor, "w", encoding="utf-8", newline=""), created
-
-
-def open_target(path: str, binary: bool):
-    """(file, temporary, existed) for the output ``path``: a new file ``temporary`` in the
-    folder of the file ``path`` names (``.<name>.<pid>-<host>.<random>.part``, see
-    :mod:`..io.paths`; temporaries of this output left by runs that are gone are removed
-    first), with the mode of the file it will replace (else 0666 less the umask), which the
-    sink renames onto ``path`` once complete; or ``path`` itself (temporary None) when it
-    exists and is not a regular file (a device, a pipe), written as the results come.
-    ``existed``: a file was at ``path`` before."""
-    target = os.path.realpath(path)  # through a link: the file it names
-    existed = os.path.exists(target)
-    if existed and not os.path.isfile(target):
-        return open_output(path, binary)[0], None, True
-    remove_stale(target)
-    while True:
-        temporary = temporary_name(target)
-        try:
-            descriptor = os.open(temporary, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o666)
-            break
-        except FileExistsError:
-            continue
-        except OSError as error:
-            raise UsageError(f"{path}: cannot write ({error.strerror or error})") from None
-    with contextlib.suppress(OSError):  # the replaced file's permissions carry over
-        os.chmod(descriptor, stat.S_IMODE(os.stat(target).st_mode))
-    if binary:
-        return os.fdopen(descriptor, "w+b"), temporary, existed
-    return os.fdopen(descriptor, "w", encoding="utf-8", newline=""), temporary, existed
-
-
-def csv_header(key: str, labels) -> list[str]:
-    """tau:<joint> (tau:<joint>:<k> for multi-dof joints); M:<row dof>|<column dof>."""
-    if key == "M":
-        return [f"M:{row}|{column}" for row in labels for column in labels]
-    return [f"{key}:{label}" for label in labels]
 
 
 def units(command: str, layout: Layout) -> list[str]:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import signal
 import threading
 
-from ..errors import UsageError
+from treedyn.pipeline.errors import UsageError
 
 EXTRA = "--scheduler needs the optional extra: pip install 'treedyn[dask]'"
 

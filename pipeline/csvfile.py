@@ -1,5 +1,5 @@
 """CSV input: a header naming columns ``q0..``, ``v0..``, ``a0..``, ``tau0..`` (or
-``q:<joint>``, the names of :mod:`treedyn.cli.naming`), parsed a chunk at a time; a bad
+``q:<joint>``, the names of :mod:`treedyn.pipeline.naming`), parsed a chunk at a time; a bad
 cell names its row and column.
 
 Rows are parsed by ``numpy.loadtxt`` (C), a block of lines at a time; in a file of at
@@ -23,9 +23,10 @@ import numpy as np
 
 from treedyn.parsers.numbers import NON_FINITE, NUMBER
 
-from ..console import printable, warn
-from ..errors import UsageError
-from ..naming import listing, shown
+from .errors import warn
+from .naming import printable
+from .errors import UsageError
+from .naming import listing, shown
 from .layout import KINDS, Layout
 from .text import is_data, no_states, no_text_states, text_lines
 from .vectors import FORCE_NAME, States, pop_q, warn_ignored_forces, warn_unused_kinds

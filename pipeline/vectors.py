@@ -12,10 +12,10 @@ import numpy as np
 from treedyn.engine import Model
 from treedyn.parsers.numbers import NON_FINITE, NUMBER
 
-from .. import naming
-from ..console import warn
-from ..errors import UsageError
-from ..naming import listing
+from . import naming
+from .errors import warn
+from .errors import UsageError
+from .naming import listing
 from .layout import Layout, suggest
 
 SEPARATOR = re.compile(r"\s*,\s*|\s+")  # one comma (spaces around it allowed) or spaces

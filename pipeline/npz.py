@@ -8,9 +8,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..console import printable, warn
-from ..errors import CorruptInput, UsageError
-from ..naming import listing
+from .errors import warn
+from .naming import printable
+from .errors import CorruptInput, UsageError
+from .naming import listing
 from .layout import KINDS
 from .vectors import FORCE_NAME, States, pop_q, warn_ignored_forces, warn_unused_kinds
 

@@ -4,7 +4,7 @@ stdin, by its first bytes), and its states read in chunks: JSON Lines, CSV, .npz
 
 Every problem raises :class:`UsageError` with a one-line message naming where it happened
 (``states.csv:12``, ``states.npz: state 7``). Files are read in chunks of at most
-:data:`~treedyn.cli.settings.STREAM_CHUNK` states so that the engine runs once per chunk and output can stream; memory
+:data:`CHUNK` states so that the engine runs once per chunk and output can stream; memory
 stays bounded by the chunk, whatever the number of states. A piped ``.npz``, Parquet or
 HDF5 file on stdin is first spooled to a temporary file. When a row is bad, the good rows
 before it are yielded as a last chunk and then the error is raised, so output can end
@@ -20,8 +20,8 @@ from collections.abc import Iterator, Sequence
 
 import numpy as np
 
-from ..errors import UsageError
-from ..settings import STREAM_CHUNK
+from .errors import UsageError
+CHUNK = 16384  # states per chunk when the caller gives no size
 from .csvfile import csv_chunks
 from .hdf5 import hdf5_members, require_h5py
 from .jsonl import jsonl_chunks
@@ -102,7 +102,7 @@ class Input:
         return source
 
     def chunks(self, layout: Layout, kinds: Sequence[str], wrenches: dict[str, np.ndarray],
-               size: int = STREAM_CHUNK, header: list[str] | None = None,
+               size: int = CHUNK, header: list[str] | None = None,
                header_line: int = 1) -> Iterator[States]:
         """States in input order, ``size`` at a time, with the command-line wrenches added
         (a CSV part takes the file's ``header``, on line ``header_line``, instead of
@@ -129,7 +129,7 @@ class Input:
         """The reader of arrays; the number of states is known once the headers are read."""
         return npz_chunks(self.members(layout, kinds, size), self.name, layout, wrenches, size)
 
-    def members(self, layout: Layout, kinds: Sequence[str], size: int = STREAM_CHUNK,
+    def members(self, layout: Layout, kinds: Sequence[str], size: int = CHUNK,
                 warns: bool = True) -> list:
         """The arrays of a file of arrays (.npz, Parquet, HDF5) for :func:`.npz.npz_chunks`,
         checked from the file's headers (``warns`` of those it does not read); sets

@@ -1,10 +1,26 @@
-"""The errors of the dyn command line; :func:`treedyn.cli.app.run_app` turns each into one
-line on stderr with exit code 2."""
+"""What goes wrong with states and their outputs: the errors the pipeline raises, each
+a message of one line naming the file, line or state and the problem, and the warnings it
+gives (a column ignored, forces on no body), through Python's :mod:`warnings` as
+:class:`StatesWarning`. The ``dyn`` command line prints each error as one line on stderr
+with exit code 2 (:func:`treedyn.cli.app.run_app`), and each warning as ``dyn: warning:``.
+"""
 from __future__ import annotations
+
+import warnings
+
+
+class StatesWarning(UserWarning):
+    """Something about the states that does not stop the run: an unused column, a vector
+    given twice, forces on a fixed link."""
+
+
+def warn(message: str) -> None:
+    """Give ``message`` as a :class:`StatesWarning` (shown every time it is given)."""
+    warnings.warn(StatesWarning(message), stacklevel=2)
 
 
 class UsageError(Exception):
-    """Bad usage or bad input: reported as one line on stderr with exit code 2."""
+    """Bad input or a run that cannot be done as asked; the message is one line."""
 
 
 class Ended(BaseException):

@@ -6,8 +6,8 @@ from collections.abc import Iterator
 
 import numpy as np
 
-from ..console import printable
-from ..errors import UsageError
+from .naming import printable
+from .errors import UsageError
 from .layout import Layout
 from .vectors import States, check_finite, pop_q
 

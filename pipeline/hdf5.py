@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..errors import CorruptInput, UsageError
+from .errors import CorruptInput, UsageError
 from .layout import Layout
 from .npz import _Member, check_members
 from .sinks import BesideSink

@@ -20,7 +20,7 @@ import json
 
 import numpy as np
 
-from ..errors import CorruptInput, UsageError
+from .errors import CorruptInput, UsageError
 from .csvfile import csv_plan
 from .layout import Layout
 from .npz import check_members

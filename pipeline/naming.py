@@ -20,7 +20,33 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from .console import printable
+
+
+# categories that are never shown raw: controls (C0, DEL, C1), format characters (bidi
+# controls, zero-width ones, ...), line and paragraph separators, lone surrogates (bytes
+# of a file name that are not UTF-8)
+UNSAFE = frozenset(("Cc", "Cf", "Zl", "Zp", "Cs"))
+
+
+def printable(text: str) -> str:
+    """``text`` safe on one terminal line: every control character (C0 -- TAB and line ends
+    too --, DEL, C1), format character (category Cf: the bidi controls U+202A..U+202E,
+    U+2066..U+2069, U+200E, U+200F, U+061C, zero-width characters), line or paragraph
+    separator and lone surrogate is shown as Python writes it in a string, ``\\x1b``,
+    ``\\u202e``, ``\\U000e0001``; everything else (accents, CJK, spaces) is unchanged.
+    Backslashes are left as they are, so escaping twice changes nothing."""
+    if text.isprintable():  # (false also for spaces other than ' ', which stay)
+        return text
+    import unicodedata
+
+    return "".join(_escaped(char) if unicodedata.category(char) in UNSAFE else char
+                   for char in text)
+
+
+def _escaped(char: str) -> str:
+    code = ord(char)
+    return (f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}" if code < 0x10000
+            else f"\\U{code:08x}")
 
 
 def labels(name: str, size: int) -> list[str]:

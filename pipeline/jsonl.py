@@ -24,8 +24,8 @@ except ImportError:  # a Python it has no wheel for (pyproject.toml): orjson rea
 
 from treedyn.engine import Model
 
-from ..console import warn
-from ..errors import UsageError
+from .errors import warn
+from .errors import UsageError
 from .layout import KINDS, Layout
 from .text import Chunk, is_data, no_text_states, text_lines
 from .vectors import States, amount, check_finite, check_frame, warn_unused_kinds

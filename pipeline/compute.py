@@ -10,6 +10,9 @@ motions coincide there, rather than print the rounding noise ABA divided by.
 """
 from __future__ import annotations
 
+from collections.abc import Callable
+from dataclasses import dataclass
+
 import numpy as np
 
 from treedyn.engine import aba, crba, external_forces, rnea
@@ -17,10 +20,10 @@ from treedyn.engine.analysis.singularity import (coinciding_joints, indefinite,
                                                  may_be_singular, singular_joints,
                                                  singular_matrices, singular_states)
 
-from ..errors import PartialResult, UsageError
-from ..io.layout import Layout
-from ..io.sinks import Sink
-from ..naming import listing
+from .errors import PartialResult, UsageError
+from .layout import Layout
+from .sinks import Sink
+from .naming import listing
 
 
 def collect(result, states, sink: Sink) -> np.ndarray:
@@ -34,23 +37,51 @@ def collect(result, states, sink: Sink) -> np.ndarray:
         raise UsageError(str(error)) from None
 
 
+@dataclass(frozen=True)
+class Computation:
+    """A batched engine function over states: one row of :data:`COMPUTATIONS`."""
+
+    key: str  # the result's name in every output: "tau"
+    kinds: tuple[str, ...]  # the vectors a state holds, in the order of --input's columns
+    square: bool  # a state's result is (nv, nv); else (nv,)
+    engine: Callable  # (model, states, fext (N, nb, 6) or None, gravity) -> (N, nv[, nv])
+
+    def shape(self, nv: int) -> tuple[int, ...]:
+        return (nv, nv) if self.square else (nv,)
+
+
+def inverse_dynamics(model, states, fext, gravity) -> np.ndarray:
+    return rnea(model, states.q, states.v, states.a, fext, gravity)  # (N, nv)
+
+
+def forward_dynamics(model, states, fext, gravity) -> np.ndarray:
+    return aba(model, states.q, states.v, states.tau, fext, gravity)  # (N, nv)
+
+
+def mass_matrix(model, states, fext, gravity) -> np.ndarray:
+    return crba(model, states.q)  # (N, nv, nv)
+
+
+COMPUTATIONS = {  # a new batch command: an engine function and a row here
+    "inverse": Computation("tau", ("q", "v", "a"), False, inverse_dynamics),
+    "forward": Computation("a", ("q", "v", "tau"), False, forward_dynamics),
+    "mass": Computation("M", ("q",), True, mass_matrix),
+}
+
+
 def compute(command: str, layout: Layout, states, gravity) -> np.ndarray:
-    """One batched engine call for a chunk of states; non-finite results are errors."""
+    """One batched engine call of ``COMPUTATIONS[command]`` for a chunk of states;
+    non-finite results are errors (:class:`PartialResult` holds those before)."""
     model = layout.model
     with np.errstate(all="ignore"):
         fext = (external_forces(model, states.wrenches, states.count) if states.wrenches
                 else None)
         try:
-            if command == "inverse":
-                result = rnea(model, states.q, states.v, states.a, fext, gravity)
-            elif command == "forward":
-                result = aba(model, states.q, states.v, states.tau, fext, gravity)
-                if layout.degrees:
-                    result /= layout.v_scale
-            else:
-                result = crba(model, states.q)
+            result = COMPUTATIONS[command].engine(model, states, fext, gravity)
         except np.linalg.LinAlgError:
             raise UsageError(f"{states.where(0)}: {SINGULAR}") from None
+        if command == "forward" and layout.degrees:
+            result /= layout.v_scale
     finite = np.isfinite(result.reshape(states.count, -1)).all(axis=1)
     if command == "forward" and finite.all() and may_be_singular(model):
         finite = ~singular_states(model, states.q)

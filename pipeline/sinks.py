@@ -26,9 +26,8 @@ from collections.abc import Callable, Sequence
 import numpy as np
 import orjson
 
-from ..errors import OutputError
-from ..naming import csv_writer
-from ..render.table import matrix_table, table
+from .errors import OutputError
+from .naming import csv_writer
 from .paths import partial_name, settle
 
 OUTPUT_FORMATS = {".jsonl": "json", ".ndjson": "json", ".json": "json", ".csv": "csv",
@@ -400,7 +399,7 @@ class NpzSink(BesideSink):
 
 def npz_extra(labels: Sequence[str], sparsity=None) -> dict:
     """The arrays an .npz of results holds besides the results: ``dofs`` (the labels of
-    :mod:`treedyn.cli.naming`) and, for ``mass --sparsity``, the (nv, nv) int8 pattern."""
+    :mod:`treedyn.pipeline.naming`) and, for ``mass --sparsity``, the (nv, nv) int8 pattern."""
     extra = {"dofs": np.array(labels, dtype=str)}
     if sparsity is not None:
         extra["sparsity"] = np.asarray(sparsity, dtype=np.int8)
@@ -439,34 +438,6 @@ def write_archive(stream, key: str, shape: tuple, raws, extra: dict) -> None:
             for raw in raws:
                 shutil.copyfileobj(raw, member, 1 << 20)
         write_arrays(archive, extra)
-
-
-class TableSink(Sink):
-    """Tables for people: a vector as dof/value/unit rows, a matrix with labelled rows."""
-
-    def __init__(self, stream, key: str, labels: Sequence[str], units: Sequence[str] | None,
-                 single: bool, footer: str = ""):
-        super().__init__(stream)
-        self.key, self.labels, self.units = key, list(labels), units
-        self.single, self.footer = single, footer
-
-    def write(self, result, states) -> None:
-        if result.ndim == 3:
-            for i, matrix in enumerate(result):
-                title = "" if self.single else f"state {states.where(i)}\n"
-                self.stream.write(title + matrix_table(matrix, self.labels) + "\n\n")
-        elif self.single:
-            rows = [[label, value, unit]
-                    for label, value, unit in zip(self.labels, result[0], self.units)]
-            self.stream.write(table(rows, ["dof", self.key, "unit"]) + "\n")
-        else:
-            rows = [[states.where(i), *row] for i, row in enumerate(result)]
-            self.stream.write(table(rows, ["state", *self.labels]) + "\n")
-
-    def finish(self) -> None:
-        if self.footer:
-            self.stream.write(self.footer + "\n")
-        super().finish()
 
 
 class RawSink(Sink):

@@ -9,9 +9,9 @@ from treedyn.engine.batch.threads import configure
 from treedyn.engine.coupling import MimicError, couple
 from treedyn.parsers import PackagePaths, ParseError, XacroInput, check_finite, load_model
 
-from ..console import warn
-from ..errors import UsageError
-from ..settings import count, package_search, xacro_environment
+from .console import warn
+from treedyn.pipeline.errors import UsageError
+from .settings import count, package_search, xacro_environment
 
 MAPPING = re.compile(r"([A-Za-z_][A-Za-z0-9_]*):=(.*)", re.S)  # xacro's name:=value
 

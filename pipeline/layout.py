@@ -11,8 +11,8 @@ from treedyn.engine import Model
 from treedyn.engine.names import closest
 from treedyn.engine.state import cos_sin_continuous
 
-from .. import naming
-from ..errors import UsageError
+from . import naming
+from .errors import UsageError
 
 
 def suggest(name: str, known: Sequence[str]) -> str:

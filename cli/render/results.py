@@ -1,0 +1,37 @@
+"""Results of ``inverse``, ``forward`` and ``mass`` as tables for people at a terminal: a
+sink of :mod:`treedyn.pipeline.sinks` that writes tables, not a file format."""
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from treedyn.pipeline.sinks import Sink
+
+from .table import matrix_table, table
+
+
+class TableSink(Sink):
+    """Tables for people: a vector as dof/value/unit rows, a matrix with labelled rows."""
+
+    def __init__(self, stream, key: str, labels: Sequence[str], units: Sequence[str] | None,
+                 single: bool, footer: str = ""):
+        super().__init__(stream)
+        self.key, self.labels, self.units = key, list(labels), units
+        self.single, self.footer = single, footer
+
+    def write(self, result, states) -> None:
+        if result.ndim == 3:
+            for i, matrix in enumerate(result):
+                title = "" if self.single else f"state {states.where(i)}\n"
+                self.stream.write(title + matrix_table(matrix, self.labels) + "\n\n")
+        elif self.single:
+            rows = [[label, value, unit]
+                    for label, value, unit in zip(self.labels, result[0], self.units)]
+            self.stream.write(table(rows, ["dof", self.key, "unit"]) + "\n")
+        else:
+            rows = [[states.where(i), *row] for i, row in enumerate(result)]
+            self.stream.write(table(rows, ["state", *self.labels]) + "\n")
+
+    def finish(self) -> None:
+        if self.footer:
+            self.stream.write(self.footer + "\n")
+        super().finish()
