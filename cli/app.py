@@ -17,7 +17,7 @@ from typing import Annotated, Optional
 import typer
 
 from .console import console, one_line
-from .errors import UsageError
+from .errors import UsageError, worded
 from .options import examples
 from .settings import check_environment, interrupted, version_line
 
@@ -216,7 +216,7 @@ def run_app(args: list) -> None:
             code = command.main(args=args or ["--help"], prog_name="dyn",
                                 standalone_mode=False)
     except UsageError as error:
-        fail(str(error))
+        fail(worded(error))
     except ClickException as error:
         fail(click_message(error))
     except KeyboardInterrupt:
