@@ -28,6 +28,15 @@ Body ``i`` is the body joint ``i`` moves; its frame is the link frame
   - ``LOCAL_WORLD_ALIGNED``: the body origin's velocity with world axes,
     ``[R_i w ; R_i u]``.
 
+* :func:`frame_placements` and :func:`frame_jacobians` give the same for the named link
+  frames ``model.frames`` (every link, merged by a fixed joint or not; Pinocchio's BODY
+  frames, ``data.oMf`` and ``getFrameJacobian``): frame ``f`` sits on body ``j`` at
+  ``(R_jf, t_jf)`` (``f.rotation``, ``f.translation``), so ``R_f = R_j R_jf`` and
+  ``p_f = p_j + R_j t_jf``. Its Jacobian is its body's with the linear part taken at the
+  frame's origin: LOCAL_WORLD_ALIGNED ``[w ; u + w x (p_f - p_j)]`` from the body's
+  ``(w, u)`` in that frame, LOCAL that rotated by ``R_f^T``, WORLD the body's own (the
+  point at the world origin moves with the body whichever frame is asked). A frame on the
+  world (``f.joint = -1``) stays at its pose and its Jacobian is zero.
 * A model with mimic joints enforced (``model.coupling``) is its uncoupled model at the
   expanded ``q``; its Jacobians are the uncoupled model's times ``G`` (nv_full, nv).
 """
@@ -105,6 +114,57 @@ def _local_jacobians(model: Model, q, R, p) -> np.ndarray:
         J[:, below, :3, cols] = Rt @ angular
         J[:, below, 3:, cols] = Rt @ moved
     return J
+
+
+def frame_placements(model: Model, q) -> tuple[np.ndarray, np.ndarray]:
+    """(R (nf, 3, 3), p (nf, 3)) of the link frames ``model.frames`` in the world at one q
+    (nq,), (N, nf, 3, 3) and (N, nf, 3) for q (N, nq): ``R_f = R_j R_jf``,
+    ``p_f = p_j + R_j t_jf`` on body ``j`` (the world's identity for a frame on it)."""
+    batch, q = states(model, q)[:2]
+    R, p = placements(model, q)
+    R_body, p_body, R_in, t_in = _frames_on_bodies(model, R, p)
+    R_frame = R_body @ R_in
+    p_frame = p_body + (R_body @ t_in[..., None])[..., 0]
+    return (R_frame[0], p_frame[0]) if batch.single else (R_frame, p_frame)
+
+
+def frame_jacobians(model: Model, q, frame: str = LOCAL) -> np.ndarray:
+    """J (nf, 6, nv) of the link frames ``model.frames`` at one q (nq,), (N, nf, 6, nv) for
+    q (N, nq): ``J[f] @ v`` is frame ``f``'s spatial velocity, (angular, linear), written
+    in ``frame`` (LOCAL: in frame ``f``, about its origin; see the module doc)."""
+    if frame not in FRAMES:
+        raise ValueError(f"unknown frame {frame!r}; known: {', '.join(FRAMES)}")
+    batch, q = states(model, q)[:2]
+    R, p = placements(model, q)
+    R_body, p_body, R_in, t_in = _frames_on_bodies(model, R, p)
+    on_body = np.array([f.joint for f in model.frames], dtype=int)
+    J = np.zeros((batch.count, len(model.frames), 6, model.nv))
+    moving = on_body >= 0
+    if frame == WORLD:
+        J[:, moving] = body_jacobians(model, q, WORLD)[:, on_body[moving]]
+        return finish(J, batch)
+    aligned = body_jacobians(model, q, LOCAL_WORLD_ALIGNED)[:, on_body[moving]]
+    lever = (R_body[:, moving] @ t_in[moving, ..., None])  # (N, m, 3, 1): p_f - p_j
+    J[:, moving, :3] = aligned[:, :, :3]
+    J[:, moving, 3:] = aligned[:, :, 3:] + np.cross(aligned[:, :, :3], lever, axisa=2,
+                                                      axisb=2, axisc=2)
+    if frame == LOCAL:
+        Rt = np.swapaxes(R_body[:, moving] @ R_in[moving], -1, -2)  # R_f^T
+        J[:, moving, :3], J[:, moving, 3:] = Rt @ J[:, moving, :3], Rt @ J[:, moving, 3:]
+    return finish(J, batch)
+
+
+def _frames_on_bodies(model: Model, R, p):
+    """(R_j (N, nf, 3, 3), p_j (N, nf, 3), R_jf (nf, 3, 3), t_jf (nf, 3)): the placement of
+    each link frame's body (the world's for a frame on it) and the frame's in that body,
+    from the bodies' R (N, nj, 3, 3), p (N, nj, 3)."""
+    count = len(R)
+    on_body = np.array([f.joint for f in model.frames], dtype=int)  # -1: the world
+    R_world = np.concatenate([R, np.broadcast_to(np.eye(3), (count, 1, 3, 3))], axis=1)
+    p_world = np.concatenate([p, np.zeros((count, 1, 3))], axis=1)  # index -1: the world
+    R_in = np.array([f.rotation for f in model.frames], dtype=float).reshape(-1, 3, 3)
+    t_in = np.array([f.translation for f in model.frames], dtype=float).reshape(-1, 3)
+    return R_world[:, on_body], p_world[:, on_body], R_in, t_in
 
 
 def generalized_forces(jacobians: np.ndarray, fext: np.ndarray) -> np.ndarray:
