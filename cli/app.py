@@ -18,6 +18,8 @@ import typer
 
 from .console import console, one_line
 from treedyn.pipeline.errors import StatesWarning, UsageError
+
+from .errors import worded
 from .options import examples
 from .settings import check_environment, interrupted, version_line
 
@@ -218,7 +220,7 @@ def run_app(args: list) -> None:
             code = command.main(args=args or ["--help"], prog_name="dyn",
                                 standalone_mode=False)
     except UsageError as error:
-        fail(str(error))
+        fail(worded(error))
     except ClickException as error:
         fail(click_message(error))
     except KeyboardInterrupt:

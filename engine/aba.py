@@ -23,6 +23,10 @@ from its own inertia I0 when its group comes up, and a body's first child writes
 contribution (after a revolute joint without armature, as a I0 column of that matmul
 applied to ``[rot(Ia); 1]``, straight into the parents' rows). Singular blocks give
 inf/nan (``1 / 0``; Gauss-Jordan without pivoting for multi-dof joints), never an exception.
+
+Readable twin: :func:`treedyn.engine.reference.aba_reference` (Featherstone's FDab, one
+state, 6x6 matrices in the link frames). ``tests/test_reference.py`` holds this fast path
+to it (``tests/test_mimic.py`` on coupled models), ``tests/test_pinocchio.py`` to Pinocchio.
 """
 from __future__ import annotations
 

@@ -27,7 +27,9 @@ Conventions
 The batched path is index arithmetic on flat arrays computed once by :func:`couple`:
 gathers in, matrix products out, around the uncoupled kernels. The readable path is
 :func:`treedyn.engine.reference.coupling_reference`; ``tests/test_mimic.py`` holds one to
-the other and both to Pinocchio.
+the other (``test_coupling_arrays_are_those_of_the_readable_path``; the coupled algorithms
+to ``rnea_reference`` and the others in ``test_batched_path_matches_the_readable_one``)
+and both to Pinocchio.
 """
 from __future__ import annotations
 

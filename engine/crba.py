@@ -12,6 +12,10 @@ Layout (see :mod:`treedyn.engine.batch.plan`): ``Ic`` as (21, N) spin coordinate
 in the internal frames, a group of one tree level transformed by a rotation of its rows
 and one (21, 21) BLAS call; the force columns ``F[dof, component, state]`` in the model's
 dof order, a subtree's columns moved to the parent by a rotation and one batched 6x6 call.
+
+Readable twin: :func:`treedyn.engine.reference.crba_reference` (Featherstone's CRBA, one
+state, 6x6 matrices in the link frames). ``tests/test_reference.py`` holds this fast path
+to it (``tests/test_mimic.py`` on coupled models), ``tests/test_pinocchio.py`` to Pinocchio.
 """
 from __future__ import annotations
 

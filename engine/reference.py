@@ -11,18 +11,12 @@ Conventions (Featherstone's, Pinocchio's LOCAL, as in :mod:`treedyn.engine.spati
   its own (link) frame about its origin. ``Xup[i]`` (6, 6) maps motions from the parent's
   frame into body ``i``'s (``Xup[i].T`` maps forces back); ``S[i]`` (6, k) is the joint's
   motion subspace, ``vJ = S qd`` its velocity and ``cJ`` its own bias acceleration.
-* Gravity enters as the world's acceleration ``-g`` (so body accelerations are shifted by
-  gravity). External wrenches ``fext`` (nj, 6) are ``[force, torque]`` on each body in its
-  frame about its origin. Armature adds ``armature * qdd`` to the joint forces.
-* ``placements`` gives every body's pose in the world: ``R`` (N, nj, 3, 3) with body axes
-  as columns in world coordinates, and ``p`` (N, nj, 3) the body origin in the world.
-* ``body_jacobians`` gives ``J`` (N, nj, 6, nv) with ``J[:, i] @ v`` the spatial velocity of
-  body ``i`` as (angular, linear) in body ``i``'s frame, linear being the velocity of the
-  body origin (Pinocchio's LOCAL Jacobian). Column block of an ancestor-or-self joint
-  ``k`` is ``S_k`` carried from frame ``k`` to frame ``i`` through the world:
-  ``[R_i^T R_k S_ang ; R_i^T (R_k S_lin + (R_k S_ang) x (p_i - p_k))]``; the other columns are
-  zero. A wrench ``f`` = (force, torque) on body ``i`` contributes ``J_i^T (torque, force)``
-  to the generalized forces.
+* Gravity enters as the world's spatial acceleration ``a_world = (0, -g)``
+  (Featherstone's trick; spatial_v2 writes ``a_grav`` for ``+g`` and starts from
+  ``-a_grav``), so body accelerations are shifted by gravity. External wrenches ``fext``
+  (nj, 6) are ``[force, torque]`` on each body in its frame about its origin. Armature
+  adds ``armature * qdd`` to the joint forces.
+* Body placements in the world and the Jacobians are in :mod:`treedyn.engine.kinematics`.
 """
 from __future__ import annotations
 
@@ -33,7 +27,7 @@ import numpy as np
 from .description import skew
 from .model import Model
 from .spatial import apply_subspace, inertia_to_parent, motion_matrix
-from .state import finish, states
+from .state import states, world_acceleration
 
 
 # ------------------------------------------------------------------------- joint motion
@@ -112,15 +106,21 @@ def one_state(model: Model, q, v=None) -> Joints:
     return Joints(Xup, S, vJ, cJ, dofs)
 
 
-def _world_and_forces(model: Model, fext, gravity) -> tuple[np.ndarray, np.ndarray]:
-    """(a_grav (6,): the world's acceleration -g, fx (nj, 6) as (torque, force))."""
-    g = model.gravity if gravity is None else np.asarray(gravity, dtype=float)
-    a_grav = np.concatenate([np.zeros(3), -g])
+def world_and_forces(model: Model, fext=None, gravity=None) -> tuple[np.ndarray, np.ndarray]:
+    """(a_world (6,), fx (nj, 6)) of one state, the two inputs the recursions start from.
+
+    ``a_world`` is the world's spatial acceleration that gravity is modelled by, (0, -g)
+    as (angular, linear), with the model's gravity unless ``gravity`` (3,) is given
+    (:func:`treedyn.engine.state.world_acceleration`). ``fx`` are the external wrenches
+    ``fext`` (nj, 6), given as [force, torque] on each body in its frame about its origin,
+    in the recursions' (torque, force) order; zeros for None.
+    """
+    a_world = world_acceleration(model, gravity)
     fx = np.zeros((model.njoints, 6))
     if fext is not None:
         fext = np.asarray(fext, dtype=float).reshape(model.njoints, 6)
         fx = np.concatenate([fext[:, 3:], fext[:, :3]], axis=1)
-    return a_grav, fx
+    return a_world, fx
 
 
 # --------------------------------------------------------------------------- algorithms
@@ -136,13 +136,14 @@ def rnea_reference(model: Model, q, v=None, a=None, fext=None, gravity=None) -> 
         return G.T @ tau + model.armature * qdd
     qdd = np.zeros(model.nv) if a is None else np.asarray(a, dtype=float)
     J = one_state(model, q, v)
-    a_grav, fx = _world_and_forces(model, fext, gravity)
+    # a_world = (0, -g): the world's spatial acceleration that gravity is modelled by
+    a_world, fx = world_and_forces(model, fext, gravity)
     I, parent = model.body_inertia, model.parent
     vel, acc, f = [None] * model.njoints, [None] * model.njoints, [None] * model.njoints
     for i in range(model.njoints):
         p = parent[i]
         vel[i] = (J.Xup[i] @ vel[p] if p >= 0 else 0.0) + J.vJ[i]
-        acc[i] = (J.Xup[i] @ (acc[p] if p >= 0 else a_grav) + J.S[i] @ qdd[J.dofs[i]]
+        acc[i] = (J.Xup[i] @ (acc[p] if p >= 0 else a_world) + J.S[i] @ qdd[J.dofs[i]]
                   + J.cJ[i] + crm(vel[i]) @ J.vJ[i])
         f[i] = I[i] @ acc[i] + crf(vel[i]) @ I[i] @ vel[i] - fx[i]
     tau = np.zeros(model.nv)
@@ -188,7 +189,8 @@ def aba_reference(model: Model, q, v=None, tau=None, fext=None, gravity=None) ->
         return np.linalg.solve(crba_reference(model, q), rhs if tau is None else rhs + tau)
     tau = np.zeros(model.nv) if tau is None else np.asarray(tau, dtype=float)
     J = one_state(model, q, v)
-    a_grav, fx = _world_and_forces(model, fext, gravity)
+    # a_world = (0, -g): the world's spatial acceleration that gravity is modelled by
+    a_world, fx = world_and_forces(model, fext, gravity)
     parent, nj = model.parent, model.njoints
     vel, c, IA, pA = [None] * nj, [None] * nj, [None] * nj, [None] * nj
     for i in range(nj):
@@ -212,7 +214,7 @@ def aba_reference(model: Model, q, v=None, tau=None, fext=None, gravity=None) ->
     qdd, acc = np.zeros(model.nv), [None] * nj
     for i in range(nj):
         p = parent[i]
-        acc[i] = J.Xup[i] @ (acc[p] if p >= 0 else a_grav) + c[i]
+        acc[i] = J.Xup[i] @ (acc[p] if p >= 0 else a_world) + c[i]
         qdd[J.dofs[i]] = np.linalg.solve(d[i], u[i] - U[i].T @ acc[i])
         acc[i] = acc[i] + J.S[i] @ qdd[J.dofs[i]]
     return qdd
@@ -261,57 +263,3 @@ def coupling_reference(model: Model, q) -> tuple[np.ndarray, np.ndarray]:
         for k in range(full.nv_joint[j]):
             G[full.idx_v[j] + k, model.idx_v[source] + k] = scale
     return q_full, G
-
-
-# ---------------------------------------------------------------- kinematics, Jacobians
-def placements(model: Model, q) -> tuple[np.ndarray, np.ndarray]:
-    """(R (N, nj, 3, 3), p (N, nj, 3)): body orientations and origins in the world."""
-    batch, q = states(model, q)[:2]
-    if model.coupling is not None:
-        R, p = placements(model.coupling.full, model.coupling.expand_q(q))
-        return (R[0], p[0]) if batch.single else (R, p)
-    Xup = joint_transforms(model, q)
-    R = np.empty((batch.count, model.njoints, 3, 3))
-    p = np.empty((batch.count, model.njoints, 3))
-    for i in range(model.njoints):
-        parent = model.parent[i]
-        R_parent = R[:, parent] if parent >= 0 else np.eye(3)
-        p_parent = p[:, parent] if parent >= 0 else np.zeros(3)
-        R[:, i] = R_parent @ np.swapaxes(Xup.E[i], 1, 2)
-        p[:, i] = p_parent + np.einsum("nij,nj->ni", np.broadcast_to(R_parent, R[:, i].shape),
-                                       Xup.r[i])
-    return (R[0], p[0]) if batch.single else (R, p)
-
-
-def body_jacobians(model: Model, q) -> np.ndarray:
-    """LOCAL body Jacobians (N, nj, 6, nv), or (nj, 6, nv) for a single q; a coupled
-    model's are its uncoupled model's times G."""
-    batch, q = states(model, q)[:2]
-    if model.coupling is not None:
-        c = model.coupling
-        return finish(body_jacobians(c.full, c.expand_q(q)) @ c.G, batch)
-    Xup = joint_transforms(model, q)
-    R, p = placements(model, q)
-    J = np.zeros((batch.count, model.njoints, 6, model.nv))
-    for k in range(model.njoints):
-        S = np.broadcast_to(Xup.S[k], (batch.count, 6, model.nv_joint[k]))
-        angular = (R[:, k] @ S[:, :3])[:, None]  # (N, 1, 3, m) world axes
-        linear = (R[:, k] @ S[:, 3:])[:, None]
-        cols = slice(model.idx_v[k], model.idx_v[k] + model.nv_joint[k])
-        below = slice(k, model.subtree_end[k])  # joint k's subtree, itself first
-        lever = (p[:, below] - p[:, k, None])[..., None]  # (N, b, 3, 1) origin k to each origin
-        moved = linear + np.cross(angular, lever, axisa=2, axisb=2, axisc=2)  # (N, b, 3, m)
-        Rt = np.swapaxes(R[:, below], 2, 3)  # (N, b, 3, 3)
-        J[:, below, :3, cols] = Rt @ angular
-        J[:, below, 3:, cols] = Rt @ moved
-    return finish(J, batch)
-
-
-def generalized_forces(jacobians: np.ndarray, fext: np.ndarray) -> np.ndarray:
-    """sum_i J_i^T (torque_i, force_i): (N, nv) from J (N, nj, 6, nv), fext (N, nj, 6).
-
-    ``fext`` rows are (force, torque) on each body in its frame about its origin (the
-    engine's external-force layout).
-    """
-    internal = np.concatenate([fext[..., 3:], fext[..., :3]], axis=-1)
-    return np.einsum("nisv,nis->nv", jacobians, internal)

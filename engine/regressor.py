@@ -24,7 +24,8 @@ where ``L(w) iota = I w`` for iota = (Ixx, Ixy, Iyy, Ixz, Iyz, Izz). Joint ``i``
 gather the bodies of its subtree: ``Y[i, b] = S_i^T X_{b->i}^T Yb``.
 
 :func:`regressor_reference` is the readable path, one state at a time;
-:func:`treedyn.engine.batch.regressor.regressor` the batched one.
+:func:`treedyn.engine.batch.regressor.regressor` the batched one, held to it by
+``tests/test_regressor.py`` (``test_batched_equals_reference``).
 """
 from __future__ import annotations
 
@@ -33,8 +34,9 @@ from typing import NamedTuple
 import numpy as np
 
 from .model import Model
-from .reference import _world_and_forces, crm, one_state
+from .reference import crm, one_state
 from .rotations import skew
+from .state import world_acceleration
 
 PARAMETERS = ("m", "mx", "my", "mz", "Ixx", "Ixy", "Iyy", "Ixz", "Iyz", "Izz")
 JOINT_TERMS = ("armature", "viscous", "coulomb")
@@ -175,13 +177,14 @@ def regressor_reference(model: Model, q, v=None, a=None, gravity=None, terms=())
     qdd = np.zeros(model.nv) if a is None else np.asarray(a, dtype=float)
     qd = np.zeros(model.nv) if v is None else np.asarray(v, dtype=float)
     J = one_state(model, q, qd)
-    a_grav, _ = _world_and_forces(model, None, gravity)
+    # a_world = (0, -g): the world's spatial acceleration that gravity is modelled by
+    a_world = world_acceleration(model, gravity)
     parent = model.parent
     vel, acc = [None] * model.njoints, [None] * model.njoints
     for i in range(model.njoints):
         p = parent[i]
         vel[i] = (J.Xup[i] @ vel[p] if p >= 0 else 0.0) + J.vJ[i]
-        acc[i] = (J.Xup[i] @ (acc[p] if p >= 0 else a_grav) + J.S[i] @ qdd[J.dofs[i]]
+        acc[i] = (J.Xup[i] @ (acc[p] if p >= 0 else a_world) + J.S[i] @ qdd[J.dofs[i]]
                   + J.cJ[i] + crm(vel[i]) @ J.vJ[i])
     Y = np.zeros((model.nv, layout.size))
     for b, j in enumerate(layout.body_joint):

@@ -17,6 +17,10 @@ internal body frames where every 1-dof joint moves along z, one tree level and j
 
 with ``Xup = X_J(q) X_T``: the constant ``X_T`` (k, 6, 6) is one batched BLAS call, the
 joint part a rotation about z (cos/sin row updates) or a shift along z.
+
+Readable twin: :func:`treedyn.engine.reference.rnea_reference` (Featherstone's ID, one
+state, 6x6 matrices in the link frames). ``tests/test_reference.py`` holds this fast path
+to it (``tests/test_mimic.py`` on coupled models), ``tests/test_pinocchio.py`` to Pinocchio.
 """
 from __future__ import annotations
 

@@ -80,5 +80,20 @@ def _shape(shape: tuple) -> str:
     return "(" + ", ".join(map(str, shape)) + (",)" if len(shape) == 1 else ")")
 
 
+def world_acceleration(model: Model, gravity=None) -> np.ndarray:
+    """a_world (6,): the world's spatial acceleration that gravity is modelled by, (0, -g)
+    as (angular, linear) -- every body's acceleration is then shifted by gravity
+    (Featherstone's trick). ``g`` is the model's gravity, or ``gravity`` (3,) when given."""
+    a_world = np.zeros(6)
+    if gravity is None:
+        a_world[3:] = -model.gravity
+        return a_world
+    gravity = np.asarray(gravity, dtype=float)
+    if gravity.shape != (3,):
+        raise ValueError(f"gravity has shape {gravity.shape}; expected (3,): (gx, gy, gz)")
+    a_world[3:] = -gravity
+    return a_world
+
+
 def finish(x: np.ndarray, batch: Batch) -> np.ndarray:
     return x[0] if batch.single else x

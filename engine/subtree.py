@@ -128,7 +128,7 @@ class TreeSweeps:
 
     def placements(self) -> tuple[np.ndarray, np.ndarray]:
         """(R (N, nj, 3, 3), p (N, nj, 3)): body axes and origins in the world, roots first
-        one level at a time (:func:`treedyn.engine.reference.placements` joint by joint)."""
+        one level at a time (:func:`treedyn.engine.kinematics.placements` joint by joint)."""
         model, T = self.model, self.transforms
         R = np.empty((self.count, model.njoints, 3, 3))
         p = np.empty((self.count, model.njoints, 3))

@@ -20,7 +20,7 @@ from lxml import etree
 from treedyn.engine.description import TreeDescription
 from treedyn.engine.model import Model, build_model
 
-from .errors import ParseError
+from .errors import ArgumentError, ParseError
 from .files import MODEL_BYTES, lexical_path, not_a_file, open_bounded, read_bounded
 from .packages import PackagePaths, XacroInput
 from .urdf import parse_urdf, parse_urdf_string
@@ -132,15 +132,16 @@ def load_model(path: str, free_flyer: bool = False, xacro: XacroInput = XacroInp
     ``xacro`` and ``packages`` as :func:`load_description` takes them.
 
     MJCF models say themselves which bodies float (``<freejoint>``): ``free_flyer`` is a
-    URDF option and a ParseError for them, unless ``urdf_only`` (a command comparing
-    models of either format), where an MJCF model is read as it is.
+    URDF option and an :class:`ArgumentError` (a ParseError naming the argument) for them,
+    unless ``urdf_only`` (a command comparing models of either format), where an MJCF
+    model is read as it is.
     """
     description = load_description(path, xacro, packages)
     if urdf_only and description.format != "urdf":
         free_flyer = False
     if free_flyer and description.format != "urdf":
-        raise ParseError("--free-flyer applies to URDF models; an MJCF model floats a body "
-                         "with <freejoint>", str(path))
+        raise ArgumentError("free_flyer", "free_flyer applies to URDF models; an MJCF model "
+                            "floats a body with <freejoint>", str(path))
     if free_flyer:
         description = description.with_free_flyer()
     return build_model(description)
@@ -166,5 +167,5 @@ def _unsupported_suffix(suffix: str) -> str:
     return f"unsupported file type {suffix or '(no suffix)'!r}, expected {expected}"
 
 
-__all__ = ["PackagePaths", "ParseError", "XacroInput", "check_finite", "load_description",
-           "load_model", "parse_mjcf", "parse_urdf", "parse_urdf_string", "parse_xacro"]
+__all__ = ["ArgumentError", "PackagePaths", "ParseError", "XacroInput", "check_finite",
+           "load_description", "load_model", "parse_mjcf", "parse_urdf", "parse_urdf_string", "parse_xacro"]

@@ -66,3 +66,19 @@ class ParseError(ValueError):
 
     def __reduce__(self):
         return (type(self), (self.problem, self.file, self.line, self.element))
+
+
+class ArgumentError(ParseError):
+    """An argument of a loading function that does not apply to this file (``free_flyer``
+    for an MJCF model). ``argument`` is the parameter's name and ``problem`` starts with
+    it, so the line speaks the function's words; a caller with names of its own for the
+    arguments (the command line's options) rewords it by ``argument``
+    (:func:`treedyn.cli.errors.worded`)."""
+
+    def __init__(self, argument: str, problem: str, file: str = "", line: int = 0,
+                 element: str = ""):
+        self.argument = argument
+        super().__init__(problem, file, line, element)
+
+    def __reduce__(self):
+        return (type(self), (self.argument, self.problem, self.file, self.line, self.element))

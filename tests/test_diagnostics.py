@@ -42,7 +42,7 @@ from treedyn.engine.analysis.verify import VerifyOptions, verify
 from treedyn.engine.description import Shape
 from treedyn.engine.factor import ltdl
 from treedyn.engine.geometry import solid_properties
-from treedyn.engine.reference import articulated_blocks, body_jacobians
+from treedyn.engine.reference import articulated_blocks
 from treedyn.parsers import load_model
 from treedyn.parsers.collada import dae_points
 from treedyn.parsers.link_geometry import link_geometry, mesh_bounds
@@ -674,26 +674,6 @@ def test_mass_ratios_pair_the_files_bodies_not_the_joints_of_one_body():
         ("leg", "foot"), ("thigh", "leg"), ("torso", "thigh")]
     assert ratios[-1]["parent_mass"] == pytest.approx(3.66519, rel=1e-5)
     assert result.returncode == 0
-
-
-@pytest.mark.skipif(not URDFS, reason="example-robot-data is not installed")
-def test_body_jacobians_equal_pinocchios_local_jacobians():
-    pin = pytest.importorskip("pinocchio")
-    from test_pinocchio import Mapping
-
-    for name in ("solo_description/robots/solo12.urdf", "ur_description/urdf/ur5_robot.urdf"):
-        path = os.path.join(ROBOTS, name)
-        model = load_model(path, free_flyer=True)
-        pinmodel = pin.buildModelFromUrdf(path, pin.JointModelFreeFlyer())
-        data, mapping = pinmodel.createData(), Mapping(model, pinmodel)
-        q = model.random_configuration(np.random.default_rng(3), 1)[0]
-        J = body_jacobians(model, q)
-        pin.computeJointJacobians(pinmodel, data, mapping.q(q))
-        for i, joint in enumerate(mapping.joint):
-            reference = pin.getJointJacobian(pinmodel, data, joint, pin.LOCAL)
-            reference = reference[:, mapping.v_index]
-            np.testing.assert_allclose(J[i], np.vstack([reference[3:], reference[:3]]),
-                                       atol=1e-10)
 
 
 # ----------------------------------------------------------------------------- identities

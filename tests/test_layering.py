@@ -17,7 +17,7 @@ PACKAGES = {"cli": "treedyn.cli", "pipeline": "treedyn.pipeline", "parsers": "tr
 
 # CLI layers from the top; a module may import its own layer's modules and any below
 CLI_LAYERS = ["app __main__", "commands", "run", "model", "render",
-              "console settings options"]
+              "console errors settings options"]
 
 
 def modules() -> dict:
@@ -146,6 +146,33 @@ def test_parsers_import_only_the_description_and_geometry_of_the_engine():
             assert not {t for t in targets if t.startswith("treedyn.cli")}, name
 
 
+# an option of the command line in a string: "--free-flyer", "use --degrees"
+CLI_OPTION = re.compile(r"(?:^|[\s'\"(`\[])--[a-z][a-z0-9-]*")
+
+
+def cli_words(path: Path) -> list:
+    """(line, option) of every string literal of the file that names a command-line option
+    (f-strings' text parts too). Docstrings are left out: they may say what a caller does."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    docstrings = {id(node.body[0].value) for node in ast.walk(tree)
+                  if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef,
+                                       ast.AsyncFunctionDef))
+                  and node.body and isinstance(node.body[0], ast.Expr)}
+    return [(node.lineno, match.group().lstrip(" \t\n'\"(`["))
+            for node in ast.walk(tree)
+            if isinstance(node, ast.Constant) and isinstance(node.value, str)
+            and id(node) not in docstrings
+            for match in CLI_OPTION.finditer(node.value)]
+
+
+def test_parsers_and_engine_use_no_command_line_words():
+    """Their messages name their functions' arguments (``free_flyer``), never the CLI's
+    options: the command line words its own lines (:func:`treedyn.cli.errors.worded`)."""
+    found = {name: cli_words(path) for name, path in MODULES.items()
+             if name.startswith(("treedyn.parsers", "treedyn.engine"))}
+    assert {name: words for name, words in found.items() if words} == {}
+
+
 def cli_layer(name: str) -> int | None:
     parts = name.split(".")
     if parts[:2] != ["treedyn", "cli"] or len(parts) < 3:
@@ -170,7 +197,7 @@ def test_cli_below_the_app_loads_no_numpy_for_help():
     """``dyn --help`` and ``--version`` run the app with its bottom modules only."""
     light = {"treedyn.cli", "treedyn.cli.app", "treedyn.cli.console", "treedyn.cli.settings",
              "treedyn.cli.options", "treedyn.pipeline", "treedyn.pipeline.errors",
-             "treedyn.pipeline.naming"}
+             "treedyn.pipeline.naming", "treedyn.cli.errors"}
     for name in light:
         text = MODULES[name].read_text(encoding="utf-8")
         tree = ast.parse(text)

@@ -23,7 +23,7 @@ import numpy as np
 import pytest
 
 from treedyn.engine import build_model, crba, rnea
-from treedyn.parsers import ParseError, load_description, load_model, parse_urdf
+from treedyn.parsers import ArgumentError, ParseError, load_description, load_model, parse_urdf
 from treedyn.engine.rotations import rpy_matrix
 from treedyn.parsers.urdf import parse_urdf_string
 
@@ -626,8 +626,26 @@ def test_xml_with_mujoco_root_is_mjcf(tmp_path, name):
                     '<geom size="0.1"/></body></worldbody></mujoco>')
     assert load_description(str(path)).format == "mjcf"
     assert load_model(str(path)).nv == 6
-    with pytest.raises(ParseError, match=re.escape(f"{path}: --free-flyer applies to URDF")):
+    with pytest.raises(ArgumentError, match=re.escape(f"{path}: free_flyer applies to URDF")):
+        load_model(str(path), free_flyer=True)  # the argument's name: no option of the CLI
+
+
+def test_the_cli_words_a_free_flyer_on_mjcf_as_its_option(tmp_path):
+    """The parser names load_model's argument; the command line's line names its option,
+    and a Dask worker's pickled error keeps the argument."""
+    from test_cli import dyn
+
+    path = tmp_path / "scene.xml"
+    path.write_text('<mujoco model="m"><worldbody><body><freejoint/>'
+                    '<geom size="0.1"/></body></worldbody></mujoco>')
+    result = dyn("info", path, "--free-flyer", check=False)
+    assert result.returncode == 2
+    assert result.stderr.decode() == (f"{path}: --free-flyer applies to URDF models; an MJCF "
+                                      "model floats a body with <freejoint>\n")
+    with pytest.raises(ArgumentError) as raised:
         load_model(str(path), free_flyer=True)
+    copy = pickle.loads(pickle.dumps(raised.value))
+    assert (copy.argument, str(copy)) == ("free_flyer", str(raised.value))
 
 
 @pytest.mark.parametrize("name, content, problem", [

@@ -61,7 +61,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..model import Model
-from ..reference import placements
+from ..kinematics import placements
 from .check_inertia import check_inertia
 from .diff_matrix import MatrixDiff, matrix_diff, zero_configuration
 

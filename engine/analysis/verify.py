@@ -30,7 +30,7 @@ from ..aba import aba
 from ..crba import crba
 from ..factor import ltdl, ltdl_solve
 from ..model import Model
-from ..reference import body_jacobians, generalized_forces, placements
+from ..kinematics import body_jacobians, generalized_forces, placements
 from ..rnea import rnea
 from ..samples import RandomStates, random_states
 from ..spatial import rotate

@@ -7,6 +7,11 @@ regressor ``Yb(V, A)`` there, times the constant map from its link-frame paramet
 internal ones, is carried up its chain of ancestors as ten force columns laid out
 ``(10, 6, m)`` (one column per parameter, component-major, states last), with the same
 row operations as RNEA's backward sweep: ``tau_i = S_i^T F`` and ``F <- Xup_i^T F``.
+
+Readable twin: :func:`treedyn.engine.regressor.regressor_reference` (one state, spatial_v2
+style); ``tests/test_regressor.py`` holds this fast path to it
+(``test_batched_equals_reference``), and to Pinocchio's regressor
+(``test_equals_pinocchio_regressor``).
 """
 from __future__ import annotations
 
@@ -15,12 +20,12 @@ import numpy as np
 from ..model import Model
 from ..regressor import body_regressor, joint_term_columns, layout_of, rotated_parameters
 from ..spatial import forces_to_parent
-from ..state import finish, states
+from ..state import finish, states, world_acceleration
 from .load import load_coordinates, load_rows
 from .memory import workspace
 from .plan import FREE, FREE_PERM, GENERIC, PRISMATIC, S_ROW, plan_of
 from .rows import rotate, shift_to_parent
-from .sweeps import forward_sweep, work_shapes, world_acceleration
+from .sweeps import forward_sweep, work_shapes
 from .threads import chunk_size, run_chunks
 
 
@@ -34,7 +39,8 @@ def regressor(model: Model, q, v=None, a=None, gravity=None, terms=()) -> np.nda
     layout = layout_of(model, terms)
     plan = plan_of(model)
     batch, q, v, a, _ = states(model, q, v, a)
-    a_world = world_acceleration(model, gravity)
+    # a_world (6, 1) = (0, -g): the world's spatial acceleration that gravity is modelled by
+    a_world = world_acceleration(model, gravity)[:, None]
     maps = _parameter_maps(plan, model, layout)
     out = np.zeros((batch.count, model.nv, layout.size))
     capacity = chunk_size(plan, work_shapes, batch.count)

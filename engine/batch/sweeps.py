@@ -11,7 +11,7 @@ import numpy as np
 
 from ..model import Model
 from ..spatial import apply_subspace, force_cross, motion_cross, motion_to_child, quaternion_matrix
-from ..state import finish, states
+from ..state import finish, states, world_acceleration
 from .load import generic_transform, load_forces, prepare_forces
 from .memory import workspace
 from .plan import FREE, FREE_PERM, GENERIC, REVOLUTE, S_ROW, plan_of
@@ -30,7 +30,8 @@ def solve_in_chunks(model: Model, key: str, shapes, chunk_function, q, v, x, fex
     plan = plan_of(model)
     batch, q, v, x, fext = states(model, q, v, x, fext, x_name=x_name)
     forces = prepare_forces(plan, batch.count, fext)
-    a_world = world_acceleration(model, gravity)
+    # a_world (6, 1) = (0, -g): the world's spatial acceleration that gravity is modelled by
+    a_world = world_acceleration(model, gravity)[:, None]
     out = np.empty((batch.count, model.nv))
     capacity = chunk_size(plan, shapes, batch.count)
 
@@ -42,19 +43,6 @@ def solve_in_chunks(model: Model, key: str, shapes, chunk_function, q, v, x, fex
 
     run_chunks(batch.count, work, capacity)
     return finish(out, batch)
-
-
-def world_acceleration(model: Model, gravity) -> np.ndarray:
-    """The world's spatial acceleration (6, 1): minus gravity in its linear part."""
-    a0 = np.zeros((6, 1))
-    if gravity is None:
-        a0[3:, 0] = -model.gravity
-        return a0
-    gravity = np.asarray(gravity, dtype=float)
-    if gravity.shape != (3,):
-        raise ValueError(f"gravity has shape {gravity.shape}; expected (3,): (gx, gy, gz)")
-    a0[3:, 0] = -gravity
-    return a0
 
 
 def work_shapes(plan) -> dict:
