@@ -192,6 +192,8 @@ def test_no_option_spelling_that_no_command_has():
     known = set().union(*(_options(c) for c in COMMANDS), {"--help", "--version"})
     scripts = "".join(path.read_text(encoding="utf-8") for path in (ROOT / "benchmarks").glob("*.py"))
     known |= set(re.findall(r"""add_argument\(\s*["'](--[a-z][a-z0-9-]*)""", scripts))  # benchmarks/*.py
+    tests = "".join(path.read_text(encoding="utf-8") for path in (ROOT / "tests").glob("*.py"))
+    known |= set(re.findall(r"""["'](--[a-z][a-z0-9-]*)["'] in sys\.argv""", tests))  # their own
     known |= {"--upgrade"}  # pip, in the install commands
     wrong = []
     for path in DOCUMENTS:
