@@ -32,7 +32,8 @@ SOLO = ROBOTS / "solo_description" / "robots" / "solo12.urdf"
 SEED_Q = [math.pi / 6, math.pi / 3]
 SEED_V = [1.0, -0.5]
 SEED_A = [0.4, -0.2]
-SEED_TAU = [13.337760, 5.504846]
+SEED_TAU = [13.337760, 5.504846]  # the worked example of the seed document (see
+# test_engine_identities.test_seed_two_link_worked_example), kept here as numbers
 
 
 def dyn(*args, stdin: bytes | str | None = None, check: bool = True,

@@ -20,8 +20,8 @@ Conventions inside an example (documented in docs/testing.md):
 
 Also: every ``dyn COMMAND ... --option`` the documents mention must be an option of that
 command (its --help), and docs/interface.md must extend the shared interface (every line
-of it unchanged, in order), when a copy sits beside the repository
-(``../shared/interface.md``, as in CI).
+of it unchanged, in order): the copy kept in ``tests/data/shared_interface.md``, which must
+equal the project's ``../shared/interface.md`` wherever that sits beside the repository.
 """
 from __future__ import annotations
 
@@ -192,6 +192,8 @@ def test_no_option_spelling_that_no_command_has():
     known = set().union(*(_options(c) for c in COMMANDS), {"--help", "--version"})
     scripts = "".join(path.read_text(encoding="utf-8") for path in (ROOT / "benchmarks").glob("*.py"))
     known |= set(re.findall(r"""add_argument\(\s*["'](--[a-z][a-z0-9-]*)""", scripts))  # benchmarks/*.py
+    tests = "".join(path.read_text(encoding="utf-8") for path in (ROOT / "tests").glob("*.py"))
+    known |= set(re.findall(r"""["'](--[a-z][a-z0-9-]*)["'] in sys\.argv""", tests))  # their own
     known |= {"--upgrade"}  # pip, in the install commands
     wrong = []
     for path in DOCUMENTS:
@@ -204,20 +206,38 @@ def test_no_option_spelling_that_no_command_has():
     assert not wrong, "\n".join(wrong)
 
 
-def test_interface_is_the_shared_one():
-    """docs/interface.md extends ../shared/interface.md and never bends it: every line of
+SHARED_COPY = ROOT / "tests" / "data" / "shared_interface.md"
+
+
+def shared_interface() -> list:
+    """The lines of the shared interface, from the copy in tests/data (its first line says
+    what it is)."""
+    header, *lines = SHARED_COPY.read_text(encoding="utf-8").splitlines()
+    assert header.startswith("<!-- A verbatim copy of the project's shared interface")
+    return lines
+
+
+def test_interface_extends_the_shared_one():
+    """docs/interface.md extends the shared interface and never bends it: every line of
     the shared text stands in ours unchanged and in the same order; ours only adds lines
     (our own commands, options, keys and formats) between them."""
-    shared = ROOT.parent / "shared" / "interface.md"
-    if not shared.exists():
-        pytest.skip("no ../shared/interface.md beside the repository")
     ours = (ROOT / "docs" / "interface.md").read_text(encoding="utf-8").splitlines()
-    theirs = shared.read_text(encoding="utf-8").splitlines()
+    theirs = shared_interface()
+    assert len(theirs) > 50  # the whole text, not a stub
     at = 0
     for number, line in enumerate(theirs, 1):
         while at < len(ours) and ours[at] != line:
             at += 1
         assert at < len(ours), (
-            f"line {number} of ../shared/interface.md is not in docs/interface.md "
+            f"line {number} of the shared interface is not in docs/interface.md "
             f"(after the lines before it): {line!r}")
         at += 1
+
+
+def test_the_copy_of_the_shared_interface_is_the_shared_one():
+    """tests/data/shared_interface.md is ../shared/interface.md, line for line, where the
+    project's shared folder sits beside the repository (a plain clone has none)."""
+    shared = ROOT.parent / "shared" / "interface.md"
+    if not shared.exists():
+        pytest.skip("no ../shared/interface.md beside the repository")
+    assert shared_interface() == shared.read_text(encoding="utf-8").splitlines()

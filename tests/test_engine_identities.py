@@ -197,6 +197,9 @@ def two_link_arm():
 
 def test_seed_two_link_worked_example():
     """The textbook chapter's numbers: tau ~ (13.337760, 5.504846) N m, and the static case."""
+    # The numbers are those of the seed document "树形刚体动力学：RNEA 与 CRBA" (the project's
+    # shared seeds/003_e3da1b30bc1276bd.txt, not in this repository): its two-link arm at
+    # q = (pi/6, pi/3), v = (1, -0.5), a = (0.4, -0.2) gives tau ~ (13.337760, 5.504846) N m.
     model = two_link_arm()
     q, v, a = np.array([np.pi / 6, np.pi / 3]), np.array([1, -0.5]), np.array([0.4, -0.2])
     np.testing.assert_allclose(rnea(model, q, v, a), [13.337760, 5.504846], atol=5e-7)
