@@ -25,7 +25,7 @@ from treedyn.engine.analysis.identify import (Accumulator, base_parameters,  # n
                                               joint_rms, ordinary_least_squares)
 from treedyn.engine.analysis.log_cholesky import (parameters_and_jacobian,  # noqa: E402
                                                   pseudo_inertia, theta_of)
-from treedyn.engine.batch.regressor import regressor  # noqa: E402
+from treedyn.engine import joint_torque_regressor as regressor  # noqa: E402
 from treedyn.engine.regressor import layout_of, model_parameters  # noqa: E402
 from treedyn.parsers import load_model  # noqa: E402
 

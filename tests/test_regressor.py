@@ -17,7 +17,7 @@ import pytest  # noqa: E402
 from reference_models import gymnasium_models, robots_root  # noqa: E402
 from treedyn.cli.app import run  # noqa: E402
 from treedyn.engine import rnea  # noqa: E402
-from treedyn.engine.batch.regressor import regressor  # noqa: E402
+from treedyn.engine import joint_torque_regressor as regressor  # noqa: E402
 from treedyn.engine.regressor import (dynamic_parameters, layout_of,  # noqa: E402
                                       model_parameters, regressor_reference,
                                       rotated_parameters, spatial_inertia)
