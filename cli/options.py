@@ -176,10 +176,7 @@ class DiffFormat(str, Enum):
     github = "github"
 
 
-class ReportFormat(str, Enum):
-    table = "table"
-    json = "json"
-    csv = "csv"
+ReportFormat = Format  # the reports' formats: the same three (default: table)
 
 
 SeedOpt = Annotated[int, typer.Option("--seed", min=0, help="Seed of the random samples.")]

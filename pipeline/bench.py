@@ -94,6 +94,13 @@ def random_states(model, count: int, seed: int = 0) -> dict[str, np.ndarray]:
     return {"q": s.q, "v": s.v, "a": s.a, "tau": s.tau}
 
 
+def state_bytes(model) -> int:
+    """Bytes a state of the batch holds: q, v, a, tau and results, once as arrays and once
+    as the text of its file rows."""
+    numbers = int(model.nq) + 4 * int(model.nv)
+    return numbers * (3 * 8 + 2 * 25)
+
+
 def batch_states(command: str, model, batch: int) -> int:
     """States of a batched call of ``command``: ``batch``, fewer for mass matrices that
     would pass MASS_BYTES (16384 states of 38 dofs fit; 33 states of 1000 dofs)."""

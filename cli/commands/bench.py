@@ -5,21 +5,14 @@ from typing import Annotated
 import typer
 
 from treedyn.pipeline.bench import bench as measure
+from treedyn.pipeline.bench import state_bytes
 
 from ..model import load, xacro_arguments
 from ..settings import STREAM_CHUNK
-from ..options import (
-    FreeFlyerOpt,
-    InfoFormatOpt,
-    ModelArg,
-    XacroArgOpt,
-    XacroArgs,
-    epilog,
-    examples,
-    finite,
-)
+from ..options import (FreeFlyerOpt, InfoFormatOpt, ModelArg, XacroArgOpt, XacroArgs, epilog,
+                       examples, finite)
 from ..render.bench import bench_text
-from ..run.budget import refuse_past_memory, state_bytes
+from ..run.budget import refuse_past_memory
 from ..run.parts import split_bytes
 from ..run.pool import processes
 

@@ -14,18 +14,8 @@ from treedyn.pipeline.vectors import parse_gravity
 
 from ..console import show_text
 from ..model import load
-from ..options import (
-    DegreesOpt,
-    FreeFlyerOpt,
-    GravityOpt,
-    ModelArg,
-    QuietOpt,
-    ReportFormat,
-    ReportFormatOpt,
-    epilog,
-    examples,
-    not_nan,
-)
+from ..options import (DegreesOpt, FreeFlyerOpt, GravityOpt, ModelArg, QuietOpt, ReportFormat,
+                       ReportFormatOpt, epilog, examples, not_nan)
 from ..render.identify import identify_document, identify_table
 from ..run.budget import MEMORY
 from ..run.fitted import check_write_target, write_model

@@ -6,29 +6,16 @@ import typer
 
 from treedyn.engine import joint_torque_regressor
 from treedyn.engine.regressor import layout_of, model_parameters
-from treedyn.pipeline.regression import write_regressor
-
-from ..console import saying_kept, show_text
 from treedyn.pipeline.errors import UsageError
 from treedyn.pipeline.layout import Layout
-from ..model import load
+from treedyn.pipeline.regression import write_regressor
 from treedyn.pipeline.vectors import parse_gravity, single_state
+
+from ..console import saying_kept, show_text
+from ..model import load
 from ..settings import STREAM_CHUNK
-from ..options import (
-    AOpt,
-    DegreesOpt,
-    FormatOpt,
-    FreeFlyerOpt,
-    GravityOpt,
-    InputOpt,
-    ModelArg,
-    OutputOpt,
-    QOpt,
-    QuietOpt,
-    VOpt,
-    epilog,
-    examples,
-)
+from ..options import (AOpt, DegreesOpt, FormatOpt, FreeFlyerOpt, GravityOpt, InputOpt, ModelArg,
+                       OutputOpt, QOpt, QuietOpt, VOpt, epilog, examples)
 from ..render.table import table
 from ..run.progress import Progress, wanted
 
