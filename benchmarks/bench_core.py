@@ -17,7 +17,7 @@ both read every mesh file each time.
 
 Pinocchio runs its C++ algorithms from Python: one call per state for N = 1 and for CRBA,
 and rneaInParallel / abaInParallel (1 thread and 2 threads) for batches; treedyn runs its
-batches with the same number of threads (``treedyn.engine.batch.threads.configure``: chunks of
+batches with the same number of threads (``treedyn.engine.configure``: chunks of
 states on a thread pool, numpy releasing the GIL), and its mass batches with 1 and 2
 threads against the single-threaded loop of crba calls. MuJoCo has no
 batched dynamics call, so it runs a Python loop over states: inverse = mj_inverse,
@@ -45,7 +45,7 @@ import numpy as np  # noqa: E402
 import pinocchio as pin  # noqa: E402
 
 from treedyn.engine import aba, crba, rnea  # noqa: E402
-from treedyn.engine.batch import threads as batching  # noqa: E402
+import treedyn.engine as batching  # noqa: E402
 from treedyn.parsers import load_model  # noqa: E402
 
 MJCF_MODEL = ("humanoid.xml (MJCF, gymnasium)", "humanoid.xml")

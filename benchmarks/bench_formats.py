@@ -39,7 +39,7 @@ ROWS = 16384
 
 
 def write_inputs(folder: str, model, count: int, formats) -> dict[str, str]:
-    from treedyn.cli.run.bench import random_states, write_states
+    from treedyn.pipeline.bench import random_states, write_states
 
     vectors = random_states(model, count)
     paths = {}

@@ -45,7 +45,7 @@ def one_size(path: str, count: int, chunk: int, terms: tuple, validate: float) -
     from treedyn.engine.analysis.consistent import consistent_fit
     from treedyn.engine.analysis.identify import (Accumulator, base_parameters,
                                                   ordinary_least_squares)
-    from treedyn.engine.batch.regressor import regressor
+    from treedyn.engine import joint_torque_regressor as regressor
     from treedyn.engine.regressor import layout_of, model_parameters
     from treedyn.parsers import load_model
 

@@ -36,7 +36,7 @@ CASES = (("jsonl", "inverse", ".jsonl"), ("jsonl", "forward", ".npz"), ("csv", "
 def write_inputs(folder: str, model, count: int) -> dict[str, str]:
     """The same random states as JSON Lines, CSV and .npz (all of q, v, a, tau), written
     as dyn bench writes its samples."""
-    from treedyn.cli.run.bench import random_states, write_states
+    from treedyn.pipeline.bench import random_states, write_states
 
     vectors = random_states(model, count)
     paths = {fmt: os.path.join(folder, f"states.{fmt}") for fmt in ("jsonl", "csv", "npz")}

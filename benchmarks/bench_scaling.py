@@ -57,7 +57,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from bench_core import median_time, print_table  # noqa: E402
 
 from treedyn.engine import aba, build_model, crba, rnea  # noqa: E402
-from treedyn.engine.batch import threads as batching  # noqa: E402
+import treedyn.engine as batching  # noqa: E402
 from treedyn.parsers import parse_urdf_string  # noqa: E402
 
 CRBA_BYTES = 256 << 20

@@ -4,8 +4,7 @@ import re
 from collections.abc import Sequence
 from contextlib import contextmanager
 
-from treedyn.engine import Model, ModelError
-from treedyn.engine.batch.threads import configure
+from treedyn.engine import Model, ModelError, configure
 from treedyn.engine.coupling import MimicError, couple
 from treedyn.parsers import PackagePaths, ParseError, XacroInput, check_finite, load_model
 

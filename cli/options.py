@@ -4,6 +4,7 @@ its choices, the state vectors, --input/--output, and the option callbacks.
 
 Imports typer only: the app reads :func:`examples` from here before any command loads.
 """
+import inspect
 from enum import Enum
 from typing import Annotated, Optional
 
@@ -59,6 +60,22 @@ def epilog(text: str):
         command.epilog = text
         return command
     return attach
+
+
+def command_of(run, options: dict, doc: str):
+    """A command whose parameters, as typer reads them from its signature, are ``options``
+    (name -> (annotation, default; ``inspect.Parameter.empty``: an argument), in order),
+    calling ``run(**values)``: commands that share options declare them once."""
+    def command(**values):
+        return run(**values)
+
+    parameters = [inspect.Parameter(name, inspect.Parameter.POSITIONAL_OR_KEYWORD,
+                                    annotation=annotation, default=default)
+                  for name, (annotation, default) in options.items()]
+    command.__signature__ = inspect.Signature(parameters)
+    command.__annotations__ = {name: annotation for name, (annotation, _) in options.items()}
+    command.__doc__ = doc
+    return command
 
 
 class Format(str, Enum):
@@ -159,10 +176,7 @@ class DiffFormat(str, Enum):
     github = "github"
 
 
-class ReportFormat(str, Enum):
-    table = "table"
-    json = "json"
-    csv = "csv"
+ReportFormat = Format  # the reports' formats: the same three (default: table)
 
 
 SeedOpt = Annotated[int, typer.Option("--seed", min=0, help="Seed of the random samples.")]

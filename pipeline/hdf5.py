@@ -18,7 +18,7 @@ import numpy as np
 
 from .errors import CorruptInput, UsageError
 from .layout import Layout
-from .npz import _Member, check_members
+from .npz import StatesArray, check_members
 from .sinks import BesideSink
 
 EXTRA = "reading and writing .h5 files needs the optional extra: pip install 'treedyn[hdf5]'"
@@ -38,9 +38,10 @@ def clean_prefix(prefix: str | None) -> str:
     return (prefix or "").strip("/")
 
 
-class _Dataset(_Member):
-    """One vector of the states: an HDF5 dataset read by rows, a :class:`.npz._Member` for
-    :func:`.npz.npz_chunks` (its count, width and messages are the member's)."""
+class _Dataset(StatesArray):
+    """One vector of the states: an HDF5 dataset read by rows, a
+    :class:`.npz.StatesArray` for :func:`.npz.npz_chunks` (its count, width and messages
+    are the array's)."""
 
     def __init__(self, kind: str, dataset):
         super().__init__(kind, tuple(dataset.shape), np.dtype(dataset.dtype))

@@ -19,9 +19,11 @@ VERIFY_BYTES = 16 << 20  # bytes read at a time when a member's CRC-32 is checke
 
 
 @dataclass
-class _Member:
-    """One array of an .npz, read a block of rows at a time through ``zipfile`` (or held
-    whole if it must be)."""
+class StatesArray:
+    """One vector of the states (q, v, a, tau, fext) as rows of an array: an .npz member,
+    read a block of rows at a time through ``zipfile`` (or held whole if it must be). The
+    readers of Parquet and HDF5 give :func:`npz_chunks` their columns and datasets in this
+    shape (``kind``, ``count``, ``width``, ``problem``, ``read``, ``verify``)."""
 
     kind: str
     shape: tuple
@@ -64,14 +66,14 @@ class _Member:
                 pass
 
 
-def npz_chunks(members: list[_Member], name, layout, wrenches, size, first: int = 0,
+def npz_chunks(members: list[StatesArray], name, layout, wrenches, size, first: int = 0,
                end: int | None = None) -> Iterator[States]:
     """Chunks of ``size`` states of the .npz arrays, from state ``first`` to ``end`` (the
     last, by default); at a non-finite row, the rows before it, then the error. The one
     .npz reader: the streaming path reads a whole file, a cluster task its block of it;
     also the reader of the arrays of HDF5 and Parquet files, whose ``members`` have the
-    attributes and methods of :class:`_Member` and raise UsageError (CorruptInput) for what
-    their libraries cannot read."""
+    attributes and methods of :class:`StatesArray` and raise UsageError (CorruptInput) for
+    what their libraries cannot read."""
     import zipfile
     import zlib
 
@@ -122,7 +124,7 @@ def npz_chunks(members: list[_Member], name, layout, wrenches, size, first: int 
             raise UsageError(f"{name}: {member.problem(stop)}")
 
 
-def npz_members(stream, name, layout, kinds, warns: bool = True) -> list[_Member]:
+def npz_members(stream, name, layout, kinds, warns: bool = True) -> list[StatesArray]:
     """The arrays of the kinds in use, checked: numeric, right width, same length;
     ``warns`` of arrays of external forces, which an .npz does not carry."""
     import zipfile
@@ -196,7 +198,7 @@ def _rows_of(archive, name: str) -> int | None:
     return header[0][0] if header and header[0] else None
 
 
-def _open_member(archive, kind: str) -> _Member:
+def _open_member(archive, kind: str) -> StatesArray:
     """The member ``kind``.npy, its header parsed and its data ready to stream."""
     from numpy.lib import format as npy
 
@@ -207,9 +209,9 @@ def _open_member(archive, kind: str) -> _Member:
     else:
         stream = archive.open(f"{kind}.npy")
         whole = npy.read_array(stream, allow_pickle=False)
-        return _Member(kind, whole.shape, whole.dtype, whole=whole)
+        return StatesArray(kind, whole.shape, whole.dtype, whole=whole)
     if fortran and len(shape) > 1:
         whole = npy.read_array(archive.open(f"{kind}.npy"), allow_pickle=False)
-        return _Member(kind, shape, dtype, whole=whole)
-    return _Member(kind, tuple(shape), np.dtype(dtype), stream=stream,
+        return StatesArray(kind, shape, dtype, whole=whole)
+    return StatesArray(kind, tuple(shape), np.dtype(dtype), stream=stream,
                    reopen=lambda: archive.open(f"{kind}.npy"))

@@ -92,7 +92,7 @@ class _Batches:
 
 class _Column:
     """One vector of the states, from a list column or from coordinate columns; a member
-    for :func:`.npz.npz_chunks` (see :class:`.npz._Member`)."""
+    for :func:`.npz.npz_chunks` (see :class:`.npz.StatesArray`)."""
 
     stream = None  # rows are new arrays, nothing to seek
 

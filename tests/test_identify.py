@@ -25,7 +25,7 @@ from treedyn.engine.analysis.identify import (Accumulator, base_parameters,  # n
                                               joint_rms, ordinary_least_squares)
 from treedyn.engine.analysis.log_cholesky import (parameters_and_jacobian,  # noqa: E402
                                                   pseudo_inertia, theta_of)
-from treedyn.engine.batch.regressor import regressor  # noqa: E402
+from treedyn.engine import joint_torque_regressor as regressor  # noqa: E402
 from treedyn.engine.regressor import layout_of, model_parameters  # noqa: E402
 from treedyn.parsers import load_model  # noqa: E402
 
@@ -330,3 +330,36 @@ def test_mjcf_write_keeps_the_text(tmp_path, capsys):
     hand = Change(links["hand"], links["hand"].inertia)
     with pytest.raises(WriteError, match="sits in a <frame>"):
         rewrite_inertials(MJCF_ARM, str(path), "mjcf", [hand])
+
+
+@pytest.mark.parametrize("path,free_flyer", [(ARM, False), ("tests/data/arm_with_tool.urdf", True)])
+def test_external_torques_are_minus_j_transpose_f(path, free_flyer):
+    """What a log's external forces add to tau, subtracted before the fit: -sum J_i^T f_i,
+    with the readable path's body Jacobians."""
+    from treedyn.engine.analysis.identify import external_torques
+    from treedyn.engine.reference import body_jacobians, generalized_forces
+
+    model = load_model(path, free_flyer=free_flyer)
+    rng = np.random.default_rng(3)
+    q = model.random_configuration(rng, 20)
+    fext = 10 * rng.normal(size=(20, model.njoints, 6))
+    np.testing.assert_allclose(external_torques(model, q, fext),
+                               -generalized_forces(body_jacobians(model, q), fext),
+                               rtol=0, atol=1e-12)
+
+
+def test_identify_stream_from_python_recovers_viscous_friction(tmp_path):
+    """The library under ``dyn identify``: a log of the arm with viscous friction 0.3 and
+    small noise, read from a file a chunk at a time, gives 0.3 back."""
+    from treedyn.engine import rnea
+    from treedyn.pipeline.regression import identify_stream
+
+    model = load_model(ARM)
+    rng = np.random.default_rng(7)
+    q, v, a = (rng.normal(size=(2000, model.nv)) for _ in range(3))
+    tau = rnea(model, q, v, a) + 0.3 * v + 0.01 * rng.normal(size=v.shape)
+    np.savez(tmp_path / "log.npz", q=q, v=v, a=a, tau=tau)
+    result = identify_stream(model, tmp_path / "log.npz", terms=("viscous",), chunk=300)
+    viscous = [k for k, name in enumerate(result.layout.names) if name.startswith("viscous.")]
+    np.testing.assert_allclose(result.fit.pi[viscous], 0.3, atol=0.01)
+    assert result.problem.states == 2000

@@ -457,7 +457,7 @@ def test_single_state_does_not_import_rich_or_the_pipeline_modules():
              f"sys.argv = ['dyn', 'inverse', {str(ARM)!r}, '--q', '0.1,0.2', '-f', 'json']\n"
              "try:\n    run_app(sys.argv[1:])\nexcept SystemExit as e:\n    assert e.code == 0\n"
              "print([m for m in sys.modules if m.split('.')[0] in ('rich', 'scipy')\n"
-             "       or m in ('treedyn.cli.run.progress', 'treedyn.cli.run.bench')])\n")
+             "       or m in ('treedyn.cli.run.progress', 'treedyn.pipeline.bench')])\n")
     out = subprocess.run([sys.executable, "-c", probe], capture_output=True, check=True)
     assert out.stdout.decode().strip().endswith("[]"), out.stdout
 
@@ -638,7 +638,7 @@ def test_bench_mass_rows_stay_under_their_memory_budget(monkeypatch, arm):
     """Batched mass calls and mass files hold at most MASS_BYTES of matrices: the rows say
     how many states they timed, and the first file of each format starts smaller when its
     results are many numbers."""
-    from treedyn.cli.run import bench
+    from treedyn.pipeline import bench
 
     monkeypatch.setattr(bench, "MASS_BYTES", 8 * 2 * 2 * 10)  # 10 mass matrices of the arm
     monkeypatch.setattr(bench, "FIRST_FILE_NUMBERS", 2 * 2 * 3)  # a first file of 3 states
@@ -656,7 +656,7 @@ def test_bench_mass_rows_stay_under_their_memory_budget(monkeypatch, arm):
 def test_bench_times_real_pipelines(tmp_path, arm, fmt):
     """The files bench writes states that read back exactly, and its written and piped
     results are the engine's on them: it times the real thing."""
-    from treedyn.cli.run.bench import FileJob, random_states
+    from treedyn.pipeline.bench import FileJob, random_states
     from treedyn.pipeline.layout import Layout
 
     count = 40

@@ -17,7 +17,7 @@ import pytest  # noqa: E402
 from reference_models import gymnasium_models, robots_root  # noqa: E402
 from treedyn.cli.app import run  # noqa: E402
 from treedyn.engine import rnea  # noqa: E402
-from treedyn.engine.batch.regressor import regressor  # noqa: E402
+from treedyn.engine import joint_torque_regressor as regressor  # noqa: E402
 from treedyn.engine.regressor import (dynamic_parameters, layout_of,  # noqa: E402
                                       model_parameters, regressor_reference,
                                       rotated_parameters, spatial_inertia)
@@ -177,3 +177,19 @@ def test_regressor_command_bad_terms(capsys):
     assert ended.value.code == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert err == ["dyn: --terms: unknown term 'stiction' (known: armature, viscous, coulomb)"]
+
+
+def test_write_regressor_from_python_streams_y_with_y_pi_the_rnea(tmp_path):
+    """The library under ``dyn regressor --input``: Y of every state of a file, a chunk at
+    a time, with the file's parameters beside it; Y pi is RNEA's tau."""
+    from treedyn.pipeline.regression import write_regressor
+
+    model = load_model("fixtures/two_link_arm.urdf")
+    q, v, a = random_states(model, 300, seed=5)
+    np.savez(tmp_path / "log.npz", q=q, v=v, a=a)
+    sink = write_regressor(model, tmp_path / "log.npz", tmp_path / "Y.npz",
+                           terms=("viscous",), chunk=64)
+    written = np.load(tmp_path / "Y.npz")
+    assert sink.count == 300 and written["Y"].shape == (300, model.nv, 22)
+    np.testing.assert_allclose(np.einsum("nvp,p->nv", written["Y"], written["pi"]),
+                               rnea(model, q, v, a), rtol=0, atol=1e-12)

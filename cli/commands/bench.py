@@ -4,20 +4,17 @@ from typing import Annotated
 
 import typer
 
+from treedyn.pipeline.bench import bench as measure
+from treedyn.pipeline.bench import state_bytes
+
 from ..model import load, xacro_arguments
 from ..settings import STREAM_CHUNK
-from ..options import (
-    FreeFlyerOpt,
-    InfoFormatOpt,
-    ModelArg,
-    XacroArgOpt,
-    XacroArgs,
-    epilog,
-    examples,
-    finite,
-)
-from ..run.bench import run_bench
-from ..run.budget import refuse_past_memory, state_bytes
+from ..options import (FreeFlyerOpt, InfoFormatOpt, ModelArg, XacroArgOpt, XacroArgs, epilog,
+                       examples, finite)
+from ..render.bench import bench_text
+from ..run.budget import refuse_past_memory
+from ..run.parts import split_bytes
+from ..run.pool import processes
 
 
 @epilog(examples("dyn bench fixtures/two_link_arm.urdf",
@@ -42,4 +39,8 @@ def bench(model: ModelArg, xacro_args: XacroArgs = None, free_flyer: FreeFlyerOp
     """
     loaded = load(model, free_flyer, xacro=xacro_arguments(xacro_args, xacro_arg))
     refuse_past_memory(states, state_bytes(loaded), "--states")
-    run_bench(loaded, states, seconds, fmt.value if fmt is not None else "table", files)
+    rows, file_rows = measure(loaded, states, seconds, files, STREAM_CHUNK)
+    split = (f"text files of {split_bytes() / 2 ** 20:g} MB or more are split over "
+             f"{processes()} processes")
+    print(bench_text(loaded, rows, file_rows if files else None,
+                     fmt.value if fmt is not None else "table", split))

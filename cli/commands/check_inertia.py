@@ -12,18 +12,8 @@ from treedyn.parsers.link_geometry import link_geometry
 
 from ..console import show_text, warn
 from ..model import load, package_paths, xacro_arguments
-from ..options import (
-    CheckFormat,
-    FreeFlyerOpt,
-    ModelArg,
-    SeedOpt,
-    XacroArgOpt,
-    XacroArgs,
-    epilog,
-    examples,
-    not_nan,
-    samples_option,
-)
+from ..options import (CheckFormat, FreeFlyerOpt, ModelArg, SeedOpt, XacroArgOpt, XacroArgs,
+                       epilog, examples, not_nan, samples_option)
 from ..render import reports
 from ..run.budget import refuse_past_memory, sample_bytes, sweep_bytes
 

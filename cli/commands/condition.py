@@ -13,19 +13,8 @@ from ..console import show_text, warn
 from treedyn.pipeline.errors import UsageError
 from treedyn.pipeline.layout import Layout
 from ..model import load, xacro_arguments
-from ..options import (
-    FreeFlyerOpt,
-    ModelArg,
-    ReportFormat,
-    ReportFormatOpt,
-    SeedOpt,
-    XacroArgOpt,
-    XacroArgs,
-    epilog,
-    examples,
-    not_nan,
-    samples_option,
-)
+from ..options import (FreeFlyerOpt, ModelArg, ReportFormat, ReportFormatOpt, SeedOpt, XacroArgOpt,
+                       XacroArgs, epilog, examples, not_nan, samples_option)
 from ..render import reports
 from ..run.budget import refuse_past_memory, sample_bytes
 

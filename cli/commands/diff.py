@@ -10,16 +10,8 @@ from treedyn.engine.analysis.diff import diff as run_diff
 
 from ..console import show_text
 from ..model import load
-from ..options import (
-    DiffFormat,
-    FreeFlyerOpt,
-    SeedOpt,
-    epilog,
-    examples,
-    model_argument,
-    not_nan,
-    samples_option,
-)
+from ..options import (DiffFormat, FreeFlyerOpt, SeedOpt, epilog, examples, model_argument,
+                       not_nan, samples_option)
 from ..render import diff as render
 from ..run.budget import refuse_past_memory, sample_bytes
 

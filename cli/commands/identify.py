@@ -1,40 +1,26 @@
 """``dyn identify``: inertial parameters fitted to a log of q, v, a and measured tau."""
-import contextlib
 import json
-import os
 from typing import Annotated, Optional
 
-import numpy as np
 import typer
 
 from treedyn.engine.analysis.identify import UnfitLog
-from treedyn.engine.analysis.identify_report import link_inertias, report
-from treedyn.engine.regressor import layout_of, model_parameters
-from treedyn.parsers.files import MODEL_BYTES, read_bounded
-from treedyn.parsers.inertial_writer import Change, WriteError, rewrite_inertials
-
-from ..console import console, show_text, warn
+from treedyn.engine.analysis.identify_report import report
 from treedyn.pipeline.errors import UsageError
 from treedyn.pipeline.layout import Layout
-from ..model import load
-from treedyn.pipeline.paths import remove_stale, same_file, temporary_name
+from treedyn.pipeline.regression import identify_stream
 from treedyn.pipeline.source import STDIN
 from treedyn.pipeline.vectors import parse_gravity
-from ..options import (
-    DegreesOpt,
-    FreeFlyerOpt,
-    GravityOpt,
-    ModelArg,
-    QuietOpt,
-    ReportFormat,
-    ReportFormatOpt,
-    epilog,
-    examples,
-    not_nan,
-)
+
+from ..console import show_text
+from ..model import load
+from ..options import (DegreesOpt, FreeFlyerOpt, GravityOpt, ModelArg, QuietOpt, ReportFormat,
+                       ReportFormatOpt, epilog, examples, not_nan)
 from ..render.identify import identify_document, identify_table
-from ..run.regression import IdentifyRequest
-from ..run.regression import identify as run_identify
+from ..run.budget import MEMORY
+from ..run.fitted import check_write_target, write_model
+from ..run.progress import Progress, wanted
+from ..settings import STREAM_CHUNK
 from .regressor import TermsOpt, parse_terms
 
 IDENTIFY_EXAMPLES = examples(
@@ -96,12 +82,15 @@ def identify(
     if write is not None:
         check_write_target(model, write, loaded.format, input_file)
     layout = Layout.of(loaded, degrees)
+    progress = Progress(wanted(quiet, results_on_stdout=True))
     try:
-        result = run_identify(IdentifyRequest(layout, parse_terms(terms), input_file,
-                                              parse_gravity(gravity), validate, prior_weight,
-                                              loss, loss_scale, rank_tolerance, quiet))
+        result = identify_stream(layout, input_file, parse_terms(terms), parse_gravity(gravity),
+                                 validate, prior_weight, loss, loss_scale, rank_tolerance,
+                                 STREAM_CHUNK, progress.advance, MEMORY)
     except UnfitLog as error:  # the log determines nothing: one line, not a fit
         raise UsageError(f"{STDIN if input_file == '-' else input_file}: {error}") from None
+    finally:
+        progress.close()
     document = report(result, layout.v_labels)
     if write is not None:
         document["written"] = write_model(model, write, result, free_flyer)
@@ -109,94 +98,3 @@ def identify(
         print(json.dumps(identify_document(document)))
     else:
         show_text(identify_table(identify_document(document)))
-
-
-def check_write_target(model: str, target: str, kind: str, input_file: str) -> None:
-    """--write names a new file of the model's format, not the model or the log."""
-    suffix = os.path.splitext(target)[1].lower()
-    wanted = (".urdf",) if kind == "urdf" else (".xml", ".mjcf")
-    if suffix not in wanted:
-        raise UsageError(f"dyn: --write {target}: a {kind.upper()} model is written as "
-                         f"{' or '.join(wanted)}")
-    for other, what in ((model, "the model file"), (input_file, "the log")):
-        if other != "-" and same_file(other, target):
-            raise UsageError(f"dyn: --write {target} is {what}; write a new file and "
-                             "review it (dyn diff)")
-
-
-def write_model(model: str, target: str, result, free_flyer: bool) -> dict:
-    """The model's text with the fitted bodies' <inertial> elements replaced, written to
-    ``target``; {"file", "links"}."""
-    loaded = result.model
-    links = {link.name: link for link in loaded.description.links}
-    changes = [Change(links[name], inertia) for name, inertia in
-               link_inertias(loaded, result.layout, result.fit.pi, result.fit.fitted)]
-    try:
-        data = read_bounded(model, MODEL_BYTES)
-    except OSError as error:
-        raise UsageError(f"{model}: cannot read ({error.strerror or error})") from None
-    text = data.decode("utf-8", errors="surrogateescape")
-    try:
-        new = rewrite_inertials(text, model, loaded.format, changes)
-    except WriteError as error:
-        raise UsageError(str(error)) from None
-    replace_checked(target, new.encode("utf-8", errors="surrogateescape"),
-                    lambda written: read_back(written, result, free_flyer))
-    return {"file": target, "links": [change.link.name for change in changes]}
-
-
-def replace_checked(target: str, data: bytes, check) -> None:
-    """``data`` written to a temporary beside ``target`` (named as dyn's output temporaries
-    are, with the model's extension, see :mod:`..io.paths`), read back by ``check`` (its
-    path -> a problem, or ""), then renamed onto ``target``: a file there from before is
-    untouched unless the new one is complete and checked, whatever stops the run."""
-    real = os.path.realpath(target)
-    ending = ".part" + os.path.splitext(target)[1]
-    remove_stale(real, (ending,))
-    temporary = temporary_name(real, ending)
-    try:
-        try:
-            with open(temporary, "xb") as stream:
-                stream.write(data)
-                stream.flush()
-                os.fsync(stream.fileno())
-        except OSError as error:
-            raise UsageError(f"{target}: cannot write ({error.strerror or error})") from None
-        notes: list[str] = []
-        console.capture(notes)  # the written model's notes, named as the file they go to
-        try:
-            problem = check(temporary)
-        finally:
-            console.capture(None)
-        for note in notes:
-            warn(note.replace(temporary, target))
-        if problem:
-            raise UsageError(f"{target}: {problem.replace(temporary, target)}; nothing is "
-                             "written")
-        os.replace(temporary, real)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.remove(temporary)
-        raise
-
-
-def read_back(target: str, result, free_flyer: bool) -> str:
-    """"" when the written file gives every fitted body the identified parameters (12
-    digits), else why not (a compiler option that rescales inertias, an include that is
-    not found from the new file's folder, ...)."""
-    try:
-        written = load(target, free_flyer)
-    except UsageError as error:
-        return f"the written model does not load ({error})"
-    columns = result.layout
-    pi = model_parameters(written, layout_of(written, columns.terms))[:columns.inertial]
-    for b, name in enumerate(columns.bodies):
-        if not result.fit.fitted[b]:
-            continue
-        want = result.fit.pi[10 * b:10 * b + 10]
-        got = pi[10 * b:10 * b + 10] if written.bodies[b].name == name else None
-        if got is None or np.abs(got - want).max() > 1e-9 * np.abs(want).max():
-            return (f"reading it back, body '{name}' does not have the identified inertia "
-                    "(does the compiler rescale inertias: settotalmass, boundmass, "
-                    "boundinertia, balanceinertia, inertiafromgeom=\"true\"?)")
-    return ""

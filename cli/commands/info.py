@@ -6,18 +6,8 @@ import sys
 from ..console import show_text
 from ..model import load, xacro_arguments
 from treedyn.pipeline.vectors import parse_gravity
-from ..options import (
-    Format,
-    FreeFlyerOpt,
-    GravityOpt,
-    InfoFormatOpt,
-    MimicOpt,
-    ModelArg,
-    XacroArgOpt,
-    XacroArgs,
-    epilog,
-    examples,
-)
+from ..options import (Format, FreeFlyerOpt, GravityOpt, InfoFormatOpt, MimicOpt, ModelArg,
+                       XacroArgOpt, XacroArgs, epilog, examples)
 from ..render.info import info_csv, info_document, info_table
 
 INFO_EXAMPLES = examples(

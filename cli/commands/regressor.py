@@ -4,31 +4,20 @@ from typing import Annotated, Optional
 
 import typer
 
-from treedyn.engine.batch.regressor import regressor as engine_regressor
+from treedyn.engine import joint_torque_regressor
 from treedyn.engine.regressor import layout_of, model_parameters
-
-from ..console import saying_kept, show_text
 from treedyn.pipeline.errors import UsageError
 from treedyn.pipeline.layout import Layout
-from ..model import load
+from treedyn.pipeline.regression import write_regressor
 from treedyn.pipeline.vectors import parse_gravity, single_state
-from ..options import (
-    AOpt,
-    DegreesOpt,
-    FormatOpt,
-    FreeFlyerOpt,
-    GravityOpt,
-    InputOpt,
-    ModelArg,
-    OutputOpt,
-    QOpt,
-    QuietOpt,
-    VOpt,
-    epilog,
-    examples,
-)
+
+from ..console import saying_kept, show_text
+from ..model import load
+from ..settings import STREAM_CHUNK
+from ..options import (AOpt, DegreesOpt, FormatOpt, FreeFlyerOpt, GravityOpt, InputOpt, ModelArg,
+                       OutputOpt, QOpt, QuietOpt, VOpt, epilog, examples)
 from ..render.table import table
-from ..run.regression import RegressorRequest, write_regressor
+from ..run.progress import Progress, wanted
 
 REGRESSOR_EXAMPLES = examples(
     "dyn regressor fixtures/two_link_arm.urdf --q 0.5,1.0 --v 1,-0.5 --a 0.4,-0.2",
@@ -77,14 +66,19 @@ def regressor(model: ModelArg, q: QOpt = None, v: VOpt = None, a: AOpt = None,
         if any(x is not None for x in (q, v, a)):
             raise UsageError("dyn: --q, --v and --a cannot be combined with --input (put the "
                              "vectors in the input file)")
+        progress = Progress(wanted(quiet, results_on_stdout=output_file is None))
         with saying_kept():
-            write_regressor(RegressorRequest(layout, chosen, input_file, output_file, g, quiet))
+            try:
+                write_regressor(layout, input_file, output_file, chosen, g, STREAM_CHUNK,
+                                progress.advance)
+            finally:
+                progress.close()
         return
     if output_file is not None:
         raise UsageError("dyn: --output needs --input (one state is printed)")
     states = single_state(layout, {"q": q, "v": v, "a": a}, {})
     columns = layout_of(loaded, chosen)
-    Y = engine_regressor(loaded, states.q, states.v, states.a, g, chosen)[0]
+    Y = joint_torque_regressor(loaded, states.q, states.v, states.a, g, chosen)[0]
     if fmt is not None and fmt.value == "csv":
         raise UsageError("dyn: regressor prints one state as a table or json, not csv")
     if fmt is not None and fmt.value == "json":

@@ -11,20 +11,8 @@ from treedyn.engine.analysis.verify import verify as run_verify
 
 from ..console import show_text
 from ..model import load, xacro_arguments
-from ..options import (
-    FreeFlyerOpt,
-    MimicOpt,
-    ModelArg,
-    ReportFormat,
-    ReportFormatOpt,
-    SeedOpt,
-    XacroArgOpt,
-    XacroArgs,
-    epilog,
-    examples,
-    not_nan,
-    samples_option,
-)
+from ..options import (FreeFlyerOpt, MimicOpt, ModelArg, ReportFormat, ReportFormatOpt, SeedOpt,
+                       XacroArgOpt, XacroArgs, epilog, examples, not_nan, samples_option)
 from ..render import reports
 from ..run.budget import refuse_past_memory, sample_bytes
 

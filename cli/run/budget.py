@@ -1,12 +1,13 @@
 """How many samples or states a diagnostic or ``dyn bench`` may hold at once.
 
 ``condition``, ``verify`` and ``check-inertia`` hold all their samples in memory at once
-(their statistics are over the whole set), and so does ``bench`` its batch: what a user
-types is checked against :data:`MEMORY` before anything is allocated, from estimates
-measured on the two-link arm and talos (condition at 4 000 samples: 3.8 KB and 41 KB a
-sample; verify: 277 KB a sample on talos), so that ``--samples 1000000000`` is one line,
-not an out-of-memory kill. ``check-inertia`` past its dense threshold holds no M: its
-samples cost :func:`sweep_bytes`, linear in the model.
+(their statistics are over the whole set), and so does ``bench`` its batch
+(:func:`treedyn.pipeline.bench.state_bytes`): what a user types is checked against
+:data:`MEMORY` before anything is allocated, from estimates measured on the two-link arm
+and talos (condition at 4 000 samples: 3.8 KB and 41 KB a sample; verify: 277 KB a sample
+on talos), so that ``--samples 1000000000`` is one line, not an out-of-memory kill.
+``check-inertia`` past its dense threshold holds no M: its samples cost
+:func:`sweep_bytes`, linear in the model.
 """
 from __future__ import annotations
 
@@ -28,13 +29,6 @@ def sweep_bytes(model) -> int:
     """Bytes a sample of ``check-inertia`` holds on a model past its dense threshold (M is
     never formed): per joint its transform, placement, two blocks and their overhead."""
     return 600 * int(model.njoints) + 48 * int(model.nv) + 4096
-
-
-def state_bytes(model) -> int:
-    """Bytes a state of ``dyn bench``'s batch holds: q, v, a, tau and results, once as
-    arrays and once as the text of its file rows."""
-    numbers = int(model.nq) + 4 * int(model.nv)
-    return numbers * (3 * 8 + 2 * 25)
 
 
 def refuse_past_memory(count: int, each: int, option: str) -> None:

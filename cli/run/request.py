@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from typing import Optional
 
 from treedyn.engine.analysis.sparsity import DENSE_KEYS, sparsity_document
+from treedyn.pipeline.chunks import computation_chunk
 from treedyn.pipeline.compute import COMPUTATIONS
 from treedyn.pipeline.errors import UsageError
 from treedyn.pipeline.layout import Layout
@@ -44,19 +45,10 @@ class Request:
     dataset_prefix: Optional[str] = None  # the HDF5 group of --input and --output
 
 
-CHUNK_BYTES = 8 << 20  # a chunk's results stay about this size ...
-
-
-CHUNK_FLOOR = 32  # ... but hold at least this many states: the engine's per-level work is
-
-
 def chunk_states(command: str, layout: Layout) -> int:
-    """States per chunk: STREAM_CHUNK (TREEDYN_STREAM_CHUNK), fewer when a chunk's results
-    would pass CHUNK_BYTES (mass matrices of large models), so memory stays small whatever
-    the output format."""
-    nv = max(layout.model.nv, 1)
-    per_state = 8 * (nv * nv if command == "mass" else nv)
-    return min(STREAM_CHUNK, max(CHUNK_FLOOR, CHUNK_BYTES // per_state))
+    """States per chunk: at most STREAM_CHUNK (TREEDYN_STREAM_CHUNK), as
+    :func:`treedyn.pipeline.chunks.computation_chunk` sizes them."""
+    return computation_chunk(command, layout.model, STREAM_CHUNK)
 
 
 def open_sink(request: Request, layout: Layout, single: bool) -> Sink:

@@ -35,6 +35,8 @@ from dataclasses import dataclass, field
 import numpy as np
 import scipy.linalg
 
+from ..rnea import rnea
+
 BLOCK = 100
 GOLDEN = (np.sqrt(5.0) - 1.0) / 2.0
 
@@ -255,3 +257,25 @@ def ordinary_least_squares(problem: Problem, base: Base) -> LeastSquares:
     inverse = scipy.linalg.solve_triangular(R1, np.eye(r)) if r else np.zeros((0, 0))
     std = sigma * np.linalg.norm(inverse, axis=1)
     return LeastSquares(x, std, float(sigma))
+
+
+def external_torques(model, q: np.ndarray, fext: np.ndarray) -> np.ndarray:
+    """-sum_i J_i^T f_i (N, nv): the joint forces of the external wrenches ``fext``
+    ((N, nj, 6) or (nj, 6), per body in its frame, as :func:`treedyn.engine.rnea` takes
+    them) at ``q``. RNEA at rest without gravity: every other term of tau is zero there and
+    tau is linear in fext, so this is the fext part of any state's RNEA."""
+    return rnea(model, q, None, None, fext, np.zeros(3))
+
+
+def known_torques(model, terms, q: np.ndarray, a: np.ndarray | None,
+                  fext: np.ndarray | None) -> np.ndarray:
+    """The part of a logged tau (N, nv) that the parameters of the columns ``terms`` do
+    not explain, to subtract before fitting tau = Y pi: the model's armature times ``a``
+    when armature is not identified, and the external forces' -J^T f (``fext`` None:
+    none)."""
+    known = np.zeros((len(q), model.nv))
+    if "armature" not in terms and a is not None and np.any(model.armature):
+        known += model.armature * a
+    if fext is not None:
+        known += external_torques(model, q, fext)
+    return known

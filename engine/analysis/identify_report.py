@@ -16,7 +16,7 @@ import numpy as np
 
 from ..description import Inertia
 from ..model import Model
-from ..regressor import Layout, spatial_inertia
+from ..regressor import Layout, layout_of, model_parameters, spatial_inertia
 from ..spatial import inertia_to_parent
 from .consistent import Fit
 from .identify import Base, LeastSquares, Problem, joint_rms
@@ -112,3 +112,19 @@ def link_inertias(model: Model, layout: Layout, pi: np.ndarray, fitted: np.ndarr
         in_link = inertia_to_parent(R[None], (-R.T @ t)[None], delta[None])[0]
         changes.append((name, Inertia.from_spatial(links[name].inertia.spatial() + in_link)))
     return changes
+
+
+def unmatched_body(written: Model, result: Identification) -> str | None:
+    """The first fitted body of ``result`` that the model ``written`` (read back from the
+    file the fit was written to) does not give the consistent fit's parameters, to 1e-9 of
+    their size (a compiler that rescales inertias); None when every one matches."""
+    columns = result.layout
+    pi = model_parameters(written, layout_of(written, columns.terms))[:columns.inertial]
+    for b, name in enumerate(columns.bodies):
+        if not result.fit.fitted[b]:
+            continue
+        want = result.fit.pi[10 * b:10 * b + 10]
+        got = pi[10 * b:10 * b + 10] if written.bodies[b].name == name else None
+        if got is None or np.abs(got - want).max() > 1e-9 * np.abs(want).max():
+            return name
+    return None

@@ -1,14 +1,16 @@
-"""``dyn bench MODEL``: throughput of inverse, forward and mass, to size jobs.
+"""Throughput of inverse, forward and mass on a model, to size jobs (``dyn bench MODEL``
+prints these rows).
 
 Engine rows time one engine function on seeded random states (q within the joint limits,
 v, a and tau normal): one state, then a batch with 1 and with 2 engine threads
-(:func:`treedyn.engine.batch.threads.configured`). A row repeats the call for about ``seconds``
+(:func:`treedyn.engine.configured`). A row repeats the call for about ``seconds``
 and keeps the best run, reported as states/s and microseconds per state.
 
 File rows (``files=True``) time what a job on files adds, per command and format (.npz,
 JSON Lines, CSV), on a file of such states in a temporary folder: reading the command's
-inputs, writing its results, and the whole ``dyn COMMAND --input F --output F`` pipeline
-in this process (the model already parsed: start-up and parsing come once per job). The
+inputs, writing its results, and the whole pipeline (:func:`.stream.run`, what
+``dyn COMMAND --input F --output F`` runs) in this process (the model already parsed:
+start-up and parsing come once per job). The
 number of states grows from 16 until the pipeline takes about ``seconds`` (at most the
 batch size); each stage is then the fastest of two runs.
 """
@@ -22,19 +24,16 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from treedyn.engine import aba, crba, rnea
-from treedyn.engine.batch.threads import configured, settings
+from treedyn.engine import aba, configured, crba, rnea, settings
 from treedyn.engine.samples import random_states as engine_random_states
 
-from treedyn.pipeline.errors import UsageError
-from treedyn.pipeline.layout import Layout
-from treedyn.pipeline.source import Input
-from ..render.table import table
-from treedyn.pipeline.compute import compute
-from .parts import split_bytes
-from .pool import processes
-from .request import Request, chunk_states, open_sink
-from .stream import stream
+from .chunks import computation_chunk
+from .compute import COMPUTATIONS, compute
+from .errors import UsageError
+from .layout import Layout
+from .outputs import open_sink
+from .source import CHUNK, Input
+from .stream import run
 
 FUNCTIONS = ("inverse", "forward", "mass")
 MASS_BYTES = 256 << 20  # the mass matrices of one batched call stay under this
@@ -95,6 +94,13 @@ def random_states(model, count: int, seed: int = 0) -> dict[str, np.ndarray]:
     return {"q": s.q, "v": s.v, "a": s.a, "tau": s.tau}
 
 
+def state_bytes(model) -> int:
+    """Bytes a state of the batch holds: q, v, a, tau and results, once as arrays and once
+    as the text of its file rows."""
+    numbers = int(model.nq) + 4 * int(model.nv)
+    return numbers * (3 * 8 + 2 * 25)
+
+
 def batch_states(command: str, model, batch: int) -> int:
     """States of a batched call of ``command``: ``batch``, fewer for mass matrices that
     would pass MASS_BYTES (16384 states of 38 dofs fit; 33 states of 1000 dofs)."""
@@ -140,11 +146,11 @@ def measure(model, batch: int, seconds: float) -> list[Row]:
     return rows
 
 
-def measure_files(model, batch: int, seconds: float) -> list[FileRow]:
+def measure_files(model, batch: int, seconds: float, chunk: int = CHUNK) -> list[FileRow]:
     """A FileRow for every command and format, in a temporary folder: on 16 states first
     (fewer when their results pass FIRST_FILE_NUMBERS: 1 mass matrix of 1000 dofs, whose
     text takes a second), then more until the pipeline takes about ``seconds``, at most
-    :func:`batch_states`."""
+    :func:`batch_states`; the pipeline reads ``chunk`` states at a time at most."""
     layout = Layout.of(model)
     rows = []
     with tempfile.TemporaryDirectory(prefix="dyn-bench-") as folder, np.errstate(all="ignore"):
@@ -155,13 +161,13 @@ def measure_files(model, batch: int, seconds: float) -> list[FileRow]:
                 if fmt == "csv" and not model.nv:  # a state with no numbers is a blank
                     continue  # CSV line, which is no state: CSV cannot carry this model's
                 count = min(most, 16, max(1, FIRST_FILE_NUMBERS // numbers))
-                job = FileJob(layout, command, fmt, count, folder)
+                job = FileJob(layout, command, fmt, count, folder, chunk)
                 took = job.time(job.pipeline)
                 for _ in range(4):  # fixed costs weigh on small runs: grow in steps
                     if took >= seconds / 2 or count == most:
                         break
                     count = min(most, 16 * count, int(count * seconds / max(took, 1e-6)))
-                    job = FileJob(layout, command, fmt, count, folder)
+                    job = FileJob(layout, command, fmt, count, folder, chunk)
                     took = job.time(job.pipeline)
                 rows.append(job.row(took))
     return rows
@@ -171,7 +177,8 @@ class FileJob:
     """``count`` random states of a command written as an input file in ``folder``
     (states.<ext>), and the stages to time on it; results go to results.<ext>."""
 
-    def __init__(self, layout, command: str, fmt: str, count: int, folder: str):
+    def __init__(self, layout, command: str, fmt: str, count: int, folder: str,
+                 chunk: int = CHUNK):
         self.layout, self.command, self.fmt, self.count = layout, command, fmt, count
         self.kinds = INPUTS[command]
         self.extension = FORMATS[fmt]
@@ -179,14 +186,12 @@ class FileJob:
         self.source = os.path.join(folder, "states" + self.extension)
         states = random_states(layout.model, count)
         write_states(self.source, fmt, {kind: states[kind] for kind in self.kinds})
-        self.size = chunk_states(command, layout)
-        self.results = [(compute(command, layout, chunk, None), chunk) for chunk in self.read()]
+        self.size = computation_chunk(command, layout.model, chunk)
+        self.results = [(compute(command, layout, states, None), states)
+                        for states in self.read()]
 
-    def request(self, output: str):
-        return Request(command=self.command, model=self.layout.model.name, free_flyer=False,
-                       vectors=dict.fromkeys(self.kinds), fext=None, input=self.source,
-                       output=os.path.join(self.folder, output + self.extension), format=None,
-                       gravity=None, degrees=False, quiet=True)
+    def output(self, name: str) -> str:
+        return os.path.join(self.folder, name + self.extension)
 
     def read(self) -> list:
         """Every chunk of the input file, parsed and checked."""
@@ -194,7 +199,9 @@ class FileJob:
 
     def write(self) -> None:
         """The results, chunk by chunk, to written.<ext>."""
-        sink = open_sink(self.request("written"), self.layout, single=False)
+        computation = COMPUTATIONS[self.command]
+        sink = open_sink(self.output("written"), computation.key,
+                         computation.shape(self.layout.model.nv), self.layout.v_labels)
         sink.total = self.count
         for result, chunk in self.results:
             sink.put(result, chunk)
@@ -202,7 +209,7 @@ class FileJob:
 
     def pipeline(self) -> None:
         """dyn COMMAND --input states.<ext> --output results.<ext>, after the parse."""
-        stream(self.request("results"), self.layout, None, {})
+        run(self.layout, self.command, self.source, self.output("results"), chunk=self.size)
 
     @staticmethod
     def time(stage) -> float:
@@ -237,44 +244,15 @@ def write_states(path: str, fmt: str, vectors: dict[str, np.ndarray]) -> None:
             stream.write(",".join(repr(x) for rows in lists.values() for x in rows[i]) + "\n")
 
 
-def run_bench(model, batch: int, seconds: float, fmt: str, files: bool = True) -> None:
-    """Measure and print the tables (or JSON / CSV) on stdout."""
+def bench(model, batch: int, seconds: float, files: bool = True,
+          chunk: int = CHUNK) -> tuple[list[Row], list[FileRow]]:
+    """The engine rows (:func:`measure`) and, with ``files``, the file rows
+    (:func:`measure_files`); a usage error first when there is no temporary folder."""
     if files:
         try:
             tempfile.gettempdir()
         except FileNotFoundError:
-            raise UsageError("no writable temporary folder for the file rows: set TMPDIR to one, "
-                             "or skip them with --no-files") from None
+            raise UsageError("no writable temporary folder for the file rows: set TMPDIR to "
+                             "one, or skip them with --no-files") from None
     rows = measure(model, batch, seconds)
-    file_rows = measure_files(model, batch, seconds) if files else []
-    if fmt == "json":
-        document = {"model": model.name, "nq": int(model.nq), "nv": int(model.nv),
-                    "rows": [row.document() for row in rows]}
-        if files:
-            document["files"] = [line for row in file_rows for line in row.documents()]
-        print(json.dumps(document))
-        return
-    if fmt == "csv":
-        print("command,states,threads,states_per_s,us_per_state,stage,format")
-        for row in rows:
-            print(f"{row.command},{row.states},{row.threads},{row.rate!r},{row.micros!r},"
-                  "engine,")
-        for line in (line for row in file_rows for line in row.documents()):
-            print(",".join(str(line[key]) if isinstance(line[key], (int, str))
-                           else repr(line[key]) for key in line))
-        return
-    print(f"model {model.name}: nq={model.nq}, nv={model.nv}, {model.njoints} joints "
-          "(engine only, best of repeated calls)")
-    print(table([[r.command, r.states, r.threads, f"{r.rate:,.0f}", f"{r.micros:.3g}"]
-                 for r in rows], ["command", "states", "threads", "states/s", "us/state"],
-                colalign=("left", "right", "right", "right", "right")))
-    if not files:
-        return
-    print("\nfiles: states/s reading the inputs, writing the results, and the whole "
-          "'dyn COMMAND --input F --output F'\n(in this process, after start-up and "
-          "parsing the model; fastest of two runs; text files of "
-          f"{split_bytes() / 2 ** 20:g} MB or more are split over {processes()} processes)")
-    print(table([[r.command, r.format, r.states, r.threads]
-                 + [f"{r.rate(stage):,.0f}" for stage in STAGES] for r in file_rows],
-                ["command", "format", "states", "threads", "read", "write", "pipeline"],
-                colalign=("left", "left") + ("right",) * 5))
+    return rows, measure_files(model, batch, seconds, chunk) if files else []

@@ -1,0 +1,28 @@
+"""States per chunk of a stream: arithmetic of the model's size and a byte budget, so that
+memory stays small whatever the model and the output format (the caller passes the most
+it wants, ``TREEDYN_STREAM_CHUNK`` for ``dyn``)."""
+from __future__ import annotations
+
+from math import prod
+
+from .compute import COMPUTATIONS
+from .source import CHUNK
+
+RESULT_BYTES = 8 << 20  # a chunk's results stay about this size ...
+RESULT_FLOOR = 32  # ... but hold at least this many states: the engine's per-level work is
+# amortised over the states of a chunk
+ROW_BYTES = 32 << 20  # a chunk's regressor rows stay about this size (at least 8 states)
+
+
+def computation_chunk(command: str, model, chunk: int = CHUNK) -> int:
+    """States per chunk of ``COMPUTATIONS[command]``: ``chunk``, fewer when a chunk's
+    results would pass :data:`RESULT_BYTES` (mass matrices of large models)."""
+    per_state = 8 * prod(COMPUTATIONS[command].shape(max(int(model.nv), 1)))
+    return min(chunk, max(RESULT_FLOOR, RESULT_BYTES // per_state))
+
+
+def regressor_chunk(model, parameters: int, chunk: int = CHUNK) -> int:
+    """States per chunk of the regressor (nv x ``parameters`` rows a state): ``chunk``,
+    fewer when a chunk's rows would pass :data:`ROW_BYTES`."""
+    per_state = 8 * max(int(model.nv) * parameters, 1)
+    return max(8, min(chunk, ROW_BYTES // per_state))

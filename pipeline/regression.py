@@ -1,0 +1,174 @@
+"""The joint torque regressor and the identification over a log of states, as a library
+(``dyn regressor --input`` and ``dyn identify`` call it): the states of a source streamed a
+chunk at a time into the regressor's sink (:func:`write_regressor`) or into the
+identification's accumulation (:func:`identify_stream`); memory is one chunk plus the
+accumulated statistics, whatever the number of states.
+"""
+from __future__ import annotations
+
+import os
+import sys
+
+import numpy as np
+
+from treedyn.engine import Model, external_forces, joint_torque_regressor
+from treedyn.engine.analysis.consistent import consistent_fit
+from treedyn.engine.analysis.identify import (Accumulator, base_parameters, known_torques,
+                                              ordinary_least_squares)
+from treedyn.engine.analysis.identify_report import Identification
+from treedyn.engine.regressor import Layout as Columns
+from treedyn.engine.regressor import layout_of, model_parameters
+
+from .chunks import regressor_chunk
+from .errors import UsageError, warn
+from .layout import Layout
+from .outputs import open_target, output_format
+from .paths import same_file
+from .sinks import JsonSink, NpzSink, Sink, npz_extra
+from .source import CHUNK, Input
+from .stream import Progress, stopped
+from .text import STDIN
+
+KINDS = ("q", "v", "a", "tau")
+MEMORY = 4 << 30  # bytes of training rows a robust fit may keep
+
+
+def chunk_regressor(layout: Layout, columns: Columns, states, gravity) -> np.ndarray:
+    """Y (m, nv, P) of a chunk; a state whose rows are not finite is an error naming it."""
+    with np.errstate(all="ignore"):
+        Y = joint_torque_regressor(layout.model, states.q, states.v, states.a, gravity,
+                                   columns.terms)
+    finite = np.isfinite(Y.reshape(len(Y), -1)).all(axis=1)
+    if not finite.all():
+        raise UsageError(f"{states.where(int(np.argmin(finite)))}: the regressor is not "
+                         "finite here (it overflows)")
+    return Y
+
+
+def measured(layout: Layout, columns: Columns, states) -> np.ndarray:
+    """The chunk's logged tau less what the parameters do not explain
+    (:func:`treedyn.engine.analysis.identify.known_torques`): what Y pi must fit."""
+    model = layout.model
+    with np.errstate(all="ignore"):
+        fext = (external_forces(model, states.wrenches, states.count) if states.wrenches
+                else None)
+        return states.tau - known_torques(model, columns.terms, states.q, states.a, fext)
+
+
+def opened(model: Model | Layout, source) -> tuple[Layout, Input]:
+    """The layout of ``model`` and the source opened (a path, ``"-"``: stdin)."""
+    layout = model if isinstance(model, Layout) else Layout.of(model)
+    return layout, source if isinstance(source, Input) else Input.open(os.fspath(source))
+
+
+# ---------------------------------------------------------------------------- regressor
+def write_regressor(model: Model | Layout, source: Input | str | os.PathLike,
+                    sink: Sink | str | os.PathLike | None = None, terms=(), gravity=None,
+                    chunk: int = CHUNK, progress: Progress | None = None) -> Sink:
+    """Y of every state of ``source`` (q, v, a; any input format) into ``sink``: a
+    :class:`~.sinks.Sink`, an .npz path (arrays Y (N x nv x P), parameters, pi, dofs), a
+    .jsonl path, or None for JSON Lines on stdout. ``terms``: the per-joint columns
+    ("armature", "viscous", "coulomb"); ``progress`` as for :func:`.stream.run`. Returns
+    the closed sink; an interrupted or failed run keeps what :func:`.stream.stopped` says."""
+    layout, source = opened(model, source)
+    columns = layout_of(layout.model, terms)
+    if not isinstance(sink, Sink):
+        sink = regressor_sink(None if sink is None else os.fspath(sink), layout, columns,
+                              "-" if source.name == STDIN else source.name)
+    if isinstance(sink, NpzSink):
+        sink.total = lambda: source.total
+    warned = False
+    try:
+        for states in source.chunks(layout, KINDS[:3], {},
+                                    regressor_chunk(layout.model, columns.size, chunk)):
+            if states.wrenches and not warned:
+                warn(f"{source.name}: its external forces do not enter the regressor "
+                     "(tau + sum J^T f_ext = Y pi): not used")
+                warned = True
+            sink.put(chunk_regressor(layout, columns, states, gravity), states)
+            if progress is not None:
+                progress(states.count, source.total, source.consumed())
+        sink.close()
+    except BaseException as error:
+        raise stopped(sink, error) from None
+    return sink
+
+
+def regressor_sink(path: str | None, layout: Layout, columns: Columns,
+                   input_name: str | None = None) -> Sink:
+    """The regressor's sink: an .npz or a .jsonl file at ``path`` (not the input file
+    ``input_name``, ``"-"``: stdin), or JSON Lines on stdout (``path`` None)."""
+    if path is not None and input_name is not None and same_file(input_name, path):
+        raise UsageError(f"dyn: --output {path} is the input file; write to another file")
+    kind = "json" if path is None else output_format(path, None)
+    if kind not in ("npz", "json"):
+        raise UsageError(f"{path}: the regressor is written as .npz (arrays Y, "
+                         f"parameters, pi, dofs) or JSON Lines (.jsonl), not {kind}")
+    stream, temporary, existed = ((sys.stdout, None, False) if path is None
+                                  else open_target(path, kind == "npz"))
+    if kind == "npz":
+        extra = npz_extra(layout.v_labels)
+        extra["parameters"] = np.array(columns.names, dtype=str)
+        extra["pi"] = model_parameters(layout.model, columns)
+        sink = NpzSink(stream, "Y", (layout.model.nv, columns.size), extra, path)
+    else:
+        sink = JsonSink(stream, "Y", None, path)
+    sink.temporary, sink.existed = temporary, existed
+    return sink
+
+
+# ----------------------------------------------------------------------------- identify
+def identify_stream(model: Model | Layout, source: Input | str | os.PathLike, terms=(),
+                    gravity=None, validate: float = 0.0, prior_weight: float = 1.0,
+                    loss: str = "linear", loss_scale: float | None = None,
+                    tolerance: float = 1e-8, chunk: int = CHUNK,
+                    progress: Progress | None = None, memory: int = MEMORY
+                    ) -> Identification:
+    """Inertial parameters fitted to the log ``source`` (q, v, a and the measured tau;
+    external forces, when it has them, are subtracted as -J^T f): the log accumulated a
+    chunk at a time (``validate``: the share of states held out), then the base parameters
+    (rank at ``tolerance``), ordinary least squares and the consistent fit (weighted toward
+    the model's inertias by ``prior_weight``, with the robust ``loss``; one that is not
+    linear keeps the training rows, at most ``memory`` bytes of them).
+    :class:`~treedyn.engine.analysis.identify.UnfitLog` when the log determines nothing."""
+    layout, source = opened(model, source)
+    model = layout.model
+    columns = layout_of(model, terms)
+    robust = loss != "linear"
+    accumulator = Accumulator(columns.size, model.nv, validate, keep_rows=robust)
+    row_bytes = 8 * (columns.size + 1) * model.nv
+    for states in source.chunks(layout, KINDS, {}, regressor_chunk(model, columns.size, chunk)):
+        check_log(source.name, states)
+        accumulator.add(chunk_regressor(layout, columns, states, gravity),
+                        measured(layout, columns, states))
+        if robust and accumulator.counts[0] * row_bytes > memory:
+            raise UsageError(f"{source.name}: --loss {loss} keeps every training row in "
+                             f"memory: at most {memory // row_bytes} states on this model "
+                             "(or --loss linear, which streams)")
+        if progress is not None:
+            progress(states.count, source.total, source.consumed())
+    problem = accumulator.finish()
+    if problem.states == 0:
+        raise UsageError(f"{source.name}: no states to fit"
+                         + (" (all are held out: lower --validate)" if accumulator.seen else ""))
+    base = base_parameters(problem, tolerance)
+    ols = ordinary_least_squares(problem, base)
+    pi_file = model_parameters(model, columns)
+    fit = consistent_fit(problem, pi_file, len(columns.bodies), ols.sigma, prior_weight,
+                         loss, loss_scale)
+    settings = {"terms": list(columns.terms), "validate": validate,
+                "prior_weight": prior_weight, "loss": loss, "loss_scale": loss_scale,
+                "tolerance": tolerance}
+    return Identification(model, columns, problem, base, ols, fit, pi_file, settings)
+
+
+def check_log(name: str, states) -> None:
+    """A usage error unless the chunk holds tau, v and a (the fit needs every term)."""
+    if states.tau is None:
+        raise UsageError(f"{name}: the log has no tau: identification needs the measured "
+                         "joint forces (arrays or columns tau)")
+    if states.v is None or states.a is None:  # not a static fit of zeros
+        missing = "v" if states.v is None else "a"
+        raise UsageError(f"{name}: the log has no {missing}: identification needs q, v and "
+                         f"a of every state (arrays or columns {missing}; they are not "
+                         "estimated from q)")
