@@ -13,6 +13,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 from treedyn.engine import Model
 
+from .chunks import computation_chunk
 from .compute import COMPUTATIONS, collect, compute
 from .errors import CorruptInput, Ended, OutputError, UsageError
 from .layout import Layout
@@ -34,7 +35,9 @@ def run(model: Model | Layout, command: str, source: Input | str | os.PathLike,
     ``sink``: a :class:`~.sinks.Sink` or a path (format from its extension, see
     :func:`.outputs.open_sink`). ``gravity`` (3,), else the model's; ``wrenches``: external
     forces by link name for every state. ``progress(states, total, share)`` is called after
-    each chunk written. Returns the closed sink (``sink.count`` states written).
+    each chunk written. ``chunk``: the most states read at a time (fewer when their
+    results would pass 8 MB, :func:`.chunks.computation_chunk`). Returns the closed sink
+    (``sink.count`` states written).
 
     A chunk is computed on a worker thread while the next one is read and the previous one
     written (numpy releases the GIL in the engine, so parsing and writing overlap it);
@@ -51,7 +54,8 @@ def run(model: Model | Layout, command: str, source: Input | str | os.PathLike,
         sink = open_sink(os.fspath(sink), computation.key,
                          computation.shape(layout.model.nv), layout.v_labels)
     kinds = COMPUTATIONS[command].kinds
-    chunks = source.chunks(layout, kinds, wrenches or {}, chunk)
+    size = computation_chunk(command, layout.model, chunk)  # (fewer for large M)
+    chunks = source.chunks(layout, kinds, wrenches or {}, size)
     if isinstance(sink, NpzSink):  # the count is known once the first chunk is read
         sink.total = lambda: source.total
     worker = ThreadPoolExecutor(1, thread_name_prefix="dyn-compute")
