@@ -37,6 +37,15 @@ class Frame:
     source: SourceRef
 
 
+class JointArrays(NamedTuple):
+    """The joints' constant data side by side, for code that treats them all at once."""
+
+    rotation: np.ndarray  # (nj, 3, 3) joint frame in the parent body
+    translation: np.ndarray  # (nj, 3)
+    axis: np.ndarray  # (nj, 3) unit, joint frame
+    ref: np.ndarray  # (nj,)
+
+
 class MovingBody(NamedTuple):
     """A body of the file that joints move: a URDF link (with the links welded to it) or an
     MJCF <body>, which may have several joints; its inertia and frame sit on the last."""
@@ -109,6 +118,16 @@ class Model:
     def joint_ids(self) -> dict[str, int]:
         """Joint name -> its index (the names are unique), built on first use."""
         return {name: j for j, name in enumerate(self.joint_names)}
+
+    @cached_property
+    def joint_arrays(self) -> JointArrays:
+        """The joint models' placements, axes and references as (nj, ...) arrays."""
+        nj, models = self.njoints, self.joint_models
+        return JointArrays(
+            np.array([m.rotation for m in models], dtype=float).reshape(nj, 3, 3),
+            np.array([m.translation for m in models], dtype=float).reshape(nj, 3),
+            np.array([m.axis for m in models], dtype=float).reshape(nj, 3),
+            np.array([m.ref for m in models], dtype=float).reshape(nj))
 
     def joint_index(self, name: str) -> int:
         return self.joint_ids[name]
