@@ -22,7 +22,7 @@ import numpy as np
 
 from .coupling import Coupling
 from .description import Inertia, JointSpec, Mimic, SourceRef, TreeDescription
-from .joints import JOINT_CLASSES, PUBLIC_TYPE, JointModel
+from .joints import PUBLIC_TYPE, JointModel, joint_models
 from .rotations import skew
 
 
@@ -167,36 +167,57 @@ def build_model(description: TreeDescription) -> Model:
     body_links: list[str] = []
     body_frames: list[str] = []
     frames: list[Frame] = []
+    # the moving joints' placements in their parent body: the pose of the link they hang
+    # from (position in ``poses``) and their own, multiplied once the walk is done
+    placed_on: list[int] = []
+    poses: list[tuple[np.ndarray, np.ndarray]] = []
     identity, origin = np.eye(3), np.zeros(3)
 
     # Depth-first, children in description order, with an explicit stack (a 1000-body
     # chain is deeper than Python's recursion limit). An entry attaches ``link``, posed at
     # (rotation, translation) in body ``body``; ``joint`` is the moving joint that creates
     # that body first, or None when the link is welded to ``body``.
-    stack = [(description.world_link, -1, identity, origin, None)]
+    stack = [(description.world_link, -1, identity, origin, None, -1)]
     while stack:
-        link, body, rotation, translation, joint = stack.pop()
+        link, body, rotation, translation, joint, pose = stack.pop()
         if joint is not None:
             joints.append(joint)
+            placed_on.append(pose)
             parents.append(body)
             body_links.append(links[link].body or link)
             body_frames.append(link)
             body, rotation, translation = len(joints) - 1, identity, origin
         spec = links[link]
         frames.append(Frame(link, body, rotation, translation, spec.source))
+        pose = len(poses)
+        poses.append((rotation, translation))
         for child in reversed(children[link]):
-            placement_rotation = rotation @ child.rotation
-            placement_translation = rotation @ child.translation + translation
             if child.type == "fixed":
-                stack.append((child.child, body, placement_rotation, placement_translation, None))
+                stack.append((child.child, body, rotation @ child.rotation,
+                              rotation @ child.translation + translation, None, -1))
             else:
-                stack.append((child.child, body, identity, origin,
-                              _placed(child, placement_rotation, placement_translation)))
+                stack.append((child.child, body, identity, origin, child, pose))
 
     inertias = _body_inertias([links[frame.name].inertia for frame in frames], frames,
                               len(joints))
-    return _assemble(description, joints, parents, body_links, body_frames, inertias[1:],
-                     frames, float(inertias[0, 3, 3]))
+    placements = _placements(joints, [poses[k] for k in placed_on])
+    return _assemble(description, joints, placements, parents, body_links, body_frames,
+                     inertias[1:], frames, float(inertias[0, 3, 3]))
+
+
+def _placements(joints: list[JointSpec], poses: list[tuple[np.ndarray, np.ndarray]]
+                ) -> tuple[np.ndarray, np.ndarray]:
+    """(rotation (nj, 3, 3), translation (nj, 3)): each joint's placement re-expressed in its
+    moving parent body's frame, ``R_link @ R_joint`` and ``R_link @ p_joint + p_link``
+    with (R_link, p_link) the pose of the link it hangs from: the same products as one
+    joint at a time, for all at once."""
+    nj = len(joints)
+    R = np.array([pose[0] for pose in poses], dtype=float).reshape(nj, 3, 3)
+    p = np.array([pose[1] for pose in poses], dtype=float).reshape(nj, 3)
+    rotation = np.array([j.rotation for j in joints], dtype=float).reshape(nj, 3, 3)
+    translation = np.array([j.translation for j in joints], dtype=float).reshape(nj, 3, 1)
+    with np.errstate(all="ignore"):  # a placement that overflows is check_finite's to say
+        return np.matmul(R, rotation), np.matmul(R, translation)[:, :, 0] + p
 
 
 def _body_inertias(inertias: list[Inertia], frames: list[Frame], nj: int) -> np.ndarray:
@@ -264,16 +285,14 @@ def _check_tree(description: TreeDescription, links: dict) -> None:
                          f"{description.world_link!r} (no joint chain leads to it, or a cycle)")
 
 
-def _placed(joint: JointSpec, rotation: np.ndarray, translation: np.ndarray) -> JointSpec:
-    """The joint with its placement re-expressed in its moving parent body's frame."""
-    return JointSpec(**{**joint.__dict__, "rotation": rotation, "translation": translation})
-
-
-def _assemble(description, joints, parents, body_links, body_frames, inertias, frames,
-              world_mass) -> Model:
+def _assemble(description, joints, placements, parents, body_links, body_frames, inertias,
+              frames, world_mass) -> Model:
     nj = len(joints)
     parent = np.array(parents, dtype=int).reshape(nj)
-    models = tuple(JOINT_CLASSES[j.type](j.rotation, j.translation, j.axis, j.ref) for j in joints)
+    arrays = JointArrays(*placements,
+                         np.array([j.axis for j in joints], dtype=float).reshape(nj, 3),
+                         np.array([j.ref for j in joints], dtype=float).reshape(nj))
+    models = joint_models([j.type for j in joints], arrays)
     index = _indexing(parent, models)
     nq_joint, nv_joint, idx_q, idx_v = (index[k] for k in ("nq_joint", "nv_joint", "idx_q", "idx_v"))
     nq, nv = int(nq_joint.sum()), int(nv_joint.sum())
@@ -289,7 +308,7 @@ def _assemble(description, joints, parents, body_links, body_frames, inertias, f
     armature = np.repeat(np.array([j.armature for j in joints], dtype=float).reshape(nj),
                          nv_joint)
 
-    return Model(
+    model = Model(
         name=description.name,
         format=description.format,
         source=description.source,
@@ -318,6 +337,8 @@ def _assemble(description, joints, parents, body_links, body_frames, inertias, f
         world_mass=world_mass,
         description=description,
     )
+    model.__dict__["joint_arrays"] = arrays  # what the property would make again from them
+    return model
 
 
 def _rigid(spatial: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
