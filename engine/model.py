@@ -198,6 +198,7 @@ def build_model(description: TreeDescription) -> Model:
             else:
                 stack.append((child.child, body, identity, origin, child, pose))
 
+    _check_reached(description, links, frames)
     inertias = _body_inertias([links[frame.name].inertia for frame in frames], frames,
                               len(joints))
     placements = _placements(joints, [poses[k] for k in placed_on])
@@ -246,9 +247,10 @@ def _body_inertias(inertias: list[Inertia], frames: list[Frame], nj: int) -> np.
 
 
 def _check_tree(description: TreeDescription, links: dict) -> None:
-    """Every link but the world link is the child of exactly one joint, and every link
-    hangs from the world link (so there is no cycle); else ModelError. The parsers check
-    this with file and line; a description built by hand meets it here."""
+    """Every link but the world link is the child of exactly one joint, else ModelError
+    (that every link hangs from the world link, so there is no cycle, is checked by
+    :func:`_check_reached` once the walk is done). The parsers check this with file and
+    line; a description built by hand meets it here."""
     if description.world_link not in links:
         raise ModelError(f"the world link {description.world_link!r} is not a link")
     # a fixed joint may share its name with a moving one (Pinocchio's free-flyer root_joint
@@ -256,29 +258,30 @@ def _check_tree(description: TreeDescription, links: dict) -> None:
     for kind, names in (("link", [link.name for link in description.links]),
                         ("joint", [j.name for j in description.joints if j.type != "fixed"]),
                         ("fixed joint", [j.name for j in description.joints if j.type == "fixed"])):
+        if len(set(names)) == len(names):  # the common case, without counting
+            continue
         repeated = sorted(name for name, count in Counter(names).items() if count > 1)
-        if repeated:
-            raise ModelError(f"two {kind}s are named {repeated[0]!r}")
+        raise ModelError(f"two {kind}s are named {repeated[0]!r}")
     parent_joint: dict[str, str] = {}
     for joint in description.joints:
-        for role in ("parent", "child"):
-            if getattr(joint, role) not in links:
-                raise ModelError(f"joint {joint.name!r}: its {role} link "
-                                 f"{getattr(joint, role)!r} is not a link")
+        if joint.parent not in links or joint.child not in links:
+            role = "parent" if joint.parent not in links else "child"
+            raise ModelError(f"joint {joint.name!r}: its {role} link "
+                             f"{getattr(joint, role)!r} is not a link")
         if joint.child == description.world_link:
             raise ModelError(f"joint {joint.name!r} moves the world link {joint.child!r}")
         if joint.child in parent_joint:
             raise ModelError(f"link {joint.child!r} is the child of two joints: "
                              f"{parent_joint[joint.child]!r} and {joint.name!r}")
         parent_joint[joint.child] = joint.name
-    below: dict[str, list[str]] = {}
-    for joint in description.joints:
-        below.setdefault(joint.parent, []).append(joint.child)
-    reached, stack = {description.world_link}, [description.world_link]
-    while stack:  # with one parent per link, what a cycle holds is never reached
-        for child in below.get(stack.pop(), ()):
-            reached.add(child)
-            stack.append(child)
+
+
+def _check_reached(description: TreeDescription, links: dict, frames: list[Frame]) -> None:
+    """Every link was reached walking down from the world link (with one parent per link,
+    what a cycle holds never is), else ModelError naming the first link that was not."""
+    if len(frames) == len(links):
+        return
+    reached = {frame.name for frame in frames}
     loose = [name for name in links if name not in reached]
     if loose:
         raise ModelError(f"link {loose[0]!r} does not hang from the world link "
@@ -367,21 +370,26 @@ def _indexing(parent: np.ndarray, models: tuple) -> dict[str, np.ndarray]:
     idx_q = np.concatenate([[0], np.cumsum(nq_joint)[:-1]]).astype(int)[:nj]
     idx_v = np.concatenate([[0], np.cumsum(nv_joint)[:-1]]).astype(int)[:nj]
     nv = int(nv_joint.sum())
-    subtree_end = np.arange(1, nj + 1)
+    parents = parent.tolist()  # the walks below on Python ints, not numpy scalars
+    ends = list(range(1, nj + 1))
     for i in reversed(range(nj)):
-        if parent[i] >= 0:
-            subtree_end[parent[i]] = max(subtree_end[parent[i]], subtree_end[i])
-    depth = np.zeros(nj, dtype=int)
-    for i in range(nj):  # a parent comes before its children
-        depth[i] = depth[parent[i]] + 1 if parent[i] >= 0 else 0
+        p = parents[i]
+        if p >= 0 and ends[i] > ends[p]:
+            ends[p] = ends[i]
+    subtree_end = np.array(ends, dtype=int).reshape(nj)
+    levels = [0] * nj
+    for i, p in enumerate(parents):  # a parent comes before its children
+        if p >= 0:
+            levels[i] = levels[p] + 1
+    depth = np.array(levels, dtype=int).reshape(nj)
     dofs_before = np.concatenate([[0], np.cumsum(nv_joint)]).astype(int)  # (nj + 1,)
     nv_subtree = (dofs_before[subtree_end] - dofs_before[:nj]).astype(int)
     dof_joint = np.repeat(np.arange(nj), nv_joint)
-    dof_parent = np.empty(nv, dtype=int)
-    for i in range(nj):
-        first = idx_v[i]
-        dof_parent[first] = idx_v[parent[i]] + nv_joint[parent[i]] - 1 if parent[i] >= 0 else -1
-        dof_parent[first + 1:first + nv_joint[i]] = np.arange(first, first + nv_joint[i] - 1)
+    # each dof follows the one before it in its joint; a joint's first dof follows its
+    # parent's last one (-1: none)
+    dof_parent = np.arange(nv, dtype=int) - 1
+    last_of_parent = np.where(parent >= 0, idx_v[parent] + nv_joint[parent] - 1, -1)
+    dof_parent[idx_v[nv_joint > 0]] = last_of_parent[nv_joint > 0]
     return {"nq_joint": nq_joint, "nv_joint": nv_joint, "idx_q": idx_q, "idx_v": idx_v,
             "subtree_end": subtree_end, "depth": depth, "nv_subtree": nv_subtree,
             "dof_joint": dof_joint,
