@@ -3,13 +3,15 @@
     python benchmarks/bench_scaling.py [--bodies 10 30 100 300 1000] [--batch 2000]
         [--repeats 5] [--threads 1] [--no-pinocchio] [--markdown]
     python benchmarks/bench_scaling.py --commands [--dyn PATH] [--repeats 1]
-        [--max-links 100000]
+        [--max-links 100000] [--only info inverse "mass --sparsity" check-inertia]
 
 ``--commands`` times whole ``dyn`` processes instead: ``info``, ``inverse`` (one state, q
 neutral), ``mass --sparsity`` and ``check-inertia``, each with ``--format json`` to
 /dev/null, on a star of 1 000, 10 000 and 100 000 links (every revolute joint about z
 hangs from the root link) and a chain of 1 000 and 10 000; each link a box inertia, each
-joint with limits. It prints the median wall time and the peak RSS of each process (from
+joint with limits (``--only`` runs some of the commands, ``--max-links`` leaves out the
+larger models). It prints the median wall time, the median CPU time (user + system,
+which other processes on a shared machine disturb less) and the peak RSS of each process (from
 ``/usr/bin/time``, else ``wait4``), its exit code and last stderr line, and the slopes of log(time) against
 log(links). Run it with a normal (not editable) installation's ``dyn``.
 
@@ -204,8 +206,8 @@ def large_urdf(shape: str, links: int) -> str:
     return "".join(parts) + "</robot>\n"
 
 
-def run_command(dyn: str, args: list[str]) -> tuple[float, float, int, str]:
-    """(wall s, peak RSS MB, exit code, last stderr line) of one dyn process, its output
+def run_command(dyn: str, args: list[str]) -> tuple[float, float, int, str, float]:
+    """(wall s, peak RSS MB, exit code, last stderr line, CPU s) of one dyn process, its output
     discarded. The peak is measured by /usr/bin/time where there is one: a child forked
     from this (large) process would count this process's pages in its own peak until it
     starts dyn; else from wait4."""
@@ -228,40 +230,44 @@ def run_command(dyn: str, args: list[str]) -> tuple[float, float, int, str]:
                 rss = int(stream.read().split()[-1]) / 1024
         with open(errors, "rb") as stream:
             lines = stream.read().decode(errors="replace").strip().splitlines()
-    return wall, rss, child.returncode, lines[-1] if lines else ""
+    cpu = usage.ru_utime + usage.ru_stime  # the child's and those it waited for (dyn)
+    return wall, rss, child.returncode, lines[-1] if lines else "", cpu
 
 
 def bench_commands(args) -> None:
     """Every command of COMMANDS on the star and chain of COMMAND_SIZES: a markdown table of
-    median wall time and peak RSS, then the log-log slopes of time against links."""
+    median wall and CPU time and peak RSS, then the log-log slopes of wall time against links."""
     rows = []
     sizes_of = {shape: [n for n in sizes if n <= args.max_links]
                 for shape, sizes in COMMAND_SIZES.items()}
+    commands = [(name, words) for name, words in COMMANDS if name in args.only]
     with tempfile.TemporaryDirectory(prefix="bench_scaling_") as work:
         for shape, sizes in sizes_of.items():
             for links in sizes:
                 path = os.path.join(work, f"{shape}{links}.urdf")
                 with open(path, "w") as stream:
                     stream.write(large_urdf(shape, links))
-                for name, words in COMMANDS:
+                for name, words in commands:
                     runs = [run_command(args.dyn, [words[0], path, *words[1:]])
                             for _ in range(args.repeats)]
                     rows.append((shape, links, name, float(np.median([r[0] for r in runs])),
-                                 max(r[1] for r in runs), runs[-1][2], runs[-1][3]))
+                                 max(r[1] for r in runs), runs[-1][2], runs[-1][3],
+                                 float(np.median([r[4] for r in runs]))))
                     print(f"  done {shape} {links} {name}", file=sys.stderr, flush=True)
     version = subprocess.run([args.dyn, "--version"], capture_output=True, text=True).stdout
     print(f"# {platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}, "
           f"numpy {np.__version__}, {version.strip()}; median of {args.repeats} run(s), "
           "output to /dev/null as JSON; peak RSS of the process")
-    table = [[shape, f"{links:,}", name, f"{wall:.2f}", f"{rss:.0f}", str(code),
+    table = [[shape, f"{links:,}", name, f"{wall:.2f}", f"{cpu:.2f}", f"{rss:.0f}", str(code),
               note[:90].replace("|", "/")]
-             for shape, links, name, wall, rss, code, note in rows]
-    print_table(["shape", "links", "command", "wall s", "peak RSS MB", "exit", "stderr"], table,
+             for shape, links, name, wall, rss, code, note, cpu in rows]
+    print_table(["shape", "links", "command", "wall s", "CPU s", "peak RSS MB", "exit",
+                 "stderr"], table,
                 True)
     print()
     slopes = []
     for shape, sizes in sizes_of.items():
-        for name, _ in COMMANDS:
+        for name, _ in commands:
             times = [row[3] for row in rows if row[0] == shape and row[2] == name]
             slopes.append([shape, name, f"{slope(sizes, times):.2f}",
                            f"{slope(sizes[-2:], times[-2:]):.2f}"])
@@ -291,6 +297,10 @@ def main() -> None:
                         help="the dyn program --commands runs (default: the one on PATH)")
     parser.add_argument("--max-links", type=int, default=100_000,
                         help="--commands: leave out the models larger than this")
+    parser.add_argument("--only", nargs="+", default=[name for name, _ in COMMANDS],
+                        choices=[name for name, _ in COMMANDS], metavar="COMMAND",
+                        help="--commands: run only these of " +
+                        ", ".join(repr(name) for name, _ in COMMANDS))
     args = parser.parse_args()
     if args.commands:
         return bench_commands(args)

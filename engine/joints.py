@@ -90,10 +90,43 @@ class JointModel:
         return np.broadcast_to(self.translation, (count, 3))
 
 
+    @classmethod
+    def batch(cls, rotation: np.ndarray, translation: np.ndarray, axis: np.ndarray,
+              ref: np.ndarray) -> list[JointModel]:
+        """Joints of this type from (k, ...) arrays of their arguments, as ``cls(...)`` makes
+        each (a type may build them all at once, with the same products)."""
+        return [cls(*arguments) for arguments in zip(rotation, translation, axis, ref.tolist())]
+
+    @classmethod
+    def _made(cls, columns: dict[str, np.ndarray], ref: np.ndarray) -> list[JointModel]:
+        """Joints of this type with the attributes ``columns`` ((k, ...) arrays, each joint
+        gets its row) and ``ref``, without running ``__init__``."""
+        names = list(columns)
+        made = []
+        for values in zip(*[list(columns[name]) for name in names], ref.tolist()):
+            joint = cls.__new__(cls)
+            joint.__dict__.update(zip(names, values))
+            joint.ref = values[-1]
+            made.append(joint)
+        return made
+
+
 class RevoluteJoint(JointModel):
     type = "revolute"
     nq = nv = 1
     angle_q = angular_v = (0,)
+
+    @classmethod
+    def batch(cls, rotation, translation, axis, ref):
+        E_T = np.swapaxes(rotation, 1, 2)  # each rotation.T, a view as in __init__
+        K = skew(axis)
+        K2 = np.matmul(K, K)
+        S = np.zeros((len(axis), 6, 1))
+        S[:, :3, 0] = axis
+        return cls._made({"rotation": rotation, "translation": translation, "axis": axis,
+                          "E_T": E_T, "E_const": np.matmul(_IDENTITY + K2, E_T),
+                          "E_sin": np.matmul(-K, E_T), "E_cos": np.matmul(-K2, E_T), "S": S},
+                         ref)
 
     def __init__(self, rotation, translation, axis, ref):
         super().__init__(rotation, translation, axis, ref)
@@ -299,6 +332,23 @@ class PlanarJoint(JointModel):
 
     def subspace(self, qj):
         return self.S
+
+
+def joint_models(types: list[str], arrays) -> tuple[JointModel, ...]:
+    """The joint models of joints of engine ``types`` (nj,), whose rotations, translations,
+    axes and references are ``arrays`` (:class:`treedyn.engine.model.JointArrays`): made
+    type by type, each joint as ``JOINT_CLASSES[type](R, p, axis, ref)`` makes it."""
+    nj = len(types)
+    models: list = [None] * nj
+    by_type: dict[str, list[int]] = {}
+    for j, name in enumerate(types):
+        by_type.setdefault(name, []).append(j)
+    for name, members in by_type.items():
+        rows = np.array(members, dtype=int).reshape(len(members))
+        made = JOINT_CLASSES[name].batch(*(np.ascontiguousarray(part[rows]) for part in arrays))
+        for j, joint in zip(members, made):
+            models[j] = joint
+    return tuple(models)
 
 
 JOINT_CLASSES = {

@@ -22,7 +22,7 @@ import numpy as np
 
 from .coupling import Coupling
 from .description import Inertia, JointSpec, Mimic, SourceRef, TreeDescription
-from .joints import JOINT_CLASSES, PUBLIC_TYPE, JointModel
+from .joints import PUBLIC_TYPE, JointModel, joint_models
 from .rotations import skew
 
 
@@ -35,6 +35,15 @@ class Frame:
     rotation: np.ndarray  # (3, 3) frame axes in the body frame
     translation: np.ndarray  # (3,) frame origin in the body frame
     source: SourceRef
+
+
+class JointArrays(NamedTuple):
+    """The joints' constant data side by side, for code that treats them all at once."""
+
+    rotation: np.ndarray  # (nj, 3, 3) joint frame in the parent body
+    translation: np.ndarray  # (nj, 3)
+    axis: np.ndarray  # (nj, 3) unit, joint frame
+    ref: np.ndarray  # (nj,)
 
 
 class MovingBody(NamedTuple):
@@ -110,6 +119,16 @@ class Model:
         """Joint name -> its index (the names are unique), built on first use."""
         return {name: j for j, name in enumerate(self.joint_names)}
 
+    @cached_property
+    def joint_arrays(self) -> JointArrays:
+        """The joint models' placements, axes and references as (nj, ...) arrays."""
+        nj, models = self.njoints, self.joint_models
+        return JointArrays(
+            np.array([m.rotation for m in models], dtype=float).reshape(nj, 3, 3),
+            np.array([m.translation for m in models], dtype=float).reshape(nj, 3),
+            np.array([m.axis for m in models], dtype=float).reshape(nj, 3),
+            np.array([m.ref for m in models], dtype=float).reshape(nj))
+
     def joint_index(self, name: str) -> int:
         return self.joint_ids[name]
 
@@ -148,36 +167,58 @@ def build_model(description: TreeDescription) -> Model:
     body_links: list[str] = []
     body_frames: list[str] = []
     frames: list[Frame] = []
+    # the moving joints' placements in their parent body: the pose of the link they hang
+    # from (position in ``poses``) and their own, multiplied once the walk is done
+    placed_on: list[int] = []
+    poses: list[tuple[np.ndarray, np.ndarray]] = []
     identity, origin = np.eye(3), np.zeros(3)
 
     # Depth-first, children in description order, with an explicit stack (a 1000-body
     # chain is deeper than Python's recursion limit). An entry attaches ``link``, posed at
     # (rotation, translation) in body ``body``; ``joint`` is the moving joint that creates
     # that body first, or None when the link is welded to ``body``.
-    stack = [(description.world_link, -1, identity, origin, None)]
+    stack = [(description.world_link, -1, identity, origin, None, -1)]
     while stack:
-        link, body, rotation, translation, joint = stack.pop()
+        link, body, rotation, translation, joint, pose = stack.pop()
         if joint is not None:
             joints.append(joint)
+            placed_on.append(pose)
             parents.append(body)
             body_links.append(links[link].body or link)
             body_frames.append(link)
             body, rotation, translation = len(joints) - 1, identity, origin
         spec = links[link]
         frames.append(Frame(link, body, rotation, translation, spec.source))
+        pose = len(poses)
+        poses.append((rotation, translation))
         for child in reversed(children[link]):
-            placement_rotation = rotation @ child.rotation
-            placement_translation = rotation @ child.translation + translation
             if child.type == "fixed":
-                stack.append((child.child, body, placement_rotation, placement_translation, None))
+                stack.append((child.child, body, rotation @ child.rotation,
+                              rotation @ child.translation + translation, None, -1))
             else:
-                stack.append((child.child, body, identity, origin,
-                              _placed(child, placement_rotation, placement_translation)))
+                stack.append((child.child, body, identity, origin, child, pose))
 
+    _check_reached(description, links, frames)
     inertias = _body_inertias([links[frame.name].inertia for frame in frames], frames,
                               len(joints))
-    return _assemble(description, joints, parents, body_links, body_frames, inertias[1:],
-                     frames, float(inertias[0, 3, 3]))
+    placements = _placements(joints, [poses[k] for k in placed_on])
+    return _assemble(description, joints, placements, parents, body_links, body_frames,
+                     inertias[1:], frames, float(inertias[0, 3, 3]))
+
+
+def _placements(joints: list[JointSpec], poses: list[tuple[np.ndarray, np.ndarray]]
+                ) -> tuple[np.ndarray, np.ndarray]:
+    """(rotation (nj, 3, 3), translation (nj, 3)): each joint's placement re-expressed in its
+    moving parent body's frame, ``R_link @ R_joint`` and ``R_link @ p_joint + p_link``
+    with (R_link, p_link) the pose of the link it hangs from: the same products as one
+    joint at a time, for all at once."""
+    nj = len(joints)
+    R = np.array([pose[0] for pose in poses], dtype=float).reshape(nj, 3, 3)
+    p = np.array([pose[1] for pose in poses], dtype=float).reshape(nj, 3)
+    rotation = np.array([j.rotation for j in joints], dtype=float).reshape(nj, 3, 3)
+    translation = np.array([j.translation for j in joints], dtype=float).reshape(nj, 3, 1)
+    with np.errstate(all="ignore"):  # a placement that overflows is check_finite's to say
+        return np.matmul(R, rotation), np.matmul(R, translation)[:, :, 0] + p
 
 
 def _body_inertias(inertias: list[Inertia], frames: list[Frame], nj: int) -> np.ndarray:
@@ -206,9 +247,10 @@ def _body_inertias(inertias: list[Inertia], frames: list[Frame], nj: int) -> np.
 
 
 def _check_tree(description: TreeDescription, links: dict) -> None:
-    """Every link but the world link is the child of exactly one joint, and every link
-    hangs from the world link (so there is no cycle); else ModelError. The parsers check
-    this with file and line; a description built by hand meets it here."""
+    """Every link but the world link is the child of exactly one joint, else ModelError
+    (that every link hangs from the world link, so there is no cycle, is checked by
+    :func:`_check_reached` once the walk is done). The parsers check this with file and
+    line; a description built by hand meets it here."""
     if description.world_link not in links:
         raise ModelError(f"the world link {description.world_link!r} is not a link")
     # a fixed joint may share its name with a moving one (Pinocchio's free-flyer root_joint
@@ -216,45 +258,44 @@ def _check_tree(description: TreeDescription, links: dict) -> None:
     for kind, names in (("link", [link.name for link in description.links]),
                         ("joint", [j.name for j in description.joints if j.type != "fixed"]),
                         ("fixed joint", [j.name for j in description.joints if j.type == "fixed"])):
+        if len(set(names)) == len(names):  # the common case, without counting
+            continue
         repeated = sorted(name for name, count in Counter(names).items() if count > 1)
-        if repeated:
-            raise ModelError(f"two {kind}s are named {repeated[0]!r}")
+        raise ModelError(f"two {kind}s are named {repeated[0]!r}")
     parent_joint: dict[str, str] = {}
     for joint in description.joints:
-        for role in ("parent", "child"):
-            if getattr(joint, role) not in links:
-                raise ModelError(f"joint {joint.name!r}: its {role} link "
-                                 f"{getattr(joint, role)!r} is not a link")
+        if joint.parent not in links or joint.child not in links:
+            role = "parent" if joint.parent not in links else "child"
+            raise ModelError(f"joint {joint.name!r}: its {role} link "
+                             f"{getattr(joint, role)!r} is not a link")
         if joint.child == description.world_link:
             raise ModelError(f"joint {joint.name!r} moves the world link {joint.child!r}")
         if joint.child in parent_joint:
             raise ModelError(f"link {joint.child!r} is the child of two joints: "
                              f"{parent_joint[joint.child]!r} and {joint.name!r}")
         parent_joint[joint.child] = joint.name
-    below: dict[str, list[str]] = {}
-    for joint in description.joints:
-        below.setdefault(joint.parent, []).append(joint.child)
-    reached, stack = {description.world_link}, [description.world_link]
-    while stack:  # with one parent per link, what a cycle holds is never reached
-        for child in below.get(stack.pop(), ()):
-            reached.add(child)
-            stack.append(child)
+
+
+def _check_reached(description: TreeDescription, links: dict, frames: list[Frame]) -> None:
+    """Every link was reached walking down from the world link (with one parent per link,
+    what a cycle holds never is), else ModelError naming the first link that was not."""
+    if len(frames) == len(links):
+        return
+    reached = {frame.name for frame in frames}
     loose = [name for name in links if name not in reached]
     if loose:
         raise ModelError(f"link {loose[0]!r} does not hang from the world link "
                          f"{description.world_link!r} (no joint chain leads to it, or a cycle)")
 
 
-def _placed(joint: JointSpec, rotation: np.ndarray, translation: np.ndarray) -> JointSpec:
-    """The joint with its placement re-expressed in its moving parent body's frame."""
-    return JointSpec(**{**joint.__dict__, "rotation": rotation, "translation": translation})
-
-
-def _assemble(description, joints, parents, body_links, body_frames, inertias, frames,
-              world_mass) -> Model:
+def _assemble(description, joints, placements, parents, body_links, body_frames, inertias,
+              frames, world_mass) -> Model:
     nj = len(joints)
     parent = np.array(parents, dtype=int).reshape(nj)
-    models = tuple(JOINT_CLASSES[j.type](j.rotation, j.translation, j.axis, j.ref) for j in joints)
+    arrays = JointArrays(*placements,
+                         np.array([j.axis for j in joints], dtype=float).reshape(nj, 3),
+                         np.array([j.ref for j in joints], dtype=float).reshape(nj))
+    models = joint_models([j.type for j in joints], arrays)
     index = _indexing(parent, models)
     nq_joint, nv_joint, idx_q, idx_v = (index[k] for k in ("nq_joint", "nv_joint", "idx_q", "idx_v"))
     nq, nv = int(nq_joint.sum()), int(nv_joint.sum())
@@ -270,7 +311,7 @@ def _assemble(description, joints, parents, body_links, body_frames, inertias, f
     armature = np.repeat(np.array([j.armature for j in joints], dtype=float).reshape(nj),
                          nv_joint)
 
-    return Model(
+    model = Model(
         name=description.name,
         format=description.format,
         source=description.source,
@@ -299,6 +340,8 @@ def _assemble(description, joints, parents, body_links, body_frames, inertias, f
         world_mass=world_mass,
         description=description,
     )
+    model.__dict__["joint_arrays"] = arrays  # what the property would make again from them
+    return model
 
 
 def _rigid(spatial: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -327,21 +370,26 @@ def _indexing(parent: np.ndarray, models: tuple) -> dict[str, np.ndarray]:
     idx_q = np.concatenate([[0], np.cumsum(nq_joint)[:-1]]).astype(int)[:nj]
     idx_v = np.concatenate([[0], np.cumsum(nv_joint)[:-1]]).astype(int)[:nj]
     nv = int(nv_joint.sum())
-    subtree_end = np.arange(1, nj + 1)
+    parents = parent.tolist()  # the walks below on Python ints, not numpy scalars
+    ends = list(range(1, nj + 1))
     for i in reversed(range(nj)):
-        if parent[i] >= 0:
-            subtree_end[parent[i]] = max(subtree_end[parent[i]], subtree_end[i])
-    depth = np.zeros(nj, dtype=int)
-    for i in range(nj):  # a parent comes before its children
-        depth[i] = depth[parent[i]] + 1 if parent[i] >= 0 else 0
+        p = parents[i]
+        if p >= 0 and ends[i] > ends[p]:
+            ends[p] = ends[i]
+    subtree_end = np.array(ends, dtype=int).reshape(nj)
+    levels = [0] * nj
+    for i, p in enumerate(parents):  # a parent comes before its children
+        if p >= 0:
+            levels[i] = levels[p] + 1
+    depth = np.array(levels, dtype=int).reshape(nj)
     dofs_before = np.concatenate([[0], np.cumsum(nv_joint)]).astype(int)  # (nj + 1,)
     nv_subtree = (dofs_before[subtree_end] - dofs_before[:nj]).astype(int)
     dof_joint = np.repeat(np.arange(nj), nv_joint)
-    dof_parent = np.empty(nv, dtype=int)
-    for i in range(nj):
-        first = idx_v[i]
-        dof_parent[first] = idx_v[parent[i]] + nv_joint[parent[i]] - 1 if parent[i] >= 0 else -1
-        dof_parent[first + 1:first + nv_joint[i]] = np.arange(first, first + nv_joint[i] - 1)
+    # each dof follows the one before it in its joint; a joint's first dof follows its
+    # parent's last one (-1: none)
+    dof_parent = np.arange(nv, dtype=int) - 1
+    last_of_parent = np.where(parent >= 0, idx_v[parent] + nv_joint[parent] - 1, -1)
+    dof_parent[idx_v[nv_joint > 0]] = last_of_parent[nv_joint > 0]
     return {"nq_joint": nq_joint, "nv_joint": nv_joint, "idx_q": idx_q, "idx_v": idx_v,
             "subtree_end": subtree_end, "depth": depth, "nv_subtree": nv_subtree,
             "dof_joint": dof_joint,

@@ -197,8 +197,9 @@ def _add_unique(table: dict, spec):
 def _link(element: etree._Element, path: str, notes: list[str]) -> LinkSpec:
     source = _named_source(element, path)
     name = element.get("name")
-    geometry = _geometry(element, path)
-    inertial = element.find("inertial")
+    first = _first_children(element)
+    geometry = _geometry(element, path) if "collision" in first or "visual" in first else ()
+    inertial = first.get("inertial")
     if inertial is None:
         return LinkSpec(name, Inertia.zero(), source, has_inertial=False, geometry=geometry)
     inertia, rotation = _inertia(inertial, source, notes)
@@ -277,8 +278,9 @@ def _plain_inertia(origin: etree._Element | None, mass_element: etree._Element,
     (mass,), *moments = values
     ixx, ixy, ixz, iyy, iyz, izz = moments = [value for value, in moments]
     tensor = np.array([[ixx, ixy, ixz], [ixy, iyy, iyz], [ixz, iyz, izz]])
-    rotation = np.eye(3) if origin is None else _rotation(origin, owner)
-    if not _unrotated(rotation, moments):
+    rotation, identity = (_IDENTITY.copy(), True) if origin is None else \
+        _rotation_of(origin, owner)
+    if not (identity and _no_negative_zero(moments)):
         tensor = rotation @ tensor @ rotation.T
     return Inertia(mass, com, tensor), rotation
 
@@ -286,9 +288,18 @@ def _plain_inertia(origin: etree._Element | None, mass_element: etree._Element,
 def _unrotated(rotation: np.ndarray, moments: list[float]) -> bool:
     """Whether ``rotation @ tensor @ rotation.T`` is ``tensor`` itself, bit for bit: the
     rotation is the identity up to signed zeros and no moment is -0.0."""
-    return (rotation[0, 0] == rotation[1, 1] == rotation[2, 2] == 1.0
-            and np.count_nonzero(rotation) == 3
-            and all(value or math.copysign(1.0, value) > 0.0 for value in moments))
+    return _is_identity(rotation) and _no_negative_zero(moments)
+
+
+def _is_identity(rotation: np.ndarray) -> bool:
+    """Whether ``rotation`` is the identity up to signed zeros."""
+    return bool(rotation[0, 0] == rotation[1, 1] == rotation[2, 2] == 1.0
+                and np.count_nonzero(rotation) == 3)
+
+
+def _no_negative_zero(values: list[float]) -> bool:
+    return 0.0 not in values or all(value or math.copysign(1.0, value) > 0.0
+                                    for value in values)
 
 
 def _incomplete_inertial(inertial: etree._Element, owner: SourceRef, notes: list[str],
@@ -321,23 +332,22 @@ def _urdfdom_joint_notes(first: dict, owner: SourceRef, notes: list[str]) -> Non
     read (whitespace after it; not a finite number, where dyn does not need it), ``<dynamics>``
     with neither damping nor friction, ``<safety_controller>`` without k_velocity.
     ``first`` holds the joint's first child of each tag (:func:`_first_children`)."""
-    where = f"{owner.file}:{{line}}: <{owner.element}>: "
     for tag, keys in URDFDOM_JOINT_NUMBERS.items():
         element = first.get(tag)
         if element is None:
             continue
-        line = source_line(element) or owner.line
+        where = f"{owner.file}:{source_line(element) or owner.line}: <{owner.element}>: "
         for key in keys:
             text = element.get(key)
-            if text is not None and not urdfdom_number(text):
-                notes.append(where.format(line=line) + f'''{tag} {key}={quoted(text, mark="'")}: '''
+            if text is not None and plain(text, 1) is None and not urdfdom_number(text):
+                notes.append(where + f'''{tag} {key}={quoted(text, mark="'")}: '''
                              f"urdfdom cannot read it as a number: {URDFDOM_REFUSES}")
         if tag == "dynamics" and element.get("damping") is None \
                 and element.get("friction") is None:
-            notes.append(where.format(line=line) + f"<dynamics> has neither damping nor "
+            notes.append(where + f"<dynamics> has neither damping nor "
                          f"friction: {URDFDOM_REFUSES}")
         if tag == "safety_controller" and element.get("k_velocity") is None:
-            notes.append(where.format(line=line) + f"<safety_controller> has no k_velocity: "
+            notes.append(where + f"<safety_controller> has no k_velocity: "
                          f"{URDFDOM_REFUSES}")
 
 
@@ -502,17 +512,26 @@ def _pose(origin: etree._Element | None, owner: SourceRef) -> tuple[np.ndarray, 
 
 def _rotation(origin: etree._Element, owner: SourceRef) -> np.ndarray:
     """The rotation of an ``<origin>``'s rpy (zeros when absent)."""
+    return _rotation_of(origin, owner)[0]
+
+
+def _rotation_of(origin: etree._Element, owner: SourceRef) -> tuple[np.ndarray, bool]:
+    """(the rotation of an ``<origin>``'s rpy, whether it is the identity up to signed
+    zeros)."""
     text = origin.get("rpy")
-    rotation = _ROTATIONS.get(text)  # an rpy text read before
-    if rotation is None:
+    known = _ROTATIONS.get(text)  # an rpy text read before
+    if known is None:
         rotation = rpy_matrix(*floats(origin, "rpy", 3, (0.0, 0.0, 0.0), owner))
+        known = rotation.copy(), _is_identity(rotation)
         if text is not None and len(_ROTATIONS) < 4096:
-            _ROTATIONS[text] = rotation.copy()
-        return rotation
-    return rotation.copy()
+            _ROTATIONS[text] = known
+        return rotation, known[1]
+    return known[0].copy(), known[1]
 
 
-_ROTATIONS: dict[str, np.ndarray] = {}  # <origin rpy> text -> its rotation matrix
+# <origin rpy> text -> its rotation matrix, and whether that is the identity
+_ROTATIONS: dict[str, tuple[np.ndarray, bool]] = {}
+_IDENTITY = np.eye(3)  # copied, never handed out
 
 
 # -- sources ------------------------------------------------------------------------

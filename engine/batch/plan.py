@@ -30,6 +30,7 @@ from __future__ import annotations
 import threading
 import weakref
 from dataclasses import dataclass, field
+from functools import cached_property
 
 import numpy as np
 
@@ -77,6 +78,9 @@ def _shift_maps() -> tuple[np.ndarray, np.ndarray]:
 SHIFT_L1, SHIFT_L2 = _shift_maps()
 
 
+CONGRUENCE_CHUNK = 4096  # joints whose congruence maps are made at once (40 MB of products)
+
+
 # ---------------------------------------------------------------------------------------
 @dataclass
 class Parents:
@@ -94,7 +98,11 @@ class Parents:
 
 @dataclass
 class Group:
-    """Bodies of one level and one joint kind (a generic joint is a group of its own)."""
+    """Bodies of one level and one joint kind (a generic joint is a group of its own).
+
+    The congruence maps (``L_aba``, ``L_crba``, ``L_first``: ABA's and CRBA's, 3.5 KB a
+    member) are made on first use, so a model that only runs RNEA never makes them.
+    """
 
     kind: str
     slots: slice  # internal body slots of the members, contiguous
@@ -107,10 +115,6 @@ class Group:
     XTt: np.ndarray  # (k, 6, 6) its transpose: forces back to the parent
     inertia: np.ndarray  # (k, 6, 6) body inertia, internal frame
     armature: np.ndarray  # (k, 1) (1-dof kinds)
-    # spin(XT^T A XT) = L spin(A), L (k, 21, 21): revolute L, or L[:, :, :KEPT] if
-    # kept_rows; prismatic (k, 21, 63) [L, L L1, L L2]
-    L_aba: np.ndarray
-    L_crba: np.ndarray  # revolute: L; prismatic (k, 21, 63) [L, L L1, L L2]
     joint: object = None  # generic: the JointModel
     q_block: slice | None = None  # generic: its q columns
     Q_parent: np.ndarray | None = None  # generic: parent internal rotation (None: identity)
@@ -121,13 +125,48 @@ class Group:
     # them (that write also brings the parent's own I0), and members without children
     first: np.ndarray | None = None  # (k,) bool
     leaves: np.ndarray | None = None  # (l,) slots of the members that have no children
-    # kept revolute, every parent distinct, contiguous and first: (k, 21, KEPT + 1)
-    # [L_aba | I0 of the parent], applied to [Ia; 1] straight into the parents' rows
-    L_first: np.ndarray | None = None
+    # kept revolute, every parent distinct, contiguous and first: the parents' I0
+    # (k, 21, 1), which L_first appends to L_aba
+    first_I0: np.ndarray | None = None
 
     @property
     def size(self) -> int:
         return len(self.joints)
+
+    @cached_property
+    def _congruence(self) -> np.ndarray:
+        """(k, 21, 21) L with spin(XT^T A XT) = L spin(A) (zeros for a generic joint)."""
+        L = np.zeros((self.size, NSPIN, NSPIN))
+        if self.kind in (GENERIC, FREE):
+            return L
+        for first in range(0, self.size, CONGRUENCE_CHUNK):  # (chunk, 36, 36) products
+            chunk = slice(first, first + CONGRUENCE_CHUNK)
+            L[chunk] = congruence_map(self.XT[chunk])
+        return L
+
+    @cached_property
+    def L_aba(self) -> np.ndarray:
+        """Revolute: L, or L[:, :, :KEPT] if kept_rows; prismatic (k, 21, 63) [L, L L1, L L2]."""
+        L = self._congruence
+        if self.kind == PRISMATIC:
+            return self.L_crba
+        return np.ascontiguousarray(L[:, :, :KEPT] if self.kept_rows else L)
+
+    @cached_property
+    def L_crba(self) -> np.ndarray:
+        """Revolute: L; prismatic (k, 21, 63) [L, L L1, L L2]."""
+        L = self._congruence
+        if self.kind == PRISMATIC:
+            return np.ascontiguousarray(np.concatenate([L, L @ SHIFT_L1, L @ SHIFT_L2], axis=2))
+        return L
+
+    @cached_property
+    def L_first(self) -> np.ndarray | None:
+        """(k, 21, KEPT + 1) [L_aba | I0 of the parent], applied to [Ia; 1] straight into
+        the parents' rows; None unless ``first_I0`` is set."""
+        if self.first_I0 is None:
+            return None
+        return np.ascontiguousarray(np.concatenate([self.L_aba, self.first_I0], axis=2))
 
 
 @dataclass
@@ -164,12 +203,14 @@ class _Tree:
 
     kinds: list[str]  # (nj,) REVOLUTE, PRISMATIC, GENERIC or FREE
     depth: np.ndarray  # (nj,) 0 for a joint on the world
-    order: list[int]  # joints in slot order (slot = position + 1)
+    order: np.ndarray  # (nj,) joints in slot order (slot = position + 1)
     slot: np.ndarray  # (nj,) slot of each joint
     Q: np.ndarray  # (nj + 1, 3, 3) internal rotation of each slot (link = Q internal)
 
-    def parent_slot(self, model: Model, j: int) -> int:
-        return int(self.slot[model.parent[j]]) if model.parent[j] >= 0 else 0
+    def parent_slots(self, model: Model, joints: np.ndarray) -> np.ndarray:
+        """(k,) the slot of each joint's parent body (0: the world)."""
+        parents = model.parent[joints]
+        return np.where(parents >= 0, self.slot[parents], 0)
 
 
 def build_plan(model: Model) -> Plan:
@@ -179,10 +220,11 @@ def build_plan(model: Model) -> Plan:
     I0 = spin_of(inertia_int)[:, :, None]  # (nj + 1, 21, 1)
     groups, coordinates = _groups(model, tree, inertia_int, dof_start)
     _first_contributions(groups, I0, model.njoints)
-    rev_q, rev_ref, pri_q, pri_ref = coordinates
+    rev_q, rev_ref, pri_q, pri_ref = (*coordinates[REVOLUTE].arrays(),
+                                      *coordinates[PRISMATIC].arrays())
     return Plan(
         nj=model.njoints, nq=model.nq, nv=model.nv, groups=groups,
-        slot_joint=np.array([-1] + tree.order, dtype=int), perm_v=perm_v,
+        slot_joint=np.concatenate([[-1], tree.order]).astype(int), perm_v=perm_v,
         identity_v=bool(np.array_equal(perm_v, np.arange(model.nv))),
         inv_perm_v=np.argsort(perm_v),
         rev_q=np.array(rev_q, dtype=int), rev_ref=np.array(rev_ref, dtype=float).reshape(-1, 1),
@@ -202,69 +244,84 @@ def _slot_order(model: Model) -> _Tree:
         if t == "free" and parent[i] < 0:
             kinds[i] = FREE
     depth = model.depth
-    levels: list[list[int]] = [[] for _ in range(int(depth.max(initial=-1)) + 1)]
-    for i in range(nj):  # the joints of each level in increasing order
-        levels[depth[i]].append(i)
+    rank = np.array([KIND_RANK[kind] for kind in kinds], dtype=int).reshape(nj)
+    by_level = np.argsort(depth, kind="stable")  # each level's joints in increasing order
+    bounds = np.searchsorted(depth[by_level], np.arange(int(depth.max(initial=-1)) + 2))
     slot = np.zeros(nj, dtype=int)
-    order: list[int] = []
-    for members in levels:
-        members.sort(key=lambda i: (KIND_RANK[kinds[i]], slot[parent[i]] if parent[i] >= 0 else 0, i))
-        for i in members:
-            order.append(i)
-            slot[i] = len(order)
+    order = np.zeros(nj, dtype=int)
+    for start, end in zip(bounds[:-1].tolist(), bounds[1:].tolist()):
+        members = by_level[start:end]
+        if end - start > 1:  # by kind, then parent slot, then joint
+            parents = parent[members]
+            members = members[np.lexsort((members, np.where(parents >= 0, slot[parents], 0),
+                                          rank[members]))]
+        order[start:end] = members
+        slot[members] = np.arange(start + 1, end + 1)
     Q = np.repeat(np.eye(3)[None], nj + 1, axis=0)
-    frames: dict[bytes, np.ndarray] = {}  # axis bits -> its frame (joints share few axes)
-    for i in range(nj):
-        if kinds[i] in (REVOLUTE, PRISMATIC):
-            axis = model.joint_models[i].axis
-            key = axis.tobytes()
-            if key not in frames:
-                frames[key] = axis_frame(axis)
-            Q[slot[i]] = frames[key]
+    moving = np.flatnonzero(rank < KIND_RANK[GENERIC])  # revolute and prismatic joints
+    if len(moving):  # one frame per distinct axis (bit for bit; joints share few axes)
+        axes = np.ascontiguousarray(model.joint_arrays.axis[moving])
+        bits = axes.view(np.dtype((np.void, axes.itemsize * 3)))[:, 0]
+        distinct, first, which = np.unique(bits, return_index=True, return_inverse=True)
+        frames = np.array([axis_frame(axes[k]) for k in first]).reshape(len(distinct), 3, 3)
+        Q[slot[moving]] = frames[which.reshape(-1)]
     return _Tree(kinds, depth, order, slot, Q)
 
 
-def _dof_order(model: Model, order: list[int]) -> tuple[np.ndarray, dict[int, int]]:
-    """(perm_v (nv,): model dof of each internal dof, first internal dof of each joint)."""
-    perm_v = np.concatenate([np.arange(model.idx_v[j], model.idx_v[j] + model.nv_joint[j])
-                             for j in order] or [np.zeros(0, dtype=int)]).astype(int)
-    dof_start, cursor = {}, 0
-    for j in order:
-        dof_start[j] = cursor
-        cursor += int(model.nv_joint[j])
-    return perm_v, dof_start
-
-
-def _blockdiag(R: np.ndarray) -> np.ndarray:
-    B = np.zeros((6, 6))
-    B[:3, :3] = B[3:, 3:] = R
-    return B
+def _dof_order(model: Model, order: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(perm_v (nv,): model dof of each internal dof, (nj,) first internal dof of each
+    joint)."""
+    counts = model.nv_joint[order]
+    starts = np.concatenate([[0], np.cumsum(counts)[:-1]]).astype(int)[:len(order)]
+    perm_v = (np.repeat(model.idx_v[order] - starts, counts) + np.arange(int(counts.sum())))
+    dof_start = np.zeros(model.njoints, dtype=int)
+    dof_start[order] = starts
+    return perm_v.astype(int), dof_start
 
 
 def _internal_inertias(model: Model, tree: _Tree) -> np.ndarray:
-    """Body inertias (nj + 1, 6, 6) in the internal frames, by slot (the world's zero)."""
+    """Body inertias (nj + 1, 6, 6) in the internal frames, by slot (the world's zero):
+    ``B^T I B`` with B = blockdiag(Q, Q), for all bodies at once (the same products)."""
+    B = np.zeros((model.njoints, 6, 6))
+    B[:, :3, :3] = B[:, 3:, 3:] = tree.Q[tree.slot]
     inertia_int = np.zeros((model.njoints + 1, 6, 6))
-    for i in range(model.njoints):
-        B = _blockdiag(tree.Q[tree.slot[i]])
-        inertia_int[tree.slot[i]] = B.T @ model.body_inertia[i] @ B
+    inertia_int[tree.slot] = np.matmul(np.matmul(np.swapaxes(B, 1, 2), model.body_inertia), B)
     return inertia_int
 
 
 def _force_map(model: Model, tree: _Tree) -> np.ndarray:
     """(nj, 6, 6) by slot - 1: model [force, torque] -> internal (torque, force)."""
     force_map = np.zeros((model.njoints, 6, 6))
-    for s in range(len(tree.order)):
-        Qt = tree.Q[s + 1].T
-        force_map[s, :3, 3:] = Qt  # torque (model columns 3:6) -> internal rows 0:3
-        force_map[s, 3:, :3] = Qt  # force (model columns 0:3) -> internal rows 3:6
+    Qt = np.swapaxes(tree.Q[1:], 1, 2)
+    force_map[:, :3, 3:] = Qt  # torque (model columns 3:6) -> internal rows 0:3
+    force_map[:, 3:, :3] = Qt  # force (model columns 0:3) -> internal rows 3:6
     return force_map
 
 
+@dataclass
+class _Coordinates:
+    """The revolute (or prismatic) coordinates met so far: q columns and references."""
+
+    q: list = field(default_factory=list)
+    ref: list = field(default_factory=list)
+    count: int = 0
+
+    def add(self, q: np.ndarray, ref: np.ndarray) -> slice:
+        """Append a group's columns; the rows they take."""
+        self.q.append(q)
+        self.ref.append(ref)
+        self.count += len(q)
+        return slice(self.count - len(q), self.count)
+
+    def arrays(self) -> tuple[np.ndarray, np.ndarray]:
+        return tuple(np.concatenate(part) if part else np.zeros(0) for part in (self.q, self.ref))
+
+
 def _groups(model: Model, tree: _Tree, inertia_int: np.ndarray, dof_start: dict):
-    """The groups in slot order, and the (rev_q, rev_ref, pri_q, pri_ref) lists."""
+    """The groups in slot order, and the revolute and prismatic coordinates by kind."""
     nj, order, kinds, depth = model.njoints, tree.order, tree.kinds, tree.depth
     groups: list[Group] = []
-    coordinates: tuple[list, list, list, list] = ([], [], [], [])
+    coordinates = {REVOLUTE: _Coordinates(), PRISMATIC: _Coordinates()}
     position = 0
     while position < nj:
         kind, level = kinds[order[position]], depth[order[position]]
@@ -272,51 +329,33 @@ def _groups(model: Model, tree: _Tree, inertia_int: np.ndarray, dof_start: dict)
         if kind not in (GENERIC, FREE):
             while end < nj and kinds[order[end]] == kind and depth[order[end]] == level:
                 end += 1
-        members = np.array(order[position:end], dtype=int)
+        members = order[position:end]
         groups.append(_group(model, tree, kind, members, slice(position + 1, end + 1),
                              inertia_int, dof_start, coordinates))
         position = end
     return groups, coordinates
 
 
-CONGRUENCE_CHUNK = 4096  # joints whose congruence maps are made at once (40 MB of products)
-
-
 def _group(model: Model, tree: _Tree, kind: str, members: np.ndarray, slots: slice,
-           inertia_int: np.ndarray, dof_start: dict, coordinates) -> Group:
+           inertia_int: np.ndarray, dof_start: np.ndarray, coordinates) -> Group:
     """One group: its constant transforms, congruence maps and coordinate rows."""
     k = len(members)
-    pslots = np.array([tree.parent_slot(model, j) for j in members], dtype=int)
+    pslots = tree.parent_slots(model, members)
     XT = np.repeat(np.eye(6)[None], k, axis=0)  # (k, 6, 6); generic joints: identity
-    L = np.zeros((k, NSPIN, NSPIN))
     if kind not in (GENERIC, FREE):
-        for m, j in enumerate(members):
-            jm, Qp = model.joint_models[j], tree.Q[pslots[m]]
-            XT[m] = motion_transform(tree.Q[tree.slot[j]].T @ jm.E_T @ Qp, Qp.T @ jm.translation)
-        for first in range(0, k, CONGRUENCE_CHUNK):  # (chunk, 36, 36) products at a time
-            L[first:first + CONGRUENCE_CHUNK] = congruence_map(XT[first:first + CONGRUENCE_CHUNK])
+        XT = _placements(model.joint_arrays, tree, members, pslots)
     coords = slice(0, 0)
     if kind in (REVOLUTE, PRISMATIC):
-        q_list, ref_list = coordinates[:2] if kind == REVOLUTE else coordinates[2:]
-        coords = slice(len(q_list), len(q_list) + k)
-        q_list += [model.idx_q[j] for j in members]
-        ref_list += [model.joint_models[j].ref for j in members]
+        coords = coordinates[kind].add(model.idx_q[members], model.joint_arrays.ref[members])
     arm = model.armature[model.idx_v[members]][:, None]
     kept_rows = kind == REVOLUTE and not np.any(arm)
-    if kind == REVOLUTE:
-        L_aba, L_crba = (L[:, :, :KEPT] if kept_rows else L), L
-    elif kind == PRISMATIC:
-        L_aba = L_crba = np.concatenate([L, L @ SHIFT_L1, L @ SHIFT_L2], axis=2)
-    else:
-        L_aba = L_crba = L
-    first_dof = dof_start[members[0]]
+    first_dof = int(dof_start[members[0]])
     ndof = int(model.nv_joint[members].sum())
     group = Group(
         kind=kind, slots=slots, joints=members, parents=_parents(pslots),
         at_world=bool(np.all(pslots == 0)), dofs=slice(first_dof, first_dof + ndof),
         coords=coords, XT=XT, XTt=np.ascontiguousarray(np.swapaxes(XT, 1, 2)),
-        inertia=inertia_int[slots], armature=arm, L_aba=np.ascontiguousarray(L_aba),
-        L_crba=np.ascontiguousarray(L_crba), kept_rows=kept_rows)
+        inertia=inertia_int[slots], armature=arm, kept_rows=kept_rows)
     if kind in (GENERIC, FREE):
         j = int(members[0])
         group.joint = model.joint_models[j]
@@ -326,6 +365,19 @@ def _group(model: Model, tree: _Tree, kind: str, members: np.ndarray, slots: sli
         group.E_T = model.joint_models[j].E_T.copy()
         group.armature_full = model.armature[model.idx_v[j]:model.idx_v[j] + model.nv_joint[j]].copy()
     return group
+
+
+def _placements(joints, tree: _Tree, members: np.ndarray, pslots: np.ndarray) -> np.ndarray:
+    """(k, 6, 6) X_T of 1-dof joints: :func:`motion_transform` of ``Q_i^T E_T Q_parent`` and
+    ``Q_parent^T p_T``, for all members at once (the same products as one at a time)."""
+    Qp = tree.Q[pslots]
+    E_T = np.swapaxes(joints.rotation[members], 1, 2)  # each R^T, as JointModel.E_T
+    E = np.matmul(np.matmul(np.swapaxes(tree.Q[tree.slot[members]], 1, 2), E_T), Qp)
+    r = np.matmul(np.swapaxes(Qp, 1, 2), joints.translation[members][:, :, None])[:, :, 0]
+    X = np.zeros((len(members), 6, 6))
+    X[:, :3, :3] = X[:, 3:, 3:] = E
+    X[:, 3:, :3] = np.matmul(-E, skew(r))
+    return X
 
 
 def _parents(slots: np.ndarray) -> Parents:
@@ -339,24 +391,22 @@ def _parents(slots: np.ndarray) -> Parents:
 def _crba_columns(model: Model, tree: _Tree, groups: list[Group]) -> dict:
     """CRBA's per-slot bookkeeping: group and row in it, own and subtree dof columns."""
     nj = model.njoints
-    group_of_slot = [None] * (nj + 1)
+    group_of_slot: list = [None]
     row_in_group = np.zeros(nj + 1, dtype=int)
     for g in groups:
-        for m, s in enumerate(range(g.slots.start, g.slots.stop)):
-            group_of_slot[s] = g
-            row_in_group[s] = m
-    own_cols = [slice(0, 0)] * (nj + 1)
-    subtree_cols = [slice(0, 0)] * (nj + 1)
-    for j in range(nj):
-        start = int(model.idx_v[j])
-        own_cols[tree.slot[j]] = slice(start, start + int(model.nv_joint[j]))
-        subtree_cols[tree.slot[j]] = slice(start, start + int(model.nv_subtree[j]))
+        group_of_slot += [g] * g.size
+        row_in_group[g.slots] = np.arange(g.size)
+    start = model.idx_v[tree.order].tolist()
+    own = (model.idx_v + model.nv_joint)[tree.order].tolist()
+    end = (model.idx_v + model.nv_subtree)[tree.order].tolist()
+    own_cols = [slice(0, 0)] + [slice(a, b) for a, b in zip(start, own)]
+    subtree_cols = [slice(0, 0)] + [slice(a, b) for a, b in zip(start, end)]
     return {"own_cols": own_cols, "subtree_cols": subtree_cols,
             "group_of_slot": group_of_slot, "row_in_group": row_in_group}
 
 
 def _first_contributions(groups: list[Group], I0: np.ndarray, nj: int) -> None:
-    """Set each group's ``first``, ``leaves`` and ``L_first`` for ABA's backward sweep.
+    """Set each group's ``first``, ``leaves`` and ``first_I0`` for ABA's backward sweep.
 
     ABA starts every articulated inertia from the body's own I0 and adds the children's
     contributions. Instead of writing I0 into all of them first, a body without children
@@ -375,12 +425,11 @@ def _first_contributions(groups: list[Group], I0: np.ndarray, nj: int) -> None:
         g.first = np.zeros(g.size, dtype=bool)
         if g.at_world:
             continue
-        for member, parent in enumerate(g.parents.slots):
-            g.first[member] = not written[parent]
-            written[parent] = True
+        parents, member = np.unique(g.parents.slots, return_index=True)  # first child each
+        g.first[member] = ~written[parents]
+        written[parents] = True
         if g.kept_rows and g.parents.contiguous and g.first.all():
-            g.L_first = np.ascontiguousarray(
-                np.concatenate([g.L_aba, I0[g.parents.read]], axis=2))
+            g.first_I0 = I0[g.parents.read]
 
 
 # ---------------------------------------------------------------------------------------
