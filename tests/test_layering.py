@@ -121,16 +121,12 @@ def test_the_pipeline_imports_only_the_engine_and_reads_no_environment():
             assert not re.search(r"\bos\.environ\b|\bgetenv\b|\bputenv\b", source), name
 
 
-# importers outside the engine not yet on its public names (their owners move them)
-BATCH_IMPORTERS_PENDING = {"treedyn.cli.run.pool"}
-
-
 def test_only_the_engine_reaches_into_its_batch_package():
     """``treedyn.engine.batch`` is the engine's inside: the pipeline and the CLI use the
     engine's public names (``treedyn.engine.configure``, ``configured``,
     ``joint_torque_regressor``, ...), so the batched path can change behind them."""
     for name, targets in GRAPH.items():
-        if name.startswith("treedyn.engine") or name in BATCH_IMPORTERS_PENDING:
+        if name.startswith("treedyn.engine"):
             continue
         inside = {t for t in targets if t.startswith("treedyn.engine.batch")}
         assert not inside, (name, inside)

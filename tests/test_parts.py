@@ -1,4 +1,4 @@
-"""Large text inputs split over worker processes (treedyn.cli.run.parts).
+"""Large text inputs split over worker processes (treedyn.pipeline.parts, run by treedyn.cli.run.parts).
 
 Every run here is a fresh ``dyn`` process with small parts (TREEDYN_PART_BYTES) and small
 streamed chunks (TREEDYN_STREAM_CHUNK), compared byte for byte with the same command in one
@@ -208,9 +208,7 @@ def test_warnings_are_printed_once(tmp_path):
 def test_plan_keeps_every_state_in_its_chunk(tmp_path, monkeypatch):
     """Parts are whole chunks of the one-process run, found from byte ranges that cut the
     file anywhere (here: inside runs of blank lines too)."""
-    from treedyn.cli.run.parts import plan, split, survey
-
-    monkeypatch.setenv("TREEDYN_PART_BYTES", "3000")
+    from treedyn.pipeline.parts import plan, split, survey
 
     path = tmp_path / "states.jsonl"
     write_jsonl(path, states(), blank_every=3)
@@ -219,7 +217,7 @@ def test_plan_keeps_every_state_in_its_chunk(tmp_path, monkeypatch):
     surveys = [survey(str(path), a, b, "jsonl") for a, b in bounds]
     assert sum(data for _, data, _ in surveys) == COUNT
     assert sum(lines for lines, _, _ in surveys) == len(path.read_text().splitlines())
-    parts = plan(surveys, [a for a, _ in bounds], 1, 32, size)
+    parts = plan(surveys, [a for a, _ in bounds], 1, 32, size, 3000)
     assert [take for *_, take in parts[:-1]] == [parts[0][-1]] * (len(parts) - 1)
     assert parts[0][-1] % 32 == 0 and sum(take for *_, take in parts) == COUNT
     text = path.read_text().splitlines()
@@ -306,7 +304,7 @@ def test_the_survey_counts_lines_and_data_lines_as_the_reader_does(tmp_path, kin
     """The survey's shortcut (no line that may be blank: count the line ends) and its line by
     line count give what reading the file gives, blank lines of every kind included."""
     from treedyn.pipeline.text import is_data, text_lines
-    from treedyn.cli.run import parts
+    from treedyn.pipeline import parts
 
     path = tmp_path / f"s.{kind}"
     path.write_bytes(text.encode())
@@ -342,3 +340,74 @@ def test_sigterm_while_the_workers_are_forked_still_ends_dyn(tmp_path):
     assert last == f"dyn: ended by a signal; {output} is not written, no state was completed"
     assert not output.exists()
     assert not [n for n in os.listdir(tmp_path) if n.endswith((".part", ".parts"))]
+
+
+def test_the_split_is_a_library_call_that_writes_what_one_process_writes(tmp_path):
+    """treedyn.pipeline.parts.run_parts, called from Python with its worker count, writes
+    the bytes treedyn.pipeline.run writes in one process (and reads no environment)."""
+    path = tmp_path / "states.csv"
+    write_csv(path, states(), blank_every=7)
+    script = (
+        "import sys\n"
+        "from treedyn.parsers import load_model\n"
+        "from treedyn.pipeline import run\n"
+        "from treedyn.pipeline.layout import Layout\n"
+        "from treedyn.pipeline.outputs import open_sink\n"
+        "from treedyn.pipeline.parts import run_parts\n"
+        "source, one, split = sys.argv[1:4]\n"
+        "layout = Layout.of(load_model(sys.argv[4]))\n"
+        "run(layout, 'inverse', source, one, chunk=32)\n"
+        "sink = run_parts(layout, 'inverse', source,\n"
+        "                 lambda: open_sink(split, 'tau', (2,), layout.v_labels), split,\n"
+        "                 'json' if split.endswith('.jsonl') else 'csv', 3, part_bytes=3000,\n"
+        "                 chunk=32)\n"
+        "print(sink.count)\n")
+    for suffix in (".jsonl", ".csv"):
+        one, split = tmp_path / f"one{suffix}", tmp_path / f"split{suffix}"
+        done = subprocess.run(
+            [sys.executable, "-c", script, str(path),
+             str(one), str(split), str(ARM)], capture_output=True, cwd=ROOT, timeout=120,
+            env={k: v for k, v in os.environ.items() if not k.startswith("TREEDYN_")})
+        assert done.returncode == 0 and done.stdout.decode().strip() == str(COUNT), done.stderr
+        assert split.read_bytes() == one.read_bytes()
+    assert sorted(os.listdir(tmp_path)) == ["one.csv", "one.jsonl", "split.csv",
+                                            "split.jsonl", "states.csv"]  # no parts left
+
+
+def test_workers_end_when_dyn_is_killed(tmp_path):
+    """SIGKILL leaves dyn no time to stop its workers: they end by themselves, as soon as
+    their parent is gone (nothing is left computing, or holding dyn's stderr open)."""
+    import signal
+    import time
+
+    path = tmp_path / "states.jsonl"
+    write_jsonl(path, states(300_000))
+    environment = {**os.environ, "TREEDYN_PROCESSES": "2", "TREEDYN_PART_BYTES": "200000"}
+    process = subprocess.Popen([sys.executable, "-m", "treedyn.cli", "inverse", str(ARM),
+                                "-i", str(path), "-o", str(tmp_path / "out.csv")],
+                               stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, cwd=ROOT,
+                               env=environment)
+    children = f"/proc/{process.pid}/task/{process.pid}/children"
+    deadline = time.time() + 60
+    workers: list[int] = []
+    while len(workers) < 2:  # both forked (the pool starts them all at once)
+        assert time.time() < deadline and process.poll() is None
+        with open(children) as listing:
+            workers = [int(pid) for pid in listing.read().split()]
+        time.sleep(0.01)
+    process.send_signal(signal.SIGKILL)
+    process.wait(timeout=60)
+    deadline = time.time() + 30
+    while any(os.path.exists(f"/proc/{pid}") and not zombie(pid) for pid in workers):
+        assert time.time() < deadline, "a worker outlived dyn"
+        time.sleep(0.05)
+    process.stderr.read()  # every writer of the pipe is gone: no wait here
+
+
+def zombie(pid: int) -> bool:
+    """Whether process ``pid`` has ended and waits for its parent to collect it."""
+    try:
+        with open(f"/proc/{pid}/stat") as stat:
+            return stat.read().rsplit(")", 1)[1].split()[0] == "Z"
+    except FileNotFoundError:
+        return True

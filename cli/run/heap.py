@@ -1,45 +1,55 @@
 """The heap of a run over many states: freed memory kept for the next chunk, and
-fewer garbage collections.
+fewer garbage collections, both for the run only (:func:`for_many_states`).
 
 Every chunk allocates arrays and buffers of the same sizes again (its states, the engine's
 intermediates, the text read and written). By default glibc's malloc maps blocks of a few
 MB afresh each time and gives the top of its heap back to the system as soon as it is
-free, so the kernel zeroes new pages for every chunk: on 100 000 talos states, JSON Lines
-to JSON Lines, zeroing pages was about a tenth of the run's time, and keeping the memory
-made the whole process 0.94x as long, CSV to CSV too (8 alternating runs each; the
-environment's ``MALLOC_TRIM_THRESHOLD_`` and ``MALLOC_MMAP_THRESHOLD_`` do the same). Peak
-memory grows by a few MB at most: what is kept is what the chunks use anyway.
+free, so the kernel zeroes new pages for every chunk (perf: about a tenth of a JSON Lines
+run). Keeping the memory made a whole run of 100 MB of talos states 0.66-0.70x as long,
+JSON Lines or CSV, the two-link arm's 0.86x, xarm7's 0.95-0.97x (benchmarks/bench_parts.py,
+table "heap": one process, with glibc's ``MALLOC_TRIM_THRESHOLD_`` and
+``MALLOC_MMAP_THRESHOLD_``, which do the same, against its defaults, on the shared machine
+at a load average of 10-13; 0.94x on a quiet one, 2026-12-02). Those variables are read
+when a process starts, so dyn tells malloc itself (``mallopt``) once the run starts, and
+when it ends sets glibc's settings back (the user's ``MALLOC_*_`` values if set, else
+glibc's defaults) and hands the memory kept back to the system (``malloc_trim``): the
+tests, and Python callers, run dyn in their own process. Peak memory grows by a few MB at
+most during the run: what is kept is what the chunks use anyway.
 
 Python's cyclic garbage collector is also told to run less: a JSON Lines chunk makes five
 lists or dicts a state, so the default thresholds ran a young collection every 140 states
 and, every 14 000, a full one over every object, the modules' and the model's included.
 What exists when the states start (the modules, the model) is frozen out of the later
 collections, and the youngest generation is collected after 100 000 new containers
-instead of 700 (JSON Lines 0.95x the run's wall time, CSV 0.97x, paired runs as above; a
-cycle made per chunk is still collected within a few chunks). The collector's settings
-are set back when the run ends (the tests, and Python callers, run dyn in their own
-process); malloc's stay, as they only keep memory for reuse.
+instead of 700 (JSON Lines 0.95x the run's wall time, CSV 0.97x, paired runs; a cycle made
+per chunk is still collected within a few chunks). Its settings are set back too.
 """
 from __future__ import annotations
 
 import contextlib
 import ctypes
 import gc
+import os
 import sys
 
 M_TRIM_THRESHOLD = -1  # mallopt's parameters (malloc.h)
 M_MMAP_THRESHOLD = -3
-MMAP_THRESHOLD = 32 << 20  # blocks below this come from the heap (a chunk's arrays are)
-TRIM_THRESHOLD = 1 << 30  # free memory at the heap's top kept up to this
-
+KEEP = {M_MMAP_THRESHOLD: 32 << 20,  # blocks below this come from the heap (a chunk's are)
+        M_TRIM_THRESHOLD: 1 << 30}  # free memory at the heap's top kept up to this
+GLIBC = {M_MMAP_THRESHOLD: ("MALLOC_MMAP_THRESHOLD_", 128 << 10),  # and their defaults
+         M_TRIM_THRESHOLD: ("MALLOC_TRIM_THRESHOLD_", 128 << 10)}
 
 COLLECT_AFTER = (100_000, 50, 100)  # gc thresholds: new containers, then collections
 
 
 @contextlib.contextmanager
 def for_many_states():
-    """The process set up for a run over many states (once the model is loaded)."""
-    keep_freed_memory()
+    """The process set up for a run over many states (once the model is loaded), and set
+    back after it."""
+    libc = glibc()
+    if libc is not None:
+        for parameter, value in KEEP.items():
+            libc.mallopt(parameter, value)
     thresholds = gc.get_threshold()
     gc.freeze()
     gc.set_threshold(*COLLECT_AFTER)
@@ -48,16 +58,21 @@ def for_many_states():
     finally:
         gc.set_threshold(*thresholds)
         gc.unfreeze()
+        if libc is not None:
+            for parameter, (name, default) in GLIBC.items():
+                value = os.environ.get(name, "")
+                libc.mallopt(parameter, int(value) if value.isdigit() else default)
+            libc.malloc_trim(0)
 
 
-def keep_freed_memory() -> None:
-    """Have glibc's malloc keep freed memory for reuse (elsewhere: nothing is done)."""
+def glibc():
+    """glibc's C library, to tune malloc (None elsewhere: nothing is done)."""
     if not sys.platform.startswith("linux"):
-        return
+        return None
     try:
-        mallopt = ctypes.CDLL(None).mallopt
-    except (OSError, AttributeError):  # no C library to ask (or no mallopt in it)
-        return
-    mallopt.argtypes, mallopt.restype = [ctypes.c_int, ctypes.c_int], ctypes.c_int
-    mallopt(M_MMAP_THRESHOLD, MMAP_THRESHOLD)
-    mallopt(M_TRIM_THRESHOLD, TRIM_THRESHOLD)
+        libc = ctypes.CDLL(None)
+        libc.mallopt.argtypes, libc.mallopt.restype = [ctypes.c_int, ctypes.c_int], ctypes.c_int
+        libc.malloc_trim.argtypes, libc.malloc_trim.restype = [ctypes.c_size_t], ctypes.c_int
+    except (OSError, AttributeError):  # no C library to ask (or not glibc's functions)
+        return None
+    return libc
