@@ -23,8 +23,8 @@ from treedyn.cli.app import run  # noqa: E402
 from treedyn.engine.analysis.consistent import consistent_fit  # noqa: E402
 from treedyn.engine.analysis.identify import (Accumulator, base_parameters,  # noqa: E402
                                               joint_rms, ordinary_least_squares)
-from treedyn.engine.analysis.log_cholesky import (parameters_and_jacobian,  # noqa: E402
-                                                  pseudo_inertia, theta_of)
+from treedyn.engine.analysis.log_cholesky import parameters_and_jacobian, theta_of  # noqa: E402
+from treedyn.engine.inertia_forms import pseudo_inertia  # noqa: E402
 from treedyn.engine.batch.regressor import regressor  # noqa: E402
 from treedyn.engine.regressor import layout_of, model_parameters  # noqa: E402
 from treedyn.parsers import load_model  # noqa: E402
