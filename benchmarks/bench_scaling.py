@@ -3,7 +3,7 @@
     python benchmarks/bench_scaling.py [--bodies 10 30 100 300 1000] [--batch 2000]
         [--repeats 5] [--threads 1] [--no-pinocchio] [--markdown]
     python benchmarks/bench_scaling.py --commands [--dyn PATH] [--repeats 1]
-        [--max-links 100000]
+        [--max-links 100000] [--only check-inertia]
 
 ``--commands`` times whole ``dyn`` processes instead: ``info``, ``inverse`` (one state, q
 neutral), ``mass --sparsity`` and ``check-inertia``, each with ``--format json`` to
@@ -231,6 +231,11 @@ def run_command(dyn: str, args: list[str]) -> tuple[float, float, int, str]:
     return wall, rss, child.returncode, lines[-1] if lines else ""
 
 
+def chosen(args) -> tuple:
+    """The COMMANDS --only names (all without it)."""
+    return tuple(c for c in COMMANDS if not args.only or c[0] in args.only)
+
+
 def bench_commands(args) -> None:
     """Every command of COMMANDS on the star and chain of COMMAND_SIZES: a markdown table of
     median wall time and peak RSS, then the log-log slopes of time against links."""
@@ -243,7 +248,7 @@ def bench_commands(args) -> None:
                 path = os.path.join(work, f"{shape}{links}.urdf")
                 with open(path, "w") as stream:
                     stream.write(large_urdf(shape, links))
-                for name, words in COMMANDS:
+                for name, words in chosen(args):
                     runs = [run_command(args.dyn, [words[0], path, *words[1:]])
                             for _ in range(args.repeats)]
                     rows.append((shape, links, name, float(np.median([r[0] for r in runs])),
@@ -261,7 +266,7 @@ def bench_commands(args) -> None:
     print()
     slopes = []
     for shape, sizes in sizes_of.items():
-        for name, _ in COMMANDS:
+        for name, _ in chosen(args):
             times = [row[3] for row in rows if row[0] == shape and row[2] == name]
             slopes.append([shape, name, f"{slope(sizes, times):.2f}",
                            f"{slope(sizes[-2:], times[-2:]):.2f}"])
@@ -291,6 +296,8 @@ def main() -> None:
                         help="the dyn program --commands runs (default: the one on PATH)")
     parser.add_argument("--max-links", type=int, default=100_000,
                         help="--commands: leave out the models larger than this")
+    parser.add_argument("--only", nargs="+", choices=[name for name, _ in COMMANDS],
+                        help="--commands: time only these commands")
     args = parser.parse_args()
     if args.commands:
         return bench_commands(args)

@@ -93,31 +93,31 @@ def check_inertia(model: Model, geometry: dict[str, LinkGeometry] | None = None,
 def link_contexts(model: Model, geometry: dict[str, LinkGeometry]) -> dict[str, LinkContext]:
     """The context of every link the checks judge, with its numbers computed in bulk."""
     body_of = {frame.name: frame.joint for frame in model.frames}
-    scale = _model_scale(model)
-    specs = [link for link in model.description.links
-             if link.name in body_of and (link.has_inertial or link.source.line
-                                          or body_of[link.name] >= 0)]
-    # (links a parser, or a free-flyer root, made up are skipped)
-    finite_values = [bool(np.all(np.isfinite(np.concatenate(
-        [[s.inertia.mass], s.inertia.com, np.ravel(s.inertia.inertia)])))) for s in specs]
-    rows = [s for s, ok in zip(specs, finite_values) if ok]
+    every = model.description.links
+    mass = np.array([link.inertia.mass for link in every], dtype=float)
+    com = np.array([link.inertia.com for link in every], dtype=float).reshape(-1, 3)
+    tensor = np.array([link.inertia.inertia for link in every], dtype=float).reshape(-1, 3, 3)
+    finite = (np.isfinite(mass) & np.all(np.isfinite(com), axis=1)
+              & np.all(np.isfinite(tensor), axis=(1, 2)))
     with np.errstate(all="ignore"):
-        values = numbers_of(np.array([s.inertia.mass for s in rows], dtype=float),
-                            np.array([s.inertia.com for s in rows], dtype=float).reshape(-1, 3),
-                            np.array([s.inertia.inertia for s in rows],
-                                     dtype=float).reshape(-1, 3, 3))
-    numbers = iter(values)
+        traces = np.abs(np.trace(tensor, axis1=1, axis2=2)).tolist()
+        values = iter(numbers_of(mass[finite], com[finite], tensor[finite]))
+        scale = (float(sum(max(m, 0.0) for m, link in zip(mass.tolist(), every)
+                           if link.has_inertial)),
+                 float(sum(t for t, link in zip(traces, every) if link.has_inertial)))
     contexts = {}
-    for link, ok in zip(specs, finite_values):
+    for link, ok, trace in zip(every, finite.tolist(), traces):
+        numbers = next(values) if ok else None
+        if link.name not in body_of or not (link.has_inertial or link.source.line
+                                            or body_of[link.name] >= 0):
+            continue  # a world link a parser (or a free-flyer root) made up
         body = body_of[link.name]
         main = body >= 0 and model.body_names[body] == link.name
         source = link.inertial_source if link.inertial_source.line else link.source
-        own = next(numbers) if ok else None
-        if own is not None and not np.all(np.isfinite(own.J)):
-            own = None
         contexts[link.name] = LinkContext(link, body, main, geometry.get(link.name), source,
                                           _negligible(model, link, body, main),
-                                          _placeholder(model, link, body, scale), ok, own)
+                                          _placeholder(model, link, body, scale, trace), ok,
+                                          numbers)
     return contexts
 
 
@@ -139,23 +139,15 @@ PLACEHOLDER_SHARE = 1e-4  # a link's share of the model's mass and inertia below
 # a placeholder (urdfdom and KDL want an <inertial> on every link: 1e-6 kg, 1e-6 kg m^2)
 
 
-def _model_scale(model: Model) -> tuple[float, float]:
-    """(total mass kg, total trace of the rotational inertias kg m^2) of the model's links."""
-    links = [spec.inertia for spec in model.description.links if spec.has_inertial]
-    with np.errstate(all="ignore"):
-        mass = float(sum(max(float(i.mass), 0.0) for i in links))
-        trace = float(sum(abs(float(np.trace(i.inertia))) for i in links))
-    return mass, trace
-
-
-def _placeholder(model: Model, link: LinkSpec, body: int, scale: tuple[float, float]) -> str:
+def _placeholder(model: Model, link: LinkSpec, body: int, scale: tuple[float, float],
+                 trace: float) -> str:
     """Why the link's inertia is a placeholder ("" if it is not): a positive mass and a
     tensor that are both under :data:`PLACEHOLDER_SHARE` of the model's, whatever their
     form. Its own consistency does not matter; the body it belongs to is judged whole
-    (merged-pseudo-inertia, articulated-inertia)."""
+    (merged-pseudo-inertia, articulated-inertia). ``scale``: the model's total mass and
+    total |tr(I)|, ``trace`` the link's |tr(I)|."""
     inertia = link.inertia
     total_mass, total_trace = scale
-    trace = abs(float(np.trace(inertia.inertia)))
     if not (link.has_inertial and not link.inertia_from_geometry
             and MINVAL < inertia.mass <= PLACEHOLDER_SHARE * total_mass
             and trace <= PLACEHOLDER_SHARE * total_trace):

@@ -74,6 +74,7 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 import numpy as np
 
@@ -144,8 +145,9 @@ class Fix:
         return R.T @ (self.com - self.file_translation), R.T @ self.inertia @ R
 
 
-@dataclass(frozen=True)
-class Finding:
+class Finding(NamedTuple):
+    """One check's verdict on one link or body (a tuple: a model makes millions)."""
+
     body: str  # the link (original name for links merged by fixed joints) or body
     check: str  # one of CHECKS
     severity: str  # one of SEVERITIES
@@ -156,7 +158,7 @@ class Finding:
     source: SourceRef  # the <inertial> (or <link>) element
     scope: str = "link"  # "link" or "body" (a moving body of the compact tree)
     links: tuple[str, ...] = ()  # for body findings: the links merged into the body
-    details: dict = field(default_factory=dict)
+    details: dict = {}  # (never changed in place)
     fix: Fix | None = None  # with CheckOptions.fix, on failing findings that have one
 
 
@@ -299,7 +301,7 @@ def finding(context: LinkContext, options: CheckOptions, check: str, status: str
                                   file_translation=context.link.file_translation)
     if severity == "error" and check in HEURISTIC_CHECKS and context.negligible:
         severity, message = "warning", f"{message} [warning only: {context.negligible}]"
-    return Finding(body=context.link.name, check=check, severity=severity, status=status,
-                   message=message, value=plain(value),
-                   margin=None if margin is None else float(margin), source=context.source,
-                   scope=scope, links=tuple(links), details=plain(details or {}), fix=fix)
+    return Finding(context.link.name, check, severity, status, message,
+                   None if value is None else plain(value),
+                   None if margin is None else float(margin), context.source, scope,
+                   tuple(links), plain(details) if details else {}, fix)

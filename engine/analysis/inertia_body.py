@@ -4,6 +4,7 @@ merged from several massive links and the joints' limits; and :class:`Samples`, 
 data they (and the mass of a moving body) read, computed once per run."""
 from __future__ import annotations
 
+import math
 from typing import NamedTuple
 
 import numpy as np
@@ -52,7 +53,7 @@ class Samples:
                 largest = self.sweeps.largest_eigenvalues()
             self.finite = bool(np.all(np.isfinite(largest)))
         self.largest = largest
-        self._blocks = None
+        self._blocks = self._lowest = None
 
     def diagonal_block(self, j: int) -> np.ndarray:
         """Joint j's diagonal block of M without armature over the samples, (samples, k, k)."""
@@ -70,6 +71,35 @@ class Samples:
             with np.errstate(all="ignore"):
                 self._blocks = articulated_blocks(self.model, self.q)
         return self._blocks
+
+
+    def lowest(self) -> list[tuple | None]:
+        """Per joint, the sample where its D-block's smallest eigenvalue is least relative
+        to lambda_max(M) (ratio 0 where lambda_max is not positive): (sample, ratio, that
+        eigenvalue, lambda_max there), None where the block is not finite. For all joints
+        at once (blocks of one size together), on first use."""
+        if self._lowest is not None:
+            return self._lowest
+        blocks = self.joint_blocks()
+        low = np.zeros((len(blocks), len(self.q)))
+        finite = np.zeros(len(blocks), dtype=bool)
+        sizes: dict[int, list[int]] = {}
+        for j, D in enumerate(blocks):
+            sizes.setdefault(D.shape[-1], []).append(j)
+        for size, joints in sizes.items():
+            stack = np.stack([blocks[j] for j in joints])  # (n, samples, k, k)
+            ok = np.all(np.isfinite(stack), axis=(1, 2, 3))
+            finite[joints] = ok
+            if size and ok.any():
+                low[np.array(joints)[ok]] = np.linalg.eigvalsh(stack[ok])[..., 0]
+        with np.errstate(divide="ignore", invalid="ignore"):
+            ratios = np.where(self.largest > 0, low / self.largest, 0.0)
+        worst = np.argmin(ratios, axis=1) if len(self.q) else np.zeros(len(blocks), int)
+        rows = np.arange(len(blocks))
+        self._lowest = [None if not ok else row for ok, row in zip(finite.tolist(), zip(
+            worst.tolist(), ratios[rows, worst].tolist(), low[rows, worst].tolist(),
+            self.largest[worst].tolist()))]
+        return self._lowest
 
 
 def merged_pseudo_inertia(context: LinkContext, inputs: Inputs, body: Body) -> list[Finding]:
@@ -91,7 +121,7 @@ def limits(context: LinkContext, inputs: Inputs, body: Body) -> list[Finding]:
         return out
     k = int(model.idx_q[j])
     lower, upper = float(model.q_lower[k]), float(model.q_upper[k])
-    if not (np.isfinite(lower) or np.isfinite(upper)):
+    if not (math.isfinite(lower) or math.isfinite(upper)):
         return out
     joint = model.joint_names[j]
     details = {"joint": joint, "joint_line": model.joint_sources[j].line,
@@ -113,31 +143,26 @@ def articulated(context: LinkContext, inputs: Inputs, body: Body) -> list[Findin
     out: list[Finding] = []
     add = adder(context, inputs.options, out)
     extra = {"scope": "body", "links": body.links}
-    D = samples.joint_blocks()[j]
-    if not (samples.finite and np.all(np.isfinite(D))):
+    lowest = samples.lowest()[j]
+    if not samples.finite or lowest is None:
         add("articulated-inertia", "fail", "error",
             f"joint {model.joint_names[j]}: M(q) or ABA's D-block overflows "
             "(inertias too large for a double)", **extra)
         return out
     joint = model.joint_names[j]
-    low = np.linalg.eigvalsh(D)[:, 0]
-    with np.errstate(divide="ignore", invalid="ignore"):
-        ratios = np.where(samples.largest > 0, low / samples.largest, 0.0)
-    worst = int(np.argmin(ratios))
-    ratio = float(ratios[worst])
-    details = {"joint": joint, "joint_line": model.joint_sources[j].line,
-               "d_min": float(low[worst]), "lambda_max": float(samples.largest[worst]),
-               "sample": worst}
+    worst, ratio, low, largest = lowest
+    details = {"joint": joint, "joint_line": model.joint_sources[j].line, "d_min": low,
+               "lambda_max": largest, "sample": worst}
     margin = float(np.log10(ratio / inputs.options.min_block_ratio)) if ratio > 0 else None
     if ratio <= 1e-15:
         add("articulated-inertia", "fail", "error",
             f"joint {joint} moves (with its descendants free) no inertia along some "
             f"direction: ABA's D-block is singular (smallest eigenvalue "
-            f"{low[worst]:.3g}), M is singular", ratio, margin, details, **extra)
+            f"{low:.3g}), M is singular", ratio, margin, details, **extra)
     elif ratio < inputs.options.min_block_ratio:
         add("articulated-inertia", "fail", "warning",
             f"joint {joint}: ABA's D-block is {ratio:.3g} of lambda_max(M) "
-            f"({low[worst]:.3g} vs {samples.largest[worst]:.3g}), so cond(M) >= "
+            f"({low:.3g} vs {largest:.3g}), so cond(M) >= "
             f"{1 / ratio:.3g}: a nearly singular chain", ratio, margin, details,
             **extra)
     else:

@@ -28,9 +28,7 @@ findings the checks made (and of the rules above it), applied in this order:
 """
 from __future__ import annotations
 
-import dataclasses
-
-from .inertia import Finding, LinkContext
+from .inertia import LINK_CHECKS, Finding, LinkContext
 
 CONSISTENCY = ("inertia-pd", "triangle", "pseudo-inertia")
 SEVERITY_RANK = {"error": 0, "warning": 1, "info": 2}
@@ -39,8 +37,8 @@ SEVERITY_RANK = {"error": 0, "warning": 1, "info": 2}
 def implied_skip(finding: Finding, winner: Finding) -> Finding:
     """``finding`` as a skip naming the finding that reports its defect."""
     where = "this link" if winner.body == finding.body else f"link {winner.body}"
-    return dataclasses.replace(
-        finding, status="skip", severity="info", fix=None,
+    return finding._replace(
+        status="skip", severity="info", fix=None,
         message=f"implied by the {winner.check} finding of {where} (reported there): "
                 f"{finding.message}")
 
@@ -90,12 +88,12 @@ def judged_with_body(findings: list[Finding], context: LinkContext) -> None:
         if finding.check not in CONSISTENCY or finding.status != "fail":
             continue
         if finding.severity == "warning":
-            findings[n] = dataclasses.replace(
-                finding, status="skip", severity="info", fix=None,
+            findings[n] = finding._replace(
+                status="skip", severity="info", fix=None,
                 message=f"not a defect here ({context.negligible}): {finding.message}")
         elif context.body < 0:
-            findings[n] = dataclasses.replace(
-                finding, severity="warning",
+            findings[n] = finding._replace(
+                severity="warning",
                 message=f"{finding.message} [warning only: {context.negligible}]")
 
 
@@ -114,18 +112,18 @@ def merged(finding: Finding, links: dict[str, list[Finding]],
     """Rule 4: the merged body's finding, and its negligible links' excused errors."""
     names = [name for name in dict.fromkeys(contexts) if name in set(massive)]
     if finding.status == "fail":
-        winner = next((f for name in names for f in links.get(name, ())
-                       if f.status == "fail" and (f.check in CONSISTENCY or
-                                                  (f.check == "mass"
-                                                   and f.severity == "error"))), None)
-        return finding if winner is None else implied_skip(finding, winner)
+        failing = [(k, LINK_CHECKS.index(f.check), f) for k, name in enumerate(names)
+                   for f in links.get(name, ()) if f.status == "fail" and (
+                       f.check in CONSISTENCY or (f.check == "mass" and f.severity == "error"))]
+        # the first link in the model's order, its most basic check (mass first)
+        return implied_skip(finding, min(failing)[2]) if failing else finding
     for name in names:
         own, context = links.get(name, []), contexts[name]
         for n, f in enumerate(own):
             if (f.status == "fail" and f.severity == "error" and f.check in CONSISTENCY
                     and context.negligible):
-                own[n] = dataclasses.replace(
-                    f, severity="warning",
+                own[n] = f._replace(
+                    severity="warning",
                     message=f"{f.message} [warning only: {context.negligible}, and body "
                             f"{finding.body} as a whole is consistent (see "
                             "merged-pseudo-inertia)]")
