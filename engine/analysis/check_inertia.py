@@ -14,6 +14,7 @@ from .inertia import (ABSURD_MASS, MINVAL, NEGLIGIBLE_MASS, CheckOptions, Inerti
 from .inertia_body import Body, Samples, articulated, limits, merged_pseudo_inertia
 from .inertia_geometry import geometry_checks
 from .inertia_hierarchy import settle
+from ..inertia_forms import pseudo_inertia_of
 from .inertia_link import (finite, inertia_pd, mass, numbers_of, placeholder, pseudo_inertia,
                            triangle)
 
@@ -33,11 +34,8 @@ class Check(NamedTuple):
 
 def checked(context: LinkContext) -> bool:
     """The link's numbers are finite and there is an inertia to judge (not an absurd mass,
-    not a massless frame)."""
-    inertia = context.link.inertia
-    return (context.numbers is not None and context.link.has_inertial
-            and inertia.mass <= ABSURD_MASS and not (inertia.mass == 0
-                                                     and not np.any(inertia.inertia)))
+    not a massless frame): the links whose LinkNumbers :func:`link_contexts` computes."""
+    return context.numbers is not None
 
 
 def judged(context: LinkContext) -> bool:
@@ -47,7 +45,7 @@ def judged(context: LinkContext) -> bool:
 
 TABLE = (
     Check("finite", "link", finite),
-    Check("mass", "link", mass, lambda context: context.numbers is not None),
+    Check("mass", "link", mass, lambda context: context.finite_moment),
     Check("placeholder", "link", placeholder,
           lambda context: checked(context) and bool(context.placeholder)),
     Check("inertia-pd", "link", inertia_pd, judged),
@@ -100,14 +98,21 @@ def link_contexts(model: Model, geometry: dict[str, LinkGeometry]) -> dict[str, 
     finite = (np.isfinite(mass) & np.all(np.isfinite(com), axis=1)
               & np.all(np.isfinite(tensor), axis=(1, 2)))
     with np.errstate(all="ignore"):
+        moment = finite.copy()  # and J does not overflow
+        moment[finite] = np.all(np.isfinite(pseudo_inertia_of(mass[finite], com[finite],
+                                                              tensor[finite])), axis=(1, 2))
+        has_inertial = np.array([link.has_inertial for link in every], dtype=bool)
+        judged = (moment & has_inertial & (mass <= ABSURD_MASS)
+                  & ~((mass == 0) & ~np.any(tensor.reshape(-1, 9), axis=1)))
+        values = iter(numbers_of(mass[judged], com[judged], tensor[judged]))
         traces = np.abs(np.trace(tensor, axis1=1, axis2=2)).tolist()
-        values = iter(numbers_of(mass[finite], com[finite], tensor[finite]))
         scale = (float(sum(max(m, 0.0) for m, link in zip(mass.tolist(), every)
                            if link.has_inertial)),
                  float(sum(t for t, link in zip(traces, every) if link.has_inertial)))
     contexts = {}
-    for link, ok, trace in zip(every, finite.tolist(), traces):
-        numbers = next(values) if ok else None
+    for link, ok, fits, judge, trace in zip(every, finite.tolist(), moment.tolist(),
+                                            judged.tolist(), traces):
+        numbers = next(values) if judge else None
         if link.name not in body_of or not (link.has_inertial or link.source.line
                                             or body_of[link.name] >= 0):
             continue  # a world link a parser (or a free-flyer root) made up
@@ -117,7 +122,7 @@ def link_contexts(model: Model, geometry: dict[str, LinkGeometry]) -> dict[str, 
         contexts[link.name] = LinkContext(link, body, main, geometry.get(link.name), source,
                                           _negligible(model, link, body, main),
                                           _placeholder(model, link, body, scale, trace), ok,
-                                          numbers)
+                                          fits, numbers)
     return contexts
 
 

@@ -255,7 +255,8 @@ class LinkContext:
     negligible: str = ""  # why the link hardly matters to its body ("" if it does)
     placeholder: str = ""  # why its inertia is a placeholder ("" if it is not)
     finite_values: bool = True  # mass, com and tensor are finite numbers
-    numbers: object = None  # its inertia_link.LinkNumbers (None: not finite, or J overflows)
+    finite_moment: bool = True  # and m |c|^2 (J) does not overflow a double
+    numbers: object = None  # its inertia_link.LinkNumbers where the inertia is judged
 
 
 @dataclass(frozen=True)

@@ -27,10 +27,9 @@ class LinkNumbers(NamedTuple):
     trace: float  # tr(I)
 
 
-def numbers_of(mass: np.ndarray, com: np.ndarray,
-               inertia: np.ndarray) -> list[LinkNumbers | None]:
-    """:class:`LinkNumbers` of inertias (n,), (n, 3), (n, 3, 3) of finite numbers (None
-    where J overflows). Nil: every eigenvalue below MINVAL + m (1 um)^2 in magnitude."""
+def numbers_of(mass: np.ndarray, com: np.ndarray, inertia: np.ndarray) -> list[LinkNumbers]:
+    """:class:`LinkNumbers` of inertias (n,), (n, 3), (n, 3, 3) of finite numbers whose J
+    is finite. Nil: every eigenvalue below MINVAL + m (1 um)^2 in magnitude."""
     if not len(mass):
         return []
     moments = principal_moments(inertia)[0]
@@ -40,9 +39,7 @@ def numbers_of(mass: np.ndarray, com: np.ndarray,
     sigma = np.linalg.eigvalsh(second_moment(symmetric(inertia)))
     J = pseudo_inertia_of(mass, com, inertia)
     trace = np.trace(inertia, axis1=-2, axis2=-1).tolist()
-    overflows = ~np.all(np.isfinite(J), axis=(1, 2))  # m |c|^2 beyond a double: no numbers
-    return [None if over else LinkNumbers(*row) for over, row in zip(
-        overflows.tolist(), zip(moments, negligible.tolist(), sigma, J, trace))]
+    return [LinkNumbers(*row) for row in zip(moments, negligible.tolist(), sigma, J, trace)]
 
 
 def one_numbers(inertia: Inertia, J: np.ndarray | None = None) -> LinkNumbers:
@@ -79,7 +76,7 @@ def finite(context: LinkContext, inputs: Inputs) -> list[Finding]:
     if not context.finite_values:
         return [finding(context, inputs.options, "finite", "fail", "error",
                         "mass, com or inertia is not a finite number")]
-    if context.numbers is None:
+    if not context.finite_moment:
         return [finding(context, inputs.options, "finite", "fail", "error",
                         f"mass x com distance^2 overflows a double (mass {inertia.mass:g} kg, "
                         f"com {np.abs(inertia.com).max():g} m from the link origin along an "
