@@ -33,6 +33,7 @@ from typing import NamedTuple
 
 import numpy as np
 
+from .inertia_forms import TENSOR_INDEX, dynamic_parameters, spatial_inertia
 from .model import Model
 from .reference import crm, one_state
 from .rotations import skew
@@ -41,8 +42,6 @@ from .state import world_acceleration
 PARAMETERS = ("m", "mx", "my", "mz", "Ixx", "Ixy", "Iyy", "Ixz", "Iyz", "Izz")
 JOINT_TERMS = ("armature", "viscous", "coulomb")
 FLOATING = ("free", "free_world")
-# iota index of the tensor entry (row, column)
-TENSOR_INDEX = np.array([[0, 1, 3], [1, 2, 4], [3, 4, 5]])
 
 
 class Layout(NamedTuple):
@@ -86,31 +85,6 @@ def _dof_label(model: Model, dof: int) -> str:
 
 
 # ------------------------------------------------------------------- parameter algebra
-def dynamic_parameters(spatial: np.ndarray) -> np.ndarray:
-    """(..., 10) parameters of spatial inertias (..., 6, 6) about the origin (angular, linear)."""
-    out = np.empty(spatial.shape[:-2] + (10,))
-    out[..., 0] = spatial[..., 3, 3]
-    out[..., 1] = spatial[..., 2, 4]  # h = (S[2,4], S[0,5], S[1,3]) as Inertia.from_spatial
-    out[..., 2] = spatial[..., 0, 5]
-    out[..., 3] = spatial[..., 1, 3]
-    bar = 0.5 * (spatial[..., :3, :3] + np.swapaxes(spatial[..., :3, :3], -1, -2))
-    for k, (r, c) in enumerate(((0, 0), (0, 1), (1, 1), (0, 2), (1, 2), (2, 2))):
-        out[..., 4 + k] = bar[..., r, c]
-    return out
-
-
-def spatial_inertia(parameters: np.ndarray) -> np.ndarray:
-    """(..., 6, 6) spatial inertias about the origin from parameters (..., 10)."""
-    p = np.asarray(parameters, dtype=float)
-    out = np.zeros(p.shape[:-1] + (6, 6))
-    out[..., :3, :3] = p[..., 4 + TENSOR_INDEX]
-    hx = skew(p[..., 1:4])
-    out[..., :3, 3:] = hx
-    out[..., 3:, :3] = -hx
-    out[..., 3:, 3:] = p[..., 0, None, None] * np.eye(3)
-    return out
-
-
 def rotated_parameters(rotation: np.ndarray) -> np.ndarray:
     """P (10, 10) with pi' = P pi for the same body in a frame whose axes are
     ``x = rotation @ x'`` (same origin): I' = R^T I R, h' = R^T h."""

@@ -36,8 +36,9 @@ from reference_models import dm_control_id, dm_control_models, gymnasium_models,
 from treedyn.engine import Inertia, JointSpec, LinkSpec, TreeDescription, build_model, crba
 from treedyn.engine.analysis.conditioning import analyze
 from treedyn.engine.analysis.check_inertia import check_inertia
-from treedyn.engine.analysis.inertia import (CHECKS, CheckOptions, nearest_consistent,
-                                           pseudo_inertia, triangle_slack)
+from treedyn.engine.analysis.inertia import CHECKS, CheckOptions, triangle_slack
+from treedyn.engine.inertia_forms import nearest_consistent
+from treedyn.engine.inertia_forms import pseudo_inertia_of as pseudo_inertia
 from treedyn.engine.analysis.verify import VerifyOptions, verify
 from treedyn.engine.description import Shape
 from treedyn.engine.factor import ltdl

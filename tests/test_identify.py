@@ -23,8 +23,8 @@ from treedyn.cli.app import run  # noqa: E402
 from treedyn.engine.analysis.consistent import consistent_fit  # noqa: E402
 from treedyn.engine.analysis.identify import (Accumulator, base_parameters,  # noqa: E402
                                               joint_rms, ordinary_least_squares)
-from treedyn.engine.analysis.log_cholesky import (parameters_and_jacobian,  # noqa: E402
-                                                  pseudo_inertia, theta_of)
+from treedyn.engine.analysis.log_cholesky import parameters_and_jacobian, theta_of  # noqa: E402
+from treedyn.engine.inertia_forms import pseudo_inertia  # noqa: E402
 from treedyn.engine import joint_torque_regressor as regressor  # noqa: E402
 from treedyn.engine.regressor import layout_of, model_parameters  # noqa: E402
 from treedyn.parsers import load_model  # noqa: E402
@@ -337,7 +337,7 @@ def test_external_torques_are_minus_j_transpose_f(path, free_flyer):
     """What a log's external forces add to tau, subtracted before the fit: -sum J_i^T f_i,
     with the readable path's body Jacobians."""
     from treedyn.engine.analysis.identify import external_torques
-    from treedyn.engine.reference import body_jacobians, generalized_forces
+    from treedyn.engine.kinematics import body_jacobians, generalized_forces
 
     model = load_model(path, free_flyer=free_flyer)
     rng = np.random.default_rng(3)

@@ -317,3 +317,27 @@ def test_mesh_bounding_boxes_do_not_judge_principal_axes_but_exact_boxes_do(tmp_
     primitive = slanted_mjcf(tmp_path, '<geom type="box" size="0.15 0.025 0.025" mass="0"/>')
     document, _ = check(primitive)
     assert [f for f in failing(document) if f[1] == "orientation"], document["findings"]
+
+
+@pytest.mark.parametrize("path", sorted(BROKEN.glob("*.urdf")) + sorted(BROKEN.glob("*.xml")),
+                         ids=lambda p: p.name)
+def test_the_verdicts_do_not_depend_on_the_order_the_checks_run(path, monkeypatch):
+    """Each check is a function of its link's or body's data; one pass after all of them
+    settles which finding reports a defect. Run in the reverse order, the checks give the
+    same findings (the output lists them in the table's order)."""
+    from treedyn.engine.analysis import check_inertia as module
+    from treedyn.parsers import load_model
+    from treedyn.parsers.link_geometry import link_geometry
+
+    model = load_model(str(path))
+    geometry = link_geometry(model.description, str(path))
+
+    def verdicts():
+        report = module.check_inertia(model, geometry)
+        return sorted((f.body, f.scope, f.check, f.status, f.severity, f.message)
+                      for f in report.findings)
+
+    forward = verdicts()
+    assert any(status == "fail" for _, _, _, status, _, _ in forward)
+    monkeypatch.setattr(module, "TABLE", tuple(reversed(module.TABLE)))
+    assert verdicts() == forward

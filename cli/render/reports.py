@@ -48,12 +48,13 @@ def fix_document(fix, fmt: str) -> dict:
 
 def check_summary(report) -> dict:
     """{check: {"pass": n, "fail": n, "skip": n, "errors": n, "warnings": n}}."""
-    summary: dict[str, Counter] = {}
-    for finding in report.findings:
-        counts = summary.setdefault(finding.check, Counter())
-        counts[finding.status] += 1
-        if finding.status == "fail":
-            counts["errors" if finding.severity == "error" else "warnings"] += 1
+    kinds = Counter((f.check, f.status, f.severity) for f in report.findings)
+    summary: dict[str, Counter] = {}  # checks in the order of their first finding
+    for (check, status, severity), n in kinds.items():
+        counts = summary.setdefault(check, Counter())
+        counts[status] += n
+        if status == "fail":
+            counts["errors" if severity == "error" else "warnings"] += n
     keys = ("pass", "fail", "skip", "errors", "warnings")
     return {check: {key: counts[key] for key in keys} for check, counts in summary.items()}
 

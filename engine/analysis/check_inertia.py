@@ -1,100 +1,129 @@
-"""check_inertia: every link and body check of :mod:`.inertia` on a model, as data."""
+"""check_inertia: every link and body check of :mod:`.inertia` on a model, as data: the
+one table of checks, each a pure function, run over every link and body, then settled."""
 from __future__ import annotations
 
-import dataclasses
+from collections.abc import Callable
+from typing import NamedTuple
 
 import numpy as np
 
 from ..description import LinkSpec
 from ..model import Model
-from .inertia import (ABSURD_MASS, HEURISTIC_CHECKS, MINVAL, NEGLIGIBLE_MASS, CheckOptions,
-                      InertiaReport, LinkContext, LinkGeometry, pseudo_inertia)
-from .inertia_body import BodyChecks
-from .inertia_geometry import GeometryChecks
-from .inertia_hierarchy import CONSISTENCY, suppress_link
+from .inertia import (ABSURD_MASS, MINVAL, NEGLIGIBLE_MASS, CheckOptions, InertiaReport, Inputs,
+                      LinkContext, LinkGeometry)
+from .inertia_body import Body, Samples, articulated, limits, merged_pseudo_inertia
+from .inertia_geometry import geometry_checks
+from .inertia_hierarchy import settle
+from ..inertia_forms import pseudo_inertia_of
+from .inertia_link import (finite, inertia_pd, mass, numbers_of, placeholder, pseudo_inertia,
+                           triangle)
 
 
-class InertiaChecker(BodyChecks, GeometryChecks):
-    """Runs the checks of one link (:meth:`link`) and of every body (:meth:`bodies`)."""
+class Check(NamedTuple):
+    """One entry of :data:`TABLE`: a pure function of its scope's data returning findings.
 
-    def link(self, context: LinkContext) -> None:
-        inertia = context.link.inertia
-        values = np.concatenate([[inertia.mass], inertia.com, np.ravel(inertia.inertia)])
-        if not np.all(np.isfinite(values)):
-            self.add(context, "finite", "fail", "error",
-                     "mass, com or inertia is not a finite number")
-            return
-        with np.errstate(over="ignore", invalid="ignore"):
-            J = pseudo_inertia(inertia.mass, inertia.com, inertia.inertia)
-        if not np.all(np.isfinite(J)):
-            self.add(context, "finite", "fail", "error",
-                     f"mass x com distance^2 overflows a double (mass {inertia.mass:g} kg, com "
-                     f"{np.abs(inertia.com).max():g} m from the link origin along an axis)")
-            return
-        self.add(context, "finite", "pass", "info", "all numbers finite")
-        start = len(self.findings)
-        self.mass(context)
-        if not context.link.has_inertial or inertia.mass > ABSURD_MASS:
-            return
-        if inertia.mass == 0 and not np.any(inertia.inertia):
-            return
-        if context.placeholder:
-            for check in (*CONSISTENCY, *HEURISTIC_CHECKS):
-                self.add(context, check, "skip", "info",
-                         f"skipped: a placeholder inertia ({context.placeholder})")
-            return
-        self.inertia_pd(context)
-        self.triangle(context)
-        self.pseudo_inertia(context)
-        suppress_link(self.findings, start)
-        if context.negligible:
-            self.judged_with_body(context, start)
-        self.geometry_checks(context)
+    ``scope`` "link": ``run(context, inputs)``, for every link that passes ``when``;
+    "body": ``run(context, inputs, body)`` for every moving body of the compact tree.
+    """
 
-    def judged_with_body(self, context: LinkContext, start: int) -> None:
-        """On a link that hardly matters to its body (or is welded to the world): an
-        idealisation (point, rod, flat) is no defect; an inconsistent tensor is a warning
-        on a link welded to the world (excused on a welded link when the body as a whole
-        is consistent, see :meth:`BodyChecks.excuse_negligible`)."""
-        for n in range(start, len(self.findings)):
-            finding = self.findings[n]
-            if finding.check not in CONSISTENCY or finding.status != "fail":
-                continue
-            if finding.severity == "warning":
-                self.findings[n] = dataclasses.replace(
-                    finding, status="skip", severity="info", fix=None,
-                    message=f"not a defect here ({context.negligible}): {finding.message}")
-            elif context.body < 0:
-                self.findings[n] = dataclasses.replace(
-                    finding, severity="warning",
-                    message=f"{finding.message} [warning only: {context.negligible}]")
+    name: str
+    scope: str
+    run: Callable
+    when: Callable[[LinkContext], bool] = lambda context: True
+
+
+def checked(context: LinkContext) -> bool:
+    """The link's numbers are finite and there is an inertia to judge (not an absurd mass,
+    not a massless frame): the links whose LinkNumbers :func:`link_contexts` computes."""
+    return context.numbers is not None
+
+
+def judged(context: LinkContext) -> bool:
+    """Checked, and not a placeholder (a placeholder is judged with its body)."""
+    return checked(context) and not context.placeholder
+
+
+TABLE = (
+    Check("finite", "link", finite),
+    Check("mass", "link", mass, lambda context: context.finite_moment),
+    Check("placeholder", "link", placeholder,
+          lambda context: checked(context) and bool(context.placeholder)),
+    Check("inertia-pd", "link", inertia_pd, judged),
+    Check("triangle", "link", triangle, judged),
+    Check("pseudo-inertia", "link", pseudo_inertia, judged),
+    Check("geometry", "link", geometry_checks, judged),  # density, plausibility, ...
+    Check("articulated-inertia", "body", articulated),
+    Check("merged-pseudo-inertia", "body", merged_pseudo_inertia),
+    Check("limits", "body", limits),
+)
 
 
 def check_inertia(model: Model, geometry: dict[str, LinkGeometry] | None = None,
                   options: CheckOptions = CheckOptions()) -> InertiaReport:
-    """Every link and body check on ``model`` (its description's links, merged or not)."""
-    geometry = geometry or {}
-    checker = InertiaChecker(model, options)
+    """Every check of :data:`TABLE` on ``model`` (its description's links, merged or not),
+    then the one pass that settles which finding reports which defect
+    (:func:`.inertia_hierarchy.settle`)."""
+    contexts = link_contexts(model, geometry or {})
+    inputs = Inputs(model, options, Samples(model, options))
+    link_checks = [check for check in TABLE if check.scope == "link"]
+    links = {name: [f for check in link_checks if check.when(context)
+                    for f in check.run(context, inputs)]
+             for name, context in contexts.items()}
+    frames: dict[int, list[str]] = {}  # body -> its links, in model.frames order
+    for frame in model.frames:
+        frames.setdefault(frame.joint, []).append(frame.name)
+    for j, name in enumerate(model.body_names):
+        if name not in contexts:
+            link = next(spec for spec in model.description.links if spec.name == name)
+            contexts[name] = LinkContext(link, j, True, None, link.source)
+    body_checks = [check for check in TABLE if check.scope == "body"]
+    bodies, massive = [], []
+    for j, name in enumerate(model.body_names):
+        members = tuple(frames.get(j, ()))
+        body = Body(j, members, tuple(n for n in members
+                                   if contexts[n].link.inertia.mass != 0))
+        bodies.append([f for check in body_checks
+                       for f in check.run(contexts[name], inputs, body)])
+        massive.append(body.massive)
+    return InertiaReport(model.name, tuple(settle(links, bodies, contexts, massive)))
+
+
+def link_contexts(model: Model, geometry: dict[str, LinkGeometry]) -> dict[str, LinkContext]:
+    """The context of every link the checks judge, with its numbers computed in bulk."""
     body_of = {frame.name: frame.joint for frame in model.frames}
-    contexts: dict[str, LinkContext] = {}
-    scale = _model_scale(model)
-    for link in model.description.links:
-        if link.name not in body_of or (not link.has_inertial and not link.source.line
-                                        and body_of[link.name] < 0):
+    every = model.description.links
+    mass = np.array([link.inertia.mass for link in every], dtype=float)
+    com = np.array([link.inertia.com for link in every], dtype=float).reshape(-1, 3)
+    tensor = np.array([link.inertia.inertia for link in every], dtype=float).reshape(-1, 3, 3)
+    finite = (np.isfinite(mass) & np.all(np.isfinite(com), axis=1)
+              & np.all(np.isfinite(tensor), axis=(1, 2)))
+    with np.errstate(all="ignore"):
+        moment = finite.copy()  # and J does not overflow
+        moment[finite] = np.all(np.isfinite(pseudo_inertia_of(mass[finite], com[finite],
+                                                              tensor[finite])), axis=(1, 2))
+        has_inertial = np.array([link.has_inertial for link in every], dtype=bool)
+        judged = (moment & has_inertial & (mass <= ABSURD_MASS)
+                  & ~((mass == 0) & ~np.any(tensor.reshape(-1, 9), axis=1)))
+        values = iter(numbers_of(mass[judged], com[judged], tensor[judged]))
+        traces = np.abs(np.trace(tensor, axis1=1, axis2=2)).tolist()
+        scale = (float(sum(max(m, 0.0) for m, link in zip(mass.tolist(), every)
+                           if link.has_inertial)),
+                 float(sum(t for t, link in zip(traces, every) if link.has_inertial)))
+    contexts = {}
+    for link, ok, fits, judge, trace in zip(every, finite.tolist(), moment.tolist(),
+                                            judged.tolist(), traces):
+        numbers = next(values) if judge else None
+        if link.name not in body_of or not (link.has_inertial or link.source.line
+                                            or body_of[link.name] >= 0):
             continue  # a world link a parser (or a free-flyer root) made up
         body = body_of[link.name]
         main = body >= 0 and model.body_names[body] == link.name
         source = link.inertial_source if link.inertial_source.line else link.source
         contexts[link.name] = LinkContext(link, body, main, geometry.get(link.name), source,
                                           _negligible(model, link, body, main),
-                                          _placeholder(model, link, body, scale))
-        checker.link(contexts[link.name])
-    for j, name in enumerate(model.body_names):
-        if name not in contexts:
-            link = next(spec for spec in model.description.links if spec.name == name)
-            contexts[name] = LinkContext(link, j, True, None, link.source)
-    checker.bodies(contexts)
-    return InertiaReport(model.name, tuple(checker.findings))
+                                          _placeholder(model, link, body, scale, trace), ok,
+                                          fits, numbers)
+    return contexts
 
 
 def _negligible(model: Model, link: LinkSpec, body: int, main: bool) -> str:
@@ -115,23 +144,15 @@ PLACEHOLDER_SHARE = 1e-4  # a link's share of the model's mass and inertia below
 # a placeholder (urdfdom and KDL want an <inertial> on every link: 1e-6 kg, 1e-6 kg m^2)
 
 
-def _model_scale(model: Model) -> tuple[float, float]:
-    """(total mass kg, total trace of the rotational inertias kg m^2) of the model's links."""
-    links = [spec.inertia for spec in model.description.links if spec.has_inertial]
-    with np.errstate(all="ignore"):
-        mass = float(sum(max(float(i.mass), 0.0) for i in links))
-        trace = float(sum(abs(float(np.trace(i.inertia))) for i in links))
-    return mass, trace
-
-
-def _placeholder(model: Model, link: LinkSpec, body: int, scale: tuple[float, float]) -> str:
+def _placeholder(model: Model, link: LinkSpec, body: int, scale: tuple[float, float],
+                 trace: float) -> str:
     """Why the link's inertia is a placeholder ("" if it is not): a positive mass and a
     tensor that are both under :data:`PLACEHOLDER_SHARE` of the model's, whatever their
     form. Its own consistency does not matter; the body it belongs to is judged whole
-    (merged-pseudo-inertia, articulated-inertia)."""
+    (merged-pseudo-inertia, articulated-inertia). ``scale``: the model's total mass and
+    total |tr(I)|, ``trace`` the link's |tr(I)|."""
     inertia = link.inertia
     total_mass, total_trace = scale
-    trace = abs(float(np.trace(inertia.inertia)))
     if not (link.has_inertial and not link.inertia_from_geometry
             and MINVAL < inertia.mass <= PLACEHOLDER_SHARE * total_mass
             and trace <= PLACEHOLDER_SHARE * total_trace):

@@ -32,9 +32,9 @@ import numpy as np
 import scipy.linalg
 import scipy.optimize
 
+from ..inertia_forms import nearest_definite, pseudo_inertia
 from .identify import Problem
-from .log_cholesky import (nearest_definite, parameters_and_jacobian, pseudo_inertia,
-                           theta_of)
+from .log_cholesky import parameters_and_jacobian, theta_of
 
 LOSSES = ("linear", "soft_l1", "huber", "cauchy", "arctan")
 

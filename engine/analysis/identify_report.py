@@ -20,7 +20,7 @@ from ..regressor import Layout, layout_of, model_parameters, spatial_inertia
 from ..spatial import inertia_to_parent
 from .consistent import Fit
 from .identify import Base, LeastSquares, Problem, joint_rms
-from .inertia import pseudo_inertia_margin
+from .inertia_link import pseudo_inertia_margin
 
 
 @dataclass

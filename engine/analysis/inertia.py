@@ -61,30 +61,34 @@ computed the inertia from the geoms themselves. Orientation passes an inertia th
 exactly the other geometry's (visual for collision) and judges no axes against meshes'
 bounding boxes, which are aligned with the mesh frame whatever the mass does.
 
-Modules: this one holds the report types, the inertia arithmetic, the solids, the
-:class:`Checker` that records findings and the checks on the inertia alone
-(:class:`LinkChecks`); the geometry and body checks are in :mod:`.inertia_geometry` and
-:mod:`.inertia_body`, all run by :func:`.check_inertia.check_inertia`.
+Modules: this one holds the report types, the link context, the solids and
+:func:`finding`, which makes one finding; each check is a function of its link's or
+body's data returning findings: the checks on the inertia alone in :mod:`.inertia_link`,
+the geometry checks in :mod:`.inertia_geometry`, the body checks in :mod:`.inertia_body`,
+all listed in the one table :data:`.check_inertia.TABLE` and run by
+:func:`.check_inertia.check_inertia`, whose last step, :func:`.inertia_hierarchy.settle`,
+decides which finding reports a defect. Conversions between the forms of an inertia:
+:mod:`treedyn.engine.inertia_forms`.
 """
 from __future__ import annotations
 
 import dataclasses
-import itertools
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 import numpy as np
 
-from ..crba import crba
 from ..description import Inertia, LinkSpec, Shape, SourceRef
 from ..geometry import LinkGeometry, solid_corners, solid_properties
 from ..model import Model
-from ..reference import articulated_blocks
-from ..samples import sample_configurations
-from ..subtree import TreeSweeps
+from ..inertia_forms import (ROUNDING, nearest_consistent, parallel_axis, principal_moments,
+                             second_moment, symmetric)
 from .plain import plain
 
+__all__ = ["LinkGeometry", "ROUNDING", "nearest_consistent", "parallel_axis",
+           "principal_moments", "second_moment", "symmetric"]  # imported from here too
+
 MINVAL = 1e-15  # MuJoCo's mjMINVAL: mass and inertia below this count as none
-ROUNDING = 1e-13  # relative size of eigenvalue rounding noise (about 500 ulp)
 ABSURD_MASS = 1e6  # kg: no robot link weighs a thousand tonnes
 SEVERITIES = ("error", "warning", "info")
 STATUSES = ("fail", "pass", "skip")
@@ -141,8 +145,9 @@ class Fix:
         return R.T @ (self.com - self.file_translation), R.T @ self.inertia @ R
 
 
-@dataclass(frozen=True)
-class Finding:
+class Finding(NamedTuple):
+    """One check's verdict on one link or body (a tuple: a model makes millions)."""
+
     body: str  # the link (original name for links merged by fixed joints) or body
     check: str  # one of CHECKS
     severity: str  # one of SEVERITIES
@@ -153,7 +158,7 @@ class Finding:
     source: SourceRef  # the <inertial> (or <link>) element
     scope: str = "link"  # "link" or "body" (a moving body of the compact tree)
     links: tuple[str, ...] = ()  # for body findings: the links merged into the body
-    details: dict = field(default_factory=dict)
+    details: dict = {}  # (never changed in place)
     fix: Fix | None = None  # with CheckOptions.fix, on failing findings that have one
 
 
@@ -173,18 +178,6 @@ class InertiaReport:
 
 # ----------------------------------------------------------------------------- numbers
 
-def symmetric(matrix: np.ndarray) -> np.ndarray:
-    return 0.5 * (matrix + np.swapaxes(matrix, -1, -2))
-
-
-def principal_moments(inertia: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """(moments ascending (3,), principal axes as columns (3, 3)) of the symmetric part;
-    moments within rounding of zero (:data:`ROUNDING` of the largest) are exactly 0."""
-    moments, axes = np.linalg.eigh(symmetric(inertia))
-    scale = float(np.abs(moments).max(initial=0.0))
-    return np.where(np.abs(moments) <= ROUNDING * scale, 0.0, moments), axes
-
-
 def numbers(values, scale: float | None = None, digits: int = 6) -> list[str]:
     """``values`` printed to ``digits`` significant digits, each rounded at the scale of
     the largest (or of ``scale``): eigenvalue noise 1e-16 below it prints as 0."""
@@ -196,34 +189,6 @@ def numbers(values, scale: float | None = None, digits: int = 6) -> list[str]:
 def triangle_slack(moments: np.ndarray) -> float:
     """lambda_1 + lambda_2 - lambda_3 for ascending moments (negative: the deficit)."""
     return float(moments[0] + moments[1] - moments[2])
-
-
-def parallel_axis(mass: float, com: np.ndarray) -> np.ndarray:
-    """m (|c|^2 1 - c c^T): what moving the reference point from the com to the origin adds."""
-    com = np.asarray(com, dtype=float)
-    return mass * (com @ com * np.eye(3) - np.outer(com, com))
-
-
-def second_moment(inertia: np.ndarray) -> np.ndarray:
-    """Sigma = 1/2 tr(I) 1 - I: the mass's second moment for a rotational inertia I."""
-    return 0.5 * np.trace(inertia) * np.eye(3) - inertia
-
-
-def pseudo_inertia(mass: float, com: np.ndarray, inertia: np.ndarray) -> np.ndarray:
-    """J (4, 4) about the link origin, from the inertia about the com (see module doc)."""
-    return spatial_pseudo_inertia(Inertia(mass, np.asarray(com, dtype=float),
-                                          np.asarray(inertia, dtype=float)).spatial())
-
-
-def spatial_pseudo_inertia(spatial: np.ndarray) -> np.ndarray:
-    """J (4, 4) about the origin from a spatial inertia (6, 6) about the origin (angular,
-    linear), whatever the sign of its mass."""
-    about_origin = symmetric(spatial[:3, :3])
-    J = np.empty((4, 4))
-    J[:3, :3] = second_moment(about_origin)
-    J[:3, 3] = J[3, :3] = [spatial[2, 4], spatial[0, 5], spatial[1, 3]]
-    J[3, 3] = spatial[3, 3]
-    return J
 
 
 def pseudo_inertia_margin(inertia: np.ndarray) -> tuple[float, float]:
@@ -239,32 +204,6 @@ def pseudo_inertia_margin(inertia: np.ndarray) -> tuple[float, float]:
     spread = float(sigma.sum())
     smallest = float(sigma[0])
     return smallest, (smallest / spread if spread > 0 else (-np.inf if smallest < 0 else 0.0))
-
-
-def nearest_consistent(inertia: np.ndarray, margin: float = 1e-5) -> np.ndarray:
-    """The rotational inertia nearest (Frobenius) to ``inertia`` meeting the strict triangle
-    inequality: every ``sigma_k = (lambda_i + lambda_j - lambda_k) / 2 >= margin tr(I)``.
-
-    The feasible set is convex and rotation invariant, so the nearest point keeps the
-    principal axes; the moments are projected onto the polyhedral cone by trying every
-    set of active constraints (3 constraints: 8 sets) and keeping the closest feasible one.
-    """
-    moments, axes = principal_moments(inertia)
-    scale = max(abs(float(moments.sum())), np.finfo(float).tiny)
-    floor = margin * scale
-    A = 0.5 * np.ones((3, 3)) - np.eye(3)  # sigma = A @ moments
-    best, best_distance = None, np.inf
-    for active in itertools.product((False, True), repeat=3):
-        rows = A[list(active)]
-        candidate = moments
-        if rows.size:
-            candidate = moments - rows.T @ np.linalg.solve(rows @ rows.T,
-                                                           rows @ moments - floor)
-        if np.all(A @ candidate >= floor - 1e-12 * scale):
-            distance = float(np.linalg.norm(candidate - moments))
-            if distance < best_distance:
-                best, best_distance = candidate, distance
-    return axes @ np.diag(best) @ axes.T
 
 
 def equivalent_box(moments: np.ndarray, mass: float) -> np.ndarray:
@@ -315,68 +254,20 @@ class LinkContext:
     source: SourceRef  # the <inertial> element, else the <link>
     negligible: str = ""  # why the link hardly matters to its body ("" if it does)
     placeholder: str = ""  # why its inertia is a placeholder ("" if it is not)
+    finite_values: bool = True  # mass, com and tensor are finite numbers
+    finite_moment: bool = True  # and m |c|^2 (J) does not overflow a double
+    numbers: object = None  # its inertia_link.LinkNumbers where the inertia is judged
 
 
+@dataclass(frozen=True)
+class Inputs:
+    """What every check reads besides its link: the model, the options and the sampled M
+    (``inertia_body.Samples``)."""
 
-class Checker:
-    """What every check needs (the model, options, sampled M: past ``dense_dofs`` only its
-    blocks and lambda_max, from :mod:`treedyn.engine.subtree`) and ``add``, which records
-    one finding; the checks are mixins of it (:mod:`.check_inertia`)."""
+    model: Model
+    options: CheckOptions
+    samples: object
 
-    def __init__(self, model: Model, options: CheckOptions):
-        self.model, self.options = model, options
-        self.findings: list[Finding] = []
-        self.q = sample_configurations(model, options.samples, options.seed)
-        self.dense = model.nv <= options.dense_dofs or model.coupling is not None
-        with np.errstate(all="ignore"):
-            if self.dense:
-                self.M = crba(model, self.q).reshape(len(self.q), model.nv, model.nv)
-                self.finite = bool(np.all(np.isfinite(self.M)))  # huge inertias overflow M
-            else:  # linear in the model's size: M's diagonal blocks, lambda_max by Lanczos
-                self.sweeps = TreeSweeps(model, self.q)
-                self.composite, self.d_blocks = self.sweeps.blocks()
-                self.finite = all(np.all(np.isfinite(C)) for C in self.composite)
-        largest = np.zeros(len(self.q))
-        if model.nv and self.finite and self.dense:
-            largest = np.linalg.eigvalsh(self.M)[:, -1]
-        elif model.nv and self.finite:
-            with np.errstate(all="ignore"):
-                largest = self.sweeps.largest_eigenvalues()
-            self.finite = bool(np.all(np.isfinite(largest)))
-        self.largest = largest
-
-    def diagonal_block(self, j: int) -> np.ndarray:
-        """Joint j's diagonal block of M without armature over the samples, (samples, k, k)."""
-        if not self.dense:
-            return self.composite[j]
-        dofs = slice(self.model.idx_v[j], self.model.idx_v[j] + self.model.nv_joint[j])
-        return self.M[:, dofs, dofs] - np.diag(self.model.armature[dofs])
-
-    def joint_blocks(self) -> list[np.ndarray]:
-        """ABA's D-block of every joint over the samples, (samples, k, k) each."""
-        if not self.dense:
-            return self.d_blocks
-        with np.errstate(all="ignore"):
-            return articulated_blocks(self.model, self.q)
-
-    def add(self, context: LinkContext, check: str, status: str, severity: str, message: str,
-            value=None, margin=None, details=None, fix=None, scope="link", links=()) -> None:
-        """Record a finding on ``context``'s link (or, with scope "body", its body).
-
-        ``fix`` is a callable making the suggested Fix, called only with CheckOptions.fix.
-        """
-        fix = fix() if callable(fix) and self.options.fix else None
-        if fix is not None:
-            fix = dataclasses.replace(fix, file_rotation=context.link.file_rotation,
-                                      file_translation=context.link.file_translation)
-        if severity == "error" and check in HEURISTIC_CHECKS and context.negligible:
-            severity, message = "warning", f"{message} [warning only: {context.negligible}]"
-        self.findings.append(Finding(
-            body=context.link.name, check=check, severity=severity, status=status,
-            message=message, value=plain(value),
-            margin=None if margin is None else float(margin), source=context.source,
-            scope=scope, links=tuple(links),
-            details=plain(details or {}), fix=fix))
 
 
 def ghost_mass(inertia: Inertia) -> bool:
@@ -397,203 +288,21 @@ def negligible_inertia(inertia: Inertia) -> bool:
     return bool(np.all(np.abs(np.linalg.eigvalsh(symmetric(inertia.inertia))) <= floor))
 
 
-class LinkChecks(Checker):
-    """The checks of one link's mass and rotational inertia."""
+def finding(context: LinkContext, options: CheckOptions, check: str, status: str,
+            severity: str, message: str, value=None, margin=None, details=None, fix=None,
+            scope="link", links=()) -> Finding:
+    """One finding on ``context``'s link (or, with scope "body", its body).
 
-    def mass(self, context: LinkContext) -> None:
-        link, mass = context.link, context.link.inertia.mass
-        welded = ("welded to the world" if context.body < 0 else
-                  f"welded to body {self.model.body_names[context.body]}")
-        if mass < 0:
-            self.add(context, "mass", "fail", "error", f"negative mass {mass:g} kg",
-                     mass, mass, fix=lambda: _negative_mass_fix(link))
-        elif mass > ABSURD_MASS:
-            self.add(context, "mass", "fail", "error",
-                     f"absurd mass {mass:.3g} kg (above {ABSURD_MASS:g} kg; no robot link "
-                     "weighs a thousand tonnes): a units mistake, or a stand-in for infinity?",
-                     mass, ABSURD_MASS - mass)
-        elif context.main:
-            self.moving_body_mass(context)
-        elif ghost_mass(link.inertia):
-            self.add(context, "mass", "fail", "warning", ghost_text(mass), mass, 0.0)
-        elif mass == 0:
-            note = "no <inertial>" if not link.has_inertial else "zero mass"
-            self.add(context, "mass", "pass", "info", f"{note}: a massless frame {welded}",
-                     mass, 0.0)
-        else:
-            self.add(context, "mass", "pass", "info", f"{mass:g} kg, {welded}", mass, mass)
-
-    def moving_body_mass(self, context: LinkContext) -> None:
-        """The mass of the body a joint moves (its link with the links welded to it)."""
-        model, j = self.model, context.body
-        body_mass = float(model.body_mass[j])
-        joint = model.joint_names[j]
-        ghost = ghost_mass(context.link.inertia)
-        ghost_note = ghost_text(context.link.inertia.mass)
-        if body_mass > MINVAL:
-            merged = "" if body_mass == context.link.inertia.mass else (
-                f" ({body_mass:g} kg with the links welded to it)")
-            if ghost:
-                self.add(context, "mass", "fail", "warning",
-                         f"{ghost_note}; the body has{merged}", 0.0, body_mass,
-                         details={"body_mass": body_mass})
-                return
-            self.add(context, "mass", "pass", "info",
-                     f"{context.link.inertia.mass:g} kg{merged}, moved by joint {joint}",
-                     context.link.inertia.mass, body_mass, details={"body_mass": body_mass})
-            return
-        if not self.finite:
-            self.add(context, "mass", "skip", "info", "skipped: M(q) overflows")
-            return
-        block = self.diagonal_block(j)
-        smallest = float(np.linalg.eigvalsh(block)[:, 0].min())
-        details = {"body_mass": body_mass, "joint": joint, "subtree_inertia": smallest}
-        if smallest > MINVAL and ghost:
-            self.add(context, "mass", "fail", "warning",
-                     f"{ghost_note}; its subtree gives joint {joint} mass and inertia", body_mass,
-                     smallest, details=details)
-        elif smallest > MINVAL:
-            self.add(context, "mass", "pass", "info",
-                     f"massless moving body, but its subtree gives joint {joint} mass and "
-                     f"inertia (smallest eigenvalue {smallest:.3g}): the dynamics are defined, "
-                     "as Pinocchio computes them (MuJoCo would refuse a massless moving body "
-                     "without a welded child that has mass)",
-                     body_mass, smallest, details=details)
-        else:
-            self.add(context, "mass", "fail", "error",
-                     f"moving body without mass: joint {joint} moves no mass or inertia along "
-                     "some of its directions (M is singular there)", body_mass, smallest,
-                     details=details)
-
-    def inertia_pd(self, context: LinkContext) -> None:
-        inertia, tol = context.link.inertia.inertia, self.options.tolerance
-        asymmetry = float(np.linalg.norm(inertia - inertia.T) /
-                          max(np.linalg.norm(inertia), np.finfo(float).tiny))
-        moments, _ = principal_moments(inertia)
-        largest = float(moments[-1])
-        if negligible_inertia(context.link.inertia):
-            self.add(context, "inertia-pd", "fail", "warning",
-                     "zero rotational inertia (a point mass)", moments, 0.0,
-                     {"principal_moments": moments}, lambda: _consistent_fix(context, tol))
-            return
-        relative = float(moments[0] / largest) if largest > 0 else -np.inf
-        details = {"principal_moments": moments, "asymmetry": asymmetry}
-        text = "principal moments " + ", ".join(numbers(moments)) + " kg m^2"
-        fix = lambda: _consistent_fix(context, tol)  # noqa: E731
-        if asymmetry > tol:
-            self.add(context, "inertia-pd", "fail", "error",
-                     f"not symmetric (relative asymmetry {asymmetry:.3g})", moments, -asymmetry,
-                     details, fix)
-        elif relative < -tol:
-            self.add(context, "inertia-pd", "fail", "error",
-                     f"not positive definite: {text}", moments, relative, details, fix)
-        elif relative <= tol:
-            self.add(context, "inertia-pd", "fail", "warning",
-                     f"only semi-definite (a point mass, rod or zero inertia): {text}",
-                     moments, relative, details, fix)
-        else:
-            self.add(context, "inertia-pd", "pass", "info", f"positive definite: {text}",
-                     moments, relative, details)
-
-    def triangle(self, context: LinkContext) -> None:
-        moments, _ = principal_moments(context.link.inertia.inertia)
-        if negligible_inertia(context.link.inertia) or moments[-1] <= 0:
-            self.add(context, "triangle", "skip", "info", "no rotational inertia to check")
-            return
-        slack = triangle_slack(moments)
-        relative = slack / float(moments[-1])
-        details = {"principal_moments": moments, "deficit": max(-slack, 0.0),
-                   "deficit_percent": max(-relative, 0.0) * 100}
-        if relative < -self.options.tolerance:
-            self.add(context, "triangle", "fail", "error",
-                     "triangle inequality violated: {} + {} < {}".format(*numbers(moments)) +
-                     f" by {numbers([-slack], moments[2], 3)[0]} kg m^2 "
-                     f"({-relative * 100:.3g} %)",
-                     slack, relative, details,
-                     lambda: _consistent_fix(context, self.options.tolerance))
-        else:
-            self.add(context, "triangle", "pass", "info",
-                     "{} + {} >= {}".format(*numbers(moments)) +
-                     f" (slack {numbers([relative * 100], 100, 3)[0]} %)", slack, relative,
-                     details)
-
-    def pseudo_inertia(self, context: LinkContext) -> None:
-        link = context.link
-        if link.inertia.mass == 0:
-            self.add(context, "pseudo-inertia", "skip", "info", "skipped: no mass (see mass)")
-            return
-        self.add_pseudo_inertia(context, link.inertia, "pseudo-inertia",
-                                lambda: _consistent_fix(context, self.options.tolerance))
-
-    def add_pseudo_inertia(self, context, inertia: Inertia, check, fix, J=None,
-                           **extra) -> None:
-        """The pseudo-inertia finding of ``inertia`` (``J`` given when the mass is not
-        positive: an Inertia about the com then has lost the first moment)."""
-        tol = self.options.tolerance
-        J = pseudo_inertia(inertia.mass, inertia.com, inertia.inertia) if J is None else J
-        if J[3, 3] == 0:  # a merged body whose masses cancel: J = [[Sigma, h], [h^T, 0]]
-            smallest = float(np.linalg.eigvalsh(J)[0])
-            if smallest < 0:
-                self.add(context, check, "fail", "error",
-                         f"pseudo-inertia J is not positive semi-definite (zero mass, smallest "
-                         f"eigenvalue {smallest:.3g}): no mass distribution has this inertia",
-                         smallest, None, {"eigenvalues": np.linalg.eigvalsh(J)}, fix, **extra)
-            else:
-                self.add(context, check, "skip", "info", "skipped: no mass (see mass)", **extra)
-            return
-        if J[3, 3] < 0:
-            self.add(context, check, "fail", "error",
-                     f"pseudo-inertia J is not positive semi-definite (mass {J[3, 3]:g} kg): "
-                     "no mass distribution has this inertia", J[3, 3], None,
-                     {"eigenvalues": np.linalg.eigvalsh(J)}, fix, **extra)
-            return
-        smallest, margin = pseudo_inertia_margin(inertia.inertia)
-        if negligible_inertia(inertia):  # a point mass: J = [[0, 0], [0, m]] about the com
-            smallest, margin = 0.0, 0.0
-        details = {"eigenvalues": np.linalg.eigvalsh(J), "normalized_min": margin}
-        scale = max(float(np.trace(inertia.inertia)), 0.0)
-        text = ("smallest eigenvalue of the second moment about the com "
-                f"{numbers([smallest], scale, 3)[0]} kg m^2")
-        if margin < -tol:
-            self.add(context, check, "fail", "error",
-                     f"pseudo-inertia J is not positive semi-definite ({text}): no mass "
-                     "distribution has this inertia", smallest, margin, details, fix, **extra)
-        elif margin <= tol:
-            state = ("only semi-definite" if margin >= 0 else
-                     f"not positive semi-definite, within the tolerance {tol:g}")
-            self.add(context, check, "fail", "warning",
-                     f"pseudo-inertia J is {state} ({text}): a point, rod or flat "
-                     "idealisation", smallest, margin, details, fix, **extra)
-        else:
-            self.add(context, check, "pass", "info",
-                     f"pseudo-inertia J positive definite ({text}, {margin:.3g} of its trace)",
-                     smallest, margin, details, **extra)
-
-
-def _consistent_fix(context: LinkContext, tolerance: float) -> Fix | None:
-    """The nearest consistent inertia; for a nil one, the geometry's uniform inertia."""
-    link, inertia = context.link, context.link.inertia
-    if not inertia.mass > 0:
-        return None
-    if negligible_inertia(inertia):
-        geometry = context.geometry
-        uniform = uniform_inertia(geometry.solids) if geometry and geometry.solids else None
-        if uniform is None:
-            return None  # no size to go by
-        return Fix(inertia.mass, inertia.com, inertia.mass * uniform.inertia,
-                   link.inertial_rotation,
-                   f"uniform density filling the {geometry.role} geometry, same mass")
-    # sigma_min >= margin tr(I) passes the triangle and pseudo-inertia checks (which want
-    # sigma_min > tolerance tr(I) / 2) at ``tolerance``; the sigmas sum to tr(I) / 2, so no
-    # inertia meets a margin above 1/6: capped there, the fix passes up to tolerance ~0.3
-    margin = min(tolerance, 0.16)
-    return Fix(inertia.mass, inertia.com, nearest_consistent(inertia.inertia, margin),
-               link.inertial_rotation, "nearest inertia (Frobenius) meeting the strict "
-               "triangle inequality, same mass and com")
-
-
-def _negative_mass_fix(link: LinkSpec) -> Fix:
-    inertia = link.inertia
-    tensor = inertia.inertia if np.trace(inertia.inertia) >= 0 else -inertia.inertia
-    return Fix(-inertia.mass, inertia.com, nearest_consistent(tensor), link.inertial_rotation,
-               "the sign of the mass flipped (a sign typo?)")
+    ``fix`` is a callable making the suggested Fix, called only with CheckOptions.fix. A
+    heuristic check's error is a warning on a link that hardly matters to its body.
+    """
+    fix = fix() if callable(fix) and options.fix else None
+    if fix is not None:
+        fix = dataclasses.replace(fix, file_rotation=context.link.file_rotation,
+                                  file_translation=context.link.file_translation)
+    if severity == "error" and check in HEURISTIC_CHECKS and context.negligible:
+        severity, message = "warning", f"{message} [warning only: {context.negligible}]"
+    return Finding(context.link.name, check, severity, status, message,
+                   None if value is None else plain(value),
+                   None if margin is None else float(margin), context.source, scope,
+                   tuple(links), plain(details) if details else {}, fix)

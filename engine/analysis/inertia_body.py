@@ -1,131 +1,172 @@
-"""Body checks on the compact tree: ABA's articulated inertia (D-block) of every joint and
-the pseudo-inertia of bodies merged from several massive links."""
+"""Body checks on the compact tree, each a function of one body's data returning its
+findings: ABA's articulated inertia (D-block) of every joint, the pseudo-inertia of bodies
+merged from several massive links and the joints' limits; and :class:`Samples`, the M(q)
+data they (and the mass of a moving body) read, computed once per run."""
 from __future__ import annotations
 
-import dataclasses
+import math
+from typing import NamedTuple
 
 import numpy as np
 
+from ..crba import crba
 from ..description import Inertia
-from .inertia import LinkChecks, LinkContext, spatial_pseudo_inertia
-from .inertia_hierarchy import CONSISTENCY, failing_consistency, implied_skip
+from ..inertia_forms import spatial_pseudo_inertia
+from ..model import Model
+from ..reference import articulated_blocks
+from ..samples import sample_configurations
+from ..subtree import TreeSweeps
+from .inertia import CheckOptions, Finding, Inputs, LinkContext
+from .inertia_link import adder, one_numbers, pseudo_findings
 
 
-class BodyChecks(LinkChecks):
-    """The checks of each moving body (a joint's link with the links welded to it)."""
+class Body(NamedTuple):
+    """A moving body: the joint ``j`` whose body it is (an MJCF body with several joints
+    is one body per joint), its links in ``model.frames`` order and those with mass."""
 
-    def bodies(self, contexts: dict[str, LinkContext]) -> None:
-        model = self.model
+    joint: int
+    links: tuple[str, ...]
+    massive: tuple[str, ...]
+
+
+class Samples:
+    """M(q) at the sampled configurations: formed below ``dense_dofs`` dofs, past it only
+    its diagonal blocks, ABA's D-blocks and lambda_max (:mod:`treedyn.engine.subtree`)."""
+
+    def __init__(self, model: Model, options: CheckOptions):
+        self.model = model
+        self.q = sample_configurations(model, options.samples, options.seed)
+        self.dense = model.nv <= options.dense_dofs or model.coupling is not None
+        with np.errstate(all="ignore"):
+            if self.dense:
+                self.M = crba(model, self.q).reshape(len(self.q), model.nv, model.nv)
+                self.finite = bool(np.all(np.isfinite(self.M)))  # huge inertias overflow M
+            else:  # linear in the model's size: M's diagonal blocks, lambda_max by Lanczos
+                self.sweeps = TreeSweeps(model, self.q)
+                self.composite, self.d_blocks = self.sweeps.blocks()
+                self.finite = all(np.all(np.isfinite(C)) for C in self.composite)
+        largest = np.zeros(len(self.q))
+        if model.nv and self.finite and self.dense:
+            largest = np.linalg.eigvalsh(self.M)[:, -1]
+        elif model.nv and self.finite:
+            with np.errstate(all="ignore"):
+                largest = self.sweeps.largest_eigenvalues()
+            self.finite = bool(np.all(np.isfinite(largest)))
+        self.largest = largest
+        self._blocks = self._lowest = None
+
+    def diagonal_block(self, j: int) -> np.ndarray:
+        """Joint j's diagonal block of M without armature over the samples, (samples, k, k)."""
+        if not self.dense:
+            return self.composite[j]
+        dofs = slice(self.model.idx_v[j], self.model.idx_v[j] + self.model.nv_joint[j])
+        return self.M[:, dofs, dofs] - np.diag(self.model.armature[dofs])
+
+    def joint_blocks(self) -> list[np.ndarray]:
+        """ABA's D-block of every joint over the samples, (samples, k, k) each (computed
+        once, on first use)."""
+        if self._blocks is None and not self.dense:
+            self._blocks = self.d_blocks
+        elif self._blocks is None:
+            with np.errstate(all="ignore"):
+                self._blocks = articulated_blocks(self.model, self.q)
+        return self._blocks
+
+
+    def lowest(self) -> list[tuple | None]:
+        """Per joint, the sample where its D-block's smallest eigenvalue is least relative
+        to lambda_max(M) (ratio 0 where lambda_max is not positive): (sample, ratio, that
+        eigenvalue, lambda_max there), None where the block is not finite. For all joints
+        at once (blocks of one size together), on first use."""
+        if self._lowest is not None:
+            return self._lowest
         blocks = self.joint_blocks()
-        frames: dict[int, list[str]] = {}  # body -> its links, in model.frames order
-        for frame in model.frames:
-            frames.setdefault(frame.joint, []).append(frame.name)
-        # link -> the places of its link findings, all made before the body checks: each
-        # body looks at its own links' findings, not at every finding of the model
-        self.link_findings: dict[str, list[int]] = {}
-        for n, finding in enumerate(self.findings):
-            if finding.scope == "link":
-                self.link_findings.setdefault(finding.body, []).append(n)
-        for j, name in enumerate(model.body_names):
-            context = contexts[name]
-            links = tuple(frames.get(j, ()))
-            if self.finite and np.all(np.isfinite(blocks[j])):
-                self.articulated(context, j, blocks[j], links)
-            else:
-                self.add(context, "articulated-inertia", "fail", "error",
-                         f"joint {model.joint_names[j]}: M(q) or ABA's D-block overflows "
-                         "(inertias too large for a double)", scope="body", links=links)
-            self.implied_by_mass(context, links)
-            massive = [n for n in links if contexts[n].link.inertia.mass != 0]
-            if len(massive) >= 2:
-                rigid = Inertia.from_spatial(model.body_inertia[j])
-                self.add_pseudo_inertia(context, rigid, "merged-pseudo-inertia", None,
-                                        J=spatial_pseudo_inertia(model.body_inertia[j]),
-                                        scope="body", links=links)
-                winner = failing_consistency(
-                    [self.findings[n] for n in self.places(massive)], massive)
-                if self.findings[-1].status != "fail":
-                    self.excuse_negligible(contexts, massive, name)
-                elif winner is not None:
-                    self.findings[-1] = implied_skip(self.findings[-1], winner)
-            self.limits(context, j, links)
-
-    def excuse_negligible(self, contexts: dict[str, LinkContext], links, body: str) -> None:
-        """An inconsistent link that hardly matters to a body consistent as a whole is a
-        warning: the dynamics only see the body (as MuJoCo's compiler, fusing static
-        bodies, and Pinocchio, merging fixed joints, do)."""
-        for n in self.places(links):
-            finding = self.findings[n]
-            context = contexts.get(finding.body)
-            if (finding.body in links and finding.scope == "link" and finding.status == "fail"
-                    and finding.severity == "error" and finding.check in CONSISTENCY
-                    and context is not None and context.negligible):
-                self.findings[n] = dataclasses.replace(
-                    finding, severity="warning",
-                    message=f"{finding.message} [warning only: {context.negligible}, and body "
-                            f"{body} as a whole is consistent (see merged-pseudo-inertia)]")
-
-    def places(self, links) -> list[int]:
-        """The places in ``findings`` of the link findings of ``links``, in order."""
-        return sorted(n for name in set(links) for n in self.link_findings.get(name, ()))
-
-    def implied_by_mass(self, context: LinkContext, links) -> None:
-        """A singular D-block of a body whose mass check failed reports that same defect."""
-        last = self.findings[-1]
-        if last.check != "articulated-inertia" or last.severity != "error":
-            return
-        mass = next((f for f in (self.findings[n] for n in self.places([context.link.name]))
-                     if f.check == "mass"), None)
-        if mass is not None and mass.status == "fail" and mass.severity == "error":
-            self.findings[-1] = implied_skip(last, mass)
-
-    def limits(self, context: LinkContext, j: int, links) -> None:
-        """A 1-dof joint's position limits: lower <= upper (MuJoCo refuses the reverse)."""
-        model = self.model
-        if model.nq_joint[j] != 1:
-            return
-        k = int(model.idx_q[j])
-        lower, upper = float(model.q_lower[k]), float(model.q_upper[k])
-        if not (np.isfinite(lower) or np.isfinite(upper)):
-            return
-        joint = model.joint_names[j]
-        details = {"joint": joint, "joint_line": model.joint_sources[j].line,
-                   "lower": lower, "upper": upper}
-        if lower > upper:
-            self.add(context, "limits", "fail", "error",
-                     f"joint {joint}: lower limit {lower:g} above upper limit {upper:g}: no "
-                     "position satisfies both (swapped?)", [lower, upper], upper - lower,
-                     details, scope="body", links=links)
-        else:
-            self.add(context, "limits", "pass", "info",
-                     f"joint {joint}: limits {lower:g} to {upper:g}", [lower, upper],
-                     upper - lower, details, scope="body", links=links)
-
-    def articulated(self, context: LinkContext, j: int, D: np.ndarray, links) -> None:
-        model = self.model
-        joint = model.joint_names[j]
-        low = np.linalg.eigvalsh(D)[:, 0]
+        low = np.zeros((len(blocks), len(self.q)))
+        finite = np.zeros(len(blocks), dtype=bool)
+        sizes: dict[int, list[int]] = {}
+        for j, D in enumerate(blocks):
+            sizes.setdefault(D.shape[-1], []).append(j)
+        for size, joints in sizes.items():
+            stack = np.stack([blocks[j] for j in joints])  # (n, samples, k, k)
+            ok = np.all(np.isfinite(stack), axis=(1, 2, 3))
+            finite[joints] = ok
+            if size and ok.any():
+                low[np.array(joints)[ok]] = np.linalg.eigvalsh(stack[ok])[..., 0]
         with np.errstate(divide="ignore", invalid="ignore"):
             ratios = np.where(self.largest > 0, low / self.largest, 0.0)
-        worst = int(np.argmin(ratios))
-        ratio = float(ratios[worst])
-        details = {"joint": joint, "joint_line": model.joint_sources[j].line,
-                   "d_min": float(low[worst]), "lambda_max": float(self.largest[worst]),
-                   "sample": worst}
-        margin = float(np.log10(ratio / self.options.min_block_ratio)) if ratio > 0 else None
-        extra = {"scope": "body", "links": links}
-        if ratio <= 1e-15:
-            self.add(context, "articulated-inertia", "fail", "error",
-                     f"joint {joint} moves (with its descendants free) no inertia along some "
-                     f"direction: ABA's D-block is singular (smallest eigenvalue "
-                     f"{low[worst]:.3g}), M is singular", ratio, margin, details, **extra)
-        elif ratio < self.options.min_block_ratio:
-            self.add(context, "articulated-inertia", "fail", "warning",
-                     f"joint {joint}: ABA's D-block is {ratio:.3g} of lambda_max(M) "
-                     f"({low[worst]:.3g} vs {self.largest[worst]:.3g}), so cond(M) >= "
-                     f"{1 / ratio:.3g}: a nearly singular chain", ratio, margin, details,
-                     **extra)
-        else:
-            self.add(context, "articulated-inertia", "pass", "info",
-                     f"joint {joint}: ABA's D-block is {ratio:.3g} of lambda_max(M)", ratio,
-                     margin, details, **extra)
+        worst = np.argmin(ratios, axis=1) if len(self.q) else np.zeros(len(blocks), int)
+        rows = np.arange(len(blocks))
+        self._lowest = [None if not ok else row for ok, row in zip(finite.tolist(), zip(
+            worst.tolist(), ratios[rows, worst].tolist(), low[rows, worst].tolist(),
+            self.largest[worst].tolist()))]
+        return self._lowest
+
+
+def merged_pseudo_inertia(context: LinkContext, inputs: Inputs, body: Body) -> list[Finding]:
+    """The pseudo-inertia of a body merged from two or more links with mass."""
+    if len(body.massive) < 2:
+        return []
+    spatial = inputs.model.body_inertia[body.joint]
+    values = one_numbers(Inertia.from_spatial(spatial), J=spatial_pseudo_inertia(spatial))
+    return pseudo_findings(context, inputs.options, values, "merged-pseudo-inertia", None,
+                           scope="body", links=body.links)
+
+
+def limits(context: LinkContext, inputs: Inputs, body: Body) -> list[Finding]:
+    """A 1-dof joint's position limits: lower <= upper (MuJoCo refuses the reverse)."""
+    model, j, links = inputs.model, body.joint, body.links
+    out: list[Finding] = []
+    add = adder(context, inputs.options, out)
+    if model.nq_joint[j] != 1:
+        return out
+    k = int(model.idx_q[j])
+    lower, upper = float(model.q_lower[k]), float(model.q_upper[k])
+    if not (math.isfinite(lower) or math.isfinite(upper)):
+        return out
+    joint = model.joint_names[j]
+    details = {"joint": joint, "joint_line": model.joint_sources[j].line,
+               "lower": lower, "upper": upper}
+    if lower > upper:
+        add("limits", "fail", "error",
+            f"joint {joint}: lower limit {lower:g} above upper limit {upper:g}: no "
+            "position satisfies both (swapped?)", [lower, upper], upper - lower,
+            details, scope="body", links=links)
+    else:
+        add("limits", "pass", "info",
+            f"joint {joint}: limits {lower:g} to {upper:g}", [lower, upper],
+            upper - lower, details, scope="body", links=links)
+    return out
+
+
+def articulated(context: LinkContext, inputs: Inputs, body: Body) -> list[Finding]:
+    model, j, samples = inputs.model, body.joint, inputs.samples
+    out: list[Finding] = []
+    add = adder(context, inputs.options, out)
+    extra = {"scope": "body", "links": body.links}
+    lowest = samples.lowest()[j]
+    if not samples.finite or lowest is None:
+        add("articulated-inertia", "fail", "error",
+            f"joint {model.joint_names[j]}: M(q) or ABA's D-block overflows "
+            "(inertias too large for a double)", **extra)
+        return out
+    joint = model.joint_names[j]
+    worst, ratio, low, largest = lowest
+    details = {"joint": joint, "joint_line": model.joint_sources[j].line, "d_min": low,
+               "lambda_max": largest, "sample": worst}
+    margin = float(np.log10(ratio / inputs.options.min_block_ratio)) if ratio > 0 else None
+    if ratio <= 1e-15:
+        add("articulated-inertia", "fail", "error",
+            f"joint {joint} moves (with its descendants free) no inertia along some "
+            f"direction: ABA's D-block is singular (smallest eigenvalue "
+            f"{low:.3g}), M is singular", ratio, margin, details, **extra)
+    elif ratio < inputs.options.min_block_ratio:
+        add("articulated-inertia", "fail", "warning",
+            f"joint {joint}: ABA's D-block is {ratio:.3g} of lambda_max(M) "
+            f"({low:.3g} vs {largest:.3g}), so cond(M) >= "
+            f"{1 / ratio:.3g}: a nearly singular chain", ratio, margin, details,
+            **extra)
+    else:
+        add("articulated-inertia", "pass", "info",
+            f"joint {joint}: ABA's D-block is {ratio:.3g} of lambda_max(M)", ratio,
+            margin, details, **extra)
+    return out

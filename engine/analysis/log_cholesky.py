@@ -18,34 +18,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..regressor import TENSOR_INDEX
+from ..inertia_forms import parameters_of_pseudo
 
 # theta index of each strictly upper entry of U (row, column): s12, s23, s13, t1, t2, t3
 _OFF = ((0, 1, 4), (1, 2, 5), (0, 2, 6), (0, 3, 7), (1, 3, 8), (2, 3, 9))
-
-
-def pseudo_inertia(pi: np.ndarray) -> np.ndarray:
-    """J (..., 4, 4) of parameters pi (..., 10)."""
-    pi = np.asarray(pi, dtype=float)
-    inertia = pi[..., 4 + TENSOR_INDEX]  # (..., 3, 3) about the origin
-    trace = np.trace(inertia, axis1=-2, axis2=-1)
-    J = np.zeros(pi.shape[:-1] + (4, 4))
-    J[..., :3, :3] = 0.5 * trace[..., None, None] * np.eye(3) - inertia
-    J[..., :3, 3] = J[..., 3, :3] = pi[..., 1:4]
-    J[..., 3, 3] = pi[..., 0]
-    return J
-
-
-def parameters_of(J: np.ndarray) -> np.ndarray:
-    """pi (..., 10) of pseudo-inertias J (..., 4, 4): I = tr(Sigma) 1 - Sigma."""
-    sigma = 0.5 * (J[..., :3, :3] + np.swapaxes(J[..., :3, :3], -1, -2))
-    inertia = np.trace(sigma, axis1=-2, axis2=-1)[..., None, None] * np.eye(3) - sigma
-    pi = np.empty(J.shape[:-2] + (10,))
-    pi[..., 0] = J[..., 3, 3]
-    pi[..., 1:4] = J[..., :3, 3]
-    for k, (r, c) in enumerate(((0, 0), (0, 1), (1, 1), (0, 2), (1, 2), (2, 2))):
-        pi[..., 4 + k] = inertia[..., r, c]
-    return pi
 
 
 def factor(theta: np.ndarray) -> np.ndarray:
@@ -72,7 +48,7 @@ def parameters_and_jacobian(theta: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     Ut = np.swapaxes(U, -1, -2)[:, None]
     dJ = dU @ Ut
     dJ = dJ + np.swapaxes(dJ, -1, -2)
-    return parameters_of(U @ np.swapaxes(U, -1, -2)), np.swapaxes(parameters_of(dJ), -1, -2)
+    return parameters_of_pseudo(U @ np.swapaxes(U, -1, -2)), np.swapaxes(parameters_of_pseudo(dJ), -1, -2)
 
 
 def theta_of(J: np.ndarray) -> np.ndarray:
@@ -90,12 +66,3 @@ def theta_of(J: np.ndarray) -> np.ndarray:
     for r, c, t in _OFF:
         theta[:, t] = bar[:, r, c]
     return theta
-
-
-def nearest_definite(J: np.ndarray, floor: float = 1e-6) -> np.ndarray:
-    """J (nb, 4, 4) with eigenvalues raised to at least ``floor`` times their largest: the
-    file's inertia when consistent, else a close consistent one to start from."""
-    values, vectors = np.linalg.eigh(0.5 * (J + np.swapaxes(J, -1, -2)))
-    low = floor * np.maximum(values[:, -1:], np.finfo(float).tiny)
-    values = np.maximum(values, low)
-    return vectors @ (values[..., None] * np.swapaxes(vectors, -1, -2))

@@ -10,6 +10,11 @@ def plain(value, nulls: bool = False):
     """``value`` with numpy arrays as lists and numpy scalars as Python ones, through dicts,
     lists and tuples (both become lists); with ``nulls``, non-finite floats become None
     (JSON has no inf or nan)."""
+    kind = type(value)
+    if kind is str or kind is int or kind is bool or value is None:  # the common cases first
+        return value
+    if kind is float:
+        return None if nulls and not math.isfinite(value) else value
     if isinstance(value, dict):
         return {str(k): plain(v, nulls) for k, v in value.items()}
     if isinstance(value, (list, tuple, np.ndarray)):
