@@ -81,12 +81,8 @@ import numpy as np
 from ..description import Inertia, LinkSpec, Shape, SourceRef
 from ..geometry import LinkGeometry, solid_corners, solid_properties
 from ..model import Model
-from ..inertia_forms import (ROUNDING, nearest_consistent, parallel_axis, principal_moments,
-                             second_moment, symmetric)
+from ..inertia_forms import parallel_axis, second_moment, symmetric
 from .plain import plain
-
-__all__ = ["LinkGeometry", "ROUNDING", "nearest_consistent", "parallel_axis",
-           "principal_moments", "second_moment", "symmetric"]  # imported from here too
 
 MINVAL = 1e-15  # MuJoCo's mjMINVAL: mass and inertia below this count as none
 ABSURD_MASS = 1e6  # kg: no robot link weighs a thousand tonnes
