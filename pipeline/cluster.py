@@ -1,11 +1,12 @@
 """Many files of states, and the same computation over each on a Dask cluster.
 
     from distributed import Client
+    from treedyn.parsers import load_model
     from treedyn.pipeline.cluster import expand, run_files, targets
 
     files = expand("logs/*.npz")
     with Client("tcp://HOST:8786") as client:
-        run_files(client, layout, "inverse", files, targets(files, "out/"))
+        run_files(client, load_model("robot.urdf"), "inverse", files, targets(files, "out/"))
 
 :func:`run_files` sends the model (its :class:`~.layout.Layout`) to every worker once
 (``client.scatter(..., broadcast=True)``) and maps one task per file (``client.map``). A task
