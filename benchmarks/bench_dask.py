@@ -11,8 +11,8 @@ repeat, whole processes run
 * ``dyn TASK MODEL --free-flyer --input 'logs/*.npz' --output single/`` (one file after
   another on this machine, the engine's two threads), and
 * the same with ``--scheduler local``: a LocalCluster of 2 worker processes x 1 thread
-  started by dyn, one task per file or per block of about 100k states, each worker
-  loading the model once.
+  started by dyn, the model scattered to both once, one task per file
+  (:mod:`treedyn.pipeline.cluster`).
 
 The table gives the medians, the ratio Dask / single machine and the states per second of
 each; a warm-up run of each checks that every output array is identical (np.array_equal).

@@ -1,10 +1,11 @@
-"""``dyn ... --scheduler local``: the Dask path writes what the single-machine path writes.
+"""``dyn ... --scheduler``: the Dask path writes what the single-machine path writes.
 
-Each run starts a LocalCluster (2 worker processes, a few seconds); inputs are small
-generated .npz files. The chunk size (of both paths) and ``ROWS_PER_TASK`` are lowered so
-that a file is also split into row blocks, computed by different tasks and assembled: blocks
-start on chunk boundaries, so the engine sees the same batches as on one machine (ABA's
-results move by ~1e-14 with the batch composition, which is why the outputs can be equal).
+Most runs start a LocalCluster (2 worker processes, a few seconds); :func:`test_a_real_cluster`
+starts ``dask scheduler`` and two ``dask worker`` processes and kills one mid-run. Inputs are
+small generated .npz files. The chunk size (of both paths) is lowered so that a file is read
+in several chunks: a task reads the same chunks as the one-process path, so the engine sees
+the same batches (ABA's results move by ~1e-14 with the batch composition, which is why the
+outputs can be equal).
 """
 from __future__ import annotations
 
@@ -77,17 +78,16 @@ def distributed():
     return pytest.importorskip("distributed")
 
 
-def small_tasks(monkeypatch, chunk: int, per_task: int) -> None:
+def small_chunks(monkeypatch, chunk: int) -> None:
     from treedyn.cli.run import cluster as module
     from treedyn.cli.run import stream
 
     for user in (module, stream):  # the modules that size the chunks
         monkeypatch.setattr(user, "chunk_states", lambda command, layout: chunk)
-    monkeypatch.setattr(module, "ROWS_PER_TASK", per_task)
 
 
 def test_inverse_on_local_cluster_matches_single_machine(tmp_path, monkeypatch, distributed):
-    small_tasks(monkeypatch, chunk=32, per_task=128)  # log1 becomes 3 blocks
+    small_chunks(monkeypatch, chunk=32)
     inputs = write_inputs(tmp_path / "logs", load_model(str(ARM)), [7, 300, 1])
     out = tmp_path / "out"
     code, err = dyn("inverse", ARM, "--input", tmp_path / "logs" / "*.npz",
@@ -100,12 +100,12 @@ def test_inverse_on_local_cluster_matches_single_machine(tmp_path, monkeypatch, 
 
 def test_parquet_and_hdf5_inputs_on_local_cluster_match_single_machine(tmp_path, monkeypatch,
                                                                       distributed):
-    """Files of arrays other than .npz: blocks of rows start inside row groups (Parquet)
-    and in a nested group (HDF5, --dataset-prefix), and give the single-machine numbers."""
+    """Files of arrays other than .npz: chunks that start inside row groups (Parquet)
+    and a nested group (HDF5, --dataset-prefix) give the single-machine numbers."""
     pa = pytest.importorskip("pyarrow")
     pq = pytest.importorskip("pyarrow.parquet")
     h5py = pytest.importorskip("h5py")
-    small_tasks(monkeypatch, chunk=32, per_task=64)  # 300 states: 5 blocks
+    small_chunks(monkeypatch, chunk=32)
     model = load_model(str(ARM))
     logs = tmp_path / "logs"
     logs.mkdir()
@@ -132,11 +132,11 @@ def test_parquet_and_hdf5_inputs_on_local_cluster_match_single_machine(tmp_path,
     assert sorted(p.name for p in out.iterdir()) == ["run_a.npz", "run_b.npz"]
 
 
-def test_a_null_in_a_parquet_block_on_a_worker_names_the_state(tmp_path, monkeypatch,
+def test_a_null_in_a_parquet_file_on_a_worker_names_the_state(tmp_path, monkeypatch,
                                                                distributed):
     pa = pytest.importorskip("pyarrow")
     pq = pytest.importorskip("pyarrow.parquet")
-    small_tasks(monkeypatch, chunk=32, per_task=64)
+    small_chunks(monkeypatch, chunk=32)
     model = load_model(str(ARM))
     vectors = states(model, 200, seed=4)
     q = [list(row) for row in vectors["q"]]
@@ -155,7 +155,7 @@ def test_a_null_in_a_parquet_block_on_a_worker_names_the_state(tmp_path, monkeyp
 
 @pytest.mark.skipif(not SOLO.exists(), reason="example-robot-data is not installed")
 def test_free_flyer_forward_and_mass_on_local_cluster(tmp_path, monkeypatch, distributed):
-    small_tasks(monkeypatch, chunk=16, per_task=48)  # log0 becomes 3 blocks
+    small_chunks(monkeypatch, chunk=16)
     model = load_model(str(SOLO), free_flyer=True)
     inputs = write_inputs(tmp_path / "logs", model, [120, 9], compressed=True)
     for command, options in (("forward", ["--degrees"]), ("mass", ["--sparsity"])):
@@ -207,7 +207,7 @@ def test_scheduler_needs_files_of_arrays(tmp_path, distributed):
 
 def test_bad_row_keeps_the_files_that_finished(tmp_path, monkeypatch, distributed):
     """A NaN in one file fails the run with one line; finished files stay, the bad one goes."""
-    small_tasks(monkeypatch, chunk=32, per_task=128)
+    small_chunks(monkeypatch, chunk=32)
     model = load_model(str(ARM))
     inputs = write_inputs(tmp_path / "logs", model, [5, 200])
     bad = dict(np.load(inputs[1]))
@@ -217,7 +217,8 @@ def test_bad_row_keeps_the_files_that_finished(tmp_path, monkeypatch, distribute
     code, err = dyn("inverse", ARM, "--input", tmp_path / "logs" / "*.npz",
                     "--output", f"{out}/", "--scheduler", "local", "--quiet")
     assert code == 2 and len(err.strip().splitlines()) == 1, err
-    assert "log1.npz" in err and "1 of 2 output files were completed and kept" in err
+    assert err.startswith(f"{inputs[1]}: q[150] holds a non-finite number; "), err
+    assert err.endswith("; 1 of 2 output files were completed and kept\n"), err
     assert sorted(p.name for p in out.iterdir()) == ["log0.npz"]
     (out / "log1.npz").write_bytes(b"an earlier run's results")  # no task writes to it now
     code, err = dyn("inverse", ARM, "--input", tmp_path / "logs" / "*.npz",
@@ -281,9 +282,9 @@ def test_inputs_with_the_same_stem_are_refused(tmp_path):
 @pytest.mark.parametrize("scheduler", [False, True], ids=["here", "scheduler"])
 def test_bad_arrays_in_a_later_file_fail_before_anything_is_written(tmp_path, monkeypatch,
                                                                    scheduler):
-    """The headers of every input are checked first: no output (or part file) is left of
-    the files before the bad one, and no task is submitted."""
-    small_tasks(monkeypatch, chunk=32, per_task=128)  # log0 would be 2 blocks
+    """The headers of every input are checked first: no output is left of the files
+    before the bad one, and no task is submitted."""
+    small_chunks(monkeypatch, chunk=32)
     inputs = write_inputs(tmp_path / "logs", load_model(str(ARM)), [200, 4])
     np.savez(inputs[1], q=np.zeros((4, 5)))
     out = tmp_path / "out"
@@ -313,25 +314,11 @@ def test_bad_row_in_a_later_file_here_says_which_outputs_were_completed(tmp_path
         assert len(done["tau"]) == 5 and len(stopped["tau"]) == 3
 
 
-def test_a_task_that_cannot_write_fails_with_one_line(tmp_path):
-    """An OSError on a worker becomes the error the client cleans up after and counts."""
-    from treedyn.cli.run.cluster import solve_block
-    from treedyn.pipeline.errors import UsageError
-
-    inputs = write_inputs(tmp_path / "logs", load_model(str(ARM)), [3])
-    job = {"command": "inverse", "model": str(ARM), "free_flyer": False, "degrees": False,
-           "gravity": None, "fext": None, "kinds": ("q", "v", "a"), "size": 32,
-           "sparsity": False, "xacro": (), "mimic": False}
-    target = tmp_path / "gone" / "log0.npz"
-    with pytest.raises(UsageError, match="log0.npz.raw: No such file"):
-        solve_block(job, str(inputs[0]), 0, 3, str(target), True)
-
-
 @pytest.mark.skipif(sys.platform != "linux", reason="pty")
 def test_progress_bar_counts_the_states_of_every_task(tmp_path, distributed):
     from test_pipelines import run_on_terminal
 
-    write_inputs(tmp_path / "logs", load_model(str(ARM)), [250_000, 3])  # 3 tasks
+    write_inputs(tmp_path / "logs", load_model(str(ARM)), [250_000, 3])  # 2 tasks
     out = tmp_path / "out"
     args = ["inverse", str(ARM), "--input", str(tmp_path / "logs" / "*.npz"),
             "--output", f"{out}/", "--scheduler", "local"]
@@ -348,15 +335,20 @@ def test_the_cluster_path_ignores_sigpipe_again(monkeypatch):
     import signal
     import types
 
-    from treedyn.cli.run import scheduler as distributed
+    from treedyn.pipeline import cluster
 
-    fake = types.SimpleNamespace(Client=lambda address, timeout: ("client", address))
-    monkeypatch.setattr(distributed, "require_dask", lambda: fake)
-    monkeypatch.setattr(distributed, "check_scheduler", lambda address: None)
+    class Client:
+        def __init__(self, address, timeout):
+            self.address = address
+
+        def close(self):
+            pass
+
+    monkeypatch.setattr(cluster, "require_dask", lambda: types.SimpleNamespace(Client=Client))
     saved = signal.signal(signal.SIGPIPE, signal.SIG_DFL)
     try:
-        assert distributed.connect("tcp://127.0.0.1:8786") == (("client", "tcp://127.0.0.1:8786"),
-                                                              None)
+        client, close = cluster.connect("tcp://127.0.0.1:8786")
+        assert client.address == "tcp://127.0.0.1:8786"
         assert signal.getsignal(signal.SIGPIPE) == signal.SIG_IGN
     finally:
         signal.signal(signal.SIGPIPE, saved)
@@ -372,13 +364,13 @@ def free_port() -> int:
         return probe.getsockname()[1]
 
 
-@pytest.fixture
-def tcp_cluster(distributed):
-    """A ``dask scheduler`` and one single-threaded ``dask worker`` on 127.0.0.1, as a
-    long-lived cluster is: (address, the scheduler's process); both killed afterwards."""
-    import os
-    import signal
+def start_cluster(workers: int) -> tuple[str, list]:
+    """``dask scheduler`` on a free port of 127.0.0.1 and ``workers`` single-threaded
+    ``dask worker`` processes (each in a session of its own, its nanny and worker process
+    one group): (address, [scheduler, worker, ...])."""
     import subprocess
+
+    import distributed
 
     address = f"tcp://127.0.0.1:{free_port()}"
     quiet = {"stdout": subprocess.DEVNULL, "stderr": subprocess.DEVNULL,
@@ -388,21 +380,51 @@ def tcp_cluster(distributed):
                                    "--dashboard-address", "127.0.0.1:0"], **quiet)]
     try:
         with distributed.Client(address, timeout="30s") as client:
-            processes.append(subprocess.Popen([sys.executable, "-m", "dask", "worker", address,
-                                               "--nworkers", "1", "--nthreads", "1",
-                                               "--no-dashboard"], **quiet))
-            client.wait_for_workers(1, timeout=60)
-        yield address, processes[0]
+            processes += [subprocess.Popen([sys.executable, "-m", "dask", "worker", address,
+                                            "--nthreads", "1", "--no-dashboard"], **quiet)
+                          for _ in range(workers)]
+            client.wait_for_workers(workers, timeout=60)
+    except BaseException:
+        stop_cluster(processes)
+        raise
+    return address, processes
+
+
+def stop_cluster(processes) -> None:
+    import os
+    import signal
+
+    for process in processes:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(process.pid, signal.SIGKILL)
+        process.wait()
+
+
+def group_alive(process) -> bool:
+    """Whether any process of ``process``'s group (its session) is left."""
+    import os
+
+    try:
+        os.killpg(process.pid, 0)
+    except ProcessLookupError:
+        return False
+    return True
+
+
+@pytest.fixture
+def tcp_cluster(distributed):
+    """A ``dask scheduler`` and two single-threaded ``dask worker`` processes on 127.0.0.1,
+    as a long-lived cluster is: (address, [scheduler, worker, worker]); all killed after."""
+    address, processes = start_cluster(2)
+    try:
+        yield address, processes
     finally:
-        for process in processes:
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(process.pid, signal.SIGKILL)
-            process.wait()
+        stop_cluster(processes)
 
 
 def test_an_edited_model_is_loaded_again_on_a_long_lived_cluster(tmp_path, tcp_cluster):
-    """Workers keep the model between runs; an edit of the file must not give the old
-    model's numbers (the cache is keyed on the file's content)."""
+    """The model goes to the workers with each run: an edit of the file between runs on a
+    long-lived cluster gives the new model's numbers."""
     address, _ = tcp_cluster
     model = tmp_path / "arm.urdf"
     model.write_text(ARM.read_text())
@@ -417,60 +439,35 @@ def test_an_edited_model_is_loaded_again_on_a_long_lived_cluster(tmp_path, tcp_c
         assert_same_as_single(tmp_path, "inverse", model, inputs, out)
 
 
-def test_the_model_digest_covers_mjcf_includes(tmp_path):
-    """An included file that holds no body (options, defaults) changes the digest too."""
-    import shutil
+def test_a_task_writes_its_output_whole_and_rewrites_it_when_run_again(tmp_path):
+    """A task is idempotent: run twice (a worker died after it finished), the output is
+    written again, whole, and no temporary is left beside it."""
+    from treedyn.pipeline.cluster import solve_file
+    from treedyn.pipeline.layout import Layout
 
-    from treedyn.cli.run.cluster import model_digest
-
-    shutil.copytree(ROOT / "fixtures" / "mjcf" / "include", tmp_path / "m")
-    main = tmp_path / "m" / "main.xml"
-    first = model_digest(load_model(str(main)))
-    assert model_digest(load_model(str(main))) == first
-    settings = tmp_path / "m" / "parts" / "settings.xml"
-    settings.write_text(settings.read_text() + "\n<!-- edited -->\n")
-    assert model_digest(load_model(str(main))) != first
-    meshes = load_model(str(ROOT / "fixtures" / "mjcf" / "meshes.xml")).description.files
-    assert {os.path.basename(name) for name in meshes} >= {"cloud.msh", "hull.msh", "lblock.stl"}
-
-
-def worker_job(**changes) -> dict:
-    from treedyn.cli.run.cluster import model_digest
-
-    job = {"command": "inverse", "model": str(ARM), "free_flyer": False, "degrees": False,
-           "gravity": None, "fext": None, "kinds": ("q", "v", "a"), "size": 32,
-           "sparsity": False, "digest": model_digest(load_model(str(ARM))), "xacro": (),
-           "mimic": False, "prefix": None}
-    return {**job, **changes}
+    layout = Layout.of(load_model(str(ARM)))
+    inputs = write_inputs(tmp_path / "logs", layout.model, [70])
+    target = tmp_path / "out" / "log0.npz"
+    target.parent.mkdir()
+    for _ in range(2):
+        assert solve_file(str(inputs[0]), str(target), layout, "inverse", chunk=32) == 70
+        assert [p.name for p in target.parent.iterdir()] == ["log0.npz"]
+    single = tmp_path / "single.npz"
+    assert dyn("inverse", ARM, "--input", inputs[0], "--output", single)[0] == 0
+    with np.load(target) as got, np.load(single) as expected:
+        assert sorted(got.files) == sorted(expected.files)
+        assert all(np.array_equal(got[name], expected[name]) for name in expected.files)
 
 
-def test_a_task_of_a_stopped_run_leaves_no_file(tmp_path):
-    """The client made the files tasks write and removed them when the run stopped: a task
-    still running then writes nothing (it used to leave a 256-byte unreadable .npz)."""
-    from treedyn.cli.run.cluster import assemble, solve_block
+def test_a_task_that_cannot_write_fails_with_one_line(tmp_path):
+    from treedyn.pipeline.cluster import solve_file
     from treedyn.pipeline.errors import UsageError
+    from treedyn.pipeline.layout import Layout
 
-    inputs = write_inputs(tmp_path / "logs", load_model(str(ARM)), [3])
-    out = tmp_path / "out"
-    out.mkdir()
-    with pytest.raises(UsageError, match="No such file"):
-        solve_block(worker_job(), str(inputs[0]), 0, 3, str(out / "log0.npz"), True)
-    (out / "log0.npz.part0").write_bytes(np.zeros(2).tobytes())  # part1 removed, as .tmp
-    with pytest.raises(UsageError, match="No such file"):
-        assemble(worker_job(), [1, 1], str(out / "log0.npz"))
-    assert sorted(p.name for p in out.iterdir()) == ["log0.npz.part0"]
-
-
-def test_a_task_writes_its_output_whole_through_the_files_the_client_made(tmp_path):
-    from treedyn.cli.run.cluster import solve_block
-
-    inputs = write_inputs(tmp_path / "logs", load_model(str(ARM)), [3])
-    target = tmp_path / "log0.npz"
-    for name in ("log0.npz.raw", "log0.npz.tmp"):
-        (tmp_path / name).write_bytes(b"")
-    assert solve_block(worker_job(), str(inputs[0]), 0, 3, str(target), True) == 3
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["log0.npz", "logs"]
-    assert len(np.load(target)["tau"]) == 3
+    layout = Layout.of(load_model(str(ARM)))
+    inputs = write_inputs(tmp_path / "logs", layout.model, [3])
+    with pytest.raises(UsageError, match=r"gone/log0.npz: cannot write \(No such file"):
+        solve_file(str(inputs[0]), str(tmp_path / "gone" / "log0.npz"), layout, "inverse")
 
 
 def test_ctrl_c_keeps_the_outputs_that_finished(tmp_path, monkeypatch, distributed):
@@ -489,16 +486,17 @@ def test_ctrl_c_keeps_the_outputs_that_finished(tmp_path, monkeypatch, distribut
                 raise KeyboardInterrupt
 
     monkeypatch.setattr(module, "Progress", Interrupted)
-    small_tasks(monkeypatch, chunk=32, per_task=64)
+    small_chunks(monkeypatch, chunk=32)
     inputs = write_inputs(tmp_path / "logs", load_model(str(ARM)), [3, 6000])
     code, err = dyn("inverse", ARM, "--input", tmp_path / "logs" / "*.npz",
                     "--output", f"{out}/", "--scheduler", "local", "--quiet")
     assert code == 130
     kept = sorted(p.name for p in out.iterdir())
     assert "log0.npz" in kept and all(name.endswith(".npz") for name in kept), kept
-    assert err == (f"dyn: interrupted; {len(kept)} of 2 output files were completed and "
-                   "kept, the others removed (or left as they were if no task had written "
-                   "to them)\n")
+    assert err.startswith("dyn: interrupted; ") and err.count("\n") == 1, err
+    said = int(err.split("; ")[1].split()[0])  # the tasks finished when it stopped; the
+    assert 1 <= said <= len(kept)  # others were cancelled, or completed their output whole
+    assert err.endswith(" of 2 output files were completed and kept\n"), err
     assert_same_as_single(tmp_path, "inverse", ARM, inputs[:len(kept)], out)
 
 
@@ -510,7 +508,7 @@ def test_losing_the_scheduler_is_one_line_and_leaves_no_partial_file(tmp_path, m
 
     from treedyn.cli.run import cluster as module
 
-    address, scheduler = tcp_cluster
+    address, (scheduler, *_) = tcp_cluster
 
     class Killing(module.Progress):
         def advance(self, *args, **kwargs):
@@ -520,7 +518,7 @@ def test_losing_the_scheduler_is_one_line_and_leaves_no_partial_file(tmp_path, m
                 time.sleep(0.5)
 
     monkeypatch.setattr(module, "Progress", Killing)
-    small_tasks(monkeypatch, chunk=32, per_task=64)
+    small_chunks(monkeypatch, chunk=32)
     write_inputs(tmp_path / "logs", load_model(str(ARM)), [3, 6000])
     out = tmp_path / "out"
     code, err = dyn("inverse", ARM, "--input", tmp_path / "logs" / "*.npz",
@@ -528,7 +526,7 @@ def test_losing_the_scheduler_is_one_line_and_leaves_no_partial_file(tmp_path, m
     assert code == 2 and err.count("\n") == 1, err
     assert err.startswith(f"{address}: lost the scheduler (the connection to it closed); ")
     assert "of 2 output files were completed and kept" in err
-    time.sleep(1)  # a task still running on the worker writes no file after the cleanup
+    time.sleep(2)  # a task still running on a worker completes its own output, or none
     for path in out.iterdir():
         assert path.suffix == ".npz", path
         np.load(path)["tau"]
@@ -538,8 +536,9 @@ def test_a_damaged_compressed_input_on_a_worker_is_one_line(tmp_path):
     """As on one machine: "not a readable .npz file (Bad CRC-32 ...)", not an internal error."""
     import zipfile
 
-    from treedyn.cli.run.cluster import solve_block
+    from treedyn.pipeline.cluster import solve_file
     from treedyn.pipeline.errors import UsageError
+    from treedyn.pipeline.layout import Layout
 
     path = tmp_path / "b.npz"
     np.savez_compressed(path, **states(load_model(str(ARM)), 2000, seed=0))
@@ -551,28 +550,27 @@ def test_a_damaged_compressed_input_on_a_worker_is_one_line(tmp_path):
     single = dyn("inverse", ARM, "--input", path, "--output", tmp_path / "single.npz")[1]
     message = single.strip().split(";")[0]
     assert "not a readable .npz file" in message
-    for start in (0, 1024):  # from the first row, and seeking to a later block
-        for name in ("b.npz.raw", "b.npz.tmp"):
-            (tmp_path / name).write_bytes(b"")
-        with pytest.raises(UsageError) as error:
-            solve_block(worker_job(size=512), str(path), start, 2000, str(tmp_path / "b.npz"),
-                        True)
-        assert str(error.value) == message
+    with pytest.raises(UsageError) as error:
+        solve_file(str(path), str(tmp_path / "out.npz"), Layout.of(load_model(str(ARM))),
+                   "inverse", chunk=512)
+    assert str(error.value) == message
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["b.npz"]  # no output, no temporary
 
 
 def test_the_earliest_bad_row_of_any_array_is_named(tmp_path):
-    from treedyn.cli.run.cluster import solve_block
+    from treedyn.pipeline.cluster import solve_file
     from treedyn.pipeline.errors import UsageError
+    from treedyn.pipeline.layout import Layout
 
     values = states(load_model(str(ARM)), 50, seed=0)
     values["v"][12, 0] = np.inf
     values["q"][25, 1] = np.nan
     path = tmp_path / "f.npz"
     np.savez(path, **values)
-    for name in ("f.npz.raw", "f.npz.tmp"):
-        (tmp_path / name).write_bytes(b"")
     with pytest.raises(UsageError) as error:
-        solve_block(worker_job(), str(path), 0, 50, str(tmp_path / "f.npz"), True)
+        solve_file(str(path), str(tmp_path / "out.npz"), Layout.of(load_model(str(ARM))),
+                   "inverse", chunk=32)
+    assert not (tmp_path / "out.npz").exists()
     assert str(error.value) == f"{path}: v[12] holds a non-finite number"
     single = dyn("inverse", ARM, "--input", path, "--output", tmp_path / "single.npz")[1]
     assert single.startswith(f"{path}: v[12] holds a non-finite number;")
@@ -580,7 +578,7 @@ def test_the_earliest_bad_row_of_any_array_is_named(tmp_path):
 
 def test_a_file_named_like_a_pattern_is_that_file(tmp_path):
     """in/run[1].npz exists: it is the input, not a pattern matching in/run1.npz."""
-    from treedyn.cli.run.cluster import expand
+    from treedyn.pipeline.cluster import expand
 
     logs = tmp_path / "in"
     logs.mkdir()
@@ -618,9 +616,9 @@ def test_an_address_that_is_not_a_scheduler_is_one_line(tmp_path, monkeypatch, d
     listening = socketserver.ThreadingTCPServer(("127.0.0.1", 0), handler)
     listening.daemon_threads = True
     threading.Thread(target=listening.serve_forever, daemon=True).start()
-    from treedyn.cli.run import scheduler
+    from treedyn.pipeline import cluster
 
-    monkeypatch.setattr(scheduler, "CONNECT_SECONDS", 2)
+    monkeypatch.setattr(cluster, "CONNECT_SECONDS", 2)
     address = f"tcp://127.0.0.1:{listening.server_address[1]}"
     inputs = write_inputs(tmp_path / "logs", load_model(str(ARM)), [3])
     try:
@@ -635,11 +633,15 @@ def test_an_address_that_is_not_a_scheduler_is_one_line(tmp_path, monkeypatch, d
     assert time.monotonic() - began < 10
 
 
-def test_a_refused_connection_is_one_line_at_once(tmp_path, distributed):
-    """Nothing listening at the address (a closed port) took the full 30 s to report."""
+def test_a_refused_connection_is_one_line_within_the_timeout(tmp_path, monkeypatch,
+                                                             distributed):
+    """Nothing listening at the address (a closed port): the Client's timeout, one line."""
     import socket
     import time
 
+    from treedyn.pipeline import cluster
+
+    monkeypatch.setattr(cluster, "CONNECT_SECONDS", 2)
     with socket.socket() as probe:  # a port nothing listens on once closed
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
@@ -648,9 +650,9 @@ def test_a_refused_connection_is_one_line_at_once(tmp_path, distributed):
     code, err = dyn("inverse", ARM, "--input", inputs[0], "--output", f"{tmp_path}/out/",
                     "--scheduler", f"tcp://127.0.0.1:{port}")
     assert code == 2 and err.count("\n") == 1, err
-    assert err == (f"tcp://127.0.0.1:{port}: not a Dask scheduler, or not answering "
-                   "(connection refused)\n")
-    assert time.monotonic() - began < 5
+    assert err.startswith(f"tcp://127.0.0.1:{port}: not a Dask scheduler, or not answering "
+                          "("), err
+    assert time.monotonic() - began < 8
     assert not (tmp_path / "out").exists()
 
 
@@ -717,11 +719,12 @@ def test_an_output_directory_named_like_a_file_is_refused(tmp_path):
 def test_sigterm_keeps_the_finished_outputs_and_ends_dyn_by_it(tmp_path, monkeypatch,
                                                                distributed):
     """kill, timeout or a cancelled CI job: the cleanup of a Ctrl-C runs (finished outputs
-    kept, the tasks' placeholder files removed), then dyn ends by the signal."""
+    kept, the tasks not run cancelled), then dyn ends by the signal."""
     import signal
     import time
 
     from treedyn.cli.run import cluster as module
+    from treedyn.pipeline.errors import Ended
 
     out = tmp_path / "out"
     sent = []
@@ -730,19 +733,23 @@ def test_sigterm_keeps_the_finished_outputs_and_ends_dyn_by_it(tmp_path, monkeyp
         def advance(self, *args, **kwargs):
             if (out / "log0.npz").exists():
                 time.sleep(0.5)
-                raise module.Ended(signal.SIGTERM)
+                raise Ended(signal.SIGTERM)
 
     monkeypatch.setattr(module, "Progress", Terminated)
-    monkeypatch.setattr(os, "kill", lambda pid, number: sent.append(number))
+    kill, here = os.kill, os.getpid()  # dyn ending itself is recorded; a worker's end is not
+    monkeypatch.setattr(os, "kill", lambda pid, number: sent.append(number) if pid == here
+                        else kill(pid, number))
     monkeypatch.setattr(signal, "signal", lambda number, handler: signal.SIG_DFL)
-    small_tasks(monkeypatch, chunk=32, per_task=64)
+    small_chunks(monkeypatch, chunk=32)
     write_inputs(tmp_path / "logs", load_model(str(ARM)), [3, 6000])
     code, err = dyn("inverse", ARM, "--input", tmp_path / "logs" / "*.npz",
                     "--output", f"{out}/", "--scheduler", "local", "--quiet")
     assert sent == [signal.SIGTERM]
     kept = sorted(p.name for p in out.iterdir())
     assert "log0.npz" in kept and all(name.endswith(".npz") for name in kept), kept
-    assert err.startswith(f"dyn: ended; {len(kept)} of 2 output files were completed and kept")
+    assert err.startswith("dyn: ended by a signal; ") and err.count("\n") == 1, err
+    assert 1 <= int(err.split("; ")[1].split()[0]) <= len(kept)  # (as for Ctrl-C)
+    assert err.endswith(" of 2 output files were completed and kept\n"), err
 
 
 def test_the_first_failing_input_is_named_whatever_order_tasks_fail_in(tmp_path, distributed):
@@ -760,48 +767,11 @@ def test_the_first_failing_input_is_named_whatever_order_tasks_fail_in(tmp_path,
     assert code == 2 and err.startswith(f"{logs / 'a.npz'}: q[5] holds a non-finite number")
 
 
-def test_task_files_are_writable_by_whoever_may_write_the_folder(tmp_path):
-    """Workers may run as another user: a placeholder made by dyn in a shared folder."""
-    import os
-    import stat
-
-    from treedyn.cli.run.cluster import create_empty
-
-    for mode, expected in ((0o777, 0o666), (0o755, 0o644), (0o700, 0o600)):
-        folder = tmp_path / oct(mode)
-        folder.mkdir()
-        os.chmod(folder, mode)
-        create_empty([str(folder / "x.npz.tmp")])
-        assert stat.S_IMODE(os.stat(folder / "x.npz.tmp").st_mode) == expected
-
-
 def test_an_output_directory_named_like_a_file_is_refused_with_a_scheduler_too(tmp_path):
     (tmp_path / "res.npz").mkdir()
     code, stderr = dyn("inverse", ARM, "--input", tmp_path / "a.npz", "--output",
                        tmp_path / "res.npz", "--scheduler", "local")
     assert code == 2 and "is a directory, not the .npz file" in stderr
-
-
-def test_a_finished_output_gets_the_mode_the_umask_gives(tmp_path):
-    """The placeholder was opened up for workers of another user: the finished output
-    does not stay writable by all (here: umask 077 in a sticky, world-writable folder)."""
-    import os
-    import stat
-
-    from treedyn.cli.run.cluster import create_empty, settle
-
-    folder = tmp_path / "shared"
-    folder.mkdir()
-    os.chmod(folder, 0o1777)
-    output = str(folder / "x.npz")
-    create_empty([output])
-    assert stat.S_IMODE(os.stat(output).st_mode) == 0o666
-    old = os.umask(0o077)
-    try:
-        settle(output)
-    finally:
-        os.umask(old)
-    assert stat.S_IMODE(os.stat(output).st_mode) == 0o600
 
 
 def test_an_unread_array_is_warned_about_once_without_a_scheduler(tmp_path):
@@ -818,18 +788,64 @@ def test_an_unread_array_is_warned_about_once_without_a_scheduler(tmp_path):
 def test_ctrl_c_while_the_cluster_closes_says_the_outputs_are_complete(tmp_path, monkeypatch):
     """Closing a local cluster takes a second or two after the last task: a Ctrl-C then
     still says what the run left (it ended with exit 130 and no word)."""
-    from treedyn.cli.run import cluster as module
+    from treedyn.pipeline import cluster
 
-    class Closing:
-        def close(self):
-            raise KeyboardInterrupt
+    def close():
+        raise KeyboardInterrupt
 
-    monkeypatch.setattr(module, "require_dask", lambda: None)
-    monkeypatch.setattr(module, "connect", lambda address: (Closing(), None))
-    monkeypatch.setattr(module, "run_on_cluster", lambda *args: None)  # every task done
+    monkeypatch.setattr(cluster, "require_dask", lambda: None)
+    monkeypatch.setattr(cluster, "connect", lambda address, quiet: (None, close))
+    monkeypatch.setattr(cluster, "run_files", lambda *args: 2)  # every task done
     write_inputs(tmp_path / "logs", load_model(str(ARM)), [3, 4])
     code, err = dyn("inverse", ARM, "--input", tmp_path / "logs" / "*.npz", "--output",
                     f"{tmp_path}/out/", "--scheduler", "tcp://127.0.0.1:1", "--quiet")
     assert code == 130
     assert err == ("dyn: interrupted; 2 of 2 output files were completed and kept (the cluster "
                    "was closing)\n")
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="process groups")
+def test_a_real_cluster_computes_what_one_process_does_and_survives_a_killed_worker(
+        tmp_path, monkeypatch, distributed):
+    """``dask scheduler`` and two ``dask worker`` processes (not a LocalCluster): the
+    outputs hold the one-process numbers; a worker killed while tasks run has its tasks run
+    again on the other and the run completes (it used to fail 5 runs in 6 with a misleading
+    line: the tasks Dask ran again met the placeholders the first run had removed); no
+    output is ever partial; no process of the cluster is left afterwards."""
+    import os
+    import signal
+    import time
+
+    from treedyn.cli.run import cluster as module
+
+    small_chunks(monkeypatch, chunk=32)  # many engine calls: each task runs a while
+    inputs = write_inputs(tmp_path / "logs", load_model(str(ARM)), [30_000] * 6)
+    out = tmp_path / "out"
+    address, processes = start_cluster(2)
+    killed = []
+
+    class Killing(module.Progress):
+        def advance(self, *args, **kwargs):
+            if not killed:  # one file done: both workers run tasks of the others
+                os.killpg(processes[2].pid, signal.SIGKILL)
+                killed.append(processes[2].wait())
+
+    try:
+        code, err = dyn("inverse", ARM, "--input", tmp_path / "logs" / "*.npz",
+                        "--output", f"{out}/", "--scheduler", address, "--quiet")
+        assert code == 0 and err == "", err
+        assert sorted(p.name for p in out.iterdir()) == [p.name for p in inputs]
+        monkeypatch.setattr(module, "Progress", Killing)
+        code, err = dyn("inverse", ARM, "--input", tmp_path / "logs" / "*.npz",
+                        "--output", f"{tmp_path}/killed/", "--scheduler", address, "--quiet")
+    finally:
+        stop_cluster(processes)
+    assert killed == [-signal.SIGKILL]
+    assert code == 0 and err == "", err
+    assert sorted(p.name for p in (tmp_path / "killed").iterdir()) == [p.name for p in inputs]
+    for folder in (out, tmp_path / "killed"):  # the same numbers as one process, no leftover
+        assert_same_as_single(tmp_path, "inverse", ARM, inputs, folder)
+    deadline = time.monotonic() + 10
+    while any(group_alive(p) for p in processes) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not any(group_alive(p) for p in processes)

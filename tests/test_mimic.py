@@ -350,17 +350,16 @@ def test_an_mjcf_model_has_nothing_to_couple():
     assert run.returncode == 0 and run.stdout == plain.stdout
 
 
-def test_a_cluster_worker_loads_the_coupled_model():
-    """--mimic travels with a Dask job: a worker's model is the one the client computed."""
-    from treedyn.cli.run.cluster import cluster_job, worker_model
+def test_a_cluster_worker_gets_the_coupled_model():
+    """--mimic travels with a Dask run: the workers get the model the client loaded
+    (pickled, as ``client.scatter`` sends it), coupling and all."""
+    import pickle
+
     from treedyn.pipeline.layout import Layout
     from treedyn.cli.model import load
-    from treedyn.cli.run.request import Request
 
-    request = Request("inverse", GRIPPER, False, {"q": None, "v": None, "a": None}, None,
-                      "logs/*.npz", "out/", None, None, False, mimic=True)
-    layout = Layout.of(load(GRIPPER, False, mimic=True))
-    model = worker_model(cluster_job(request, layout))
+    layout = pickle.loads(pickle.dumps(Layout.of(load(GRIPPER, False, mimic=True))))
+    model = layout.model
     assert model.coupling is not None and (model.nq, model.nv) == (4, 4)
 
 

@@ -423,19 +423,15 @@ def test_find_and_package_uris_resolve_through_each_route(tmp_path, route, inclu
         assert "package 'gripper_description' " in one_line_error(dyn("info", model))
 
 
-def test_cluster_workers_expand_the_model_with_the_clients_arguments():
-    """A Dask worker loads the model by path: the job carries the xacro arguments too, and a
-    model expanded with other arguments is another model."""
-    from treedyn.cli.run.cluster import model_digest, worker_model
+def test_cluster_workers_get_the_model_expanded_with_the_clients_arguments():
+    """Dask workers get the model the client expanded (pickled, as ``client.scatter``
+    sends it), not the file to expand again without the xacro arguments."""
+    import pickle
 
     arguments = (("payload", "0.5"),)
     client = load_model(str(ARM_XACRO), xacro=XacroInput(arguments))
-    job = {"model": str(ARM_XACRO), "free_flyer": False, "mimic": False, "xacro": arguments,
-           "digest": model_digest(client)}
-    worker = worker_model(job)
-    assert [link.inertia.mass for link in worker.description.links] == [
-        link.inertia.mass for link in client.description.links]
-    plain = worker_model({**job, "xacro": ()})
+    worker = pickle.loads(pickle.dumps(client))
+    plain = load_model(str(ARM_XACRO))
     forearm = [model.description.links[-1] for model in (plain, worker)]
     assert [link.name for link in forearm] == ["forearm"] * 2
     assert [link.inertia.mass for link in forearm] == [1.0, 1.5]
