@@ -85,14 +85,20 @@ def remove_stale(target: str, suffixes=(".part", ".parts")) -> list[str]:
 
 
 def alive(pid: int) -> bool:
-    """Whether a process ``pid`` exists on this host (one of another user counts)."""
+    """Whether a process ``pid`` runs on this host (one of another user counts). A zombie
+    -- killed, not yet reaped, as a killed Dask worker stays where nothing reaps orphans --
+    runs no more: its temporaries are stale."""
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
         return False
     except (PermissionError, OverflowError):
         return True
-    return True
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as stat_file:  # "pid (name) S ..." (Linux)
+            return stat_file.read().rpartition(b")")[2].split()[:1] != [b"Z"]
+    except OSError:  # no /proc (macOS), or gone meanwhile
+        return True
 
 
 def partial_name(path: str) -> str:

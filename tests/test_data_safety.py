@@ -413,3 +413,24 @@ def test_check_inertia_csv_neutralises_names(tmp_path):
     text = dyn("check-inertia", model, "-f", "csv", check=False).stdout.decode()
     cells = [cell for row in csv.reader(io.StringIO(text)) for cell in row]
     assert "'-2+3" in cells and not [c for c in cells if c[:1] in ("=", "@", "+")]
+
+
+def test_the_temporary_of_a_killed_process_not_yet_reaped_is_stale(tmp_path):
+    """A Dask worker killed on a machine where nothing reaps orphans stays a zombie: its
+    temporary beside an output is still removed by the next run to that output."""
+    from treedyn.pipeline.paths import remove_stale, temporary_name
+
+    target = str(tmp_path / "out.npz")
+    child = subprocess.Popen([sys.executable, "-c", "pass"])
+    try:
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline:  # exited, not reaped: a zombie
+            state = Path(f"/proc/{child.pid}/stat").read_bytes().rpartition(b")")[2].split()[0]
+            if state == b"Z":
+                break
+            time.sleep(0.05)
+        left = Path(temporary_name(target).replace(f".{os.getpid()}-", f".{child.pid}-"))
+        left.write_bytes(b"half an archive")
+        assert remove_stale(target) == [left.name]
+    finally:
+        child.wait()
