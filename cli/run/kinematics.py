@@ -22,6 +22,7 @@ from treedyn.pipeline.vectors import single_state
 
 from ..console import console, saying_kept
 from ..model import load
+from ..settings import STREAM_CHUNK
 from .request import sink_kind
 
 
@@ -79,4 +80,15 @@ def solve_kinematics(asked: Asked, select: Select) -> None:
         raise UsageError("dyn: many states are written as json or csv (--format), or to "
                          "--output FILE")
     with saying_kept():
-        run(layout, key, Input.open(asked.input, asked.dataset_prefix), sink)
+        run(layout, key, Input.open(asked.input, asked.dataset_prefix), sink,
+            chunk=chunk_states(model, shape))
+
+
+WORK_BYTES = 64 << 20  # a chunk's work arrays (every body's Jacobian) stay about this size
+
+
+def chunk_states(model, shape) -> int:
+    """States per chunk: STREAM_CHUNK, fewer when the bodies' Jacobians of a chunk (nj x 6
+    x nv doubles per state, twice) and its results would pass :data:`WORK_BYTES`."""
+    per_state = 8 * (12 * model.njoints * max(model.nv, 1) + int(np.prod(shape)))
+    return max(32, min(STREAM_CHUNK, WORK_BYTES // per_state))
