@@ -13,10 +13,11 @@ A *frame* is fixed on a body of the model (:func:`frame_set` finds them by name)
   Pinocchio's JOINT frame (``data.oMi``; FIXED_JOINT for a fixed joint). MJCF: at the
   joint's anchor with its body's axes once the joints before it in its body moved
   (MuJoCo's ``xanchor`` and ``xmat`` for a body's last hinge or ball; MuJoCo places the
-  anchors of a body's other joints, and of a slide, with the whole body's pose).
+  anchors of a body's other joints, and of a slide, with the whole body's pose);
+* an MJCF **site** (a named ``<site>``): MuJoCo's ``site_xpos`` / ``site_xmat``.
 
-Where a name is both a link (body) and a joint, the link is meant; ``joint:NAME`` reaches
-the joint (and ``link:NAME`` / ``body:NAME`` says the link). A frame's placement is
+A bare name is a link (body) if there is one, else a joint, else a site; ``joint:NAME`` and
+``site:NAME`` reach the others (``link:NAME`` / ``body:NAME`` say the link). A frame's placement is
 ``(R, p)``: ``R`` (3, 3) holds its axes as columns in world coordinates, ``p`` (3,) its
 origin in the world.
 
@@ -31,14 +32,15 @@ reordered here. ``reference`` is one of Pinocchio's three:
 * ``WORLD``: in world axes, linear part that of the point of the frame's body at the
   world origin now;
 * ``LOCAL_WORLD_ALIGNED``: the frame origin's velocity in world axes (MuJoCo's
-  ``mj_jacBody`` for a body).
+  ``mj_jacBody`` for a body, ``mj_jacSite`` for a site).
 
 Centre of mass
 --------------
 :func:`center_of_mass` gives the mass, the centre of mass ``c`` (3,) in the world and
 ``Jcom`` (3, nv) with ``Jcom v = dc/dt``, of the whole model or of one body's subtree
 (the moving body a frame sits on, every link welded to it included, and the bodies below
-it; a frame on the world: the whole model): Pinocchio's ``centerOfMass`` / ``jacobianCenterOfMass`` (``data.com[joint]`` and
+it; a frame on the world: the whole model, which is what moves: mass welded to the world
+is not counted, as in Pinocchio): Pinocchio's ``centerOfMass`` / ``jacobianCenterOfMass`` (``data.com[joint]`` and
 ``jacobianSubtreeCenterOfMass`` for a subtree), MuJoCo's ``subtree_com`` and
 ``mj_jacSubtreeCom``.
 """
@@ -54,8 +56,6 @@ from .model import Model
 from .state import states
 
 LINEAR_FIRST = [3, 4, 5, 0, 1, 2]  # (angular, linear) rows -> (linear, angular)
-LINK_PREFIXES = ("link:", "body:")
-JOINT_PREFIX = "joint:"
 
 
 class Frames(NamedTuple):
@@ -68,18 +68,18 @@ class Frames(NamedTuple):
 
 
 def frame_set(model: Model, names=None) -> Frames:
-    """The frames named ``names`` (see the module doc; ``joint:``, ``link:``, ``body:``
-    prefixes), or every link (body) and then every joint when ``names`` is None.
-    KeyError (the name) for a name that is no frame."""
-    links, joints = _links(model), _joints(model)
+    """The frames named ``names`` (see the module doc; ``joint:``, ``site:``, ``link:``,
+    ``body:`` prefixes), or every link (body), then every joint, then every MJCF site
+    when ``names`` is None. KeyError (the name) for a name that is no frame."""
+    kinds = {"link": _links(model), "joint": _joints(model), "site": _sites(model)}
     if names is None:
-        names = list(links) + [JOINT_PREFIX + name if name in links else name
-                               for name in joints]
-    chosen = [_find(name, links, joints) for name in names]
-    frames = [model.frames[i] for i in chosen]
-    return Frames(tuple(names), np.array([f.joint for f in frames], dtype=int),
-                  np.array([f.rotation for f in frames], dtype=float).reshape(-1, 3, 3),
-                  np.array([f.translation for f in frames], dtype=float).reshape(-1, 3))
+        names = list(kinds["link"])
+        for kind in ("joint", "site"):
+            names += [f"{kind}:{name}" if name in names else name for name in kinds[kind]]
+    chosen = [_find(name, kinds) for name in names]  # (body, R, t) each
+    return Frames(tuple(names), np.array([body for body, _, _ in chosen], dtype=int),
+                  np.array([R for _, R, _ in chosen], dtype=float).reshape(-1, 3, 3),
+                  np.array([t for _, _, t in chosen], dtype=float).reshape(-1, 3))
 
 
 def frame_placements(model: Model, q, frames: Frames) -> tuple[np.ndarray, np.ndarray]:
@@ -126,30 +126,42 @@ def subtree_root(model: Model, name: str) -> int:
     return int(frame_set(model, [name]).on_body[0])
 
 
-def _links(model: Model) -> dict[str, int]:
-    """Link (body) name -> its index in ``model.frames``: every link of the description but
-    the ones the MJCF parser adds at a joint's anchor (a joint frame, under the joint)."""
+def _links(model: Model) -> dict[str, tuple]:
+    """Link (body) name -> (body, R, t) on it: every link of the description but the ones
+    the MJCF parser adds at a joint's anchor (a joint frame, under the joint)."""
     added = {link.name for link in model.description.links if link.body}
-    return {f.name: i for i, f in enumerate(model.frames) if f.name not in added}
+    return {f.name: (f.joint, f.rotation, f.translation) for f in model.frames
+            if f.name not in added}
 
 
-def _joints(model: Model) -> dict[str, int]:
-    """Joint name -> the index in ``model.frames`` of its child link: every moving joint,
-    and URDF's fixed joints (MJCF's fixed ones are the parser's welds, not the file's)."""
-    index = {f.name: i for i, f in enumerate(model.frames)}
+def _joints(model: Model) -> dict[str, tuple]:
+    """Joint name -> (body, R, t) of its child link: every moving joint, and URDF's fixed
+    joints (MJCF's fixed ones are the parser's welds, not the file's)."""
+    frames = {f.name: (f.joint, f.rotation, f.translation) for f in model.frames}
     urdf = model.format == "urdf"
-    return {joint.name: index[joint.child] for joint in model.description.joints
-            if (joint.type != "fixed" or urdf) and joint.child in index}
+    return {joint.name: frames[joint.child] for joint in model.description.joints
+            if (joint.type != "fixed" or urdf) and joint.child in frames}
 
 
-def _find(name: str, links: dict, joints: dict) -> int:
-    if name.startswith(JOINT_PREFIX) and name[len(JOINT_PREFIX):] in joints:
-        return joints[name[len(JOINT_PREFIX):]]
-    for prefix in LINK_PREFIXES:
-        if name.startswith(prefix) and name[len(prefix):] in links:
-            return links[name[len(prefix):]]
-    if name in links:
-        return links[name]
-    if name in joints:
-        return joints[name]
+def _sites(model: Model) -> dict[str, tuple]:
+    """MJCF site name -> (body, R, t): its link frame's pose composed with its own."""
+    frames = {f.name: f for f in model.frames}
+    placed = {}
+    for site in model.description.sites:
+        link = frames[site.link]
+        placed[site.name] = (link.joint, link.rotation @ site.rotation,
+                             link.translation + link.rotation @ site.translation)
+    return placed
+
+
+def _find(name: str, kinds: dict[str, dict]) -> tuple:
+    """(body, R, t) of the frame ``name``: a prefixed name in its kind; else a link, a
+    joint, a site, in that order."""
+    prefix, _, rest = name.partition(":")
+    kind = {"link": "link", "body": "link", "joint": "joint", "site": "site"}.get(prefix)
+    if kind is not None and rest in kinds[kind]:
+        return kinds[kind][rest]
+    for kind in ("link", "joint", "site"):
+        if name in kinds[kind]:
+            return kinds[kind][name]
     raise KeyError(name)

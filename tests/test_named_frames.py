@@ -12,7 +12,7 @@ import zlib
 import numpy as np
 import pytest
 
-from reference_models import gymnasium_models, robot_urdfs
+from reference_models import dm_control_models, gymnasium_models, robot_urdfs
 from treedyn.engine.kinematics import (FRAMES, LOCAL, LOCAL_WORLD_ALIGNED, WORLD,
                                        body_jacobians)
 from treedyn.engine.named import (center_of_mass, frame_jacobians, frame_placements,
@@ -23,7 +23,12 @@ from treedyn.parsers import load_model
 URDFS = [p for p in robot_urdfs() if p.endswith(("panda.urdf", "talos_reduced.urdf",
                                                  "ur5_robot.urdf", "solo12.urdf"))]
 MJCFS = [p for p in gymnasium_models() if p.endswith(("/ant.xml", "/hopper.xml",
-                                                       "/humanoid.xml", "/reacher.xml"))]
+                                                       "/humanoid.xml", "/reacher.xml",
+                                                       "/inverted_double_pendulum.xml"))]
+MJCFS += [p for p in dm_control_models() if p.endswith(("suite/humanoid.xml",
+                                                        "suite/quadruped.xml",
+                                                        "suite/manipulator.xml",
+                                                        "suite/fish.xml"))]
 TOL = 1e-12
 
 
@@ -82,7 +87,7 @@ def test_urdf_frames_jacobians_and_com_equal_pinocchios(path, free_flyer):
         close(root_J[0], expected[:, mapping.v_index], "subtree Jcom")
 
 
-@pytest.mark.parametrize("path", MJCFS, ids=[p.rsplit("/", 1)[-1] for p in MJCFS])
+@pytest.mark.parametrize("path", MJCFS, ids=["/".join(p.rsplit("/", 2)[-2:]) for p in MJCFS])
 def test_mjcf_bodies_joints_jacobians_and_subtree_coms_equal_mujocos(path):
     mujoco = pytest.importorskip("mujoco")
     model = load_model(path)
@@ -105,12 +110,23 @@ def test_mjcf_bodies_joints_jacobians_and_subtree_coms_equal_mujocos(path):
         close(J[0, k], np.vstack([jacp, jacr]), (name, "J"))
         if b and name not in model.body_names:  # welded to its parent: no subtree of its own
             continue
+        if not b and model.world_mass:  # MuJoCo's world subtree holds the static bodies
+            continue
         mass, c, Jcom = center_of_mass(model, q, subtree_root(model, name))
         close(mass, mj.body_subtreemass[b], (name, "mass"))
         if mass > 0:
             close(c[0], data.subtree_com[b], (name, "com"))
             mujoco.mj_jacSubtreeCom(mj, data, jacp, b)
             close(Jcom[0], jacp, (name, "Jcom"))
+    sites = [s for s in range(mj.nsite) if mj.site(s).name]
+    frames = frame_set(model, [f"site:{mj.site(s).name}" for s in sites])
+    R, p = frame_placements(model, q, frames)
+    J = frame_jacobians(model, q, frames, LOCAL_WORLD_ALIGNED)
+    for k, s in enumerate(sites):
+        close(p[0, k], data.site_xpos[s], (frames.names[k], "p"))
+        close(R[0, k], data.site_xmat[s].reshape(3, 3), (frames.names[k], "R"))
+        mujoco.mj_jacSite(mj, data, jacp, jacr, s)
+        close(J[0, k], np.vstack([jacp, jacr]), (frames.names[k], "J"))
     last = [j for j in range(mj.njnt)  # a body's last named hinge or ball: after it, the
             if (j + 1 == mj.njnt or mj.jnt_bodyid[j + 1] != mj.jnt_bodyid[j])  # body is
             and mj.joint(j).name and mj.jnt_type[j] in (1, 3)]  # placed (a slide's anchor:

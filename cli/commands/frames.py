@@ -13,9 +13,9 @@ from ..run.kinematics import Asked, solve_kinematics
 
 FrameOpt = Annotated[Optional[list[str]], typer.Option(
     "--frame", metavar="NAME", show_default=False,
-    help="A link (URDF) or body (MJCF), else a joint, by name; 'joint:NAME' is the joint "
-    "where a link has its name ('link:NAME', 'body:NAME' say the link). Repeatable. "
-    "Default: every link (body), then every joint.")]
+    help="A link (URDF) or body (MJCF), else a joint, else an MJCF site, by name; "
+    "'joint:NAME' and 'site:NAME' reach those where a link has the name ('link:NAME', "
+    "'body:NAME' say the link). Repeatable. Default: every link (body), joint and site.")]
 
 
 def named_frames(layout, names):
@@ -25,8 +25,8 @@ def named_frames(layout, names):
     try:
         return frame_set(layout.model, names)
     except KeyError as error:
-        raise UsageError(f"dyn: {layout.model.source}: no link, body or joint named "
-                         f"{error.args[0]!r} (joint:NAME names a joint)") from None
+        raise UsageError(f"dyn: {layout.model.source}: no link, body, joint or site "
+                         f"named {error.args[0]!r} (joint:NAME names a joint, site:NAME a site)") from None
 
 
 @epilog(examples("dyn frames fixtures/two_link_arm.urdf --q 0.5,1 --frame link2",
