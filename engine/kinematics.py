@@ -145,7 +145,7 @@ def attached_placements(model: Model, q, on_body, R_in, t_in) -> tuple[np.ndarra
     world) at ``(R_in[f], t_in[f])`` in that body's frame."""
     batch, q = states(model, q)[:2]
     R, p = placements(model, q)
-    R_body, p_body = _on_bodies(R, p, on_body)
+    R_body, p_body = on_bodies(R, p, on_body)
     R_frame = R_body @ R_in
     p_frame = p_body + (R_body @ t_in[..., None])[..., 0]
     return (R_frame[0], p_frame[0]) if batch.single else (R_frame, p_frame)
@@ -158,7 +158,7 @@ def attached_jacobians(model: Model, q, on_body, R_in, t_in, frame: str = LOCAL)
         raise ValueError(f"unknown frame {frame!r}; known: {', '.join(FRAMES)}")
     batch, q = states(model, q)[:2]
     R, p = placements(model, q)
-    R_body, p_body = _on_bodies(R, p, on_body)
+    R_body, p_body = on_bodies(R, p, on_body)
     J = np.zeros((batch.count, len(on_body), 6, model.nv))
     moving = on_body >= 0
     if frame == WORLD:
@@ -175,7 +175,7 @@ def attached_jacobians(model: Model, q, on_body, R_in, t_in, frame: str = LOCAL)
     return finish(J, batch)
 
 
-def _on_bodies(R, p, on_body):
+def on_bodies(R, p, on_body):
     """(R_j (N, k, 3, 3), p_j (N, k, 3)): the placement of the body ``on_body[f]`` of each
     frame (the world's for -1), from the bodies' R (N, nj, 3, 3), p (N, nj, 3)."""
     count = len(R)

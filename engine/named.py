@@ -50,12 +50,11 @@ from typing import NamedTuple
 
 import numpy as np
 
-from .kinematics import (LOCAL, LOCAL_WORLD_ALIGNED, attached_jacobians,
-                         attached_placements, body_jacobians, placements)
+from .kinematics import FRAMES, LOCAL, WORLD, on_bodies
 from .model import Model
 from .state import states
+from .subtree import TreeSweeps
 
-LINEAR_FIRST = [3, 4, 5, 0, 1, 2]  # (angular, linear) rows -> (linear, angular)
 
 
 class Frames(NamedTuple):
@@ -84,40 +83,93 @@ def frame_set(model: Model, names=None) -> Frames:
 
 def frame_placements(model: Model, q, frames: Frames) -> tuple[np.ndarray, np.ndarray]:
     """(R (N, k, 3, 3), p (N, k, 3)) of ``frames`` at q (N, nq): columns of R the frame's
-    axes in the world, p its origin in the world."""
+    axes in the world, p its origin in the world. Bodies a tree level at a time
+    (:meth:`~treedyn.engine.subtree.TreeSweeps.placements`); the readable twin is
+    :func:`treedyn.engine.kinematics.attached_placements`."""
     q = states(model, q)[1]
-    return attached_placements(model, q, frames.on_body, frames.rotation, frames.translation)
+    if model.coupling is not None:
+        return frame_placements(model.coupling.full, model.coupling.expand_q(q), frames)
+    R, p = TreeSweeps(model, q).placements()  # (N, nj, 3, 3), (N, nj, 3)
+    return _placed(R, p, frames)
 
 
 def frame_jacobians(model: Model, q, frames: Frames, reference: str = LOCAL) -> np.ndarray:
     """J (N, k, 6, nv) of ``frames`` at q (N, nq), rows (linear, angular), written in
-    ``reference`` (LOCAL, WORLD or LOCAL_WORLD_ALIGNED; see the module doc)."""
+    ``reference`` (LOCAL, WORLD or LOCAL_WORLD_ALIGNED; see the module doc).
+
+    Column ``d`` of a frame on body ``j`` is dof ``d``'s motion, in world axes about the
+    world origin, ``(w_d, u_d)``, when its joint supports ``j`` (else zero): that is
+    WORLD; LOCAL_WORLD_ALIGNED moves the linear part to the frame's origin,
+    ``u_d + w_d x p_f``, and LOCAL turns both by ``R_f^T``. The readable twin is
+    :func:`treedyn.engine.kinematics.attached_jacobians` (rows (angular, linear))."""
+    if reference not in FRAMES:
+        raise ValueError(f"unknown reference frame {reference!r}; known: {', '.join(FRAMES)}")
     q = states(model, q)[1]
-    J = attached_jacobians(model, q, frames.on_body, frames.rotation, frames.translation,
-                           reference)  # (N, k, 6, nv), (angular, linear)
-    return J[:, :, LINEAR_FIRST]
+    if model.coupling is not None:
+        c = model.coupling
+        return frame_jacobians(c.full, c.expand_q(q), frames, reference) @ c.G
+    R, p, S = _world_motions(model, q)
+    R_f, p_f = _placed(R, p, frames)  # (N, k, 3, 3), (N, k, 3)
+    support = _support(model, frames.on_body)  # (k, nv)
+    S = np.swapaxes(S, 1, 2)[:, None] * support[None, :, None, :]  # (N, k, 6, nv)
+    angular, linear = S[:, :, :3], S[:, :, 3:]  # (N, k, 3, nv) each
+    if reference != WORLD:
+        linear = linear + np.cross(angular, p_f[..., None], axisa=2, axisb=2, axisc=2)
+    if reference == LOCAL:
+        Rt = np.swapaxes(R_f, -1, -2)
+        angular, linear = Rt @ angular, Rt @ linear
+    return np.concatenate([linear, angular], axis=2)
 
 
 def center_of_mass(model: Model, q, root: int = -1) -> tuple[float, np.ndarray, np.ndarray]:
     """(mass, c (N, 3), Jcom (N, 3, nv)) of the bodies of body ``root``'s subtree (-1: all)
     at q (N, nq): ``c = sum m_i c_i / m`` over the bodies' centres of mass
-    ``c_i = p_i + R_i com_i`` in the world, and ``Jcom = sum m_i J_ci / m`` with ``J_ci``
-    the linear rows of body ``i``'s LOCAL_WORLD_ALIGNED Jacobian moved to ``c_i``
-    (``u + w x (c_i - p_i)``). A subtree without mass has no centre: c and Jcom are NaN."""
+    ``c_i = p_i + R_i com_i`` in the world, and ``Jcom = sum m_i J_ci / m``, the mass-weighted
+    Jacobians of those points. Column ``d`` (joint ``k``, motion ``(w_d, u_d)`` in world
+    axes about the origin) is ``(m_k u_d + w_d x h_k) / m`` with ``m_k`` and ``h_k`` the mass
+    and first moment ``sum m_i c_i`` of the bodies counted that joint ``k`` moves. A subtree
+    without mass has no centre: c and Jcom are NaN."""
     q = states(model, q)[1]
-    bodies = (slice(0, model.njoints) if root < 0 else
-              slice(root, int(model.subtree_end[root])))
+    if model.coupling is not None:
+        c = model.coupling
+        mass, com, J = center_of_mass(c.full, c.expand_q(q), root)
+        return mass, com, J @ c.G
+    bodies = np.arange(model.njoints) if root < 0 else np.arange(root, model.subtree_end[root])
     m = model.body_mass[bodies]  # (b,)
     mass = float(m.sum())
-    R, p = placements(model, q)  # (N, nj, 3, 3), (N, nj, 3)
-    R, p = R[:, bodies], p[:, bodies]
-    lever = (R @ model.body_com[bodies, :, None])[..., 0]  # (N, b, 3): c_i - p_i, world axes
-    J = body_jacobians(model, q, LOCAL_WORLD_ALIGNED)[:, bodies]  # (N, b, 6, nv)
-    J_c = J[:, :, 3:] + np.cross(J[:, :, :3], lever[..., None], axisa=2, axisb=2, axisc=2)
+    R, p, S = _world_motions(model, q)
+    c_i = p[:, bodies] + (R[:, bodies] @ model.body_com[bodies, :, None])[..., 0]  # (N, b, 3)
+    k = np.arange(model.njoints)[:, None]
+    moved = (k <= bodies) & (bodies < model.subtree_end[:, None])  # (nj, b): joint k moves i
+    W = moved * m  # (nj, b)
+    h = np.einsum("kb,nbi->nki", W, c_i)[:, model.dof_joint]  # (N, nv, 3) first moments
+    m_k = W.sum(axis=1)[model.dof_joint]  # (nv,)
     with np.errstate(invalid="ignore", divide="ignore"):
-        c = np.einsum("b,nbi->ni", m, p + lever) / mass  # (N, 3)
-        Jcom = np.einsum("b,nbiv->niv", m, J_c) / mass  # (N, 3, nv)
-    return mass, c, Jcom
+        c = np.einsum("b,nbi->ni", m, c_i) / mass  # (N, 3)
+        Jcom = (m_k[:, None] * S[..., 3:] + np.cross(S[..., :3], h)) / mass  # (N, nv, 3)
+    return mass, c, np.swapaxes(Jcom, 1, 2)
+
+
+def _world_motions(model: Model, q) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(R (N, nj, 3, 3), p (N, nj, 3), S (N, nv, 6)): the bodies' placements and every
+    dof's motion subspace in world axes about the world origin, (angular, linear)."""
+    sweeps = TreeSweeps(model, q)
+    R, p = sweeps.placements()
+    return R, p, sweeps.world_subspaces(R, p)
+
+
+def _placed(R, p, frames: Frames) -> tuple[np.ndarray, np.ndarray]:
+    """(R_f (N, k, 3, 3), p_f (N, k, 3)) of ``frames`` from the bodies' R and p."""
+    R_body, p_body = on_bodies(R, p, frames.on_body)
+    return R_body @ frames.rotation, p_body + (R_body @ frames.translation[..., None])[..., 0]
+
+
+def _support(model: Model, on_body: np.ndarray) -> np.ndarray:
+    """(k, nv) 1.0 where dof d's joint supports body ``on_body[f]`` (is it or an ancestor:
+    ``k <= j < subtree_end[k]``), 0.0 elsewhere and for the world (-1)."""
+    k = model.dof_joint[None, :]
+    j = on_body[:, None]
+    return ((k <= j) & (j < model.subtree_end[k]) & (j >= 0)).astype(float)
 
 
 def subtree_root(model: Model, name: str) -> int:

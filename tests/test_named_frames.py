@@ -8,12 +8,14 @@ centre-of-mass Jacobians); the batch against one state at a time."""
 from __future__ import annotations
 
 import zlib
+from pathlib import Path
 
 import numpy as np
 import pytest
 
 from reference_models import dm_control_models, gymnasium_models, robot_urdfs
 from treedyn.engine.kinematics import (FRAMES, LOCAL, LOCAL_WORLD_ALIGNED, WORLD,
+                                       attached_jacobians, attached_placements,
                                        body_jacobians)
 from treedyn.engine.named import (center_of_mass, frame_jacobians, frame_placements,
                                   frame_set, subtree_root)
@@ -30,6 +32,7 @@ MJCFS += [p for p in dm_control_models() if p.endswith(("suite/humanoid.xml",
                                                         "suite/manipulator.xml",
                                                         "suite/fish.xml"))]
 TOL = 1e-12
+ARM = str(Path(__file__).resolve().parents[1] / "fixtures" / "two_link_arm.urdf")
 
 
 def close(ours, reference, what, tol=TOL) -> None:
@@ -182,20 +185,24 @@ def test_J_v_is_the_frames_velocity_and_Jcom_the_weighted_body_jacobians(path):
     close(c[0], model.body_mass @ cb / mass, "com")
 
 
-def test_the_batch_is_each_state_alone():
-    path = (URDFS + MJCFS)[0]
-    model = load_model(path, free_flyer=True)
+@pytest.mark.parametrize("path", [ARM] + URDFS[:1] + MJCFS[-1:])
+def test_the_batch_is_the_readable_path_one_state_at_a_time(path):
+    """The batched functions (tree levels, column by column) against
+    :func:`~treedyn.engine.kinematics.attached_placements` and ``attached_jacobians``
+    (joint by joint, (angular, linear) rows), each state alone."""
+    model = load_model(path, free_flyer=path.endswith(".urdf"))
     q = configurations(model, "batch", 4)
     frames = frame_set(model)
     R, p = frame_placements(model, q, frames)
-    J = frame_jacobians(model, q, frames, WORLD)
-    mass, c, Jcom = center_of_mass(model, q, 1)
+    J = {reference: frame_jacobians(model, q, frames, reference) for reference in FRAMES}
+    arrays = (frames.on_body, frames.rotation, frames.translation)
     for n in range(len(q)):
-        one = frame_placements(model, q[n:n + 1], frames)
-        close(R[n], one[0][0], "R")
-        close(p[n], one[1][0], "p")
-        close(J[n], frame_jacobians(model, q[n:n + 1], frames, WORLD)[0], "J")
-        close(Jcom[n], center_of_mass(model, q[n:n + 1], 1)[2][0], "Jcom")
+        R_one, p_one = attached_placements(model, q[n], *arrays)
+        close(R[n], R_one, "R")
+        close(p[n], p_one, "p")
+        for reference in FRAMES:
+            one = attached_jacobians(model, q[n], *arrays, reference)  # (k, 6, nv)
+            close(J[reference][n], one[:, [3, 4, 5, 0, 1, 2]], reference)
 
 
 def test_names_prefixes_and_unknown_names():
