@@ -1,6 +1,9 @@
-"""Named frames -- links, bodies and joints -- their placements and Jacobians, and the centre
-of mass, for a batch of states q (N, nq): what ``dyn frames``, ``dyn jacobian`` and
-``dyn com`` compute, numpy only, on :mod:`treedyn.engine.kinematics`.
+"""Named frames -- links, bodies, joints and sites -- their placements and Jacobians, and
+the centre of mass, for a batch of states q (N, nq): what ``dyn frames``, ``dyn jacobian``
+and ``dyn com`` compute, numpy only, bodies a tree level at a time
+(:class:`~treedyn.engine.subtree.TreeSweeps`). The readable twins, joint by joint, are
+:func:`treedyn.engine.kinematics.attached_placements` and ``attached_jacobians``;
+``tests/test_named_frames.py`` holds these to them, to Pinocchio and to MuJoCo.
 
 Frames
 ------
@@ -17,16 +20,16 @@ A *frame* is fixed on a body of the model (:func:`frame_set` finds them by name)
 * an MJCF **site** (a named ``<site>``): MuJoCo's ``site_xpos`` / ``site_xmat``.
 
 A bare name is a link (body) if there is one, else a joint, else a site; ``joint:NAME`` and
-``site:NAME`` reach the others (``link:NAME`` / ``body:NAME`` say the link). A frame's placement is
-``(R, p)``: ``R`` (3, 3) holds its axes as columns in world coordinates, ``p`` (3,) its
-origin in the world.
+``site:NAME`` reach the others (``link:NAME`` / ``body:NAME`` say the link). A frame's
+placement is ``(R, p)``: ``R`` (3, 3) holds its axes as columns in world coordinates,
+``p`` (3,) its origin in the world.
 
 Jacobians
 ---------
 :func:`frame_jacobians` gives ``J`` (6, nv) per frame and state, **rows (linear,
 angular)** -- Pinocchio's ``getFrameJacobian`` order and MuJoCo's ``jacp`` over ``jacr``,
-the reverse of :mod:`~treedyn.engine.kinematics`, whose (angular, linear) rows are
-reordered here. ``reference`` is one of Pinocchio's three:
+the reverse of :mod:`~treedyn.engine.kinematics` (whose rows are Featherstone's
+(angular, linear), as every motion in the engine). ``reference`` is one of Pinocchio's three:
 
 * ``LOCAL``: the frame's velocity in its own axes, linear part that of its origin;
 * ``WORLD``: in world axes, linear part that of the point of the frame's body at the
@@ -39,10 +42,10 @@ Centre of mass
 :func:`center_of_mass` gives the mass, the centre of mass ``c`` (3,) in the world and
 ``Jcom`` (3, nv) with ``Jcom v = dc/dt``, of the whole model or of one body's subtree
 (the moving body a frame sits on, every link welded to it included, and the bodies below
-it; a frame on the world: the whole model, which is what moves: mass welded to the world
-is not counted, as in Pinocchio): Pinocchio's ``centerOfMass`` / ``jacobianCenterOfMass`` (``data.com[joint]`` and
-``jacobianSubtreeCenterOfMass`` for a subtree), MuJoCo's ``subtree_com`` and
-``mj_jacSubtreeCom``.
+it; a frame on the world: the whole model, what moves: mass welded to the world is not
+counted, as in Pinocchio): Pinocchio's ``centerOfMass`` / ``jacobianCenterOfMass``
+(``jacobianSubtreeCenterOfMass`` and ``data.com[joint]`` for a subtree), MuJoCo's
+``subtree_com`` and ``mj_jacSubtreeCom``.
 """
 from __future__ import annotations
 
@@ -54,7 +57,6 @@ from .kinematics import FRAMES, LOCAL, WORLD, on_bodies
 from .model import Model
 from .state import states
 from .subtree import TreeSweeps
-
 
 
 class Frames(NamedTuple):

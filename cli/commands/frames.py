@@ -25,8 +25,9 @@ def named_frames(layout, names):
     try:
         return frame_set(layout.model, names)
     except KeyError as error:
-        raise UsageError(f"dyn: {layout.model.source}: no link, body, joint or site "
-                         f"named {error.args[0]!r} (joint:NAME names a joint, site:NAME a site)") from None
+        raise UsageError(f"dyn: {layout.model.source}: no link, body, joint or site named "
+                         f"{error.args[0]!r} (joint:NAME names a joint, site:NAME a site)"
+                         ) from None
 
 
 @epilog(examples("dyn frames fixtures/two_link_arm.urdf --q 0.5,1 --frame link2",
