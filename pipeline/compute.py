@@ -16,7 +16,6 @@ from dataclasses import dataclass
 import numpy as np
 
 from treedyn.engine import aba, crba, external_forces, rnea
-from treedyn.engine.named import center_of_mass
 from treedyn.engine.analysis.singularity import (coinciding_joints, indefinite,
                                                  may_be_singular, singular_joints,
                                                  singular_matrices, singular_states)
@@ -70,6 +69,8 @@ def mass_matrix(model, states, fext, gravity) -> np.ndarray:
 def center_of_mass_rows(model, states, fext, gravity, root: int = -1) -> np.ndarray:
     """[c | Jcom] (N, 3, 1 + nv): the centre of mass in the world, then its Jacobian
     (:func:`treedyn.engine.named.center_of_mass`; ``root``: a body's subtree)."""
+    from treedyn.engine.named import center_of_mass  # (scipy, with the tree sweeps: not
+    # at the start of every dyn inverse)
     _, c, Jcom = center_of_mass(model, states.q, root)
     return np.concatenate([c[:, :, None], Jcom], axis=2)
 
