@@ -46,6 +46,9 @@ COMMANDS = {
                   "Regressor Y(q, v, a): tau = Y pi, linear in the inertias."),
     "identify": ("identify", "identify",
                  "Inertial parameters from a log: base set, consistent fit."),
+    "frames": ("frames", "frames", "Where named frames (links, joints) are in the world."),
+    "jacobian": ("jacobian", "jacobian", "A frame's Jacobian J (6 x nv), linear rows first."),
+    "com": ("com", "com", "Centre of mass and its Jacobian Jcom (3 x nv)."),
 }
 
 EXAMPLES = examples(

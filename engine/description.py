@@ -183,6 +183,17 @@ class JointSpec:
     source: SourceRef = field(default_factory=SourceRef)
 
 
+@dataclass(frozen=True)
+class SiteSpec:
+    """A named MJCF ``<site>``: a frame fixed on ``link`` at ``(rotation, translation)``
+    (its axes and origin in the link frame), for the kinematics only."""
+
+    name: str
+    link: str
+    rotation: np.ndarray  # (3, 3)
+    translation: np.ndarray  # (3,)
+
+
 @dataclass
 class TreeDescription:
     """Links and joints of one model. ``root`` names the root link(s) attached to the world.
@@ -205,6 +216,7 @@ class TreeDescription:
     # every file the dynamics were read from, absolute: the model, its MJCF includes and
     # the mesh files MJCF inertias may come from (URDF meshes do not change the dynamics)
     files: tuple[str, ...] = ()
+    sites: tuple[SiteSpec, ...] = ()  # MJCF's named sites, in document order
 
     def with_free_flyer(self, name: str = "root_joint") -> "TreeDescription":
         """A copy whose root link floats: a Pinocchio-LOCAL ``free`` joint to a new world link

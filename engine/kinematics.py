@@ -120,25 +120,46 @@ def frame_placements(model: Model, q) -> tuple[np.ndarray, np.ndarray]:
     """(R (nf, 3, 3), p (nf, 3)) of the link frames ``model.frames`` in the world at one q
     (nq,), (N, nf, 3, 3) and (N, nf, 3) for q (N, nq): ``R_f = R_j R_jf``,
     ``p_f = p_j + R_j t_jf`` on body ``j`` (the world's identity for a frame on it)."""
-    batch, q = states(model, q)[:2]
-    R, p = placements(model, q)
-    R_body, p_body, R_in, t_in = _frames_on_bodies(model, R, p)
-    R_frame = R_body @ R_in
-    p_frame = p_body + (R_body @ t_in[..., None])[..., 0]
-    return (R_frame[0], p_frame[0]) if batch.single else (R_frame, p_frame)
+    return attached_placements(model, q, *link_frames(model))
 
 
 def frame_jacobians(model: Model, q, frame: str = LOCAL) -> np.ndarray:
     """J (nf, 6, nv) of the link frames ``model.frames`` at one q (nq,), (N, nf, 6, nv) for
     q (N, nq): ``J[f] @ v`` is frame ``f``'s spatial velocity, (angular, linear), written
     in ``frame`` (LOCAL: in frame ``f``, about its origin; see the module doc)."""
+    return attached_jacobians(model, q, *link_frames(model), frame)
+
+
+def link_frames(model: Model) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(on_body (nf,) int, R_jf (nf, 3, 3), t_jf (nf, 3)) of the link frames
+    ``model.frames``: the body each sits on (-1: the world) and its pose there."""
+    on_body = np.array([f.joint for f in model.frames], dtype=int)
+    R_in = np.array([f.rotation for f in model.frames], dtype=float).reshape(-1, 3, 3)
+    t_in = np.array([f.translation for f in model.frames], dtype=float).reshape(-1, 3)
+    return on_body, R_in, t_in
+
+
+def attached_placements(model: Model, q, on_body, R_in, t_in) -> tuple[np.ndarray, np.ndarray]:
+    """(R (k, 3, 3), p (k, 3)) in the world at one q (nq,), (N, k, 3, 3) and (N, k, 3) for
+    q (N, nq), of k frames fixed on bodies: frame ``f`` on body ``on_body[f]`` (-1: the
+    world) at ``(R_in[f], t_in[f])`` in that body's frame."""
+    batch, q = states(model, q)[:2]
+    R, p = placements(model, q)
+    R_body, p_body = on_bodies(R, p, on_body)
+    R_frame = R_body @ R_in
+    p_frame = p_body + (R_body @ t_in[..., None])[..., 0]
+    return (R_frame[0], p_frame[0]) if batch.single else (R_frame, p_frame)
+
+
+def attached_jacobians(model: Model, q, on_body, R_in, t_in, frame: str = LOCAL) -> np.ndarray:
+    """J (k, 6, nv) at one q (nq,), (N, k, 6, nv) for q (N, nq), (angular, linear) in
+    ``frame``, of the k frames fixed on bodies as :func:`attached_placements` takes them."""
     if frame not in FRAMES:
         raise ValueError(f"unknown frame {frame!r}; known: {', '.join(FRAMES)}")
     batch, q = states(model, q)[:2]
     R, p = placements(model, q)
-    R_body, p_body, R_in, t_in = _frames_on_bodies(model, R, p)
-    on_body = np.array([f.joint for f in model.frames], dtype=int)
-    J = np.zeros((batch.count, len(model.frames), 6, model.nv))
+    R_body, p_body = on_bodies(R, p, on_body)
+    J = np.zeros((batch.count, len(on_body), 6, model.nv))
     moving = on_body >= 0
     if frame == WORLD:
         J[:, moving] = body_jacobians(model, q, WORLD)[:, on_body[moving]]
@@ -154,17 +175,13 @@ def frame_jacobians(model: Model, q, frame: str = LOCAL) -> np.ndarray:
     return finish(J, batch)
 
 
-def _frames_on_bodies(model: Model, R, p):
-    """(R_j (N, nf, 3, 3), p_j (N, nf, 3), R_jf (nf, 3, 3), t_jf (nf, 3)): the placement of
-    each link frame's body (the world's for a frame on it) and the frame's in that body,
-    from the bodies' R (N, nj, 3, 3), p (N, nj, 3)."""
+def on_bodies(R, p, on_body):
+    """(R_j (N, k, 3, 3), p_j (N, k, 3)): the placement of the body ``on_body[f]`` of each
+    frame (the world's for -1), from the bodies' R (N, nj, 3, 3), p (N, nj, 3)."""
     count = len(R)
-    on_body = np.array([f.joint for f in model.frames], dtype=int)  # -1: the world
     R_world = np.concatenate([R, np.broadcast_to(np.eye(3), (count, 1, 3, 3))], axis=1)
     p_world = np.concatenate([p, np.zeros((count, 1, 3))], axis=1)  # index -1: the world
-    R_in = np.array([f.rotation for f in model.frames], dtype=float).reshape(-1, 3, 3)
-    t_in = np.array([f.translation for f in model.frames], dtype=float).reshape(-1, 3)
-    return R_world[:, on_body], p_world[:, on_body], R_in, t_in
+    return R_world[:, on_body], p_world[:, on_body]
 
 
 def generalized_forces(jacobians: np.ndarray, fext: np.ndarray) -> np.ndarray:

@@ -45,8 +45,12 @@ class Computation:
     kinds: tuple[str, ...]  # the vectors a state holds, in the order of --input's columns
     square: bool  # a state's result is (nv, nv); else (nv,)
     engine: Callable  # (model, states, fext (N, nb, 6) or None, gravity) -> (N, nv[, nv])
+    dims: Callable[[int], tuple[int, ...]] | None = None  # a state's result shape from nv,
+    # when it is neither (nv,) nor (nv, nv) (:mod:`.kinematics`)
 
     def shape(self, nv: int) -> tuple[int, ...]:
+        if self.dims is not None:
+            return self.dims(nv)
         return (nv, nv) if self.square else (nv,)
 
 
@@ -62,11 +66,21 @@ def mass_matrix(model, states, fext, gravity) -> np.ndarray:
     return crba(model, states.q)  # (N, nv, nv)
 
 
+def center_of_mass_rows(model, states, fext, gravity, root: int = -1) -> np.ndarray:
+    """[c | Jcom] (N, 3, 1 + nv): the centre of mass in the world, then its Jacobian
+    (:func:`treedyn.engine.named.center_of_mass`; ``root``: a body's subtree)."""
+    from treedyn.engine.named import center_of_mass  # (scipy, with the tree sweeps: not
+    # at the start of every dyn inverse)
+    _, c, Jcom = center_of_mass(model, states.q, root)
+    return np.concatenate([c[:, :, None], Jcom], axis=2)
+
+
 COMPUTATIONS = {  # a new batch command: an engine function and a row here
     "inverse": Computation("tau", ("q", "v", "a"), False, inverse_dynamics),
     "forward": Computation("a", ("q", "v", "tau"), False, forward_dynamics),
     "mass": Computation("M", ("q",), True, mass_matrix),
-}
+    "com": Computation("com", ("q",), False, center_of_mass_rows, lambda nv: (3, nv + 1)),
+}  # frames and jacobian name frames: :func:`.kinematics.kinematics` adds their rows
 
 
 def compute(command: str, layout: Layout, states, gravity) -> np.ndarray:

@@ -36,10 +36,11 @@ from pathlib import Path
 
 import pytest
 
+from treedyn.cli.app import COMMANDS as APP_COMMANDS
+
 ROOT = Path(__file__).resolve().parents[1]
 DOCUMENTS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
-COMMANDS = ("info", "inverse", "forward", "mass", "check-inertia", "condition", "verify", "bench",
-            "diff", "regressor", "identify")
+COMMANDS = tuple(APP_COMMANDS)  # every command of dyn's table
 FENCE = re.compile(r"^(```+|~~~+)")
 EXIT = re.compile(r"^# exit (\d+)$")
 NOT_COMPARED = "<!-- output not compared -->"

@@ -10,6 +10,7 @@ import pytest
 
 from treedyn import pipeline
 from treedyn.engine import aba, crba, rnea
+from treedyn.engine.named import center_of_mass
 from treedyn.parsers import load_model
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -36,9 +37,11 @@ def test_every_computation_of_the_table_streams_as_the_engine_computes(tmp_path)
     rng = np.random.default_rng(5)
     q, v, a, tau = (rng.normal(size=(50, 2)) for _ in range(4))
     np.savez(tmp_path / "states.npz", q=q, v=v, a=a, tau=tau)
+    _, c, Jcom = center_of_mass(model, q)
     expected = {"inverse": rnea(model, q, v, a), "forward": aba(model, q, v, tau),
-                "mass": crba(model, q)}
-    assert set(pipeline.COMPUTATIONS) == set(expected)
+                "mass": crba(model, q), "com": np.concatenate([c[:, :, None], Jcom], axis=2)}
+    # (the rows made for named frames, "frames[...]", are pipeline.kinematics's)
+    assert {key for key in pipeline.COMPUTATIONS if "[" not in key} == set(expected)
     for command, result in expected.items():
         key = pipeline.COMPUTATIONS[command].key
         out = tmp_path / f"{command}.jsonl"

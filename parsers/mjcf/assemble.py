@@ -16,6 +16,7 @@ from treedyn.engine.description import (
     JointSpec,
     LinkSpec,
     Shape,
+    SiteSpec,
     SourceRef,
     TreeDescription,
 )
@@ -54,7 +55,19 @@ class Assembly(BuildState):
             source=self.path,
             ignored={kind: count for kind, count in sorted(self.ignored.items()) if count},
             files=tuple(mesh.path for mesh in self.meshes.values() if mesh.path),
+            sites=self._sites(),
         )
+
+    def _sites(self) -> tuple[SiteSpec, ...]:
+        """The named sites of every body (world included), posed in its link frame."""
+        sites = []
+        for body in self.bodies:
+            to_link = _inverse(body.link_offset)
+            for name, pose in body.site_poses:
+                translation, quat = geo.compose(to_link, pose)
+                sites.append(SiteSpec(name, body.name if body.id else WORLD,
+                                      quat_matrix(quat), np.asarray(translation, float)))
+        return tuple(sites)
 
     def _align_free(self, body: BodyBuild) -> None:
         """alignfree: a childless free body's frame becomes its inertial frame.

@@ -10,7 +10,8 @@ import math
 
 import numpy as np
 
-from treedyn.engine.rotations import EPS, GeometryError, euler_quat, normalized, quat_matrix
+from treedyn.engine.rotations import (EPS, GeometryError, euler_quat, normalized, quat_matrix,
+                                      zaxis_quat)
 
 from ..errors import quoted
 from . import geometry as geo
@@ -67,14 +68,27 @@ class Tree(BuildState):
                 self.ignored[tag] += 1
                 name = self._register(tag, child) if tag != "plugin" else ""
                 if tag == "site":
-                    self._check_assets(element_class.resolve("site", child), child)
+                    site = element_class.resolve("site", child)
+                    self._check_assets(site, child)
                     if name:
                         body.sites.append(name)
+                        body.site_poses.append((name, self._site_pose(site, frame)))
                 body.keeps_forces |= tag == "plugin"
             elif tag in UNSUPPORTED_BODY_ELEMENTS:
                 raise child.error(f"<{tag}> is not supported")
             else:
                 raise child.error(f"unknown element <{tag}> in <{node.tag}>")
+
+    def _site_pose(self, attrs: Attributes, frame: Pose | None) -> Pose:
+        """A named site's pose in its body frame: pos and orientation, or ``fromto``'s
+        midpoint with z along from - to (as MuJoCo places a site), through ``frame``."""
+        pose = (attrs.numbers("pos", 3, (0.0, 0.0, 0.0)), self._orientation(attrs))
+        if attrs.has("fromto"):
+            ends = attrs.numbers("fromto", 6)
+            vector = ends[:3] - ends[3:]
+            if float(np.linalg.norm(vector)) >= EPS:
+                pose = ((ends[:3] + ends[3:]) / 2, zaxis_quat(normalized(vector)))
+        return geo.compose(frame, pose) if frame is not None else pose
 
     def _childclass(self, node: Node, cls: DefaultClass) -> DefaultClass:
         name = node.get("childclass")

@@ -296,6 +296,8 @@ class BodyBuild:
     fuse: bool = True  # the body's fuse attribute is not "false"
     keeps_forces: bool = False  # a sleep policy or a plugin, which fusing would drop
     sites: list[str] = field(default_factory=list)  # names of its sites (for sensors)
+    site_poses: list[tuple[str, Pose]] = field(default_factory=list)  # named sites' poses in
+    # the body frame, frames included
     joints: list[JointBuild] = field(default_factory=list)
     geoms: list[tuple[Attributes, Pose | None]] = field(default_factory=list)
     inertial: Inertial | None = None  # explicit <inertial>

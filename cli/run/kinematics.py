@@ -1,0 +1,94 @@
+"""``dyn frames``, ``dyn jacobian`` and ``dyn com``: one state from the command line, or
+the states of ``--input`` streamed through the pipeline (:func:`treedyn.pipeline.stream.run`)
+into ``--output`` or stdout, by the row :func:`treedyn.pipeline.kinematics.kinematics`
+made for the frames asked."""
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Optional
+
+import numpy as np
+
+from treedyn.pipeline.compute import COMPUTATIONS, compute
+from treedyn.pipeline.errors import UsageError
+from treedyn.pipeline.layout import Layout
+from treedyn.pipeline.outputs import file_sink, open_sink
+from treedyn.pipeline.source import Input
+from treedyn.pipeline.stream import run
+from treedyn.pipeline.vectors import single_state
+
+from ..console import console, saying_kept
+from ..model import load
+from ..settings import STREAM_CHUNK
+from .request import sink_kind
+
+
+@dataclass
+class Asked:
+    """A kinematics command as typed (the options it shares with ``inverse``)."""
+
+    model: str
+    free_flyer: bool
+    q: Optional[str]
+    degrees: bool
+    input: Optional[str]
+    output: Optional[str]
+    format: Optional[str]
+    quiet: bool = False
+    xacro: tuple = ()
+    mimic: bool = False
+    dataset_prefix: Optional[str] = None
+
+
+# (layout) -> (key of its COMPUTATIONS row, labels of a result's numbers, the one-state
+# JSON document of a result, the one-state table of a result)
+Select = Callable[[Layout], tuple[str, list, Callable[[np.ndarray], dict],
+                                  Callable[[np.ndarray], str]]]
+
+
+def solve_kinematics(asked: Asked, select: Select) -> None:
+    """Compute the command's row for one state (--q) or every state of --input, and
+    write it: --output FILE, else stdout (JSON, CSV, or a table on a terminal)."""
+    console.reset(asked.quiet)
+    model = load(asked.model, asked.free_flyer, xacro=asked.xacro, mimic=asked.mimic)
+    layout = Layout.of(model, asked.degrees)
+    key, labels, document, text = select(layout)
+    computation = COMPUTATIONS[key]
+    shape = computation.shape(model.nv)
+    kind = sink_kind(asked)
+    if asked.output is not None:
+        sink = open_sink(asked.output, computation.key, shape, labels, kind,
+                         dataset_prefix=asked.dataset_prefix)
+    elif kind in ("json", "csv") and (asked.input is not None or kind == "csv"):
+        sink = file_sink(sys.stdout, None, kind, computation.key, shape, labels, {})
+    else:
+        sink = None
+    if asked.input is None:
+        states = single_state(layout, {"q": asked.q}, {})
+        result = compute(key, layout, states, None)
+        if sink is None:
+            print(json.dumps(document(result[0])) if kind == "json" else text(result[0]))
+            return
+        sink.put(result, states)
+        return sink.close()
+    if asked.q is not None:
+        raise UsageError("dyn: --q cannot be combined with --input (put q in the input file)")
+    if kind == "table":
+        raise UsageError("dyn: many states are written as json or csv (--format), or to "
+                         "--output FILE")
+    with saying_kept():
+        run(layout, key, Input.open(asked.input, asked.dataset_prefix), sink,
+            chunk=chunk_states(model, shape))
+
+
+WORK_BYTES = 64 << 20  # a chunk's work arrays (every body's Jacobian) stay about this size
+
+
+def chunk_states(model, shape) -> int:
+    """States per chunk: STREAM_CHUNK, fewer when the bodies' Jacobians of a chunk (nj x 6
+    x nv doubles per state, twice) and its results would pass :data:`WORK_BYTES`."""
+    per_state = 8 * (12 * model.njoints * max(model.nv, 1) + int(np.prod(shape)))
+    return max(32, min(STREAM_CHUNK, WORK_BYTES // per_state))

@@ -1,0 +1,221 @@
+"""Named frames -- links, bodies, joints and sites -- their placements and Jacobians, and
+the centre of mass, for a batch of states q (N, nq): what ``dyn frames``, ``dyn jacobian``
+and ``dyn com`` compute, numpy only, bodies a tree level at a time
+(:class:`~treedyn.engine.subtree.TreeSweeps`). The readable twins, joint by joint, are
+:func:`treedyn.engine.kinematics.attached_placements` and ``attached_jacobians``;
+``tests/test_named_frames.py`` holds these to them, to Pinocchio and to MuJoCo.
+
+Frames
+------
+A *frame* is fixed on a body of the model (:func:`frame_set` finds them by name):
+
+* a **link** (URDF, every link, also one merged by a fixed joint) or **body** (MJCF,
+  ``<body>``, the world included): its own frame, Pinocchio's BODY frame (``data.oMf``),
+  MuJoCo's ``xpos`` / ``xmat``;
+* a **joint**: its child link's frame after the joint's motion. URDF: the joint frame,
+  Pinocchio's JOINT frame (``data.oMi``; FIXED_JOINT for a fixed joint). MJCF: at the
+  joint's anchor with its body's axes once the joints before it in its body moved
+  (MuJoCo's ``xanchor`` and ``xmat`` for a body's last hinge or ball; MuJoCo places the
+  anchors of a body's other joints, and of a slide, with the whole body's pose);
+* an MJCF **site** (a named ``<site>``): MuJoCo's ``site_xpos`` / ``site_xmat``.
+
+A bare name is a link (body) if there is one, else a joint, else a site; ``joint:NAME`` and
+``site:NAME`` reach the others (``link:NAME`` / ``body:NAME`` say the link). A frame's
+placement is ``(R, p)``: ``R`` (3, 3) holds its axes as columns in world coordinates,
+``p`` (3,) its origin in the world.
+
+Jacobians
+---------
+:func:`frame_jacobians` gives ``J`` (6, nv) per frame and state, **rows (linear,
+angular)** -- Pinocchio's ``getFrameJacobian`` order and MuJoCo's ``jacp`` over ``jacr``,
+the reverse of :mod:`~treedyn.engine.kinematics` (whose rows are Featherstone's
+(angular, linear), as every motion in the engine). ``reference`` is one of Pinocchio's three:
+
+* ``LOCAL``: the frame's velocity in its own axes, linear part that of its origin;
+* ``WORLD``: in world axes, linear part that of the point of the frame's body at the
+  world origin now;
+* ``LOCAL_WORLD_ALIGNED``: the frame origin's velocity in world axes (MuJoCo's
+  ``mj_jacBody`` for a body, ``mj_jacSite`` for a site).
+
+Centre of mass
+--------------
+:func:`center_of_mass` gives the mass, the centre of mass ``c`` (3,) in the world and
+``Jcom`` (3, nv) with ``Jcom v = dc/dt``, of the whole model or of one body's subtree
+(the moving body a frame sits on, every link welded to it included, and the bodies below
+it; a frame on the world: the whole model, what moves: mass welded to the world is not
+counted, as in Pinocchio): Pinocchio's ``centerOfMass`` / ``jacobianCenterOfMass``
+(``jacobianSubtreeCenterOfMass`` and ``data.com[joint]`` for a subtree), MuJoCo's
+``subtree_com`` and ``mj_jacSubtreeCom``.
+"""
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import numpy as np
+
+from .kinematics import FRAMES, LOCAL, WORLD, on_bodies
+from .model import Model
+from .state import states
+from .subtree import TreeSweeps
+
+
+class Frames(NamedTuple):
+    """k frames fixed on bodies, as :func:`frame_set` chose them."""
+
+    names: tuple[str, ...]  # (k,) as asked (a joint that shares a link's name: joint:NAME)
+    on_body: np.ndarray  # (k,) int: the body each sits on, -1 for the world
+    rotation: np.ndarray  # (k, 3, 3) its axes in its body's frame
+    translation: np.ndarray  # (k, 3) its origin in its body's frame
+
+
+def frame_set(model: Model, names=None) -> Frames:
+    """The frames named ``names`` (see the module doc; ``joint:``, ``site:``, ``link:``,
+    ``body:`` prefixes), or every link (body), then every joint, then every MJCF site
+    when ``names`` is None. KeyError (the name) for a name that is no frame."""
+    kinds = {"link": _links(model), "joint": _joints(model), "site": _sites(model)}
+    if names is None:
+        names = list(kinds["link"])
+        for kind in ("joint", "site"):
+            names += [f"{kind}:{name}" if name in names else name for name in kinds[kind]]
+    chosen = [_find(name, kinds) for name in names]  # (body, R, t) each
+    return Frames(tuple(names), np.array([body for body, _, _ in chosen], dtype=int),
+                  np.array([R for _, R, _ in chosen], dtype=float).reshape(-1, 3, 3),
+                  np.array([t for _, _, t in chosen], dtype=float).reshape(-1, 3))
+
+
+def frame_placements(model: Model, q, frames: Frames) -> tuple[np.ndarray, np.ndarray]:
+    """(R (N, k, 3, 3), p (N, k, 3)) of ``frames`` at q (N, nq): columns of R the frame's
+    axes in the world, p its origin in the world. Bodies a tree level at a time
+    (:meth:`~treedyn.engine.subtree.TreeSweeps.placements`); the readable twin is
+    :func:`treedyn.engine.kinematics.attached_placements`."""
+    q = states(model, q)[1]
+    if model.coupling is not None:
+        return frame_placements(model.coupling.full, model.coupling.expand_q(q), frames)
+    R, p = TreeSweeps(model, q).placements()  # (N, nj, 3, 3), (N, nj, 3)
+    return _placed(R, p, frames)
+
+
+def frame_jacobians(model: Model, q, frames: Frames, reference: str = LOCAL) -> np.ndarray:
+    """J (N, k, 6, nv) of ``frames`` at q (N, nq), rows (linear, angular), written in
+    ``reference`` (LOCAL, WORLD or LOCAL_WORLD_ALIGNED; see the module doc).
+
+    Column ``d`` of a frame on body ``j`` is dof ``d``'s motion, in world axes about the
+    world origin, ``(w_d, u_d)``, when its joint supports ``j`` (else zero): that is
+    WORLD; LOCAL_WORLD_ALIGNED moves the linear part to the frame's origin,
+    ``u_d + w_d x p_f``, and LOCAL turns both by ``R_f^T``. The readable twin is
+    :func:`treedyn.engine.kinematics.attached_jacobians` (rows (angular, linear))."""
+    if reference not in FRAMES:
+        raise ValueError(f"unknown reference frame {reference!r}; known: {', '.join(FRAMES)}")
+    q = states(model, q)[1]
+    if model.coupling is not None:
+        c = model.coupling
+        return frame_jacobians(c.full, c.expand_q(q), frames, reference) @ c.G
+    R, p, S = _world_motions(model, q)
+    R_f, p_f = _placed(R, p, frames)  # (N, k, 3, 3), (N, k, 3)
+    support = _support(model, frames.on_body)  # (k, nv)
+    S = np.swapaxes(S, 1, 2)[:, None] * support[None, :, None, :]  # (N, k, 6, nv)
+    angular, linear = S[:, :, :3], S[:, :, 3:]  # (N, k, 3, nv) each
+    if reference != WORLD:
+        linear = linear + np.cross(angular, p_f[..., None], axisa=2, axisb=2, axisc=2)
+    if reference == LOCAL:
+        Rt = np.swapaxes(R_f, -1, -2)
+        angular, linear = Rt @ angular, Rt @ linear
+    return np.concatenate([linear, angular], axis=2)
+
+
+def center_of_mass(model: Model, q, root: int = -1) -> tuple[float, np.ndarray, np.ndarray]:
+    """(mass, c (N, 3), Jcom (N, 3, nv)) of the bodies of body ``root``'s subtree (-1: all)
+    at q (N, nq): ``c = sum m_i c_i / m`` over the bodies' centres of mass
+    ``c_i = p_i + R_i com_i`` in the world, and ``Jcom = sum m_i J_ci / m``, the mass-weighted
+    Jacobians of those points. Column ``d`` (joint ``k``, motion ``(w_d, u_d)`` in world
+    axes about the origin) is ``(m_k u_d + w_d x h_k) / m`` with ``m_k`` and ``h_k`` the mass
+    and first moment ``sum m_i c_i`` of the bodies counted that joint ``k`` moves. A subtree
+    without mass has no centre: c and Jcom are NaN."""
+    q = states(model, q)[1]
+    if model.coupling is not None:
+        c = model.coupling
+        mass, com, J = center_of_mass(c.full, c.expand_q(q), root)
+        return mass, com, J @ c.G
+    bodies = np.arange(model.njoints) if root < 0 else np.arange(root, model.subtree_end[root])
+    m = model.body_mass[bodies]  # (b,)
+    mass = float(m.sum())
+    R, p, S = _world_motions(model, q)
+    c_i = p[:, bodies] + (R[:, bodies] @ model.body_com[bodies, :, None])[..., 0]  # (N, b, 3)
+    k = np.arange(model.njoints)[:, None]
+    moved = (k <= bodies) & (bodies < model.subtree_end[:, None])  # (nj, b): joint k moves i
+    W = moved * m  # (nj, b)
+    h = np.einsum("kb,nbi->nki", W, c_i)[:, model.dof_joint]  # (N, nv, 3) first moments
+    m_k = W.sum(axis=1)[model.dof_joint]  # (nv,)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        c = np.einsum("b,nbi->ni", m, c_i) / mass  # (N, 3)
+        Jcom = (m_k[:, None] * S[..., 3:] + np.cross(S[..., :3], h)) / mass  # (N, nv, 3)
+    return mass, c, np.swapaxes(Jcom, 1, 2)
+
+
+def _world_motions(model: Model, q) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(R (N, nj, 3, 3), p (N, nj, 3), S (N, nv, 6)): the bodies' placements and every
+    dof's motion subspace in world axes about the world origin, (angular, linear)."""
+    sweeps = TreeSweeps(model, q)
+    R, p = sweeps.placements()
+    return R, p, sweeps.world_subspaces(R, p)
+
+
+def _placed(R, p, frames: Frames) -> tuple[np.ndarray, np.ndarray]:
+    """(R_f (N, k, 3, 3), p_f (N, k, 3)) of ``frames`` from the bodies' R and p."""
+    R_body, p_body = on_bodies(R, p, frames.on_body)
+    return R_body @ frames.rotation, p_body + (R_body @ frames.translation[..., None])[..., 0]
+
+
+def _support(model: Model, on_body: np.ndarray) -> np.ndarray:
+    """(k, nv) 1.0 where dof d's joint supports body ``on_body[f]`` (is it or an ancestor:
+    ``k <= j < subtree_end[k]``), 0.0 elsewhere and for the world (-1)."""
+    k = model.dof_joint[None, :]
+    j = on_body[:, None]
+    return ((k <= j) & (j < model.subtree_end[k]) & (j >= 0)).astype(float)
+
+
+def subtree_root(model: Model, name: str) -> int:
+    """The body whose subtree the frame ``name`` roots (:func:`center_of_mass`'s ``root``):
+    the body it sits on, -1 for a frame on the world. KeyError for an unknown name."""
+    return int(frame_set(model, [name]).on_body[0])
+
+
+def _links(model: Model) -> dict[str, tuple]:
+    """Link (body) name -> (body, R, t) on it: every link of the description but the ones
+    the MJCF parser adds at a joint's anchor (a joint frame, under the joint)."""
+    added = {link.name for link in model.description.links if link.body}
+    return {f.name: (f.joint, f.rotation, f.translation) for f in model.frames
+            if f.name not in added}
+
+
+def _joints(model: Model) -> dict[str, tuple]:
+    """Joint name -> (body, R, t) of its child link: every moving joint, and URDF's fixed
+    joints (MJCF's fixed ones are the parser's welds, not the file's)."""
+    frames = {f.name: (f.joint, f.rotation, f.translation) for f in model.frames}
+    urdf = model.format == "urdf"
+    return {joint.name: frames[joint.child] for joint in model.description.joints
+            if (joint.type != "fixed" or urdf) and joint.child in frames}
+
+
+def _sites(model: Model) -> dict[str, tuple]:
+    """MJCF site name -> (body, R, t): its link frame's pose composed with its own."""
+    frames = {f.name: f for f in model.frames}
+    placed = {}
+    for site in model.description.sites:
+        link = frames[site.link]
+        placed[site.name] = (link.joint, link.rotation @ site.rotation,
+                             link.translation + link.rotation @ site.translation)
+    return placed
+
+
+def _find(name: str, kinds: dict[str, dict]) -> tuple:
+    """(body, R, t) of the frame ``name``: a prefixed name in its kind; else a link, a
+    joint, a site, in that order."""
+    prefix, _, rest = name.partition(":")
+    kind = {"link": "link", "body": "link", "joint": "joint", "site": "site"}.get(prefix)
+    if kind is not None and rest in kinds[kind]:
+        return kinds[kind][rest]
+    for kind in ("link", "joint", "site"):
+        if name in kinds[kind]:
+            return kinds[kind][name]
+    raise KeyError(name)

@@ -1,0 +1,55 @@
+"""Rows of :data:`.compute.COMPUTATIONS` for the named frames: ``frames``, ``jacobian`` and
+``com`` of a subtree. Their results depend on the frames asked, so each is a row made for
+them, added to the table under a key that names them (``frames[base,tool0]``,
+``jacobian[tool0,LOCAL]``, ``com[hand]``), which :func:`.stream.run` and
+:func:`.compute.compute` then run like any other. Per state (one array, what every sink
+writes):
+
+* ``frames``: ``T`` (k, 3, 4), ``[R | p]`` of each frame: the columns of R its axes in the
+  world, p its origin (:func:`treedyn.engine.named.frame_placements`);
+* ``jacobian``: ``J`` (6, nv), rows (linear, angular)
+  (:func:`treedyn.engine.named.frame_jacobians`);
+* ``com``: ``com`` (3, 1 + nv), ``[c | Jcom]`` (:func:`.compute.center_of_mass_rows`).
+"""
+from __future__ import annotations
+
+from functools import partial
+
+import numpy as np
+
+from treedyn.engine.named import Frames, frame_jacobians, frame_placements
+
+from .compute import COMPUTATIONS, Computation, center_of_mass_rows
+
+
+def frame_poses(model, states, fext, gravity, frames: Frames) -> np.ndarray:
+    R, p = frame_placements(model, states.q, frames)  # (N, k, 3, 3), (N, k, 3)
+    return np.concatenate([R, p[..., None]], axis=3)  # (N, k, 3, 4)
+
+
+def frame_jacobian(model, states, fext, gravity, frames: Frames, reference: str) -> np.ndarray:
+    return frame_jacobians(model, states.q, frames, reference)[:, 0]  # (N, 6, nv)
+
+
+def kinematics(command: str, frames: Frames | None = None, reference: str = "LOCAL",
+               root: int = -1, root_name: str = "") -> str:
+    """The key of the :data:`COMPUTATIONS` row of ``command`` ("frames", "jacobian",
+    "com") for ``frames`` (jacobian: one frame; com: the subtree of body ``root`` named
+    ``root_name``, -1: the whole model), added to the table when new."""
+    if command == "frames":
+        key = f"frames[{','.join(frames.names)}]"
+        row = Computation("T", ("q",), False, partial(frame_poses, frames=frames),
+                          lambda nv, k=len(frames.names): (k, 3, 4))
+    elif command == "jacobian":
+        key = f"jacobian[{frames.names[0]},{reference}]"
+        row = Computation("J", ("q",), False, partial(frame_jacobian, frames=frames,
+                                                      reference=reference),
+                          lambda nv: (6, nv))
+    else:
+        if root < 0:
+            return "com"
+        key = f"com[{root_name}]"
+        row = Computation("com", ("q",), False, partial(center_of_mass_rows, root=root),
+                          COMPUTATIONS["com"].dims)
+    COMPUTATIONS.setdefault(key, row)
+    return key
