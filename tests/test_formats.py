@@ -303,6 +303,21 @@ def test_simdjson_reads_jsonl_blocks_as_the_command_line_does(tmp_path, states, 
     assert len(typed_blocks) == -(-COUNT // CHUNK) and all(b is not None for b in typed_blocks)
 
 
+def test_simdjson_reads_lines_with_keys_it_does_not_use(tmp_path, states, small_chunks,
+                                                       typed_blocks):
+    """A key dyn does not read ("time", as a logger writes it) keeps the lines on
+    simdjson's path: the numbers and the one warning are those of the line by line path."""
+    q, v, a = states
+    lines = [json.dumps({"time": k / 100, "q": q[k].tolist(), "v": v[k].tolist(),
+                         "a": a[k].tolist(), "note": "ok"}) for k in range(COUNT)]
+    path = tmp_path / "states.jsonl"
+    path.write_text("\n".join(lines) + "\n")
+    result = dyn("inverse", ARM, "-i", path, "-f", "json")
+    assert [line["tau"] for line in json_lines(result)] == single_taus(q, v, a)
+    assert len(typed_blocks) == -(-COUNT // CHUNK) and all(b is not None for b in typed_blocks)
+    assert result.stderr.decode().count("not read") == 2  # "note" and "time", once each
+
+
 def test_without_simdjson_orjson_reads_every_block(tmp_path, states, small_chunks,
                                                    typed_blocks, monkeypatch):
     """Where pysimdjson is not installed (a Python it has no wheel for), the same states read
