@@ -3,7 +3,8 @@ a Python script over Pinocchio's parallel API, and the start-up latency of one s
 
     python benchmarks/bench_pipeline.py [--states 100000] [--repeats 3]
         [--latency-repeats 10] [--blas-threads 1] [--treedyn-threads N] [--markdown]
-        [--no-bytecode-cache]
+        [--no-bytecode-cache] [--formats npz,jsonl,csv] [--base DYN] [--processes N]
+        [--skip-batch] [--skip-formats] [--skip-latency]
 
 Model: Talos (``talos_data/robots/talos_reduced.urdf`` from example-robot-data) with a
 free-flyer root. ``--states`` random states (random unit quaternion for the root, joints
@@ -26,6 +27,16 @@ Both runs of a task alternate within each repeat (so load on the shared machine 
 alike); the table gives medians and the ratio dyn / Pinocchio of the same run. One
 warm-up run of each side also checks that the outputs agree (max relative error: largest
 absolute difference over the largest absolute value of Pinocchio's result).
+
+Formats (``--formats npz,jsonl,csv``; targets: the text formats about 2.1x the .npz
+pipeline's time, Parquet 1.4x, HDF5 1.0x): ``dyn inverse MODEL --free-flyer --input S.FMT
+--output O.FMT`` on the same states written in each format (as ``bench_formats.py`` writes
+them), every format and installation in turn within each repeat; the table gives each
+median and its ratio to the .npz run of the same installation in the same run, the
+number to compare under the shared machine's load. ``--base DYN`` adds another
+installation's console script (today's main, say) to every round; ``--processes N`` sets
+TREEDYN_PROCESSES for dyn (1: one process; default: dyn's own, parts of a text file
+forked over the CPUs).
 
 Latency (target: ``dyn inverse MODEL --free-flyer --q ...`` <= 0.6x of ``python -c "import
 pinocchio"``): medians of ``--latency-repeats`` runs of that command and of a few reference
@@ -213,6 +224,34 @@ def bench_batch(args, env, work, urdf, model):
     return rows
 
 
+FORMAT_TARGETS = {"jsonl": 2.1, "csv": 2.1, "parquet": 1.4, "h5": 1.0}
+
+
+def bench_formats(args, env, work, urdf, model):
+    """Rows (format, installation, median s, ratio to the same installation's .npz run)."""
+    from bench_formats import write_inputs
+
+    formats = args.formats.split(",")
+    if "npz" not in formats:
+        formats.insert(0, "npz")
+    paths = write_inputs(work, model, args.states, formats)
+    sides = {"this": dyn_executable(), **({"base": args.base} if args.base else {})}
+    env = dict(env)
+    if args.processes:
+        env["TREEDYN_PROCESSES"] = str(args.processes)
+    times = {(fmt, side): [] for fmt in formats for side in sides}
+    for repeat in range(args.repeats + 1):  # the first round warms the caches, not counted
+        for (fmt, side), spent in times.items():
+            output = os.path.join(work, f"out-{side}.{fmt}")
+            took = wall([sides[side], "inverse", urdf, "--free-flyer", "--input", paths[fmt],
+                         "--output", output], env)
+            if repeat:
+                spent.append(took)
+    medians = {key: statistics.median(spent) for key, spent in times.items()}
+    return [(fmt, side, os.path.getsize(paths[fmt]) / 2 ** 20, median,
+             median / medians["npz", side]) for (fmt, side), median in medians.items()]
+
+
 def bench_latency(args, env, urdf, model):
     dyn = dyn_executable()
     q = model.random_configuration(np.random.default_rng(1), 1)[0]
@@ -283,6 +322,12 @@ def main() -> None:
     parser.add_argument("--tasks", nargs="+", default=["inverse", "forward", "mass"],
                         choices=["inverse", "forward", "mass"])
     parser.add_argument("--skip-batch", action="store_true")
+    parser.add_argument("--formats", default="npz,jsonl,csv",
+                        help="inputs of the formats table (npz, jsonl, csv, parquet, h5)")
+    parser.add_argument("--base", help="another dyn's console script, for the formats table")
+    parser.add_argument("--processes", type=int, default=None,
+                        help="TREEDYN_PROCESSES for the formats table (default: dyn's own)")
+    parser.add_argument("--skip-formats", action="store_true")
     parser.add_argument("--skip-latency", action="store_true")
     parser.add_argument("--markdown", action="store_true", help="print README tables")
     parser.add_argument("--no-bytecode-cache", action="store_true",
@@ -306,6 +351,16 @@ def main() -> None:
                     [(task, f"{a:.3f}", f"{b:.3f}", f"{r:.2f}x", f"<= {t:.1f}x",
                       "yes" if r <= t else "no", f"{e:.1e}") for task, a, b, r, t, e in rows],
                     args.markdown)
+        print()
+    if not args.skip_formats:
+        with tempfile.TemporaryDirectory(prefix="bench_pipeline_formats_") as work:
+            rows = bench_formats(args, env, work, urdf, model)
+        processes = f"TREEDYN_PROCESSES={args.processes or 'unset'}"
+        print_table(("input -> output", "dyn", "input MB", "s", "ratio to npz", "target"),
+                    [(f"{fmt} -> {fmt}", side, f"{size:.0f}", f"{t:.3f}", f"{r:.2f}x",
+                      f"~{FORMAT_TARGETS[fmt]:.1f}x" if fmt in FORMAT_TARGETS else "")
+                     for fmt, side, size, t, r in rows], args.markdown)
+        print(f"(dyn inverse, {processes}; median of {args.repeats} after a warm-up round)")
         print()
     if not args.skip_latency:
         rows, top_level, by_self, total = bench_latency(args, env, urdf, model)

@@ -3,6 +3,8 @@ of JSON Lines and CSV numbers read back as the same doubles; the readers' block 
 against their line-by-line ones."""
 from __future__ import annotations
 
+import csv
+import io
 import json
 import sys
 from unittest import mock
@@ -246,8 +248,8 @@ def _digits(text: str) -> str:
 
 @pytest.mark.parametrize("suffix", [".jsonl", ".csv"])
 def test_blocks_read_as_lines_do(tmp_path, states, suffix):
-    """A block the fast path refuses (a true, a named joint, a quoted cell, a number only
-    float() reads) is read line by line: same numbers, same warnings."""
+    """A block the fast path refuses (a true, a named joint), or reads apart from the rest
+    (a quoted cell), gives the numbers of the line by line path."""
     q, v, a = states
     if suffix == ".jsonl":
         lines = [json.dumps({"q": q[k].tolist(), "v": v[k].tolist(), "a": a[k].tolist()})
@@ -301,6 +303,21 @@ def test_simdjson_reads_jsonl_blocks_as_the_command_line_does(tmp_path, states, 
     result = dyn("inverse", ARM, "-i", path, "-f", "json")
     assert [line["tau"] for line in json_lines(result)] == single_taus(q, v, a)
     assert len(typed_blocks) == -(-COUNT // CHUNK) and all(b is not None for b in typed_blocks)
+
+
+def test_simdjson_reads_lines_with_keys_it_does_not_use(tmp_path, states, small_chunks,
+                                                       typed_blocks):
+    """A key dyn does not read ("time", as a logger writes it) keeps the lines on
+    simdjson's path: the numbers and the one warning are those of the line by line path."""
+    q, v, a = states
+    lines = [json.dumps({"time": k / 100, "q": q[k].tolist(), "v": v[k].tolist(),
+                         "a": a[k].tolist(), "note": "ok"}) for k in range(COUNT)]
+    path = tmp_path / "states.jsonl"
+    path.write_text("\n".join(lines) + "\n")
+    result = dyn("inverse", ARM, "-i", path, "-f", "json")
+    assert [line["tau"] for line in json_lines(result)] == single_taus(q, v, a)
+    assert len(typed_blocks) == -(-COUNT // CHUNK) and all(b is not None for b in typed_blocks)
+    assert result.stderr.decode().count("not read") == 2  # "note" and "time", once each
 
 
 def test_without_simdjson_orjson_reads_every_block(tmp_path, states, small_chunks,
@@ -393,6 +410,37 @@ def test_pyarrow_reads_csv_blocks_as_loadtxt_does(tmp_path, states, small_chunks
     result = dyn("inverse", ARM, "-i", path, "-f", "json")
     assert [line["tau"] for line in json_lines(result)] == single_taus(q, v, a)
     assert len(arrow_blocks) == -(-COUNT // CHUNK) and all(b is not None for b in arrow_blocks)
+
+
+@pytest.mark.parametrize("arrow_bytes", [0, 1 << 60])  # pyarrow, loadtxt
+def test_quoted_cells_take_the_fast_path(tmp_path, states, small_chunks, monkeypatch,
+                                         arrow_bytes):
+    """Every cell quoted (csv.QUOTE_ALL, as some tools write) is read by the fast path's
+    reader, pyarrow or loadtxt, with the numbers of the command line; a quoted cell that
+    holds a line end sends the rest of the file to csv, which names its bad cell."""
+    from treedyn.pipeline import csvfile
+
+    monkeypatch.setattr(csvfile, "ARROW_BYTES", arrow_bytes)
+    read = []
+    original = csvfile._CsvConverter.block
+    monkeypatch.setattr(csvfile._CsvConverter, "block",
+                        lambda self, *args: read.append(original(self, *args)) or read[-1])
+    q, v, a = states
+    text = io.StringIO()
+    writer = csv.writer(text, quoting=csv.QUOTE_ALL, lineterminator="\n")
+    writer.writerow(["q0", "q1", "v0", "v1", "a0", "a1"])
+    writer.writerows([repr(float(x)) for x in (*q[k], *v[k], *a[k])] for k in range(COUNT))
+    path = tmp_path / "states.csv"
+    path.write_text(text.getvalue())
+    result = dyn("inverse", ARM, "-i", path, "-f", "json")
+    assert [line["tau"] for line in json_lines(result)] == single_taus(q, v, a)
+    assert len(read) == -(-COUNT // CHUNK) and all(b is not None for b in read)
+    lines = text.getvalue().splitlines()
+    lines[15] = lines[15].replace('"', '"x\n', 1)  # line 16's first cell: x, a line end, q0
+    path.write_text("\n".join(lines) + "\n")
+    result = dyn("inverse", ARM, "-i", path, "-f", "json", check=False)
+    assert result.returncode == 2 and len(json_lines(result)) == 14
+    assert "states.csv:16: column 'q0': 'x\\n" in result.stderr.decode()
 
 
 @pytest.mark.parametrize("word", REFUSED)
