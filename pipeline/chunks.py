@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from math import prod
 
-from .compute import COMPUTATIONS
+from .compute import Computation, computation_of
 from .source import CHUNK
 
 RESULT_BYTES = 8 << 20  # a chunk's results stay about this size ...
@@ -14,11 +14,23 @@ RESULT_FLOOR = 32  # ... but hold at least this many states: the engine's per-le
 ROW_BYTES = 32 << 20  # a chunk's regressor rows stay about this size (at least 8 states)
 
 
-def computation_chunk(command: str, model, chunk: int = CHUNK) -> int:
-    """States per chunk of ``COMPUTATIONS[command]``: ``chunk``, fewer when a chunk's
-    results would pass :data:`RESULT_BYTES` (mass matrices of large models)."""
-    per_state = 8 * prod(COMPUTATIONS[command].shape(max(int(model.nv), 1)))
+def computation_chunk(command: str | Computation, model, chunk: int = CHUNK) -> int:
+    """States per chunk of ``command`` (a name of ``COMPUTATIONS``, or a row): ``chunk``,
+    fewer when a chunk's results would pass :data:`RESULT_BYTES` (mass matrices of large
+    models)."""
+    per_state = 8 * prod(computation_of(command).shape(max(int(model.nv), 1)))
     return min(chunk, max(RESULT_FLOOR, RESULT_BYTES // per_state))
+
+
+WORK_BYTES = 64 << 20  # a chunk's work arrays (every body's Jacobian) stay about this size
+
+
+def kinematics_chunk(model, shape: tuple[int, ...], chunk: int = CHUNK) -> int:
+    """States per chunk of a named frame's row (:mod:`.kinematics`): ``chunk``, fewer when
+    the bodies' Jacobians of a chunk (nj x 6 x nv doubles per state, twice) and its results
+    (``shape`` per state) would pass :data:`WORK_BYTES`."""
+    per_state = 8 * (12 * model.njoints * max(model.nv, 1) + prod(shape))
+    return max(RESULT_FLOOR, min(chunk, WORK_BYTES // per_state))
 
 
 def regressor_chunk(model, parameters: int, chunk: int = CHUNK) -> int:

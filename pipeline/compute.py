@@ -80,18 +80,25 @@ COMPUTATIONS = {  # a new batch command: an engine function and a row here
     "forward": Computation("a", ("q", "v", "tau"), False, forward_dynamics),
     "mass": Computation("M", ("q",), True, mass_matrix),
     "com": Computation("com", ("q",), False, center_of_mass_rows, lambda nv: (3, nv + 1)),
-}  # frames and jacobian name frames: :func:`.kinematics.kinematics` adds their rows
+}  # frames and jacobian name frames: :func:`.kinematics.kinematics` makes their rows
 
 
-def compute(command: str, layout: Layout, states, gravity) -> np.ndarray:
-    """One batched engine call of ``COMPUTATIONS[command]`` for a chunk of states;
-    non-finite results are errors (:class:`PartialResult` holds those before)."""
+def computation_of(command: str | Computation) -> Computation:
+    """The row ``COMPUTATIONS[command]``, or ``command`` itself when it is a row (one made
+    for the frames asked, :func:`.kinematics.kinematics`)."""
+    return command if isinstance(command, Computation) else COMPUTATIONS[command]
+
+
+def compute(command: str | Computation, layout: Layout, states, gravity) -> np.ndarray:
+    """One batched engine call of ``command`` (a name of :data:`COMPUTATIONS`, or a row)
+    for a chunk of states; non-finite results are errors (:class:`PartialResult` holds
+    those before)."""
     model = layout.model
     with np.errstate(all="ignore"):
         fext = (external_forces(model, states.wrenches, states.count) if states.wrenches
                 else None)
         try:
-            result = COMPUTATIONS[command].engine(model, states, fext, gravity)
+            result = computation_of(command).engine(model, states, fext, gravity)
         except np.linalg.LinAlgError:
             raise UsageError(f"{states.where(0)}: {SINGULAR}") from None
         if command == "forward" and layout.degrees:

@@ -1,9 +1,8 @@
 """Rows of :data:`.compute.COMPUTATIONS` for the named frames: ``frames``, ``jacobian`` and
-``com`` of a subtree. Their results depend on the frames asked, so each is a row made for
-them, added to the table under a key that names them (``frames[base,tool0]``,
-``jacobian[tool0,LOCAL]``, ``com[hand]``), which :func:`.stream.run` and
-:func:`.compute.compute` then run like any other. Per state (one array, what every sink
-writes):
+``com`` of a subtree. Their results depend on the frames asked, so each is a
+:class:`.compute.Computation` made for them, which :func:`.stream.run` and
+:func:`.compute.compute` take in place of a row's name and run like any other (the table
+itself never grows). Per state (one array, what every sink writes):
 
 * ``frames``: ``T`` (k, 3, 4), ``[R | p]`` of each frame: the columns of R its axes in the
   world, p its origin (:func:`treedyn.engine.named.frame_placements`);
@@ -32,24 +31,17 @@ def frame_jacobian(model, states, fext, gravity, frames: Frames, reference: str)
 
 
 def kinematics(command: str, frames: Frames | None = None, reference: str = "LOCAL",
-               root: int = -1, root_name: str = "") -> str:
-    """The key of the :data:`COMPUTATIONS` row of ``command`` ("frames", "jacobian",
-    "com") for ``frames`` (jacobian: one frame; com: the subtree of body ``root`` named
-    ``root_name``, -1: the whole model), added to the table when new."""
+               root: int = -1) -> Computation:
+    """The row of ``command`` ("frames", "jacobian", "com") for ``frames`` (jacobian: one
+    frame; com: the subtree of body ``root``, -1: the whole model)."""
     if command == "frames":
-        key = f"frames[{','.join(frames.names)}]"
-        row = Computation("T", ("q",), False, partial(frame_poses, frames=frames),
+        return Computation("T", ("q",), False, partial(frame_poses, frames=frames),
                           lambda nv, k=len(frames.names): (k, 3, 4))
-    elif command == "jacobian":
-        key = f"jacobian[{frames.names[0]},{reference}]"
-        row = Computation("J", ("q",), False, partial(frame_jacobian, frames=frames,
+    if command == "jacobian":
+        return Computation("J", ("q",), False, partial(frame_jacobian, frames=frames,
                                                       reference=reference),
                           lambda nv: (6, nv))
-    else:
-        if root < 0:
-            return "com"
-        key = f"com[{root_name}]"
-        row = Computation("com", ("q",), False, partial(center_of_mass_rows, root=root),
-                          COMPUTATIONS["com"].dims)
-    COMPUTATIONS.setdefault(key, row)
-    return key
+    if root < 0:
+        return COMPUTATIONS["com"]
+    return Computation("com", ("q",), False, partial(center_of_mass_rows, root=root),
+                       COMPUTATIONS["com"].dims)

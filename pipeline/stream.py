@@ -14,7 +14,7 @@ from concurrent.futures import ThreadPoolExecutor
 from treedyn.engine import Model
 
 from .chunks import computation_chunk
-from .compute import COMPUTATIONS, collect, compute
+from .compute import Computation, collect, compute, computation_of
 from .errors import CorruptInput, Ended, OutputError, UsageError
 from .layout import Layout
 from .sinks import NpzSink, Sink, states_text
@@ -23,11 +23,12 @@ from .source import CHUNK, Input
 Progress = Callable[[int, "int | None", "float | None"], None]  # (states, total, share read)
 
 
-def run(model: Model | Layout, command: str, source: Input | str | os.PathLike,
+def run(model: Model | Layout, command: str | Computation, source: Input | str | os.PathLike,
         sink: Sink | str | os.PathLike, gravity=None, wrenches: dict | None = None,
         chunk: int = CHUNK, progress: Progress | None = None) -> Sink:
     """Stream the states of ``source`` through ``COMPUTATIONS[command]`` (``"inverse"``,
-    ``"forward"``, ``"mass"``) of ``model`` into ``sink``.
+    ``"forward"``, ``"mass"``, ``"com"``; or a row made for named frames,
+    :func:`.kinematics.kinematics`) of ``model`` into ``sink``.
 
     ``model``: a :class:`~treedyn.engine.Model`, or its :class:`~.layout.Layout` (with
     ``degrees``: angles in degrees in the states and results). ``source``: an
@@ -50,10 +51,10 @@ def run(model: Model | Layout, command: str, source: Input | str | os.PathLike,
     if not isinstance(sink, Sink):
         from .outputs import open_sink
 
-        computation = COMPUTATIONS[command]
+        computation = computation_of(command)
         sink = open_sink(os.fspath(sink), computation.key,
                          computation.shape(layout.model.nv), layout.v_labels)
-    kinds = COMPUTATIONS[command].kinds
+    kinds = computation_of(command).kinds
     size = computation_chunk(command, layout.model, chunk)  # (fewer for large M)
     chunks = source.chunks(layout, kinds, wrenches or {}, size)
     if isinstance(sink, NpzSink):  # the count is known once the first chunk is read

@@ -41,7 +41,7 @@ def test_every_computation_of_the_table_streams_as_the_engine_computes(tmp_path)
     expected = {"inverse": rnea(model, q, v, a), "forward": aba(model, q, v, tau),
                 "mass": crba(model, q), "com": np.concatenate([c[:, :, None], Jcom], axis=2)}
     # (the rows made for named frames, "frames[...]", are pipeline.kinematics's)
-    assert {key for key in pipeline.COMPUTATIONS if "[" not in key} == set(expected)
+    assert set(pipeline.COMPUTATIONS) == set(expected) | {"com"}  # (com: tests/test_kinematics_cli.py)
     for command, result in expected.items():
         key = pipeline.COMPUTATIONS[command].key
         out = tmp_path / f"{command}.jsonl"
@@ -76,3 +76,24 @@ def test_the_library_reads_no_environment_for_its_chunks(tmp_path, monkeypatch):
     sink = pipeline.run(model, "inverse", str(tmp_path / "s.npz"), os.fspath(tmp_path / "t.npz"),
                         progress=lambda states, total, share: calls.append(states))
     assert calls == [40] and sink.count == 40
+
+
+def test_a_row_made_for_named_frames_streams_without_growing_the_table(tmp_path):
+    """``frames`` and ``jacobian`` depend on the frames asked: their rows are made per call
+    and passed to run() as they are; the table of computations stays as it is."""
+    from treedyn.engine.named import frame_jacobians, frame_set
+    from treedyn.pipeline.kinematics import kinematics
+
+    model = load_model(str(ARM))
+    q = np.random.default_rng(2).normal(size=(20, 2))
+    np.savez(tmp_path / "q.npz", q=q)
+    rows = set(pipeline.COMPUTATIONS)
+    frames = frame_set(model, ["link2"])
+    for reference in ("LOCAL", "WORLD"):
+        row = kinematics("jacobian", frames, reference)
+        out = tmp_path / f"J_{reference}.npz"
+        assert pipeline.run(model, row, tmp_path / "q.npz", out, chunk=6).count == 20
+        np.testing.assert_allclose(np.load(out)["J"], frame_jacobians(model, q, frames,
+                                                                      reference)[:, 0],
+                                   rtol=1e-13, atol=1e-13)
+    assert set(pipeline.COMPUTATIONS) == rows

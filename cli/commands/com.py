@@ -50,7 +50,7 @@ def com(model: ModelArg, xacro_args: XacroArgs = None,
             return (f"mass {mass:g} kg\n"
                     + table([[axis, *C[a]] for a, axis in enumerate("xyz")],
                             ["", "com", *dofs]))
-        return kinematics("com", root=root, root_name=subtree or ""), labels, document, text
+        return kinematics("com", root=root), labels, document, text
 
     solve_kinematics(Asked(model, free_flyer, q, degrees, input_file, output_file,
                            fmt and fmt.value, quiet, xacro_arguments(xacro_args, xacro_arg),

@@ -1,7 +1,7 @@
 """``dyn frames``, ``dyn jacobian`` and ``dyn com``: one state from the command line, or
 the states of ``--input`` streamed through the pipeline (:func:`treedyn.pipeline.stream.run`)
 into ``--output`` or stdout, by the row :func:`treedyn.pipeline.kinematics.kinematics`
-made for the frames asked."""
+makes for the frames asked."""
 from __future__ import annotations
 
 import json
@@ -12,7 +12,8 @@ from typing import Optional
 
 import numpy as np
 
-from treedyn.pipeline.compute import COMPUTATIONS, compute
+from treedyn.pipeline.chunks import kinematics_chunk
+from treedyn.pipeline.compute import Computation, compute
 from treedyn.pipeline.errors import UsageError
 from treedyn.pipeline.layout import Layout
 from treedyn.pipeline.outputs import file_sink, open_sink
@@ -43,9 +44,9 @@ class Asked:
     dataset_prefix: Optional[str] = None
 
 
-# (layout) -> (key of its COMPUTATIONS row, labels of a result's numbers, the one-state
+# (layout) -> (the row computed, labels of a result's numbers, the one-state
 # JSON document of a result, the one-state table of a result)
-Select = Callable[[Layout], tuple[str, list, Callable[[np.ndarray], dict],
+Select = Callable[[Layout], tuple[Computation, list, Callable[[np.ndarray], dict],
                                   Callable[[np.ndarray], str]]]
 
 
@@ -55,8 +56,7 @@ def solve_kinematics(asked: Asked, select: Select) -> None:
     console.reset(asked.quiet)
     model = load(asked.model, asked.free_flyer, xacro=asked.xacro, mimic=asked.mimic)
     layout = Layout.of(model, asked.degrees)
-    key, labels, document, text = select(layout)
-    computation = COMPUTATIONS[key]
+    computation, labels, document, text = select(layout)
     shape = computation.shape(model.nv)
     kind = sink_kind(asked)
     if asked.output is not None:
@@ -68,7 +68,7 @@ def solve_kinematics(asked: Asked, select: Select) -> None:
         sink = None
     if asked.input is None:
         states = single_state(layout, {"q": asked.q}, {})
-        result = compute(key, layout, states, None)
+        result = compute(computation, layout, states, None)
         if sink is None:
             print(json.dumps(document(result[0])) if kind == "json" else text(result[0]))
             return
@@ -80,15 +80,5 @@ def solve_kinematics(asked: Asked, select: Select) -> None:
         raise UsageError("dyn: many states are written as json or csv (--format), or to "
                          "--output FILE")
     with saying_kept():
-        run(layout, key, Input.open(asked.input, asked.dataset_prefix), sink,
-            chunk=chunk_states(model, shape))
-
-
-WORK_BYTES = 64 << 20  # a chunk's work arrays (every body's Jacobian) stay about this size
-
-
-def chunk_states(model, shape) -> int:
-    """States per chunk: STREAM_CHUNK, fewer when the bodies' Jacobians of a chunk (nj x 6
-    x nv doubles per state, twice) and its results would pass :data:`WORK_BYTES`."""
-    per_state = 8 * (12 * model.njoints * max(model.nv, 1) + int(np.prod(shape)))
-    return max(32, min(STREAM_CHUNK, WORK_BYTES // per_state))
+        run(layout, computation, Input.open(asked.input, asked.dataset_prefix), sink,
+            chunk=kinematics_chunk(model, shape, STREAM_CHUNK))
