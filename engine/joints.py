@@ -116,27 +116,28 @@ class RevoluteJoint(JointModel):
     nq = nv = 1
     angle_q = angular_v = (0,)
 
-    @classmethod
-    def batch(cls, rotation, translation, axis, ref):
-        E_T = np.swapaxes(rotation, 1, 2)  # each rotation.T, a view as in __init__
-        K = skew(axis)
+    @staticmethod
+    def constants(axis: np.ndarray, E_T: np.ndarray) -> dict[str, np.ndarray]:
+        """The constant factors of k joints ((k, 3) axes, (k, 3, 3) E_T): E_J =
+        Rot(axis, theta)^T = I - sin K + (1 - cos) K^2, folded with E_T, and S; one joint's
+        (``__init__``) and a whole type's (``batch``) through the same products."""
+        K = skew(axis)  # (k, 3, 3)
         K2 = np.matmul(K, K)
         S = np.zeros((len(axis), 6, 1))
         S[:, :3, 0] = axis
+        return {"E_const": np.matmul(_IDENTITY + K2, E_T), "E_sin": np.matmul(-K, E_T),
+                "E_cos": np.matmul(-K2, E_T), "S": S}  # (k, 3, 3) x 3, (k, 6, 1)
+
+    @classmethod
+    def batch(cls, rotation, translation, axis, ref):
+        E_T = np.swapaxes(rotation, 1, 2)  # each rotation.T, a view as in __init__
         return cls._made({"rotation": rotation, "translation": translation, "axis": axis,
-                          "E_T": E_T, "E_const": np.matmul(_IDENTITY + K2, E_T),
-                          "E_sin": np.matmul(-K, E_T), "E_cos": np.matmul(-K2, E_T), "S": S},
-                         ref)
+                          "E_T": E_T, **cls.constants(axis, E_T)}, ref)
 
     def __init__(self, rotation, translation, axis, ref):
         super().__init__(rotation, translation, axis, ref)
-        K = skew(self.axis)
-        K2 = K @ K
-        # E_J = Rot(axis, theta)^T = I - sin K + (1 - cos) K^2, folded with E_T:
-        self.E_const = (_IDENTITY + K2) @ self.E_T  # (3, 3)
-        self.E_sin = -K @ self.E_T  # (3, 3)
-        self.E_cos = -K2 @ self.E_T  # (3, 3)
-        self.S = _subspace_column(self.axis, 0)  # (6, 1)
+        for name, value in self.constants(self.axis[None], self.E_T[None]).items():
+            setattr(self, name, value[0])
 
     def neutral(self):
         return np.array([self.ref])
