@@ -120,6 +120,16 @@ def talos_table(args) -> None:
                  "ratio", "identical output"], rows, args.markdown)
 
 
+def models_inputs(work: str, args):
+    """(name, URDF path, the --free-flyer option or none, the input of each format) of
+    every model ``--models`` names."""
+    for stem in args.models.split(","):
+        name, urdf, free_flyer = MODELS[stem]
+        urdf = urdf if os.path.isabs(urdf) else os.path.join(robots_root(), urdf)
+        paths = model_inputs(work, urdf, free_flyer, stem, args.megabytes)
+        yield name, urdf, ["--free-flyer"] if free_flyer else [], paths
+
+
 def model_inputs(work: str, urdf: str, free_flyer: bool, stem: str, megabytes: float
                  ) -> dict[str, str]:
     """JSON Lines and CSV files of about ``megabytes`` MB of random states of the model."""
@@ -142,11 +152,7 @@ def library_table(args) -> None:
     rows = []
     with tempfile.TemporaryDirectory(prefix="bench-parts-") as work:
         env = bench_env(work)
-        for stem in args.models.split(","):
-            name, urdf, free_flyer = MODELS[stem]
-            urdf = urdf if os.path.isabs(urdf) else os.path.join(robots_root(), urdf)
-            paths = model_inputs(work, urdf, free_flyer, stem, args.megabytes)
-            root = ["--free-flyer"] if free_flyer else []
+        for name, urdf, root, paths in models_inputs(work, args):
             for fmt, path in paths.items():
                 times = {way: [] for way in ways}
                 cpu = {way: [] for way in ways}
@@ -197,11 +203,7 @@ def heap_table(args) -> None:
     rows = []
     with tempfile.TemporaryDirectory(prefix="bench-heap-") as work:
         env = {**bench_env(work), "TREEDYN_PROCESSES": "1"}
-        for stem in args.models.split(","):
-            name, urdf, free_flyer = MODELS[stem]
-            urdf = urdf if os.path.isabs(urdf) else os.path.join(robots_root(), urdf)
-            paths = model_inputs(work, urdf, free_flyer, stem, args.megabytes)
-            root = ["--free-flyer"] if free_flyer else []
+        for name, urdf, root, paths in models_inputs(work, args):
             for fmt, path in paths.items():
                 times = {False: [], True: []}
                 for _ in range(args.repeats + 1):  # the first round warms the bytecode cache

@@ -38,13 +38,19 @@ def assert_close(ours: np.ndarray, reference: np.ndarray, what) -> None:
     assert error <= TOL * scale, (what, error)
 
 
-@pytest.mark.parametrize("free_flyer", [False, True], ids=["fixed", "free-flyer"])
-@pytest.mark.parametrize("path", [p for p, _ in MODELS], ids=[name for _, name in MODELS])
-def test_placements_and_jacobians_equal_pinocchios(path, free_flyer):
+def both_models(path: str, free_flyer: bool):
+    """(our model, Pinocchio's, its data, the Mapping between them) of one URDF."""
     model = load_model(path, free_flyer=free_flyer)
     pinmodel = (pin.buildModelFromUrdf(path, pin.JointModelFreeFlyer()) if free_flyer
                 else pin.buildModelFromUrdf(path))
     data, mapping = pinmodel.createData(), Mapping(model, pinmodel)
+    return model, pinmodel, data, mapping
+
+
+@pytest.mark.parametrize("free_flyer", [False, True], ids=["fixed", "free-flyer"])
+@pytest.mark.parametrize("path", [p for p, _ in MODELS], ids=[name for _, name in MODELS])
+def test_placements_and_jacobians_equal_pinocchios(path, free_flyer):
+    model, pinmodel, data, mapping = both_models(path, free_flyer)
     rng = np.random.default_rng(zlib.crc32(f"{path}:{free_flyer}".encode()))
     q = model.random_configuration(rng, STATES)
     R, p = placements(model, q)
@@ -67,10 +73,7 @@ def test_placements_and_jacobians_equal_pinocchios(path, free_flyer):
 @pytest.mark.parametrize("free_flyer", [False, True], ids=["fixed", "free-flyer"])
 @pytest.mark.parametrize("path", [p for p, _ in MODELS], ids=[name for _, name in MODELS])
 def test_link_frames_equal_pinocchios_body_frames(path, free_flyer):
-    model = load_model(path, free_flyer=free_flyer)
-    pinmodel = (pin.buildModelFromUrdf(path, pin.JointModelFreeFlyer()) if free_flyer
-                else pin.buildModelFromUrdf(path))
-    data, mapping = pinmodel.createData(), Mapping(model, pinmodel)
+    model, pinmodel, data, mapping = both_models(path, free_flyer)
     ids = [pinmodel.getFrameId(f.name, pin.BODY if pinmodel.existFrame(f.name, pin.BODY)
                                else pin.FIXED_JOINT)  # the free-flyer's world: "universe"
            for f in model.frames]
