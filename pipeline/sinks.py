@@ -75,6 +75,16 @@ class Sink:
         """Where the results go, for messages: the file name or 'stdout'."""
         return "stdout" if self.path is None else self.path
 
+    def write_whole(self, result: np.ndarray, states) -> None:
+        """``put`` then ``close``: all the results at once (one state); on any failure
+        (Ctrl-C too) the temporary is removed and the file at ``path`` left as it was."""
+        try:
+            self.put(result, states)
+            self.close()
+        except BaseException:
+            self.discard()
+            raise
+
     def close(self) -> None:
         """End the output (a file: renamed onto its name); OutputError if it cannot be
         written."""

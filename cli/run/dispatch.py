@@ -32,14 +32,7 @@ def solve(request: Request) -> None:
         if mass_over_cap(request, layout):
             return write_structure(request, layout)
         result = compute(request.command, layout, states, gravity)
-        sink = open_sink(request, layout, single=True)
-        try:
-            sink.put(result, states)
-            sink.close()
-        except BaseException:  # (Ctrl-C): no temporary left beside the output
-            sink.discard()
-            raise
-        return
+        return open_sink(request, layout, single=True).write_whole(result, states)
     # the paths of many states load only now: a one-state run does not pay for them
     from .cluster import solve_many, wants_many
     from .heap import for_many_states

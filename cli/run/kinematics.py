@@ -72,8 +72,7 @@ def solve_kinematics(asked: Asked, select: Select) -> None:
         if sink is None:
             print(json.dumps(document(result[0])) if kind == "json" else text(result[0]))
             return
-        sink.put(result, states)
-        return sink.close()
+        return sink.write_whole(result, states)
     if asked.q is not None:
         raise UsageError("dyn: --q cannot be combined with --input (put q in the input file)")
     if kind == "table":
