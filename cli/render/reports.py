@@ -212,15 +212,21 @@ def github_annotations(report, fmt: str) -> str:
         if f.status != "fail":
             continue
         kind = "error" if f.severity == "error" else "warning"
-        properties = f"file={escape_property(f.source.file)}"
-        if f.source.line:
-            properties += f",line={f.source.line}"
-        properties += f",title={escape_property(f'dyn check-inertia: {f.check} ({f.body})')}"
         message = f"{f.body}: {f.message}"
         if f.fix is not None:
             message += f"\nsuggested ({f.fix.reason}): {fix_element(f.fix, fmt)}"
-        lines.append(f"::{kind} {properties}::{escape_data(message)}")
+        lines.append(annotation(kind, f.source, f"dyn check-inertia: {f.check} ({f.body})",
+                                message))
     return "\n".join(lines)
+
+
+def annotation(kind: str, source, title: str, message: str) -> str:
+    """One GitHub Actions ``::error``/``::warning`` line at a SourceRef's file and line."""
+    properties = f"file={escape_property(source.file)}"
+    if source.line:
+        properties += f",line={source.line}"
+    properties += f",title={escape_property(title)}"
+    return f"::{kind} {properties}::{escape_data(message)}"
 
 
 def escape_data(text: str) -> str:  # (and no other control character reaches the log raw)
