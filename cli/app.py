@@ -49,6 +49,8 @@ COMMANDS = {
     "frames": ("frames", "frames", "Where named frames (links, joints) are in the world."),
     "jacobian": ("jacobian", "jacobian", "A frame's Jacobian J (6 x nv), linear rows first."),
     "com": ("com", "com", "Centre of mass and its Jacobian Jcom (3 x nv)."),
+    "statics": ("statics", "statics",
+                "Largest gravity load of each joint against its effort limit (exit 1 over)."),
 }
 
 EXAMPLES = examples(

@@ -1,0 +1,71 @@
+"""Rendering ``dyn statics``: the JSON document, the table, GitHub annotations at each
+joint's ``<limit>`` line."""
+from __future__ import annotations
+
+import math
+
+from treedyn.engine.analysis.plain import plain
+from treedyn.engine.analysis.statics import StaticsReport
+
+from .reports import annotation
+from .table import table
+
+
+def statics_document(report: StaticsReport, model) -> dict:
+    """The JSON document (docs/interface.md): non-finite numbers as null."""
+    weakest = report.weakest
+    return plain({
+        "model": model.name,
+        "payload": report.payload,
+        "joints": [{"joint": row.name, "max": row.max_abs, "q": row.q, "bound": row.bound,
+                    "certified": row.certified, "limit": row.limit, "ratio": row.ratio,
+                    "payload_capacity": row.capacity, "payload_q": row.capacity_q,
+                    "source": str(model.limit_sources[row.joint])}
+                   for row in report.rows],
+        "weakest": None if weakest is None else {"joint": weakest.name,
+                                                 "ratio": weakest.ratio},
+        "notes": list(report.notes),
+    }, nulls=True)
+
+
+def _number(value: float) -> str:
+    return ("inf" if value > 0 else "-inf") if math.isinf(value) else f"{value:.6g}"
+
+
+def _where(q: dict | None) -> str:
+    # below 1e-9 is the optimiser's rounding of a zero
+    return "" if not q else ", ".join(f"{name}={value if abs(value) > 1e-9 else 0.0:.4g}"
+                                      for name, value in q.items())
+
+
+def statics_table(report: StaticsReport, model, fail_above: float | None) -> str:
+    """One row per actuated joint, then the weakest joint and the verdict."""
+    if not report.rows:
+        return f"{model.name}: no actuated joint"
+    rows = [[row.name, _number(row.max_abs), _number(row.limit), _number(row.ratio),
+             _number(row.bound) + ("" if row.certified else " (max found: lower bound)"),
+             _number(row.capacity), _where(row.q)] for row in report.rows]
+    payload = report.payload
+    heading = "max |g_i(q)| over the joint ranges (N m or N)"
+    if payload is not None:
+        heading += (f"; payload {payload['mass']:g} kg at {payload['frame']}"
+                    f" + ({', '.join(f'{x:g}' for x in payload['point'])})")
+    lines = [heading, table(rows, ["joint", "max |g|", "limit", "ratio", "bound",
+                                   "capacity kg", "at q"])]
+    weakest = report.weakest
+    lines.append(f"weakest: {weakest.name} (ratio {_number(weakest.ratio)})")
+    lines += [f"note: {note}" for note in report.notes]
+    over = report.over(fail_above)
+    if over:
+        lines.append("FAIL: " + ", ".join(row.name for row in over))
+    return "\n".join(lines)
+
+
+def statics_github(report: StaticsReport, model, fail_above: float | None) -> str:
+    """An ``::error`` at the ``<limit>`` line of each joint over the threshold."""
+    return "\n".join(
+        annotation("error", model.limit_sources[row.joint], f"dyn statics: {row.name}",
+                   f"{row.name}: holding the robot still needs {_number(row.max_abs)} at "
+                   f"{_where(row.q) or 'every configuration'}, over its effort limit "
+                   f"{_number(row.limit)} (ratio {_number(row.ratio)})")
+        for row in report.over(fail_above))
