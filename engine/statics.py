@@ -114,7 +114,7 @@ def payload_model(model: Model, payload: Payload) -> Model:
 
 
 def statics(model: Model, payload: Payload | None = None, samples: int = 2048,
-            starts: int = 4, seed: int = 0) -> Statics:
+            starts: int = 8, seed: int = 0) -> Statics:
     """The statics of every actuated dof (module doc); ``payload``: its point also sets
     where the capacity is computed (None: 0 kg at :func:`common_body`'s origin)."""
     if payload is None:
@@ -270,15 +270,14 @@ def refine(space: Space, loads, mass: float, problems: list[Problem]) -> list[tu
     capacity = np.array([p.kind == "capacity" for p in problems])
     limits = space.model.effort_limit[dofs]
 
-    def objective(X: np.ndarray) -> np.ndarray:
-        """(m, n) objectives to maximise at the varied joints' X (m, n, d): sign g_i, or
-        minus the capacity."""
-        Q = np.repeat(base[None], X.shape[0], axis=0)  # (m, n, nq)
-        Q[..., space.index] = X
-        g, s = (v.reshape(X.shape[0], n, -1)[:, np.arange(n), dofs]
-                for v in loads(Q.reshape(-1, Q.shape[-1])))
-        h = capacity_of(g, s, limits) if capacity.any() else 0.0
-        return np.where(capacity, -h, signs * (g + mass * s))
+    def objective(X: np.ndarray, which: np.ndarray) -> np.ndarray:
+        """(M,) objectives to maximise at the varied joints' X (M, d) of problems ``which``
+        (M,): sign g_i (with the payload), or minus the capacity."""
+        Q = base[which]
+        Q[:, space.index] = X
+        g, s = (v[np.arange(len(which)), dofs[which]] for v in loads(Q))
+        h = capacity_of(g, s, limits[which]) if capacity.any() else 0.0
+        return np.where(capacity[which], -h, signs[which] * (g + mass * s))
 
     masks = np.array([p.mask for p in problems]).reshape(n, len(space.joints))
     X, f = ascend(objective, base[:, space.index], masks, space.lower, space.upper,
@@ -289,46 +288,66 @@ def refine(space: Space, loads, mass: float, problems: list[Problem]) -> list[tu
             for k, (p, v, c) in enumerate(zip(problems, f, capacity))]
 
 
+def stencil(mask: np.ndarray, h: float) -> np.ndarray:
+    """(1 + 2k + k(k-1)/2, d) the steps that give the gradient and Hessian over the k
+    variables of ``mask`` by finite differences: 0, +h e_a, -h e_a, h (e_a + e_b) (a < b)."""
+    d = len(mask)
+    unit = np.eye(d)[np.flatnonzero(mask)]  # (k, d)
+    a, b = np.triu_indices(len(unit), 1)
+    return np.concatenate([np.zeros((1, d)), h * unit, -h * unit, h * (unit[a] + unit[b])])
+
+
+def derivatives(f: np.ndarray, mask: np.ndarray, h: float) -> tuple[np.ndarray, np.ndarray]:
+    """(gradient (d,), Hessian (d, d)) from the values ``f`` at :func:`stencil`'s steps,
+    zero outside ``mask``."""
+    d, free = len(mask), np.flatnonzero(mask)
+    k = len(free)
+    plus, minus = f[1:k + 1], f[k + 1:2 * k + 1]
+    gradient, hessian = np.zeros(d), np.zeros((d, d))
+    gradient[free] = (plus - minus) / (2 * h)
+    block = np.diag((plus - 2 * f[0] + minus) / h ** 2)
+    a, b = np.triu_indices(k, 1)
+    block[a, b] = block[b, a] = (f[2 * k + 1:] - plus[a] - plus[b] + f[0]) / h ** 2
+    hessian[np.ix_(free, free)] = block
+    return gradient, hessian
+
+
 def ascend(objective, X: np.ndarray, masks: np.ndarray, lower: np.ndarray,
            upper: np.ndarray, periodic: np.ndarray, iterations: int = 60
            ) -> tuple[np.ndarray, np.ndarray]:
     """(X (n, d), f (n,)): n maximisations at once, from X, by Newton steps with a
     Levenberg-Marquardt shift (``(mu I - H) p = grad`` over the free variables: those of
     ``masks`` not held at a bound the gradient pushes against), projected onto the bounds;
-    a step is kept only when f grows, else mu grows tenfold. Gradient and Hessian by
-    finite differences (step 1e-4: gradient error ~1e-8 relative, ~1e-16 in f at the
-    optimum); periodic variables are unbounded here. ``objective(X (m, n, d)) -> (m, n)``."""
+    a step is kept only when f grows, else mu grows tenfold; a problem whose kept step no
+    longer raises f is done. Gradient and Hessian by finite differences over each
+    problem's own variables (step 1e-4: gradient error ~1e-8 relative, ~1e-16 in f at the
+    optimum); periodic variables are unbounded here. ``objective(X (M, d), which (M,))
+    -> (M,)`` evaluates problem ``which[m]`` at ``X[m]``, all in one batch."""
     n, d = X.shape
     h = 1e-4
-    pairs = [(k, l) for k in range(d) for l in range(k + 1, d)]
-    eye = np.eye(d)
-    shifts = np.concatenate([np.zeros((1, d)), h * eye, -h * eye] +
-                            ([h * (eye[[k for k, _ in pairs]] + eye[[l for _, l in pairs]])]
-                             if pairs else []))  # (1 + 2d + d(d-1)/2, d)
+    steps = [stencil(mask, h) for mask in masks]
     low = np.where(periodic, -np.inf, lower)
     high = np.where(periodic, np.inf, upper)
     mu = np.full(n, 1e-6)
     best, f_best = X.copy(), np.full(n, -np.inf)
     gradient, hessian = np.zeros((n, d)), np.zeros((n, d, d))
-    candidate = X.copy()
+    candidate, running = X.copy(), np.ones(n, dtype=bool)
     for _ in range(iterations):
-        F = objective(candidate[None] + shifts[:, None])  # (s, n)
-        better = F[0] >= f_best
-        f0, plus, minus = F[0], F[1:d + 1].T, F[d + 1:2 * d + 1].T  # (n,), (n, d), (n, d)
-        g = (plus - minus) / (2 * h) * masks
-        H = np.zeros((n, d, d))
-        H[:, np.arange(d), np.arange(d)] = (plus - 2 * f0[:, None] + minus) / h ** 2
-        for m, (k, l) in enumerate(pairs):
-            H[:, k, l] = H[:, l, k] = (F[2 * d + 1 + m] - plus[:, k] - plus[:, l] + f0) / h ** 2
-        finite = np.isfinite(f0) & np.all(np.isfinite(g), axis=1)
-        better &= finite
-        with np.errstate(invalid="ignore"):  # f_best is -inf before the first step
-            improved = better & (F[0] > f_best + 1e-15 * np.abs(f_best))
-        best[better], f_best[better] = candidate[better], f0[better]
-        gradient[better], hessian[better] = g[better], H[better]
-        mu = np.where(better, mu / 3, mu * 10)
-        if not np.any(improved | ~better) and _ > 0:
+        active = np.flatnonzero(running)
+        if not len(active):
             break
+        counts = [len(steps[p]) for p in active]
+        F = objective(np.concatenate([candidate[p] + steps[p] for p in active]),
+                      np.repeat(active, counts))
+        for p, f in zip(active, np.split(F, np.cumsum(counts)[:-1])):
+            g, H = derivatives(f, masks[p], h)
+            if not (np.isfinite(f[0]) and np.all(np.isfinite(g)) and f[0] >= f_best[p]):
+                mu[p] *= 10  # rejected: a shorter step from the best point
+                continue
+            running[p] = f_best[p] == -np.inf or f[0] > f_best[p] + 1e-15 * abs(f_best[p])
+            best[p], f_best[p], gradient[p], hessian[p] = candidate[p], f[0], g, H
+            mu[p] /= 3
+        running &= mu < 1e12
         candidate = _step(best, gradient, hessian, mu, masks, low, high)
     return best, f_best
 

@@ -72,7 +72,7 @@ def payload_point(model: Model, spec: PayloadSpec) -> tuple[Payload | None, str 
 
 
 def statics_report(model: Model, spec: PayloadSpec = PayloadSpec(), samples: int = 2048,
-                   starts: int = 4, seed: int = 0) -> StaticsReport:
+                   starts: int = 8, seed: int = 0) -> StaticsReport:
     """Every actuated dof's statics (:func:`treedyn.engine.statics.statics`) as rows."""
     payload, frame = payload_point(model, spec)
     if spec.frame is None and payload is None and spec.mass:
