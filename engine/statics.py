@@ -42,12 +42,12 @@ from typing import NamedTuple
 
 import numpy as np
 
+from .coupling import couple
 from .description import Inertia, JointSpec, LinkSpec
 from .model import ONE_DOF_TYPES, Model, build_model
 from .rnea import generalized_gravity
 
 TOLERANCE = 1e-6  # relative: "certified" when the maximum found is this close to the bound
-STEP = 1e-6  # central differences, radians or metres
 
 
 class Payload(NamedTuple):
@@ -109,7 +109,6 @@ def payload_model(model: Model, payload: Payload) -> Model:
                                               joints=[*description.joints, joint]))
     if model.coupling is None:
         return heavier
-    from .coupling import couple
     return couple(heavier)
 
 
@@ -121,7 +120,9 @@ def statics(model: Model, payload: Payload | None = None, samples: int = 2048,
         body = common_body(model)
         payload = Payload(0.0, body, np.zeros(3)) if body >= 0 else None
     space = Space.of(model)
-    heavier = payload_model(model, payload) if payload is not None else None
+    # a payload on the world (body -1) loads no joint
+    heavier = payload_model(model, payload) if payload is not None and payload.body >= 0 \
+        else None
 
     def loads(q: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """(g (N, nv) of the robot alone, s (N, nv): per kg at the point; zeros without)."""
