@@ -176,3 +176,20 @@ def test_mjcf_conversion_has_the_same_statics():
     assert [r.limit for r in mjcf.rows] == [100.0, 100.0]
     assert [r.max_abs for r in mjcf.rows] == pytest.approx([r.max_abs for r in urdf.rows],
                                                           rel=1e-5)
+
+
+def test_payload_on_the_world_loads_no_joint():
+    model = load_model(ARM_MJCF)
+    alone = statics_report(model, samples=128)
+    held = statics_report(model, PayloadSpec(3.0, "world"), samples=128)
+    assert [r.max_abs for r in held.rows] == pytest.approx([r.max_abs for r in alone.rows],
+                                                          rel=1e-12)
+    assert all(r.capacity == np.inf for r in held.rows)
+
+
+def test_coupled_mimic_joints_against_sampled_configurations():
+    from treedyn.engine.coupling import couple
+    model = couple(load_model(str(ROOT / "fixtures" / "urdf" / "gripper_mimic.urdf")))
+    result = statics(model, samples=256)
+    Q = model.random_configuration(np.random.default_rng(5), 4000)
+    check_against(model, result, np.abs(generalized_gravity(model, Q)).max(axis=0))
