@@ -48,8 +48,9 @@ def statics_table(report: StaticsReport, model, fail_above: float | None) -> str
     payload = report.payload
     heading = "max |g_i(q)| over the joint ranges (N m or N)"
     if payload is not None:
-        heading += (f"; payload {payload['mass']:g} kg at {payload['frame']}"
-                    f" + ({', '.join(f'{x:g}' for x in payload['point'])})")
+        heading += (f"; payload {payload['mass']:g} kg" if payload["mass"] else
+                    "; payload capacity") + (
+            f" at {payload['frame']} + ({', '.join(f'{x:g}' for x in payload['point'])})")
     lines = [heading, table(rows, ["joint", "max |g|", "limit", "ratio", "bound",
                                    "capacity kg", "at q"])]
     weakest = report.weakest
