@@ -58,6 +58,12 @@ class WorldPoses:
         self.slot[joints] = np.arange(len(joints))
         self.R = np.empty((len(joints), 3, 3, count))  # (J, 3, 3, N)
         self.p = np.empty((len(joints), 3, count))  # (J, 3, N)
+        self.work = np.empty((3, 9, count))  # one joint's products, reused (no page faults)
+        turning = [row for row, i in enumerate(joints.tolist())
+                   if isinstance(model.joint_models[i], RevoluteJoint)]
+        theta = (self.qT[model.idx_q[joints[turning]]]
+                 - np.array([model.joint_models[joints[row]].ref for row in turning])[:, None])
+        self.sin, self.cos = dict(zip(turning, np.sin(theta))), dict(zip(turning, np.cos(theta)))
         for row, i in enumerate(joints):
             parent = model.parent[i]
             self._place(row, i, self.slot[parent] if parent >= 0 else -1)
@@ -67,24 +73,21 @@ class WorldPoses:
         parent's row ``up``; -1: the world)."""
         model, joint = self.model, self.model.joint_models[i]
         R, p = self.R[row], self.p[row]
-        if isinstance(joint, RevoluteJoint):  # E^T = A + s B + c C, constant A, B, C
-            theta = self.qT[model.idx_q[i]] - joint.ref
-            s, c = np.sin(theta), np.cos(theta)
-            A, B, C = (np.swapaxes(joint.E_const, 0, 1), np.swapaxes(joint.E_sin, 0, 1),
-                       np.swapaxes(joint.E_cos, 0, 1))
-            r = joint.translation
+        if row in self.sin:  # revolute: E^T = E_const^T + s E_sin^T + c E_cos^T
+            s, c = self.sin[row], self.cos[row]
             if up < 0:
-                np.multiply(B[..., None], s, out=R)
-                R += C[..., None] * c
-                R += A[..., None]
-                p[:] = r[:, None]
+                np.multiply(joint.E_sin.T[..., None], s, out=R)
+                R += joint.E_cos.T[..., None] * c
+                R += joint.E_const.T[..., None]
+                p[:] = joint.translation[:, None]
                 return
-            Rp = self.R[up]  # (3, 3, N)
-            terms = np.matmul(np.concatenate([A.T, B.T, C.T]), Rp)  # (3, 9, N): row a of Rp A|B|C
-            np.multiply(terms[:, 3:6], s, out=R)
-            R += terms[:, 6:9] * c
+            Rp, terms = self.R[up], self.work  # (3, 3, N), (3, 9, N)
+            np.matmul(np.concatenate([joint.E_const, joint.E_sin, joint.E_cos]), Rp, out=terms)
+            np.multiply(terms[:, 3:6], s, out=R)  # row a of terms: Rp E_const^T | E_sin^T | ..
+            np.multiply(terms[:, 6:9], c, out=terms[:, 3:6])
+            R += terms[:, 3:6]
             R += terms[:, 0:3]
-            np.matmul(r[None], Rp, out=p[:, None])
+            np.matmul(joint.translation[None], Rp, out=p[:, None])
             p += self.p[up]
             return
         qj = self.q[:, model.idx_q[i]:model.idx_q[i] + model.nq_joint[i]]
