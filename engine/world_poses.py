@@ -114,6 +114,11 @@ class WorldPoses:
                 R[f], p[f] = self.R[self.slot[body]], self.p[self.slot[body]]
         return R, p
 
+    def turned(self, x: np.ndarray) -> np.ndarray:
+        """R_i x_i (J, 3, N) in the world for one body-fixed vector per swept joint x (J, 3)
+        (a batched product: faster than the equivalent einsum)."""
+        return np.matmul(x[:, None, None, :], self.R)[:, :, 0]
+
     def motions(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """(dofs (m,), w (m, 3, N), u (m, 3, N)): every dof of the swept joints, in dof
         order, and its motion in world axes about the world origin, ``w = R_k S_ang``,
@@ -130,7 +135,7 @@ class WorldPoses:
                              for k in self.joints], dtype=bool).reshape(-1)
         axes = np.array([model.joint_models[k].axis if turns else np.zeros(3)
                          for k, turns in zip(self.joints, revolute)]).reshape(-1, 3)
-        turned = np.einsum("jabn,jb->jan", self.R, axes)  # (J, 3, N): R_k axis_k, no gather
+        turned = self.turned(axes)  # (J, 3, N): R_k axis_k, no gather
         w[first[revolute]] = turned[revolute]  # (R S_lin: zero for them)
         for row in np.flatnonzero(~revolute):
             k = self.joints[row]
