@@ -142,9 +142,12 @@ class WorldPoses:
             at = slice(first[row], first[row] + nv_joint[row])
             qj = self.q[:, model.idx_q[k]:model.idx_q[k] + model.nq_joint[k]]
             S = model.joint_models[k].subspace(qj)  # (6, j) or (N, 6, j)
-            pattern = "abn,bm->man" if S.ndim == 2 else "abn,nbm->man"
-            w[at] = np.einsum(pattern, self.R[row], S[..., :3, :])  # (j, 3, N)
-            u[at] = np.einsum(pattern, self.R[row], S[..., 3:, :])
+            if S.ndim == 2:  # row a of R_k S: S^T (j, 3) times row a of R_k (3, N)
+                w[at] = np.swapaxes(np.matmul(S[:3].T, self.R[row]), 0, 1)  # (j, 3, N)
+                u[at] = np.swapaxes(np.matmul(S[3:].T, self.R[row]), 0, 1)
+            else:
+                w[at] = np.einsum("abn,nbm->man", self.R[row], S[:, :3])
+                u[at] = np.einsum("abn,nbm->man", self.R[row], S[:, 3:])
         u += cross3(self.p[rows], w, axis=-2)
         return dofs, w, u
 
