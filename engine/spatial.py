@@ -14,11 +14,13 @@ import numpy as np
 from .rotations import quaternion_matrix, skew  # noqa: F401 (quaternion_matrix: re-exported)
 
 
-def cross3(a: np.ndarray, b: np.ndarray, axis: int = -1) -> np.ndarray:
+def cross3(a: np.ndarray, b: np.ndarray, axis: int = -1, out: np.ndarray | None = None
+           ) -> np.ndarray:
     """Cross product of arrays of equal rank along ``axis`` (their 3-vectors; size-1 axes
     broadcast): -1 for rows (..., 3); -2 for states along the last axis (..., 3, N), and
-    so on."""
-    out = np.empty(np.broadcast_shapes(a.shape, b.shape))
+    so on. ``out``: where to write it (neither a nor b)."""
+    if out is None:
+        out = np.empty(np.broadcast_shapes(a.shape, b.shape))
     tail = (slice(None),) * (-1 - axis)
     a0, a1, a2 = (a[(..., k, *tail)] for k in range(3))
     b0, b1, b2 = (b[(..., k, *tail)] for k in range(3))

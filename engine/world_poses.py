@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from .batch.memory import workspace
 from .joints import RevoluteJoint
 from .model import Model
 from .spatial import cross3
@@ -47,7 +48,13 @@ def ancestry(model: Model, bodies) -> np.ndarray:
 class WorldPoses:
     """``R`` (J, 3, 3, N) and ``p`` (J, 3, N): the world placements, states last, of the
     joints ``joints`` (closed under parents, sorted) of the model at q (N, nq); ``slot[i]``
-    is joint i's row (-1 when not swept)."""
+    is joint i's row (-1 when not swept).
+
+    Its arrays are views of the thread's work arena (:func:`~treedyn.engine.batch.memory.
+    workspace`), reused across calls so that large batches do not page-fault fresh
+    temporaries: they hold until the next engine call in this thread, so what a caller
+    keeps is copied out (every function of :mod:`treedyn.engine.named` returns new arrays).
+    """
 
     def __init__(self, model: Model, q: np.ndarray, joints: np.ndarray):
         self.model, self.joints = model, joints
@@ -56,9 +63,12 @@ class WorldPoses:
         count = len(q)
         self.slot = np.full(model.njoints, -1)
         self.slot[joints] = np.arange(len(joints))
-        self.R = np.empty((len(joints), 3, 3, count))  # (J, 3, 3, N)
-        self.p = np.empty((len(joints), 3, count))  # (J, 3, N)
-        self.work = np.empty((3, 9, count))  # one joint's products, reused (no page faults)
+        J, m = len(joints), int(model.nv_joint[joints].sum())
+        self.W = workspace(("world_poses", J, m), model, count, lambda _: {
+            "R": (J, 3, 3), "p": (J, 3), "work": (3, 9), "w": (m, 3), "u": (m, 3),
+            "lever": (m, 3)}).view(count)
+        self.R, self.p = self.W.R, self.W.p  # (J, 3, 3, N), (J, 3, N)
+        self.work = self.W.work  # (3, 9, N): one joint's products
         turning = [row for row, i in enumerate(joints.tolist())
                    if isinstance(model.joint_models[i], RevoluteJoint)]
         theta = (self.qT[model.idx_q[joints[turning]]]
@@ -123,20 +133,21 @@ class WorldPoses:
         """(dofs (m,), w (m, 3, N), u (m, 3, N)): every dof of the swept joints, in dof
         order, and its motion in world axes about the world origin, ``w = R_k S_ang``,
         ``u = R_k S_lin + p_k x w`` (a revolute joint's S is its axis: all at once)."""
-        model, count = self.model, self.qT.shape[1]
+        model = self.model
         nv_joint = model.nv_joint[self.joints]
         dofs = np.concatenate([model.idx_v[k] + np.arange(n)
                                for k, n in zip(self.joints.tolist(), nv_joint.tolist())]
                               or [np.zeros(0, dtype=int)])  # in dof order (depth first)
         first = np.r_[0, np.cumsum(nv_joint)[:-1]]  # (J,) each joint's first position
         rows = np.repeat(np.arange(len(self.joints)), nv_joint)  # (m,)
-        w, u = np.empty((len(dofs), 3, count)), np.zeros((len(dofs), 3, count))
+        w, u = self.W.w, self.W.u  # (m, 3, N) each
         revolute = np.array([isinstance(model.joint_models[k], RevoluteJoint)
                              for k in self.joints], dtype=bool).reshape(-1)
         axes = np.array([model.joint_models[k].axis if turns else np.zeros(3)
                          for k, turns in zip(self.joints, revolute)]).reshape(-1, 3)
         turned = self.turned(axes)  # (J, 3, N): R_k axis_k, no gather
         w[first[revolute]] = turned[revolute]  # (R S_lin: zero for them)
+        linear = []  # (positions, R S_lin) of the other joints
         for row in np.flatnonzero(~revolute):
             k = self.joints[row]
             at = slice(first[row], first[row] + nv_joint[row])
@@ -144,11 +155,13 @@ class WorldPoses:
             S = model.joint_models[k].subspace(qj)  # (6, j) or (N, 6, j)
             if S.ndim == 2:  # row a of R_k S: S^T (j, 3) times row a of R_k (3, N)
                 w[at] = np.swapaxes(np.matmul(S[:3].T, self.R[row]), 0, 1)  # (j, 3, N)
-                u[at] = np.swapaxes(np.matmul(S[3:].T, self.R[row]), 0, 1)
+                linear.append((at, np.swapaxes(np.matmul(S[3:].T, self.R[row]), 0, 1)))
             else:
                 w[at] = np.einsum("abn,nbm->man", self.R[row], S[:, :3])
-                u[at] = np.einsum("abn,nbm->man", self.R[row], S[:, 3:])
-        u += cross3(self.p[rows], w, axis=-2)
+                linear.append((at, np.einsum("abn,nbm->man", self.R[row], S[:, 3:])))
+        cross3(np.take(self.p, rows, axis=0, out=self.W.lever), w, axis=-2, out=u)
+        for at, part in linear:
+            u[at] += part
         return dofs, w, u
 
 
