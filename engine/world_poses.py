@@ -83,21 +83,15 @@ class WorldPoses:
         parent's row ``up``; -1: the world)."""
         model, joint = self.model, self.model.joint_models[i]
         R, p = self.R[row], self.p[row]
-        if row in self.sin:  # revolute: E^T = E_const^T + s E_sin^T + c E_cos^T
-            s, c = self.sin[row], self.cos[row]
-            if up < 0:
-                np.multiply(joint.E_sin.T[..., None], s, out=R)
-                R += joint.E_cos.T[..., None] * c
+        if row in self.sin:
+            if up < 0:  # R = E^T = E_const^T + s E_sin^T + c E_cos^T
+                np.multiply(joint.E_sin.T[..., None], self.sin[row], out=R)
+                R += joint.E_cos.T[..., None] * self.cos[row]
                 R += joint.E_const.T[..., None]
                 p[:] = joint.translation[:, None]
                 return
-            Rp, terms = self.R[up], self.work  # (3, 3, N), (3, 9, N)
-            np.matmul(np.concatenate([joint.E_const, joint.E_sin, joint.E_cos]), Rp, out=terms)
-            np.multiply(terms[:, 3:6], s, out=R)  # row a of terms: Rp E_const^T | E_sin^T | ..
-            np.multiply(terms[:, 6:9], c, out=terms[:, 3:6])
-            R += terms[:, 3:6]
-            R += terms[:, 0:3]
-            np.matmul(joint.translation[None], Rp, out=p[:, None])
+            self._turn(joint, self.R[up], R, self.sin[row], self.cos[row])
+            np.matmul(joint.translation[None], self.R[up], out=p[:, None])
             p += self.p[up]
             return
         qj = self.q[:, model.idx_q[i]:model.idx_q[i] + model.nq_joint[i]]
@@ -111,6 +105,33 @@ class WorldPoses:
         np.einsum("acn,nbc->abn", Rp, E, out=R)
         np.einsum("acn,nc->an", Rp, r, out=p)
         p += self.p[up]
+
+    def _turn(self, joint: RevoluteJoint, Rp: np.ndarray, R: np.ndarray, s, c) -> None:
+        """A revolute joint's ``R = Rp rotation Rot(axis, theta)`` into R (3, 3, N). About a
+        coordinate axis ``±e_k`` only two columns of ``X = Rp rotation`` turn,
+        ``X_i' = c X_i + s X_j``, ``X_j' = c X_j - s X_i`` ((i, j, k) cyclic; X = Rp when the
+        joint's rotation is the identity, as in most URDFs): a third of the general form's
+        memory traffic, ``Rp (E_const^T + s E_sin^T + c E_cos^T)`` in one product."""
+        terms = self.work  # (3, 9, N)
+        k = np.flatnonzero(joint.axis)
+        if len(k) != 1 or abs(joint.axis[k[0]]) != 1.0:
+            np.matmul(np.concatenate([joint.E_const, joint.E_sin, joint.E_cos]), Rp, out=terms)
+            np.multiply(terms[:, 3:6], s, out=R)  # row a: Rp E_const^T | E_sin^T | E_cos^T
+            np.multiply(terms[:, 6:9], c, out=terms[:, 3:6])
+            R += terms[:, 3:6]
+            R += terms[:, 0:3]
+            return
+        k = int(k[0])
+        i, j = (k + 1) % 3, (k + 2) % 3
+        X = Rp if np.array_equal(joint.rotation, np.eye(3)) else np.matmul(
+            joint.rotation.T, Rp, out=terms[:, 0:3])  # (3, 3, N): row a of Rp rotation
+        if joint.axis[k] < 0:
+            s = np.negative(s, out=terms[0, 3])
+        np.multiply(X[:, i], c, out=R[:, i])
+        R[:, i] += np.multiply(X[:, j], s, out=terms[:, 4])
+        np.multiply(X[:, j], c, out=R[:, j])
+        R[:, j] -= np.multiply(X[:, i], s, out=terms[:, 4])
+        R[:, k] = X[:, k]
 
     def of(self, bodies: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """(R (k, 3, 3, N), p (k, 3, N)) of ``bodies`` (each swept; -1: the world)."""
