@@ -149,8 +149,9 @@ def center_of_mass(model: Model, q, root: int = -1) -> tuple[float, np.ndarray, 
     swept = poses.joints  # (J,) the bodies counted and the joints that move them
     m = np.where(np.isin(swept, bodies), model.body_mass[swept], 0.0)  # (J,)
     mass = float(m.sum())
-    c_i = poses.p + poses.turned(model.body_com[swept])  # (J, 3, N)
-    h = m[:, None, None] * c_i  # (J, 3, N): first moments, then summed over each subtree
+    h = poses.turned(model.body_com[swept])  # (J, 3, N): R_i com_i, then
+    h += poses.p  # c_i, then
+    h *= m[:, None, None]  # the first moments m_i c_i, then summed over each subtree
     m_k = m.copy()  # (J,) masses, summed likewise
     parent = model.parent[swept]
     up = np.where(parent >= 0, poses.slot[parent], -1)  # (J,) the parent's row (-1: world)
@@ -163,7 +164,11 @@ def center_of_mass(model: Model, q, root: int = -1) -> tuple[float, np.ndarray, 
     Jcom = np.zeros((len(q), 3, model.nv))  # (N, 3, nv)
     with np.errstate(invalid="ignore", divide="ignore"):
         c = h[up < 0].sum(axis=0) / mass  # (3, N)
-        columns = (m_k[rows, None, None] * u + cross3(w, h[rows], axis=-2)) / mass  # (d, 3, N)
+        columns = u  # (d, 3, N), in place: (m_k u_d + w_d x h_k) / m
+        columns *= m_k[rows, None, None]
+        columns += cross3(w, np.take(h, rows, axis=0, out=poses.W.lever), axis=-2,
+                          out=poses.W.spare)
+        columns /= mass
         if not mass > 0:
             Jcom[:] = np.nan
     for positions, chosen in runs(dofs):

@@ -66,7 +66,7 @@ class WorldPoses:
         J, m = len(joints), int(model.nv_joint[joints].sum())
         self.W = workspace(("world_poses", J, m), model, count, lambda _: {
             "R": (J, 3, 3), "p": (J, 3), "work": (3, 9), "w": (m, 3), "u": (m, 3),
-            "lever": (m, 3)}).view(count)
+            "lever": (m, 3), "spare": (m, 3)}).view(count)
         self.R, self.p = self.W.R, self.W.p  # (J, 3, 3, N), (J, 3, N)
         self.work = self.W.work  # (3, 9, N): one joint's products
         turning = [row for row, i in enumerate(joints.tolist())
