@@ -34,10 +34,12 @@ from .spatial import motion_matrix
 from .state import finish, states
 
 
-def coriolis(model: Model, q, v) -> np.ndarray:
-    """C (N, nv, nv) at q (N, nq), v (N, nv); (nv, nv) for one state (q (nq,), v (nv,)).
-    A coupled model (mimic joints enforced): ``G^T C_full(q_full, G v) G``."""
+def coriolis(model: Model, q, v=None) -> np.ndarray:
+    """C (N, nv, nv) at q (N, nq), v (N, nv) (None: zeros, and C is zero); (nv, nv) for one
+    state (q (nq,), v (nv,)). A coupled model (mimic joints enforced):
+    ``G^T C_full(q_full, G v) G``."""
     batch, q, v = states(model, q, v)[:3]
+    v = np.zeros((batch.count, model.nv)) if v is None else v
     if model.coupling is not None:
         c = model.coupling
         C = coriolis(c.full, c.expand_q(q), c.expand_v(v))

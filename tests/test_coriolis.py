@@ -8,6 +8,7 @@ CRBA along the motion), ``C v = h(q, v) - g(q)`` (RNEA), ``J a + Jdot v`` is the
 ``J v`` along the motion."""
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import numpy as np
@@ -153,3 +154,53 @@ def test_identities_along_a_motion(path, free_flyer, h=1e-6):
         rate = (twist_plus - twist_minus)[..., 0] / (2 * h)  # (N, k, 6)
         expected = J @ a[:, None, :, None] + Jdot @ v[:, None, :, None]
         close(expected[..., 0], rate, ("J a + Jdot v", reference), 1e-6)
+
+
+def test_the_commands_print_the_engine_one_state_and_many(tmp_path):
+    """dyn coriolis and dyn jacobian --dot: one state (--degrees too) is the engine's C
+    and Jdot; every state of --input (q and v read) is that state alone, in each format."""
+    from test_cli import ARM, assert_usage_error, dyn, dyn_json, numbers
+    model = load_model(str(ARM))
+    frames = frame_set(model, ["link2"])
+    q, v, _ = states(model, "cli", 3)
+    one = dyn_json("coriolis", ARM, "--q", numbers(q[0]), "--v", numbers(v[0]))
+    np.testing.assert_allclose(one["C"], coriolis(model, q[0], v[0]), atol=0)
+    assert one["dofs"] == ["joint1", "joint2"]
+    degrees = dyn_json("coriolis", ARM, "--degrees", "--q", numbers(np.degrees(q[0])),
+                       "--v", numbers(np.degrees(v[0])))
+    np.testing.assert_allclose(degrees["C"], one["C"], atol=1e-14)
+    dot = dyn_json("jacobian", ARM, "--frame", "link2", "--reference", "world", "--dot",
+                   "--q", numbers(q[0]), "--v", numbers(v[0]))
+    np.testing.assert_allclose(dot["Jdot"], frame_jacobian_rates(model, q[:1], v[:1], frames,
+                                                                 WORLD)[0, 0], atol=0)
+    np.testing.assert_allclose(dot["J"], frame_jacobians(model, q[:1], frames, WORLD)[0, 0],
+                               atol=0)
+    log = tmp_path / "states.csv"
+    log.write_text("q:joint1,q:joint2,v:joint1,v:joint2\n"
+                   + "".join(numbers([*q[n], *v[n]]) + "\n" for n in range(len(q))))
+    for suffix in (".npz", ".jsonl", ".csv"):
+        C_out, J_out = tmp_path / f"C{suffix}", tmp_path / f"J{suffix}"
+        dyn("coriolis", ARM, "--input", log, "--output", C_out)
+        dyn("jacobian", ARM, "--frame", "link2", "--reference", "world", "--dot", "--input",
+            log, "--output", J_out)
+        C_rows, J_rows = (_rows(path, key, len(q)) for path, key in ((C_out, "C"),
+                                                                     (J_out, "J_Jdot")))
+        for n in range(len(q)):
+            alone = dyn_json("jacobian", ARM, "--frame", "link2", "--reference", "world",
+                             "--dot", "--q", numbers(q[n]), "--v", numbers(v[n]))
+            np.testing.assert_allclose(C_rows[n].reshape(2, 2), coriolis(model, q[n], v[n]),
+                                       atol=1e-15)
+            np.testing.assert_allclose(J_rows[n].reshape(2, 6, 2), [alone["J"], alone["Jdot"]],
+                                       atol=1e-15)
+    assert_usage_error(dyn("jacobian", ARM, "--frame", "link2", "--v", "1,0", check=False),
+                       "--v", "--dot")
+    assert_usage_error(dyn("coriolis", ARM, "--v", "1,0", "--input", log, check=False),
+                       "--v", "--input")
+
+
+def _rows(path, key, count):
+    if path.suffix == ".npz":
+        return np.load(path)[key].reshape(count, -1)
+    if path.suffix == ".csv":
+        return np.loadtxt(path, delimiter=",", skiprows=1).reshape(count, -1)
+    return np.array([np.ravel(json.loads(line)[key]) for line in path.read_text().splitlines()])
