@@ -75,11 +75,17 @@ def center_of_mass_rows(model, states, fext, gravity, root: int = -1) -> np.ndar
     return np.concatenate([c[:, :, None], Jcom], axis=2)
 
 
+def coriolis_matrix(model, states, fext, gravity) -> np.ndarray:
+    from treedyn.engine.coriolis import coriolis  # (with the tree sweeps, as com)
+    return coriolis(model, states.q, states.v)  # (N, nv, nv)
+
+
 COMPUTATIONS = {  # a new batch command: an engine function and a row here
     "inverse": Computation("tau", ("q", "v", "a"), False, inverse_dynamics),
     "forward": Computation("a", ("q", "v", "tau"), False, forward_dynamics),
     "mass": Computation("M", ("q",), True, mass_matrix),
     "com": Computation("com", ("q",), False, center_of_mass_rows, lambda nv: (3, nv + 1)),
+    "coriolis": Computation("C", ("q", "v"), True, coriolis_matrix),
 }  # frames and jacobian name frames: :func:`.kinematics.kinematics` makes their rows
 
 
