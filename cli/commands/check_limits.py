@@ -21,6 +21,7 @@ from ..options import (DatasetPrefixOpt, DegreesOpt, Format, FormatOpt, FreeFlye
                        GravityOpt, MimicOpt, ModelArg, QuietOpt, XacroArgOpt, XacroArgs,
                        epilog, examples)
 from ..render.limits import limits_table
+from ..run.progress import Progress, wanted
 from ..settings import STREAM_CHUNK
 
 
@@ -67,8 +68,13 @@ def check_limits(
         sink = open_limits_sink(output_file, layout, head, input_file)
     else:
         sink = LimitsSink(sys.stdout if kind == "json" else None, layout, head)
-    with saying_kept():
-        run(layout, EFFORT, source, sink, parse_gravity(gravity), chunk=STREAM_CHUNK)
+    progress = Progress(wanted(quiet, results_on_stdout=output_file is None))
+    try:
+        with saying_kept():
+            run(layout, EFFORT, source, sink, parse_gravity(gravity), chunk=STREAM_CHUNK,
+                progress=progress.advance)
+    finally:
+        progress.close()
     if kind == "table" and (output_file is None or fmt is Format.table):
         show_text(limits_table(sink.document()))
     raise typer.Exit(0 if sink.summary.ok else 1)
