@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import re
 import subprocess
 import sys
 import textwrap
@@ -199,6 +200,24 @@ def test_a_log_in_degrees_is_compared_in_degrees(tmp_path):
     assert joint2["velocity"]["count"] == 1  # 570 deg/s is within 10 rad/s (572.96 deg/s)
     assert joint2["velocity"]["worst"]["excess"] == pytest.approx(600.0 - 10 / DEGREE,
                                                                   rel=1e-12)
+
+
+def test_the_api_docs_check_the_parquet_log_of_their_streaming_example(tmp_path, monkeypatch):
+    pytest.importorskip("pyarrow")
+    blocks = re.findall(r"```python\n(.*?)```", (ROOT / "docs" / "api.md").read_text(), re.S)
+    (streaming,) = [block for block in blocks if "pipeline.run(" in block]
+    (limits,) = [block for block in blocks if "LimitsSink(" in block]
+    (tmp_path / "fixtures").symlink_to(ROOT / "fixtures")
+    monkeypatch.chdir(tmp_path)
+    namespace: dict = {}
+    for block in (streaming, limits):
+        exec(compile(block, "docs/api.md", "exec"), namespace)  # noqa: S102 -- our docs
+    document = namespace["sink"].document()
+    model, q, v, a = (namespace[name] for name in ("model", "q", "v", "a"))
+    tau = rnea(model, q, v, a)
+    outside = (np.abs(q) > PI) | (np.abs(v) > 10) | (np.abs(tau) > 100)
+    assert document["offending_states"] == int(outside.any(axis=1).sum()) == 3
+    assert document["tau"] == "inverse dynamics" and not namespace["sink"].summary.ok
 
 
 CONTINUOUS = """<robot name="wheel">
