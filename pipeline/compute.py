@@ -89,6 +89,18 @@ COMPUTATIONS = {  # a new batch command: an engine function and a row here
 }  # frames and jacobian name frames: :func:`.kinematics.kinematics` makes their rows
 
 
+def effort(model, states, fext, gravity) -> np.ndarray:
+    """The joint forces a state's effort limits are checked on: the log's tau when it has
+    one, else inverse dynamics of q, v and a (a missing v or a is zero)."""
+    if states.tau is not None:
+        return states.tau  # (N, nv)
+    return inverse_dynamics(model, states, fext, gravity)
+
+
+# check-limits' row (not a command of the table): q, v, a and tau read, tau computed
+EFFORT = Computation("tau", ("q", "v", "a", "tau"), False, effort)
+
+
 def computation_of(command: str | Computation) -> Computation:
     """The row ``COMPUTATIONS[command]``, or ``command`` itself when it is a row (one made
     for the frames asked, :func:`.kinematics.kinematics`)."""
