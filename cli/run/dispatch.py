@@ -4,6 +4,7 @@ processes (:mod:`.parts`), or many files on a Dask cluster (:mod:`.cluster`)."""
 from __future__ import annotations
 
 import glob
+import os
 
 from ..console import console, saying_kept
 from treedyn.pipeline.errors import UsageError
@@ -35,7 +36,7 @@ def solve(request: Request) -> None:
         return open_sink(request, layout, single=True).write_whole(result, states)
     # the paths of many states load only now: a one-state run does not pay for them
     from .cluster import solve_many, wants_many
-    from .heap import for_many_states
+    from treedyn.pipeline.heap import for_many_states
     from .parts import try_parts
     from .stream import stream
 
@@ -44,7 +45,7 @@ def solve(request: Request) -> None:
     if given:
         raise UsageError(f"dyn: {' and '.join(given)} cannot be combined with --input "
                          "(put the vectors in the input file)")
-    with for_many_states(), saying_kept():
+    with for_many_states(os.environ), saying_kept():
         if wants_many(request):
             return solve_many(request, layout, gravity, wrenches)
         if request.output is not None and same_file(request.input, request.output):
