@@ -1,5 +1,5 @@
 """A dynamics command's request, run the way its input asks: one state on the command
-line, many streamed in one process (:mod:`.stream`), a large text file split over
+line, many streamed in one process (:func:`.request.stream`), a large text file split over
 processes (:mod:`.parts`), or many files on a Dask cluster (:mod:`.cluster`)."""
 from __future__ import annotations
 
@@ -38,7 +38,7 @@ def solve(request: Request) -> None:
     from .cluster import solve_many, wants_many
     from treedyn.pipeline.heap import for_many_states
     from .parts import try_parts
-    from .stream import stream
+    from .request import stream
 
     mass_over_cap(request, layout)  # (a usage error with many states)
     given = [f"--{kind}" for kind, text in request.vectors.items() if text is not None]
