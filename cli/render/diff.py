@@ -9,7 +9,7 @@ from treedyn.engine.analysis.diff import DiffReport
 from treedyn.pipeline.diff_report import (  # noqa: F401 (diff_document: the command's name)
     describe, diff_document, percent)
 from treedyn.pipeline.naming import shown, v_labels
-from .reports import escape_data, escape_property, github_warning
+from .reports import github_annotation
 from .table import table
 
 NOUN = {"joint-added": "joint", "joint-removed": "joint", "type": "joint", "parent": "joint",
@@ -116,20 +116,14 @@ def diff_github(report: DiffReport, old, new, fail_above: float | None) -> str:
         failing = (fail_above is not None and c.kind in ("mass", "total-mass", "body-added",
                                                          "body-removed")
                    and c.change is not None and c.change > fail_above)
-        properties = f"file={escape_property(path)}" + (f",line={line}" if line else "")
-        title = escape_property(f"dyn diff: {c.kind} ({shown(c.subject) or 'model'})")
-        text = escape_data(f"{_subject(c)}: {describe(c)}")
-        lines.append(f"::{'error' if failing else 'warning'} {properties},title={title}::{text}")
+        lines.append(github_annotation("error" if failing else "warning", path,
+                                       f"dyn diff: {c.kind} ({shown(c.subject) or 'model'})",
+                                       f"{_subject(c)}: {describe(c)}", line))
     if report.shares_nothing:
-        kind = "error" if fail_above is not None else "warning"
-        lines.append(f"::{kind} file={escape_property(new.source)},"
-                     f"title={escape_property('dyn diff: nothing shared')}::"
-                     f"{escape_data(NOTHING_SHARED)}")
+        lines.append(github_annotation("error" if fail_above is not None else "warning",
+                                       new.source, "dyn diff: nothing shared", NOTHING_SHARED))
     if report.matrix is not None and report.matrix.pairs:
-        text = matrix_summary(report, old)
-        if fail_above is not None and report.max_matrix_change > fail_above:
-            lines.append(f"::error file={escape_property(new.source)},"
-                         f"title={escape_property('dyn diff: M(q)')}::{escape_data(text)}")
-        else:
-            lines.append(github_warning(new.source, "dyn diff: M(q)", text))
+        failing = fail_above is not None and report.max_matrix_change > fail_above
+        lines.append(github_annotation("error" if failing else "warning", new.source,
+                                       "dyn diff: M(q)", matrix_summary(report, old)))
     return "\n".join(lines)

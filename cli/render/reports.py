@@ -123,10 +123,16 @@ def unreadable_meshes(geometry: dict) -> list[str]:
     return lines
 
 
+def github_annotation(kind: str, path: str, title: str, text: str, line: int = 0) -> str:
+    """One GitHub Actions annotation (``::error`` or ``::warning``) for the file ``path``,
+    at ``line`` when known."""
+    where = f"file={escape_property(path)}" + (f",line={line}" if line else "")
+    return f"::{kind} {where},title={escape_property(title)}::{escape_data(text)}"
+
+
 def github_warning(path: str, title: str, text: str) -> str:
     """One GitHub Actions ``::warning`` annotation for the file ``path``."""
-    return (f"::warning file={escape_property(path)},title={escape_property(title)}::"
-            f"{escape_data(text)}")
+    return github_annotation("warning", path, title, text)
 
 
 def github_annotations(report, fmt: str) -> str:
@@ -136,15 +142,12 @@ def github_annotations(report, fmt: str) -> str:
     for f in report.findings:
         if f.status != "fail":
             continue
-        kind = "error" if f.severity == "error" else "warning"
-        properties = f"file={escape_property(f.source.file)}"
-        if f.source.line:
-            properties += f",line={f.source.line}"
-        properties += f",title={escape_property(f'dyn check-inertia: {f.check} ({f.body})')}"
         message = f"{f.body}: {f.message}"
         if f.fix is not None:
             message += f"\nsuggested ({f.fix.reason}): {fix_element(f.fix, fmt)}"
-        lines.append(f"::{kind} {properties}::{escape_data(message)}")
+        lines.append(github_annotation("error" if f.severity == "error" else "warning",
+                                       f.source.file, f"dyn check-inertia: {f.check} ({f.body})",
+                                       message, f.source.line))
     return "\n".join(lines)
 
 
