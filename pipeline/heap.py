@@ -13,8 +13,9 @@ at a load average of 10-13; 0.94x on a quiet one, 2026-12-02). Those variables a
 when a process starts, so dyn tells malloc itself (``mallopt``) once the run starts, and
 when it ends sets glibc's settings back (the user's ``MALLOC_*_`` values if set in the
 environment the caller passes, else glibc's defaults) and hands the memory kept back to
-the system (``malloc_trim``): the tests, and Python callers, run dyn in their own process. Peak memory grows by a few MB at
-most during the run: what is kept is what the chunks use anyway.
+the system (``malloc_trim``): the tests, and Python callers, run dyn in their own process.
+Peak memory grows by a few MB at most during the run: what is kept is what the chunks use
+anyway.
 
 Python's cyclic garbage collector is also told to run less: a JSON Lines chunk makes five
 lists or dicts a state, so the default thresholds ran a young collection every 140 states
