@@ -23,7 +23,6 @@ from ..console import warn
 from ..render.results import TableSink
 from ..render.sparsity import sparsity_table
 from ..settings import STREAM_CHUNK
-from .progress import Progress, wanted
 
 
 @dataclass
@@ -149,7 +148,9 @@ def units(command: str, layout: Layout) -> list[str]:
 
 def stream(request: Request, layout: Layout, gravity, wrenches) -> None:
     """Many states: chunks in, results out as they are computed, progress on stderr."""
-    from treedyn.pipeline.stream import run  # (its thread pool: not on a one-state path)
+    from treedyn.pipeline.stream import run  # (its thread pool and the progress bar:
+
+    from .progress import Progress, wanted  # not on a one-state path)
 
     source = Input.open(request.input, request.dataset_prefix)
     sink = open_sink(request, layout, single=False)
