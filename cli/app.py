@@ -49,6 +49,9 @@ COMMANDS = {
     "frames": ("frames", "frames", "Where named frames (links, joints) are in the world."),
     "jacobian": ("jacobian", "jacobian", "A frame's Jacobian J (6 x nv), linear rows first."),
     "com": ("com", "com", "Centre of mass and its Jacobian Jcom (3 x nv)."),
+    "coriolis": ("coriolis", "coriolis", "Coriolis matrix C(q, v): dM/dt - 2C skew-symmetric."),
+    "check-limits": ("check_limits", "check_limits",
+                     "Joint limits along a logged motion: q, v, tau (exit 1 when left)."),
     "statics": ("statics", "statics",
                 "Largest gravity load of each joint against its effort limit (exit 1 over)."),
 }

@@ -75,12 +75,30 @@ def center_of_mass_rows(model, states, fext, gravity, root: int = -1) -> np.ndar
     return np.concatenate([c[:, :, None], Jcom], axis=2)
 
 
+def coriolis_matrix(model, states, fext, gravity) -> np.ndarray:
+    from treedyn.engine.coriolis import coriolis  # (with the tree sweeps, as com)
+    return coriolis(model, states.q, states.v)  # (N, nv, nv)
+
+
 COMPUTATIONS = {  # a new batch command: an engine function and a row here
     "inverse": Computation("tau", ("q", "v", "a"), False, inverse_dynamics),
     "forward": Computation("a", ("q", "v", "tau"), False, forward_dynamics),
     "mass": Computation("M", ("q",), True, mass_matrix),
     "com": Computation("com", ("q",), False, center_of_mass_rows, lambda nv: (3, nv + 1)),
+    "coriolis": Computation("C", ("q", "v"), True, coriolis_matrix),
 }  # frames and jacobian name frames: :func:`.kinematics.kinematics` makes their rows
+
+
+def effort(model, states, fext, gravity) -> np.ndarray:
+    """The joint forces a state's effort limits are checked on: the log's tau when it has
+    one, else inverse dynamics of q, v and a (a missing v or a is zero)."""
+    if states.tau is not None:
+        return states.tau  # (N, nv)
+    return inverse_dynamics(model, states, fext, gravity)
+
+
+# check-limits' row (not a command of the table): q, v, a and tau read, tau computed
+EFFORT = Computation("tau", ("q", "v", "a", "tau"), False, effort)
 
 
 def computation_of(command: str | Computation) -> Computation:

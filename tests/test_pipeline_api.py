@@ -10,6 +10,7 @@ import pytest
 
 from treedyn import pipeline
 from treedyn.engine import aba, crba, rnea
+from treedyn.engine.coriolis import coriolis
 from treedyn.engine.named import center_of_mass
 from treedyn.parsers import load_model
 
@@ -39,7 +40,8 @@ def test_every_computation_of_the_table_streams_as_the_engine_computes(tmp_path)
     np.savez(tmp_path / "states.npz", q=q, v=v, a=a, tau=tau)
     _, c, Jcom = center_of_mass(model, q)
     expected = {"inverse": rnea(model, q, v, a), "forward": aba(model, q, v, tau),
-                "mass": crba(model, q), "com": np.concatenate([c[:, :, None], Jcom], axis=2)}
+                "mass": crba(model, q), "com": np.concatenate([c[:, :, None], Jcom], axis=2),
+                "coriolis": coriolis(model, q, v)}
     # (the rows made for named frames, "frames[...]", are pipeline.kinematics's)
     assert set(pipeline.COMPUTATIONS) == set(expected) | {"com"}  # (com: tests/test_kinematics_cli.py)
     for command, result in expected.items():

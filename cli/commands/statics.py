@@ -10,7 +10,8 @@ import typer
 from ..console import show_text
 from ..model import load, xacro_arguments
 from ..options import (DiffFormat, FreeFlyerOpt, MimicOpt, ModelArg, SeedOpt, XacroArgOpt,
-                       XacroArgs, epilog, examples, not_nan, samples_option)
+                       XacroArgs, epilog, examples, format_option, not_nan,
+                       samples_option)
 
 STATICS_EXAMPLES = examples(
     "dyn statics fixtures/two_link_arm.urdf",
@@ -58,10 +59,8 @@ def statics(
             "--fail-above", metavar="RATIO", min=0.0, callback=not_nan, show_default=False,
             help="Exit 1 when a joint's max |g| / limit exceeds RATIO (always above 1).")
         ] = None,
-        fmt: Annotated[Optional[DiffFormat], typer.Option(
-            "--format", "-f", case_sensitive=False, show_default=False,
-            help="table (default), json, or github (::error at each failing joint's "
-            "<limit> line).")] = None,
+        fmt: format_option(DiffFormat, "table (default), json, or github (::error at each "
+                           "failing joint's <limit> line).") = None,
         samples: samples_option("Latin hypercube configurations the search starts "
                                 "from.") = 2048,
         seed: SeedOpt = 0, xacro_arg: XacroArgOpt = None, mimic: MimicOpt = False,
@@ -77,7 +76,7 @@ def statics(
     the largest payload the joint can hold at the payload point anywhere in its range.
     Exit 1 when a ratio exceeds 1 (or --fail-above).
     """
-    from treedyn.engine.analysis.statics import statics_report
+    from treedyn.engine.analysis.statics import statics_document, statics_report
     from treedyn.pipeline.errors import UsageError
 
     from ..render import statics as render
@@ -92,7 +91,7 @@ def statics(
     except ValueError as error:
         raise UsageError(f"dyn: {loaded.source}: --payload: {error}") from None
     if fmt is DiffFormat.json:
-        print(json.dumps(render.statics_document(report, loaded)))
+        print(json.dumps(statics_document(report, loaded)))
     elif fmt is DiffFormat.github:
         text = render.statics_github(report, loaded, fail_above)
         if text:

@@ -1,31 +1,13 @@
-"""Rendering ``dyn statics``: the JSON document, the table, GitHub annotations at each
-joint's ``<limit>`` line."""
+"""Rendering ``dyn statics``: the table and the GitHub annotations at each joint's
+``<limit>`` line (the JSON document is :func:`treedyn.engine.analysis.statics.statics_document`)."""
 from __future__ import annotations
 
 import math
 
-from treedyn.engine.analysis.plain import plain
 from treedyn.engine.analysis.statics import StaticsReport
 
-from .reports import annotation
+from .reports import github_annotation
 from .table import table
-
-
-def statics_document(report: StaticsReport, model) -> dict:
-    """The JSON document (docs/interface.md): non-finite numbers as null."""
-    weakest = report.weakest
-    return plain({
-        "model": model.name,
-        "payload": report.payload,
-        "joints": [{"joint": row.name, "max": row.max_abs, "q": row.q, "bound": row.bound,
-                    "certified": row.certified, "limit": row.limit, "ratio": row.ratio,
-                    "payload_capacity": row.capacity, "payload_q": row.capacity_q,
-                    "source": str(model.limit_sources[row.joint])}
-                   for row in report.rows],
-        "weakest": None if weakest is None else {"joint": weakest.name,
-                                                 "ratio": weakest.ratio},
-        "notes": list(report.notes),
-    }, nulls=True)
 
 
 def _number(value: float) -> str:
@@ -65,8 +47,10 @@ def statics_table(report: StaticsReport, model, fail_above: float | None) -> str
 def statics_github(report: StaticsReport, model, fail_above: float | None) -> str:
     """An ``::error`` at the ``<limit>`` line of each joint over the threshold."""
     return "\n".join(
-        annotation("error", model.limit_sources[row.joint], f"dyn statics: {row.name}",
-                   f"{row.name}: holding the robot still needs {_number(row.max_abs)} at "
-                   f"{_where(row.q) or 'every configuration'}, over its effort limit "
-                   f"{_number(row.limit)} (ratio {_number(row.ratio)})")
+        github_annotation("error", model.limit_sources[row.joint].file,
+                          f"dyn statics: {row.name}",
+                          f"{row.name}: holding the robot still needs {_number(row.max_abs)} "
+                          f"at {_where(row.q) or 'every configuration'}, over its effort "
+                          f"limit {_number(row.limit)} (ratio {_number(row.ratio)})",
+                          model.limit_sources[row.joint].line)
         for row in report.over(fail_above))

@@ -1,13 +1,14 @@
-"""``dyn frames``, ``dyn jacobian`` and ``dyn com``: one state from the command line, or
-the states of ``--input`` streamed through the pipeline (:func:`treedyn.pipeline.stream.run`)
-into ``--output`` or stdout, by the row :func:`treedyn.pipeline.kinematics.kinematics`
-makes for the frames asked."""
+"""``dyn frames``, ``dyn jacobian``, ``dyn com`` and ``dyn coriolis``: one state from the
+command line (q, and v for the rows that read it), or the states of ``--input`` streamed
+through the pipeline (:func:`treedyn.pipeline.stream.run`) into ``--output`` or stdout, by
+the row :func:`treedyn.pipeline.kinematics.kinematics` makes for the frames asked (or a
+row of :data:`treedyn.pipeline.compute.COMPUTATIONS`)."""
 from __future__ import annotations
 
 import json
 import sys
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Optional
 
 import numpy as np
@@ -34,6 +35,8 @@ class Asked:
     model: str
     free_flyer: bool
     q: Optional[str]
+    v: Optional[str] = field(default=None, kw_only=True)  # (by keyword: fields after have
+    # no default)
     degrees: bool
     input: Optional[str]
     output: Optional[str]
@@ -67,14 +70,16 @@ def solve_kinematics(asked: Asked, select: Select) -> None:
     else:
         sink = None
     if asked.input is None:
-        states = single_state(layout, {"q": asked.q}, {})
+        states = single_state(layout, {"q": asked.q, "v": asked.v}, {})
         result = compute(computation, layout, states, None)
         if sink is None:
             print(json.dumps(document(result[0])) if kind == "json" else text(result[0]))
             return
         return sink.write_whole(result, states)
-    if asked.q is not None:
-        raise UsageError("dyn: --q cannot be combined with --input (put q in the input file)")
+    for kind in ("q", "v"):
+        if getattr(asked, kind) is not None:
+            raise UsageError(f"dyn: --{kind} cannot be combined with --input (put {kind} in "
+                             "the input file)")
     if kind == "table":
         raise UsageError("dyn: many states are written as json or csv (--format), or to "
                          "--output FILE")

@@ -15,6 +15,7 @@ import numpy as np
 from ..model import Model
 from ..named import frame_set
 from ..statics import Payload, Statics, common_body, statics
+from .plain import plain
 
 
 @dataclass(frozen=True)
@@ -92,3 +93,20 @@ def _row(model: Model, d) -> StaticsRow:
         return None if q is None else {names[j]: float(q[model.idx_q[j]]) for j in d.varied}
     return StaticsRow(joint, names[joint], d.max_abs, at(d.q), d.bound, d.certified,
                       d.limit, d.ratio, d.capacity, at(d.capacity_q))
+
+
+def statics_document(report: StaticsReport, model) -> dict:
+    """The JSON document (docs/interface.md): non-finite numbers as null."""
+    weakest = report.weakest
+    return plain({
+        "model": model.name,
+        "payload": report.payload,
+        "joints": [{"joint": row.name, "max": row.max_abs, "q": row.q, "bound": row.bound,
+                    "certified": row.certified, "limit": row.limit, "ratio": row.ratio,
+                    "payload_capacity": row.capacity, "payload_q": row.capacity_q,
+                    "source": str(model.limit_sources[row.joint])}
+                   for row in report.rows],
+        "weakest": None if weakest is None else {"joint": weakest.name,
+                                                 "ratio": weakest.ratio},
+        "notes": list(report.notes),
+    }, nulls=True)
