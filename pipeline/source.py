@@ -23,7 +23,7 @@ import numpy as np
 from .errors import UsageError
 CHUNK = 16384  # states per chunk when the caller gives no size
 from .csvfile import csv_chunks
-from .hdf5 import hdf5_members, require_h5py
+from .hdf5 import close_files, hdf5_members, require_h5py
 from .jsonl import jsonl_chunks
 from .layout import Layout
 from .npz import npz_chunks, npz_members
@@ -122,6 +122,7 @@ class Input:
                 yield from csv_chunks(self.stream, self.name, layout, kinds, wrenches, size,
                                        lines, header, header_line, self.size)
         finally:
+            close_files(self.stream)  # (an HDF5 file's, before its stream)
             if self.owned:
                 self.stream.close()
 
