@@ -12,7 +12,9 @@ still refused, is in docs/fidelity.md.
 libxml2 numbers an element by the line where its start tag ends, so an element written over
 several lines (``<inertia ixx=...`` one attribute per line, as CAD exporters write them)
 would be reported at its last attribute. :func:`parse` renumbers every element to the line
-where its tag opens, as tinyxml2 (urdfdom, MuJoCo) reports it.
+where its tag opens, as tinyxml2 (urdfdom, MuJoCo) reports it -- unless every start tag
+ends on the line it opens (:func:`start_tags_on_one_line`, in bulk), where libxml2's numbers
+are those already.
 """
 from __future__ import annotations
 
