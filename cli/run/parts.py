@@ -34,12 +34,12 @@ def part_bytes() -> int:
 
 def try_parts(request, layout, gravity, wrenches) -> bool:
     """Run ``request`` over parts of its input file in worker processes; False (nothing
-    done, nothing opened) when the input is not a large regular text file, or cannot be
-    split safely, or the results go to a table."""
+    done, nothing opened) when the input is not a large regular JSON Lines file, or cannot
+    be split safely, or the results go to a table."""
     path = request.input
     kind = INPUT_FORMATS.get(os.path.splitext(path)[1].lower())
     workers = processes()
-    if (path == "-" or kind not in ("jsonl", "csv") or workers < 2 or request.sparsity
+    if (path == "-" or kind != "jsonl" or workers < 2 or request.sparsity
             or not os.path.isfile(path)):
         return False
     output = sink_kind(request)
