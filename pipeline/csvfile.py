@@ -17,14 +17,18 @@ quote on (a quoted cell may hold a line end), the rest of the file takes that pa
 reader accepts the same finite numbers: plain decimals, as :func:`_number` reads them.
 The chunks are those of the loadtxt path, so the numbers are the same either way.
 
-A CSV file is never split over processes (:mod:`.parts` splits JSON Lines only): pyarrow's
-threads read it 1.28x (7-dof arm) and 0.81x (two-link arm) as fast as the split did, short
-of the 1.3x that hand-made parallel work must beat the library by (benchmarks/
-bench_parts.py, table "library", docs/benchmarks.md "Text files over processes").
+A CSV file is never split over processes (:mod:`.parts` splits JSON Lines only): on a
+quiet 2-core machine (benchmarks/bench_parts.py, table "library", 60 MB of states,
+2026-12-05) the library way, pyarrow's threads, took 1.28x the split's time on 7-dof arm
+states and 0.81x on the two-link arm's: the split did not beat it by the 1.3x a hand-made
+way must. Read by pyarrow's threads as here, a CSV run was 1.37-1.64x as fast as one
+process reading with loadtxt, and the library way, which reads the whole file first, took
+1.07-1.93x its time (the same table, two runs, the machine shared at a load average of
+9-13).
 
-Measured in one process (reading 20 000 talos states, medians of 5, 2026-12-05): the loadtxt
-path takes 0.29x the time of the row by row path; a file of quoted cells, which the row
-by row path read whole before, 0.37x of that."""
+Measured in one process (reading 20 000 talos states, medians of 5, 2026-12-05): the
+loadtxt path takes 0.29x the time of the row by row path; a file of quoted cells, which
+the row by row path read whole before, 0.37x of that."""
 
 import codecs
 import csv

@@ -1,33 +1,30 @@
-"""A large text file run over worker processes: parts of the file parsed, computed and
-written in parallel, then joined in input order (:func:`run_parts`).
+"""A large JSON Lines file run over worker processes: parts of the file parsed, computed
+and written in parallel, then joined in input order (:func:`run_parts`).
 
-JSON Lines and CSV cost about a microsecond per number to parse and to print (Python's
-float conversions), tens of times the engine's cost, and one process does them on one
-core. A text file is cut at line ends into parts; forked worker processes (as many as the
-caller asks, one engine thread each) read their part with the file's line numbers (a CSV
-part with the file's header), compute and write its results to a temporary file next to
-the output, and the parent appends the parts to the output in order as they finish. The
-output is byte for byte the one process's: the same readers, engine calls and writers run
-on every part, and parts are whole chunks of the one-process run, so every state is
-computed in the same chunk (BLAS rounds alike).
+JSON Lines costs about a microsecond per number to parse and to print (Python's float
+conversions), tens of times the engine's cost, and one process does it on one core. The
+file is cut at line ends into parts; forked worker processes (as many as the caller asks,
+one engine thread each) read their part with the file's line numbers, compute and write
+its results to a temporary file next to the output, and the parent appends the parts to
+the output in order as they finish. The output is byte for byte the one process's: the
+same readers, engine calls and writers run on every part, and parts are whole chunks of
+the one-process run, so every state is computed in the same chunk (BLAS rounds alike).
 
-Why by hand, and how far it is measured (benchmarks/bench_parts.py, docs/benchmarks.md
-"Text files over processes"): on a quiet 2-core machine the split ran in 0.61-0.65x of one
-process's time (100 000 talos states, JSON Lines or CSV into JSON Lines, CSV or .npz). The
-library way -- one process whose text is parsed by the format library's own threads
-(``pyarrow.csv.open_csv``, ``pyarrow.json.read_json``), the engine's threads, dyn's
-writers -- took 0.71-1.44x the split's time on 100 MB of two-link, 7-dof arm and talos
-states, but measured only on the machine shared at a load average of 10-13, where every
-process gets a fifth of a core and neither parallel way beat one process; the CPU time
-(one process 1.1-2.2 s, split 1.3-2.7 s, library way 1.2-2.5 s) is the split's price for
-using both cores. The pyarrow threads parse only: the printing of the results stays on one
-core, and ``read_json`` holds the whole file in memory.
+Why by hand (benchmarks/bench_parts.py, table "library"; docs/benchmarks.md "Text files
+over processes"): the library way -- one process whose text is parsed by pyarrow's own
+threads (``pyarrow.json.read_json``, ``use_threads=True``), the engine's threads, dyn's
+writers -- took 2.13x the split's time on 60 MB of 7-dof arm states and 1.55x on the
+two-link arm's, on a quiet 2-core machine (2026-12-05; the split was 1.39x and 1.45x as
+fast as one process), so the split stays, over the 1.3x a hand-made way must beat the
+library by. ``read_json`` parses only (the printing stays on one core) and holds the whole
+file in memory. CSV is not split: pyarrow's threaded CSV reader, in one process
+(:mod:`.csvfile`), took 1.28x (7-dof arm) and 0.81x (two-link arm) the split's time, short
+of that 1.3x.
 
 At a bad line, the parts before it and the states of its part before it are written, and
 the error is the one process's (same line number, same message, "stopped there"); later
-parts are dropped. Files that the split would misnumber or misread run in one process
-(:func:`run_parts` returns None): a CSV file with quotes after its header (a quoted field
-may hold a line end), or a file with carriage returns that do not end a line (text mode
+parts are dropped. A file that the split would misnumber runs in one process
+(:func:`run_parts` returns None): carriage returns that do not end a line (text mode
 reads them as line ends). Warnings are given once, by the parent. At most two parts per
 worker are computed ahead of the one being appended, so a slow reader of stdout holds up
 the workers rather than filling the disk. An interrupt (KeyboardInterrupt, or

@@ -1,4 +1,5 @@
-"""Large text inputs split over worker processes (treedyn.pipeline.parts, run by treedyn.cli.run.parts).
+"""Large JSON Lines inputs split over worker processes (treedyn.pipeline.parts, run by
+treedyn.cli.run.parts), and CSV inputs never split.
 
 Every run here is a fresh ``dyn`` process with small parts (TREEDYN_PART_BYTES) and small
 streamed chunks (TREEDYN_STREAM_CHUNK), compared byte for byte with the same command in one
