@@ -183,10 +183,28 @@ def _arrow_then_rows(stream, arrow, convert: "_CsvConverter", first: int, data: 
     given = yield from _arrow_rows(_Plain(stream), arrow, convert, first, size)
     if given is None:
         return
-    stream.seek(data)
-    rest = (line for line in text_lines(stream, convert.name, first, bom=False)
-            if line[0] >= first + given)  # (every line before it a row: pyarrow read them)
-    yield from _rows(rest, convert, size)
+    stream.seek(_line_start(stream, data, given))  # (every line before it a row pyarrow read)
+    yield from _rows(text_lines(stream, convert.name, first + given, bom=False), convert, size)
+
+
+def _line_start(stream, start: int, lines: int) -> int:
+    """The byte offset of the line ``lines`` lines after the one at byte ``start``, in text
+    whose lines end in LF, CRLF or CR alone (as both pyarrow and text mode read them)."""
+    stream.seek(start)
+    offset = start
+    while lines:
+        block = stream.read(1 << 20)
+        while block.endswith(b"\r") and (more := stream.read(1)):
+            block += more  # (a CRLF across two reads is one line end)
+        if not block:
+            break
+        codes = np.frombuffer(block, np.uint8)
+        ends = np.flatnonzero((codes == 10) | ((codes == 13) & (np.append(codes[1:], 0) != 10)))
+        if len(ends) >= lines:
+            return offset + int(ends[lines - 1]) + 1
+        lines -= len(ends)
+        offset += len(block)
+    return offset
 
 
 def _arrow_rows(source: "_Plain", arrow, convert: "_CsvConverter", first: int,

@@ -419,7 +419,7 @@ def test_pyarrow_reads_csv_as_the_command_line_does(tmp_path, states, small_chun
     assert arrow_reads == [None]
 
 
-@pytest.mark.parametrize("bad", ["cell", "nan", "fields", "blank", "quote", "none"])
+@pytest.mark.parametrize("bad", ["cell", "nan", "fields", "blank", "quote", "none", "cr"])
 def test_pyarrow_and_no_pyarrow_give_the_same_numbers_and_error(tmp_path, small_chunks,
                                                                 monkeypatch, arrow_reads,
                                                                 bad):
@@ -433,10 +433,11 @@ def test_pyarrow_and_no_pyarrow_give_the_same_numbers_and_error(tmp_path, small_
         -2, 2, size=(300, 6)).tolist()]
     cells = rows[200].split(",")  # line 204
     cells[3] = {"cell": "1_0", "nan": "nan", "fields": "1,2", "blank": cells[3],
-                "quote": '"1.5"', "none": cells[3]}[bad]
+                "quote": '"1.5"', "none": cells[3], "cr": "1_0"}[bad]
     rows[200] = ",".join(cells) + ("\n" if bad == "blank" else "")
+    end = "\r" if bad == "cr" else "\n"  # (lines that end in a carriage return alone)
     path = tmp_path / "states.csv"
-    path.write_text("\n\nq0,q1,v0,v1,a0,a1\n" + "\n".join(rows) + "\n")
+    path.write_text(f"{end}{end}q0,q1,v0,v1,a0,a1{end}" + end.join(rows) + end, newline="")
     outcomes = []
     for arrow in (csvfile._arrow_csv, lambda: None):  # pyarrow's threads, none
         monkeypatch.setattr(csvfile, "_arrow_csv", arrow)
@@ -452,9 +453,9 @@ def test_pyarrow_and_no_pyarrow_give_the_same_numbers_and_error(tmp_path, small_
         assert len(outcomes[0][2].splitlines()) == 301
         return
     assert given is not None and 0 < given <= 200 and given % CHUNK == 0
-    if bad in ("cell", "nan", "fields"):
+    if bad in ("cell", "nan", "fields", "cr"):
         problem = {"cell": "column 'v1': '1_0'", "nan": "column 'v1': 'nan'",
-                   "fields": "7 fields, the header has 6"}[bad]
+                   "fields": "7 fields, the header has 6", "cr": "column 'v1': '1_0'"}[bad]
         assert outcomes[0][0] == 2 and f"states.csv:204: {problem}" in result.stderr.decode()
     else:  # a blank line, a quoted cell: read on by the other path
         assert outcomes[0][0] == 0 and len(outcomes[0][2].splitlines()) == 301
