@@ -419,7 +419,8 @@ def test_pyarrow_reads_csv_as_the_command_line_does(tmp_path, states, small_chun
     assert arrow_reads == [None]
 
 
-@pytest.mark.parametrize("bad", ["cell", "nan", "fields", "blank", "quote", "none", "cr"])
+@pytest.mark.parametrize("bad", ["cell", "nan", "fields", "blank", "quote", "none", "cr",
+                                 "long"])
 def test_pyarrow_and_no_pyarrow_give_the_same_numbers_and_error(tmp_path, small_chunks,
                                                                 monkeypatch, arrow_reads,
                                                                 bad):
@@ -429,23 +430,27 @@ def test_pyarrow_and_no_pyarrow_give_the_same_numbers_and_error(tmp_path, small_
     from treedyn.pipeline import csvfile
 
     monkeypatch.setattr(csvfile, "ARROW_BLOCK", 1500)  # batches of about 20 rows
+    limit = csv.field_size_limit(400)  # ("long": a cell of 452 characters, over csv's limit)
     rows = [",".join(map(repr, r)) for r in np.random.default_rng(4).uniform(
         -2, 2, size=(300, 6)).tolist()]
     cells = rows[200].split(",")  # line 204
     cells[3] = {"cell": "1_0", "nan": "nan", "fields": "1,2", "blank": cells[3],
-                "quote": '"1.5"', "none": cells[3], "cr": "1_0"}[bad]
+                "quote": '"1.5"', "none": cells[3], "cr": "1_0", "long": "0." + "1" * 450}[bad]
     rows[200] = ",".join(cells) + ("\n" if bad == "blank" else "")
     end = "\r" if bad == "cr" else "\n"  # (lines that end in a carriage return alone)
     path = tmp_path / "states.csv"
     path.write_text(f"{end}{end}q0,q1,v0,v1,a0,a1{end}" + end.join(rows) + end, newline="")
     outcomes = []
-    for arrow in (csvfile._arrow_csv, lambda: None):  # pyarrow's threads, none
-        monkeypatch.setattr(csvfile, "_arrow_csv", arrow)
-        target = tmp_path / "out.csv"
-        result = dyn("inverse", ARM, "-i", path, "-o", target, check=False)
-        written = target if result.returncode == 0 else tmp_path / "out.partial.csv"
-        outcomes.append((result.returncode, result.stderr, written.read_bytes()))
-        written.unlink()
+    try:
+        for arrow in (csvfile._arrow_csv, lambda: None):  # pyarrow's threads, none
+            monkeypatch.setattr(csvfile, "_arrow_csv", arrow)
+            target = tmp_path / "out.csv"
+            result = dyn("inverse", ARM, "-i", path, "-o", target, check=False)
+            written = target if result.returncode == 0 else tmp_path / "out.partial.csv"
+            outcomes.append((result.returncode, result.stderr, written.read_bytes()))
+            written.unlink()
+    finally:
+        csv.field_size_limit(limit)
     assert outcomes[0] == outcomes[1]
     given = arrow_reads[0]
     if bad == "none":
@@ -453,9 +458,10 @@ def test_pyarrow_and_no_pyarrow_give_the_same_numbers_and_error(tmp_path, small_
         assert len(outcomes[0][2].splitlines()) == 301
         return
     assert given is not None and 0 < given <= 200 and given % CHUNK == 0
-    if bad in ("cell", "nan", "fields", "cr"):
+    if bad in ("cell", "nan", "fields", "cr", "long"):
         problem = {"cell": "column 'v1': '1_0'", "nan": "column 'v1': 'nan'",
-                   "fields": "7 fields, the header has 6", "cr": "column 'v1': '1_0'"}[bad]
+                   "fields": "7 fields, the header has 6", "cr": "column 'v1': '1_0'",
+                   "long": "not readable as CSV (field larger than field limit (400))"}[bad]
         assert outcomes[0][0] == 2 and f"states.csv:204: {problem}" in result.stderr.decode()
     else:  # a blank line, a quoted cell: read on by the other path
         assert outcomes[0][0] == 0 and len(outcomes[0][2].splitlines()) == 301
