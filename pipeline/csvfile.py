@@ -9,8 +9,9 @@ file of at least :data:`ARROW_BYTES` when pyarrow is installed (the optional ext
 the pipeline's chunks; else ``numpy.loadtxt`` over blocks of a chunk's lines. pyarrow
 reads the rows only while they are what both readers read alike (:class:`_Plain`); at
 anything else -- a quote, a blank line, a row of the wrong length, a cell that is not a
-finite plain decimal -- the states of the whole chunks it read are kept and the rest of
-the file is read from the next chunk's first line by the loadtxt path, whose refused
+finite plain decimal -- the states of the whole chunks it gave are kept (it reads ahead,
+so a block refused as it is read may stop it some blocks early) and the rest of the file
+is read from the next chunk's first line by the loadtxt path, whose refused
 blocks go row by row through :mod:`csv` and cell by cell through :func:`_number`, which
 names the first bad cell (line and column); from a refused block that holds a double
 quote on (a quoted cell may hold a line end), the rest of the file takes that path. Each
@@ -21,10 +22,10 @@ A CSV file is never split over processes (:mod:`.parts` splits JSON Lines only):
 quiet 2-core machine (benchmarks/bench_parts.py, table "library", 60 MB of states,
 2026-12-05) the library way, pyarrow's threads, took 1.28x the split's time on 7-dof arm
 states and 0.81x on the two-link arm's: the split did not beat it by the 1.3x a hand-made
-way must. Read by pyarrow's threads as here, a CSV run was 1.37-1.64x as fast as one
+way must. Read by pyarrow's threads as here, a CSV run was 1.5-2.6x as fast as one
 process reading with loadtxt, and the library way, which reads the whole file first, took
-1.07-1.93x its time (the same table, two runs, the machine shared at a load average of
-9-13).
+1.02-2.08x its time (the same table, two runs, the machine shared at a load average of
+6.5-8.5).
 
 Measured in one process (reading 20 000 talos states, medians of 5, 2026-12-05): the
 loadtxt path takes 0.29x the time of the row by row path; a file of quoted cells, which
