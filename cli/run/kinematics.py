@@ -42,6 +42,7 @@ class Asked:
     xacro: tuple = ()
     mimic: bool = False
     dataset_prefix: Optional[str] = None
+    v: Optional[str] = None  # (the commands that read a velocity)
 
 
 # (layout) -> (the row computed, labels of a result's numbers, the one-state
@@ -67,14 +68,16 @@ def solve_kinematics(asked: Asked, select: Select) -> None:
     else:
         sink = None
     if asked.input is None:
-        states = single_state(layout, {"q": asked.q}, {})
+        states = single_state(layout, {"q": asked.q, "v": asked.v}, {})
         result = compute(computation, layout, states, None)
         if sink is None:
             print(json.dumps(document(result[0])) if kind == "json" else text(result[0]))
             return
         return sink.write_whole(result, states)
-    if asked.q is not None:
-        raise UsageError("dyn: --q cannot be combined with --input (put q in the input file)")
+    for kind, text in (("q", asked.q), ("v", asked.v)):
+        if text is not None:
+            raise UsageError(f"dyn: --{kind} cannot be combined with --input (put {kind} in "
+                             "the input file)")
     if kind == "table":
         raise UsageError("dyn: many states are written as json or csv (--format), or to "
                          "--output FILE")
