@@ -52,7 +52,7 @@ def potential_energy(model: Model, q, gravity=None) -> np.ndarray:
         return potential_energy(model.coupling.full, model.coupling.expand_q(q), g)
     R, p = TreeSweeps(model, q).placements()  # (N, nj, 3, 3), (N, nj, 3)
     c_i = p + (R @ model.body_com[:, :, None])[..., 0]  # (N, nj, 3)
-    return -np.einsum("b,nbi,i->n", model.body_mass, c_i, g)
+    return np.einsum("b,nbi,i->n", model.body_mass, c_i, -g) + 0.0  # (+0.0: never -0.0)
 
 
 def energy_reference(model: Model, q, v=None, gravity=None) -> tuple[float, float]:

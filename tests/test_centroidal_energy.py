@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 
 from test_cli import ARM, SEED_Q, SEED_V, dyn, dyn_json, numbers
+from reference_models import robot_urdfs
 from test_named_frames import MJCFS, URDFS, close, configurations
 from test_mimic import GRIPPER
 from treedyn.engine import aba, rnea
@@ -20,7 +21,7 @@ from treedyn.engine.centroidal import centroidal_momentum, centroidal_reference
 from treedyn.engine.coupling import couple
 from treedyn.engine.energy import energy, energy_reference
 from treedyn.engine.kinematics import placements
-from treedyn.parsers import load_model
+from treedyn.parsers import ParseError, load_model
 
 TOL = 1e-12
 STATES = 3
@@ -52,6 +53,31 @@ def test_centroidal_and_energy_equal_pinocchios(path, free_flyer):
         kinetic = pin.computeKineticEnergy(pinmodel, data, pq, pv)
         potential = pin.computePotentialEnergy(pinmodel, data, pq)
         close(E[n], [kinetic, potential], "energy", TOL)
+
+
+@pytest.mark.parametrize("path", robot_urdfs(), ids=lambda p: p.rsplit("/", 1)[-1])
+def test_every_robot_urdf_equals_pinocchio_at_two_states(path):
+    """Every example-robot-data URDF (fixed base) that both read, two states each."""
+    pin = pytest.importorskip("pinocchio")
+    from test_pinocchio import Mapping
+    try:
+        model = load_model(path)
+    except ParseError as error:
+        pytest.skip(f"dyn refuses it: {error}")
+    pinmodel = pin.buildModelFromUrdf(path)
+    data, mapping = pinmodel.createData(), Mapping(model, pinmodel)
+    q = configurations(model, path)
+    v = velocities(model, path, 2)
+    Ag, hg, Ig = centroidal_momentum(model, q, v)
+    E = energy(model, q, v)
+    for n in range(2):
+        pq, pv = mapping.q(q[n]), mapping.v(v[n])
+        pin.ccrba(pinmodel, data, pq, pv)
+        close(np.hstack([Ag[n], hg[n, :, None], Ig[n]]),
+              np.hstack([data.Ag[:, mapping.v_index], data.hg.vector[:, None],
+                         data.Ig.matrix()]), "ccrba", TOL)
+        close(E[n], [pin.computeKineticEnergy(pinmodel, data, pq, pv),
+                     pin.computePotentialEnergy(pinmodel, data, pq)], "energy", TOL)
 
 
 @pytest.mark.parametrize("path", [p for p in URDFS if p.endswith(("panda.urdf",
@@ -183,6 +209,13 @@ def test_the_commands_one_state_and_a_log(tmp_path):
           np.concatenate([Ag, hg[..., None], Ig], axis=2), "log centroidal", 1e-15)
     close(np.load(tmp_path / "e.npz")["energy"], energy(model, states, speeds), "log energy",
           1e-15)
+    massless = tmp_path / "massless.urdf"
+    massless.write_text('<robot name="m"><link name="a"/><link name="b"/><joint name="j" '
+                        'type="continuous"><parent link="a"/><child link="b"/></joint></robot>')
+    refused = dyn("centroidal", massless, check=False)
+    assert refused.returncode == 2
+    assert refused.stderr.decode().count("\n") == 1 and "no moving mass" in refused.stderr.decode()
+    assert dyn_json("energy", massless, "--v", "1") == {"kinetic": 0.0, "potential": 0.0}
     both = dyn("energy", ARM, "--input", log, "--v", "1,2", check=False)
     assert both.returncode == 2
     assert both.stderr.decode().strip() == ("dyn: --v cannot be combined with --input (put v "

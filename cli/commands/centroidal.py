@@ -29,6 +29,10 @@ def centroidal(model: ModelArg, xacro_args: XacroArgs = None, q: QOpt = None,
     """
     def select(layout):
         from treedyn.pipeline.compute import COMPUTATIONS
+        from treedyn.pipeline.errors import UsageError
+        if not layout.model.total_mass > 0:
+            raise UsageError(f"dyn: {layout.model.source}: the model has no moving mass, so "
+                             "no centre of mass to take the momentum about")
         dofs = list(layout.v_labels)
         columns = [*dofs, "hg", *(f"Ig_{axis}" for axis in AXES)]
         labels = [f"{row}|{column}" for row in ROWS for column in columns]
