@@ -1,7 +1,8 @@
 """Kinetic and potential energy for a batch of states: what ``dyn energy`` computes.
 
-* **Kinetic** ``T = 1/2 v^T M(q) v`` with the mass matrix of :func:`treedyn.engine.crba.crba`,
-  so armature (rotor inertia) counts, ``1/2 armature_d v_d^2`` per dof, as in MuJoCo's
+* **Kinetic** ``T = 1/2 v^T M(q) v``, ``M(q) v`` by :func:`treedyn.engine.rnea.rnea` (the
+  joint forces of the acceleration v from rest without gravity), so armature (rotor
+  inertia) counts, ``1/2 armature_d v_d^2`` per dof, as in MuJoCo's
   ``data.energy[1]``; without armature it is Pinocchio's ``computeKineticEnergy``.
 * **Potential** ``V = -sum_i m_i g . c_i`` over the bodies that move, ``c_i`` the body's
   centre of mass in the world and ``g`` the model's gravity (or the one given):
@@ -19,9 +20,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from .crba import crba
 from .kinematics import LOCAL, body_jacobians, placements
 from .model import Model
+from .rnea import rnea
 from .state import states
 
 
@@ -34,12 +35,13 @@ def energy(model: Model, q, v=None, gravity=None) -> np.ndarray:
 
 
 def kinetic_energy(model: Model, q, v=None) -> np.ndarray:
-    """T (N,) = 1/2 v^T M(q) v, armature included."""
+    """T (N,) = 1/2 v^T M(q) v, armature included: ``M(q) v`` is RNEA with the
+    acceleration v, no velocity and no gravity (O(nv) a state; M itself is not formed)."""
     inputs = states(model, q, v)
     if inputs.v is None:
         return np.zeros(inputs.batch.count)
-    M = crba(model, inputs.q)  # (N, nv, nv)
-    return 0.5 * np.einsum("ni,nij,nj->n", inputs.v, M, inputs.v)
+    Mv = rnea(model, inputs.q, None, inputs.v, gravity=np.zeros(3))  # (N, nv)
+    return 0.5 * np.einsum("ni,ni->n", inputs.v, Mv)
 
 
 def potential_energy(model: Model, q, gravity=None) -> np.ndarray:
