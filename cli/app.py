@@ -49,6 +49,7 @@ COMMANDS = {
     "frames": ("frames", "frames", "Where named frames (links, joints) are in the world."),
     "jacobian": ("jacobian", "jacobian", "A frame's Jacobian J (6 x nv), linear rows first."),
     "com": ("com", "com", "Centre of mass and its Jacobian Jcom (3 x nv)."),
+    "coriolis": ("coriolis", "coriolis", "Coriolis matrix C(q, v): dM/dt - 2C skew-symmetric."),
     "centroidal": ("centroidal", "centroidal",
                    "Centroidal momentum matrix Ag, momentum hg and inertia Ig."),
     "energy": ("energy", "energy", "Kinetic and potential energy of a state."),

@@ -89,6 +89,12 @@ class JointModel:
     def _constant_translation(self, count: int) -> np.ndarray:
         return np.broadcast_to(self.translation, (count, 3))
 
+    def subspace_rate(self, qj, vj):
+        """dS/dt (N, 6, nv) in the child frame at (qj, vj), None when S is constant (every
+        joint whose ``subspace`` does not depend on q); ``subspace_rate(qj, vj) @ vj`` is
+        the bias ``c_J``."""
+        return None
+
 
     @classmethod
     def batch(cls, rotation: np.ndarray, translation: np.ndarray, axis: np.ndarray,
@@ -282,6 +288,12 @@ class FreeWorldJoint(FreeJoint):
         S[:, :3, 3:] = np.eye(3)
         S[:, 3:, :3] = np.swapaxes(self.rotation_of(qj), 1, 2)
         return S
+
+    def subspace_rate(self, qj, vj):
+        """dS/dt: ``d(E_J)/dt = -w x E_J`` with w the angular velocity in the child frame."""
+        rate = np.zeros((len(qj), 6, 6))
+        rate[:, 3:, :3] = -skew(vj[:, 3:]) @ np.swapaxes(self.rotation_of(qj), 1, 2)
+        return rate
 
     def bias(self, qj, vj):
         linear_child = rotate(np.swapaxes(self.rotation_of(qj), 1, 2), vj[:, :3])

@@ -1,7 +1,7 @@
 """Named frames -- links, bodies, joints and sites -- their placements and Jacobians, and
 the centre of mass, for a batch of states q (N, nq): what ``dyn frames``, ``dyn jacobian``
-and ``dyn com`` compute, numpy only, bodies a tree level at a time
-(:class:`~treedyn.engine.subtree.TreeSweeps`). The readable twins, joint by joint, are
+and ``dyn com`` compute, numpy only: the joints that move the bodies asked, states along
+the last axis (:mod:`~treedyn.engine.world_poses`). The readable twins, joint by joint, are
 :func:`treedyn.engine.kinematics.attached_placements` and ``attached_jacobians``;
 ``tests/test_named_frames.py`` holds these to them, to Pinocchio and to MuJoCo.
 
@@ -53,10 +53,11 @@ from typing import NamedTuple
 
 import numpy as np
 
-from .kinematics import FRAMES, LOCAL, WORLD, on_bodies
+from .kinematics import FRAMES, LOCAL, WORLD
 from .model import Model
+from .spatial import cross3
 from .state import states
-from .subtree import TreeSweeps
+from .world_poses import WorldPoses, ancestry, runs
 
 
 class Frames(NamedTuple):
@@ -85,14 +86,15 @@ def frame_set(model: Model, names=None) -> Frames:
 
 def frame_placements(model: Model, q, frames: Frames) -> tuple[np.ndarray, np.ndarray]:
     """(R (N, k, 3, 3), p (N, k, 3)) of ``frames`` at q (N, nq): columns of R the frame's
-    axes in the world, p its origin in the world. Bodies a tree level at a time
-    (:meth:`~treedyn.engine.subtree.TreeSweeps.placements`); the readable twin is
+    axes in the world, p its origin in the world. Only the joints that support them
+    (:class:`~treedyn.engine.world_poses.WorldPoses`); the readable twin is
     :func:`treedyn.engine.kinematics.attached_placements`."""
     q = states(model, q)[1]
     if model.coupling is not None:
         return frame_placements(model.coupling.full, model.coupling.expand_q(q), frames)
-    R, p = TreeSweeps(model, q).placements()  # (N, nj, 3, 3), (N, nj, 3)
-    return _placed(R, p, frames)
+    poses = WorldPoses(model, q, ancestry(model, frames.on_body))
+    R_f, p_f = _placed(*poses.of(frames.on_body), frames)  # (k, 3, 3, N), (k, 3, N)
+    return np.transpose(R_f, (3, 0, 1, 2)), np.transpose(p_f, (2, 0, 1))
 
 
 def frame_jacobians(model: Model, q, frames: Frames, reference: str = LOCAL) -> np.ndarray:
@@ -110,17 +112,23 @@ def frame_jacobians(model: Model, q, frames: Frames, reference: str = LOCAL) -> 
     if model.coupling is not None:
         c = model.coupling
         return frame_jacobians(c.full, c.expand_q(q), frames, reference) @ c.G
-    R, p, S = _world_motions(model, q)
-    R_f, p_f = _placed(R, p, frames)  # (N, k, 3, 3), (N, k, 3)
-    support = _support(model, frames.on_body)  # (k, nv)
-    S = np.swapaxes(S, 1, 2)[:, None] * support[None, :, None, :]  # (N, k, 6, nv)
-    angular, linear = S[:, :, :3], S[:, :, 3:]  # (N, k, 3, nv) each
-    if reference != WORLD:
-        linear = linear + np.cross(angular, p_f[..., None], axisa=2, axisb=2, axisc=2)
-    if reference == LOCAL:
-        Rt = np.swapaxes(R_f, -1, -2)
-        angular, linear = Rt @ angular, Rt @ linear
-    return np.concatenate([linear, angular], axis=2)
+    poses = WorldPoses(model, q, ancestry(model, frames.on_body))
+    R_f, p_f = _placed(*poses.of(frames.on_body), frames)  # (k, 3, 3, N), (k, 3, N)
+    dofs, w, u = poses.motions()  # (m,), (m, 3, N) x 2
+    J = np.zeros((len(q), len(frames.names), 6, model.nv))  # (N, k, 6, nv)
+    for f, body in enumerate(frames.on_body):
+        on = _support(model, frames.on_body[f:f + 1])[0][dofs] > 0  # (m,) dofs moving f
+        block = np.empty((6, int(on.sum()), len(q)))  # (6, m', N): rows (linear, angular)
+        block[3:] = np.swapaxes(w[on], 0, 1)
+        block[:3] = np.swapaxes(u[on], 0, 1)
+        if reference != WORLD:  # the velocity of the frame's origin, not the world's
+            block[:3] += cross3(block[3:], p_f[f][:, None], axis=-3)
+        if reference == LOCAL:
+            for half in (slice(0, 3), slice(3, 6)):  # R_f^T x: in the frame's axes
+                block[half] = np.einsum("ban,bmn->amn", R_f[f], block[half])
+        for positions, columns in runs(dofs[on]):
+            J[:, f, :, columns] = np.transpose(block[:, positions], (2, 0, 1))
+    return J
 
 
 def center_of_mass(model: Model, q, root: int = -1) -> tuple[float, np.ndarray, np.ndarray]:
@@ -137,33 +145,42 @@ def center_of_mass(model: Model, q, root: int = -1) -> tuple[float, np.ndarray, 
         mass, com, J = center_of_mass(c.full, c.expand_q(q), root)
         return mass, com, J @ c.G
     bodies = np.arange(model.njoints) if root < 0 else np.arange(root, model.subtree_end[root])
-    m = model.body_mass[bodies]  # (b,)
+    poses = WorldPoses(model, q, ancestry(model, bodies))
+    swept = poses.joints  # (J,) the bodies counted and the joints that move them
+    m = np.where(np.isin(swept, bodies), model.body_mass[swept], 0.0)  # (J,)
     mass = float(m.sum())
-    R, p, S = _world_motions(model, q)
-    c_i = p[:, bodies] + (R[:, bodies] @ model.body_com[bodies, :, None])[..., 0]  # (N, b, 3)
-    k = np.arange(model.njoints)[:, None]
-    moved = (k <= bodies) & (bodies < model.subtree_end[:, None])  # (nj, b): joint k moves i
-    W = moved * m  # (nj, b)
-    h = np.einsum("kb,nbi->nki", W, c_i)[:, model.dof_joint]  # (N, nv, 3) first moments
-    m_k = W.sum(axis=1)[model.dof_joint]  # (nv,)
+    h = poses.turned(model.body_com[swept])  # (J, 3, N): R_i com_i, then
+    h += poses.p  # c_i, then
+    h *= m[:, None, None]  # the first moments m_i c_i, then summed over each subtree
+    m_k = m.copy()  # (J,) masses, summed likewise
+    parent = model.parent[swept]
+    up = np.where(parent >= 0, poses.slot[parent], -1)  # (J,) the parent's row (-1: world)
+    for row in range(len(swept) - 1, -1, -1):  # leaves to root
+        if up[row] >= 0:
+            h[up[row]] += h[row]
+            m_k[up[row]] += m_k[row]
+    dofs, w, u = poses.motions()  # (d,), (d, 3, N) x 2
+    rows = poses.slot[model.dof_joint[dofs]]  # (d,)
+    Jcom = np.zeros((len(q), 3, model.nv))  # (N, 3, nv)
     with np.errstate(invalid="ignore", divide="ignore"):
-        c = np.einsum("b,nbi->ni", m, c_i) / mass  # (N, 3)
-        Jcom = (m_k[:, None] * S[..., 3:] + np.cross(S[..., :3], h)) / mass  # (N, nv, 3)
-    return mass, c, np.swapaxes(Jcom, 1, 2)
-
-
-def _world_motions(model: Model, q) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(R (N, nj, 3, 3), p (N, nj, 3), S (N, nv, 6)): the bodies' placements and every
-    dof's motion subspace in world axes about the world origin, (angular, linear)."""
-    sweeps = TreeSweeps(model, q)
-    R, p = sweeps.placements()
-    return R, p, sweeps.world_subspaces(R, p)
+        c = h[up < 0].sum(axis=0) / mass  # (3, N)
+        columns = u  # (d, 3, N), in place: (m_k u_d + w_d x h_k) / m
+        columns *= m_k[rows, None, None]
+        columns += cross3(w, np.take(h, rows, axis=0, out=poses.W.lever), axis=-2,
+                          out=poses.W.spare)
+        columns /= mass
+        if not mass > 0:
+            Jcom[:] = np.nan
+    for positions, chosen in runs(dofs):
+        Jcom[:, :, chosen] = np.transpose(columns[positions], (2, 1, 0))
+    return mass, np.ascontiguousarray(c.T), Jcom
 
 
 def _placed(R, p, frames: Frames) -> tuple[np.ndarray, np.ndarray]:
-    """(R_f (N, k, 3, 3), p_f (N, k, 3)) of ``frames`` from the bodies' R and p."""
-    R_body, p_body = on_bodies(R, p, frames.on_body)
-    return R_body @ frames.rotation, p_body + (R_body @ frames.translation[..., None])[..., 0]
+    """(R_f (k, 3, 3, N), p_f (k, 3, N)) of ``frames`` from their bodies' R (k, 3, 3, N)
+    and p (k, 3, N), states last."""
+    return (np.einsum("kacn,kcb->kabn", R, frames.rotation),
+            p + np.einsum("kacn,kc->kan", R, frames.translation))
 
 
 def _support(model: Model, on_body: np.ndarray) -> np.ndarray:

@@ -14,17 +14,23 @@ import numpy as np
 from .rotations import quaternion_matrix, skew  # noqa: F401 (quaternion_matrix: re-exported)
 
 
-def cross3(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """Row-wise cross product of (..., 3) arrays of equal rank (size-1 axes broadcast)."""
-    out = np.empty(tuple(map(max, a.shape, b.shape)))
-    a0, a1, a2 = a[..., 0], a[..., 1], a[..., 2]
-    b0, b1, b2 = b[..., 0], b[..., 1], b[..., 2]
-    np.multiply(a1, b2, out=out[..., 0])
-    out[..., 0] -= a2 * b1
-    np.multiply(a2, b0, out=out[..., 1])
-    out[..., 1] -= a0 * b2
-    np.multiply(a0, b1, out=out[..., 2])
-    out[..., 2] -= a1 * b0
+def cross3(a: np.ndarray, b: np.ndarray, axis: int = -1, out: np.ndarray | None = None
+           ) -> np.ndarray:
+    """Cross product of arrays of equal rank along ``axis`` (their 3-vectors; size-1 axes
+    broadcast): -1 for rows (..., 3); -2 for states along the last axis (..., 3, N), and
+    so on. ``out``: where to write it (neither a nor b)."""
+    if out is None:
+        out = np.empty(np.broadcast_shapes(a.shape, b.shape))
+    tail = (slice(None),) * (-1 - axis)
+    a0, a1, a2 = (a[(..., k, *tail)] for k in range(3))
+    b0, b1, b2 = (b[(..., k, *tail)] for k in range(3))
+    o0, o1, o2 = (out[(..., k, *tail)] for k in range(3))
+    np.multiply(a1, b2, out=o0)
+    o0 -= a2 * b1
+    np.multiply(a2, b0, out=o1)
+    o1 -= a0 * b2
+    np.multiply(a0, b1, out=o2)
+    o2 -= a1 * b0
     return out
 
 

@@ -22,14 +22,15 @@ def computation_chunk(command: str | Computation, model, chunk: int = CHUNK) -> 
     return min(chunk, max(RESULT_FLOOR, RESULT_BYTES // per_state))
 
 
-WORK_BYTES = 64 << 20  # a chunk's work arrays (every body's Jacobian) stay about this size
+WORK_BYTES = 64 << 20  # a chunk's work arrays (poses, motions, results) stay about this size
 
 
 def kinematics_chunk(model, shape: tuple[int, ...], chunk: int = CHUNK) -> int:
     """States per chunk of a named frame's row (:mod:`.kinematics`): ``chunk``, fewer when
-    the bodies' Jacobians of a chunk (nj x 6 x nv doubles per state, twice) and its results
-    (``shape`` per state) would pass :data:`WORK_BYTES`."""
-    per_state = 8 * (12 * model.njoints * max(model.nv, 1) + prod(shape))
+    a chunk's work (the bodies' poses, 12 doubles per body and state, twice; every dof's
+    motion, 6 per dof, twice) and its results (``shape`` per state, twice) would pass
+    :data:`WORK_BYTES`."""
+    per_state = 8 * (24 * model.njoints + 12 * max(model.nv, 1) + 2 * prod(shape))
     return max(RESULT_FLOOR, min(chunk, WORK_BYTES // per_state))
 
 

@@ -75,6 +75,11 @@ def center_of_mass_rows(model, states, fext, gravity, root: int = -1) -> np.ndar
     return np.concatenate([c[:, :, None], Jcom], axis=2)
 
 
+def coriolis_matrix(model, states, fext, gravity) -> np.ndarray:
+    from treedyn.engine.coriolis import coriolis  # (with the tree sweeps, as com)
+    return coriolis(model, states.q, states.v)  # (N, nv, nv)
+
+
 def centroidal_rows(model, states, fext, gravity) -> np.ndarray:
     """[Ag | hg | Ig] (N, 6, nv + 1 + 6): the centroidal momentum matrix, the momentum
     Ag v and the centroidal composite inertia, rows (linear, angular)
@@ -95,6 +100,7 @@ COMPUTATIONS = {  # a new batch command: an engine function and a row here
     "forward": Computation("a", ("q", "v", "tau"), False, forward_dynamics),
     "mass": Computation("M", ("q",), True, mass_matrix),
     "com": Computation("com", ("q",), False, center_of_mass_rows, lambda nv: (3, nv + 1)),
+    "coriolis": Computation("C", ("q", "v"), True, coriolis_matrix),
     "centroidal": Computation("centroidal", ("q", "v"), False, centroidal_rows,
                               lambda nv: (6, nv + 7)),
     "energy": Computation("energy", ("q", "v"), False, energy_rows, lambda nv: (2,)),

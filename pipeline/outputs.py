@@ -115,7 +115,8 @@ def open_target(path: str, binary: bool):
 
 
 def csv_header(key: str, labels) -> list[str]:
-    """tau:<joint> (tau:<joint>:<k> for multi-dof joints); M:<row dof>|<column dof>."""
-    if key == "M":
-        return [f"M:{row}|{column}" for row in labels for column in labels]
+    """tau:<joint> (tau:<joint>:<k> for multi-dof joints); M:<row dof>|<column dof> (and
+    C: of the Coriolis matrix)."""
+    if key in ("M", "C"):
+        return [f"{key}:{row}|{column}" for row in labels for column in labels]
     return [f"{key}:{label}" for label in labels]

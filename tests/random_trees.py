@@ -26,10 +26,12 @@ def random_inertia(rng: np.random.Generator) -> Inertia:
 
 
 def random_description(rng: np.random.Generator, size: int, floating: str | None = None,
-                       armature: bool = True) -> TreeDescription:
+                       armature: bool = True, coordinate_axes: bool = False) -> TreeDescription:
     """A tree of ``size`` joints with random types, placements, axes and inertias.
 
     ``floating`` adds a root joint of that type ("free" or "free_world") first.
+    ``coordinate_axes``: each axis is +-x, +-y or +-z, and every other joint frame keeps its
+    parent's axes (as most URDFs have them).
     """
     links = [LinkSpec("world", Inertia.zero())]
     joints = []
@@ -44,10 +46,14 @@ def random_description(rng: np.random.Generator, size: int, floating: str | None
         if k == 0 and kind == "fixed":
             kind = "revolute"
         axis = rng.normal(size=3)
+        rotation = random_rotation(rng)
+        if coordinate_axes:
+            axis = np.eye(3)[rng.integers(3)] * rng.choice([-1.0, 1.0])
+            rotation = np.eye(3) if k % 2 else rotation
         links.append(LinkSpec(child, random_inertia(rng)))
         joints.append(JointSpec(
             f"joint{k}", kind, parent, child,
-            rotation=random_rotation(rng), translation=rng.uniform(-0.5, 0.5, size=3),
+            rotation=rotation, translation=rng.uniform(-0.5, 0.5, size=3),
             axis=axis / np.linalg.norm(axis),
             ref=rng.uniform(-1, 1) if kind in ("revolute", "prismatic") else 0.0,
             armature=rng.uniform(0, 0.2) if armature and kind != "fixed" else 0.0))
@@ -55,8 +61,9 @@ def random_description(rng: np.random.Generator, size: int, floating: str | None
                            gravity=np.array([0.0, 0.0, -9.81]))
 
 
-def random_model(rng: np.random.Generator, size: int, floating: str | None = None, armature=True):
-    return build_model(random_description(rng, size, floating, armature))
+def random_model(rng: np.random.Generator, size: int, floating: str | None = None, armature=True,
+                 coordinate_axes: bool = False):
+    return build_model(random_description(rng, size, floating, armature, coordinate_axes))
 
 
 def random_state(model, rng: np.random.Generator, count: int):

@@ -185,12 +185,21 @@ def test_J_v_is_the_frames_velocity_and_Jcom_the_weighted_body_jacobians(path):
     close(c[0], model.body_mass @ cb / mass, "com")
 
 
-@pytest.mark.parametrize("path", [ARM] + URDFS[:1] + MJCFS[-1:])
+@pytest.mark.parametrize("path", [ARM] + URDFS[:1] + MJCFS[-1:] + [
+    "random:free", "random:free_world", "random:free:coordinate"])
 def test_the_batch_is_the_readable_path_one_state_at_a_time(path):
-    """The batched functions (tree levels, column by column) against
+    """The batched functions (states last, the joints a frame needs) against
     :func:`~treedyn.engine.kinematics.attached_placements` and ``attached_jacobians``
-    (joint by joint, (angular, linear) rows), each state alone."""
-    model = load_model(path, free_flyer=path.endswith(".urdf"))
+    (joint by joint, (angular, linear) rows), each state alone; the random trees hold
+    every joint type (planar, ball, prismatic, ... under a free root), and joints about
+    +-x, +-y, +-z (the revolute joints' fast path)."""
+    if path.startswith("random:"):
+        from random_trees import random_model
+        _, floating, *axes = path.split(":")
+        model = random_model(np.random.default_rng(7), 24, floating=floating,
+                             coordinate_axes=bool(axes))
+    else:
+        model = load_model(path, free_flyer=path.endswith(".urdf"))
     q = configurations(model, "batch", 4)
     frames = frame_set(model)
     R, p = frame_placements(model, q, frames)

@@ -1,13 +1,14 @@
-"""``dyn frames``, ``dyn jacobian`` and ``dyn com``: one state from the command line, or
-the states of ``--input`` streamed through the pipeline (:func:`treedyn.pipeline.stream.run`)
-into ``--output`` or stdout, by the row :func:`treedyn.pipeline.kinematics.kinematics`
-makes for the frames asked."""
+"""``dyn frames``, ``dyn jacobian``, ``dyn com`` and ``dyn coriolis``: one state from the
+command line (q, and v for the rows that read it), or the states of ``--input`` streamed
+through the pipeline (:func:`treedyn.pipeline.stream.run`) into ``--output`` or stdout, by
+the row :func:`treedyn.pipeline.kinematics.kinematics` makes for the frames asked (or a
+row of :data:`treedyn.pipeline.compute.COMPUTATIONS`)."""
 from __future__ import annotations
 
 import json
 import sys
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Optional
 
 import numpy as np
@@ -34,6 +35,8 @@ class Asked:
     model: str
     free_flyer: bool
     q: Optional[str]
+    v: Optional[str] = field(default=None, kw_only=True)  # (by keyword: fields after have
+    # no default)
     degrees: bool
     input: Optional[str]
     output: Optional[str]
@@ -42,7 +45,6 @@ class Asked:
     xacro: tuple = ()
     mimic: bool = False
     dataset_prefix: Optional[str] = None
-    v: Optional[str] = None  # (the commands that read a velocity)
 
 
 # (layout) -> (the row computed, labels of a result's numbers, the one-state
@@ -74,8 +76,8 @@ def solve_kinematics(asked: Asked, select: Select) -> None:
             print(json.dumps(document(result[0])) if kind == "json" else text(result[0]))
             return
         return sink.write_whole(result, states)
-    for kind, text in (("q", asked.q), ("v", asked.v)):
-        if text is not None:
+    for kind in ("q", "v"):
+        if getattr(asked, kind) is not None:
             raise UsageError(f"dyn: --{kind} cannot be combined with --input (put {kind} in "
                              "the input file)")
     if kind == "table":
