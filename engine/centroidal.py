@@ -17,7 +17,8 @@ Conventions
 * A model with mimic joints enforced is its uncoupled model at the expanded q:
   ``Ag = Ag_full G``.
 
-Batched path (:func:`centroidal_momentum`): every body's centre ``c_i``, mass ``m_i`` and
+Batched path (:func:`centroidal_momentum`, the bodies placed and every dof's motion by
+:class:`~treedyn.engine.world_poses.WorldPoses`): every body's centre ``c_i``, mass ``m_i`` and
 rotational inertia about ``c`` in world axes; their sums over each joint's subtree (a
 contiguous range of the depth-first order: differences of prefix sums); then column ``d``
 of joint ``k``, whose motion is ``(w, u_c)`` in world axes at ``c`` (``u_c = u + w x c``),
@@ -35,6 +36,7 @@ from .kinematics import LOCAL, body_jacobians, placements
 from .model import Model
 from .spatial import forces_to_parent, inertia_to_parent
 from .state import states
+from .world_poses import WorldPoses
 
 LINEAR_FIRST = [3, 4, 5, 0, 1, 2]  # (angular, linear) rows -> (linear, angular)
 
@@ -50,15 +52,16 @@ def centroidal_momentum(model: Model, q, v=None) -> tuple[np.ndarray, np.ndarray
 
 def centroidal_matrices(model: Model, q) -> tuple[np.ndarray, np.ndarray]:
     """(Ag (N, 6, nv), Ig (N, 6, 6)) at q (N, nq): see the module doc."""
-    from .subtree import TreeSweeps  # (scipy: only when asked)
     q = states(model, q)[1]
     if model.coupling is not None:
         c = model.coupling
         Ag, Ig = centroidal_matrices(c.full, c.expand_q(q))
         return Ag @ c.G, Ig
-    sweeps = TreeSweeps(model, q)
-    R, p = sweeps.placements()  # (N, nj, 3, 3), (N, nj, 3)
-    S = sweeps.world_subspaces(R, p)  # (N, nv, 6) (angular, linear) about the world origin
+    poses = WorldPoses(model, q, np.arange(model.njoints))  # (views of the work arena)
+    R = np.moveaxis(poses.R, -1, 0)  # (N, nj, 3, 3)
+    p = np.moveaxis(poses.p, -1, 0)  # (N, nj, 3)
+    _, w, u = poses.motions()  # every dof in order, (nv, 3, N) each: world axes, at 0
+    w, u = np.moveaxis(w, -1, 0), np.moveaxis(u, -1, 0)  # (N, nv, 3)
     m = model.body_mass  # (nj,)
     mass = float(m.sum())
     c_i = p + (R @ model.body_com[:, :, None])[..., 0]  # (N, nj, 3)
@@ -72,8 +75,7 @@ def centroidal_matrices(model: Model, q) -> tuple[np.ndarray, np.ndarray]:
     m_k = subtree_sums(model, m[None])[0, dof]  # (nv,)
     s_k = subtree_sums(model, m[:, None] * r)[:, dof]  # (N, nv, 3)
     I_k = subtree_sums(model, I_c)[:, dof]  # (N, nv, 3, 3)
-    w = S[..., :3]
-    u_c = S[..., 3:] + np.cross(w, c[:, None])  # (N, nv, 3) the velocity of the point at c
+    u_c = u + np.cross(w, c[:, None])  # (N, nv, 3) the velocity of the point at c
     linear = m_k[:, None] * u_c + np.cross(w, s_k)
     angular = np.einsum("ndij,ndj->ndi", I_k, w) + np.cross(s_k, u_c)
     Ag = np.swapaxes(np.concatenate([linear, angular], axis=-1), 1, 2)  # (N, 6, nv)

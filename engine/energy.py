@@ -24,6 +24,7 @@ from .kinematics import LOCAL, body_jacobians, placements
 from .model import Model
 from .rnea import rnea
 from .state import states
+from .world_poses import WorldPoses
 
 
 def energy(model: Model, q, v=None, gravity=None) -> np.ndarray:
@@ -46,15 +47,14 @@ def kinetic_energy(model: Model, q, v=None) -> np.ndarray:
 
 def potential_energy(model: Model, q, gravity=None) -> np.ndarray:
     """V (N,) = -sum_i m_i g . c_i over the moving bodies, the bodies' centres ``c_i``
-    placed a tree level at a time (:class:`~treedyn.engine.subtree.TreeSweeps`)."""
-    from .subtree import TreeSweeps  # (scipy: only when asked)
+    placed by :class:`~treedyn.engine.world_poses.WorldPoses` (states last)."""
     q = states(model, q)[1]
     g = _gravity(model, gravity)
     if model.coupling is not None:
         return potential_energy(model.coupling.full, model.coupling.expand_q(q), g)
-    R, p = TreeSweeps(model, q).placements()  # (N, nj, 3, 3), (N, nj, 3)
-    c_i = p + (R @ model.body_com[:, :, None])[..., 0]  # (N, nj, 3)
-    return np.einsum("b,nbi,i->n", model.body_mass, c_i, -g) + 0.0  # (+0.0: never -0.0)
+    poses = WorldPoses(model, q, np.arange(model.njoints))
+    c_i = poses.p + poses.turned(model.body_com)  # (nj, 3, N)
+    return np.einsum("b,bin,i->n", model.body_mass, c_i, -g) + 0.0  # (+0.0: never -0.0)
 
 
 def energy_reference(model: Model, q, v=None, gravity=None) -> tuple[float, float]:
