@@ -2,10 +2,10 @@
 
 Layers, each importing only those below it: :mod:`.app` (the group and its lazy command
 table) → :mod:`.commands` (one module per command: options → one call → render) →
-:mod:`.run` (a request computed and streamed: one process, text parts, a
-Dask cluster) → :mod:`.io` (input readers, sinks, the model loader) → :mod:`.render`
-(tables, documents, reports) → :mod:`.naming`, :mod:`.console`, :mod:`.errors`,
-:mod:`.settings`, and below them the engine and the parsers.
+:mod:`.run` (a request turned into pipeline calls: one process, text parts, a Dask
+cluster) → :mod:`.model` (the model loader) → :mod:`.render` (tables, CSV, annotations) →
+:mod:`.console`, :mod:`.errors`, :mod:`.settings`, :mod:`.options`; below them the
+pipeline, the parsers and the engine.
 
 dyn runs the engine's batches on its own thread pool, two threads of small BLAS calls;
 OpenBLAS (numpy's BLAS) threading each of those calls as well oversubscribes the cores: on

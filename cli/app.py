@@ -50,6 +50,8 @@ COMMANDS = {
     "jacobian": ("jacobian", "jacobian", "A frame's Jacobian J (6 x nv), linear rows first."),
     "com": ("com", "com", "Centre of mass and its Jacobian Jcom (3 x nv)."),
     "coriolis": ("coriolis", "coriolis", "Coriolis matrix C(q, v): dM/dt - 2C skew-symmetric."),
+    "check-limits": ("check_limits", "check_limits",
+                     "Joint limits along a logged motion: q, v, tau (exit 1 when left)."),
     "centroidal": ("centroidal", "centroidal",
                    "Centroidal momentum matrix Ag, momentum hg and inertia Ig."),
     "energy": ("energy", "energy", "Kinetic and potential energy of a state."),

@@ -84,14 +84,15 @@ class Format(str, Enum):
     csv = "csv"
 
 
-FormatOpt = Annotated[Optional[Format], typer.Option(
-    "--format", "-f", case_sensitive=False, show_default=False,
-    help="Output format on stdout. Default: table on a terminal, json otherwise.")]
+def format_option(choices: type[Enum], text: str) -> object:
+    """A command's --format (-f): one of ``choices``, in any case."""
+    return Annotated[Optional[choices], typer.Option(
+        "--format", "-f", case_sensitive=False, show_default=False, help=text)]
 
 
-InfoFormatOpt = Annotated[Optional[Format], typer.Option(
-    "--format", "-f", case_sensitive=False, show_default=False,
-    help="Output format (default: table).")]
+FormatOpt = format_option(Format, "Output format on stdout. Default: table on a terminal, "
+                          "json otherwise.")
+InfoFormatOpt = format_option(Format, "Output format (default: table).")
 
 
 GravityOpt = Annotated[Optional[str], typer.Option(
@@ -180,9 +181,7 @@ ReportFormat = Format  # the reports' formats: the same three (default: table)
 
 
 SeedOpt = Annotated[int, typer.Option("--seed", min=0, help="Seed of the random samples.")]
-ReportFormatOpt = Annotated[Optional[ReportFormat], typer.Option(
-    "--format", "-f", case_sensitive=False, show_default=False,
-    help="table (default), json or csv.")]
+ReportFormatOpt = format_option(ReportFormat, "table (default), json or csv.")
 
 
 def samples_option(text: str) -> object:

@@ -121,6 +121,7 @@ def couple(model):
     dofs_before = np.concatenate([[0], np.cumsum(nv_joint)]).astype(int)  # (nj + 1,)
     nv_subtree = (dofs_before[model.subtree_end] - dofs_before[:nj]).astype(int).reshape(nj)
     mimics = np.flatnonzero(~own)
+    keep_v = np.flatnonzero(own[model.dof_joint])  # (nv,) the dofs a coupled model keeps
     coupling = Coupling(
         full=dataclasses.replace(model, armature=np.zeros(model.nv)),
         mimic=mimics, master=follows[mimics], multiplier=multiplier[mimics],
@@ -132,7 +133,9 @@ def couple(model):
         nv_subtree=nv_subtree, dof_joint=np.repeat(np.arange(nj), nv_joint),
         dof_parent=dof_parent, nq=nq, nv=nv, armature=armature,
         q_neutral=model.q_neutral[keep_q], q_lower=model.q_lower[keep_q],
-        q_upper=model.q_upper[keep_q], coupling=coupling)
+        q_upper=model.q_upper[keep_q], effort_limit=model.effort_limit[keep_v],
+        velocity_limit=model.velocity_limit[keep_v], actuated=model.actuated[keep_v],
+        coupling=coupling)
 
 
 def _relations(model) -> dict:

@@ -181,6 +181,14 @@ class JointSpec:
     neutral: np.ndarray | None = None  # optional q block for the neutral configuration
     mimic: Mimic | None = None
     source: SourceRef = field(default_factory=SourceRef)
+    # effort and velocity limits of a 1-dof joint (N or N m; m/s or rad/s), +inf where the
+    # file gives none; ``actuated``: whether anything drives the joint (None: a revolute,
+    # continuous or prismatic joint is). ``limit_source``: where the effort limit was
+    # written (URDF: the <limit> element; MJCF: the joint, or its first actuator)
+    effort: float = np.inf
+    velocity: float = np.inf
+    actuated: bool | None = None
+    limit_source: SourceRef = field(default_factory=SourceRef)
 
 
 @dataclass(frozen=True)

@@ -93,6 +93,13 @@ class Model:
     q_neutral: np.ndarray  # (nq,)
     q_lower: np.ndarray  # (nq,) -inf where unlimited
     q_upper: np.ndarray  # (nq,) +inf where unlimited
+    # (nv,) the largest |effort| (N m or N) and |velocity| (rad/s or m/s) each dof may
+    # take, +inf where the file gives none (docs/fidelity.md: the rules of each format);
+    # only 1-dof joints have them, a mimic's dof in a coupled model is its master's
+    effort_limit: np.ndarray
+    velocity_limit: np.ndarray
+    actuated: np.ndarray  # (nv,) bool: something drives the dof (URDF: its joint moves)
+    limit_sources: tuple[SourceRef, ...]  # (nj,) where each joint's effort limit is written
     frames: tuple[Frame, ...]  # every link of the description, merged or not
     bodies: tuple[MovingBody, ...]  # (nbodies,) the file's moving bodies, in tree order
     mimic: dict[str, Mimic]  # joint name -> mimic relation as written (enforced: coupling)
@@ -310,6 +317,7 @@ def _assemble(description, joints, placements, parents, body_links, body_frames,
     q_upper[idx_q[one]] = np.array([j.upper for j in joints], dtype=float).reshape(nj)[one]
     armature = np.repeat(np.array([j.armature for j in joints], dtype=float).reshape(nj),
                          nv_joint)
+    effort, velocity, actuated = _effort_limits(joints, nv_joint)
 
     model = Model(
         name=description.name,
@@ -334,6 +342,10 @@ def _assemble(description, joints, placements, parents, body_links, body_frames,
         q_neutral=q_neutral,
         q_lower=q_lower,
         q_upper=q_upper,
+        effort_limit=effort,
+        velocity_limit=velocity,
+        actuated=actuated,
+        limit_sources=tuple(j.limit_source for j in joints),
         frames=tuple(frames),
         bodies=_moving_bodies(body_links),
         mimic={j.name: j.mimic for j in joints if j.mimic is not None},
@@ -342,6 +354,23 @@ def _assemble(description, joints, placements, parents, body_links, body_frames,
     )
     model.__dict__["joint_arrays"] = arrays  # what the property would make again from them
     return model
+
+
+ONE_DOF_TYPES = ("revolute", "continuous", "prismatic")  # the joints limits apply to
+
+
+def _effort_limits(joints: list[JointSpec], nv_joint: np.ndarray
+                   ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(effort_limit, velocity_limit, actuated), each (nv,): a 1-dof joint's limits as its
+    JointSpec gives them (+inf if none), and whether it is driven (a revolute, continuous
+    or prismatic joint is unless the parser says otherwise); other joints' dofs are
+    unlimited and not driven."""
+    one = np.array([j.type in ONE_DOF_TYPES for j in joints], dtype=bool)
+    effort = np.where(one, [abs(j.effort) for j in joints], np.inf)
+    velocity = np.where(one, [abs(j.velocity) for j in joints], np.inf)
+    actuated = one & np.array([j.actuated is not False for j in joints], dtype=bool)
+    return (np.repeat(effort.astype(float), nv_joint), np.repeat(velocity.astype(float), nv_joint),
+            np.repeat(actuated, nv_joint))
 
 
 def _rigid(spatial: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

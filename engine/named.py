@@ -126,6 +126,7 @@ def frame_jacobians(model: Model, q, frames: Frames, reference: str = LOCAL) -> 
         if reference == LOCAL:
             for half in (slice(0, 3), slice(3, 6)):  # R_f^T x: in the frame's axes
                 block[half] = np.einsum("ban,bmn->amn", R_f[f], block[half])
+        block += 0.0  # -0.0 (a product of exact zeros) prints as 0.0
         for positions, columns in runs(dofs[on]):
             J[:, f, :, columns] = np.transpose(block[:, positions], (2, 0, 1))
     return J

@@ -22,6 +22,12 @@ The semantics are Pinocchio's (``pin.buildModelFromUrdf``, which reads URDF with
   limit, dynamics, safety, calibration or mimic element that its strToDouble cannot read
   (whitespace after it, or not a finite number), and a ``<robot version>`` other than
   1.0 to 1.2.
+* ``<limit effort velocity>`` of a revolute, continuous or prismatic joint: its effort and
+  velocity limits (absolute values), as urdfdom and Pinocchio's ``effortLimit`` and
+  ``velocityLimit`` read them; ``effort="0"`` is a limit of zero (what PyBullet, Gazebo and
+  ros2_control enforce), an attribute not given (urdfdom refuses the file) or a joint
+  without ``<limit>`` is no limit (+inf). The ``<limit>`` line is kept as
+  ``JointSpec.limit_source``.
 * ``<inertial>``: ``<mass value>``, the centre of mass at the origin's ``xyz`` and the
   ``<inertia>`` tensor given in the frame rotated by the origin's ``rpy``, so that in the
   link frame ``I = R I_urdf R^T``. A link without ``<inertial>`` has zero inertia and
@@ -399,7 +405,8 @@ def _joint(element: etree._Element, path: str, notes: list[str]) -> JointSpec:
                                     f"(expected one of {', '.join(JOINT_TYPES)})")
     first = _first_children(element)
     rotation, translation = _pose(first.get("origin"), source)
-    lower, upper = _limits(first.get("limit"), kind, source, notes)
+    limit = first.get("limit")
+    lower, upper, effort, velocity = _limits(limit, kind, source, notes)
     _urdfdom_joint_notes(first, source, notes)
     return JointSpec(
         name=element.get("name"),
@@ -413,6 +420,10 @@ def _joint(element: etree._Element, path: str, notes: list[str]) -> JointSpec:
         upper=upper,
         mimic=_mimic(first.get("mimic"), source),
         source=source,
+        effort=effort,
+        velocity=velocity,
+        limit_source=source if limit is None else
+        SourceRef(source.file, source_line(limit) or source.line, source.element),
     )
 
 
@@ -469,26 +480,29 @@ _UNIT_AXES: dict[str, tuple[float, ...]] = {}  # <axis xyz> text -> the unit axi
 
 
 def _limits(element: etree._Element | None, kind: str, owner: SourceRef,
-            notes: list[str]) -> tuple[float, float]:
-    """(lower, upper) position limits; every number given is checked, whatever the type.
-    What urdfdom refuses (see the module notes) goes to ``notes``."""
+            notes: list[str]) -> tuple[float, float, float, float]:
+    """(lower, upper, effort, velocity): the position limits, and the effort and velocity
+    limits as urdfdom and Pinocchio read them (``effort="0"`` is a limit of zero, as in
+    PyBullet, Gazebo and ros2_control; an attribute not given is +inf, no limit). Every
+    number given is checked, whatever the type. What urdfdom refuses (see the module
+    notes) goes to ``notes``."""
     refused = ": " + URDFDOM_REFUSES
     if element is None:
         if kind in LIMITED_TYPES:
             notes.append(f"{owner.file}:{owner.line}: <{owner.element}>: a {kind} joint without "
                          f"<limit>{refused} (dyn takes the joint as unlimited)")
-        return -math.inf, math.inf
+        return -math.inf, math.inf, math.inf, math.inf
     missing = [key for key in ("effort", "velocity") if element.get(key) is None]
     if missing:
         notes.append(f"{owner.file}:{source_line(element) or owner.line}: <{owner.element}>: "
                      f"<limit> has no {' and no '.join(missing)}{refused}")
     lower = number(element, "lower", 0.0, owner)
     upper = number(element, "upper", 0.0, owner)
-    number(element, "effort", 0.0, owner)
-    number(element, "velocity", 0.0, owner)
+    effort = abs(number(element, "effort", math.inf, owner))
+    velocity = abs(number(element, "velocity", math.inf, owner))
     if kind not in LIMITED_TYPES:
-        return -math.inf, math.inf
-    return lower, upper
+        return -math.inf, math.inf, effort, velocity
+    return lower, upper, effort, velocity
 
 
 def _mimic(element: etree._Element | None, owner: SourceRef) -> Mimic | None:

@@ -84,14 +84,14 @@ def centroidal_rows(model, states, fext, gravity) -> np.ndarray:
     """[Ag | hg | Ig] (N, 6, nv + 1 + 6): the centroidal momentum matrix, the momentum
     Ag v and the centroidal composite inertia, rows (linear, angular)
     (:func:`treedyn.engine.centroidal.centroidal_momentum`)."""
-    from treedyn.engine.centroidal import centroidal_momentum  # (scipy, as com's)
+    from treedyn.engine.centroidal import centroidal_momentum  # (loaded when asked, as com)
     Ag, hg, Ig = centroidal_momentum(model, states.q, states.v)
     return np.concatenate([Ag, hg[:, :, None], Ig], axis=2)
 
 
 def energy_rows(model, states, fext, gravity) -> np.ndarray:
     """[kinetic, potential] (N, 2) (:func:`treedyn.engine.energy.energy`)."""
-    from treedyn.engine.energy import energy  # (scipy, as com's)
+    from treedyn.engine.energy import energy  # (loaded when asked, as com)
     return energy(model, states.q, states.v, gravity)
 
 
@@ -105,6 +105,18 @@ COMPUTATIONS = {  # a new batch command: an engine function and a row here
                               lambda nv: (6, nv + 7)),
     "energy": Computation("energy", ("q", "v"), False, energy_rows, lambda nv: (2,)),
 }  # frames and jacobian name frames: :func:`.kinematics.kinematics` makes their rows
+
+
+def effort(model, states, fext, gravity) -> np.ndarray:
+    """The joint forces a state's effort limits are checked on: the log's tau when it has
+    one, else inverse dynamics of q, v and a (a missing v or a is zero)."""
+    if states.tau is not None:
+        return states.tau  # (N, nv)
+    return inverse_dynamics(model, states, fext, gravity)
+
+
+# check-limits' row (not a command of the table): q, v, a and tau read, tau computed
+EFFORT = Computation("tau", ("q", "v", "a", "tau"), False, effort)
 
 
 def computation_of(command: str | Computation) -> Computation:

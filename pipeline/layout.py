@@ -1,5 +1,6 @@
 """The coordinates of a model as inputs and outputs see them: labels (:mod:`..naming`),
-units, ``--degrees`` factors, and names looked up with a suggestion when unknown."""
+units, ``--degrees`` factors, and names looked up with a suggestion when unknown; every
+entry of q and v as data (:func:`layout_document`, ``dyn info``'s ``layout``)."""
 
 import math
 from collections.abc import Sequence
@@ -133,3 +134,23 @@ DEGREE = math.pi / 180.0
 
 
 KINDS = ("q", "v", "a", "tau")  # the vectors of a state
+
+
+def layout_document(model) -> dict:
+    """Every entry of q and v: its index, label (the name every input and output uses),
+    joint and component (and, for v, its frame)."""
+    q_entries, v_entries = [], []
+    q_labels, v_labels = naming.q_labels(model), naming.v_labels(model)
+    for j, name in enumerate(model.joint_names):
+        joint = model.joint_models[j]
+        if model.nq_joint[j] == 0:  # a mimic joint (--mimic) has no entries
+            continue
+        for k, part in enumerate(joint.q_parts):
+            index = int(model.idx_q[j]) + k
+            q_entries.append({"index": index, "label": q_labels[index], "joint": name,
+                              "part": part})
+        for k, part in enumerate(naming.v_parts(joint)):
+            index = int(model.idx_v[j]) + k
+            v_entries.append({"index": index, "label": v_labels[index], "joint": name,
+                              "part": part, "frame": joint.velocity_frame})
+    return {"q": q_entries, "v": v_entries}

@@ -12,8 +12,8 @@ import stat
 from collections.abc import Sequence
 
 from .errors import UsageError
-from .paths import remove_stale, temporary_name
-from .sinks import OUTPUT_FORMATS, CsvSink, JsonSink, NpzSink, Sink, npz_extra
+from .paths import remove_stale, same_file, temporary_name
+from .sinks import OUTPUT_FORMATS, CsvSink, JsonSink, LimitsSink, NpzSink, Sink, npz_extra
 
 BINARY = ("npz", "parquet", "hdf5")  # the formats written as bytes
 
@@ -57,6 +57,21 @@ def file_sink(stream, path: str | None, kind: str, key: str, shape: tuple[int, .
         return ParquetSink(stream, key, shape, arrays, path)
     from .hdf5 import Hdf5Sink
     return Hdf5Sink(stream, key, shape, arrays, path, dataset_prefix)
+
+
+def open_limits_sink(path: str, layout, head: dict, input_name: str | None = None
+                     ) -> LimitsSink:
+    """The sink of ``dyn check-limits``' one JSON document into the file ``path`` (.json;
+    not the input file ``input_name``), written whole once complete."""
+    if output_format(path, None) != "json":
+        raise UsageError(f"{path}: the limits' summary is one JSON document: name the "
+                         "file .json")
+    if input_name is not None and same_file(input_name, path):
+        raise UsageError(f"dyn: --output {path} is the input file; write to another file")
+    stream, temporary, existed = open_target(path, False)
+    sink = LimitsSink(stream, layout, head, path)
+    sink.temporary, sink.existed = temporary, existed
+    return sink
 
 
 def output_format(path: str, requested: Optional[str]) -> str:

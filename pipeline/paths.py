@@ -1,7 +1,10 @@
 """Input and output files by path: whether two names are one file (the output must not be
-the input, which it would empty before it is read)."""
+the input, which it would empty before it is read); an output's temporary, its rename."""
+import contextlib
 import os
 import sys
+
+from .errors import UsageError
 
 
 def file_identity(path: str):
@@ -125,3 +128,31 @@ def settle(stream, temporary: str, target: str) -> None:
         finally:
             os.close(descriptor)
     os.replace(temporary, target)
+
+
+def replace_checked(target: str, data: bytes, check) -> None:
+    """``data`` written to a temporary beside ``target`` (named as the temporaries above,
+    with ``target``'s extension), read back by ``check`` (its path -> a problem, or ""),
+    then renamed onto ``target``: a file there from before is untouched unless the new one
+    is complete and checked, whatever stops the run (a UsageError says why not)."""
+    real = os.path.realpath(target)
+    ending = ".part" + os.path.splitext(target)[1]
+    remove_stale(real, (ending,))
+    temporary = temporary_name(real, ending)
+    try:
+        try:
+            with open(temporary, "xb") as stream:
+                stream.write(data)
+                stream.flush()
+                os.fsync(stream.fileno())
+        except OSError as error:
+            raise UsageError(f"{target}: cannot write ({error.strerror or error})") from None
+        problem = check(temporary)
+        if problem:
+            raise UsageError(f"{target}: {problem.replace(temporary, target)}; nothing is "
+                             "written")
+        os.replace(temporary, real)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.remove(temporary)
+        raise

@@ -26,7 +26,9 @@ from collections.abc import Callable, Sequence
 import numpy as np
 import orjson
 
-from .errors import OutputError
+from treedyn.engine.analysis.limits import KINDS, LimitSummary, dof_bounds, position_values
+
+from .errors import OutputError, warn
 from .naming import csv_writer
 from .paths import partial_name, settle
 
@@ -456,3 +458,96 @@ class RawSink(Sink):
     def write(self, result, states) -> None:
         self.stream.write(np.ascontiguousarray(result, dtype=np.float64))
         self.stream.flush()
+
+
+class LimitsSink(Sink):
+    """``dyn check-limits``' output: not a row per state but one JSON document, the states
+    of a motion that leave the model's limits (:mod:`treedyn.engine.analysis.limits`),
+    accumulated chunk by chunk (memory: the summary, whatever the number of states) and
+    written whole when the sink is closed. ``put`` takes a chunk's joint forces (the log's,
+    or inverse dynamics'); q and v come with the states. ``stream`` None writes nothing
+    (the caller prints :meth:`document` its own way). Positions and velocities are compared
+    in the units the log is read in (``layout.degrees``: degrees, deg/s)."""
+
+    def __init__(self, stream, layout, head: dict, path: str | None = None):
+        super().__init__(stream, path)
+        self.layout, self.head = layout, head
+        scale = layout.v_scale  # (a 1-dof joint's q is an angle where its v is)
+        bounds = dof_bounds(layout.model)
+        bounds["position"] = bounds["position"].scaled(scale)
+        bounds["velocity"] = bounds["velocity"].scaled(scale)
+        self.summary = LimitSummary(bounds)
+        self.torques: set[str] = set()  # where the chunks' tau came from
+        self.warned = False  # that the log has no v
+
+    def write(self, result, states) -> None:
+        scale = self.layout.v_scale
+        values = {"position": position_values(self.layout.model, states.q) / scale,
+                  "effort": result}
+        if states.v is not None:
+            values["velocity"] = states.v / scale
+        source = torque_source(states)
+        if source not in self.torques:
+            self.torques.add(source)
+            unread = [kind for kind in ("v", "a") if getattr(states, kind) is None]
+            if source != "log" and unread:  # (stated once for each source of tau)
+                warn(f"{self.head['input']}: no {' or '.join(unread)} in the log: the effort "
+                     f"limits are checked on inverse dynamics with {' = '.join(unread)} = 0")
+        if states.v is None and "velocity" not in self.summary.checked and not self.warned:
+            self.warned = True
+            warn(f"{self.head['input']}: no v in the log: velocity limits are not checked")
+        self.summary.add(values, states.count, states.where)
+
+    def document(self) -> dict:
+        """The summary as JSON-ready data (keys in docs/interface.md)."""
+        summary, layout = self.summary, self.layout
+        units = {"position": [unit(layout, c, "") for c in range(layout.model.nv)],
+                 "velocity": [unit(layout, c, "/s") for c in range(layout.model.nv)],
+                 "effort": ["N m" if angular else "N" for angular in layout.angular]}
+        return {**self.head, "states": summary.states, "offending_states": summary.offending,
+                "checked": [kind for kind in KINDS if kind in summary.checked],
+                "tau": " and ".join(sorted(self.torques)) or None,
+                "joints": summary.entries(layout.v_labels, units), "ok": summary.ok}
+
+    def finish(self) -> None:
+        if self.stream is not None:
+            self.stream.write(json.dumps(self.document()) + "\n")
+            self.stream.flush()
+
+    def close(self) -> None:
+        if self.stream is None:  # (nothing to write)
+            self.ended = True
+            return
+        super().close()
+
+    def end_partial(self) -> int:
+        """A stopped run's file holds the summary of the states before the stop."""
+        self.finish()
+        return self.count
+
+    def keep(self) -> int:
+        """Stdout gets no summary of a run that did not finish (a file: NAME.partial.json,
+        as for every output)."""
+        return 0 if self.path is None else super().keep()
+
+    def outcome(self, held: int, before_it: bool = False) -> str:
+        if self.path is None:
+            return "nothing is written to stdout"
+        return super().outcome(held, before_it)
+
+
+def torque_source(states) -> str:
+    """Where a chunk's tau for the effort limits comes from: the log, else inverse
+    dynamics (of q, v and a; a missing v or a is zero)."""
+    if states.tau is not None:
+        return "log"
+    missing = [kind for kind in ("v", "a") if getattr(states, kind) is None]
+    return "inverse dynamics" + (f" ({' = '.join(missing)} = 0)" if missing else "")
+
+
+def unit(layout, c: int, per: str) -> str:
+    """The unit of dof ``c``'s position (``per`` "") or velocity (``per`` "/s") as the log
+    holds it."""
+    if not layout.angular[c]:
+        return "m" + per
+    return ("deg" if layout.degrees else "rad") + per

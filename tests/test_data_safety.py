@@ -188,9 +188,9 @@ def test_a_signal_before_any_state_leaves_no_partial_file(tmp_path):
 @pytest.mark.parametrize("suffix", FORMATS)
 def test_a_bad_row_keeps_the_previous_file_and_the_states_before_it(tmp_path, monkeypatch,
                                                                    suffix):
-    from treedyn.cli.run import stream
+    from treedyn.cli.run import request
 
-    monkeypatch.setattr(stream, "chunk_states", lambda command, layout: 64)
+    monkeypatch.setattr(request, "chunk_states", lambda command, layout: 64)
     bad = 150  # in the third chunk
     lines = state_lines(400).splitlines(keepends=True)
     lines[bad] = b'{"q": [0.1, 0.2, 0.3]}\n'
@@ -320,9 +320,9 @@ def no_dof_model(folder: Path) -> Path:
                                                  ("mass", "M", (0, 0))])
 def test_a_model_without_dofs_gives_valid_output_in_every_format(tmp_path, monkeypatch,
                                                                  command, key, shape, count):
-    from treedyn.cli.run import stream
+    from treedyn.cli.run import request
 
-    monkeypatch.setattr(stream, "chunk_states", lambda command, layout: 16)
+    monkeypatch.setattr(request, "chunk_states", lambda command, layout: 16)
     model = no_dof_model(tmp_path)
     source = tmp_path / "states.jsonl"
     source.write_text('{"q": []}\n' * count)

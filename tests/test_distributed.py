@@ -80,9 +80,9 @@ def distributed():
 
 def small_chunks(monkeypatch, chunk: int) -> None:
     from treedyn.cli.run import cluster as module
-    from treedyn.cli.run import stream
+    from treedyn.cli.run import request
 
-    for user in (module, stream):  # the modules that size the chunks
+    for user in (module, request):  # the modules that size the chunks
         monkeypatch.setattr(user, "chunk_states", lambda command, layout: chunk)
 
 

@@ -40,9 +40,9 @@ def states(arm):
 
 @pytest.fixture
 def small_chunks(monkeypatch):
-    from treedyn.cli.run import stream
+    from treedyn.cli.run import request
 
-    monkeypatch.setattr(stream, "chunk_states", lambda command, layout: CHUNK)
+    monkeypatch.setattr(request, "chunk_states", lambda command, layout: CHUNK)
 
 
 def lists(values: np.ndarray, fixed: bool = True):

@@ -1,4 +1,4 @@
-"""The heap tuned for a run over many states (treedyn.cli.run.heap), and set back after it."""
+"""The heap tuned for a run over many states (treedyn.pipeline.heap), and set back after it."""
 from __future__ import annotations
 
 import ctypes
@@ -15,7 +15,7 @@ pytestmark = pytest.mark.skipif(
 
 KEPT = """
 import ctypes
-from treedyn.cli.run.heap import for_many_states
+from treedyn.pipeline.heap import for_many_states
 
 class Info(ctypes.Structure):
     _fields_ = [(name, ctypes.c_size_t) for name in (

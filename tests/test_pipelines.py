@@ -42,9 +42,9 @@ def states(arm):
 @pytest.fixture
 def small_chunks(monkeypatch):
     """Chunks of CHUNK states, so the small inputs span several chunks."""
-    from treedyn.cli.run import stream
+    from treedyn.cli.run import request
 
-    monkeypatch.setattr(stream, "chunk_states", lambda command, layout: CHUNK)
+    monkeypatch.setattr(request, "chunk_states", lambda command, layout: CHUNK)
 
 
 def write_inputs(folder, q, v, a) -> dict:
@@ -1039,7 +1039,7 @@ def test_npz_output_of_an_npz_input_is_written_in_place(tmp_path, states, small_
 
 
 def test_a_run_over_many_states_leaves_the_garbage_collector_as_it_was(tmp_path):
-    """The collector is tuned for the run (cli/run/heap.py) and set back after it, also
+    """The collector is tuned for the run (pipeline/heap.py) and set back after it, also
     after a bad row: the tests, and a Python caller, run dyn in their own process."""
     import gc
 

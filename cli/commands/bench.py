@@ -12,7 +12,7 @@ from ..settings import STREAM_CHUNK
 from ..options import (FreeFlyerOpt, InfoFormatOpt, ModelArg, XacroArgOpt, XacroArgs, epilog,
                        examples, finite)
 from ..render.bench import bench_text
-from ..run.budget import refuse_past_memory
+from treedyn.pipeline.chunks import refuse_past_memory
 from ..run.parts import split_bytes
 from ..run.pool import processes
 

@@ -15,7 +15,7 @@ from ..model import load, package_paths, xacro_arguments
 from ..options import (CheckFormat, FreeFlyerOpt, ModelArg, SeedOpt, XacroArgOpt, XacroArgs,
                        epilog, examples, not_nan, samples_option)
 from ..render import reports
-from ..run.budget import refuse_past_memory, sample_bytes, sweep_bytes
+from treedyn.pipeline.chunks import refuse_past_memory, sample_bytes, sweep_bytes
 
 CHECK_EXAMPLES = examples(
     "dyn check-inertia robot.urdf",

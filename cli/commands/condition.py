@@ -16,7 +16,7 @@ from ..model import load, xacro_arguments
 from ..options import (FreeFlyerOpt, ModelArg, ReportFormat, ReportFormatOpt, SeedOpt, XacroArgOpt,
                        XacroArgs, epilog, examples, not_nan, samples_option)
 from ..render import reports
-from ..run.budget import refuse_past_memory, sample_bytes
+from treedyn.pipeline.chunks import refuse_past_memory, sample_bytes
 
 CONDITION_EXAMPLES = examples(
     "dyn condition robot.urdf --samples 200",

@@ -13,7 +13,7 @@ from ..model import load
 from ..options import (DiffFormat, FreeFlyerOpt, SeedOpt, epilog, examples, model_argument,
                        not_nan, samples_option)
 from ..render import diff as render
-from ..run.budget import refuse_past_memory, sample_bytes
+from treedyn.pipeline.chunks import refuse_past_memory, sample_bytes
 
 DIFF_EXAMPLES = examples(
     "dyn diff fixtures/two_link_arm.urdf fixtures/two_link_arm_heavier.urdf",

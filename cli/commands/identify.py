@@ -17,7 +17,7 @@ from ..model import load
 from ..options import (DegreesOpt, FreeFlyerOpt, GravityOpt, ModelArg, QuietOpt, ReportFormat,
                        ReportFormatOpt, epilog, examples, not_nan)
 from ..render.identify import identify_document, identify_table
-from ..run.budget import MEMORY
+from treedyn.pipeline.chunks import MEMORY
 from ..run.fitted import check_write_target, write_model
 from ..run.progress import Progress, wanted
 from ..settings import STREAM_CHUNK

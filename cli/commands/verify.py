@@ -14,7 +14,7 @@ from ..model import load, xacro_arguments
 from ..options import (FreeFlyerOpt, MimicOpt, ModelArg, ReportFormat, ReportFormatOpt, SeedOpt,
                        XacroArgOpt, XacroArgs, epilog, examples, not_nan, samples_option)
 from ..render import reports
-from ..run.budget import refuse_past_memory, sample_bytes
+from treedyn.pipeline.chunks import refuse_past_memory, sample_bytes
 
 VERIFY_EXAMPLES = examples(
     "dyn verify fixtures/two_link_arm.urdf",

@@ -5,6 +5,7 @@ import numpy as np
 
 from treedyn.engine.analysis.summary import joint_children, model_summary
 from treedyn.pipeline import naming
+from treedyn.pipeline.layout import layout_document
 from ..console import printable
 from .table import table
 
@@ -13,26 +14,6 @@ def info_document(model, gravity: np.ndarray | None) -> dict:
     """What ``dyn info --format json`` prints (the keys of interface.md, and a few more):
     the model's summary and the layout of its q and v."""
     return {**model_summary(model, gravity), "layout": layout_document(model)}
-
-
-def layout_document(model) -> dict:
-    """Every entry of q and v: its index, label (the name every input and output uses),
-    joint and component (and, for v, its frame)."""
-    q_entries, v_entries = [], []
-    q_labels, v_labels = naming.q_labels(model), naming.v_labels(model)
-    for j, name in enumerate(model.joint_names):
-        joint = model.joint_models[j]
-        if model.nq_joint[j] == 0:  # a mimic joint (--mimic) has no entries
-            continue
-        for k, part in enumerate(joint.q_parts):
-            index = int(model.idx_q[j]) + k
-            q_entries.append({"index": index, "label": q_labels[index], "joint": name,
-                              "part": part})
-        for k, part in enumerate(naming.v_parts(joint)):
-            index = int(model.idx_v[j]) + k
-            v_entries.append({"index": index, "label": v_labels[index], "joint": name,
-                              "part": part, "frame": joint.velocity_frame})
-    return {"q": q_entries, "v": v_entries}
 
 
 DRAWN_DEPTH = 32  # levels of the tree drawing indented; deeper lines show their depth

@@ -1,17 +1,19 @@
-"""Rendering the diagnostics: JSON documents, tables for people, GitHub annotations.
-
-JSON documents hold plain Python numbers (repr-exact through ``json.dumps``); values that
-are not finite become ``null``. ``tabulate`` is imported only when a table is printed.
+"""Rendering the diagnostics: tables for people, CSV, GitHub annotations. Their JSON
+documents are the engine's (:mod:`treedyn.engine.analysis.check_report`,
+:mod:`treedyn.engine.analysis.condition_report`), named here for the commands.
+``tabulate`` is imported only when a table is printed.
 """
 from __future__ import annotations
 
 import math
-from collections import Counter
 from collections.abc import Sequence
 
 import numpy as np
 
-from treedyn.engine.analysis.plain import plain as plain_data
+from treedyn.engine.analysis.check_report import (  # noqa: F401 (inertia_document)
+    check_summary, finding_document, fix_element, inertia_document, plain)
+from treedyn.engine.analysis.condition_report import (  # noqa: F401 (the commands' names)
+    condition_document, empty_condition_document)
 
 from ..console import printable
 from treedyn.pipeline.naming import csv_writer, listing
@@ -20,57 +22,7 @@ from .table import table
 SEVERITY_ORDER = {"error": 0, "warning": 1, "info": 2}
 
 
-def plain(value):
-    """``value`` with numpy types as Python ones and non-finite floats as None."""
-    return plain_data(value, nulls=True)
-
-
 # ----------------------------------------------------------------------------- check-inertia
-
-def finding_document(finding, fmt: str) -> dict:
-    document = {"body": finding.body, "check": finding.check, "severity": finding.severity,
-                "message": finding.message, "value": plain(finding.value),
-                "status": finding.status, "margin": plain(finding.margin),
-                "file": finding.source.file, "line": finding.source.line,
-                "scope": finding.scope, "details": plain(finding.details)}
-    if finding.links:
-        document["links"] = list(finding.links)
-    if finding.fix is not None:
-        document["fix"] = fix_document(finding.fix, fmt)
-    return document
-
-
-def fix_document(fix, fmt: str) -> dict:
-    return {"mass": plain(fix.mass), "com": plain(fix.com), "inertia": plain(fix.inertia),
-            "inertia_as_written": plain(fix.tensor_as_written()), "reason": fix.reason,
-            "element": fix_element(fix, fmt)}
-
-
-def check_summary(report) -> dict:
-    """{check: {"pass": n, "fail": n, "skip": n, "errors": n, "warnings": n}}."""
-    kinds = Counter((f.check, f.status, f.severity) for f in report.findings)
-    summary: dict[str, Counter] = {}  # checks in the order of their first finding
-    for (check, status, severity), n in kinds.items():
-        counts = summary.setdefault(check, Counter())
-        counts[status] += n
-        if status == "fail":
-            counts["errors" if severity == "error" else "warnings"] += n
-    keys = ("pass", "fail", "skip", "errors", "warnings")
-    return {check: {key: counts[key] for key in keys} for check, counts in summary.items()}
-
-
-def inertia_document(report, model, show_all: bool = False) -> dict:
-    """``findings``: the errors and warnings only; with ``show_all`` (--all) the passing
-    checks under ``passes`` and the skipped ones under ``skipped``."""
-    document = {"ok": report.ok, "model": model.name, "source": model.source,
-                "findings": [finding_document(f, model.format) for f in report.failed()],
-                "summary": check_summary(report)}
-    if show_all:
-        for key, status in (("passes", "pass"), ("skipped", "skip")):
-            document[key] = [finding_document(f, model.format) for f in report.findings
-                             if f.status == status]
-    return document
-
 
 FINDING_COLUMNS = ("body", "check", "severity", "status", "value", "margin", "file", "line",
                    "scope", "message")
@@ -140,33 +92,6 @@ def _fixes(report, fmt: str) -> str | None:
     return "\n".join(["suggested inertias (--fix; not applied, paste to use):", *blocks, ""])
 
 
-def fix_element(fix, fmt: str) -> str:
-    """The fix in the file's own terms: URDF <mass>/<inertia>, a whole MJCF <inertial>.
-
-    The URDF tensor is written in the frame of the element's own <origin rpy>, so only the
-    <inertia> line needs replacing. The MJCF element replaces the old one whole (MuJoCo
-    forbids ``quat`` beside ``fullinertia``): ``pos`` and ``fullinertia`` in the <body>
-    frame, where MuJoCo reads them (with alignfree too).
-    """
-    if fmt == "mjcf":
-        com, t = fix.in_file_frame()
-        t = _denoised(t)
-        return (f'<inertial mass="{fix.mass:.9g}" pos="{_vec(com)}" fullinertia="'
-                f'{_vec([t[0, 0], t[1, 1], t[2, 2], t[0, 1], t[0, 2], t[1, 2]])}"/>')
-    t = _denoised(fix.tensor_as_written())
-    return (f'<mass value="{fix.mass:.9g}"/> <inertia ixx="{t[0, 0]:.9g}" ixy="{t[0, 1]:.9g}" '
-            f'ixz="{t[0, 2]:.9g}" iyy="{t[1, 1]:.9g}" iyz="{t[1, 2]:.9g}" izz="{t[2, 2]:.9g}"/>')
-
-
-def _denoised(tensor: np.ndarray) -> np.ndarray:
-    """Entries below 1e-12 of the largest set to zero (rounding noise of the rotations)."""
-    return np.where(np.abs(tensor) > 1e-12 * np.abs(tensor).max(initial=0.0), tensor, 0.0)
-
-
-def _vec(values) -> str:
-    return " ".join(f"{float(v):.9g}" for v in values)
-
-
 def _where(source, model_file: str = "") -> str:
     """file:line, or the line alone in the model's own file (named in the header)."""
     if not source.file:
@@ -198,10 +123,16 @@ def unreadable_meshes(geometry: dict) -> list[str]:
     return lines
 
 
+def github_annotation(kind: str, path: str, title: str, text: str, line: int = 0) -> str:
+    """One GitHub Actions annotation (``::error`` or ``::warning``) for the file ``path``,
+    at ``line`` when known."""
+    where = f"file={escape_property(path)}" + (f",line={line}" if line else "")
+    return f"::{kind} {where},title={escape_property(title)}::{escape_data(text)}"
+
+
 def github_warning(path: str, title: str, text: str) -> str:
     """One GitHub Actions ``::warning`` annotation for the file ``path``."""
-    return (f"::warning file={escape_property(path)},title={escape_property(title)}::"
-            f"{escape_data(text)}")
+    return github_annotation("warning", path, title, text)
 
 
 def github_annotations(report, fmt: str) -> str:
@@ -211,15 +142,12 @@ def github_annotations(report, fmt: str) -> str:
     for f in report.findings:
         if f.status != "fail":
             continue
-        kind = "error" if f.severity == "error" else "warning"
-        properties = f"file={escape_property(f.source.file)}"
-        if f.source.line:
-            properties += f",line={f.source.line}"
-        properties += f",title={escape_property(f'dyn check-inertia: {f.check} ({f.body})')}"
         message = f"{f.body}: {f.message}"
         if f.fix is not None:
             message += f"\nsuggested ({f.fix.reason}): {fix_element(f.fix, fmt)}"
-        lines.append(f"::{kind} {properties}::{escape_data(message)}")
+        lines.append(github_annotation("error" if f.severity == "error" else "warning",
+                                       f.source.file, f"dyn check-inertia: {f.check} ({f.body})",
+                                       message, f.source.line))
     return "\n".join(lines)
 
 
@@ -232,41 +160,6 @@ def escape_property(text: str) -> str:
 
 
 # ----------------------------------------------------------------------------- condition
-
-def condition_document(report, model, labels: Sequence[str], options) -> dict:
-    worst = report.worst
-    eigen = report.eigenvalues
-    return {
-        "model": model.name, "samples": int(len(report.q)), "seed": options.seed,
-        "cond": {"min": plain(float(np.min(report.cond))),
-                 "median": plain(float(np.median(report.cond))),
-                 "max": plain(float(report.cond[worst]))},
-        "worst": {"sample": worst, "q": plain(report.q[worst]), "cond": plain(report.cond[worst]),
-                  "lambda_min": plain(eigen[worst, 0]), "lambda_max": plain(eigen[worst, -1]),
-                  "weakest_direction": {label: plain(c) for label, c in
-                                        zip(labels, report.weakest)}},
-        "d_blocks": [{"joint": b.joint, "d_min": plain(b.d_min), "ratio": plain(b.ratio),
-                      "d_cond": plain(b.d_cond)} for b in report.blocks],
-        "mass_ratios": [{"parent": r.parent, "child": r.child, "parent_mass": r.parent_mass,
-                         "child_mass": r.child_mass, "ratio": plain(r.ratio)}
-                        for r in report.mass_ratios],
-        "thresholds": {"max_cond": options.max_cond, "max_mass_ratio": options.max_mass_ratio,
-                       "min_block_ratio": options.min_block_ratio},
-        "warnings": list(report.warnings),
-        **({"singular": {"samples": report.singular_count, "joints": list(report.coinciding)}}
-           if report.singular_count else {}),
-    }
-
-
-def empty_condition_document(model, options, note: str) -> dict:
-    """condition_document's keys for a model without dofs: no samples, nulls, a note."""
-    return {"model": model.name, "samples": 0, "seed": options.seed, "cond": None,
-            "worst": None, "d_blocks": [], "mass_ratios": [],
-            "thresholds": {"max_cond": options.max_cond,
-                           "max_mass_ratio": options.max_mass_ratio,
-                           "min_block_ratio": options.min_block_ratio},
-            "warnings": [], "note": note}
-
 
 def condition_csv(report, q_names: Sequence[str], stream) -> None:
     """One row per sampled configuration: cond(M), its extreme eigenvalues and q (the header

@@ -11,8 +11,7 @@ from treedyn.pipeline.errors import UsageError
 from treedyn.pipeline.sinks import OUTPUT_FORMATS
 from .pool import ended_by_signals
 from .progress import Progress, wanted
-from .request import chunk_states, structure
-from .stream import stream
+from .request import chunk_states, stream, structure
 
 
 def wants_many(request) -> bool:

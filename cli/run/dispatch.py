@@ -1,9 +1,10 @@
 """A dynamics command's request, run the way its input asks: one state on the command
-line, many streamed in one process (:mod:`.stream`), a large text file split over
+line, many streamed in one process (:func:`.request.stream`), a large text file split over
 processes (:mod:`.parts`), or many files on a Dask cluster (:mod:`.cluster`)."""
 from __future__ import annotations
 
 import glob
+import os
 
 from ..console import console, saying_kept
 from treedyn.pipeline.errors import UsageError
@@ -35,16 +36,16 @@ def solve(request: Request) -> None:
         return open_sink(request, layout, single=True).write_whole(result, states)
     # the paths of many states load only now: a one-state run does not pay for them
     from .cluster import solve_many, wants_many
-    from .heap import for_many_states
+    from treedyn.pipeline.heap import for_many_states
     from .parts import try_parts
-    from .stream import stream
+    from .request import stream
 
     mass_over_cap(request, layout)  # (a usage error with many states)
     given = [f"--{kind}" for kind, text in request.vectors.items() if text is not None]
     if given:
         raise UsageError(f"dyn: {' and '.join(given)} cannot be combined with --input "
                          "(put the vectors in the input file)")
-    with for_many_states(), saying_kept():
+    with for_many_states(os.environ), saying_kept():
         if wants_many(request):
             return solve_many(request, layout, gravity, wrenches)
         if request.output is not None and same_file(request.input, request.output):

@@ -1,13 +1,12 @@
 """``dyn identify --write``: the model file's text with the fitted inertias, written
 beside its target, read back and checked, then renamed onto it."""
-import contextlib
 import os
 
 from treedyn.engine.analysis.identify_report import link_inertias, unmatched_body
 from treedyn.parsers.files import MODEL_BYTES, read_bounded
 from treedyn.parsers.inertial_writer import Change, WriteError, rewrite_inertials
 from treedyn.pipeline.errors import UsageError
-from treedyn.pipeline.paths import remove_stale, same_file, temporary_name
+from treedyn.pipeline.paths import replace_checked, same_file
 
 from ..console import console, warn
 from ..model import load
@@ -43,54 +42,26 @@ def write_model(model: str, target: str, result, free_flyer: bool) -> dict:
     except WriteError as error:
         raise UsageError(str(error)) from None
     replace_checked(target, new.encode("utf-8", errors="surrogateescape"),
-                    lambda written: read_back(written, result, free_flyer))
+                    lambda written: read_back(written, result, free_flyer, target))
     return {"file": target, "links": [change.link.name for change in changes]}
 
 
-def replace_checked(target: str, data: bytes, check) -> None:
-    """``data`` written to a temporary beside ``target`` (named as dyn's output temporaries
-    are, with the model's extension, see :mod:`treedyn.pipeline.paths`), read back by ``check`` (its
-    path -> a problem, or ""), then renamed onto ``target``: a file there from before is
-    untouched unless the new one is complete and checked, whatever stops the run."""
-    real = os.path.realpath(target)
-    ending = ".part" + os.path.splitext(target)[1]
-    remove_stale(real, (ending,))
-    temporary = temporary_name(real, ending)
+def read_back(written: str, result, free_flyer: bool, target: str) -> str:
+    """"" when the file ``written`` (the temporary of ``target``) gives every fitted body
+    the identified parameters (12 digits), else why not (a compiler option that rescales
+    inertias, an include that is not found from the new file's folder, ...). Its model's
+    notes are warnings named as ``target``."""
+    notes: list[str] = []
+    console.capture(notes)
     try:
-        try:
-            with open(temporary, "xb") as stream:
-                stream.write(data)
-                stream.flush()
-                os.fsync(stream.fileno())
-        except OSError as error:
-            raise UsageError(f"{target}: cannot write ({error.strerror or error})") from None
-        notes: list[str] = []
-        console.capture(notes)  # the written model's notes, named as the file they go to
-        try:
-            problem = check(temporary)
-        finally:
-            console.capture(None)
-        for note in notes:
-            warn(note.replace(temporary, target))
-        if problem:
-            raise UsageError(f"{target}: {problem.replace(temporary, target)}; nothing is "
-                             "written")
-        os.replace(temporary, real)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.remove(temporary)
-        raise
-
-
-def read_back(target: str, result, free_flyer: bool) -> str:
-    """"" when the written file gives every fitted body the identified parameters (12
-    digits), else why not (a compiler option that rescales inertias, an include that is
-    not found from the new file's folder, ...)."""
-    try:
-        written = load(target, free_flyer)
+        model = load(written, free_flyer)
     except UsageError as error:
         return f"the written model does not load ({error})"
-    name = unmatched_body(written, result)
+    finally:
+        console.capture(None)
+        for note in notes:
+            warn(note.replace(written, target))
+    name = unmatched_body(model, result)
     if name is None:
         return ""
     return (f"reading it back, body '{name}' does not have the identified inertia "

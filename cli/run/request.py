@@ -1,6 +1,7 @@
-"""A dynamics command as typed, and what it asks for: chunk sizes, and the sink its
-results go to (``--output``'s extension, else ``--format``, else a table on a terminal
-and JSON in a pipe)."""
+"""A dynamics command as typed, and what it asks for: chunk sizes, the sink its results go
+to (``--output``'s extension, else ``--format``, else a table on a terminal and JSON in a
+pipe), and many states run through one process (:func:`stream`: the pipeline's
+:func:`treedyn.pipeline.stream.run` with a progress bar on stderr)."""
 from __future__ import annotations
 
 import json
@@ -16,6 +17,7 @@ from treedyn.pipeline.layout import Layout
 from treedyn.pipeline.outputs import file_sink, output_format
 from treedyn.pipeline.outputs import open_sink as open_file_sink
 from treedyn.pipeline.sinks import Sink
+from treedyn.pipeline.source import Input
 
 from ..console import warn
 from ..render.results import TableSink
@@ -142,3 +144,19 @@ def units(command: str, layout: Layout) -> list[str]:
         return ["N m" if rotation else "N" for rotation in angular]
     return [("deg/s^2" if layout.degrees else "rad/s^2") if rotation else "m/s^2"
             for rotation in angular]
+
+
+def stream(request: Request, layout: Layout, gravity, wrenches) -> None:
+    """Many states: chunks in, results out as they are computed, progress on stderr."""
+    from treedyn.pipeline.stream import run  # (its thread pool and the progress bar:
+
+    from .progress import Progress, wanted  # not on a one-state path)
+
+    source = Input.open(request.input, request.dataset_prefix)
+    sink = open_sink(request, layout, single=False)
+    progress = Progress(wanted(request.quiet, results_on_stdout=request.output is None))
+    try:
+        run(layout, request.command, source, sink, gravity, wrenches,
+            chunk_states(request.command, layout), progress.advance)
+    finally:
+        progress.close()

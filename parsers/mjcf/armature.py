@@ -1,16 +1,19 @@
 """Joint armature from actuators and fixed tendons, and the names other sections refer to.
 
-Actuators with a joint transmission add ``armature * gear[0]^2``, single-joint fixed
+Actuators with a joint transmission add ``armature * gear[0]^2`` (and their force range
+``gear[0] * forcerange`` to the joint's ``drives``, for its effort limit), single-joint fixed
 tendons (and their actuators) ``armature * coef^2``; armature on any other tendon couples
 joints and is refused. Tendons and actuators are copied for ``<replicate>`` and checked
 by :mod:`.references`.
 """
 from __future__ import annotations
 
+import math
 from collections import Counter
 
 from . import references as refs
 from .state import BuildState
+from .tree import limited_range
 from .types import ACTUATOR_TAGS, WORLD, Node, own_attributes
 
 
@@ -33,6 +36,9 @@ class Armature(BuildState):
                    {name: joints[name].kind for name in self.names.named("joint")})
         self.compiled_names = {"tendon": {tendon.name for tendon in tendons},
                                "actuator": {actuator.name for actuator in actuators}}
+        for actuator in actuators:
+            if actuator.kind == "joint":
+                joints[actuator.target].drives.append((actuator.force, actuator.node))
         reflected: Counter[str] = Counter()
         for actuator in actuators:
             if actuator.reflected == 0:
@@ -91,4 +97,35 @@ class Armature(BuildState):
         armature = attrs.number("armature", 0.0)
         gear = attrs.numbers("gear", 6, (1.0, 0, 0, 0, 0, 0), exact=False)[0]
         kind, target = refs.transmission(node)
-        return refs.Actuator(node, node.get("name", ""), kind, target, armature * gear * gear)
+        return refs.Actuator(node, node.get("name", ""), kind, target, armature * gear * gear,
+                             self._actuator_force(node, attrs, gear))
+
+    def _actuator_force(self, node: Node, attrs, gear: float) -> tuple[float, float] | None:
+        """(low, high) of the force an actuator applies along its transmission, ``gear *``
+        its force range: ``forcerange`` when forcelimited, within ``gain * ctrlrange`` when
+        the force is ``gain * ctrl`` (a ``<motor>``, or a ``<general>`` with a fixed gain,
+        no bias and no activation dynamics) and ctrllimited; None when neither bounds it."""
+        compiler = self._compiler_of(node.file)
+        low, high = -math.inf, math.inf
+        limited, lower, upper = limited_range(attrs, "forcelimited", "forcerange", compiler)
+        if limited:
+            low, high = lower, upper
+        gain = direct_gain(node.tag, attrs)
+        limited, lower, upper = limited_range(attrs, "ctrllimited", "ctrlrange", compiler)
+        if gain is not None and limited:
+            low, high = (max(low, min(gain * lower, gain * upper)),
+                         min(high, max(gain * lower, gain * upper)))
+        if low == -math.inf and high == math.inf:
+            return None
+        return min(gear * low, gear * high), max(gear * low, gear * high)
+
+
+def direct_gain(tag: str, attrs) -> float | None:
+    """The gain of an actuator whose force is ``gain * ctrl`` (MuJoCo's motor: 1; a general
+    actuator with gaintype fixed, biastype none and dyntype none: gainprm[0]), else None."""
+    if tag == "motor":
+        return 1.0
+    if tag == "general" and (attrs.text("gaintype", "fixed"), attrs.text("biastype", "none"),
+                             attrs.text("dyntype", "none")) == ("fixed", "none", "none"):
+        return float(attrs.numbers("gainprm", 10, (1.0,), exact=False)[0])
+    return None

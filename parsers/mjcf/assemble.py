@@ -188,7 +188,27 @@ class Assembly(BuildState):
             upper=upper,
             neutral=neutral,
             source=joint.node.source(),
+            **_effort(joint),
         )
+
+
+def _effort(joint: JointBuild) -> dict:
+    """The JointSpec fields of a joint's effort limit (docs/mjcf.md): the force range its
+    actuators can apply, the sum of their ``gear[0] * forcerange`` (unlimited if one is
+    not force-limited), within its ``actuatorfrcrange`` when limited, as MuJoCo clamps
+    both; the limit is that range's symmetric part, the largest f with [-f, f] inside it
+    (0 when it does not hold 0). A joint is actuated when an actuator drives it or it
+    has an actuator force range (MuJoCo writes a URDF effort limit as one); MJCF has no
+    velocity limit."""
+    low, high = -math.inf, math.inf
+    if joint.drives and all(force is not None for force, _ in joint.drives):
+        low, high = (sum(force[k] for force, _ in joint.drives) for k in (0, 1))
+    if joint.force_range is not None:
+        low, high = max(low, joint.force_range[0]), min(high, joint.force_range[1])
+    source = joint.node.source() if joint.force_range is not None or not joint.drives \
+        else joint.drives[0][1].source()
+    return {"effort": max(0.0, min(-low, high)), "actuated": bool(joint.drives) or joint.force_range is not None,
+            "limit_source": source}
 
 
 def _inverse(pose: Pose) -> Pose:

@@ -158,6 +158,9 @@ class Actuator:
     kind: str  # "joint", "tendon", "site", "body" or ""
     target: str
     reflected: float  # armature * gear[0]^2
+    # the force it applies along its transmission: gear[0] * forcerange, ordered (low,
+    # high), when forcelimited; None when not
+    force: tuple[float, float] | None = None
 
 
 def transmission(node) -> tuple[str, str]:

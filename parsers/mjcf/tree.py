@@ -202,15 +202,12 @@ class Tree(BuildState):
         body.joints.append(joint)
 
     def _limits(self, joint: JointBuild, attrs: Attributes) -> None:
-        """MuJoCo's limit rules; the range is converted to radians for hinge and ball joints."""
-        low, high = attrs.numbers("range", 2, (0.0, 0.0))
-        limited = attrs.keyword("limited", ("false", "true", "auto"), "auto")
-        has_range = not (low == 0 and high == 0)
+        """MuJoCo's limit rules; the range is converted to radians for hinge and ball joints.
+        The actuator force range (``actuatorfrcrange``) follows the same rules."""
         compiler = self._compiler_of(joint.node.file)
-        if limited == "auto" and not compiler.autolimits and has_range:
-            raise attrs.error("range", 'a range needs limited="true" or "false" when the '
-                                       'compiler has autolimits="false"')
-        joint.limited = limited == "true" or (limited == "auto" and low < high)
+        force = limited_range(attrs, "actuatorfrclimited", "actuatorfrcrange", compiler)
+        joint.force_range = force[1:] if force[0] else None
+        joint.limited, low, high = limited_range(attrs, "limited", "range", compiler)
         if not joint.limited:
             return
         if joint.kind != "ball" and low >= high:
@@ -290,3 +287,15 @@ class Tree(BuildState):
             if name is not None and name not in known:
                 raise attrs.error(key, f'unknown {key} {quoted(name)}')
 
+
+
+def limited_range(attrs: Attributes, flag: str, key: str, compiler) -> tuple[bool, float, float]:
+    """(limited, low, high) of a range attribute ``key`` and its ``flag`` (false, true or
+    auto), by MuJoCo's rules: auto is limited when low < high, and a range given under
+    auto needs ``autolimits``."""
+    low, high = attrs.numbers(key, 2, (0.0, 0.0))
+    limited = attrs.keyword(flag, ("false", "true", "auto"), "auto")
+    if limited == "auto" and not compiler.autolimits and not (low == 0 and high == 0):
+        raise attrs.error(key, f'a {key} needs {flag}="true" or "false" when the '
+                               'compiler has autolimits="false"')
+    return limited == "true" or (limited == "auto" and low < high), float(low), float(high)

@@ -260,6 +260,10 @@ class JointBuild:
     armature: float = 0.0
     align: str = "auto"
     name: str = ""
+    # actuatorfrcrange when actuatorfrclimited (None: not limited), and the force interval
+    # of each actuator with a joint transmission on it (None: one not force-limited)
+    force_range: tuple[float, float] | None = None
+    drives: list = field(default_factory=list)  # [(interval or None, its Node)]
 
 
 @dataclass

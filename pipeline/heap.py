@@ -11,10 +11,11 @@ table "heap": one process, with glibc's ``MALLOC_TRIM_THRESHOLD_`` and
 ``MALLOC_MMAP_THRESHOLD_``, which do the same, against its defaults, on the shared machine
 at a load average of 10-13; 0.94x on a quiet one, 2026-12-02). Those variables are read
 when a process starts, so dyn tells malloc itself (``mallopt``) once the run starts, and
-when it ends sets glibc's settings back (the user's ``MALLOC_*_`` values if set, else
-glibc's defaults) and hands the memory kept back to the system (``malloc_trim``): the
-tests, and Python callers, run dyn in their own process. Peak memory grows by a few MB at
-most during the run: what is kept is what the chunks use anyway.
+when it ends sets glibc's settings back (the user's ``MALLOC_*_`` values if set in the
+environment the caller passes, else glibc's defaults) and hands the memory kept back to
+the system (``malloc_trim``): the tests, and Python callers, run dyn in their own process.
+Peak memory grows by a few MB at most during the run: what is kept is what the chunks use
+anyway.
 
 Python's cyclic garbage collector is also told to run less: a JSON Lines chunk makes five
 lists or dicts a state, so the default thresholds ran a young collection every 140 states
@@ -29,8 +30,8 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import gc
-import os
 import sys
+from collections.abc import Mapping
 
 M_TRIM_THRESHOLD = -1  # mallopt's parameters (malloc.h)
 M_MMAP_THRESHOLD = -3
@@ -43,9 +44,10 @@ COLLECT_AFTER = (100_000, 50, 100)  # gc thresholds: new containers, then collec
 
 
 @contextlib.contextmanager
-def for_many_states():
+def for_many_states(environment: Mapping[str, str] | None = None):
     """The process set up for a run over many states (once the model is loaded), and set
-    back after it."""
+    back after it (to the ``MALLOC_*_`` values of ``environment``, the process's
+    environment as its caller read it, where set)."""
     libc = glibc()
     if libc is not None:
         for parameter, value in KEEP.items():
@@ -60,7 +62,7 @@ def for_many_states():
         gc.unfreeze()
         if libc is not None:
             for parameter, (name, default) in GLIBC.items():
-                value = os.environ.get(name, "")
+                value = (environment or {}).get(name, "")
                 libc.mallopt(parameter, int(value) if value.isdigit() else default)
             libc.malloc_trim(0)
 

@@ -1,0 +1,80 @@
+"""``dyn check-limits``: where a logged motion leaves the model's joint limits (position,
+velocity, effort), streamed through the pipeline into one summary (exit 1 on any state
+outside)."""
+import sys
+from typing import Annotated, Optional
+
+import typer
+
+from treedyn.pipeline.compute import EFFORT
+from treedyn.pipeline.errors import UsageError
+from treedyn.pipeline.layout import Layout
+from treedyn.pipeline.outputs import open_limits_sink
+from treedyn.pipeline.sinks import LimitsSink
+from treedyn.pipeline.source import Input
+from treedyn.pipeline.stream import run
+from treedyn.pipeline.vectors import parse_gravity
+
+from ..console import console, saying_kept, show_text
+from ..model import load, xacro_arguments
+from ..options import (DatasetPrefixOpt, DegreesOpt, Format, FormatOpt, FreeFlyerOpt,
+                       GravityOpt, MimicOpt, ModelArg, QuietOpt, XacroArgOpt, XacroArgs,
+                       epilog, examples)
+from ..render.limits import limits_table
+from ..run.progress import Progress, wanted
+from ..settings import STREAM_CHUNK
+
+
+@epilog(examples(
+    "dyn check-limits fixtures/two_link_arm.urdf --input fixtures/two_link_arm_limits_log.csv",
+    "dyn check-limits robot.urdf --input log.npz --output limits.json",
+    "dyn check-limits robot.urdf --degrees --input log.csv --format json | jq .joints"))
+def check_limits(
+        model: ModelArg, xacro_args: XacroArgs = None,
+        input_file: Annotated[str, typer.Option(
+            "--input", "-i", metavar="FILE", show_default=False,
+            help="The log: JSON Lines, CSV, .npz, Parquet or HDF5 states with q and, when "
+            "it has them, v, a and tau (as the other commands read them); '-' reads "
+            "stdin. Without tau, the effort limits are checked on inverse dynamics of q, v "
+            "and a (a missing v or a is zero).")] = ...,
+        output_file: Annotated[Optional[str], typer.Option(
+            "--output", "-o", metavar="FILE", show_default=False,
+            help="Write the JSON document to FILE (.json), which appears only complete.")]
+        = None,
+        fmt: FormatOpt = None, gravity: GravityOpt = None, degrees: DegreesOpt = False,
+        free_flyer: FreeFlyerOpt = False, quiet: QuietOpt = False,
+        xacro_arg: XacroArgOpt = None, mimic: MimicOpt = False,
+        dataset_prefix: DatasetPrefixOpt = None) -> None:
+    """Joint limits along a logged motion: position, velocity and effort.
+
+    For every dof with a limit: the states where q leaves [lower, upper] (1-dof joints
+    that are not continuous), where |v| exceeds the velocity limit and where |tau| exceeds
+    the effort limit (tau: the log's, else inverse dynamics); per kind, the first state
+    outside (its index and the file's line), the count and the worst value with its
+    excess. Positions and velocities are compared in the log's units (--degrees: degrees).
+    The log streams: memory stays bounded whatever its length. Exit 1 when any state is
+    outside a limit.
+    """
+    console.reset(quiet)
+    if fmt is Format.csv:
+        raise UsageError("dyn: check-limits prints a table or json, not csv")
+    loaded = load(model, free_flyer, xacro=xacro_arguments(xacro_args, xacro_arg),
+                  mimic=mimic)
+    layout = Layout.of(loaded, degrees)
+    source = Input.open(input_file, dataset_prefix)
+    head = {"model": loaded.name, "input": source.name}
+    kind = fmt.value if fmt else ("table" if sys.stdout.isatty() else "json")
+    if output_file is not None:
+        sink = open_limits_sink(output_file, layout, head, input_file)
+    else:
+        sink = LimitsSink(sys.stdout if kind == "json" else None, layout, head)
+    progress = Progress(wanted(quiet, results_on_stdout=output_file is None))
+    try:
+        with saying_kept():
+            run(layout, EFFORT, source, sink, parse_gravity(gravity), chunk=STREAM_CHUNK,
+                progress=progress.advance)
+    finally:
+        progress.close()
+    if kind == "table" and (output_file is None or fmt is Format.table):
+        show_text(limits_table(sink.document()))
+    raise typer.Exit(0 if sink.summary.ok else 1)
