@@ -1,7 +1,8 @@
 """Centroidal momentum (:mod:`treedyn.engine.centroidal`) and energy
 (:mod:`treedyn.engine.energy`) against Pinocchio (``ccrba``: ``data.Ag``, ``data.hg``,
 ``data.Ig``; ``computeKineticEnergy``, ``computePotentialEnergy``) on the example-robot-data
-URDFs of ``test_named_frames`` (fixed and free-flyer), and MuJoCo's ``data.energy`` on
+URDFs of ``test_named_frames`` (fixed and free-flyer) and every example-robot-data URDF dyn
+reads (fixed, two states each), and MuJoCo's ``data.energy`` on
 gymnasium MJCF models; g(q) and h(q, v) as ``dyn inverse`` spells them against
 ``computeGeneralizedGravity`` and ``nonLinearEffects``; identities (hg is the momentum
 read off finite differences of the bodies' poses; dT/dt = v^T (tau - g(q)) and
@@ -12,8 +13,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from test_cli import ARM, SEED_Q, SEED_V, dyn, dyn_json, numbers
 from reference_models import robot_urdfs
+from test_cli import ARM, SEED_Q, SEED_V, dyn, dyn_json, numbers
 from test_named_frames import MJCFS, URDFS, close, configurations
 from test_mimic import GRIPPER
 from treedyn.engine import aba, rnea
