@@ -1,0 +1,101 @@
+"""``dyn statics``: each actuated joint's largest gravity load over the joint ranges against
+its effort limit (:mod:`treedyn.engine.statics`, :mod:`treedyn.engine.analysis.statics`)."""
+
+import json
+import math
+from typing import Annotated, Optional
+
+import typer
+
+from ..console import show_text
+from ..model import load, xacro_arguments
+from ..options import (DiffFormat, FreeFlyerOpt, MimicOpt, ModelArg, SeedOpt, XacroArgOpt,
+                       XacroArgs, epilog, examples, format_option, not_nan,
+                       samples_option)
+
+STATICS_EXAMPLES = examples(
+    "dyn statics fixtures/two_link_arm.urdf",
+    "dyn statics robot.urdf --payload 2.5@tool0:0,0,0.1 --format json",
+    "dyn statics robot.urdf --fail-above 0.8 --format github",
+)
+
+
+def payload_spec(text: Optional[str]):
+    """KG[@FRAME[:x,y,z]] as a PayloadSpec (the offset only when the last ':' part is three
+    numbers: a frame may be 'joint:NAME')."""
+    from treedyn.engine.analysis.statics import PayloadSpec
+    from treedyn.pipeline.errors import UsageError
+    if text is None:
+        return PayloadSpec()
+    mass_text, _, where = text.partition("@")
+    frame, offset = where or None, (0.0, 0.0, 0.0)
+    if where and ":" in where:
+        head, _, tail = where.rpartition(":")
+        try:
+            numbers = tuple(float(x) for x in tail.split(","))
+        except ValueError:
+            numbers = ()
+        if len(numbers) == 3 and head:
+            frame, offset = head, numbers
+    try:
+        mass = float(mass_text)
+    except ValueError:
+        mass = math.nan
+    if not (math.isfinite(mass) and mass >= 0) or not all(map(math.isfinite, offset)):
+        raise UsageError(f"dyn: --payload {text!r}: expected KG[@FRAME[:x,y,z]] with a mass "
+                         ">= 0 in kg and an offset in metres in the frame's axes")
+    return PayloadSpec(mass, frame, offset)
+
+
+@epilog(STATICS_EXAMPLES)
+def statics(
+        model: ModelArg, xacro_args: XacroArgs = None, free_flyer: FreeFlyerOpt = False,
+        payload: Annotated[Optional[str], typer.Option(
+            "--payload", metavar="KG[@FRAME[:x,y,z]]", show_default=False,
+            help="A point mass of KG kilograms at FRAME's origin (or at x,y,z in its axes). "
+            "Default FRAME: the deepest body that carries every other (a serial arm's last "
+            "link). The payload capacity is reported at that point either way.")] = None,
+        fail_above: Annotated[Optional[float], typer.Option(
+            "--fail-above", metavar="RATIO", min=0.0, callback=not_nan, show_default=False,
+            help="Exit 1 when a joint's max |g| / limit exceeds RATIO (always above 1).")
+        ] = None,
+        fmt: format_option(DiffFormat, "table (default), json, or github (::error at each "
+                           "failing joint's <limit> line).") = None,
+        samples: samples_option("Latin hypercube configurations the search starts "
+                                "from.") = 2048,
+        seed: SeedOpt = 0, xacro_arg: XacroArgOpt = None, mimic: MimicOpt = False,
+) -> None:
+    """The largest gravity load of every actuated joint over the joint ranges, against
+    its effort limit.
+
+    Per joint: max |g_i(q)| (g: the joint forces holding the robot still) over every
+    configuration within the limits (continuous joints over a full turn; a floating base
+    held at its neutral pose), the configuration where it occurs, a rigorous upper
+    bound ("certified" when the maximum meets it to 1e-6), the limit (URDF <limit
+    effort>; MJCF actuatorfrcrange or the actuators' forcerange x gear), their ratio, and
+    the largest payload the joint can hold at the payload point anywhere in its range.
+    Exit 1 when a ratio exceeds 1 (or --fail-above).
+    """
+    from treedyn.engine.analysis.statics import statics_document, statics_report
+    from treedyn.pipeline.errors import UsageError
+
+    from ..render import statics as render
+    spec = payload_spec(payload)
+    loaded = load(model, free_flyer, xacro=xacro_arguments(xacro_args, xacro_arg),
+                  mimic=mimic)
+    try:
+        report = statics_report(loaded, spec, samples=samples, seed=seed)
+    except KeyError as error:
+        raise UsageError(f"dyn: {loaded.source}: --payload: no link, body, joint or site named "
+                         f"{error.args[0]!r}") from None
+    except ValueError as error:
+        raise UsageError(f"dyn: {loaded.source}: --payload: {error}") from None
+    if fmt is DiffFormat.json:
+        print(json.dumps(statics_document(report, loaded)))
+    elif fmt is DiffFormat.github:
+        text = render.statics_github(report, loaded, fail_above)
+        if text:
+            show_text(text)
+    else:
+        show_text(render.statics_table(report, loaded, fail_above))
+    raise typer.Exit(1 if report.over(fail_above) else 0)

@@ -1,0 +1,195 @@
+"""``dyn statics`` (:mod:`treedyn.engine.statics`): the largest |g_i(q)| over the joint
+ranges against brute force (dense grids on small arms, many random configurations on
+panda), its argmax and the payload against Pinocchio's ``computeGeneralizedGravity``, the
+rigorous bound above every sample, the payload capacity against brute force and at its
+argmax exactly the limit, exit codes and GitHub annotations at the ``<limit>`` lines."""
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import io
+import json
+from functools import lru_cache
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from random_trees import random_description
+from reference_models import robot_urdfs
+from treedyn.engine import build_model
+from treedyn.engine.analysis.statics import PayloadSpec, statics_report
+from treedyn.engine.rnea import generalized_gravity
+from treedyn.engine.statics import Payload, Space, capacity_of, payload_model, statics
+from treedyn.parsers import load_model
+
+ROOT = Path(__file__).resolve().parents[1]
+ARM = str(ROOT / "fixtures" / "two_link_arm.urdf")
+ARM_MJCF = str(ROOT / "fixtures" / "mjcf" / "two_link_arm.xml")
+PANDA = [p for p in robot_urdfs() if p.endswith("panda_description/urdf/panda.urdf")]
+REL = 1e-6
+
+
+def grid(model, points: int) -> np.ndarray:
+    """(points^d, nq) every combination of ``points`` values of each varied joint."""
+    space = Space.of(model)
+    axes = [np.linspace(lo, hi, points) for lo, hi in zip(space.lower, space.upper)]
+    Q = np.tile(model.q_neutral, (points ** len(axes), 1))
+    Q[:, space.index] = np.stack(np.meshgrid(*axes, indexing="ij"), -1).reshape(-1, len(axes))
+    return Q
+
+
+def polished(model, Q: np.ndarray, dof: int, starts: int = 3) -> float:
+    """max |g_dof| over Q, then each of the best ``starts`` refined by scipy's L-BFGS-B
+    (bounds, numeric gradient): the brute-force reference."""
+    from scipy.optimize import minimize
+    space = Space.of(model)
+    values = np.abs(generalized_gravity(model, Q)[:, dof])
+    best = float(values.max())
+    for k in np.argsort(-values)[:starts]:
+        def f(x, q=Q[k].copy()):
+            q[space.index] = x
+            return -abs(generalized_gravity(model, q[None])[0, dof])
+        result = minimize(f, Q[k, space.index], method="L-BFGS-B",
+                          bounds=list(zip(space.lower, space.upper)))
+        best = max(best, -float(result.fun))
+    return best
+
+
+def random_arm() -> object:
+    """A 4-joint random tree (tests/random_trees.py) made an arm: revolute, continuous and
+    prismatic joints with limits."""
+    description = random_description(np.random.default_rng(3), 4, armature=False)
+    kinds = ("revolute", "continuous", "revolute", "prismatic")
+    limits = ((-2.0, 1.5), (-np.inf, np.inf), (-1.0, 2.5), (-0.3, 0.4))
+    joints = [dataclasses.replace(j, type=kind, lower=lo, upper=hi, effort=50.0)
+              for j, kind, (lo, hi) in zip(description.joints, kinds, limits)]
+    return build_model(dataclasses.replace(description, joints=joints))
+
+
+@lru_cache(maxsize=None)
+def model_of(name: str):
+    return random_arm() if name == "random" else load_model(name)
+
+
+def check_against(model, result, reference: np.ndarray) -> None:
+    """Ours within 1e-6 of (or above) the reference, attained at our q, below the bound."""
+    noise = 1e-12 * reference.max()  # rounding: a vertical axis's g is 0 to this
+    for d in result.dofs:
+        assert d.max_abs >= reference[d.dof] * (1 - REL) - noise, (d.dof, d.max_abs)
+        at = abs(generalized_gravity(model, d.q[None])[0, d.dof])
+        assert at == pytest.approx(d.max_abs, rel=1e-12, abs=noise)
+        assert d.bound >= d.max_abs * (1 - 1e-12) and d.bound >= reference[d.dof] * (1 - 1e-12)
+
+
+@pytest.mark.parametrize("name", [ARM, "random"], ids=["two_link", "random_arm"])
+def test_maximum_agrees_with_brute_force_on_small_arms(name):
+    model = model_of(name)
+    result = statics(model, samples=512)
+    Q = grid(model, 41 if model.nv == 2 else 9)
+    reference = np.array([polished(model, Q, i) for i in range(model.nv)])
+    check_against(model, result, reference)
+    for d in result.dofs:  # and agrees to 1e-6: the brute force's optimum is ours
+        assert d.max_abs <= reference[d.dof] * (1 + REL)
+    if name == ARM:  # the stretched arm held horizontal: the bound is reached
+        assert [d.max_abs for d in result.dofs] == pytest.approx([19.62, 4.905], rel=1e-12)
+        assert all(d.certified for d in result.dofs)
+
+
+@pytest.mark.skipif(not PANDA, reason="example-robot-data is not installed")
+def test_maximum_on_panda_is_above_many_random_configurations():
+    model = model_of(PANDA[0])
+    result = statics(model, samples=1024)
+    Q = model.random_configuration(np.random.default_rng(7), 20000)
+    check_against(model, result, np.abs(generalized_gravity(model, Q)).max(axis=0))
+
+
+def test_payload_is_pinocchios_point_mass():
+    pin = pytest.importorskip("pinocchio")
+    model = model_of(ARM)
+    report = statics_report(model, PayloadSpec(3.0, "link2", (0.1, 0.0, -0.7)), samples=256)
+    reference = pin.buildModelFromUrdf(ARM)
+    frame = reference.frames[reference.getFrameId("link2")]
+    point = frame.placement.act(np.array([0.1, 0.0, -0.7]))
+    reference.inertias[frame.parentJoint] += pin.Inertia(3.0, point, np.zeros((3, 3)))
+    data = reference.createData()
+    for row in report.rows:
+        q = np.array([row.q.get(name, 0.0) for name in model.joint_names])
+        g = pin.computeGeneralizedGravity(reference, data, q)
+        assert abs(g[row.joint]) == pytest.approx(row.max_abs, rel=1e-12)
+    assert report.payload == {"mass": 3.0, "frame": "link2", "point": [0.1, 0.0, -0.7]}
+
+
+def test_capacity_against_brute_force_and_reaches_the_limit():
+    model = model_of("random")
+    payload = Payload(0.0, int(np.argmax(model.depth)), np.array([0.2, -0.1, 0.3]))
+    result = statics(model, payload, samples=512)
+    Q = grid(model, 9)
+    g = generalized_gravity(model, Q)
+    s = generalized_gravity(payload_model(model, payload), Q) - g
+    checked = 0
+    for d in result.dofs:
+        if not np.isfinite(d.capacity):
+            continue
+        checked += 1
+        i, limit = d.dof, d.limit
+        assert d.capacity <= capacity_of(g[:, i], s[:, i], limit).min() * (1 + REL)
+        # with that mass at the point, the joint reaches its limit at capacity_q
+        q = d.capacity_q[None]
+        robot = generalized_gravity(model, q)[0, i]
+        per_kg = generalized_gravity(payload_model(model, payload), q)[0, i] - robot
+        assert abs(robot + d.capacity * per_kg) == pytest.approx(limit, rel=1e-9)
+    assert checked == 3
+
+
+def dyn(*args) -> tuple[int, str, str]:
+    from treedyn.cli.app import run
+    out, err = io.StringIO(), io.StringIO()
+    with (contextlib.redirect_stdout(out), contextlib.redirect_stderr(err),
+          pytest.raises(SystemExit) as exit_info):
+        run([str(a) for a in args])
+    return exit_info.value.code or 0, out.getvalue(), err.getvalue()
+
+
+def test_exit_codes_json_and_annotations():
+    code, out, _ = dyn("statics", ARM, "--samples", 64, "-f", "json")
+    document = json.loads(out)
+    assert code == 0 and document["weakest"] == {"joint": "joint1", "ratio": pytest.approx(0.1962)}
+    assert [j["limit"] for j in document["joints"]] == [100.0, 100.0]
+    assert document["joints"][1]["payload_capacity"] is None  # the point is on its axis
+    assert dyn("statics", ARM, "--samples", 64, "--fail-above", 0.1)[0] == 1
+    assert dyn("statics", ARM, "--samples", 64, "--fail-above", 0.5)[0] == 0
+    code, out, _ = dyn("statics", ARM, "--samples", 64, "--payload", "30@link2:0,0,-1",
+                       "-f", "github")
+    lines = Path(ARM).read_text().splitlines()
+    annotated = [int(line.split("line=")[1].split(",")[0]) for line in out.splitlines()]
+    assert code == 1 and len(annotated) == 2
+    assert all("<limit" in lines[n - 1] for n in annotated)
+    for bad in ("x@link2", "-1", "2@link2:0,0", "2@nowhere"):
+        code, _, err = dyn("statics", ARM, "--payload", bad)
+        assert code == 2 and err.count("\n") == 1, (bad, err)
+
+
+def test_mjcf_conversion_has_the_same_statics():
+    urdf = statics_report(model_of(ARM), samples=128)
+    mjcf = statics_report(load_model(ARM_MJCF), samples=128)
+    assert [r.limit for r in mjcf.rows] == [100.0, 100.0]
+    assert [r.max_abs for r in mjcf.rows] == pytest.approx([r.max_abs for r in urdf.rows],
+                                                          rel=1e-5)
+
+
+def test_payload_on_the_world_loads_no_joint():
+    model = load_model(ARM_MJCF)
+    alone = statics_report(model, samples=128)
+    held = statics_report(model, PayloadSpec(3.0, "world"), samples=128)
+    assert [r.max_abs for r in held.rows] == pytest.approx([r.max_abs for r in alone.rows],
+                                                          rel=1e-12)
+    assert all(r.capacity == np.inf for r in held.rows)
+
+
+def test_coupled_mimic_joints_against_sampled_configurations():
+    from treedyn.engine.coupling import couple
+    model = couple(load_model(str(ROOT / "fixtures" / "urdf" / "gripper_mimic.urdf")))
+    result = statics(model, samples=256)
+    Q = model.random_configuration(np.random.default_rng(5), 4000)
+    check_against(model, result, np.abs(generalized_gravity(model, Q)).max(axis=0))
