@@ -1,7 +1,9 @@
-"""Text pipelines in one process against worker processes: text inputs split over them
-(treedyn/pipeline/parts.py); an .npz input runs in one process both ways (its text workers
-were removed: they gave no gain once orjson wrote the text). Then the split against the
-library way: one process whose text is read by the format library's own threads.
+"""Text pipelines in one process against dyn's parallel ways: JSON Lines split over worker
+processes (treedyn/pipeline/parts.py), CSV read by pyarrow's threads
+(treedyn/pipeline/csvfile.py); an .npz input runs in one process both ways (its text
+workers were removed: they gave no gain once orjson wrote the text). Then dyn's way
+against the library way: one process whose text is read by the format library's own
+threads.
 
     python benchmarks/bench_parts.py [--states 100000] [--repeats 3] [--markdown]
         [--tables talos,library,heap] [--models two-link,xarm7,talos] [--megabytes 100]
@@ -9,22 +11,29 @@ library way: one process whose text is read by the format library's own threads.
 Table ``talos``: Talos (``talos_reduced.urdf`` from example-robot-data) with a free-flyer
 root. ``--states`` random states (seeded) are written once as JSON Lines, CSV and .npz;
 then, for each input format and command, ``dyn COMMAND MODEL --free-flyer --input F
---output O`` runs as a fresh process with ``TREEDYN_PROCESSES=1`` (one process) and with
-dyn's default (one worker per CPU, at most 8), alternating within each repeat so the
-shared machine's load hits both alike. The table gives the median wall times and their
-ratio, and whether the outputs are byte for byte the same (the workers' promise).
+--output O`` runs as a fresh process in one process (below) and with dyn's default (JSON
+Lines split over one worker per CPU, at most 8; CSV read by pyarrow's threads),
+alternating within each repeat so the shared machine's load hits both alike. The table
+gives the median wall times and their ratio, and whether the outputs are byte for byte
+the same (the promise of both parallel ways).
+
+One process is ``dyn`` with ``TREEDYN_PROCESSES=1`` and, for CSV, pyarrow's threads off
+(this file, ``--one-run``: dyn with ``csvfile.ARROW_BYTES`` out of reach, so numpy.loadtxt
+reads the rows, as it does without pyarrow installed).
 
 Table ``library``: a file of about ``--megabytes`` MB of random states (q, v, a, tau) of
 the two-link arm (fixtures/two_link_arm.urdf) and of a 7-dof arm (xarm7 from
 example-robot-data), JSON Lines and CSV, ``inverse`` into the input's format, three ways,
-alternating within each repeat: ``dyn`` with ``TREEDYN_PROCESSES=1``, ``dyn`` split over
-its default worker processes, and the library way: a fresh Python process (this file,
+alternating within each repeat: one process, ``dyn``'s default (the split for JSON Lines,
+pyarrow's threads for CSV), and the library way: a fresh Python process (this file,
 ``--library-run``) that reads the whole file with pyarrow's threaded reader
 (``pyarrow.csv.open_csv`` / ``pyarrow.json.read_json``, ``use_threads=True``) and streams
 the arrays, in dyn's chunks, through ``treedyn.pipeline.stream.run`` (the engine's threads
-and dyn's writers). The ratio is the library way's time over the split's: the split stays
-only where it is 1.3x or more. The CPU seconds (user and system, workers included) show
-each way's work apart from the machine's load. "identical" compares each output with the one process's.
+and dyn's writers). The ratio is the library way's time over dyn's: a hand-made way (the
+split) stays only where it is 1.3x or more; for CSV, dyn's way is pyarrow's threads, and
+the ratio shows what its chunked stream costs against reading the file whole. The CPU
+seconds (user and system, workers included) show each way's work apart from the machine's
+load. "identical" compares each output with the one process's.
 
 Table ``heap`` (only when asked for): one process on the same files, with glibc's malloc
 keeping freed memory (``MALLOC_TRIM_THRESHOLD_``, ``MALLOC_MMAP_THRESHOLD_``) against its
@@ -56,6 +65,19 @@ MODELS = {"two-link": ("two-link arm", os.path.join(HERE, "..", "fixtures", "two
                        False),
           "xarm7": ("xarm7 (7 dof)", "xarm_description/urdf/xarm7.urdf", False),
           "talos": ("talos_reduced --free-flyer", TALOS, True)}
+
+
+ONE_RUN = ("import sys; from treedyn.pipeline import csvfile; "
+           "csvfile.ARROW_BYTES = float('inf'); from treedyn.cli import run; "
+           "sys.argv[0] = 'dyn'; run()")  # dyn with pyarrow's CSV threads off
+
+
+def one_process(dyn: str, args: list[str]) -> list[str]:
+    """The command line of ``dyn ARGS`` in one process (run with TREEDYN_PROCESSES=1): for a
+    CSV input, with pyarrow's threads off (numpy.loadtxt reads the rows)."""
+    if not any(str(arg).endswith(".csv") for arg in args[args.index("--input"):][:2]):
+        return [dyn, *args]
+    return [sys.executable, "-c", ONE_RUN, *args]
 
 
 def write_inputs(folder: str, model, count: int, formats=("jsonl", "csv", "npz"),
@@ -105,9 +127,11 @@ def talos_table(args) -> None:
                 for split in (1, 0):
                     output = os.path.join(work, f"out{split}{extension}")
                     outputs[split] = output
+                    line = [command, urdf, "--free-flyer", "--input", paths[fmt], "--output",
+                            output]
                     run_env = {**env, "TREEDYN_PROCESSES": "1"} if split == 1 else env
-                    times[split].append(wall([dyn, command, urdf, "--free-flyer", "--input",
-                                              paths[fmt], "--output", output], run_env))
+                    times[split].append(wall(one_process(dyn, line) if split == 1
+                                             else [dyn, *line], run_env))
             one, split = (statistics.median(times[k][1:]) for k in (1, 0))
             rows.append([f"{fmt} -> {extension[1:]}", command, f"{size:.0f}", f"{one:.2f}",
                          f"{split:.2f}", f"{split / one:.2f}x",
@@ -116,7 +140,7 @@ def talos_table(args) -> None:
           f" numpy {np.__version__}; talos_reduced --free-flyer, {args.states} states; "
           f"{processes()} worker processes by default; median of {args.repeats} after a "
           "warm-up\n")
-    print_table(["input -> output", "command", "input MB", "one process s", "workers s",
+    print_table(["input -> output", "command", "input MB", "one process s", "dyn's default s",
                  "ratio", "identical output"], rows, args.markdown)
 
 
@@ -148,7 +172,7 @@ def library_table(args) -> None:
     from treedyn.cli.run.pool import processes
 
     dyn = dyn_executable()
-    ways = ("one", "split", "library")
+    ways = ("one", "dyn", "library")
     rows = []
     with tempfile.TemporaryDirectory(prefix="bench-parts-") as work:
         env = bench_env(work)
@@ -157,10 +181,10 @@ def library_table(args) -> None:
                 times = {way: [] for way in ways}
                 cpu = {way: [] for way in ways}
                 outputs = {way: os.path.join(work, f"{way}.{fmt}") for way in ways}
-                lines = {"one": [dyn, "inverse", urdf, *root, "--input", path, "--output",
-                                 outputs["one"]],
-                         "split": [dyn, "inverse", urdf, *root, "--input", path, "--output",
-                                   outputs["split"]],
+                lines = {"one": one_process(dyn, ["inverse", urdf, *root, "--input", path,
+                                                  "--output", outputs["one"]]),
+                         "dyn": [dyn, "inverse", urdf, *root, "--input", path, "--output",
+                                 outputs["dyn"]],
                          "library": [sys.executable, os.path.abspath(__file__), "--library-run",
                                      urdf, path, outputs["library"], *root]}
                 for _ in range(args.repeats + 1):  # the first round warms the bytecode cache
@@ -168,21 +192,23 @@ def library_table(args) -> None:
                         run_env = {**env, "TREEDYN_PROCESSES": "1"} if way == "one" else env
                         for into, value in zip((times, cpu), timed(lines[way], run_env)):
                             into[way].append(value)
-                one, split, library = (statistics.median(times[way][1:]) for way in ways)
+                one, default, library = (statistics.median(times[way][1:]) for way in ways)
                 seconds = "/".join(f"{statistics.median(cpu[way][1:]):.1f}" for way in ways)
                 same = all(same_output(outputs["one"], outputs[way]) for way in ways[1:])
                 rows.append([name, f"{fmt} -> {fmt}", f"{os.path.getsize(path) / 2 ** 20:.0f}",
-                             f"{one:.2f}", f"{split:.2f}", f"{library:.2f}",
-                             f"{one / split:.2f}x", f"{library / split:.2f}x", seconds,
+                             DYN_WAY[fmt], f"{one:.2f}", f"{default:.2f}", f"{library:.2f}",
+                             f"{one / default:.2f}x", f"{library / default:.2f}x", seconds,
                              "yes" if same else "NO"])
     print(f"\n# {platform.machine()}, {os.cpu_count()} cores, Python "
           f"{platform.python_version()}, numpy {np.__version__}, pyarrow {pyarrow.__version__};"
           f" inverse; {processes()} worker processes by default; median of {args.repeats} "
           "after a warm-up\n")
-    print_table(["model", "input -> output", "input MB", "one process s", "split s",
-                 "library way s", "split speed-up", "library / split",
-                "CPU s (one/split/library)", "identical output"],
-                rows, args.markdown)
+    print_table(["model", "input -> output", "input MB", "dyn's way", "one process s",
+                 "dyn s", "library way s", "dyn's speed-up", "library / dyn",
+                 "CPU s (one/dyn/library)", "identical output"], rows, args.markdown)
+
+
+DYN_WAY = {"jsonl": "split", "csv": "pyarrow threads"}  # dyn's default, by input format
 
 
 def timed(command, env) -> tuple[float, float]:

@@ -2,7 +2,7 @@
 
     python benchmarks/bench_scaling.py [--bodies 10 30 100 300 1000] [--batch 2000]
         [--repeats 5] [--threads 1] [--no-pinocchio] [--markdown]
-    python benchmarks/bench_scaling.py --commands [--dyn PATH] [--repeats 1]
+    python benchmarks/bench_scaling.py --commands [--dyn PATH] [--base PATH] [--repeats 1]
         [--max-links 100000] [--only info inverse "mass --sparsity" check-inertia]
 
 ``--commands`` times whole ``dyn`` processes instead: ``info``, ``inverse`` (one state, q
@@ -13,7 +13,9 @@ joint with limits (``--only`` runs some of the commands, ``--max-links`` leaves 
 larger models). It prints the median wall time, the median CPU time (user + system,
 which other processes on a shared machine disturb less) and the peak RSS of each process (from
 ``/usr/bin/time``, else ``wait4``), its exit code and last stderr line, and the slopes of log(time) against
-log(links). Run it with a normal (not editable) installation's ``dyn``.
+log(links). Run it with a normal (not editable) installation's ``dyn``; ``--base`` runs
+another installation's ``dyn`` alternately, run by run, and adds its times and the ratio of
+CPU times (this / base) to the table.
 
 Two families of fixed-base robots with ``n`` bodies, each moved by a revolute joint about a
 random unit axis, with a random joint placement and a random physically consistent inertia
@@ -234,6 +236,15 @@ def run_command(dyn: str, args: list[str]) -> tuple[float, float, int, str, floa
     return wall, rss, child.returncode, lines[-1] if lines else "", cpu
 
 
+def summary(runs: list[tuple]) -> tuple:
+    """(median wall s, largest peak RSS MB, last exit code, last stderr line, median CPU s)
+    of :func:`run_command`'s results; () for no runs."""
+    if not runs:
+        return ()
+    return (float(np.median([r[0] for r in runs])), max(r[1] for r in runs), runs[-1][2],
+            runs[-1][3], float(np.median([r[4] for r in runs])))
+
+
 def bench_commands(args) -> None:
     """Every command of COMMANDS on the star and chain of COMMAND_SIZES: a markdown table of
     median wall and CPU time and peak RSS, then the log-log slopes of wall time against links."""
@@ -248,22 +259,29 @@ def bench_commands(args) -> None:
                 with open(path, "w") as stream:
                     stream.write(large_urdf(shape, links))
                 for name, words in commands:
-                    runs = [run_command(args.dyn, [words[0], path, *words[1:]])
-                            for _ in range(args.repeats)]
-                    rows.append((shape, links, name, float(np.median([r[0] for r in runs])),
-                                 max(r[1] for r in runs), runs[-1][2], runs[-1][3],
-                                 float(np.median([r[4] for r in runs]))))
+                    runs, base = [], []
+                    for _ in range(args.repeats):  # alternating with --base, if given
+                        runs.append(run_command(args.dyn, [words[0], path, *words[1:]]))
+                        if args.base:
+                            base.append(run_command(args.base, [words[0], path, *words[1:]]))
+                    rows.append((shape, links, name, *summary(runs), *summary(base)))
                     print(f"  done {shape} {links} {name}", file=sys.stderr, flush=True)
     version = subprocess.run([args.dyn, "--version"], capture_output=True, text=True).stdout
     print(f"# {platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}, "
           f"numpy {np.__version__}, {version.strip()}; median of {args.repeats} run(s), "
-          "output to /dev/null as JSON; peak RSS of the process")
-    table = [[shape, f"{links:,}", name, f"{wall:.2f}", f"{cpu:.2f}", f"{rss:.0f}", str(code),
-              note[:90].replace("|", "/")]
-             for shape, links, name, wall, rss, code, note, cpu in rows]
-    print_table(["shape", "links", "command", "wall s", "CPU s", "peak RSS MB", "exit",
-                 "stderr"], table,
-                True)
+          "output to /dev/null as JSON; peak RSS of the process"
+          + (f"; base {args.base}, alternating run by run" if args.base else ""))
+    head = ["shape", "links", "command", "wall s", "CPU s", "peak RSS MB", "exit", "stderr"]
+    if args.base:
+        head += ["base wall s", "base CPU s", "base peak RSS MB", "CPU ratio"]
+    table = []
+    for shape, links, name, wall, rss, code, note, cpu, *base in rows:
+        table.append([shape, f"{links:,}", name, f"{wall:.2f}", f"{cpu:.2f}", f"{rss:.0f}",
+                      str(code), note[:90].replace("|", "/")])
+        if args.base:
+            table[-1] += [f"{base[0]:.2f}", f"{base[4]:.2f}", f"{base[1]:.0f}",
+                          f"{cpu / base[4]:.2f}x"]
+    print_table(head, table, True)
     print()
     slopes = []
     for shape, sizes in sizes_of.items():
@@ -295,6 +313,8 @@ def main() -> None:
                         "chains of 1 000 and 10 000: wall time and peak RSS, as markdown")
     parser.add_argument("--dyn", default=shutil.which("dyn") or "dyn",
                         help="the dyn program --commands runs (default: the one on PATH)")
+    parser.add_argument("--base", help="--commands: another dyn program (another "
+                        "installation) run alternately with --dyn, for the ratio of the two")
     parser.add_argument("--max-links", type=int, default=100_000,
                         help="--commands: leave out the models larger than this")
     parser.add_argument("--only", nargs="+", default=[name for name, _ in COMMANDS],

@@ -22,7 +22,7 @@ import numpy as np
 
 from .coupling import Coupling
 from .description import Inertia, JointSpec, Mimic, SourceRef, TreeDescription
-from .joints import PUBLIC_TYPE, JointModel, joint_models
+from .joints import PUBLIC_TYPE, JointModel, between, joint_models
 from .rotations import skew
 
 
@@ -146,15 +146,39 @@ class Model:
         raise KeyError(name)
 
     def random_configuration(self, rng: np.random.Generator, count: int) -> np.ndarray:
-        """(count, nq) random configurations within limits (unit quaternions where needed)."""
+        """(count, nq) random configurations within limits (unit quaternions where needed).
+
+        Joint after joint, each drawing its ``count`` numbers; a run of joints that draw
+        as JointModel does (one angle) is drawn in one call, the same numbers in the same
+        order."""
         q = np.empty((count, self.nq))
+        run: list[int] = []  # q columns of the current run of one-angle joints
+        sizes = self.nq_joint.tolist()
         for i, joint in enumerate(self.joint_models):
-            if self.nq_joint[i] == 0:  # a mimic joint follows its master
+            if sizes[i] == 1 and type(joint).random_configuration is PLAIN_DRAW:
+                run.append(int(self.idx_q[i]))
                 continue
-            block = slice(self.idx_q[i], self.idx_q[i] + self.nq_joint[i])
+            run = self._draw_angles(rng, q, run)
+            if sizes[i] == 0:  # a mimic joint follows its master
+                continue
+            block = slice(self.idx_q[i], self.idx_q[i] + sizes[i])
             q[:, block] = joint.random_configuration(rng, count, self.q_lower[block],
                                                      self.q_upper[block])
+        self._draw_angles(rng, q, run)
         return q
+
+    def _draw_angles(self, rng: np.random.Generator, q: np.ndarray, columns: list[int]) -> list:
+        """Fill the ``columns`` of ``q`` (one-angle joints, in order) as each joint's
+        JointModel.random_configuration would, joint after joint; an empty run."""
+        if columns:
+            lower, upper = self.q_lower[columns, None], self.q_upper[columns, None]
+            low = np.where(np.isfinite(lower), lower, -np.pi)
+            high = np.where(np.isfinite(upper), upper, np.pi)
+            q[:, columns] = between(rng, low, high, (len(columns), len(q))).T
+        return []
+
+
+PLAIN_DRAW = JointModel.random_configuration
 
 
 class ModelError(ValueError):

@@ -12,7 +12,9 @@ still refused, is in docs/fidelity.md.
 libxml2 numbers an element by the line where its start tag ends, so an element written over
 several lines (``<inertia ixx=...`` one attribute per line, as CAD exporters write them)
 would be reported at its last attribute. :func:`parse` renumbers every element to the line
-where its tag opens, as tinyxml2 (urdfdom, MuJoCo) reports it.
+where its tag opens, as tinyxml2 (urdfdom, MuJoCo) reports it -- unless every start tag
+ends on the line it opens (:func:`start_tags_on_one_line`, in bulk), where libxml2's numbers
+are those already.
 """
 from __future__ import annotations
 
@@ -76,6 +78,8 @@ def number_from_tag_start(root: etree._Element, data: bytes) -> None:
     counts differ (markup the scan cannot see, such as elements from an entity), or for
     lines past libxml2's limit, libxml2's own numbers stay.
     """
+    if start_tags_on_one_line(data):  # libxml2's numbers are the tag starts' already
+        return
     openings = [m.start() for m in MARKUP.finditer(data) if m.end() - m.start() == 1]
     elements = list(root.iter(etree.Element))
     if len(openings) != len(elements):
@@ -84,6 +88,31 @@ def number_from_tag_start(root: etree._Element, data: bytes) -> None:
     lines = np.searchsorted(newlines, openings) + 1  # 1 + the line ends before each opening
     for element, line in zip(elements, lines[:np.searchsorted(lines, LINE_LIMIT)].tolist()):
         element.sourceline = line
+
+
+def start_tags_on_one_line(data: bytes) -> bool:
+    """Whether every start tag of ``data`` ends on the line where it opens, found in bulk
+    (a few passes of numpy over the bytes, no Python per element): each "<" that opens a
+    name, its next ">" on the same line and no quote open there (an even count of one kind
+    of quote between them, the other kind absent). Anything else -- a tag over several
+    lines, a ">" or a quote inside a value, a "<" inside a comment -- says False, for
+    :func:`number_from_tag_start` to look closer."""
+    text = np.frombuffer(data, dtype=np.uint8)
+    opening = np.flatnonzero(text[:-1] == ord("<"))
+    opening = opening[~np.isin(text[opening + 1], np.frombuffer(b"/!?", dtype=np.uint8))]
+    closing = np.flatnonzero(text == ord(">"))
+    end = np.searchsorted(closing, opening)
+    if len(opening) and end[-1] == len(closing):
+        return False
+    end = closing[end]
+
+    def between(byte: bytes) -> np.ndarray:  # (openings,) count of ``byte`` in each tag
+        where = np.flatnonzero(text == byte[0])
+        return np.searchsorted(where, end) - np.searchsorted(where, opening)
+
+    double, single = between(b'"'), between(b"'")
+    return not (np.any(between(b"\n")) or np.any(double % 2) or np.any(single % 2)
+                or np.any((double > 0) & (single > 0)))
 
 
 def read_xml(data: bytes, path: str, encoding: str | None = None) -> etree._Element:

@@ -2,30 +2,42 @@
 ``q:<joint>``, the names of :mod:`treedyn.pipeline.naming`), parsed a chunk at a time; a bad
 cell names its row and column.
 
-Two paths. The fast one reads a block of lines at once with one library reader: pyarrow's
-CSV reader in a file of at least :data:`ARROW_BYTES` when it is installed (the optional
-extra ``treedyn[arrow]``; its import, 0.3 s, pays from there), else ``numpy.loadtxt``
-(both C, both reading quoted cells as :mod:`csv` does). A block it refuses -- a cell that
-is not a finite number, a row of the wrong length, a cell only Python's float() reads --
-is read again by the slow path, row by row with :mod:`csv` and cell by cell with
-:func:`_number`, which names the first bad cell (line and column); from a refused block
-that holds a double quote on (a quoted cell may hold a line end), the rest of the file
-takes the slow path. What each reader accepts as a finite number is the same: plain
-decimals, as :func:`_number` reads them.
+One fast path and one path that locates errors. The fast path is a library's reader:
+pyarrow's own threaded CSV reader (``pyarrow.csv.open_csv``, ``use_threads=True``) over a
+file of at least :data:`ARROW_BYTES` when pyarrow is installed (the optional extra
+``treedyn[arrow]``; its import, about 0.3 s, pays from there), its record batches cut into
+the pipeline's chunks; else ``numpy.loadtxt`` over blocks of a chunk's lines. pyarrow
+reads the rows only while they are what both readers read alike (:class:`_Plain`); at
+anything else -- a quote, a blank line, a row of the wrong length, a cell that is not a
+finite plain decimal -- the states of the whole chunks it gave are kept (it reads ahead,
+so a block refused as it is read may stop it some blocks early) and the rest of the file
+is read from the next chunk's first line by the loadtxt path, whose refused
+blocks go row by row through :mod:`csv` and cell by cell through :func:`_number`, which
+names the first bad cell (line and column); from a refused block that holds a double
+quote on (a quoted cell may hold a line end), the rest of the file takes that path. Each
+reader accepts the same finite numbers: plain decimals, as :func:`_number` reads them.
+The chunks are those of the loadtxt path, so the numbers are the same either way.
 
-Measured in one process (reading 20 000 talos states, medians of 5, 2026-12-05): the fast
-path takes 0.20x the time of the slow path with pyarrow, 0.29x with loadtxt (pyarrow:
-0.68x of loadtxt); a file of quoted cells, which the slow path read whole before, 0.37x of
-that. The tiers that sat between them were removed: loadtxt after pyarrow refused a block
-(they refuse the same cells), and numpy's conversion of csv's rows before the cell by cell
-one (0.70x of it, on files the fast path now reads)."""
+A CSV file is never split over processes (:mod:`.parts` splits JSON Lines only): on a
+quiet 2-core machine (benchmarks/bench_parts.py, table "library", 60 MB of states,
+2026-12-05) the library way, pyarrow's threads, took 1.28x the split's time on 7-dof arm
+states and 0.81x on the two-link arm's: the split did not beat it by the 1.3x a hand-made
+way must. Read by pyarrow's threads as here, a CSV run was 1.5-2.6x as fast as one
+process reading with loadtxt, and the library way, which reads the whole file first, took
+1.02-2.08x its time (the same table, two runs, the machine shared at a load average of
+6.5-8.5).
 
+Measured in one process (reading 20 000 talos states, medians of 5, 2026-12-05): the
+loadtxt path takes 0.29x the time of the row by row path; a file of quoted cells, which
+the row by row path read whole before, 0.37x of that."""
+
+import codecs
 import csv
 import itertools
 import math
 import re
 import warnings
-from collections.abc import Iterator, Sequence
+from collections.abc import Generator, Iterator, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -54,7 +66,7 @@ class _Columns:
 
 
 def csv_plan(header: list[str], name: str, layout: Layout, kinds: Sequence[str],
-              line: int = 1, warns: bool = True) -> list[_Columns]:
+             line: int | None = 1, warns: bool = True) -> list[_Columns]:
     """Map the header's q0../q:<joint> columns (of the kinds in use) to vector entries;
     ``line`` is the header's line in the file (blank lines may come before it; None: the
     names of a file's columns, a Parquet file's); ``warns`` of columns of external forces,
@@ -109,40 +121,179 @@ def csv_plan(header: list[str], name: str, layout: Layout, kinds: Sequence[str],
     return list(plan.values())
 
 
-def csv_chunks(stream, name, layout, kinds, wrenches, size, lines=None,
-                header: list[str] | None = None, header_line: int = 1,
-                file_bytes: int = 0) -> Iterator[States]:
-    """Chunks of a CSV stream (or of its numbered ``lines``); at a bad row, the good rows
-    before it, then the error. With ``header`` (a part of a file), there are rows only.
-    ``file_bytes``: the size of the whole file (0 if unknown), which picks the parser. A
-    whole file without a state (empty, or a header alone) is an error (:func:`.text.no_states`)."""
-    whole = header is None  # (else a part of a file, whose states another part may hold)
-    numbered = iter(text_lines(stream, name) if lines is None else lines)
+def csv_chunks(stream, name, layout, kinds, wrenches, size, file_bytes: int = 0
+               ) -> Iterator[States]:
+    """Chunks of a CSV stream; at a bad row, the good rows before it, then the error.
+    ``file_bytes``: the size of the file (0 if unknown: a pipe), which picks the fast path.
+    A file without a state (empty, or a header alone) is an error (:func:`.text.no_states`)."""
+    arrow = _arrow_csv() if file_bytes >= ARROW_BYTES and stream.seekable() else None
+    start = stream.tell() if arrow is not None else 0
+    lines = text_lines(stream, name)
+    numbered = _Counted(lines)
+    reader = _NumberedReader(numbered)
+    try:
+        header = next((row for row in reader if row), None)  # after any blank lines
+    except csv.Error as error:
+        raise _csv_error(name, reader, error) from None
     if header is None:
-        reader = _NumberedReader(numbered)
-        try:
-            header = next((row for row in reader if row), None)  # after any blank lines
-        except csv.Error as error:
-            raise _csv_error(name, reader, error) from None
-        header_line = reader.line_num
-    if header is None:
-        raise no_text_states(name, header_line)
-    plan = csv_plan(header, name, layout, kinds, header_line)
-    convert = _CsvConverter([t.strip() for t in header], plan, name, layout, wrenches,
-                            _arrow_csv() if file_bytes >= ARROW_BYTES else None)
+        raise no_text_states(name, reader.line_num)
+    plan = csv_plan(header, name, layout, kinds, reader.line_num)
+    convert = _CsvConverter([t.strip() for t in header], plan, name, layout, wrenches)
+    if arrow is None:
+        rows = _rows(lines, convert, size)
+    else:
+        lines.close()  # (the rows are read again from their first byte)
+        rows = _arrow_then_rows(stream, arrow, convert, numbered.last + 1,
+                                start + _bom(stream, start) + numbered.bytes, size)
     count = 0
-    for states in _rows(numbered, convert, size):
+    for states in rows:
         count += states.count
         yield states
-    if not count and whole:
+    if not count:
         raise no_states(name, "a header and no rows")
+
+
+def _bom(stream, start: int) -> int:
+    """The bytes of a byte-order mark at ``start`` (which text_lines drops), 0 or 3."""
+    stream.seek(start)
+    mark = stream.read(len(codecs.BOM_UTF8)) == codecs.BOM_UTF8
+    return len(codecs.BOM_UTF8) if mark else 0
+
+
+class _Counted:
+    """Numbered lines passed on, counted: the last line's number, the bytes of them all."""
+
+    def __init__(self, lines: Iterator[tuple[int, str]]):
+        self.lines, self.last, self.bytes = lines, 0, 0
+
+    def __iter__(self):
+        return self
+
+    def __next__(self) -> tuple[int, str]:
+        self.last, text = next(self.lines)
+        self.bytes += len(text.encode("utf-8", "surrogateescape"))
+        return self.last, text
+
+
+def _arrow_then_rows(stream, arrow, convert: "_CsvConverter", first: int, data: int,
+                     size: int) -> Iterator[States]:
+    """The States of the rows from line ``first`` (at byte ``data``) read by pyarrow's
+    threads; where it refuses, the rest from the first line it did not give in a whole
+    chunk, read by :func:`_rows`."""
+    stream.seek(data)
+    given = yield from _arrow_rows(_Plain(stream), arrow, convert, first, size)
+    if given is None:
+        return
+    stream.seek(_line_start(stream, data, given))  # (every line before it a row pyarrow read)
+    yield from _rows(text_lines(stream, convert.name, first + given, bom=False), convert, size)
+
+
+def _line_start(stream, start: int, lines: int) -> int:
+    """The byte offset of the line ``lines`` lines after the one at byte ``start``, in text
+    whose lines end in LF, CRLF or CR alone (as both pyarrow and text mode read them)."""
+    stream.seek(start)
+    offset = start
+    while lines:
+        block = stream.read(1 << 20)
+        while block.endswith(b"\r") and (more := stream.read(1)):
+            block += more  # (a CRLF across two reads is one line end)
+        if not block:
+            break
+        codes = np.frombuffer(block, np.uint8)
+        ends = np.flatnonzero((codes == 10) | ((codes == 13) & (np.append(codes[1:], 0) != 10)))
+        if len(ends) >= lines:
+            return offset + int(ends[lines - 1]) + 1
+        lines -= len(ends)
+        offset += len(block)
+    return offset
+
+
+def _arrow_rows(source: "_Plain", arrow, convert: "_CsvConverter", first: int,
+                size: int) -> Generator[States, None, int | None]:
+    """The States of ``source``'s rows, one a line from line ``first``, read by pyarrow's
+    threaded reader, ``size`` at a time; returns None once all are given, else (when pyarrow
+    or :class:`_Plain` refuses a block, or a used cell is not finite) the number of rows
+    given, whole chunks only."""
+    import pyarrow as pa
+
+    names = [f"f{c}" for c in range(len(convert.header))]
+    used = [names[c] for c in convert.used]
+    options = dict(
+        read_options=arrow.ReadOptions(column_names=names, use_threads=True,
+                                       block_size=ARROW_BLOCK),
+        parse_options=arrow.ParseOptions(quote_char=False, newlines_in_values=False,
+                                         ignore_empty_lines=False),  # (a row a line)
+        convert_options=arrow.ConvertOptions(include_columns=used, null_values=[],
+                                             column_types=dict.fromkeys(used, pa.float64())))
+    given, held, pending = 0, 0, []  # pending: (rows, used columns) not given yet
+    try:
+        with arrow.open_csv(source, **options) as reader:
+            for batch in reader:
+                values = np.column_stack([column.to_numpy() for column in batch.columns])
+                if not np.isfinite(values).all():
+                    return given
+                pending.append(values)
+                held += len(values)
+                while held >= size:
+                    block = np.concatenate(pending)
+                    pending, held = [block[size:]], held - size
+                    yield convert.states(block[:size], range(first + given, first + given + size))
+                    given += size
+    except (pa.ArrowException, _Refused):
+        return given
+    if held:
+        yield convert.states(np.concatenate(pending), range(first + given, first + given + held))
+    return None
+
+
+class _Refused(Exception):
+    """A block of text pyarrow might read otherwise than :mod:`csv` does."""
+
+
+class _Plain:
+    """A binary stream read by pyarrow, block by block, while its text is what pyarrow and
+    :mod:`csv` read alike: ASCII without a double quote or NUL byte, no field over csv's
+    size limit; else :class:`_Refused` ends the read there (then :func:`_rows` reads)."""
+
+    closed = False
+
+    def __init__(self, stream):
+        self.stream = stream
+        self.window = csv.field_size_limit() // 4
+
+    def read(self, size: int = -1) -> bytes:
+        block = self.stream.read(size)
+        if b'"' in block or b"\0" in block or not block.isascii() or self.long_field(block):
+            raise _Refused
+        return block
+
+    def long_field(self, block: bytes) -> bool:
+        """Whether a field may reach csv's size limit here: a window of a quarter of it,
+        at a multiple of that from the block's start, without a comma or line end (a field
+        that long, even cut by the end of a block, holds such a window on one side). A
+        search a window takes microseconds a megabyte, where finding every comma with numpy
+        took 7 ms, a third of pyarrow's own parsing of it (one thread, 20 ms)."""
+        window = self.window
+        return any(block.find(b",", at, at + window) < 0
+                   and block.find(b"\n", at, at + window) < 0
+                   and block.find(b"\r", at, at + window) < 0
+                   for at in range(0, len(block) - window + 1, window))
+
+    def readable(self) -> bool:
+        return True
+
+    def seekable(self) -> bool:
+        return False
+
+    def tell(self) -> int:
+        return self.stream.tell()
 
 
 def _rows(numbered, convert: "_CsvConverter", size: int) -> Iterator[States]:
     """The States of the rows after the header, ``size`` at a time: blocks of lines read
-    at once (the fast path), else row by row (csv's reader): the block, or, once a block
-    that holds a double quote is not read at once, the rest of the file (a quoted cell
-    may hold a line end, which the fast path never reads)."""
+    at once by loadtxt, else row by row (csv's reader): the block, or, once a block that
+    holds a double quote is not read at once, the rest of the file (a quoted cell may hold
+    a line end, which loadtxt never reads)."""
     for block in _blocks(numbered, size):
         quoted = any('"' in line for _, line in block)
         if not (quoted and any(line.count('"') % 2 for _, line in block)):
@@ -234,9 +385,8 @@ class _CsvConverter:
     """Turns a block of CSV rows (strings) into States, in engine units."""
 
     def __init__(self, header: list[str], plan: list[_Columns], name: str, layout: Layout,
-                 wrenches: dict[str, np.ndarray], arrow=None):
+                 wrenches: dict[str, np.ndarray]):
         self.header, self.plan, self.name = header, plan, name
-        self.arrow = arrow  # pyarrow.csv, for blocks (or None: numpy.loadtxt only)
         self.layout, self.wrenches = layout, wrenches
         self.used = sorted(c for entry in plan for c in entry.columns)
         self.every_column = self.used == list(range(len(header)))
@@ -258,17 +408,13 @@ class _CsvConverter:
         raise _bad_cell(rows[bad], lines[bad], self.header, self.used, self.name)
 
     def block(self, texts: list[str], lines: list[int]) -> States | None:
-        """The fast path: the States of rows (lines of text whose quotes are closed) read
-        by pyarrow (if set) or else numpy.loadtxt; None if a row has another number of
-        fields than the header, is longer than csv's field limit, or a used cell is not a
-        finite number as they read them (those rows then take the slow path, which names
-        what is wrong)."""
+        """The States of rows (lines of text whose quotes are closed) read by numpy.loadtxt;
+        None if a row has another number of fields than the header, is longer than csv's
+        field limit, or a used cell is not a finite number as loadtxt reads it (those rows
+        then go row by row, which names what is wrong)."""
         limit = csv.field_size_limit()
         if any(len(text) > limit for text in texts):
             return None  # (a line that long may hold a cell over csv's limit: csv says so)
-        if self.arrow is not None:  # (pyarrow counts each row's fields itself)
-            values = self.arrow_values(texts)
-            return None if values is None else self.states(values, lines)
         commas = len(self.header) - 1
         if any(text.count(",") != commas for text in texts):
             return None
@@ -284,35 +430,6 @@ class _CsvConverter:
         if values.shape != (len(texts), len(self.used)) or not np.isfinite(values).all():
             return None
         return self.states(values, lines)
-
-    def arrow_values(self, texts: list[str]) -> np.ndarray | None:
-        """The used columns of rows of text as floats, parsed by pyarrow, one thread (a
-        part of a file has a process of its own) and :data:`ARROW_ROWS` rows at a time (the
-        text is copied once more as bytes); None unless every used cell is a finite number
-        and every row has the header's fields (else the slow path reads the rows)."""
-        import pyarrow as pa
-
-        arrow = self.arrow
-        columns = [f"f{c}" for c in self.used]
-        options = dict(
-            read_options=arrow.ReadOptions(autogenerate_column_names=True, use_threads=False,
-                                           block_size=16 << 20),
-            parse_options=arrow.ParseOptions(newlines_in_values=False),
-            convert_options=arrow.ConvertOptions(
-                include_columns=columns, column_types=dict.fromkeys(columns, pa.float64())))
-        values = np.empty((len(texts), len(columns)))  # (rows, used columns)
-        for start in range(0, len(texts), ARROW_ROWS):
-            rows = texts[start:start + ARROW_ROWS]
-            try:  # (glibc's heap, kept for the next block: see cli/run/heap.py)
-                table = arrow.read_csv(pa.py_buffer("".join(rows).encode()), **options,
-                                       memory_pool=pa.system_memory_pool())
-            except (pa.ArrowException, ValueError):
-                return None
-            if table.num_rows != len(rows):
-                return None
-            for k, column in enumerate(table.columns):
-                values[start:start + len(rows), k] = column.to_numpy()  # a null: NaN
-        return values if np.isfinite(values).all() else None
 
     def values(self, rows: list[list[str]]) -> np.ndarray:
         """The used columns as floats, (n, len(used)), cell by cell; unreadable cells
@@ -335,8 +452,8 @@ class _CsvConverter:
                       **vectors)
 
 
-ARROW_BYTES = 32 << 20  # a CSV file this large is parsed by pyarrow, when installed
-ARROW_ROWS = 2048  # rows parsed by pyarrow at a time
+ARROW_BYTES = 32 << 20  # a CSV file this large is read by pyarrow's threads, when installed
+ARROW_BLOCK = 1 << 20  # bytes pyarrow parses at a time (a batch; a longer row is refused)
 
 
 def _arrow_csv():

@@ -14,6 +14,10 @@ beside its name and renamed once complete, as an .npz (:class:`.sinks.BesideSink
 """
 from __future__ import annotations
 
+import atexit
+import gc
+import os
+
 import numpy as np
 
 from .errors import CorruptInput, UsageError
@@ -22,6 +26,46 @@ from .npz import StatesArray, check_members
 from .sinks import BesideSink
 
 EXTRA = "reading and writing .h5 files needs the optional extra: pip install 'treedyn[hdf5]'"
+
+
+OPEN: dict = {}  # h5py file -> the Python file object it reads or writes, until closed
+
+
+def opened(h5py, stream, mode: str):
+    """The HDF5 file of ``stream`` (an input, or a sink's temporary), opened by its path,
+    and held until :func:`close_files` of the stream.
+
+    By path, not through h5py's driver for Python file objects: that driver calls back into
+    Python when HDF5 frees it, and HDF5 frees what is left at its own exit, after the
+    interpreter has ended: a file that failed to open, or a dataset an error's traceback
+    kept, then crashed the process as it exited. A stream without a path (none here:
+    stdin is spooled to a file first) still goes through the driver; at exit, while
+    Python runs, the cycles are collected and every file still open is closed
+    (:func:`end`)."""
+    if not OPEN:
+        atexit.unregister(end)
+        atexit.register(end)
+    name = getattr(stream, "name", None)
+    file = h5py.File(name if isinstance(name, str) and os.path.isfile(name) else stream, mode)
+    OPEN[file] = stream
+    return file
+
+
+def close_files(stream=None) -> None:
+    """Close the h5py files over ``stream`` (every one: None), their datasets with them."""
+    for file, over in list(OPEN.items()):
+        if stream is None or over is stream:
+            del OPEN[file]
+            try:
+                file.close()
+            except Exception:  # (its stream already closed or gone: nothing more to do)
+                pass
+
+
+def end() -> None:
+    """At exit: the datasets and files in reference cycles freed, the rest closed."""
+    gc.collect()
+    close_files()
 
 
 def require_h5py():
@@ -62,9 +106,17 @@ def hdf5_members(stream, name: str, layout: Layout, kinds, prefix: str | None = 
     model's width, as many states each."""
     h5py = require_h5py()
     try:
-        file = h5py.File(stream, "r")
+        file = opened(h5py, stream, "r")
     except (OSError, ValueError) as error:
         raise UsageError(f"{name}: not a readable HDF5 file ({error})") from None
+    try:
+        return _members(h5py, file, name, layout, kinds, prefix, warns)
+    except BaseException:
+        close_files(stream)
+        raise
+
+
+def _members(h5py, file, name: str, layout: Layout, kinds, prefix, warns) -> list[_Dataset]:
     group_name = clean_prefix(prefix)
     try:
         group = file[group_name] if group_name else file
@@ -104,7 +156,7 @@ class Hdf5Sink(BesideSink):
 
     def open_file(self) -> None:
         h5py = require_h5py()
-        self.file = h5py.File(self.stream, "w")
+        self.file = opened(h5py, self.stream, "w")
         group = self.file.require_group(self.prefix) if self.prefix else self.file
         rows = max(1, CHUNK_BYTES // (8 * max(1, int(np.prod(self.shape)))))
         # no dofs: a chunk is at least 1 wide, so those axes' extent is left open
@@ -135,7 +187,7 @@ class Hdf5Sink(BesideSink):
                                      dtype=h5py.string_dtype())
             else:
                 group.create_dataset(key, data=data)
-        self.file.close()
+        close_files(self.stream)
 
     def end_partial(self) -> int:
         """The dataset cut to the states counted (a chunk written but not yet counted when

@@ -1,33 +1,30 @@
-"""A large text file run over worker processes: parts of the file parsed, computed and
-written in parallel, then joined in input order (:func:`run_parts`).
+"""A large JSON Lines file run over worker processes: parts of the file parsed, computed
+and written in parallel, then joined in input order (:func:`run_parts`).
 
-JSON Lines and CSV cost about a microsecond per number to parse and to print (Python's
-float conversions), tens of times the engine's cost, and one process does them on one
-core. A text file is cut at line ends into parts; forked worker processes (as many as the
-caller asks, one engine thread each) read their part with the file's line numbers (a CSV
-part with the file's header), compute and write its results to a temporary file next to
-the output, and the parent appends the parts to the output in order as they finish. The
-output is byte for byte the one process's: the same readers, engine calls and writers run
-on every part, and parts are whole chunks of the one-process run, so every state is
-computed in the same chunk (BLAS rounds alike).
+JSON Lines costs about a microsecond per number to parse and to print (Python's float
+conversions), tens of times the engine's cost, and one process does it on one core. The
+file is cut at line ends into parts; forked worker processes (as many as the caller asks,
+one engine thread each) read their part with the file's line numbers, compute and write
+its results to a temporary file next to the output, and the parent appends the parts to
+the output in order as they finish. The output is byte for byte the one process's: the
+same readers, engine calls and writers run on every part, and parts are whole chunks of
+the one-process run, so every state is computed in the same chunk (BLAS rounds alike).
 
-Why by hand, and how far it is measured (benchmarks/bench_parts.py, docs/benchmarks.md
-"Text files over processes"): on a quiet 2-core machine the split ran in 0.61-0.65x of one
-process's time (100 000 talos states, JSON Lines or CSV into JSON Lines, CSV or .npz). The
-library way -- one process whose text is parsed by the format library's own threads
-(``pyarrow.csv.open_csv``, ``pyarrow.json.read_json``), the engine's threads, dyn's
-writers -- took 0.71-1.44x the split's time on 100 MB of two-link, 7-dof arm and talos
-states, but measured only on the machine shared at a load average of 10-13, where every
-process gets a fifth of a core and neither parallel way beat one process; the CPU time
-(one process 1.1-2.2 s, split 1.3-2.7 s, library way 1.2-2.5 s) is the split's price for
-using both cores. The pyarrow threads parse only: the printing of the results stays on one
-core, and ``read_json`` holds the whole file in memory.
+Why by hand (benchmarks/bench_parts.py, table "library"; docs/benchmarks.md "Text files
+over processes"): the library way -- one process whose text is parsed by pyarrow's own
+threads (``pyarrow.json.read_json``, ``use_threads=True``), the engine's threads, dyn's
+writers -- took 2.13x the split's time on 60 MB of 7-dof arm states and 1.55x on the
+two-link arm's, on a quiet 2-core machine (2026-12-05; the split was 1.39x and 1.45x as
+fast as one process), so the split stays, over the 1.3x a hand-made way must beat the
+library by. ``read_json`` parses only (the printing stays on one core) and holds the whole
+file in memory. CSV is not split: pyarrow's threaded CSV reader, in one process
+(:mod:`.csvfile`), took 1.28x (7-dof arm) and 0.81x (two-link arm) the split's time, short
+of that 1.3x.
 
 At a bad line, the parts before it and the states of its part before it are written, and
 the error is the one process's (same line number, same message, "stopped there"); later
-parts are dropped. Files that the split would misnumber or misread run in one process
-(:func:`run_parts` returns None): a CSV file with quotes after its header (a quoted field
-may hold a line end), or a file with carriage returns that do not end a line (text mode
+parts are dropped. A file that the split would misnumber runs in one process
+(:func:`run_parts` returns None): carriage returns that do not end a line (text mode
 reads them as line ends). Warnings are given once, by the parent. At most two parts per
 worker are computed ahead of the one being appended, so a slow reader of stdout holds up
 the workers rather than filling the disk. An interrupt (KeyboardInterrupt, or
@@ -59,7 +56,6 @@ import numpy as np
 from treedyn.engine import configure
 
 from .compute import COMPUTATIONS, collect, compute
-from .csvfile import csv_plan
 from .errors import Ended, OutputError, StatesWarning, UsageError, warn
 from .layout import Layout
 from .outputs import open_output
@@ -86,9 +82,6 @@ class Job:
     gravity: np.ndarray | None
     wrenches: dict
     chunk: int  # states per chunk
-    kind: str  # of the input: "jsonl" or "csv"
-    header: list[str] | None  # a CSV input's header row
-    header_line: int  # its line in the file
     output: str  # of the parts: "json" or "csv" text as the output's, "raw" rows for .npz
     target: str | None  # the output file (None: stdout), for messages
     folder: str  # the parts' temporary files
@@ -101,14 +94,6 @@ class Outcome:
     count: int  # states written to the part file
     error: str | None = None  # the bad line's message (the states before it are written)
     warnings: list[str] = field(default_factory=list)
-
-
-class Rows(NamedTuple):
-    """Where the data lines of a text file begin (after a CSV header)."""
-
-    start: int  # byte offset
-    first: int  # line number
-    header: list[str] | None  # a CSV file's header row
 
 
 class Survey(NamedTuple):
@@ -135,21 +120,21 @@ def run_parts(layout: Layout, command: str, path: str, open_sink: Callable[[], S
               output: str | None, output_kind: str, workers: int,
               part_bytes: int = PART_BYTES, gravity=None, wrenches: dict | None = None,
               chunk: int = CHUNK, progress: Progress | None = None) -> Sink | None:
-    """Stream the states of the JSON Lines or CSV file ``path`` through
+    """Stream the states of the JSON Lines file ``path`` through
     ``COMPUTATIONS[command]`` of ``layout`` in ``workers`` forked processes, parts of about
     ``part_bytes`` each, into the sink ``open_sink()`` opens: ``output_kind`` "json", "csv"
     or "npz" (its format), ``output`` its file (None: stdout; named in messages). Returns
-    the closed sink, or None (nothing done, nothing opened) when the file cannot be split
-    safely or has fewer than two parts: then run it in one process (:func:`.stream.run`).
+    the closed sink, or None (nothing done, nothing opened) when the file is not JSON Lines
+    (CSV is read by pyarrow's threads, :mod:`.csvfile`), cannot be split safely or has
+    fewer than two parts: then run it in one process (:func:`.stream.run`).
     ``gravity``, ``wrenches``, ``chunk`` and ``progress`` as for :func:`.stream.run`."""
-    kind = INPUT_FORMATS.get(os.path.splitext(path)[1].lower())
-    if (kind not in ("jsonl", "csv") or workers < 2 or threading.active_count() > 1
+    if (INPUT_FORMATS.get(os.path.splitext(path)[1].lower()) != "jsonl" or workers < 2
+            or threading.active_count() > 1
             or not sys.platform.startswith("linux")):  # fork: after BLAS, safe on Linux
         return None
     try:
         size = os.path.getsize(path)
-        rows = data_start(path, kind, layout, command)
-        bounds = [] if rows is None else split(path, rows.start, size, part_bytes)
+        bounds = split(path, 0, size, part_bytes)
     except OSError:  # unreadable: one process reports it, as ever
         return None
     if len(bounds) < 2:
@@ -160,11 +145,9 @@ def run_parts(layout: Layout, command: str, path: str, open_sink: Callable[[], S
             folder = parts_folder(output)
         except OSError:  # one process reports an unwritable output as it does
             return None
-        _JOB["job"] = Job(command, path, layout, gravity, wrenches or {}, chunk, kind,
-                          rows.header, rows.first - 1,
+        _JOB["job"] = Job(command, path, layout, gravity, wrenches or {}, chunk,
                           "raw" if output_kind == "npz" else output_kind, output, folder)
-        return run(bounds, rows.first, size, min(workers, len(bounds)), part_bytes,
-                   open_sink, progress)
+        return run(bounds, size, min(workers, len(bounds)), part_bytes, open_sink, progress)
     finally:
         _JOB.clear()
         if folder is not None:
@@ -182,36 +165,6 @@ def parts_folder(output: str | None) -> str:
     folder = temporary_name(target, ".parts")
     os.mkdir(folder, 0o700)
     return folder
-
-
-def data_start(path: str, kind: str, layout: Layout, command: str) -> Rows | None:
-    """Where the data lines begin; None when a CSV header is not plainly on one line in
-    the first megabyte, or is wrong (one process reports that)."""
-    if kind == "jsonl":
-        return Rows(0, 1, None)
-    import csv
-
-    with open(path, "rb") as stream:
-        head = stream.read(SCAN)
-    offset, number = (3 if head.startswith(b"\xef\xbb\xbf") else 0), 1
-    while True:
-        end = head.find(b"\n", offset)
-        if end < 0:
-            return None
-        line = head[offset:end + 1]
-        if line not in (b"\n", b"\r\n"):  # csv.reader skips empty lines only
-            break
-        offset, number = end + 1, number + 1
-    before = head[:end + 1]  # a carriage return alone would end a line in text mode
-    if (b'"' in line or b"\0" in line or not line.isascii()
-            or not returns_end_lines(before)):
-        return None
-    header = next(csv.reader([line.decode()]))
-    try:  # (workers give its warnings)
-        csv_plan(header, path, layout, COMPUTATIONS[command].kinds, warns=False)
-    except UsageError:  # one process reports it, as ever
-        return None
-    return Rows(end + 1, number + 1, header)
 
 
 def split(path: str, start: int, size: int, step: int) -> list[tuple[int, int]]:
@@ -237,10 +190,10 @@ def split(path: str, start: int, size: int, step: int) -> list[tuple[int, int]]:
     return bounds
 
 
-def survey(path: str, start: int, end: int, kind: str) -> Survey:
-    """Lines and data lines of bytes [start, end), read a megabyte of whole lines at a
-    time, and whether they read the same apart: no quote in CSV rows, no carriage return
-    that does not end a line (text mode would end a line there, unlike the count here)."""
+def survey(path: str, start: int, end: int) -> Survey:
+    """Lines and data lines of bytes [start, end) of JSON Lines, read a megabyte of whole
+    lines at a time, and whether they read the same apart: no carriage return that does
+    not end a line (text mode would end a line there, unlike the count here)."""
     lines = data = 0
     carry = bytearray()  # the line begun, not ended yet (grown in place: long lines)
     with open(path, "rb") as stream:
@@ -249,8 +202,6 @@ def survey(path: str, start: int, end: int, kind: str) -> Survey:
         while True:
             block = stream.read(min(SCAN, left)) if left > 0 else b""
             left -= len(block)
-            if kind == "csv" and b'"' in block:
-                return Survey(0, 0, False)
             cut = block.rfind(b"\n") + 1 if block else len(block)
             if block and not cut:
                 carry += block
@@ -264,11 +215,11 @@ def survey(path: str, start: int, end: int, kind: str) -> Survey:
             ends = line_ends(complete)
             count = len(ends) + (not complete.endswith(b"\n") and bool(complete))  # an unended last
             lines += count
-            if no_blank_line(complete, ends, kind):
+            if no_blank_line(complete, ends):
                 data += count
             else:
                 pieces = complete.decode("utf-8", errors="surrogateescape").split("\n")
-                data += sum(is_data(piece, kind) for piece in pieces[:count])
+                data += sum(is_data(piece, "jsonl") for piece in pieces[:count])
             if not block:
                 return Survey(lines, data, True)
 
@@ -288,26 +239,23 @@ def returns_end_lines(text: bytes) -> bool:
 
 BLANK = np.zeros(256, bool)  # the ASCII codes str.strip() removes, by code
 BLANK[list(b" \t\r\n\x0b\x0c\x1c\x1d\x1e\x1f")] = True
-EMPTY = np.zeros(256, bool)  # what an empty line begins with: its end (a CR is a CRLF here)
-EMPTY[list(b"\r\n")] = True
 
 
-def no_blank_line(complete: bytes, ends: np.ndarray, kind: str) -> bool:
+def no_blank_line(complete: bytes, ends: np.ndarray) -> bool:
     """Whether whole lines of text (line feeds at ``ends``; every carriage return ends a
     line) surely hold no line that :func:`.text.is_data` skips, told from the first byte of
     each line (a look-up per line, where decoding and splitting the text took 3.5 times as
-    long); a False may be wrong (the caller then counts line by line). CSV skips empty
-    lines only; JSON Lines also lines of blanks, which in ASCII text begin with one of
-    :data:`BLANK`."""
-    if kind == "jsonl" and not complete.isascii():
+    long); a False may be wrong (the caller then counts line by line). JSON Lines skips
+    lines of blanks, which in ASCII text begin with one of :data:`BLANK`."""
+    if not complete.isascii():
         return False
     codes = np.frombuffer(complete, np.uint8)
     starts = ends + 1
     firsts = codes[np.append(0, starts[starts < len(codes)])] if len(codes) else codes
-    return not (EMPTY if kind == "csv" else BLANK)[firsts].any()
+    return not BLANK[firsts].any()
 
 
-def run(bounds, first: int, size: int, workers: int, part_bytes: int,
+def run(bounds, size: int, workers: int, part_bytes: int,
         open_sink: Callable[[], Sink], progress: Progress | None) -> Sink | None:
     """Survey the byte ranges, then compute parts of whole chunks in ``workers`` processes
     and join them; None if a range cannot be read apart (nothing opened then)."""
@@ -318,12 +266,11 @@ def run(bounds, first: int, size: int, workers: int, part_bytes: int,
         raise unopened(job.target, error) from None
     try:
         try:
-            pending = [pool.submit(survey, job.path, a, b, job.kind) for a, b in bounds]
+            pending = [pool.submit(survey, job.path, a, b) for a, b in bounds]
             surveys = [future.result() for future in pending]
             if not all(part.fine for part in surveys):
                 return None
-            parts = plan(surveys, [a for a, _ in bounds], first, job.chunk,
-                         size - bounds[0][0], part_bytes)
+            parts = plan(surveys, [a for a, _ in bounds], 1, job.chunk, size, part_bytes)
             if len(parts) < 2:
                 return None
             sink = open_sink()
@@ -449,9 +396,9 @@ def _run_part(index: int, start: int, first: int, skip: int, take: int) -> Outco
     after the first ``skip`` ones of the range at byte ``start`` (line ``first``); a bad
     line ends it as in one process, with the states before it written."""
     job = _JOB["job"]
-    source = Input.part(job.path, job.kind, start, first, skip, take)
+    source = Input.part(job.path, start, first, skip, take)
     chunks = source.chunks(job.layout, COMPUTATIONS[job.command].kinds, job.wrenches,
-                           job.chunk, job.header, job.header_line)
+                           job.chunk)
     path = part_file(job.folder, index)
     if job.output == "raw":
         sink: Sink = RawSink(open_output(path, True)[0], path)

@@ -23,7 +23,7 @@ import numpy as np
 from .errors import UsageError
 CHUNK = 16384  # states per chunk when the caller gives no size
 from .csvfile import csv_chunks
-from .hdf5 import hdf5_members, require_h5py
+from .hdf5 import close_files, hdf5_members, require_h5py
 from .jsonl import jsonl_chunks
 from .layout import Layout
 from .npz import npz_chunks, npz_members
@@ -93,20 +93,17 @@ class Input:
         return Input(path, kind, stream)
 
     @staticmethod
-    def part(path: str, kind: str, start: int, first: int, skip: int, take: int) -> "Input":
-        """A part of a text file (see :mod:`.parts`): from byte ``start`` (where line
+    def part(path: str, start: int, first: int, skip: int, take: int) -> "Input":
+        """A part of a JSON Lines file (see :mod:`.parts`): from byte ``start`` (where line
         ``first`` begins), the ``take`` data lines after the first ``skip`` ones."""
-        source = Input(path, kind, open(path, "rb"))
+        source = Input(path, "jsonl", open(path, "rb"))
         source.stream.seek(start)
         source.window = (first, skip, take, start == 0)
         return source
 
     def chunks(self, layout: Layout, kinds: Sequence[str], wrenches: dict[str, np.ndarray],
-               size: int = CHUNK, header: list[str] | None = None,
-               header_line: int = 1) -> Iterator[States]:
-        """States in input order, ``size`` at a time, with the command-line wrenches added
-        (a CSV part takes the file's ``header``, on line ``header_line``, instead of
-        reading one)."""
+               size: int = CHUNK) -> Iterator[States]:
+        """States in input order, ``size`` at a time, with the command-line wrenches added."""
         lines = None
         if self.window is not None:
             first, skip, take, bom = self.window
@@ -120,8 +117,9 @@ class Input:
                                          lines)
             else:
                 yield from csv_chunks(self.stream, self.name, layout, kinds, wrenches, size,
-                                       lines, header, header_line, self.size)
+                                      self.size)
         finally:
+            close_files(self.stream)  # (an HDF5 file's, before its stream)
             if self.owned:
                 self.stream.close()
 

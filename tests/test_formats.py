@@ -384,21 +384,28 @@ REFUSED = ["1_000", "0x10", "1e", "1d5", "--1", "", "nan", "inf", "NA", "null", 
 
 
 @pytest.fixture
-def arrow_blocks(monkeypatch):
-    """CSV blocks parsed by pyarrow whatever the file's size; counts the blocks it read."""
+def arrow_reads(monkeypatch):
+    """CSV files read by pyarrow's threads whatever their size; what each read returned
+    (None: the whole file; else the rows given before it refused)."""
     from treedyn.pipeline import csvfile
 
     monkeypatch.setattr(csvfile, "ARROW_BYTES", 0)
     read = []
-    original = csvfile._CsvConverter.arrow_values
-    monkeypatch.setattr(csvfile._CsvConverter, "arrow_values",
-                        lambda self, texts: read.append(original(self, texts)) or read[-1])
+    original = csvfile._arrow_rows
+
+    def recorded(*args):
+        read.append((yield from original(*args)))
+        return read[-1]
+
+    monkeypatch.setattr(csvfile, "_arrow_rows", recorded)
     return read
 
 
-def test_pyarrow_reads_csv_blocks_as_loadtxt_does(tmp_path, states, small_chunks, arrow_blocks):
-    """A large CSV file goes through pyarrow: the numbers of every spelling a finite decimal
-    takes are those of the command line, and the foreign column is skipped."""
+def test_pyarrow_reads_csv_as_the_command_line_does(tmp_path, states, small_chunks,
+                                                    arrow_reads):
+    """A large CSV file goes through pyarrow's threads, to its end: the numbers of every
+    spelling a finite decimal takes are those of the command line, the foreign column is
+    skipped, and line ends may be CRLF."""
     q, v, a = states
     rows = [",".join(repr(float(x)) for x in (*q[k], *v[k])) + ",x," + repr(float(a[k, 0]))
             + "," + repr(float(a[k, 1])) for k in range(COUNT)]
@@ -409,14 +416,63 @@ def test_pyarrow_reads_csv_blocks_as_loadtxt_does(tmp_path, states, small_chunks
     path.write_text("q0,q1,v0,v1,note,a0,a1\n" + "\r\n".join(rows) + "\n")
     result = dyn("inverse", ARM, "-i", path, "-f", "json")
     assert [line["tau"] for line in json_lines(result)] == single_taus(q, v, a)
-    assert len(arrow_blocks) == -(-COUNT // CHUNK) and all(b is not None for b in arrow_blocks)
+    assert arrow_reads == [None]
+
+
+@pytest.mark.parametrize("bad", ["cell", "nan", "fields", "blank", "quote", "none", "cr",
+                                 "long"])
+def test_pyarrow_and_no_pyarrow_give_the_same_numbers_and_error(tmp_path, small_chunks,
+                                                                monkeypatch, arrow_reads,
+                                                                bad):
+    """pyarrow's threads read whole chunks of a file, then, where it refuses (a bad cell or
+    row, a blank line, a quote), the path that locates errors reads on: the same output and
+    the same error line as without pyarrow at all. (A block refused as it is read may stop
+    pyarrow a few blocks early: it reads ahead; 100 blocks come before this one.)"""
+    from treedyn.pipeline import csvfile
+
+    monkeypatch.setattr(csvfile, "ARROW_BLOCK", 1500)  # batches of about 20 rows
+    limit = csv.field_size_limit(400)  # ("long": a cell of 452 characters, over csv's limit)
+    rows = [",".join(map(repr, r)) for r in np.random.default_rng(4).uniform(
+        -2, 2, size=(2000, 6)).tolist()]
+    cells = rows[1500].split(",")  # line 1504
+    cells[3] = {"cell": "1_0", "nan": "nan", "fields": "1,2", "blank": cells[3],
+                "quote": '"1.5"', "none": cells[3], "cr": "1_0", "long": "0." + "1" * 450}[bad]
+    rows[1500] = ",".join(cells) + ("\n" if bad == "blank" else "")
+    end = "\r" if bad == "cr" else "\n"  # (lines that end in a carriage return alone)
+    path = tmp_path / "states.csv"
+    path.write_text(f"{end}{end}q0,q1,v0,v1,a0,a1{end}" + end.join(rows) + end, newline="")
+    outcomes = []
+    try:
+        for arrow in (csvfile._arrow_csv, lambda: None):  # pyarrow's threads, none
+            monkeypatch.setattr(csvfile, "_arrow_csv", arrow)
+            target = tmp_path / "out.csv"
+            result = dyn("inverse", ARM, "-i", path, "-o", target, check=False)
+            written = target if result.returncode == 0 else tmp_path / "out.partial.csv"
+            outcomes.append((result.returncode, result.stderr, written.read_bytes()))
+            written.unlink()
+    finally:
+        csv.field_size_limit(limit)
+    assert outcomes[0] == outcomes[1]
+    given = arrow_reads[0]
+    if bad == "none":
+        assert given is None and outcomes[0][0] == 0
+        assert len(outcomes[0][2].splitlines()) == 2001
+        return
+    assert given is not None and 0 < given <= 1500 and given % CHUNK == 0
+    if bad in ("cell", "nan", "fields", "cr", "long"):
+        problem = {"cell": "column 'v1': '1_0'", "nan": "column 'v1': 'nan'",
+                   "fields": "7 fields, the header has 6", "cr": "column 'v1': '1_0'",
+                   "long": "not readable as CSV (field larger than field limit (400))"}[bad]
+        assert outcomes[0][0] == 2 and f"states.csv:1504: {problem}" in result.stderr.decode()
+    else:  # a blank line, a quoted cell: read on by the other path
+        assert outcomes[0][0] == 0 and len(outcomes[0][2].splitlines()) == 2001
 
 
 @pytest.mark.parametrize("arrow_bytes", [0, 1 << 60])  # pyarrow, loadtxt
 def test_quoted_cells_take_the_fast_path(tmp_path, states, small_chunks, monkeypatch,
                                          arrow_bytes):
-    """Every cell quoted (csv.QUOTE_ALL, as some tools write) is read by the fast path's
-    reader, pyarrow or loadtxt, with the numbers of the command line; a quoted cell that
+    """Every cell quoted (csv.QUOTE_ALL, as some tools write) is read by loadtxt's blocks,
+    pyarrow installed or not, with the numbers of the command line; a quoted cell that
     holds a line end sends the rest of the file to csv, which names its bad cell."""
     from treedyn.pipeline import csvfile
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+from collections import Counter
 import os
 import resource
 import subprocess
@@ -63,6 +64,39 @@ def test_large_path_same_findings_on_generated(shape, bodies):
 
 def test_large_path_same_findings_on_star():
     same_findings(parse_model(large_urdf("star", 1500)), samples=2)
+
+
+def test_findings_counted_in_bulk_are_those_made_when_read():
+    """Placeholder links and passing bodies are counted without making their findings;
+    made when read, they are the ones counted, in the same order, and every failing
+    finding (here a negative mass, swapped limits, a link that is no placeholder) is made
+    from the start."""
+    text = large_urdf("star", 300)
+    for old, new in (('<mass value="1"/><inertia ixx="0.1" ixy="0" ixz="0" iyy="0.1" iyz="0" '
+                      'izz="0.1"/>', '<mass value="1e5"/><inertia ixx="1e3" ixy="0" ixz="0" '
+                      'iyy="1e3" iyz="0" izz="1e3"/>'),  # the links become placeholders
+                     ('<link name="l7"><inertial><origin xyz="0.05 0 0" rpy="0 0 0"/><mass '
+                      'value="0.5"/>', '<link name="l7"><inertial><origin xyz="0.05 0 0" '
+                      'rpy="0 0 0"/><mass value="-0.5"/>'),
+                     ('child link="l9"/><origin xyz="0.1 0 0" rpy="0 0 0"/><axis xyz="0 0 1"/>'
+                      '<limit lower="-2" upper="2"', 'child link="l9"/><origin xyz="0.1 0 0" '
+                      'rpy="0 0 0"/><axis xyz="0 0 1"/><limit lower="2" upper="-2"'),
+                     ('<link name="l11"><inertial><origin xyz="0.05 0 0" rpy="0 0 0"/><mass '
+                      'value="0.5"/>', '<link name="l11"><inertial><origin xyz="0.05 0 0" '
+                      'rpy="0 0 0"/><mass value="500"/>')):
+        assert old in text
+        text = text.replace(old, new)
+    report = check_inertia(parse_model(text), options=CheckOptions(samples=2))
+    made = list(report.findings.made())
+    every = list(report.findings)
+    assert len(made) < len(every) // 2  # most are counted in bulk
+    assert list(report.findings.kinds().items()) == \
+        list(Counter((f.check, f.status, f.severity) for f in every).items())
+    assert len(report.findings) == len(every)
+    assert report.failed() == [f for f in every if f.status == "fail"]
+    assert {(f.body, f.check) for f in report.failed()} >= {
+        ("l7", "mass"), ("l9", "limits")}
+    assert [f for f in made if f.body == "l11"]  # judged, not a placeholder
 
 
 @pytest.mark.parametrize("seed", range(6))

@@ -1,4 +1,5 @@
-"""Large text inputs split over worker processes (treedyn.pipeline.parts, run by treedyn.cli.run.parts).
+"""Large JSON Lines inputs split over worker processes (treedyn.pipeline.parts, run by
+treedyn.cli.run.parts), and CSV inputs never split.
 
 Every run here is a fresh ``dyn`` process with small parts (TREEDYN_PART_BYTES) and small
 streamed chunks (TREEDYN_STREAM_CHUNK), compared byte for byte with the same command in one
@@ -77,10 +78,9 @@ def write_csv(path, rows, line_end: str = "\n", blank_every: int = 0) -> None:
 
 
 @pytest.mark.parametrize("output", ["out.jsonl", "out.csv", "out.npz", None])
-@pytest.mark.parametrize("source", ["jsonl", "csv"])
-def test_split_runs_write_what_one_process_writes(tmp_path, source, output):
-    path = tmp_path / f"states.{source}"
-    (write_jsonl if source == "jsonl" else write_csv)(path, states(), blank_every=37)
+def test_split_runs_write_what_one_process_writes(tmp_path, output):
+    path = tmp_path / "states.jsonl"
+    write_jsonl(path, states(), blank_every=37)
     for command in ("inverse", "forward", "mass"):
         args = [command, ARM, "-i", path] + ([] if output else ["-f", "csv"])
         (one, one_file), (split, split_file) = both(args, tmp_path, output)
@@ -140,24 +140,39 @@ def test_non_finite_result_in_a_later_part(tmp_path, bad, output):
     assert f"the {bad} states before it" in one.stderr.decode()
 
 
-@pytest.mark.parametrize("kind", ["quoted", "carriage"])
-def test_files_a_split_would_misread_run_in_one_process(tmp_path, kind):
-    """Quotes in CSV rows (a quoted cell may hold a line end) and carriage returns that
-    end lines on their own: same results as one process, not a misparse."""
-    path = tmp_path / "states.csv"
-    rows = states()
-    if kind == "quoted":  # three rows in ten span two lines
-        path.write_text("q0,q1,v0,v1,a0,a1\n" + "".join(
-            (f'"{r[0]!r}\n",' if k * 7919 % 10 < 3 else f"{r[0]!r},")
-            + ",".join(map(repr, r[1:])) + "\n" for k, r in enumerate(rows)))
-    else:  # every seventh line ends in a carriage return alone
-        path.write_text("q0,q1,v0,v1,a0,a1\n" + "".join(
-            ",".join(map(repr, r)) + ("\r" if k % 7 == 3 else "\n") for k, r in enumerate(rows)),
-            newline="")
+def test_carriage_returns_that_end_lines_alone_run_in_one_process(tmp_path):
+    """Carriage returns that end lines on their own (text mode reads them as line ends):
+    same results as one process, not a misparse."""
+    path = tmp_path / "states.jsonl"
+    write_jsonl(path, states())
+    lines = path.read_text().splitlines()
+    path.write_text("".join(line + ("\r" if k % 7 == 3 else "\n") for k, line in enumerate(lines)),
+                    newline="")
     (one, one_file), (split, split_file) = both(["inverse", ARM, "-i", path], tmp_path,
                                                 "out.csv")
     assert one.returncode == split.returncode == 0, split.stderr
     assert split_file == one_file and len(one_file.splitlines()) == 1 + COUNT
+
+
+def test_a_csv_input_is_never_split(tmp_path, monkeypatch):
+    """CSV is read by pyarrow's threads (or loadtxt) in one process, whatever the worker
+    count: no worker is forked, and the output is the one process's."""
+    from test_cli import dyn
+    from treedyn.pipeline import csvfile, parts
+
+    path = tmp_path / "states.csv"
+    write_csv(path, states())
+    monkeypatch.setattr(csvfile, "ARROW_BYTES", 0)
+    monkeypatch.setattr(parts, "fork_pool", mock.Mock(side_effect=AssertionError("forked")))
+    monkeypatch.setenv("TREEDYN_PART_BYTES", "3000")
+    outputs = []
+    for processes in ("1", "3"):
+        monkeypatch.setenv("TREEDYN_PROCESSES", processes)
+        target = tmp_path / f"p{processes}.csv"
+        done = dyn("inverse", ARM, "-i", path, "-o", target, check=False)
+        outputs.append((done.returncode, done.stderr, target.read_bytes()))
+    assert outputs[0] == outputs[1] and outputs[0][0] == 0
+    assert len(outputs[0][2].splitlines()) == 1 + COUNT and not parts.fork_pool.called
 
 
 def test_a_long_csv_header_over_an_existing_file(tmp_path):
@@ -181,19 +196,6 @@ def test_a_long_csv_header_over_an_existing_file(tmp_path):
     assert outputs[0] == outputs[1] and outputs[0].startswith(b"tau:joint1xxx")
 
 
-def test_a_split_csv_warns_once_at_its_header_line(tmp_path):
-    """Ignored force columns: one warning naming the header's line, as one process."""
-    path = tmp_path / "states.csv"
-    write_csv(path, states())
-    header, *rows = path.read_text().splitlines()
-    path.write_text("\n\n" + header + ",fext:link2:0\n" + "".join(row + ",1.5\n" for row in rows))
-    (one, one_file), (split, split_file) = both(["inverse", ARM, "-i", path], tmp_path,
-                                                "out.csv")
-    assert one.returncode == split.returncode == 0 and split_file == one_file
-    assert split.stderr == one.stderr and len(one.stderr.splitlines()) == 1
-    assert b"states.csv:3: column 'fext:link2:0' ignored" in one.stderr
-
-
 def test_warnings_are_printed_once(tmp_path):
     """A wrench on a body welded to the world warns once, not once per part."""
     path = tmp_path / "states.jsonl"
@@ -214,7 +216,7 @@ def test_plan_keeps_every_state_in_its_chunk(tmp_path, monkeypatch):
     write_jsonl(path, states(), blank_every=3)
     size = path.stat().st_size
     bounds = split(str(path), 0, size, 2000)
-    surveys = [survey(str(path), a, b, "jsonl") for a, b in bounds]
+    surveys = [survey(str(path), a, b) for a, b in bounds]
     assert sum(data for _, data, _ in surveys) == COUNT
     assert sum(lines for lines, _, _ in surveys) == len(path.read_text().splitlines())
     parts = plan(surveys, [a for a, _ in bounds], 1, 32, size, 3000)
@@ -232,25 +234,13 @@ def test_plan_keeps_every_state_in_its_chunk(tmp_path, monkeypatch):
         begin += take
 
 
-@pytest.mark.parametrize("header", ["x0,x1,y0,y1,z0,z1", "q0,q1,v0,v1,a0,a1,q0",
-                                    "   \nq0,q1,v0,v1,a0,a1"])  # csv reads '   ' as it
-def test_a_bad_csv_header_is_reported_as_one_process_does(tmp_path, header):
-    path = tmp_path / "states.csv"
-    write_csv(path, states())
-    path.write_text(header + "\n" + path.read_text().split("\n", 1)[1])
-    (one, one_file), (split, split_file) = both(["inverse", ARM, "-i", path], tmp_path,
-                                                "out.csv")
-    assert one.returncode == split.returncode == 2 and split.stderr == one.stderr
-    assert one_file is None and split_file is None
-
-
-@pytest.mark.parametrize("head", ["q0,q1,v0,v1,a0,a1\r\r\n", "\r\r\nq0,q1,v0,v1,a0,a1\n"])
-def test_carriage_returns_before_the_rows_keep_the_line_numbers(tmp_path, head):
-    """A lone carriage return in or before the header is a line end in text mode."""
-    path = tmp_path / "states.csv"
-    rows = [",".join(map(repr, r)) for r in states()]
-    rows[700] = "1,2,3"
-    path.write_bytes((head + "\n".join(rows) + "\n").encode())
+def test_carriage_returns_before_the_rows_keep_the_line_numbers(tmp_path):
+    """A lone carriage return before the rows is a line end in text mode."""
+    path = tmp_path / "states.jsonl"
+    write_jsonl(path, states())
+    lines = path.read_text().splitlines()
+    lines[700] = '{"q": [1, 2, 3]}'
+    path.write_bytes(("\r\r\n" + "\n".join(lines) + "\n").encode())
     (one, one_file), (split, split_file) = both(["inverse", ARM, "-i", path], tmp_path,
                                                 "out.csv")
     assert one.returncode == split.returncode == 2
@@ -294,26 +284,25 @@ def test_a_bad_setting_is_a_usage_error(tmp_path):
         "dyn: TREEDYN_PART_BYTES='16M' is not a whole number")
 
 
-@pytest.mark.parametrize("kind", ["jsonl", "csv"])
 @pytest.mark.parametrize("text", [
     "a\nb\nc\n", "a\nb\nc", "\na\n\nb\n", "a\n   \nb\n", "a\n\t\n", "a\n\u3000\nb\n",
     "a\n\u0085\n", "\ufeff\na\n", "\ufeffa\nb\n", "a\r\n\r\nb\r\n", "a\r\n  \r\nb",
     "  a\nb\n", "a\n\x1c\n", "", "\n", "a\n \n", "é\n\n", "x" * 3000 + "\n\n" + "y\n",
 ])
-def test_the_survey_counts_lines_and_data_lines_as_the_reader_does(tmp_path, kind, text):
+def test_the_survey_counts_lines_and_data_lines_as_the_reader_does(tmp_path, text):
     """The survey's shortcut (no line that may be blank: count the line ends) and its line by
     line count give what reading the file gives, blank lines of every kind included."""
     from treedyn.pipeline.text import is_data, text_lines
     from treedyn.pipeline import parts
 
-    path = tmp_path / f"s.{kind}"
+    path = tmp_path / "s.jsonl"
     path.write_bytes(text.encode())
     with open(path, "rb") as stream:
         read = list(text_lines(stream, str(path)))
-    expected = (len(read), sum(is_data(line, kind) for _, line in read), True)
+    expected = (len(read), sum(is_data(line, "jsonl") for _, line in read), True)
     for scan in (1 << 20, 7):  # whole, and lines cut across the blocks read
         with mock.patch.object(parts, "SCAN", scan):
-            assert tuple(parts.survey(str(path), 0, len(text.encode()), kind)) == expected
+            assert tuple(parts.survey(str(path), 0, len(text.encode()))) == expected
 
 
 def test_sigterm_while_the_workers_are_forked_still_ends_dyn(tmp_path):
@@ -345,8 +334,8 @@ def test_sigterm_while_the_workers_are_forked_still_ends_dyn(tmp_path):
 def test_the_split_is_a_library_call_that_writes_what_one_process_writes(tmp_path):
     """treedyn.pipeline.parts.run_parts, called from Python with its worker count, writes
     the bytes treedyn.pipeline.run writes in one process (and reads no environment)."""
-    path = tmp_path / "states.csv"
-    write_csv(path, states(), blank_every=7)
+    path = tmp_path / "states.jsonl"
+    write_jsonl(path, states(), blank_every=7)
     script = (
         "import sys\n"
         "from treedyn.parsers import load_model\n"
@@ -371,7 +360,7 @@ def test_the_split_is_a_library_call_that_writes_what_one_process_writes(tmp_pat
         assert done.returncode == 0 and done.stdout.decode().strip() == str(COUNT), done.stderr
         assert split.read_bytes() == one.read_bytes()
     assert sorted(os.listdir(tmp_path)) == ["one.csv", "one.jsonl", "split.csv",
-                                            "split.jsonl", "states.csv"]  # no parts left
+                                            "split.jsonl", "states.jsonl"]  # no parts left
 
 
 def test_workers_end_when_dyn_is_killed(tmp_path):

@@ -2,7 +2,8 @@
 
 forward computes a (an "a" in the file is not used), inverse computes tau, mass reads q
 only: before, dyn computed without those vectors in silence, which looks like an answer
-to what the file asks. Every format (JSON Lines, CSV, .npz), one process and split.
+to what the file asks. Every format (JSON Lines, CSV, .npz), one process and JSON Lines
+split over processes.
 """
 import os
 import subprocess
@@ -63,7 +64,7 @@ def test_a_split_text_file_names_them_once(tmp_path):
     """Parts over worker processes warn as one process does: once."""
     rng = np.random.default_rng(2)
     values = {kind: rng.normal(size=(400, 2)) for kind in ("q", "v", "a", "tau")}
-    path = write(tmp_path, "csv", values)
+    path = write(tmp_path, "jsonl", values)
     split = dyn(["forward", ARM, "-i", path, "-o", tmp_path / "a.csv"], TREEDYN_PROCESSES="2",
                 TREEDYN_PART_BYTES="3000", TREEDYN_STREAM_CHUNK="32")
     one = dyn(["forward", ARM, "-i", path, "-o", tmp_path / "b.csv"], TREEDYN_PROCESSES="1")

@@ -40,7 +40,7 @@ def bench(model: ModelArg, xacro_args: XacroArgs = None, free_flyer: FreeFlyerOp
     loaded = load(model, free_flyer, xacro=xacro_arguments(xacro_args, xacro_arg))
     refuse_past_memory(states, state_bytes(loaded), "--states")
     rows, file_rows = measure(loaded, states, seconds, files, STREAM_CHUNK)
-    split = (f"text files of {split_bytes() / 2 ** 20:g} MB or more are split over "
+    split = (f"JSON Lines files of {split_bytes() / 2 ** 20:g} MB or more are split over "
              f"{processes()} processes")
     print(bench_text(loaded, rows, file_rows if files else None,
                      fmt.value if fmt is not None else "table", split))

@@ -44,12 +44,12 @@ def inertia_csv(report, stream, fmt: str, fixes: bool = False, show_all: bool = 
 
 
 def inertia_table(report, model, show_all: bool) -> str:
-    shown = [f for f in report.findings if show_all or f.status == "fail"]
+    shown = list(report.findings) if show_all else report.failed()
     shown.sort(key=lambda f: SEVERITY_ORDER[f.severity])
     rows = [[f.severity, f.body + (" (body)" if f.scope == "body" else ""), f.check,
              _where(f.source, model.source), f.message] for f in shown]
-    errors = sum(f.severity == "error" for f in report.findings)
-    warnings = sum(f.severity == "warning" for f in report.findings)
+    errors = sum(f.severity == "error" for f in report.findings.made())
+    warnings = sum(f.severity == "warning" for f in report.findings.made())
     summary = check_summary(report)
     counts = table([[check, c["pass"], c["warnings"], c["errors"], c["skip"]]
                     for check, c in summary.items()],
@@ -80,7 +80,7 @@ def _verdict(errors: int, warnings: int, show_all: bool) -> str:
 def _fixes(report, fmt: str) -> str | None:
     """The suggested inertias, one per link and reason (printed, never applied)."""
     seen, blocks = set(), []
-    for finding in report.findings:
+    for finding in report.findings.made():  # (the others, passes and skips, have no fix)
         fix = finding.fix
         if fix is None or (finding.body, fix.reason) in seen:
             continue
@@ -139,9 +139,7 @@ def github_annotations(report, fmt: str) -> str:
     """``::error file=...,line=...,title=...::message`` per error and warning (with the
     suggested element on a second line of the message under --fix)."""
     lines = []
-    for f in report.findings:
-        if f.status != "fail":
-            continue
+    for f in report.failed():
         message = f"{f.body}: {f.message}"
         if f.fix is not None:
             message += f"\nsuggested ({f.fix.reason}): {fix_element(f.fix, fmt)}"

@@ -1,7 +1,12 @@
-"""A large text input run over worker processes (:func:`treedyn.pipeline.parts.run_parts`)
-when the command asks for it: a regular JSON Lines or CSV file of at least two parts
-(:func:`split_bytes`), results into a file or stdout as JSON Lines, CSV or .npz, with
-TREEDYN_PROCESSES workers (:func:`.pool.processes`) and parts of TREEDYN_PART_BYTES.
+"""A large JSON Lines input run over worker processes
+(:func:`treedyn.pipeline.parts.run_parts`) when the command asks for it: a regular file of
+at least two parts (:func:`split_bytes`), results into a file or stdout as JSON Lines, CSV
+or .npz, with TREEDYN_PROCESSES workers (:func:`.pool.processes`) and parts of
+TREEDYN_PART_BYTES. The split beat the library way (pyarrow's threaded JSON reader) by
+2.13x on 7-dof arm states and 1.55x on the two-link arm's (benchmarks/bench_parts.py, a
+quiet 2-core machine). A CSV input is never split: pyarrow's threaded CSV reader, in one
+process (:mod:`treedyn.pipeline.csvfile`), came within 1.28x (7-dof arm) of the split, and
+beat it on the two-link arm (the split took 1.23x its time).
 
 ``mass`` into an .npz runs in one process: the parent's join of the parts copies nv x nv
 numbers a state, and the split was only 1.15x faster (benchmarks/bench_parts.py). Ctrl-C,
@@ -34,12 +39,12 @@ def part_bytes() -> int:
 
 def try_parts(request, layout, gravity, wrenches) -> bool:
     """Run ``request`` over parts of its input file in worker processes; False (nothing
-    done, nothing opened) when the input is not a large regular text file, or cannot be
-    split safely, or the results go to a table."""
+    done, nothing opened) when the input is not a large regular JSON Lines file, or cannot
+    be split safely, or the results go to a table."""
     path = request.input
     kind = INPUT_FORMATS.get(os.path.splitext(path)[1].lower())
     workers = processes()
-    if (path == "-" or kind not in ("jsonl", "csv") or workers < 2 or request.sparsity
+    if (path == "-" or kind != "jsonl" or workers < 2 or request.sparsity
             or not os.path.isfile(path)):
         return False
     output = sink_kind(request)

@@ -21,7 +21,9 @@ MAX_PROCESSES = 8
 
 def processes() -> int:
     """Worker processes: TREEDYN_PROCESSES, else the CPUs this process may use (at most
-    MAX_PROCESSES); 1 turns the parallel paths off."""
+    MAX_PROCESSES); 1 turns the split of JSON Lines off. A CSV file is never split
+    (pyarrow's threads read it; the split beat them by 1.28x at most, not the 1.3x it had
+    to: benchmarks/bench_parts.py), so this count does not apply to it."""
     if os.environ.get("TREEDYN_PROCESSES"):
         return whole("TREEDYN_PROCESSES", 1)
     try:

@@ -2,6 +2,7 @@
 one table of checks, each a pure function, run over every link and body, then settled."""
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from typing import NamedTuple
 
@@ -9,11 +10,13 @@ import numpy as np
 
 from ..description import LinkSpec
 from ..model import Model
-from .inertia import (ABSURD_MASS, MINVAL, NEGLIGIBLE_MASS, CheckOptions, InertiaReport, Inputs,
-                      LinkContext, LinkGeometry)
-from .inertia_body import Body, Samples, articulated, limits, merged_pseudo_inertia
+from .inertia import (ABSURD_MASS, HEURISTIC_CHECKS, MINVAL, NEGLIGIBLE_MASS, CheckOptions,
+                      Deferred, Finding, Findings, InertiaReport, Inputs, LinkContext,
+                      LinkGeometry)
+from .inertia_body import (Body, Samples, articulated, block_passes, limits,
+                           merged_pseudo_inertia)
 from .inertia_geometry import geometry_checks
-from .inertia_hierarchy import settle
+from .inertia_hierarchy import CONSISTENCY, settle
 from ..inertia_forms import pseudo_inertia_of
 from .inertia_link import (finite, inertia_pd, mass, numbers_of, placeholder, pseudo_inertia,
                            triangle)
@@ -65,9 +68,9 @@ def check_inertia(model: Model, geometry: dict[str, LinkGeometry] | None = None,
     (:func:`.inertia_hierarchy.settle`)."""
     contexts = link_contexts(model, geometry or {})
     inputs = Inputs(model, options, Samples(model, options))
-    link_checks = [check for check in TABLE if check.scope == "link"]
-    links = {name: [f for check in link_checks if check.when(context)
-                    for f in check.run(context, inputs)]
+    deferred = {name: Deferred(link_findings, (context, inputs), PLACEHOLDER_KINDS)
+                for name, context in contexts.items() if quiet_placeholder(context, model)}
+    links = {name: [] if name in deferred else link_findings(context, inputs)
              for name, context in contexts.items()}
     frames: dict[int, list[str]] = {}  # body -> its links, in model.frames order
     for frame in model.frames:
@@ -76,16 +79,70 @@ def check_inertia(model: Model, geometry: dict[str, LinkGeometry] | None = None,
         if name not in contexts:
             link = next(spec for spec in model.description.links if spec.name == name)
             contexts[name] = LinkContext(link, j, True, None, link.source)
-    body_checks = [check for check in TABLE if check.scope == "body"]
-    bodies, massive = [], []
+    bodies, massive, quiet = [], [], passing_bodies(inputs)
     for j, name in enumerate(model.body_names):
         members = tuple(frames.get(j, ()))
         body = Body(j, members, tuple(n for n in members
                                    if contexts[n].link.inertia.mass != 0))
-        bodies.append([f for check in body_checks
-                       for f in check.run(contexts[name], inputs, body)])
+        if quiet[j] is not None and len(body.massive) < 2:  # no merged-pseudo-inertia
+            bodies.append(Deferred(body_findings, (contexts[name], inputs, body), quiet[j]))
+        else:
+            bodies.append(body_findings(contexts[name], inputs, body))
         massive.append(body.massive)
-    return InertiaReport(model.name, tuple(settle(links, bodies, contexts, massive)))
+    settle(links, [[] if isinstance(b, Deferred) else b for b in bodies], contexts, massive)
+    return InertiaReport(model.name, Findings(
+        [deferred.get(name, findings) for name, findings in links.items()] + bodies))
+
+
+def link_findings(context: LinkContext, inputs: Inputs) -> list[Finding]:
+    """The findings of every link check of :data:`TABLE` on one link, in its order."""
+    return [f for check in TABLE if check.scope == "link" and check.when(context)
+            for f in check.run(context, inputs)]
+
+
+def body_findings(context: LinkContext, inputs: Inputs, body: Body) -> list[Finding]:
+    """The findings of every body check of :data:`TABLE` on one body, in its order."""
+    return [f for check in TABLE if check.scope == "body"
+            for f in check.run(context, inputs, body)]
+
+
+# what a placeholder link that passes finite and mass gets (see quiet_placeholder)
+PLACEHOLDER_KINDS = (("finite", "pass", "info"), ("mass", "pass", "info"),
+                     *((check, "skip", "info") for check in (*CONSISTENCY, *HEURISTIC_CHECKS)))
+
+
+def quiet_placeholder(context: LinkContext, model: Model) -> bool:
+    """Whether the link's findings are :data:`PLACEHOLDER_KINDS`, known without making
+    them (its settled findings are its checks' own: no rule of :func:`settle` touches a
+    pass or a skip): a placeholder (so a mass above MINVAL, not absurd) with finite numbers,
+    whose mass check passes (:func:`.inertia_link.mass`: a welded link, or a body that
+    weighs more than MINVAL)."""
+    return bool(context.placeholder and context.numbers is not None and context.finite_values
+                and context.finite_moment and (not context.main or
+                                               model.body_mass[context.body] > MINVAL))
+
+
+def passing_bodies(inputs: Inputs) -> list[tuple | None]:
+    """Per body, the (check, status, severity) of its articulated-inertia and limits
+    findings when both pass (or limits has none), known without making them
+    (:func:`.inertia_body.articulated`, :func:`.inertia_body.limits`); else None."""
+    model, lowest = inputs.model, inputs.samples.lowest()
+    if not inputs.samples.finite:
+        return [None] * len(model.body_names)
+    low, high = model.q_lower.tolist(), model.q_upper.tolist()
+    kinds: list[tuple | None] = []
+    for j, (k, size) in enumerate(zip(model.idx_q.tolist(), model.nq_joint.tolist())):
+        if lowest[j] is None or not block_passes(lowest[j][1], inputs.options):
+            kinds.append(None)
+        elif size != 1 or not (math.isfinite(low[k]) or math.isfinite(high[k])):
+            kinds.append(ARTICULATED_PASS)
+        else:
+            kinds.append(ARTICULATED_PASS + LIMITS_PASS if not low[k] > high[k] else None)
+    return kinds
+
+
+ARTICULATED_PASS = (("articulated-inertia", "pass", "info"),)
+LIMITS_PASS = (("limits", "pass", "info"),)
 
 
 def link_contexts(model: Model, geometry: dict[str, LinkGeometry]) -> dict[str, LinkContext]:

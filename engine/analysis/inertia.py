@@ -73,6 +73,8 @@ decides which finding reports a defect. Conversions between the forms of an iner
 from __future__ import annotations
 
 import dataclasses
+from collections import Counter
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
@@ -158,17 +160,67 @@ class Finding(NamedTuple):
     fix: Fix | None = None  # with CheckOptions.fix, on failing findings that have one
 
 
+class Deferred(NamedTuple):
+    """Findings not made yet: ``run(*arguments)`` makes them, a list whose (check, status,
+    severity) are ``kinds``, known beforehand; never a failing one."""
+
+    run: Callable
+    arguments: tuple
+    kinds: tuple[tuple[str, str, str], ...]
+
+
+class Findings(Sequence):
+    """A report's findings in order, those of the links and bodies that only pass or skip
+    (every link of a large model, nearly) made when first read. ``parts``: lists of
+    findings and :class:`Deferred` ones, in order. :meth:`made` (which holds every failing
+    finding) and :meth:`kinds` make none of the deferred ones."""
+
+    def __init__(self, parts: list):
+        self._parts = parts
+        self._every: tuple[Finding, ...] | None = None
+
+    def _all(self) -> tuple[Finding, ...]:
+        if self._every is None:
+            self._every = tuple(f for part in self._parts for f in (
+                part.run(*part.arguments) if isinstance(part, Deferred) else part))
+        return self._every
+
+    def __len__(self) -> int:
+        return sum(len(part.kinds if isinstance(part, Deferred) else part)
+                   for part in self._parts)
+
+    def __getitem__(self, index):
+        return self._all()[index]
+
+    def __iter__(self) -> Iterator[Finding]:
+        return iter(self._all())
+
+    def made(self) -> Iterator[Finding]:
+        """The findings made already, in order: every one but the deferred passes and skips."""
+        for part in self._parts:
+            if not isinstance(part, Deferred):
+                yield from part
+
+    def kinds(self) -> Counter:
+        """(check, status, severity) -> count, in the order of their first finding."""
+        counts: Counter = Counter()
+        for part in self._parts:
+            counts.update(part.kinds if isinstance(part, Deferred) else
+                          ((f.check, f.status, f.severity) for f in part))
+        return counts
+
+
 @dataclass(frozen=True)
 class InertiaReport:
     model: str
-    findings: tuple[Finding, ...]
+    findings: Findings
 
     @property
     def ok(self) -> bool:
-        return not any(f.severity == "error" for f in self.findings)
+        return not any(f.severity == "error" for f in self.findings.made())
 
     def failed(self, check: str | None = None) -> list[Finding]:
-        return [f for f in self.findings
+        return [f for f in self.findings.made()
                 if f.status == "fail" and (check is None or f.check == check)]
 
 
@@ -239,9 +291,9 @@ def uniform_inertia(solids: tuple[Shape, ...]) -> UniformInertia | None:
 
 # ----------------------------------------------------------------------------- link checks
 
-@dataclass(frozen=True)
-class LinkContext:
-    """What the link checks need to know about a link besides its inertia."""
+class LinkContext(NamedTuple):
+    """What the link checks need to know about a link besides its inertia (a tuple: one
+    per link, made for every link of a model)."""
 
     link: LinkSpec
     body: int  # the compact-tree body it belongs to (-1: welded to the world)
@@ -282,6 +334,16 @@ def negligible_inertia(inertia: Inertia) -> bool:
     """The rotational inertia is nil: below MINVAL + m (1 um)^2 in every direction."""
     floor = MINVAL + 1e-12 * max(inertia.mass, 0.0)
     return bool(np.all(np.abs(np.linalg.eigvalsh(symmetric(inertia.inertia))) <= floor))
+
+
+def noted(context: LinkContext, check: str, status: str, message: str, value=None,
+          margin: float | None = None, details: dict | None = None, scope: str = "link",
+          links: tuple[str, ...] = ()) -> Finding:
+    """:func:`finding` of a pass or a skip (severity info: no fix, nothing to soften) whose
+    ``value``, ``margin`` and ``details`` are plain Python already: what every link of a
+    large model gets, made without :func:`finding`'s conversions."""
+    return Finding(context.link.name, check, "info", status, message, value, margin,
+                   context.source, scope, links, details or {})
 
 
 def finding(context: LinkContext, options: CheckOptions, check: str, status: str,

@@ -16,8 +16,8 @@ from ..model import Model
 from ..reference import articulated_blocks
 from ..samples import sample_configurations
 from ..subtree import TreeSweeps
-from .inertia import CheckOptions, Finding, Inputs, LinkContext
-from .inertia_link import adder, one_numbers, pseudo_findings
+from .inertia import CheckOptions, Finding, Inputs, LinkContext, finding, noted
+from .inertia_link import one_numbers, pseudo_findings
 
 
 class Body(NamedTuple):
@@ -44,7 +44,8 @@ class Samples:
             else:  # linear in the model's size: M's diagonal blocks, lambda_max by Lanczos
                 self.sweeps = TreeSweeps(model, self.q)
                 self.composite, self.d_blocks = self.sweeps.blocks()
-                self.finite = all(np.all(np.isfinite(C)) for C in self.composite)
+                self.finite = bool(np.isfinite(np.concatenate(  # all joints in one call
+                    [C.reshape(-1) for C in self.composite] or [np.zeros(0)])).all())
         largest = np.zeros(len(self.q))
         if model.nv and self.finite and self.dense:
             largest = np.linalg.eigvalsh(self.M)[:, -1]
@@ -115,58 +116,54 @@ def merged_pseudo_inertia(context: LinkContext, inputs: Inputs, body: Body) -> l
 def limits(context: LinkContext, inputs: Inputs, body: Body) -> list[Finding]:
     """A 1-dof joint's position limits: lower <= upper (MuJoCo refuses the reverse)."""
     model, j, links = inputs.model, body.joint, body.links
-    out: list[Finding] = []
-    add = adder(context, inputs.options, out)
     if model.nq_joint[j] != 1:
-        return out
+        return []
     k = int(model.idx_q[j])
     lower, upper = float(model.q_lower[k]), float(model.q_upper[k])
     if not (math.isfinite(lower) or math.isfinite(upper)):
-        return out
+        return []
     joint = model.joint_names[j]
     details = {"joint": joint, "joint_line": model.joint_sources[j].line,
                "lower": lower, "upper": upper}
-    if lower > upper:
-        add("limits", "fail", "error",
-            f"joint {joint}: lower limit {lower:g} above upper limit {upper:g}: no "
-            "position satisfies both (swapped?)", [lower, upper], upper - lower,
-            details, scope="body", links=links)
-    else:
-        add("limits", "pass", "info",
-            f"joint {joint}: limits {lower:g} to {upper:g}", [lower, upper],
-            upper - lower, details, scope="body", links=links)
-    return out
+    if not lower > upper:  # (a NaN limit is no contradiction)
+        return [noted(context, "limits", "pass", f"joint {joint}: limits {lower:g} to "
+                      f"{upper:g}", [lower, upper], upper - lower, details, "body", links)]
+    return [finding(context, inputs.options, "limits", "fail", "error",
+                    f"joint {joint}: lower limit {lower:g} above upper limit {upper:g}: no "
+                    "position satisfies both (swapped?)", [lower, upper], upper - lower,
+                    details, scope="body", links=links)]
+
+
+def block_passes(ratio: float, options: CheckOptions) -> bool:
+    """Whether a D-block ``ratio`` (of :meth:`Samples.lowest`) passes articulated-inertia:
+    neither singular (1e-15) nor under ``min_block_ratio``."""
+    return not (ratio <= 1e-15 or ratio < options.min_block_ratio)
 
 
 def articulated(context: LinkContext, inputs: Inputs, body: Body) -> list[Finding]:
-    model, j, samples = inputs.model, body.joint, inputs.samples
-    out: list[Finding] = []
-    add = adder(context, inputs.options, out)
+    model, j, samples, options = inputs.model, body.joint, inputs.samples, inputs.options
     extra = {"scope": "body", "links": body.links}
     lowest = samples.lowest()[j]
     if not samples.finite or lowest is None:
-        add("articulated-inertia", "fail", "error",
-            f"joint {model.joint_names[j]}: M(q) or ABA's D-block overflows "
-            "(inertias too large for a double)", **extra)
-        return out
+        return [finding(context, options, "articulated-inertia", "fail", "error",
+                        f"joint {model.joint_names[j]}: M(q) or ABA's D-block overflows "
+                        "(inertias too large for a double)", **extra)]
     joint = model.joint_names[j]
     worst, ratio, low, largest = lowest
     details = {"joint": joint, "joint_line": model.joint_sources[j].line, "d_min": low,
                "lambda_max": largest, "sample": worst}
-    margin = float(np.log10(ratio / inputs.options.min_block_ratio)) if ratio > 0 else None
+    margin = float(np.log10(ratio / options.min_block_ratio)) if ratio > 0 else None
+    if block_passes(ratio, options):
+        return [noted(context, "articulated-inertia", "pass",
+                      f"joint {joint}: ABA's D-block is {ratio:.3g} of lambda_max(M)", ratio,
+                      margin, details, **extra)]
     if ratio <= 1e-15:
-        add("articulated-inertia", "fail", "error",
-            f"joint {joint} moves (with its descendants free) no inertia along some "
-            f"direction: ABA's D-block is singular (smallest eigenvalue "
-            f"{low:.3g}), M is singular", ratio, margin, details, **extra)
-    elif ratio < inputs.options.min_block_ratio:
-        add("articulated-inertia", "fail", "warning",
-            f"joint {joint}: ABA's D-block is {ratio:.3g} of lambda_max(M) "
-            f"({low:.3g} vs {largest:.3g}), so cond(M) >= "
-            f"{1 / ratio:.3g}: a nearly singular chain", ratio, margin, details,
-            **extra)
-    else:
-        add("articulated-inertia", "pass", "info",
-            f"joint {joint}: ABA's D-block is {ratio:.3g} of lambda_max(M)", ratio,
-            margin, details, **extra)
-    return out
+        return [finding(context, options, "articulated-inertia", "fail", "error",
+                        f"joint {joint} moves (with its descendants free) no inertia along "
+                        f"some direction: ABA's D-block is singular (smallest eigenvalue "
+                        f"{low:.3g}), M is singular", ratio, margin, details, **extra)]
+    return [finding(context, options, "articulated-inertia", "fail", "warning",
+                    f"joint {joint}: ABA's D-block is {ratio:.3g} of lambda_max(M) "
+                    f"({low:.3g} vs {largest:.3g}), so cond(M) >= "
+                    f"{1 / ratio:.3g}: a nearly singular chain", ratio, margin, details,
+                    **extra)]

@@ -2,7 +2,6 @@
 density (uniform-density solids as in :mod:`.inertia`)."""
 from __future__ import annotations
 
-import dataclasses
 from dataclasses import dataclass
 
 import numpy as np
@@ -209,7 +208,7 @@ def holding_geometry(context: LinkContext, uniform: UniformInertia, options: Che
     limit, mass = options.max_density, context.link.inertia.mass
     if second is None or mass / uniform.volume <= limit or mass / second.volume > limit:
         return context, uniform
-    return dataclasses.replace(context, geometry=other), second
+    return context._replace(geometry=other), second
 
 
 def density(context: LinkContext, options: CheckOptions, add,

@@ -12,9 +12,10 @@ from ..description import Inertia, LinkSpec
 from ..inertia_forms import (nearest_consistent, principal_moments, pseudo_inertia_of,
                              second_moment, symmetric)
 from .inertia import (ABSURD_MASS, HEURISTIC_CHECKS, MINVAL, Finding, Fix, Inputs,
-                      LinkContext, finding, ghost_mass, ghost_text, negligible_inertia, numbers,
+                      LinkContext, finding, ghost_mass, noted, ghost_text, negligible_inertia, numbers,
                       triangle_slack, uniform_inertia)
 from .inertia_hierarchy import CONSISTENCY
+from .plain import plain
 
 
 class LinkNumbers(NamedTuple):
@@ -81,7 +82,7 @@ def finite(context: LinkContext, inputs: Inputs) -> list[Finding]:
                         f"mass x com distance^2 overflows a double (mass {inertia.mass:g} kg, "
                         f"com {np.abs(inertia.com).max():g} m from the link origin along an "
                         "axis)")]
-    return [finding(context, inputs.options, "finite", "pass", "info", "all numbers finite")]
+    return [noted(context, "finite", "pass", "all numbers finite")]
 
 
 def mass(context: LinkContext, inputs: Inputs) -> list[Finding]:
@@ -114,23 +115,21 @@ def mass(context: LinkContext, inputs: Inputs) -> list[Finding]:
 def moving_body_mass(context: LinkContext, inputs: Inputs) -> list[Finding]:
     """The mass of the body a joint moves (its link with the links welded to it)."""
     out: list[Finding] = []
-    add = adder(context, inputs.options, out)
     model, j = inputs.model, context.body
     body_mass = float(model.body_mass[j])
     joint = model.joint_names[j]
     ghost = ghost_mass(context.link.inertia)
+    merged = "" if body_mass == context.link.inertia.mass else (
+        f" ({body_mass:g} kg with the links welded to it)")
+    if body_mass > MINVAL and not ghost:
+        return [noted(context, "mass", "pass",
+                      f"{context.link.inertia.mass:g} kg{merged}, moved by joint {joint}",
+                      plain(context.link.inertia.mass), body_mass, {"body_mass": body_mass})]
+    add = adder(context, inputs.options, out)
     ghost_note = ghost_text(context.link.inertia.mass)
     if body_mass > MINVAL:
-        merged = "" if body_mass == context.link.inertia.mass else (
-            f" ({body_mass:g} kg with the links welded to it)")
-        if ghost:
-            add("mass", "fail", "warning",
-                f"{ghost_note}; the body has{merged}", 0.0, body_mass,
-                details={"body_mass": body_mass})
-            return out
-        add("mass", "pass", "info",
-            f"{context.link.inertia.mass:g} kg{merged}, moved by joint {joint}",
-            context.link.inertia.mass, body_mass, details={"body_mass": body_mass})
+        add("mass", "fail", "warning", f"{ghost_note}; the body has{merged}", 0.0, body_mass,
+            details={"body_mass": body_mass})
         return out
     if not inputs.samples.finite:
         add("mass", "skip", "info", "skipped: M(q) overflows")
@@ -307,6 +306,5 @@ def _negative_mass_fix(link: LinkSpec) -> Fix:
 
 def placeholder(context: LinkContext, inputs: Inputs) -> list[Finding]:
     """A placeholder inertia is not checked alone: its body is judged whole."""
-    return [finding(context, inputs.options, check, "skip", "info",
-                    f"skipped: a placeholder inertia ({context.placeholder})")
-            for check in (*CONSISTENCY, *HEURISTIC_CHECKS)]
+    message = f"skipped: a placeholder inertia ({context.placeholder})"
+    return [noted(context, check, "skip", message) for check in (*CONSISTENCY, *HEURISTIC_CHECKS)]
