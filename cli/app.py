@@ -54,6 +54,9 @@ COMMANDS = {
                      "Joint limits along a logged motion: q, v, tau (exit 1 when left)."),
     "statics": ("statics", "statics",
                 "Largest gravity load of each joint against its effort limit (exit 1 over)."),
+    "centroidal": ("centroidal", "centroidal",
+                   "Centroidal momentum matrix Ag, momentum hg and inertia Ig."),
+    "energy": ("energy", "energy", "Kinetic and potential energy of a state."),
 }
 
 EXAMPLES = examples(

@@ -80,12 +80,30 @@ def coriolis_matrix(model, states, fext, gravity) -> np.ndarray:
     return coriolis(model, states.q, states.v)  # (N, nv, nv)
 
 
+def centroidal_rows(model, states, fext, gravity) -> np.ndarray:
+    """[Ag | hg | Ig] (N, 6, nv + 1 + 6): the centroidal momentum matrix, the momentum
+    Ag v and the centroidal composite inertia, rows (linear, angular)
+    (:func:`treedyn.engine.centroidal.centroidal_momentum`)."""
+    from treedyn.engine.centroidal import centroidal_momentum  # (loaded when asked, as com)
+    Ag, hg, Ig = centroidal_momentum(model, states.q, states.v)
+    return np.concatenate([Ag, hg[:, :, None], Ig], axis=2)
+
+
+def energy_rows(model, states, fext, gravity) -> np.ndarray:
+    """[kinetic, potential] (N, 2) (:func:`treedyn.engine.energy.energy`)."""
+    from treedyn.engine.energy import energy  # (loaded when asked, as com)
+    return energy(model, states.q, states.v, gravity)
+
+
 COMPUTATIONS = {  # a new batch command: an engine function and a row here
     "inverse": Computation("tau", ("q", "v", "a"), False, inverse_dynamics),
     "forward": Computation("a", ("q", "v", "tau"), False, forward_dynamics),
     "mass": Computation("M", ("q",), True, mass_matrix),
     "com": Computation("com", ("q",), False, center_of_mass_rows, lambda nv: (3, nv + 1)),
     "coriolis": Computation("C", ("q", "v"), True, coriolis_matrix),
+    "centroidal": Computation("centroidal", ("q", "v"), False, centroidal_rows,
+                              lambda nv: (6, nv + 7)),
+    "energy": Computation("energy", ("q", "v"), False, energy_rows, lambda nv: (2,)),
 }  # frames and jacobian name frames: :func:`.kinematics.kinematics` makes their rows
 
 

@@ -10,7 +10,9 @@ import pytest
 
 from treedyn import pipeline
 from treedyn.engine import aba, crba, rnea
+from treedyn.engine.centroidal import centroidal_momentum
 from treedyn.engine.coriolis import coriolis
+from treedyn.engine.energy import energy
 from treedyn.engine.named import center_of_mass
 from treedyn.parsers import load_model
 
@@ -39,9 +41,12 @@ def test_every_computation_of_the_table_streams_as_the_engine_computes(tmp_path)
     q, v, a, tau = (rng.normal(size=(50, 2)) for _ in range(4))
     np.savez(tmp_path / "states.npz", q=q, v=v, a=a, tau=tau)
     _, c, Jcom = center_of_mass(model, q)
+    Ag, hg, Ig = centroidal_momentum(model, q, v)
     expected = {"inverse": rnea(model, q, v, a), "forward": aba(model, q, v, tau),
                 "mass": crba(model, q), "com": np.concatenate([c[:, :, None], Jcom], axis=2),
-                "coriolis": coriolis(model, q, v)}
+                "coriolis": coriolis(model, q, v),
+                "centroidal": np.concatenate([Ag, hg[:, :, None], Ig], axis=2),
+                "energy": energy(model, q, v)}
     # (the rows made for named frames, "frames[...]", are pipeline.kinematics's)
     assert set(pipeline.COMPUTATIONS) == set(expected) | {"com"}  # (com: tests/test_kinematics_cli.py)
     for command, result in expected.items():
