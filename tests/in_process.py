@@ -1,15 +1,17 @@
 """``dyn ARGS`` run inside the test process, recorded as a whole ``dyn`` process would be.
 
 Starting a ``dyn`` process costs ~0.3 s on a quiet core (Python, numpy, typer and ours
-imported again), more than most commands it runs: hundreds of golden cases and documented
-examples spent most of their time starting Python. :func:`dyn_here` calls
+imported again), more than most commands it runs: the documented examples spent most of
+their time starting Python. :func:`dyn_here` calls
 ``treedyn.cli.app.run(args)`` instead, in the folder, environment and stdin the process
 would have had, and returns what the process would: exit code, stdout and stderr as bytes
 (UTF-8, written to pipes: no terminal). What only a whole process shows -- the program's
 entry (``dyn --version`` without typer), signals, exit through ``os._exit``, closed or
 full stdout, forked workers of a split run -- is tested with real processes
 (tests/test_cli.py, tests/test_data_safety.py, tests/test_signals.py, tests/test_parts.py
-and the split golden cases).
+and every golden case: a result that must equal a record to its last bits comes from a
+whole process, since numbers computed in a long test process can move in their last bits
+with the state earlier tests left -- two golden cases did in one run of the whole suite).
 """
 from __future__ import annotations
 

@@ -3,10 +3,7 @@
 Results on stdout and in --output files, error lines, exit codes and partial outputs after
 a bad row are tested here against files recorded once, not against another path of dyn:
 the split and text-worker paths and the one-process path must each give these results.
-Every case runs as dyn would run it from a shell; the ones that need a process of their own
-(split runs, the program's entry) as a whole ``dyn`` process, the others, to save starting
-Python ~200 times, in the test process (``tests/in_process.py``); the records are made by
-whole processes, so the two ways are held to each other.
+Every case runs as a whole ``dyn`` process.
 
 What is compared is what dyn promises, not the bytes numpy, the BLAS or typer happen to
 produce: text outputs word for word with every number within ``RTOL``/``ATOL`` of the
@@ -38,8 +35,6 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-
-from in_process import dyn_here
 
 ROOT = Path(__file__).resolve().parents[1]
 GOLDEN = Path(__file__).resolve().parent / "golden"
@@ -122,17 +117,9 @@ def cases() -> list:
     return found
 
 
-def whole_process(args: list, env: dict) -> bool:
-    """Whether a case runs as a whole dyn process: a split run (it forks its workers) and
-    dyn's own --help, --version and unknown command (the program's entry). The others run
-    in this process (tests/in_process.py), as the process would run them."""
-    return env == SPLIT or args[0] in ("--help", "--version", "nope")
-
-
-def run_case(args: list, env: dict, output, workdir: Path, whole: bool | None = None):
+def run_case(args: list, env: dict, output, workdir: Path):
     """Run dyn once: the record of what it did, and the numbers of the states it wrote
-    (by where they went: "stdout", "file", "partial"). ``whole``: in a process of its own
-    (by default as :func:`whole_process` says)."""
+    (by where they went: "stdout", "file", "partial")."""
     out_path = None
     if output is not None:
         out_path = workdir / output
@@ -140,14 +127,9 @@ def run_case(args: list, env: dict, output, workdir: Path, whole: bool | None = 
     environment = {key: value for key, value in os.environ.items()
                    if not key.startswith("TREEDYN_")}
     environment.update({"COLUMNS": "100", "LC_ALL": "C.UTF-8", **env})
-    if whole is None:
-        whole = whole_process(args, env)
-    if whole:
-        done = subprocess.run([sys.executable, "-c", "from treedyn.cli import run; run()",
-                               *args], cwd=ROOT, env=environment, capture_output=True,
-                              timeout=300, stdin=subprocess.DEVNULL)
-    else:
-        done = dyn_here(args, cwd=ROOT, env=environment)
+    done = subprocess.run([sys.executable, "-c", "from treedyn.cli import run; run()", *args],
+                          cwd=ROOT, env=environment, capture_output=True, timeout=300,
+                          stdin=subprocess.DEVNULL)
     record = {"args": args if output is None else [a.replace(str(workdir), "TMP")
                                                    for a in args],
               "code": done.returncode,
@@ -417,7 +399,7 @@ def regenerate() -> None:
     work = GOLDEN / "tmp"
     for name, args, env, output in CASES:
         work.mkdir(parents=True, exist_ok=True)
-        record, numbers = run_case(args, env, output, work.resolve(), whole=True)
+        record, numbers = run_case(args, env, output, work.resolve())
         for slot, values in numbers.items():
             path = NUMBERS / f"{record[slot]['numbers']}.json"
             if env == ONE and slot != "partial" and not path.exists():
