@@ -3,9 +3,10 @@
 An example is a fenced code block line that starts with ``$ dyn``; the lines after it,
 up to the next line starting with ``$ `` or the end of the block, are its expected stdout
 (trailing blank lines dropped). Examples whose command names a file under ``fixtures/``
-are run from the repository root as ``python -c "from treedyn.cli import run; run()" ARGS``
-with COLUMNS=100 and stdin from /dev/null, so stdout is a pipe: commands whose default
-format depends on the terminal print JSON unless the example gives ``--format table``.
+are run from the repository root as ``dyn ARGS`` with COLUMNS=100 and stdin from /dev/null,
+so stdout is a pipe: commands whose default format depends on the terminal print JSON unless
+the example gives ``--format table`` (in this process, as that process would run them:
+tests/in_process.py).
 
 Conventions inside an example (documented in docs/testing.md):
 
@@ -29,13 +30,13 @@ import os
 import re
 import shlex
 import subprocess
-import sys
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
 import pytest
 
+from in_process import dyn_here
 from treedyn.cli.app import COMMANDS as APP_COMMANDS
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -121,10 +122,11 @@ def _matches(expected: list[str], actual: list[str]) -> bool:
 
 
 def _run(args: list[str]) -> subprocess.CompletedProcess:
-    env = dict(os.environ, COLUMNS="100")
-    return subprocess.run([sys.executable, "-c", "from treedyn.cli import run; run()", *args],
-                          cwd=ROOT, env=env, stdin=subprocess.DEVNULL, capture_output=True,
-                          text=True, timeout=300)
+    """``dyn ARGS`` from the repository root, COLUMNS=100, stdin /dev/null, stdout a pipe:
+    run in this process as that process would (tests/in_process.py), outputs as text."""
+    done = dyn_here(args, cwd=ROOT, env=dict(os.environ, COLUMNS="100"))
+    return subprocess.CompletedProcess(done.args, done.returncode, done.stdout.decode(),
+                                       done.stderr.decode())
 
 
 ALL = [example for path in DOCUMENTS for example in _examples(path)]

@@ -16,11 +16,12 @@ import re
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import numpy as np
 import pytest
+
+from test_data_safety import wait_reading
 
 ROOT = Path(__file__).resolve().parents[1]
 ARM = ROOT / "fixtures" / "two_link_arm.urdf"
@@ -68,7 +69,7 @@ def test_a_stopped_run_leaves_a_whole_file_and_says_what_it_holds(tmp_path, suff
                         for _ in range(GIVEN))
         process.stdin.write(lines.encode())
         process.stdin.flush()
-        time.sleep(1.5)  # the states given are computed; dyn waits on the open pipe
+        wait_reading(process)  # the states given are computed; dyn waits on the open pipe
         process.send_signal(number)
         _, err = process.communicate(timeout=60)
     finally:
@@ -95,7 +96,7 @@ def test_an_npz_appears_only_once_complete(tmp_path):
     try:
         process.stdin.write(b'{"q": [0.1, 0.2]}\n' * 1100)
         process.stdin.flush()
-        time.sleep(1.0)
+        wait_reading(process)
         assert out.read_bytes() == b"the results of yesterday"
         beside = [name for name in os.listdir(tmp_path) if name.endswith(".part")]
         assert len(beside) == 1 and beside[0].startswith(".out.npz.")
