@@ -4,12 +4,8 @@ from typing import Annotated, Optional
 
 import typer
 
-from ..model import xacro_arguments
-from ..options import (DatasetPrefixOpt, DegreesOpt, FormatOpt, FreeFlyerOpt, InputOpt,
-                       MimicOpt, ModelArg, OutputOpt, QOpt, QuietOpt, XacroArgOpt,
-                       XacroArgs, epilog, examples)
 from ..render.table import table
-from ..run.kinematics import Asked, solve_kinematics
+from ..run.kinematics import state_command
 
 FrameOpt = Annotated[Optional[list[str]], typer.Option(
     "--frame", metavar="NAME", show_default=False,
@@ -30,33 +26,26 @@ def named_frames(layout, names):
                          ) from None
 
 
-@epilog(examples("dyn frames fixtures/two_link_arm.urdf --q 0.5,1 --frame link2",
-                 "dyn frames robot.urdf --input states.npz --output poses.npz"))
-def frames(model: ModelArg, xacro_args: XacroArgs = None, frame: FrameOpt = None,
-           q: QOpt = None, degrees: DegreesOpt = False, free_flyer: FreeFlyerOpt = False,
-           input_file: InputOpt = None, output_file: OutputOpt = None,
-           fmt: FormatOpt = None, quiet: QuietOpt = False, xacro_arg: XacroArgOpt = None,
-           mimic: MimicOpt = False, dataset_prefix: DatasetPrefixOpt = None) -> None:
-    """Each frame's position and orientation in the world.
+def select(given, layout):
+    from treedyn.pipeline.kinematics import kinematics
+    chosen = named_frames(layout, given["frame"] or None)
+    labels = [f"{name}|{'p' if c == 3 else 'R'}{r}{'' if c == 3 else c}"
+              for name in chosen.names for r in range(3) for c in range(4)]
 
-    JSON: {"frames": [names], "p": [[x, y, z], ...], "R": [[3x3], ...]}, the columns of R
-    the frame's axes in world coordinates. Many states: "T" per state, [R | p] (k x 3 x 4).
-    """
-    def select(layout):
-        from treedyn.pipeline.kinematics import kinematics
-        chosen = named_frames(layout, frame or None)
-        labels = [f"{name}|{'p' if c == 3 else 'R'}{r}{'' if c == 3 else c}"
-                  for name in chosen.names for r in range(3) for c in range(4)]
+    def document(T):
+        return {"frames": list(chosen.names), "p": T[:, :, 3].tolist(),
+                "R": T[:, :, :3].tolist()}
 
-        def document(T):
-            return {"frames": list(chosen.names), "p": T[:, :, 3].tolist(),
-                    "R": T[:, :, :3].tolist()}
+    def text(T):
+        return table([[name, *T[k, :, 3]] for k, name in enumerate(chosen.names)],
+                     ["frame", "x", "y", "z"])
+    return kinematics("frames", chosen), labels, document, text
 
-        def text(T):
-            return table([[name, *T[k, :, 3]] for k, name in enumerate(chosen.names)],
-                         ["frame", "x", "y", "z"])
-        return kinematics("frames", chosen), labels, document, text
 
-    solve_kinematics(Asked(model, free_flyer, q, degrees, input_file, output_file,
-                           fmt and fmt.value, quiet, xacro_arguments(xacro_args, xacro_arg),
-                           mimic, dataset_prefix), select)
+frames = state_command(select, (
+    "Each frame's position and orientation in the world.\n\n"
+    'JSON: {"frames": [names], "p": [[x, y, z], ...], "R": [[3x3], ...]}, the columns of R\n'
+    "the frame's axes in world coordinates. Many states: \"T\" per state, [R | p] (k x 3 x 4)."),
+    ("dyn frames fixtures/two_link_arm.urdf --q 0.5,1 --frame link2",
+     "dyn frames robot.urdf --input states.npz --output poses.npz"),
+    {"frame": (FrameOpt, None)})

@@ -1,4 +1,5 @@
-"""``dyn frames``, ``dyn jacobian``, ``dyn com`` and ``dyn coriolis``: one state from the
+"""The state commands (``dyn frames``, ``jacobian``, ``com``, ``coriolis``, ``centroidal``,
+``energy``), made by :func:`state_command`: one state from the
 command line (q, and v for the rows that read it), or the states of ``--input`` streamed
 through the pipeline (:func:`treedyn.pipeline.stream.run`) into ``--output`` or stdout, by
 the row :func:`treedyn.pipeline.kinematics.kinematics` makes for the frames asked (or a
@@ -9,6 +10,7 @@ import json
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from inspect import Parameter
 from typing import Optional
 
 import numpy as np
@@ -23,7 +25,10 @@ from treedyn.pipeline.stream import run
 from treedyn.pipeline.vectors import single_state
 
 from ..console import console, saying_kept
-from ..model import load
+from ..model import load, xacro_arguments
+from ..options import (DatasetPrefixOpt, DegreesOpt, FormatOpt, FreeFlyerOpt, InputOpt,
+                       MimicOpt, ModelArg, OutputOpt, QOpt, QuietOpt, VOpt, XacroArgOpt,
+                       XacroArgs, command_of, epilog, examples)
 from ..settings import STREAM_CHUNK
 from .request import sink_kind
 
@@ -86,3 +91,29 @@ def solve_kinematics(asked: Asked, select: Select) -> None:
     with saying_kept():
         run(layout, computation, Input.open(asked.input, asked.dataset_prefix), sink,
             chunk=kinematics_chunk(model, shape, STREAM_CHUNK))
+
+
+def state_command(select: Callable, doc: str, lines: tuple, extra: dict | None = None,
+                  v: bool = False):
+    """A command of one state (``--q``, with ``--v`` when ``v``) or the states of
+    ``--input``, whose row is ``select(given, layout)`` (:data:`Select`, with the options
+    given by name): the options every such command shares declared once, its own
+    (``extra``: name -> (annotation, default)) after the model's, as --help lists them."""
+    options = {"model": (ModelArg, Parameter.empty), "xacro_args": (XacroArgs, None),
+               **(extra or {}), "q": (QOpt, None), **({"v": (VOpt, None)} if v else {}),
+               "degrees": (DegreesOpt, False), "free_flyer": (FreeFlyerOpt, False),
+               "input_file": (InputOpt, None), "output_file": (OutputOpt, None),
+               "fmt": (FormatOpt, None), "quiet": (QuietOpt, False),
+               "xacro_arg": (XacroArgOpt, None), "mimic": (MimicOpt, False),
+               "dataset_prefix": (DatasetPrefixOpt, None)}
+
+    def run_command(**given) -> None:
+        fmt = given["fmt"]
+        solve_kinematics(Asked(given["model"], given["free_flyer"], given["q"],
+                               given["degrees"], given["input_file"], given["output_file"],
+                               fmt and fmt.value, given["quiet"],
+                               xacro_arguments(given["xacro_args"], given["xacro_arg"]),
+                               given["mimic"], given["dataset_prefix"], v=given.get("v")),
+                         lambda layout: select(given, layout))
+
+    return epilog(examples(*lines))(command_of(run_command, options, doc))
