@@ -96,6 +96,18 @@ def pinocchio_pair(request):
     return pin, model, pinmodel, Mapping(model, pinmodel), path
 
 
+def pinocchio_states(pin, pinmodel, data, mapping, C, q, v):
+    """Each state's index, once its C equals Pinocchio's ``computeCoriolisMatrix`` there and
+    Pinocchio's data holds the joints' Jacobian rates and the frames' placements."""
+    dofs = np.ix_(mapping.v_index, mapping.v_index)
+    for n in range(len(q)):
+        pq, pv = mapping.q(q[n]), mapping.v(v[n])
+        close(C[n], pin.computeCoriolisMatrix(pinmodel, data, pq, pv)[dofs], "C")
+        pin.computeJointJacobiansTimeVariation(pinmodel, data, pq, pv)
+        pin.updateFramePlacements(pinmodel, data)
+        yield n
+
+
 def test_C_and_Jdot_equal_pinocchios(pinocchio_pair):
     pin, model, pinmodel, mapping, path = pinocchio_pair
     data = pinmodel.createData()
@@ -107,12 +119,7 @@ def test_C_and_Jdot_equal_pinocchios(pinocchio_pair):
             for reference in FRAMES}
     pin_reference = {LOCAL: pin.LOCAL, WORLD: pin.WORLD,
                      LOCAL_WORLD_ALIGNED: pin.LOCAL_WORLD_ALIGNED}
-    dofs = np.ix_(mapping.v_index, mapping.v_index)
-    for n in range(len(q)):
-        pq, pv = mapping.q(q[n]), mapping.v(v[n])
-        close(C[n], pin.computeCoriolisMatrix(pinmodel, data, pq, pv)[dofs], "C")
-        pin.computeJointJacobiansTimeVariation(pinmodel, data, pq, pv)
-        pin.updateFramePlacements(pinmodel, data)
+    for n in pinocchio_states(pin, pinmodel, data, mapping, C, q, v):
         for k, frame in enumerate(ids):
             if frame >= pinmodel.nframes:  # (a name Pinocchio does not keep)
                 continue
@@ -225,12 +232,7 @@ def test_C_equals_pinocchios_on_every_robot(path):
     name = model.frames[-1].name
     C = coriolis(model, q, v)
     Jdot = frame_jacobian_rates(model, q, v, frame_set(model, [name]), LOCAL)[:, 0]
-    dofs = np.ix_(mapping.v_index, mapping.v_index)
-    for n in range(len(q)):
-        pq, pv = mapping.q(q[n]), mapping.v(v[n])
-        close(C[n], pin.computeCoriolisMatrix(pinmodel, data, pq, pv)[dofs], "C")
-        pin.computeJointJacobiansTimeVariation(pinmodel, data, pq, pv)
-        pin.updateFramePlacements(pinmodel, data)
+    for n in pinocchio_states(pin, pinmodel, data, mapping, C, q, v):
         expected = pin.getFrameJacobianTimeVariation(pinmodel, data,
                                                      pinmodel.getFrameId(name), pin.LOCAL)
         close(Jdot[n], expected[:, mapping.v_index], (name, "Jdot"))
