@@ -25,9 +25,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from .jacobian_dot import support, world_rates
+from .jacobian_dot import world_rates
 from .kinematics import WORLD, body_jacobians, placements
 from .model import Model
+from .named import support
 from .reference import crf, crm
 from .rotations import skew
 from .spatial import motion_matrix
@@ -97,7 +98,7 @@ def coriolis_reference(model: Model, q, v) -> np.ndarray:
     J = body_jacobians(model, q, WORLD)  # (nj, 6, nv) world axes about the origin
     R, p = placements(model, q)
     own = _own_rates(model, q, v, R, p)  # (6, nv)
-    supports = support(model)  # (nj, nv)
+    supports = support(model, np.arange(model.njoints))  # (nj, nv)
     C = np.zeros((model.nv, model.nv))
     for k in range(model.njoints):
         vk = J[k] @ v  # body k's velocity

@@ -34,7 +34,7 @@ import numpy as np
 
 from .kinematics import FRAMES, LOCAL, WORLD
 from .model import Model
-from .named import Frames, frame_placements
+from .named import Frames, frame_placements, support
 from .spatial import motion_cross
 from .state import states
 from .subtree import TreeSweeps
@@ -51,20 +51,13 @@ class WorldRates(NamedTuple):
     dS: np.ndarray  # (N, nv, 6) dS/dt of every dof's column
 
 
-def support(model: Model) -> np.ndarray:
-    """(nj, nv) 1.0 where dof d's joint ``k`` supports body ``j`` (``k <= j <
-    subtree_end[k]``): body j's world Jacobian is ``S * support[j]``."""
-    k = model.dof_joint[None, :]
-    j = np.arange(model.njoints)[:, None]
-    return ((k <= j) & (j < model.subtree_end[k])).astype(float)
-
-
 def world_rates(model: Model, q: np.ndarray, v: np.ndarray) -> WorldRates:
     """:class:`WorldRates` of an uncoupled model at q (N, nq), v (N, nv)."""
     sweeps = TreeSweeps(model, q)
     R, p = sweeps.placements()
     S = sweeps.world_subspaces(R, p)  # (N, nv, 6)
-    ov = np.einsum("jd,ndx->njx", support(model), S * v[..., None])  # (N, nj, 6)
+    ov = np.einsum("jd,ndx->njx", support(model, np.arange(model.njoints)),
+                   S * v[..., None])  # (N, nj, 6)
     dS = motion_cross(ov[:, model.dof_joint].reshape(-1, 6), S.reshape(-1, 6)).reshape(S.shape)
     for i, joint in enumerate(model.joint_models):
         dofs = slice(model.idx_v[i], model.idx_v[i] + model.nv_joint[i])
@@ -94,7 +87,7 @@ def frame_jacobian_rates(model: Model, q, v, frames: Frames,
     rates = world_rates(model, q, v)
     R_f, p_f = frame_placements(model, q, frames)  # (N, k, 3, 3), (N, k, 3)
     on = frames.on_body
-    mask = np.concatenate([support(model), np.zeros((1, model.nv))])[on]  # (k, nv)
+    mask = support(model, on)  # (k, nv) (nothing for a frame on the world)
     J = np.swapaxes(rates.S, 1, 2)[:, None] * mask[None, :, None]  # (N, k, 6, nv)
     dJ = np.swapaxes(rates.dS, 1, 2)[:, None] * mask[None, :, None]
     if reference != WORLD:

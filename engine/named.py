@@ -117,7 +117,7 @@ def frame_jacobians(model: Model, q, frames: Frames, reference: str = LOCAL) -> 
     dofs, w, u = poses.motions()  # (m,), (m, 3, N) x 2
     J = np.zeros((len(q), len(frames.names), 6, model.nv))  # (N, k, 6, nv)
     for f, body in enumerate(frames.on_body):
-        on = _support(model, frames.on_body[f:f + 1])[0][dofs] > 0  # (m,) dofs moving f
+        on = support(model, frames.on_body[f:f + 1])[0][dofs] > 0  # (m,) dofs moving f
         block = np.empty((6, int(on.sum()), len(q)))  # (6, m', N): rows (linear, angular)
         block[3:] = np.swapaxes(w[on], 0, 1)
         block[:3] = np.swapaxes(u[on], 0, 1)
@@ -184,7 +184,7 @@ def _placed(R, p, frames: Frames) -> tuple[np.ndarray, np.ndarray]:
             p + np.einsum("kacn,kc->kan", R, frames.translation))
 
 
-def _support(model: Model, on_body: np.ndarray) -> np.ndarray:
+def support(model: Model, on_body: np.ndarray) -> np.ndarray:
     """(k, nv) 1.0 where dof d's joint supports body ``on_body[f]`` (is it or an ancestor:
     ``k <= j < subtree_end[k]``), 0.0 elsewhere and for the world (-1)."""
     k = model.dof_joint[None, :]
