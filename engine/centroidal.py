@@ -64,7 +64,7 @@ def centroidal_matrices(model: Model, q) -> tuple[np.ndarray, np.ndarray]:
     w, u = np.moveaxis(w, -1, 0), np.moveaxis(u, -1, 0)  # (N, nv, 3)
     m = model.body_mass  # (nj,)
     mass = float(m.sum())
-    c_i = p + (R @ model.body_com[:, :, None])[..., 0]  # (N, nj, 3)
+    c_i = np.moveaxis(poses.centres(), -1, 0)  # (N, nj, 3)
     with np.errstate(invalid="ignore", divide="ignore"):
         c = np.einsum("b,nbi->ni", m, c_i) / mass  # (N, 3)
     r = c_i - c[:, None]  # (N, nj, 3) each body's centre from c

@@ -53,7 +53,7 @@ def potential_energy(model: Model, q, gravity=None) -> np.ndarray:
     if model.coupling is not None:
         return potential_energy(model.coupling.full, model.coupling.expand_q(q), g)
     poses = WorldPoses(model, q, np.arange(model.njoints))
-    c_i = poses.p + poses.turned(model.body_com)  # (nj, 3, N)
+    c_i = poses.centres()  # (nj, 3, N)
     return np.einsum("b,bin,i->n", model.body_mass, c_i, -g) + 0.0  # (+0.0: never -0.0)
 
 

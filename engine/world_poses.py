@@ -150,6 +150,13 @@ class WorldPoses:
         (a batched product: faster than the equivalent einsum)."""
         return np.matmul(x[:, None, None, :], self.R)[:, :, 0]
 
+    def centres(self) -> np.ndarray:
+        """The swept bodies' centres of mass in the world, ``p_i + R_i com_i`` (J, 3, N), a
+        new array."""
+        c = self.turned(self.model.body_com[self.joints])
+        c += self.p
+        return c
+
     def motions(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """(dofs (m,), w (m, 3, N), u (m, 3, N)): every dof of the swept joints, in dof
         order, and its motion in world axes about the world origin, ``w = R_k S_ang``,
