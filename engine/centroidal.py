@@ -36,7 +36,7 @@ from .kinematics import LOCAL, body_jacobians, placements
 from .model import Model
 from .spatial import forces_to_parent, inertia_to_parent
 from .state import states
-from .world_poses import WorldPoses
+from .world_poses import WorldPoses, subtree_sums
 
 LINEAR_FIRST = [3, 4, 5, 0, 1, 2]  # (angular, linear) rows -> (linear, angular)
 
@@ -72,9 +72,9 @@ def centroidal_matrices(model: Model, q) -> tuple[np.ndarray, np.ndarray]:
            + m[:, None, None] * (np.einsum("nbi,nbi->nb", r, r)[..., None, None] * np.eye(3)
                                  - r[..., :, None] * r[..., None, :]))
     dof = model.dof_joint
-    m_k = subtree_sums(model, m[None])[0, dof]  # (nv,)
-    s_k = subtree_sums(model, m[:, None] * r)[:, dof]  # (N, nv, 3)
-    I_k = subtree_sums(model, I_c)[:, dof]  # (N, nv, 3, 3)
+    m_k = subtree_sums(m, model.subtree_end)[dof]  # (nv,)
+    s_k = subtree_sums(m[:, None] * r, model.subtree_end, axis=1)[:, dof]  # (N, nv, 3)
+    I_k = subtree_sums(I_c, model.subtree_end, axis=1)[:, dof]  # (N, nv, 3, 3)
     u_c = u + np.cross(w, c[:, None])  # (N, nv, 3) the velocity of the point at c
     linear = m_k[:, None] * u_c + np.cross(w, s_k)
     angular = np.einsum("ndij,ndj->ndi", I_k, w) + np.cross(s_k, u_c)
@@ -83,14 +83,6 @@ def centroidal_matrices(model: Model, q) -> tuple[np.ndarray, np.ndarray]:
     Ig[:, :3, :3] = mass * np.eye(3)
     Ig[:, 3:, 3:] = I_c.sum(axis=1)
     return Ag, Ig
-
-
-def subtree_sums(model: Model, x: np.ndarray) -> np.ndarray:
-    """(N, nj, ...): for every joint k, the sum of ``x`` (N, nj, ...) over the bodies of its
-    subtree, ``k .. subtree_end[k] - 1`` (a difference of prefix sums)."""
-    total = np.zeros((x.shape[0], x.shape[1] + 1) + x.shape[2:])
-    np.cumsum(x, axis=1, out=total[:, 1:])
-    return total[:, model.subtree_end] - total[:, :model.njoints]
 
 
 def centroidal_reference(model: Model, q, v=None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

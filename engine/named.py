@@ -57,7 +57,7 @@ from .kinematics import FRAMES, LOCAL, WORLD
 from .model import Model
 from .spatial import cross3
 from .state import states
-from .world_poses import WorldPoses, ancestry, runs
+from .world_poses import WorldPoses, ancestry, runs, subtree_sums
 
 
 class Frames(NamedTuple):
@@ -151,19 +151,15 @@ def center_of_mass(model: Model, q, root: int = -1) -> tuple[float, np.ndarray, 
     m = np.where(np.isin(swept, bodies), model.body_mass[swept], 0.0)  # (J,)
     mass = float(m.sum())
     h = poses.centres()  # (J, 3, N): c_i, then
-    h *= m[:, None, None]  # the first moments m_i c_i, then summed over each subtree
-    m_k = m.copy()  # (J,) masses, summed likewise
-    parent = model.parent[swept]
-    up = np.where(parent >= 0, poses.slot[parent], -1)  # (J,) the parent's row (-1: world)
-    for row in range(len(swept) - 1, -1, -1):  # leaves to root
-        if up[row] >= 0:
-            h[up[row]] += h[row]
-            m_k[up[row]] += m_k[row]
+    h *= m[:, None, None]  # the first moments m_i c_i
+    end = np.searchsorted(swept, model.subtree_end[swept])  # (J,) each subtree's end row
+    h, m_k = subtree_sums(h, end), subtree_sums(m, end)  # summed over each subtree
+    roots = model.parent[swept] < 0
     dofs, w, u = poses.motions()  # (d,), (d, 3, N) x 2
     rows = poses.slot[model.dof_joint[dofs]]  # (d,)
     Jcom = np.zeros((len(q), 3, model.nv))  # (N, 3, nv)
     with np.errstate(invalid="ignore", divide="ignore"):
-        c = h[up < 0].sum(axis=0) / mass  # (3, N)
+        c = h[roots].sum(axis=0) / mass  # (3, N)
         columns = u  # (d, 3, N), in place: (m_k u_d + w_d x h_k) / m
         columns *= m_k[rows, None, None]
         columns += cross3(w, np.take(h, rows, axis=0, out=poses.W.lever), axis=-2,

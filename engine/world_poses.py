@@ -193,6 +193,16 @@ class WorldPoses:
         return dofs, w, u
 
 
+def subtree_sums(x: np.ndarray, end: np.ndarray, axis: int = 0) -> np.ndarray:
+    """For every joint k along ``axis`` of ``x`` (joints depth first, so that each subtree
+    is the range ``k .. end[k] - 1``), the sum of ``x`` over its subtree: a difference of
+    prefix sums, linear in the number of joints."""
+    x = np.moveaxis(x, axis, 0)
+    total = np.zeros((len(x) + 1,) + x.shape[1:])
+    np.cumsum(x, axis=0, out=total[1:])
+    return np.moveaxis(total[end] - total[:len(x)], 0, axis)
+
+
 def runs(indices: np.ndarray) -> list[tuple[slice, slice]]:
     """The runs of consecutive numbers in sorted ``indices``: (positions, values) slice
     pairs, so ``out[..., values] = x[..., positions]`` copies as slices (a fancy index
