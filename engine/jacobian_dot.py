@@ -9,7 +9,7 @@ Frames and conventions
 ----------------------
 A dof ``d`` of joint ``i`` moves the bodies of ``i``'s subtree by ``S_d`` (6,), written
 in world axes about the world origin, rows (angular, linear)
-(:meth:`~treedyn.engine.subtree.TreeSweeps.world_subspaces`): ``S_d = X_i S_local`` with
+(:meth:`~treedyn.engine.world_poses.WorldPoses.motions`): ``S_d = X_i S_local`` with
 ``X_i`` body ``i``'s placement. Body ``i``'s spatial velocity in the same frame is
 ``ov_i = sum S_d v_d`` over the dofs that support it, and the column turns at
 
@@ -37,7 +37,7 @@ from .model import Model
 from .named import Frames, frame_placements, support
 from .spatial import motion_cross
 from .state import states
-from .subtree import TreeSweeps
+from .world_poses import WorldPoses
 
 
 class WorldRates(NamedTuple):
@@ -53,9 +53,11 @@ class WorldRates(NamedTuple):
 
 def world_rates(model: Model, q: np.ndarray, v: np.ndarray) -> WorldRates:
     """:class:`WorldRates` of an uncoupled model at q (N, nq), v (N, nv)."""
-    sweeps = TreeSweeps(model, q)
-    R, p = sweeps.placements()
-    S = sweeps.world_subspaces(R, p)  # (N, nv, 6)
+    poses = WorldPoses(model, q, np.arange(model.njoints))  # (the thread's arena: copied)
+    R = np.moveaxis(poses.R, -1, 0).copy()  # (N, nj, 3, 3)
+    p = np.moveaxis(poses.p, -1, 0).copy()  # (N, nj, 3)
+    _, w, u = poses.motions()  # every dof in order, (nv, 3, N) each
+    S = np.moveaxis(np.concatenate([w, u], axis=1), -1, 0).copy()  # (N, nv, 6)
     ov = np.einsum("jd,ndx->njx", support(model, np.arange(model.njoints)),
                    S * v[..., None])  # (N, nj, 6)
     dS = motion_cross(ov[:, model.dof_joint].reshape(-1, 6), S.reshape(-1, 6)).reshape(S.shape)
