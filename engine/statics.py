@@ -157,6 +157,29 @@ def statics(model: Model, payload: Payload | None = None, samples: int = 2048,
                          for i in dofs), payload, space.notes)
 
 
+def search_bytes(model: Model, samples: int = 2048, starts: int = 8) -> int:
+    """An upper bound of the bytes :func:`statics` holds at once, computed in time linear in
+    the model: the samples' loads; per problem (``2 starts`` a dof) a gradient and Hessian
+    over the varied joints; and one round of finite-difference steps, ``1 + 2m + m(m-1)/2``
+    configurations for a dof whose g depends on m joints (:func:`dependence`, bounded
+    here by its non-prismatic ancestors and its subtree). Quadratic in m: a long chain
+    is far more costly than a star of the same size."""
+    nj = model.njoints
+    dofs = np.flatnonzero(model.actuated)
+    if model.coupling is not None:
+        m = np.full(len(dofs), nj, dtype=np.int64)
+    else:
+        above = np.zeros(nj, dtype=np.int64)  # non-prismatic joints above each joint
+        for j, k in enumerate(model.parent.tolist()):
+            if k >= 0:
+                above[j] = above[k] + (model.joint_types[k] != "prismatic")
+        m = (above + model.subtree_end - np.arange(nj))[model.dof_joint[dofs]]
+    problems = 2 * starts * len(dofs)
+    rows = int((1 + 2 * m + m * (m - 1) // 2).sum()) * 2 * starts
+    return 8 * (4 * samples * model.nv + problems * nj * (nj + 1)
+                + rows * (model.nq + 4 * model.nv))
+
+
 def capacity_of(g: np.ndarray, s: np.ndarray, limit: float) -> np.ndarray:
     """(limit - sign(s) g) / |s| (inf where s = 0), clipped at 0: the mass at which |g + m
     s| reaches the limit at each configuration."""

@@ -193,3 +193,17 @@ def test_coupled_mimic_joints_against_sampled_configurations():
     result = statics(model, samples=256)
     Q = model.random_configuration(np.random.default_rng(5), 4000)
     check_against(model, result, np.abs(generalized_gravity(model, Q)).max(axis=0))
+
+
+def test_a_model_too_large_for_the_search_is_refused_in_one_line(tmp_path):
+    """The search is quadratic in the joints a torque depends on: a 2 000-link star is
+    refused before any of it is allocated (it once ended in an internal MemoryError),
+    with one line, at once."""
+    import time
+    from test_scaling import star_urdf
+    path = star_urdf(tmp_path / "star.urdf", 2000)
+    start = time.perf_counter()
+    code, out, err = dyn("statics", path, "-f", "json")
+    assert code == 2 and out == "" and err.count("\n") == 1
+    assert "statics of this model would hold about" in err and "internal error" not in err
+    assert time.perf_counter() - start < 20

@@ -77,12 +77,19 @@ def statics(
     Exit 1 when a ratio exceeds 1 (or --fail-above).
     """
     from treedyn.engine.analysis.statics import statics_document, statics_report
+    from treedyn.engine.statics import search_bytes
+    from treedyn.pipeline.chunks import MEMORY
     from treedyn.pipeline.errors import UsageError
 
     from ..render import statics as render
     spec = payload_spec(payload)
     loaded = load(model, free_flyer, xacro=xacro_arguments(xacro_args, xacro_arg),
                   mimic=mimic)
+    need = search_bytes(loaded, samples)
+    if need > MEMORY:  # (the search is quadratic in the joints a torque depends on)
+        raise UsageError(f"dyn: {loaded.source}: statics of this model would hold about "
+                         f"{need / 2 ** 30:.3g} GiB at once ({loaded.nv} dofs), more than the "
+                         f"{MEMORY / 2 ** 30:g} GiB a run may hold: it is too large for it")
     try:
         report = statics_report(loaded, spec, samples=samples, seed=seed)
     except KeyError as error:
