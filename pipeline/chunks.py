@@ -38,12 +38,14 @@ WORK_BYTES = 64 << 20  # a chunk's work arrays (poses, motions, results) stay ab
 
 
 def kinematics_chunk(model, shape: tuple[int, ...], chunk: int = CHUNK) -> int:
-    """States per chunk of a named frame's row (:mod:`.kinematics`): ``chunk``, fewer when
-    a chunk's work (the bodies' poses, 12 doubles per body and state, twice; every dof's
-    motion, 6 per dof, twice) and its results (``shape`` per state, twice) would pass
-    :data:`WORK_BYTES`."""
-    per_state = 8 * (24 * model.njoints + 12 * max(model.nv, 1) + 2 * prod(shape))
-    return max(RESULT_FLOOR, min(chunk, WORK_BYTES // per_state))
+    """States per chunk of a state command's row (:mod:`.kinematics`, coriolis, centroidal,
+    energy): ``chunk``, fewer when a chunk's work (the bodies' poses and spatial inertias,
+    about 48 doubles per body and state; every dof's motion, 12 per dof) and its results
+    with their temporaries (``shape`` per state, six times: C's products are nv x nv each)
+    would pass :data:`WORK_BYTES`; down to one state, not :data:`RESULT_FLOOR`, since a
+    state this large amortises the per-level work alone."""
+    per_state = 8 * (48 * model.njoints + 12 * max(model.nv, 1) + 6 * prod(shape))
+    return max(1, min(chunk, WORK_BYTES // per_state))
 
 
 def regressor_chunk(model, parameters: int, chunk: int = CHUNK) -> int:

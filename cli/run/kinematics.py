@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import sys
+from math import prod
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from inspect import Parameter
@@ -30,7 +31,7 @@ from ..options import (DatasetPrefixOpt, DegreesOpt, FormatOpt, FreeFlyerOpt, In
                        MimicOpt, ModelArg, OutputOpt, QOpt, QuietOpt, VOpt, XacroArgOpt,
                        XacroArgs, command_of, epilog, examples)
 from ..settings import STREAM_CHUNK
-from .request import sink_kind
+from .request import MASS_CAP, sink_kind
 
 
 @dataclass
@@ -66,6 +67,11 @@ def solve_kinematics(asked: Asked, select: Select) -> None:
     layout = Layout.of(model, asked.degrees)
     computation, labels, document, text = select(layout)
     shape = computation.shape(model.nv)
+    size = prod(shape)
+    if size > MASS_CAP:  # (C is nv x nv, as M: the same cap, before anything is computed)
+        raise UsageError(f"dyn: {model.source}: one state's {computation.key} of this model "
+                         f"holds {size:,} numbers ({8 * size / 2 ** 30:.3g} GiB of doubles), "
+                         f"past the {MASS_CAP:,} a state's result may hold")
     kind = sink_kind(asked)
     if asked.output is not None:
         sink = open_sink(asked.output, computation.key, shape, labels, kind,
