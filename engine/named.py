@@ -116,19 +116,21 @@ def frame_jacobians(model: Model, q, frames: Frames, reference: str = LOCAL) -> 
     R_f, p_f = _placed(*poses.of(frames.on_body), frames)  # (k, 3, 3, N), (k, 3, N)
     dofs, w, u = poses.motions()  # (m,), (m, 3, N) x 2
     J = np.zeros((len(q), len(frames.names), 6, model.nv))  # (N, k, 6, nv)
-    for f, body in enumerate(frames.on_body):
-        on = support(model, frames.on_body[f:f + 1])[0][dofs] > 0  # (m,) dofs moving f
-        block = np.empty((6, int(on.sum()), len(q)))  # (6, m', N): rows (linear, angular)
-        block[3:] = np.swapaxes(w[on], 0, 1)
-        block[:3] = np.swapaxes(u[on], 0, 1)
-        if reference != WORLD:  # the velocity of the frame's origin, not the world's
-            block[:3] += cross3(block[3:], p_f[f][:, None], axis=-3)
-        if reference == LOCAL:
-            for half in (slice(0, 3), slice(3, 6)):  # R_f^T x: in the frame's axes
-                block[half] = np.einsum("ban,bmn->amn", R_f[f], block[half])
-        block += 0.0  # -0.0 (a product of exact zeros) prints as 0.0
-        for positions, columns in runs(dofs[on]):
-            J[:, f, :, columns] = np.transpose(block[:, positions], (2, 0, 1))
+    w += 0.0  # -0.0 (a product of exact zeros) prints as 0.0; w is this call's own
+    for f in range(len(frames.names)):
+        on = np.flatnonzero(support(model, frames.on_body[f:f + 1])[0][dofs] > 0)  # rows
+        for positions, columns in runs(dofs[on]):  # consecutive dofs: consecutive rows
+            rows = slice(on[positions.start], on[positions.start] + positions.stop
+                         - positions.start)
+            angular, linear = w[rows], u[rows]  # (m', 3, N) views
+            if reference != WORLD:  # the velocity of the frame's origin, not the world's
+                linear = cross3(angular, p_f[f][None], axis=-2)
+                linear += u[rows]
+            if reference == LOCAL:  # R_f^T x: in the frame's axes
+                angular, linear = (np.einsum("ban,mbn->man", R_f[f], x) + 0.0
+                                   for x in (angular, linear))
+            J[:, f, 3:, columns] = np.transpose(angular, (2, 1, 0))
+            J[:, f, :3, columns] = np.transpose(linear + 0.0, (2, 1, 0))
     return J
 
 
