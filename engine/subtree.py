@@ -28,12 +28,42 @@ from __future__ import annotations
 import numpy as np
 import scipy.sparse.linalg
 
+from .batch.threads import run_chunks, settings
+from .joints import RevoluteJoint
 from .model import Model
-from .reference import joint_transforms
+from .reference import JointTransforms, joint_transform
 from .spatial import inertia_to_parent
 
 LANCZOS_VECTORS = 8  # ARPACK's basis: fewer products than its default 20, same values
 CHUNK_BYTES = 64 << 20  # working inertias held at once by TreeSweeps.blocks (bytes)
+
+
+def joint_transforms(model: Model, q: np.ndarray) -> JointTransforms:
+    """:func:`treedyn.engine.reference.joint_transforms` (which the tests hold this to), with
+    every revolute joint (nearly all the joints of a large model) turned in one product,
+    ``E = E_const + sin E_sin + cos E_cos`` for all of them at once, instead of a call per
+    joint; the other joint types take their own ``transform``."""
+    nj, joints = model.njoints, model.joint_models
+    E, r, S, blocks = [None] * nj, [None] * nj, [None] * nj, [None] * nj
+    turning = [j for j, joint in enumerate(joints) if isinstance(joint, RevoluteJoint)]
+    if turning:
+        members = [joints[j] for j in turning]
+        theta = (q[:, model.idx_q[turning]] - [joint.ref for joint in members]).T  # (K, N)
+        Et = np.multiply(np.stack([joint.E_sin for joint in members])[:, None],
+                         np.sin(theta)[..., None, None])  # (K, N, 3, 3)
+        Et += np.stack([joint.E_const for joint in members])[:, None]  # the reference's order
+        Et += np.stack([joint.E_cos for joint in members])[:, None] * np.cos(theta)[
+            ..., None, None]
+        translations = np.broadcast_to(np.stack([joint.translation for joint in members])[
+            :, None], (len(turning), len(q), 3))  # (K, N, 3)
+        for m, j in enumerate(turning):
+            E[j], r[j], S[j] = Et[m], translations[m], members[m].S
+            blocks[j] = q[:, model.idx_q[j]:model.idx_q[j] + 1]
+    for j, joint in enumerate(joints):
+        if E[j] is None:
+            blocks[j] = q[:, model.idx_q[j]:model.idx_q[j] + model.nq_joint[j]]
+            E[j], r[j], S[j] = joint_transform(joint, blocks[j])
+    return JointTransforms(E, r, S, blocks)
 
 
 def joint_levels(model: Model) -> list[list[np.ndarray]]:
@@ -56,7 +86,7 @@ class TreeSweeps:
         self.model = model
         self.q = np.atleast_2d(np.asarray(q, dtype=float))  # (N, nq)
         self.count = len(self.q)
-        self.transforms = joint_transforms(model, self.q)
+        self.transforms = joint_transforms(model, self.q)  # (nj lists, as the reference)
         self.levels = joint_levels(model)
         self.groups = [self._group(joints) for level in self.levels for joints in level]
 
@@ -163,14 +193,21 @@ class TreeSweeps:
         S = self.world_subspaces(R, p)
         largest = np.zeros(self.count)
         start = np.random.default_rng(0).standard_normal(model.nv)
-        for s in range(self.count):
-            inertia = inertia_to_parent(np.swapaxes(R[s], -1, -2), p[s], model.body_inertia)
-            product = mass_product(model, S[s], inertia)
-            if model.nv <= 2:  # too small for Lanczos: M column by column
-                M = np.stack([product(e) for e in np.eye(model.nv)], axis=1)
-                largest[s] = np.linalg.eigvalsh(M)[-1] if model.nv else 0.0
-                continue
-            largest[s] = lanczos_largest(product, model.nv, start, tol)
+
+        def samples(first: int, stop: int) -> None:
+            for s in range(first, stop):
+                inertia = inertia_to_parent(np.swapaxes(R[s], -1, -2), p[s],
+                                            model.body_inertia)
+                product = mass_product(model, S[s], inertia)
+                if model.nv <= 2:  # too small for Lanczos: M column by column
+                    M = np.stack([product(e) for e in np.eye(model.nv)], axis=1)
+                    largest[s] = np.linalg.eigvalsh(M)[-1] if model.nv else 0.0
+                    continue
+                largest[s] = lanczos_largest(product, model.nv, start, tol)
+
+        # the samples split over the engine's threads: each product is a few passes of
+        # numpy over whole arrays, which release the GIL
+        run_chunks(self.count, samples, -(-self.count // settings.threads))
         return largest
 
 
