@@ -20,6 +20,7 @@ and (v_world, w_local) to (x, y, z, qx, qy, qz, qw) and (v_local, w_local), and 
 unlimited hinge (a URDF continuous joint) to (cos, sin). The inertias read back from the
 URDF equal the MJCF's to 1e-12. Models URDF cannot hold (a second floating body, a ball
 joint, a joint outside the floating body's tree) are refused with their file and line.
+A URDF written again (``test_named_frames.URDFS``) is the same model for Pinocchio.
 """
 from __future__ import annotations
 
@@ -31,7 +32,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from test_named_frames import MJCFS
+from test_named_frames import MJCFS, URDFS
 from treedyn.engine.rotations import matrix_rpy, quat_matrix, rpy_matrix
 from treedyn.parsers import load_description, load_model
 from treedyn.parsers.errors import ParseError
@@ -311,6 +312,24 @@ def test_each_element_names_its_source_line():
         assert comment, line
         assert re.search(r"<(body|joint|geom|inertial|site|motor)\b",
                          source[int(comment.group(1)) - 1]), (line, comment.group(0))
+
+
+@pytest.mark.parametrize("path", URDFS, ids=lambda p: p.rsplit("/", 1)[-1])
+def test_a_urdf_written_again_is_the_same_model_for_pinocchio(path):
+    """A URDF (a xacro's expansion, say) written by write_urdf: Pinocchio's model of it
+    has the joints of the file, in its order, and the same M and tau."""
+    original = pin.buildModelFromUrdf(path)
+    written = pin.buildModelFromXML(write_urdf(load_description(path), source=path).text)
+    assert list(written.names) == list(original.names)
+    data, written_data = original.createData(), written.createData()
+    rng = np.random.default_rng(zlib.crc32(path.encode()))
+    for _ in range(3):
+        q = pin.randomConfiguration(original)
+        v, a = rng.normal(size=original.nv), rng.normal(size=original.nv)
+        assert relative_error(pin.crba(written, written_data, q),
+                              pin.crba(original, data, q)) <= TOL
+        assert relative_error(pin.rnea(written, written_data, q, v, a),
+                              pin.rnea(original, data, q, v, a)) <= TOL
 
 
 def line_of(path: str, pattern: str) -> int:

@@ -19,8 +19,10 @@
   mesh by its file's absolute path; ellipsoids and meshes without a file are noted.
 * Sites: massless links on fixed joints, with the sites' names.
 
-Every element follows a comment naming where it came from (file:line). Numbers are the
-shortest text that reads back as the same double (``repr``).
+A URDF description is written back as its file has it (joint types, limits, mimic,
+geometry roles, mesh file names as written). Every element follows a comment naming
+where it came from (file:line). Numbers are the shortest text that reads back as the
+same double (``repr``).
 """
 from __future__ import annotations
 
