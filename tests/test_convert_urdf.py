@@ -7,7 +7,7 @@ gravity off -z), is written as URDF, loaded by Pinocchio (``buildModelFromXML``,
 ``JointModelFreeFlyer`` where the MJCF root floated) and held to MuJoCo on the MJCF at
 five random states each, to 1e-9 relative:
 
-* M: MuJoCo's ``mj_fullM`` with ``dof_armature`` zeroed (URDF has no armature);
+* M: MuJoCo's ``mj_fullM`` with armature zeroed (URDF has none);
 * tau: ``mj_inverse`` with springs, dampers, constraints and actuation off;
 * a: ``mj_forward`` under a random ``qfrc_applied``, against Pinocchio's ABA;
 * the bodies' and sites' placements: ``xpos``/``xmat``, ``site_xpos``/``site_xmat``;
@@ -111,7 +111,8 @@ class Coordinates:
         assert all(j < pinmodel.njoints for _, j in self.joints)
         assert pinmodel.nv == m.nv
         self.dofs = np.concatenate([np.arange(pinmodel.idx_vs[j], pinmodel.idx_vs[j]
-                                              + pinmodel.nvs[j]) for _, j in self.joints])
+                                              + pinmodel.nvs[j]) for _, j in self.joints]
+                                   or [np.zeros(0, int)])
         self.free = [(m.jnt_qposadr[k], m.jnt_dofadr[k], pinmodel.idx_qs[j])
                      for k, j in self.joints if m.jnt_type[k] == mujoco.mjtJoint.mjJNT_FREE]
 
@@ -178,12 +179,14 @@ def pinocchio_model(description, result):
 
 
 def mujoco_reference(path: str):
-    """MuJoCo's model with only M and the bias forces left, armature zeroed."""
+    """MuJoCo's model with only M and the bias forces left, armature zeroed (the joints',
+    and the actuators' and tendons' that MuJoCo adds to the joints')."""
     m = mujoco.MjModel.from_xml_path(path)
     bits = mujoco.mjtDisableBit
     m.opt.disableflags |= (bits.mjDSBL_SPRING | bits.mjDSBL_DAMPER | bits.mjDSBL_CONSTRAINT
                            | bits.mjDSBL_ACTUATION)
-    m.dof_armature[:] = 0.0
+    m.dof_armature[:] = m.actuator_armature[:] = m.tendon_armature[:] = 0.0
+    mujoco.mj_setConst(m, mujoco.MjData(m))  # a simple body's M is constant, set here
     return m
 
 
