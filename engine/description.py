@@ -176,6 +176,8 @@ class JointSpec:
     axis: np.ndarray = field(default_factory=lambda: np.array([1.0, 0.0, 0.0]))  # (3,)
     ref: float = 0.0
     armature: float = 0.0
+    damping: float = 0.0
+    friction: float = 0.0
     lower: float = -np.inf  # position limits for 1-dof joints
     upper: float = np.inf
     neutral: np.ndarray | None = None  # optional q block for the neutral configuration
@@ -194,12 +196,14 @@ class JointSpec:
 @dataclass(frozen=True)
 class SiteSpec:
     """A named MJCF ``<site>``: a frame fixed on ``link`` at ``(rotation, translation)``
-    (its axes and origin in the link frame), for the kinematics only."""
+    (its axes and origin in the link frame), for the kinematics only; ``source``: the
+    ``<site>`` element."""
 
     name: str
     link: str
     rotation: np.ndarray  # (3, 3)
     translation: np.ndarray  # (3,)
+    source: SourceRef = field(default_factory=SourceRef, compare=False)
 
 
 @dataclass

@@ -109,6 +109,21 @@ def rpy_matrix(roll: float, pitch: float, yaw: float) -> np.ndarray:
     ])
 
 
+def matrix_rpy(matrix: np.ndarray) -> tuple[float, float, float]:
+    """(roll, pitch, yaw) with ``rpy_matrix(roll, pitch, yaw)`` the rotation ``matrix``.
+
+    Yaw first, then pitch and roll from the matrix with that yaw taken off (``Rz(-yaw) @
+    matrix = Ry(pitch) @ Rx(roll)``), so the angles give the matrix back to rounding also
+    at and near pitch = ±pi/2, where yaw and roll turn about one axis and any yaw serves."""
+    m = np.asarray(matrix, dtype=float)
+    yaw = math.atan2(m[1, 0], m[0, 0])
+    cy, sy = math.cos(yaw), math.sin(yaw)
+    rest = np.array([[cy, sy, 0.0], [-sy, cy, 0.0], [0.0, 0.0, 1.0]]) @ m
+    pitch = math.atan2(-rest[2, 0], rest[0, 0])
+    roll = math.atan2(-rest[1, 2], rest[1, 1])
+    return roll, pitch, yaw
+
+
 def axis_angle_matrix(axis: np.ndarray, angle: float) -> np.ndarray:
     """Rotation matrix (3, 3) by ``angle`` (radians) about the unit ``axis`` (Rodrigues)."""
     K = skew(axis)

@@ -26,7 +26,8 @@ The semantics are Pinocchio's (``pin.buildModelFromUrdf``, which reads URDF with
   velocity limits (absolute values), as urdfdom and Pinocchio's ``effortLimit`` and
   ``velocityLimit`` read them; ``effort="0"`` is a limit of zero (what PyBullet, Gazebo and
   ros2_control enforce), an attribute not given (urdfdom refuses the file) or a joint
-  without ``<limit>`` is no limit (+inf). The ``<limit>`` line is kept as
+  without ``<limit>`` is no limit (+inf), and so is a limit of the largest double
+  (Pinocchio's "no limit", ±1.7976931348623157e+308). The ``<limit>`` line is kept as
   ``JointSpec.limit_source``.
 * ``<inertial>``: ``<mass value>``, the centre of mass at the origin's ``xyz`` and the
   ``<inertia>`` tensor given in the frame rotated by the origin's ``rpy``, so that in the
@@ -54,6 +55,7 @@ from __future__ import annotations
 import math
 import os
 import re
+import sys
 from collections import Counter
 from pathlib import Path
 
@@ -496,13 +498,19 @@ def _limits(element: etree._Element | None, kind: str, owner: SourceRef,
     if missing:
         notes.append(f"{owner.file}:{source_line(element) or owner.line}: <{owner.element}>: "
                      f"<limit> has no {' and no '.join(missing)}{refused}")
-    lower = number(element, "lower", 0.0, owner)
-    upper = number(element, "upper", 0.0, owner)
-    effort = abs(number(element, "effort", math.inf, owner))
-    velocity = abs(number(element, "velocity", math.inf, owner))
+    lower, upper, effort, velocity = (
+        _no_limit(number(element, key, default, owner)) for key, default in
+        (("lower", 0.0), ("upper", 0.0), ("effort", math.inf), ("velocity", math.inf)))
+    effort, velocity = abs(effort), abs(velocity)
     if kind not in LIMITED_TYPES:
         return -math.inf, math.inf, effort, velocity
     return lower, upper, effort, velocity
+
+
+def _no_limit(value: float) -> float:
+    """``value``, or an infinity of its sign when it is the largest double (Pinocchio's "no
+    limit", which :mod:`treedyn.parsers.writers.urdf` writes where URDF wants a number)."""
+    return math.copysign(math.inf, value) if abs(value) >= sys.float_info.max else value
 
 
 def _mimic(element: etree._Element | None, owner: SourceRef) -> Mimic | None:

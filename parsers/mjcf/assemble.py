@@ -63,10 +63,10 @@ class Assembly(BuildState):
         sites = []
         for body in self.bodies:
             to_link = _inverse(body.link_offset)
-            for name, pose in body.site_poses:
+            for name, pose, where in body.site_poses:
                 translation, quat = geo.compose(to_link, pose)
                 sites.append(SiteSpec(name, body.name if body.id else WORLD,
-                                      quat_matrix(quat), np.asarray(translation, float)))
+                                      quat_matrix(quat), np.asarray(translation, float), where))
         return tuple(sites)
 
     def _align_free(self, body: BodyBuild) -> None:
@@ -184,6 +184,8 @@ class Assembly(BuildState):
             axis=joint.axis if joint.kind in ("hinge", "slide") else np.array([0.0, 0.0, 1.0]),
             ref=joint.ref if joint.kind in ("hinge", "slide") else 0.0,
             armature=joint.armature,
+            damping=joint.damping,
+            friction=joint.frictionloss,
             lower=lower,
             upper=upper,
             neutral=neutral,

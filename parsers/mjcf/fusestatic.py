@@ -115,7 +115,8 @@ def _merge(host: BodyBuild, body: BodyBuild, compiler: Compiler,
     host.geoms.extend((attrs, geo.compose(pose, frame) if frame is not None else pose)
                       for attrs, frame in body.geoms)
     host.sites.extend(body.sites)
-    host.site_poses.extend((name, geo.compose(pose, placed)) for name, placed in body.site_poses)
+    host.site_poses.extend((name, geo.compose(pose, placed), where)
+                           for name, placed, where in body.site_poses)
     if host.id == 0:
         return
     base = host.fused_sum or host.inertia

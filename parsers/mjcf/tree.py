@@ -72,7 +72,8 @@ class Tree(BuildState):
                     self._check_assets(site, child)
                     if name:
                         body.sites.append(name)
-                        body.site_poses.append((name, self._site_pose(site, frame)))
+                        body.site_poses.append((name, self._site_pose(site, frame),
+                                                child.source()))
                 body.keeps_forces |= tag == "plugin"
             elif tag in UNSUPPORTED_BODY_ELEMENTS:
                 raise child.error(f"<{tag}> is not supported")
@@ -196,6 +197,8 @@ class Tree(BuildState):
                            ref=math.radians(ref) if kind == "hinge" and
                            self._compiler_of(node.file).degree else ref,
                            armature=attrs.number("armature", 0.0),
+                           damping=_first_number(attrs, "damping", 3),
+                           frictionloss=_first_number(attrs, "frictionloss", 1),
                            name=self._register("joint", node))
         if kind != "free":
             self._limits(joint, attrs)
@@ -287,6 +290,15 @@ class Tree(BuildState):
             if name is not None and name not in known:
                 raise attrs.error(key, f'unknown {key} {quoted(name)}')
 
+
+def _first_number(attrs: Attributes, key: str, count: int) -> float:
+    """The first of up to ``count`` numbers of ``key`` (0 when absent or blank, as MuJoCo
+    reads it): ``damping`` holds the linear coefficient and then MuJoCo 4's polynomial
+    terms, which no description field carries."""
+    text = attrs.text(key)
+    if text is None or not text.split():
+        return 0.0
+    return float(attrs.numbers(key, count, exact=False)[0])
 
 
 def limited_range(attrs: Attributes, flag: str, key: str, compiler) -> tuple[bool, float, float]:

@@ -258,6 +258,8 @@ class JointBuild:
     limited: bool = False
     range: tuple[float, float] = (0.0, 0.0)
     armature: float = 0.0
+    damping: float = 0.0  # the linear damping coefficient (damping's first number)
+    frictionloss: float = 0.0
     align: str = "auto"
     name: str = ""
     # actuatorfrcrange when actuatorfrclimited (None: not limited), and the force interval
@@ -300,8 +302,8 @@ class BodyBuild:
     fuse: bool = True  # the body's fuse attribute is not "false"
     keeps_forces: bool = False  # a sleep policy or a plugin, which fusing would drop
     sites: list[str] = field(default_factory=list)  # names of its sites (for sensors)
-    site_poses: list[tuple[str, Pose]] = field(default_factory=list)  # named sites' poses in
-    # the body frame, frames included
+    # named sites: name, pose in the body frame (frames included) and the <site> element
+    site_poses: list[tuple[str, Pose, SourceRef]] = field(default_factory=list)
     joints: list[JointBuild] = field(default_factory=list)
     geoms: list[tuple[Attributes, Pose | None]] = field(default_factory=list)
     inertial: Inertial | None = None  # explicit <inertial>
