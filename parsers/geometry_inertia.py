@@ -13,7 +13,8 @@ Conventions
   (an edge without its opposite, or used twice in one direction) has no volume to
   integrate: its convex hull stands in (``inertia="convex"``), and the result says so.
 * Mesh files: STL and OBJ as MuJoCo reads them (:mod:`.meshes`); COLLADA (.dae), which
-  MuJoCo does not read, by its vertices (:mod:`.collada`), whose convex hull stands in.
+  MuJoCo does not read, by the triangles of its visual scene placed as assimp places
+  them (:mod:`.collada`).
   They are found as ``dyn check-inertia`` finds them (:func:`.packages.resolve_uri`, the
   ``--mesh-path`` folders last).
 """
@@ -27,14 +28,14 @@ import numpy as np
 
 from treedyn.engine.description import Inertia, Shape, TreeDescription
 from treedyn.engine.geometry import MassProperties, combine, half_sizes
-from treedyn.engine.rotations import GeometryError, matrix_quat, quat_matrix
+from treedyn.engine.rotations import IDENTITY_QUAT, GeometryError, matrix_quat, quat_matrix
 
-from .collada import dae_points
+from .collada import dae_mesh
 from .files import MESH_BYTES, read_bounded
 from .meshes import MESH_SUFFIXES, MeshFileError, read_mesh_file
 from .packages import PackagePaths, resolve_uri
-from .shape_inertia import (IDENTITY_QUAT, MeshInertia, closed_surface, mesh_inertia,
-                            solid_measure, solid_principal)
+from .shape_inertia import (MeshInertia, closed_surface, mesh_inertia, solid_measure,
+                            solid_principal)
 
 
 @dataclass(frozen=True)
@@ -113,10 +114,15 @@ def processed(path: str, scale: tuple[float, float, float], shell: bool
     else ``convex``."""
     suffix = Path(path).suffix.lower()
     if suffix == ".dae":
-        points = dae_points(read_bounded(path, MESH_BYTES))
-        if points is None or len(points) < 4:
+        try:
+            found = dae_mesh(read_bounded(path, MESH_BYTES))
+        except (ValueError, IndexError, SyntaxError) as error:
+            raise MeshFileError(str(error).split("\n")[0] or "not a valid .dae file") from None
+        if found is None or len(found[0]) < 4:
             raise MeshFileError("fewer than 4 vertices")
-        vertices, faces = points, np.zeros((0, 3), dtype=np.int64)
+        if not np.all(np.isfinite(found[0])):
+            raise MeshFileError("a vertex coordinate is not finite (NaN or infinity)")
+        vertices, faces = found
     elif suffix in MESH_SUFFIXES:
         data = read_mesh_file(path)
         vertices, faces = data.vertices, data.faces

@@ -124,12 +124,14 @@ def test_mesh_volume_integrals_equal_trimesh(panda_meshes):
             assert np.abs(ours.inertia - solid.moment_inertia).max() <= 1e-8 * scale, file
 
 
+CORNERS = np.array([[x, y, z] for x in (0, 0.2) for y in (0, 0.1) for z in (0, 0.05)])
+QUADS = [(0, 1, 3, 2), (4, 6, 7, 5), (0, 4, 5, 1), (2, 3, 7, 6), (0, 2, 6, 4), (1, 5, 7, 3)]
+
+
 def box_stl(path: Path, drop: int = -1) -> None:
     """A 0.2 x 0.1 x 0.05 box as a binary STL, outward faces; ``drop`` one face: open."""
-    corners = np.array([[x, y, z] for x in (0, 0.2) for y in (0, 0.1) for z in (0, 0.05)])
-    quads = [(0, 1, 3, 2), (4, 6, 7, 5), (0, 4, 5, 1), (2, 3, 7, 6), (0, 2, 6, 4),
-             (1, 5, 7, 3)]
-    faces = [tri for a, b, c, d in quads for tri in ((a, b, c), (a, c, d))]
+    corners = CORNERS
+    faces = [tri for a, b, c, d in QUADS for tri in ((a, b, c), (a, c, d))]
     faces = [face for k, face in enumerate(faces) if k != drop]
     data = bytearray(80) + struct.pack("<I", len(faces))
     for face in faces:
@@ -203,3 +205,41 @@ def test_refusals(tmp_path):
         lines = run.stderr.decode().strip().splitlines()
         assert run.returncode == 2 and len(lines) == 1 and words_ in lines[0], run.stderr
     assert copy.read_bytes() == SHAPES.read_bytes()
+
+
+def test_collada_triangles_give_the_solid(tmp_path):
+    """A COLLADA box (quads in a <polylist>, placed by a node, in half metres) has the
+    box's volume, centre and moments (in double precision, as written), as its STL twin
+    has in float32."""
+    box_stl(tmp_path / "box.stl")
+    positions = " ".join(repr(float(x)) for x in (2 * CORNERS).ravel())  # unit meter 0.5
+    quads = " ".join(str(i) for quad in QUADS for i in quad)
+    (tmp_path / "box.dae").write_text(
+        '<COLLADA xmlns="http://www.collada.org/2005/11/COLLADASchema" version="1.4.1">'
+        '<asset><unit meter="0.5"/><up_axis>Z_UP</up_axis></asset><library_geometries>'
+        '<geometry id="g"><mesh><source id="p"><float_array id="a" count="24">'
+        f'{positions}</float_array><technique_common><accessor source="#a" count="8" '
+        'stride="3"/></technique_common></source><vertices id="v"><input semantic='
+        '"POSITION" source="#p"/></vertices><polylist count="6"><input semantic="VERTEX" '
+        'source="#v" offset="0"/><vcount>4 4 4 4 4 4</vcount>'
+        f'<p>{quads}</p></polylist></mesh></geometry></library_geometries>'
+        '<library_visual_scenes><visual_scene id="s"><node><translate>0.2 0.4 0.6</translate>'
+        '<instance_geometry url="#g"/></node></visual_scene></library_visual_scenes>'
+        '<scene><instance_visual_scene url="#s"/></scene></COLLADA>')
+    found = {}
+    for name in ("box.stl", "box.dae"):
+        mesh_urdf(tmp_path, name)
+        result = geometry_inertias(load_description(str(tmp_path / "m.urdf")),
+                                   str(tmp_path / "m.urdf"))[0]
+        assert result.status == "computed" and not result.hulls, result
+        found[name] = result
+    moments = np.diag(2 * np.array([0.1 ** 2 + 0.05 ** 2, 0.2 ** 2 + 0.05 ** 2,
+                                    0.2 ** 2 + 0.1 ** 2]) / 12)
+    for name, rtol in (("box.dae", 1e-12), ("box.stl", 1e-6)):
+        result = found[name]
+        shift = [0.1, 0.2, 0.3] if name == "box.dae" else 0
+        assert abs(result.measure - 0.001) <= rtol * 0.001, name
+        np.testing.assert_allclose(result.inertia.com, np.array([0.1, 0.05, 0.025]) + shift,
+                                   rtol=rtol)
+        np.testing.assert_allclose(result.inertia.inertia, moments, rtol=0,
+                                   atol=rtol * moments.max())

@@ -2,6 +2,7 @@
 density, its mass kept, as MuJoCo's compiler computes them (parsers/geometry_inertia.py);
 shown, or written into a copy of the model's own text (``--write``)."""
 import json
+import sys
 from enum import Enum
 from typing import Annotated, Optional
 
@@ -14,9 +15,9 @@ from treedyn.pipeline.errors import UsageError
 
 from ..console import show_text, warn
 from ..model import load, package_paths, xacro_arguments
-from ..options import (InfoFormatOpt, ModelArg, ReportFormat, XacroArgOpt, XacroArgs, epilog,
-                       examples)
-from ..render.table import table
+from ..options import (ModelArg, ReportFormat, ReportFormatOpt, XacroArgOpt, XacroArgs,
+                       epilog, examples)
+from ..render.geometry import geometry_csv, geometry_table
 from ..run.fitted import check_write_target, reloaded, write_changes
 
 GEOMETRY_EXAMPLES = examples(
@@ -44,7 +45,7 @@ def inertia_from_geometry(
             "--write", metavar="NEW", show_default=False,
             help="Write a copy of the URDF with the new <inertial>s to NEW (a new .urdf "
             "file; only those elements change).")] = None,
-        fmt: InfoFormatOpt = None, xacro_arg: XacroArgOpt = None) -> None:
+        fmt: ReportFormatOpt = None, xacro_arg: XacroArgOpt = None) -> None:
     """Each link's com and inertia from its collision (or visual) shapes, mass kept.
 
     The shapes are given a uniform density that keeps the link's mass, and the com and
@@ -53,8 +54,6 @@ def inertia_from_geometry(
     volume integrals. A mesh that is not a closed surface is replaced by its convex hull
     (a warning names it). Links without mass or without such shapes are left as they are.
     """
-    if fmt is ReportFormat.csv:
-        raise UsageError("dyn: inertia-from-geometry --format: table or json")
     loaded = load(model, False, diagnose=True, xacro=xacro_arguments(xacro_args, xacro_arg))
     description = loaded.description
     if description.format != "urdf":
@@ -69,7 +68,7 @@ def inertia_from_geometry(
                                 shell)
     for result in results:
         if result.status == "unreadable":
-            warn(f"{model}: link '{result.link}' left as it is: {result.reason}")
+            warn(f"{loaded.source}: link '{result.link}' left as it is: {result.reason}")
         for mesh in result.hulls:
             warn(f"{mesh} (link '{result.link}') is not a closed surface: its convex hull "
                  "gives its inertia (MuJoCo's <mesh inertia=\"convex\">)")
@@ -79,8 +78,10 @@ def inertia_from_geometry(
         document["written"] = _write(model, write, description, results)
     if fmt is ReportFormat.json:
         print(json.dumps(document))
+    elif fmt is ReportFormat.csv:
+        geometry_csv(document, sys.stdout)
     else:
-        show_text(_table(document))
+        show_text(geometry_table(document))
 
 
 def _entry(result) -> dict:
@@ -94,19 +95,6 @@ def _entry(result) -> dict:
             "density": inertia.mass / result.measure, "com": inertia.com.tolist(),
             "inertia": [tensor[0, 0], tensor[0, 1], tensor[0, 2], tensor[1, 1],
                         tensor[1, 2], tensor[2, 2]], "hull": list(result.hulls)}
-
-
-def _table(document: dict) -> str:
-    rows = [[entry["link"], entry["status"], entry.get("mass", ""), entry.get("density", ""),
-             *entry.get("com", [""] * 3), *entry.get("inertia", [""] * 6),
-             entry.get("reason") or ("convex hull: " + ", ".join(entry["hull"])
-                                     if entry["hull"] else "")]
-            for entry in document["links"]]
-    lines = [table(rows, ["link", "status", "mass", "density", "com x", "com y", "com z",
-                          "ixx", "ixy", "ixz", "iyy", "iyz", "izz", "note"])]
-    if "written" in document:
-        lines.append(f"written: {document['written']['file']}")
-    return "\n".join(lines)
 
 
 def _write(model: str, target: str, description, results) -> dict:
