@@ -200,7 +200,9 @@ def test_refusals(tmp_path):
     mjcf.write_text('<mujoco><worldbody><body><geom size="1"/></body></worldbody></mujoco>')
     for args, words_ in ((["shapes.urdf", "--write", "./shapes.urdf"], "is the model file"),
                          (["shapes.urdf", "--write", "new.xml"], ".urdf"),
-                         (["m.xml"], "inertiafromgeom")):
+                         (["m.xml"], "inertiafromgeom"),
+                         ([FIXTURES / "xacro/arm_description/urdf/arm.urdf.xacro", "--write",
+                           "arm.urdf"], "expand a xacro file first")):
         run = dyn_here(["inertia-from-geometry", *args], cwd=tmp_path)
         lines = run.stderr.decode().strip().splitlines()
         assert run.returncode == 2 and len(lines) == 1 and words_ in lines[0], run.stderr

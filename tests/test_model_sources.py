@@ -47,6 +47,9 @@ def test_stdin_refusals(tmp_path):
                                             stdin=SHAPES.read_bytes()))
     assert "<stdin>" in one_error(dyn_here(["info", "-"], cwd=tmp_path, stdin=b"<robot"))
     assert "<foo>" in one_error(dyn_here(["info", "-"], cwd=tmp_path, stdin=b"<foo/>"))
+    written = dyn_here(["inertia-from-geometry", "-", "--write", "new.urdf"], cwd=tmp_path,
+                       stdin=SHAPES.read_bytes())
+    assert "not stdin" in one_error(written) and not (tmp_path / "new.urdf").exists()
     with mock.patch("treedyn.cli.model.MODEL_BYTES", 100):
         assert "larger than" in one_error(dyn_here(["info", "-"], cwd=tmp_path,
                                                    stdin=SHAPES.read_bytes()))

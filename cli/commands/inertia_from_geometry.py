@@ -60,7 +60,7 @@ def inertia_from_geometry(
         raise UsageError(f"{model}: an MJCF model's inertias come from its geoms already "
                          "(<compiler inertiafromgeom=\"true\">); this command reads URDF")
     if write is not None:
-        if model == "-" or model.lower().endswith(".xacro"):
+        if model.lower().endswith(".xacro"):
             raise UsageError(f"dyn: --write {write}: the model must be a URDF file to copy "
                              "(expand a xacro file first: xacro robot.urdf.xacro > robot.urdf)")
         check_write_target(model, write, "urdf", "-")

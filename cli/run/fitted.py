@@ -15,7 +15,11 @@ from ..model import load
 
 
 def check_write_target(model: str, target: str, kind: str, input_file: str) -> None:
-    """--write names a new file of the model's format, not the model or the log."""
+    """--write names a new file of the model's format, not the model or the log; the model
+    is a file (its text is copied), not stdin."""
+    if model == "-":
+        raise UsageError(f"dyn: --write {target}: the model's text is copied from its file; "
+                         "give the model as a file, not stdin")
     suffix = os.path.splitext(target)[1].lower()
     wanted = (".urdf",) if kind == "urdf" else (".xml", ".mjcf")
     if suffix not in wanted:
