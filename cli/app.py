@@ -20,7 +20,7 @@ from .console import console, one_line
 from treedyn.pipeline.errors import StatesWarning, UsageError
 
 from .errors import worded
-from .options import examples
+from .options import examples, with_model_options
 from .settings import check_environment, interrupted, version_line
 
 try:
@@ -57,6 +57,8 @@ COMMANDS = {
     "centroidal": ("centroidal", "centroidal",
                    "Centroidal momentum matrix Ag, momentum hg and inertia Ig."),
     "energy": ("energy", "energy", "Kinetic and potential energy of a state."),
+    "inertia-from-geometry": ("inertia_from_geometry", "inertia_from_geometry",
+                              "Each link's com and inertia from its shapes, mass kept."),
 }
 
 EXAMPLES = examples(
@@ -110,7 +112,8 @@ def click_command(args: list):
     app.callback()(main)
     if args and args[0] in COMMANDS:
         module, function, short_help = COMMANDS[args[0]]
-        command = getattr(importlib.import_module(f"treedyn.cli.commands.{module}"), function)
+        command = with_model_options(
+            getattr(importlib.import_module(f"treedyn.cli.commands.{module}"), function))
         app.command(args[0], short_help=short_help,
                     epilog=getattr(command, "epilog", None))(command)
     else:

@@ -1,14 +1,17 @@
 """The model a command names: parsed, built, and every problem as one usage error."""
 import gc
 import re
+import sys
 from collections.abc import Sequence
 from contextlib import contextmanager
 
 from treedyn.engine import Model, ModelError, configure
 from treedyn.engine.coupling import MimicError, couple
 from treedyn.parsers import PackagePaths, ParseError, XacroInput, check_finite, load_model
+from treedyn.parsers.files import MODEL_BYTES
 
 from .console import warn
+from .options import MESH_PATHS
 from treedyn.pipeline.errors import UsageError
 from .settings import count, package_search, xacro_environment
 
@@ -26,16 +29,20 @@ def load(path: str, free_flyer: bool, diagnose: bool = False,
     (:func:`treedyn.parsers.load_model`). The engine's batching takes TREEDYN_THREADS and
     TREEDYN_CHUNK here, before a command (or a cluster worker) first runs it. A ``.xacro``
     file is expanded with the arguments ``xacro`` (see :func:`xacro_arguments`), the
-    environment, and ROS_PACKAGE_PATH and AMENT_PREFIX_PATH as package search paths."""
+    environment, and ROS_PACKAGE_PATH and AMENT_PREFIX_PATH as package search paths.
+    ``path`` "-" reads the model from stdin (:func:`standard_input`)."""
     configure_engine()
     if xacro and not str(path).lower().endswith(".xacro"):
         given = " ".join(f"{name}:={value}" for name, value in xacro)
         raise UsageError(f"{path}: xacro arguments ({given}) apply to .xacro models only")
+    data = None
+    if path == "-":
+        path, data = STDIN_MODEL, standard_input()
     try:
         with without_collection():
             model = load_model(path, free_flyer=free_flyer,
                                xacro=XacroInput(tuple(xacro), xacro_environment()),
-                               packages=package_paths(), urdf_only=urdf_only)
+                               packages=package_paths(), urdf_only=urdf_only, data=data)
         if not diagnose:
             check_finite(model.description)
         if mimic:
@@ -84,10 +91,30 @@ def configure_engine() -> None:
     configure(threads=count("TREEDYN_THREADS", None), chunk=count("TREEDYN_CHUNK", None))
 
 
+STDIN_MODEL = "<stdin>"  # a model read from stdin: its name in errors, in the current folder
+
+
+def standard_input() -> bytes:
+    """The model document on stdin, at most MODEL_BYTES as a file may be (a UsageError
+    past it, or when there is no stdin)."""
+    stream = getattr(sys.stdin, "buffer", None)
+    if stream is None:
+        raise UsageError("dyn: MODEL '-' reads the model from stdin, and there is none")
+    try:
+        data = stream.read(MODEL_BYTES + 1)
+    except OSError as error:
+        raise UsageError(f"dyn: cannot read the model from stdin ({error.strerror})") from None
+    if len(data) > MODEL_BYTES:
+        raise UsageError(f"dyn: the model on stdin is larger than the {MODEL_BYTES >> 20} MiB "
+                         "dyn reads")
+    return data
+
+
 def package_paths() -> PackagePaths:
     """Where ROS packages are looked for beyond the folders above a model: the folders of
-    ROS_PACKAGE_PATH and the prefixes of AMENT_PREFIX_PATH."""
-    return PackagePaths(*package_search())
+    ROS_PACKAGE_PATH and the prefixes of AMENT_PREFIX_PATH; and the --mesh-path folders,
+    where mesh files not found otherwise are looked for."""
+    return PackagePaths(*package_search(), meshes=tuple(MESH_PATHS))
 
 
 def xacro_arguments(positional: Sequence[str] | None, options: Sequence[str] | None

@@ -1,9 +1,11 @@
 """The options the ``dyn`` commands share, defined once: MODEL and its xacro arguments
 (``name:=value`` after it, ``--xacro-arg``), --free-flyer, --format and
-its choices, the state vectors, --input/--output, and the option callbacks.
+its choices, the state vectors, --input/--output, and the option callbacks; --mesh-path,
+which every command that loads a model takes (:func:`with_model_options`).
 
 Imports typer only: the app reads :func:`examples` from here before any command loads.
 """
+import functools
 import inspect
 from enum import Enum
 from typing import Annotated, Optional
@@ -16,7 +18,16 @@ def model_argument(metavar: str, text: str) -> object:
     return Annotated[str, typer.Argument(metavar=metavar, show_default=False, help=text)]
 
 
-ModelArg = model_argument("MODEL", "URDF, MJCF or xacro (.xacro) model file.")
+ModelArg = model_argument("MODEL", "URDF, MJCF or xacro (.xacro) model file; '-' reads a "
+                          "URDF or MJCF document from stdin (relative paths in it from the "
+                          "current folder).")
+MeshPathOpt = Annotated[Optional[list[str]], typer.Option(
+    "--mesh-path", metavar="DIR", show_default=False,
+    help="A folder where URDF mesh files that are not found otherwise (relative paths, "
+    "package:// URIs) are looked for, as DIR/path, then DIR/<file name> (repeatable, "
+    "searched in the order given).")]
+MESH_PATHS: list[str] = []  # this run's --mesh-path folders (set as the command starts)
+MODEL_PARAMETERS = ("model", "old", "new")  # the model files of a command's signature
 XacroArgs = Annotated[Optional[list[str]], typer.Argument(
     metavar="[NAME:=VALUE]...", show_default=False,
     help="xacro arguments of a .xacro MODEL, as for the xacro command.")]
@@ -187,3 +198,30 @@ ReportFormatOpt = format_option(ReportFormat, "table (default), json or csv.")
 def samples_option(text: str) -> object:
     """The --samples option of a diagnostic: how many states it draws, at least 1."""
     return Annotated[int, typer.Option("--samples", min=1, help=text)]
+
+
+def with_model_options(function):
+    """The command ``function`` taking --mesh-path too, when it loads a model (a parameter
+    of :data:`MODEL_PARAMETERS`): the folders go to :data:`MESH_PATHS`, where the model
+    loader finds them. Stdin cannot be both a model and --input: a UsageError."""
+    signature = inspect.signature(function)
+    if not set(MODEL_PARAMETERS) & set(signature.parameters):
+        return function
+
+    @functools.wraps(function)
+    def command(**values):
+        MESH_PATHS[:] = values.pop("mesh_path", None) or ()
+        stdin = [name for name in (*MODEL_PARAMETERS, "input_file") if values.get(name) == "-"]
+        if len(stdin) > 1:
+            from treedyn.pipeline.errors import UsageError
+
+            raise UsageError("dyn: stdin ('-') can give the model or the states, not both: "
+                             "give one of them as a file")
+        return function(**values)
+
+    parameter = inspect.Parameter("mesh_path", inspect.Parameter.KEYWORD_ONLY,
+                                  annotation=MeshPathOpt, default=None)
+    command.__signature__ = signature.replace(
+        parameters=[*signature.parameters.values(), parameter])
+    command.__annotations__ = {**function.__annotations__, "mesh_path": MeshPathOpt}
+    return command

@@ -21,6 +21,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from .description import Shape
+from .inertia_forms import parallel_axis
+from .rotations import quat_matrix
 
 
 @dataclass(frozen=True)
@@ -195,3 +197,31 @@ def solid_corners(shape: Shape) -> np.ndarray:
         half = np.array([size[0], size[0], size[1] / 2 + size[0]])
     signs = np.array(list(itertools.product((-1.0, 1.0), repeat=3)))
     return (signs * half) @ shape.rotation.T + shape.translation
+
+
+# -- mass properties of rigidly joined parts ---------------------------------------
+
+
+@dataclass(frozen=True)
+class MassProperties:
+    """Mass, com (3,) and inertia (3, 3) about the com, all in one frame."""
+
+    mass: float
+    com: np.ndarray
+    inertia: np.ndarray
+
+    def placed(self, pose: tuple[np.ndarray, np.ndarray]) -> "MassProperties":
+        """The same body seen from the frame in which ``pose`` is given."""
+        rotation = quat_matrix(pose[1])
+        return MassProperties(self.mass, pose[0] + rotation @ self.com,
+                              rotation @ self.inertia @ rotation.T)
+
+
+def combine(parts: list[MassProperties]) -> MassProperties:
+    """Mass properties of rigidly joined parts (all in one frame); parallel-axis theorem."""
+    mass = sum(part.mass for part in parts)
+    com = sum(part.mass * part.com for part in parts) / mass
+    inertia = np.zeros((3, 3))
+    for part in parts:
+        inertia += part.inertia + parallel_axis(part.mass, part.com - com)
+    return MassProperties(mass, com, 0.5 * (inertia + inertia.T))

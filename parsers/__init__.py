@@ -40,18 +40,18 @@ def parse_xacro(path: str, options: XacroInput = XacroInput(),
     return parse(path, options, packages)
 
 
-def parse_mjcf(path: str) -> TreeDescription:
+def parse_mjcf(path: str, data: bytes | None = None) -> TreeDescription:
     """The description of the MJCF file at ``path`` (see :mod:`treedyn.parsers.mjcf`).
 
     Imported on first use: a URDF command does not pay for the MJCF compiler's modules.
     """
     from .mjcf import parse_mjcf as parse
 
-    return parse(path)
+    return parse(path, data)
 
 
-# root element -> parser taking a path
-ROOT_PARSERS: dict[str, Callable[[str], TreeDescription]] = {
+# root element -> parser taking a path (and the file's bytes, when they are not read from it)
+ROOT_PARSERS: dict[str, Callable[..., TreeDescription]] = {
     "robot": parse_urdf,
     "mujoco": parse_mjcf,
 }
@@ -60,11 +60,17 @@ SUFFIX_ROOTS = {".urdf": "robot", ".xml": "", ".mjcf": ""}  # "": the root eleme
 
 
 def load_description(path: str, xacro: XacroInput = XacroInput(),
-                     packages: PackagePaths = PackagePaths()) -> TreeDescription:
+                     packages: PackagePaths = PackagePaths(),
+                     data: bytes | None = None) -> TreeDescription:
     """The description of the model file at ``path``, in the format its content shows; a
     ``.xacro`` file is expanded with ``xacro`` (its arguments, ``$(env)``), its packages
-    looked for in ``packages`` beyond the folders above it."""
+    looked for in ``packages`` beyond the folders above it. With ``data``, the model is
+    those bytes (a URDF or MJCF document, by its root element; a model read from stdin),
+    ``path`` names it in errors and its relative paths resolve from the folder of ``path``."""
     path = str(path)
+    if data is not None:
+        root = read_xml(data, path)
+        return _parser(etree.QName(root).localname, path, root.sourceline or 0)(path, data)
     if not path.strip():
         raise ParseError(f"no model file given (the path is {path!r})")
     suffix = Path(path).suffix.lower()
@@ -81,11 +87,16 @@ def load_description(path: str, xacro: XacroInput = XacroInput(),
     root, line = (implied, 0) if implied else _root_tag(path)
     if root == "mujoco" and reduced != path:  # MuJoCo reads the reduced path, or nothing
         return parse_mjcf(reduced)
+    return _parser(root, path, line)(path)
+
+
+def _parser(root: str, path: str, line: int) -> Callable[..., TreeDescription]:
+    """The parser of a document whose root element is ``root`` (at ``line``)."""
     parser = ROOT_PARSERS.get(root)
     if parser is None:
         expected = " or ".join(f"<{tag}>" for tag in ROOT_PARSERS)
         raise ParseError(f"root element is <{root}>, expected {expected}", path, line)
-    return parser(path)
+    return parser
 
 
 def check_finite(description: TreeDescription) -> TreeDescription:
@@ -129,9 +140,10 @@ SAFE = 1e100  # |numbers| under this: mass x com^2 and the sums of spatial() sta
 
 
 def load_model(path: str, free_flyer: bool = False, xacro: XacroInput = XacroInput(),
-               packages: PackagePaths = PackagePaths(), urdf_only: bool = False) -> Model:
+               packages: PackagePaths = PackagePaths(), urdf_only: bool = False,
+               data: bytes | None = None) -> Model:
     """The compact-tree model of a file; ``free_flyer`` floats the URDF root (``root_joint``);
-    ``xacro`` and ``packages`` as :func:`load_description` takes them.
+    ``xacro``, ``packages`` and ``data`` as :func:`load_description` takes them.
 
     MJCF models say themselves which bodies float (``<freejoint>``): ``free_flyer`` is a
     URDF option and an :class:`ArgumentError` (a ParseError naming the argument) for them,
@@ -139,7 +151,7 @@ def load_model(path: str, free_flyer: bool = False, xacro: XacroInput = XacroInp
     model is read as it is.
     """
     with collector_paused():
-        description = load_description(path, xacro, packages)
+        description = load_description(path, xacro, packages, data)
         if urdf_only and description.format != "urdf":
             free_flyer = False
         if free_flyer and description.format != "urdf":

@@ -46,10 +46,12 @@ class XacroInput:
 class PackagePaths:
     """Where packages are looked for beyond the folders above the model: the folders of
     ``ROS_PACKAGE_PATH`` (``ros``) and the install prefixes of ``AMENT_PREFIX_PATH``
-    (``ament``), in order."""
+    (``ament``), in order; and the folders where a mesh file that is not found so is
+    looked for last (``meshes``, the ``--mesh-path`` folders: :func:`resolve_uri`)."""
 
     ros: tuple[str, ...] = ()
     ament: tuple[str, ...] = ()
+    meshes: tuple[str, ...] = ()
 
 
 def find_package(name: str, model_path: str, paths: PackagePaths) -> Path | None:
@@ -93,7 +95,29 @@ def resolve_uri(uri: str, model_path: str, paths: PackagePaths) -> Path | None:
     """The file a ``package://PKG/rest``, ``file://path`` or plain ``path`` names (plain
     paths relative to the model's folder), or None when nothing is there (a directory or a
     FIFO is returned, for the bounded reader to say what it is).
-    ``package:///rest`` names no package: ``rest`` is looked for above the model."""
+    ``package:///rest`` names no package: ``rest`` is looked for above the model.
+
+    A relative path or a ``package://`` URI that names nothing so is then looked for in
+    each of ``paths.meshes`` in turn, as DIR/path (``package://PKG/rest``: DIR/PKG/rest,
+    then DIR/rest), then DIR/<its file name>."""
+    found = _resolved(uri, model_path, paths)
+    if found is not None or not paths.meshes:
+        return found
+    written = uri[len("package://"):].lstrip("/") if uri.startswith("package://") else uri
+    if Path(written).is_absolute() or uri.startswith("file://"):
+        return None
+    tails = [written, written.partition("/")[2]] if uri.startswith("package://") else [written]
+    tails.append(Path(written).name)
+    for folder in paths.meshes:
+        for tail in dict.fromkeys(t for t in tails if t):
+            candidate = Path(folder) / tail
+            if os.path.exists(candidate):
+                return candidate
+    return None
+
+
+def _resolved(uri: str, model_path: str, paths: PackagePaths) -> Path | None:
+    """:func:`resolve_uri` without the mesh folders."""
     base = Path(model_path).resolve().parent
     if uri.startswith("package://"):
         package, _, rest = uri[len("package://"):].partition("/")

@@ -108,10 +108,12 @@ URDFDOM_REFUSES = "urdfdom refuses the joint, so ROS and Pinocchio cannot load t
 INERTIA_ATTRIBUTES = ("ixx", "ixy", "ixz", "iyy", "iyz", "izz")
 
 
-def parse_urdf(path: str) -> TreeDescription:
-    """The description of the URDF file at ``path``; ParseError if unreadable or invalid."""
+def parse_urdf(path: str, data: bytes | None = None) -> TreeDescription:
+    """The description of the URDF file at ``path`` (of bytes ``data`` when given: its
+    relative paths resolve from the folder of ``path``); ParseError if unreadable or
+    invalid."""
     try:
-        data = read_bounded(path, MODEL_BYTES)
+        data = read_bounded(path, MODEL_BYTES) if data is None else data
     except OSError as error:
         raise ParseError(f"cannot read file ({error.strerror})", str(path)) from None
     return _parse(read_xml(data, str(path)), str(path))

@@ -109,7 +109,8 @@ def missing_meshes(geometry: dict) -> str:
     skipped = sum(bool(link.missing) for link in geometry.values())
     return (f"{len(meshes)} mesh file(s) not found ({listing(meshes, 2, 200)}): the geometry "
             f"checks of {skipped} link(s) were skipped (package:// is looked up above the "
-            "model and in ROS_PACKAGE_PATH and AMENT_PREFIX_PATH)")
+            "model and in ROS_PACKAGE_PATH and AMENT_PREFIX_PATH; --mesh-path DIR adds "
+            "folders to look in)")
 
 
 def unreadable_meshes(geometry: dict) -> list[str]:

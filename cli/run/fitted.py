@@ -1,6 +1,8 @@
-"""``dyn identify --write``: the model file's text with the fitted inertias, written
+"""``dyn identify --write`` and ``dyn inertia-from-geometry --write``: the model file's text
+with new inertias, written
 beside its target, read back and checked, then renamed onto it."""
 import os
+from collections.abc import Callable
 
 from treedyn.engine.analysis.identify_report import link_inertias, unmatched_body
 from treedyn.parsers.files import MODEL_BYTES, read_bounded
@@ -13,7 +15,11 @@ from ..model import load
 
 
 def check_write_target(model: str, target: str, kind: str, input_file: str) -> None:
-    """--write names a new file of the model's format, not the model or the log."""
+    """--write names a new file of the model's format, not the model or the log; the model
+    is a file (its text is copied), not stdin."""
+    if model == "-":
+        raise UsageError(f"dyn: --write {target}: the model's text is copied from its file; "
+                         "give the model as a file, not stdin")
     suffix = os.path.splitext(target)[1].lower()
     wanted = (".urdf",) if kind == "urdf" else (".xml", ".mjcf")
     if suffix not in wanted:
@@ -32,35 +38,50 @@ def write_model(model: str, target: str, result, free_flyer: bool) -> dict:
     links = {link.name: link for link in loaded.description.links}
     changes = [Change(links[name], inertia) for name, inertia in
                link_inertias(loaded, result.layout, result.fit.pi, result.fit.fitted)]
+    write_changes(model, target, loaded.format, changes,
+                  lambda written: read_back(written, result, free_flyer, target))
+    return {"file": target, "links": [change.link.name for change in changes]}
+
+
+def write_changes(model: str, target: str, kind: str, changes: list[Change],
+                  check: Callable[[str], str]) -> None:
+    """The text of the file ``model`` (format ``kind``) with the <inertial> elements of
+    ``changes`` replaced, written to ``target`` once ``check`` (of the written temporary:
+    "" or what is wrong) accepts it."""
     try:
         data = read_bounded(model, MODEL_BYTES)
     except OSError as error:
         raise UsageError(f"{model}: cannot read ({error.strerror or error})") from None
     text = data.decode("utf-8", errors="surrogateescape")
     try:
-        new = rewrite_inertials(text, model, loaded.format, changes)
+        new = rewrite_inertials(text, model, kind, changes)
     except WriteError as error:
         raise UsageError(str(error)) from None
-    replace_checked(target, new.encode("utf-8", errors="surrogateescape"),
-                    lambda written: read_back(written, result, free_flyer, target))
-    return {"file": target, "links": [change.link.name for change in changes]}
+    replace_checked(target, new.encode("utf-8", errors="surrogateescape"), check)
+
+
+def reloaded(written: str, target: str, free_flyer: bool = False):
+    """(the model of the file ``written``, the temporary of ``target``, or None; "" or
+    why it does not load). Its notes are warnings named as ``target``."""
+    notes: list[str] = []
+    console.capture(notes)
+    try:
+        return load(written, free_flyer), ""
+    except UsageError as error:
+        return None, f"the written model does not load ({error})"
+    finally:
+        console.capture(None)
+        for note in notes:
+            warn(note.replace(written, target))
 
 
 def read_back(written: str, result, free_flyer: bool, target: str) -> str:
     """"" when the file ``written`` (the temporary of ``target``) gives every fitted body
     the identified parameters (12 digits), else why not (a compiler option that rescales
-    inertias, an include that is not found from the new file's folder, ...). Its model's
-    notes are warnings named as ``target``."""
-    notes: list[str] = []
-    console.capture(notes)
-    try:
-        model = load(written, free_flyer)
-    except UsageError as error:
-        return f"the written model does not load ({error})"
-    finally:
-        console.capture(None)
-        for note in notes:
-            warn(note.replace(written, target))
+    inertias, an include that is not found from the new file's folder, ...)."""
+    model, problem = reloaded(written, target, free_flyer)
+    if model is None:
+        return problem
     name = unmatched_body(model, result)
     if name is None:
         return ""

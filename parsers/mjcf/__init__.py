@@ -17,13 +17,15 @@ from .builder import Builder
 from .document import MAX_TOTAL_DEPTH, Document
 
 
-def parse_mjcf(path: str) -> TreeDescription:
-    """The description of the MJCF file at ``path``; ParseError if unreadable or invalid."""
+def parse_mjcf(path: str, data: bytes | None = None) -> TreeDescription:
+    """The description of the MJCF file at ``path`` (of bytes ``data`` when given: its
+    relative paths resolve from the folder of ``path``); ParseError if unreadable or
+    invalid."""
     path = str(path)
     limit = sys.getrecursionlimit()  # the document and the tree are read recursively,
     sys.setrecursionlimit(max(limit, 4 * MAX_TOTAL_DEPTH + 1000))  # a few calls per level
     try:
-        document = Document(path)
+        document = Document(path, data=data)
         schema.check(document.root)
         description = Builder(document.root, path, document.compilers).build()
         meshes = dict.fromkeys(os.path.realpath(f) for f in description.files)  # in order

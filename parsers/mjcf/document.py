@@ -27,15 +27,16 @@ MAX_TOTAL_DEPTH = 1000  # levels in the whole document, includes expanded: dyn's
 class Document:
     """The main file with every ``<include>`` replaced by the included elements."""
 
-    def __init__(self, path: str, attaching: tuple[str, ...] = ()):
-        """``attaching``: the real paths of the models that attach this one, outermost first."""
+    def __init__(self, path: str, attaching: tuple[str, ...] = (), data: bytes | None = None):
+        """``attaching``: the real paths of the models that attach this one, outermost first;
+        ``data``: the main file's bytes, when they are not read from ``path`` (stdin)."""
         self.model_dir = os.path.dirname(os.path.abspath(path))
         self.included: dict[str, SourceRef] = {}
         main = os.path.realpath(path)
         self.attaching = attaching + (main,)
         self.included[main] = SourceRef(path, 0, "")
         self.elements = 0  # read so far, includes expanded
-        element = read_file(path, None)
+        element = read_file(path, None) if data is None else read_xml(data, path)
         self.root = self._node(element, path, os.path.dirname(os.path.abspath(path)), [main],
                                1, 1)
         # per attached model: the files it was read from and its <compiler> nodes

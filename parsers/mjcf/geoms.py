@@ -27,11 +27,12 @@ from dataclasses import dataclass
 import numpy as np
 
 from treedyn.engine.description import Shape
-from treedyn.engine.geometry import primitive_inertia, primitive_volume, shape_size
+from treedyn.engine.geometry import shape_size
 from treedyn.engine.rotations import EPS, GeometryError, normalized, quat_matrix, zaxis_quat
 
 from ..errors import ParseError, quoted
 from ..meshes import MeshData, MeshFileError, read_mesh_file
+from ..shape_inertia import solid_measure, solid_principal
 from . import geometry as geo
 from .types import Attributes, BodyBuild, Compiler, Inertial, Node, Pose
 
@@ -251,8 +252,8 @@ class GeomCompiler:
         size, (pos, quat), mesh = self._shape_and_pose(load_mesh=True)
         if self.kind == "plane":
             return None
-        is_mesh = mesh is not None and self.kind == "mesh"
-        volume = mesh.measure if is_mesh else primitive_volume(self.kind, size, self.shell)
+        solid = mesh if mesh is not None and self.kind == "mesh" else None
+        volume = solid_measure(self.kind, size, self.shell, solid)
         if attrs.has("mass"):
             mass = attrs.number("mass")
             if mass == 0 or volume <= EPS:
@@ -266,10 +267,8 @@ class GeomCompiler:
         if mass < 0 or density < 0:
             raise attrs.error("mass" if attrs.has("mass") else "density",
                               "mass and density cannot be negative")
-        if is_mesh:
-            pos, quat = geo.compose((pos, quat), (mesh.com, mesh.quat))
-            return Inertial(mass, pos, quat, density * mesh.principal)
-        moments = primitive_inertia(self.kind, size, mass, self.shell)
+        pos, quat, moments = solid_principal(self.kind, size, self.shell, solid, (pos, quat),
+                                             mass, density)
         return Inertial(mass, pos, quat, moments)
 
     def shape(self) -> Shape | None:
