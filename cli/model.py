@@ -10,7 +10,7 @@ from treedyn.parsers import PackagePaths, ParseError, XacroInput, check_finite, 
 
 from .console import warn
 from treedyn.pipeline.errors import UsageError
-from .settings import count, package_search, xacro_environment
+from .settings import count, model_search, package_search, xacro_environment
 
 MAPPING = re.compile(r"([A-Za-z_][A-Za-z0-9_]*):=(.*)", re.S)  # xacro's name:=value
 
@@ -86,8 +86,9 @@ def configure_engine() -> None:
 
 def package_paths() -> PackagePaths:
     """Where ROS packages are looked for beyond the folders above a model: the folders of
-    ROS_PACKAGE_PATH and the prefixes of AMENT_PREFIX_PATH."""
-    return PackagePaths(*package_search())
+    ROS_PACKAGE_PATH and the prefixes of AMENT_PREFIX_PATH; and where SDFormat's
+    model://NAME is: the folders of GZ_SIM_RESOURCE_PATH and SDF_PATH."""
+    return PackagePaths(*package_search(), models=model_search())
 
 
 def xacro_arguments(positional: Sequence[str] | None, options: Sequence[str] | None

@@ -77,6 +77,12 @@ def package_search() -> tuple[tuple[str, ...], tuple[str, ...]]:
     return tuple(_path_list("ROS_PACKAGE_PATH")), tuple(_path_list("AMENT_PREFIX_PATH"))
 
 
+def model_search() -> tuple[str, ...]:
+    """Where SDFormat's model://NAME is looked for: the folders of GZ_SIM_RESOURCE_PATH,
+    then those of SDF_PATH, empty entries left out."""
+    return (*_path_list("GZ_SIM_RESOURCE_PATH"), *_path_list("SDF_PATH"))
+
+
 def xacro_environment() -> tuple[tuple[str, str], ...]:
     """The environment as (name, value) pairs: what xacro's $(env) and $(optenv) read."""
     return tuple(sorted(os.environ.items()))

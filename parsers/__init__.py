@@ -38,6 +38,17 @@ def parse_xacro(path: str, options: XacroInput = XacroInput(),
     return parse(path, options, packages)
 
 
+def parse_sdf(path: str, packages: PackagePaths = PackagePaths()) -> TreeDescription:
+    """The description of the SDFormat file at ``path`` (see :mod:`treedyn.parsers.sdf`),
+    its ``model://`` includes looked for in ``packages.models``.
+
+    Imported on first use, as the MJCF parser is.
+    """
+    from .sdf import parse_sdf as parse
+
+    return parse(path, packages)
+
+
 def parse_mjcf(path: str) -> TreeDescription:
     """The description of the MJCF file at ``path`` (see :mod:`treedyn.parsers.mjcf`).
 
@@ -52,9 +63,11 @@ def parse_mjcf(path: str) -> TreeDescription:
 ROOT_PARSERS: dict[str, Callable[[str], TreeDescription]] = {
     "robot": parse_urdf,
     "mujoco": parse_mjcf,
+    "sdf": parse_sdf,
 }
 # suffix -> the root element it implies, or "" to read the root element from the file
-SUFFIX_ROOTS = {".urdf": "robot", ".xml": "", ".mjcf": ""}  # "": the root element decides
+SUFFIX_ROOTS = {".urdf": "robot", ".xml": "", ".mjcf": "", ".sdf": "sdf"}  # "": the root
+# element decides
 
 
 def load_description(path: str, xacro: XacroInput = XacroInput(),
@@ -83,6 +96,8 @@ def load_description(path: str, xacro: XacroInput = XacroInput(),
     if parser is None:
         expected = " or ".join(f"<{tag}>" for tag in ROOT_PARSERS)
         raise ParseError(f"root element is <{root}>, expected {expected}", path, line)
+    if root == "sdf":
+        return parse_sdf(path, packages)
     return parser(path)
 
 
@@ -123,6 +138,8 @@ def _rows(items: list, fields: tuple[str, ...], width: int) -> np.ndarray:
                            .reshape(len(items), -1) for name in fields], axis=1)
 
 
+FLOATING = {"mjcf": "an MJCF model floats a body with <freejoint>",
+            "sdf": "an SDFormat model floats unless a joint attaches it to the world"}
 SAFE = 1e100  # |numbers| under this: mass x com^2 and the sums of spatial() stay finite
 
 
@@ -140,8 +157,9 @@ def load_model(path: str, free_flyer: bool = False, xacro: XacroInput = XacroInp
     if urdf_only and description.format != "urdf":
         free_flyer = False
     if free_flyer and description.format != "urdf":
-        raise ArgumentError("free_flyer", "free_flyer applies to URDF models; an MJCF model "
-                            "floats a body with <freejoint>", str(path))
+        how = FLOATING.get(description.format, FLOATING["mjcf"])
+        raise ArgumentError("free_flyer", f"free_flyer applies to URDF models; {how}",
+                            str(path))
     if free_flyer:
         description = description.with_free_flyer()
     return build_model(description)
@@ -168,4 +186,4 @@ def _unsupported_suffix(suffix: str) -> str:
 
 
 __all__ = ["ArgumentError", "PackagePaths", "ParseError", "XacroInput", "check_finite",
-           "load_description", "load_model", "parse_mjcf", "parse_urdf", "parse_urdf_string", "parse_xacro"]
+           "load_description", "load_model", "parse_mjcf", "parse_sdf", "parse_urdf", "parse_urdf_string", "parse_xacro"]

@@ -46,10 +46,12 @@ class XacroInput:
 class PackagePaths:
     """Where packages are looked for beyond the folders above the model: the folders of
     ``ROS_PACKAGE_PATH`` (``ros``) and the install prefixes of ``AMENT_PREFIX_PATH``
-    (``ament``), in order."""
+    (``ament``), in order; and where SDFormat's ``model://NAME`` is looked for (``models``:
+    the folders of ``GZ_SIM_RESOURCE_PATH`` then ``SDF_PATH``)."""
 
     ros: tuple[str, ...] = ()
     ament: tuple[str, ...] = ()
+    models: tuple[str, ...] = ()
 
 
 def find_package(name: str, model_path: str, paths: PackagePaths) -> Path | None:
