@@ -171,3 +171,96 @@ def test_includes_from_the_model_path_equal_drake(tmp_path):
     with pytest.raises(ParseError, match=r'include\.sdf:14: <include>: <uri> '
                                          r'"model://gadget" names no file'):
         load_description(str(model))
+
+
+# -- refusals and commands ----------------------------------------------------------------
+
+SMALL = """<?xml version="1.0"?>
+<sdf version="1.7">
+  <model name="small">
+    <link name="a"><inertial><mass>1</mass></inertial></link>
+    <link name="b"><pose>0 0 0.5 0 0 0</pose><inertial><mass>2</mass></inertial></link>
+    <joint name="j" type="{kind}">
+      <parent>a</parent>
+      <child>b</child>
+    </joint>
+  </model>
+</sdf>
+"""
+
+
+def dyn(args: list, cwd) -> tuple[int, str, str]:
+    from in_process import dyn_here
+
+    done = dyn_here(args, cwd=cwd)
+    return done.returncode, done.stdout.decode(), done.stderr.decode()
+
+
+@pytest.mark.parametrize("kind", ["universal", "screw", "revolute2", "gearbox"])
+def test_unsupported_joints_are_refused_at_their_line(tmp_path, kind):
+    (tmp_path / "m.sdf").write_text(SMALL.format(kind=kind))
+    code, out, err = dyn(["info", "m.sdf"], tmp_path)
+    assert (code, out) == (2, "")
+    assert err == (f'm.sdf:6: <joint name="j">: a {kind} joint is not supported (dyn '
+                   "reads revolute, continuous, prismatic, fixed and ball joints)\n")
+
+
+@pytest.mark.parametrize("text, line, problem", [
+    ('<sdf version="1.7"><world name="w"><model name="a"><link name="l"/></model>\n'
+     '<model name="b"><link name="l"/></model></world></sdf>', 2,
+     "a second <model>: dyn reads one model per file"),
+    ('<sdf version="2.0">\n<model name="a"><link name="l"/></model></sdf>', 1,
+     'has version="2.0": dyn reads SDFormat 1.4 to 1.11'),
+    ('<sdf version="1.7"><model name="a">\n<link name="l"/><joint name="l" type="fixed">'
+     '<parent>world</parent><child>l</child></joint></model></sdf>', 2,
+     'the name "l" is taken'),
+    ('<sdf version="1.8"><model name="a">\n<link name="l"><pose relative_to="nowhere"/>'
+     '</link></model></sdf>', 2, '"nowhere" names no link, joint, frame or model'),
+    ('<sdf version="1.8"><model name="a"><link name="l"><pose relative_to="f"/></link>\n'
+     '<frame name="f"><pose relative_to="l"/></frame></model></sdf>', 1,
+     "relative_to form a cycle"),
+    ('<sdf version="1.7"><model name="a"><link name="l"/>\n<include><uri>../outside.sdf'
+     '</uri></include></model></sdf>', 2, "outside the model's folder"),
+])
+def test_invalid_files_name_their_line(tmp_path, text, line, problem):
+    (tmp_path / "in").mkdir()
+    (tmp_path / "outside.sdf").write_text('<sdf version="1.7"><model name="o"><link '
+                                          'name="l"/></model></sdf>')
+    (tmp_path / "in" / "m.sdf").write_text(text)
+    code, out, err = dyn(["info", "m.sdf"], tmp_path / "in")
+    assert (code, out) == (2, "")
+    assert err.startswith(f"m.sdf:{line}: ") and problem in err and err.count("\n") == 1
+
+
+def test_world_gravity_and_floating_root():
+    description = load_description(os.path.join(DATA, "features.sdf"))
+    np.testing.assert_array_equal(description.gravity, [0.5, -0.25, -9.7])
+    free = [joint for joint in description.joints if joint.type == "free_world"]
+    assert [joint.name for joint in free] == ["base"]
+    np.testing.assert_allclose(np.linalg.norm(free[0].neutral[3:]), 1.0)
+    assert {site.name: site.link for site in description.sites} == {
+        "mount": "base", "mount_tip": "base"}
+    kinds = {shape.kind for link in description.links for shape in link.geometry}
+    assert kinds == {"box", "cylinder", "capsule", "ellipsoid", "sphere"}
+    fixed = load_description(os.path.join(DATA, "legacy_1_4.sdf"))
+    np.testing.assert_array_equal(fixed.gravity, [0.0, 0.0, -9.81])
+    assert "free_world" not in {joint.type for joint in fixed.joints}
+
+
+def test_commands_read_sdf():
+    model = os.path.join(DATA, "legacy_1_4.sdf")
+    code, out, err = dyn(["info", model, "--format", "json"], DATA)
+    assert code == 0 and '"format": "sdf"' in out
+    code, out, err = dyn(["inverse", model, "--q", "0.3,0.1", "--format", "json"], DATA)
+    reference_model = reference(model).model
+    import json
+
+    tau = rnea(reference_model, np.array([0.3, 0.1]), np.zeros(2), np.zeros(2))
+    np.testing.assert_allclose(json.loads(out)["tau"], tau, rtol=1e-12)
+    code, out, err = dyn(["mass", model, "--q", "0.3,0.1", "--format", "json"], DATA)
+    np.testing.assert_allclose(json.loads(out)["M"], crba(reference_model, np.array([0.3, 0.1])),
+                               rtol=1e-12)
+    code, out, err = dyn(["check-inertia", model], DATA)
+    assert code in (0, 1) and "legacy" in out + err
+    code, out, err = dyn(["info", "features.sdf", "--free-flyer"], DATA)
+    assert code == 2 and "an SDFormat model floats unless a joint attaches it" in err
