@@ -12,7 +12,7 @@ type, SDFormat 1.4's model-frame axes, a world's gravity), at random states:
 Drake's coordinates differ, mapped joint by joint (by name): a floating link's
 q = (qw, qx, qy, qz, x, y, z), v = (w_world, v_world) against dyn's ``free_world``
 q = (x, y, z, qw, qx, qy, qz), v = (v_world, w_link); a ball joint's rpy angles and
-angular velocity in the parent frame against dyn's quaternion (qx, qy, qz, qw) and angular
+angular velocity in the parent frame against dyn's quaternion (qw, qx, qy, qz) and angular
 velocity in the child frame. With v_drake = T v_dyn (T rotates the angular velocities),
 M_dyn = T^T M_drake T and tau_dyn = T^T tau_drake at a_drake = T a_dyn (T-dot v is zero
 for these joints). One plant per model (module fixture), many states per model.
@@ -82,9 +82,8 @@ class Reference:
         q = rng.uniform(-1.0, 1.0, (STATES, model.nq))
         for i, kind in enumerate(model.joint_types):
             start = model.idx_q[i]
-            if kind in ("spherical", "free_world"):
-                block = slice(start, start + 4) if kind == "spherical" else slice(start + 3,
-                                                                                  start + 7)
+            if kind in ("ball", "free_world"):
+                block = slice(start, start + 4) if kind == "ball" else slice(start + 3, start + 7)
                 quaternion = rng.normal(size=(STATES, 4))
                 q[:, block] = quaternion / np.linalg.norm(quaternion, axis=1, keepdims=True)
         return q, rng.normal(size=(STATES, model.nv)), rng.normal(size=(STATES, model.nv))
@@ -102,9 +101,8 @@ class Reference:
                 qd[pq:pq + 7] = np.concatenate([q[iq + 3:iq + 7], q[iq:iq + 3]])
                 T[pv:pv + 3, iv + 3:iv + 6] = R
                 T[pv + 3:pv + 6, iv:iv + 3] = np.eye(3)
-            elif kind == "spherical":
-                x, y, z, w = q[iq:iq + 4]
-                R = quat_matrix(np.array([w, x, y, z]))
+            elif kind == "ball":
+                R = quat_matrix(q[iq:iq + 4])
                 qd[pq:pq + 3] = RollPitchYaw(RotationMatrix(R)).vector()
                 T[pv:pv + 3, iv:iv + 3] = R
             else:

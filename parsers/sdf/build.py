@@ -25,7 +25,7 @@ from .frames import WORLD, Frames
 from .values import (Pose, child, compose, floats, here, inverse, scalar, text_of, vector)
 
 TYPES = {"revolute": "revolute", "continuous": "continuous", "prismatic": "prismatic",
-         "fixed": "fixed", "ball": "spherical"}
+         "fixed": "fixed", "ball": "ball"}
 AXIS_TYPES = ("revolute", "continuous", "prismatic")
 LIMITED = ("revolute", "prismatic")
 MOMENTS = ("ixx", "ixy", "ixz", "iyy", "iyz", "izz")
@@ -106,8 +106,8 @@ class Builder:
         if kind in AXIS_TYPES:
             axis = self._axis(scope, axis_element, joint[0], source)
             extra = _limits(kind, axis_element, source)
-        if kind == "spherical":
-            extra["neutral"] = np.array([0.0, 0.0, 0.0, 1.0])
+        if kind == "ball":  # q = (qw, qx, qy, qz), as the floating links' quaternions
+            extra["neutral"] = np.array([1.0, 0.0, 0.0, 0.0])
         return JointSpec(name=name, type=kind, parent=parent, child=child_link,
                          rotation=rotation, translation=translation, axis=axis,
                          source=source, **extra)
