@@ -12,6 +12,8 @@ The ROS variables are read here too, for the parsers, which read no environment:
 ``ROS_PACKAGE_PATH`` and ``AMENT_PREFIX_PATH`` (:func:`package_search`) say where ROS
 packages are (``$(find PKG)``, ``package://``), and the whole environment is what xacro's
 ``$(env NAME)`` and ``$(optenv NAME default)`` read (:func:`xacro_environment`).
+``GZ_SIM_RESOURCE_PATH`` and ``SDF_PATH`` say where SDFormat's ``model://NAME`` is
+(:func:`model_search`).
 
 The first three are checked when dyn starts (:func:`check_environment`); the process
 counts when a command first needs them (:func:`whole`), as a usage error.

@@ -2,7 +2,9 @@
 
 The format of a file is decided by its suffix, then by its root element: ``.urdf`` is
 URDF; ``.xml`` (and ``.mjcf``) is URDF when its root is ``<robot>`` and MJCF when it is
-``<mujoco>``; ``.xacro`` (``robot.urdf.xacro``) is xacro, expanded to URDF first
+``<mujoco>``; ``.sdf`` (and an ``.xml`` whose root is ``<sdf>``) is SDFormat
+(:mod:`treedyn.parsers.sdf`, its ``model://`` paths in ``PackagePaths.models``);
+``.xacro`` (``robot.urdf.xacro``) is xacro, expanded to URDF first
 (:mod:`treedyn.parsers.xacro`, with its arguments and the package search paths the caller
 passes).
 Every problem with the file (missing, unreadable, not XML, invalid model) is a
