@@ -16,7 +16,7 @@ def model_argument(metavar: str, text: str) -> object:
     return Annotated[str, typer.Argument(metavar=metavar, show_default=False, help=text)]
 
 
-ModelArg = model_argument("MODEL", "URDF, MJCF or xacro (.xacro) model file.")
+ModelArg = model_argument("MODEL", "URDF, MJCF, SDFormat (.sdf) or xacro (.xacro) model file.")
 XacroArgs = Annotated[Optional[list[str]], typer.Argument(
     metavar="[NAME:=VALUE]...", show_default=False,
     help="xacro arguments of a .xacro MODEL, as for the xacro command.")]

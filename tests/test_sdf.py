@@ -219,6 +219,8 @@ def test_unsupported_joints_are_refused_at_their_line(tmp_path, kind):
      "relative_to form a cycle"),
     ('<sdf version="1.7"><model name="a"><link name="l"/>\n<include><uri>../outside.sdf'
      '</uri></include></model></sdf>', 2, "outside the model's folder"),
+    ('<sdf version="1.7"><model name="a"><link name="l"/>\n<include><uri>m.sdf</uri>'
+     '</include></model></sdf>', 2, "includes nest deeper than 32"),
 ])
 def test_invalid_files_name_their_line(tmp_path, text, line, problem):
     (tmp_path / "in").mkdir()
@@ -260,5 +262,8 @@ def test_commands_read_sdf():
                                rtol=1e-12)
     code, out, err = dyn(["check-inertia", model], DATA)
     assert code in (0, 1) and "legacy" in out + err
+    code, out, err = dyn(["frames", "features.sdf", "--frame", "joint:camera_mount", "--frame",
+                          "mount", "--format", "json"], DATA)
+    assert code == 0 and json.loads(out)["frames"] == ["joint:camera_mount", "mount"]
     code, out, err = dyn(["info", "features.sdf", "--free-flyer"], DATA)
     assert code == 2 and "an SDFormat model floats unless a joint attaches it" in err

@@ -213,12 +213,12 @@ def include_file(element: etree._Element, scope: Scope, document: Document,
 def resolve(uri: str, including: str, paths: PackagePaths) -> str | None:
     """The path a ``model://NAME/rest``, ``file://`` or plain ``uri`` names (a folder or a
     file), or None when nothing is there."""
-    base = os.path.dirname(os.path.abspath(including))
+    base = os.path.dirname(including)  # paths as given: errors name files as the user did
     if uri.startswith("model://"):
         name, _, rest = uri[len("model://"):].partition("/")
         for folder in (base, *paths.models):
             candidate = os.path.join(folder, name, rest) if rest else os.path.join(folder, name)
-            if name and folder and os.path.exists(candidate):
+            if name and os.path.exists(candidate):
                 return candidate
         return None
     if uri.startswith("file://"):
