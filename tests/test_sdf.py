@@ -208,7 +208,7 @@ def test_unsupported_joints_are_refused_at_their_line(tmp_path, kind):
      '<model name="b"><link name="l"/></model></world></sdf>', 2,
      "a second <model>: dyn reads one model per file"),
     ('<sdf version="2.0">\n<model name="a"><link name="l"/></model></sdf>', 1,
-     'has version="2.0": dyn reads SDFormat 1.4 to 1.11'),
+     '<sdf>: version="2.0": dyn reads SDFormat 1.4 to 1.11'),
     ('<sdf version="1.7"><model name="a">\n<link name="l"/><joint name="l" type="fixed">'
      '<parent>world</parent><child>l</child></joint></model></sdf>', 2,
      'the name "l" is taken'),
@@ -267,3 +267,33 @@ def test_commands_read_sdf():
     assert code == 0 and json.loads(out)["frames"] == ["joint:camera_mount", "mount"]
     code, out, err = dyn(["info", "features.sdf", "--free-flyer"], DATA)
     assert code == 2 and "an SDFormat model floats unless a joint attaches it" in err
+
+
+BAD_INERTIA = """<sdf version="1.7"><model name="a">
+<link name="b"><inertial><mass>1</mass>{b}</inertial></link>
+<link name="c"><pose>0 0 1 0 0 0</pose><inertial><pose>0 0 0 0.3 0.2 0</pose><mass>2</mass>
+{c}</inertial></link>
+<joint name="j" type="revolute"><parent>b</parent><child>c</child></joint>
+</model></sdf>
+"""
+
+
+def test_check_inertia_fixes_paste_into_sdf(tmp_path):
+    """--fix suggests SDFormat elements: pasted over the <mass> and <inertia>, the links
+    pass; identify --write refuses an SDFormat model."""
+    tensors = ["<inertia><ixx>1</ixx><iyy>1</iyy><izz>3</izz></inertia>",
+               "<inertia><ixx>0.1</ixx><ixy>0.01</ixy><iyy>0.1</iyy><izz>0.3</izz></inertia>"]
+    (tmp_path / "m.sdf").write_text(BAD_INERTIA.format(b=tensors[0], c=tensors[1]))
+    code, out, err = dyn(["check-inertia", "m.sdf", "--fix", "--format", "json"], tmp_path)
+    import json
+
+    fixes = [finding["fix"]["element"] for finding in json.loads(out)["findings"]]
+    assert code == 1 and len(fixes) == 2 and all(fix.startswith("<mass>") for fix in fixes)
+    fixed = [fix.split(" ", 1)[1] for fix in fixes]  # the <inertia>, same mass
+    (tmp_path / "m.sdf").write_text(BAD_INERTIA.format(b=fixed[0], c=fixed[1]))
+    code, out, err = dyn(["check-inertia", "m.sdf"], tmp_path)
+    assert code == 0, out
+    (tmp_path / "log.csv").write_text("q:j,v:j,a:j,tau:j\n0,0,0,0\n")
+    code, out, err = dyn(["identify", "m.sdf", "--input", "log.csv", "--write", "n.sdf"],
+                         tmp_path)
+    assert code == 2 and "SDF model is not supported" in err

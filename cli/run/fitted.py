@@ -14,6 +14,9 @@ from ..model import load
 
 def check_write_target(model: str, target: str, kind: str, input_file: str) -> None:
     """--write names a new file of the model's format, not the model or the log."""
+    if kind not in ("urdf", "mjcf"):
+        raise UsageError(f"dyn: --write {target}: writing the inertias of an "
+                         f"{kind.upper()} model is not supported (URDF and MJCF are)")
     suffix = os.path.splitext(target)[1].lower()
     wanted = (".urdf",) if kind == "urdf" else (".xml", ".mjcf")
     if suffix not in wanted:

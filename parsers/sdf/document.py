@@ -104,7 +104,7 @@ def _root(path: str, document: Document) -> tuple[etree._Element, tuple[int, int
     text = (root.get("version") or "").strip()
     if text not in VERSIONS:
         given = "no version" if not text else f"version={quoted(text)}"
-        raise ParseError(f"<sdf> has {given}: dyn reads SDFormat 1.4 to 1.11", path,
+        raise ParseError(f"{given}: dyn reads SDFormat 1.4 to 1.11", path,
                          root.sourceline or 0, "sdf")
     major, minor = text.split(".")
     return root, (int(major), int(minor))
