@@ -84,7 +84,7 @@ def show_version(value: bool) -> None:
 def main(version: Annotated[bool, typer.Option(
         "--version", is_eager=True, help="Print the version and exit.",
         callback=show_version)] = False) -> None:
-    """dyn: rigid-body dynamics of URDF and MJCF robot models.
+    """dyn: rigid-body dynamics of URDF, MJCF and SDFormat robot models.
 
     Inverse dynamics (RNEA), forward dynamics (ABA) and the mass matrix (CRBA) for one
     state given on the command line or many states from a file; diagnostics of the model

@@ -13,7 +13,7 @@ from treedyn.parsers.files import MODEL_BYTES
 from .console import warn
 from .options import MESH_PATHS
 from treedyn.pipeline.errors import UsageError
-from .settings import count, package_search, xacro_environment
+from .settings import count, model_search, package_search, xacro_environment
 
 MAPPING = re.compile(r"([A-Za-z_][A-Za-z0-9_]*):=(.*)", re.S)  # xacro's name:=value
 
@@ -112,9 +112,10 @@ def standard_input() -> bytes:
 
 def package_paths() -> PackagePaths:
     """Where ROS packages are looked for beyond the folders above a model: the folders of
-    ROS_PACKAGE_PATH and the prefixes of AMENT_PREFIX_PATH; and the --mesh-path folders,
-    where mesh files not found otherwise are looked for."""
-    return PackagePaths(*package_search(), meshes=tuple(MESH_PATHS))
+    ROS_PACKAGE_PATH and the prefixes of AMENT_PREFIX_PATH; the --mesh-path folders,
+    where mesh files not found otherwise are looked for; and where SDFormat's
+    model://NAME is: the folders of GZ_SIM_RESOURCE_PATH and SDF_PATH."""
+    return PackagePaths(*package_search(), meshes=tuple(MESH_PATHS), models=model_search())
 
 
 def xacro_arguments(positional: Sequence[str] | None, options: Sequence[str] | None

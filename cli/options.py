@@ -18,9 +18,9 @@ def model_argument(metavar: str, text: str) -> object:
     return Annotated[str, typer.Argument(metavar=metavar, show_default=False, help=text)]
 
 
-ModelArg = model_argument("MODEL", "URDF, MJCF or xacro (.xacro) model file; '-' reads a "
-                          "URDF or MJCF document from stdin (relative paths in it from the "
-                          "current folder).")
+ModelArg = model_argument("MODEL", "URDF, MJCF, SDFormat (.sdf) or xacro (.xacro) model "
+                          "file; '-' reads a URDF or MJCF document from stdin (relative paths "
+                          "in it from the current folder).")
 MeshPathOpt = Annotated[Optional[list[str]], typer.Option(
     "--mesh-path", metavar="DIR", show_default=False,
     help="A folder where URDF mesh files that are not found otherwise (relative paths, "

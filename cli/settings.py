@@ -12,6 +12,8 @@ The ROS variables are read here too, for the parsers, which read no environment:
 ``ROS_PACKAGE_PATH`` and ``AMENT_PREFIX_PATH`` (:func:`package_search`) say where ROS
 packages are (``$(find PKG)``, ``package://``), and the whole environment is what xacro's
 ``$(env NAME)`` and ``$(optenv NAME default)`` read (:func:`xacro_environment`).
+``GZ_SIM_RESOURCE_PATH`` and ``SDF_PATH`` say where SDFormat's ``model://NAME`` is
+(:func:`model_search`).
 
 The first three are checked when dyn starts (:func:`check_environment`); the process
 counts when a command first needs them (:func:`whole`), as a usage error.
@@ -75,6 +77,12 @@ def whole(name: str, default: int) -> int:
 def package_search() -> tuple[tuple[str, ...], tuple[str, ...]]:
     """(folders of ROS_PACKAGE_PATH, prefixes of AMENT_PREFIX_PATH), empty entries left out."""
     return tuple(_path_list("ROS_PACKAGE_PATH")), tuple(_path_list("AMENT_PREFIX_PATH"))
+
+
+def model_search() -> tuple[str, ...]:
+    """Where SDFormat's model://NAME is looked for: the folders of GZ_SIM_RESOURCE_PATH,
+    then those of SDF_PATH, empty entries left out."""
+    return (*_path_list("GZ_SIM_RESOURCE_PATH"), *_path_list("SDF_PATH"))
 
 
 def xacro_environment() -> tuple[tuple[str, str], ...]:

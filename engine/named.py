@@ -207,7 +207,7 @@ def _joints(model: Model) -> dict[str, tuple]:
     """Joint name -> (body, R, t) of its child link: every moving joint, and URDF's fixed
     joints (MJCF's fixed ones are the parser's welds, not the file's)."""
     frames = {f.name: (f.joint, f.rotation, f.translation) for f in model.frames}
-    urdf = model.format == "urdf"
+    urdf = model.format in ("urdf", "sdf")  # fixed joints of the file, not welds of ours
     return {joint.name: frames[joint.child] for joint in model.description.joints
             if (joint.type != "fixed" or urdf) and joint.child in frames}
 

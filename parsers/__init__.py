@@ -2,7 +2,9 @@
 
 The format of a file is decided by its suffix, then by its root element: ``.urdf`` is
 URDF; ``.xml`` (and ``.mjcf``) is URDF when its root is ``<robot>`` and MJCF when it is
-``<mujoco>``; ``.xacro`` (``robot.urdf.xacro``) is xacro, expanded to URDF first
+``<mujoco>``; ``.sdf`` (and an ``.xml`` whose root is ``<sdf>``) is SDFormat
+(:mod:`treedyn.parsers.sdf`, its ``model://`` paths in ``PackagePaths.models``);
+``.xacro`` (``robot.urdf.xacro``) is xacro, expanded to URDF first
 (:mod:`treedyn.parsers.xacro`, with its arguments and the package search paths the caller
 passes).
 Every problem with the file (missing, unreadable, not XML, invalid model) is a
@@ -40,6 +42,17 @@ def parse_xacro(path: str, options: XacroInput = XacroInput(),
     return parse(path, options, packages)
 
 
+def parse_sdf(path: str, packages: PackagePaths = PackagePaths()) -> TreeDescription:
+    """The description of the SDFormat file at ``path`` (see :mod:`treedyn.parsers.sdf`),
+    its ``model://`` includes looked for in ``packages.models``.
+
+    Imported on first use, as the MJCF parser is.
+    """
+    from .sdf import parse_sdf as parse
+
+    return parse(path, packages)
+
+
 def parse_mjcf(path: str, data: bytes | None = None) -> TreeDescription:
     """The description of the MJCF file at ``path`` (see :mod:`treedyn.parsers.mjcf`).
 
@@ -54,9 +67,11 @@ def parse_mjcf(path: str, data: bytes | None = None) -> TreeDescription:
 ROOT_PARSERS: dict[str, Callable[..., TreeDescription]] = {
     "robot": parse_urdf,
     "mujoco": parse_mjcf,
+    "sdf": parse_sdf,
 }
 # suffix -> the root element it implies, or "" to read the root element from the file
-SUFFIX_ROOTS = {".urdf": "robot", ".xml": "", ".mjcf": ""}  # "": the root element decides
+SUFFIX_ROOTS = {".urdf": "robot", ".xml": "", ".mjcf": "", ".sdf": "sdf"}  # "": the root
+# element decides
 
 
 def load_description(path: str, xacro: XacroInput = XacroInput(),
@@ -70,7 +85,11 @@ def load_description(path: str, xacro: XacroInput = XacroInput(),
     path = str(path)
     if data is not None:
         root = read_xml(data, path)
-        return _parser(etree.QName(root).localname, path, root.sourceline or 0)(path, data)
+        name = etree.QName(root).localname
+        if name == "sdf":
+            raise ParseError("an SDFormat model is read from its file (its includes resolve "
+                             "from there), not from stdin", path, root.sourceline or 0)
+        return _parser(name, path, root.sourceline or 0)(path, data)
     if not path.strip():
         raise ParseError(f"no model file given (the path is {path!r})")
     suffix = Path(path).suffix.lower()
@@ -87,6 +106,8 @@ def load_description(path: str, xacro: XacroInput = XacroInput(),
     root, line = (implied, 0) if implied else _root_tag(path)
     if root == "mujoco" and reduced != path:  # MuJoCo reads the reduced path, or nothing
         return parse_mjcf(reduced)
+    if root == "sdf":
+        return parse_sdf(path, packages)
     return _parser(root, path, line)(path)
 
 
@@ -136,6 +157,8 @@ def _rows(items: list, fields: tuple[str, ...], width: int) -> np.ndarray:
                            .reshape(len(items), -1) for name in fields], axis=1)
 
 
+FLOATING = {"mjcf": "an MJCF model floats a body with <freejoint>",
+            "sdf": "an SDFormat model floats unless a joint attaches it to the world"}
 SAFE = 1e100  # |numbers| under this: mass x com^2 and the sums of spatial() stay finite
 
 
@@ -155,8 +178,9 @@ def load_model(path: str, free_flyer: bool = False, xacro: XacroInput = XacroInp
         if urdf_only and description.format != "urdf":
             free_flyer = False
         if free_flyer and description.format != "urdf":
-            raise ArgumentError("free_flyer", "free_flyer applies to URDF models; an MJCF "
-                                "model floats a body with <freejoint>", str(path))
+            how = FLOATING.get(description.format, FLOATING["mjcf"])
+            raise ArgumentError("free_flyer", f"free_flyer applies to URDF models; {how}",
+                                str(path))
         if free_flyer:
             description = description.with_free_flyer()
         return build_model(description)
@@ -200,4 +224,4 @@ def _unsupported_suffix(suffix: str) -> str:
 
 
 __all__ = ["ArgumentError", "PackagePaths", "ParseError", "XacroInput", "check_finite",
-           "load_description", "load_model", "parse_mjcf", "parse_urdf", "parse_urdf_string", "parse_xacro"]
+           "load_description", "load_model", "parse_mjcf", "parse_sdf", "parse_urdf", "parse_urdf_string", "parse_xacro"]

@@ -56,7 +56,7 @@ def link_geometry(description: TreeDescription, model_path: str,
             # the MJCF parser resolves mesh files (and refuses missing ones); a mesh name
             # it gives without a file is a form dyn does not read, not a missing file
             result[link.name] = _usable(link.geometry, model_path, packages,
-                                        files_named=description.format == "urdf")
+                                        files_named=description.format in ("urdf", "sdf"))
     return result
 
 

@@ -46,12 +46,15 @@ class XacroInput:
 class PackagePaths:
     """Where packages are looked for beyond the folders above the model: the folders of
     ``ROS_PACKAGE_PATH`` (``ros``) and the install prefixes of ``AMENT_PREFIX_PATH``
-    (``ament``), in order; and the folders where a mesh file that is not found so is
-    looked for last (``meshes``, the ``--mesh-path`` folders: :func:`resolve_uri`)."""
+    (``ament``), in order; the folders where a mesh file that is not found so is looked
+    for last (``meshes``, the ``--mesh-path`` folders: :func:`resolve_uri`); and where
+    SDFormat's ``model://NAME`` is looked for (``models``: the folders of
+    ``GZ_SIM_RESOURCE_PATH`` then ``SDF_PATH``)."""
 
     ros: tuple[str, ...] = ()
     ament: tuple[str, ...] = ()
     meshes: tuple[str, ...] = ()
+    models: tuple[str, ...] = ()
 
 
 def find_package(name: str, model_path: str, paths: PackagePaths) -> Path | None:

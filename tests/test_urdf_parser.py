@@ -669,11 +669,12 @@ def test_the_cli_words_a_free_flyer_on_mjcf_as_its_option(tmp_path):
 
 
 @pytest.mark.parametrize("name, content, problem", [
-    ("other.xml", "<sdf version='1.6'/>", ":1: root element is <sdf>, expected <robot> or "
-                                          "<mujoco>"),
+    ("other.xml", "<scene version='1.6'/>", ":1: root element is <scene>, expected <robot> "
+                                            "or <mujoco> or <sdf>"),
     ("broken.xml", "<robot>\n<link>\n</robot>", ":3: not well-formed XML"),
     ("empty.xml", "", ":1: not well-formed XML (Document is empty"),
-    ("model.sdf", "<sdf/>", ": unsupported file type '.sdf'"),
+    ("model.sdf", "<sdf/>", ":1: <sdf>: no version: dyn reads SDFormat 1.4 to 1.11"),
+    ("model.obj", "<sdf/>", ": unsupported file type '.obj'"),
     ("noext", "<robot/>", ": unsupported file type '(no suffix)'"),
 ])
 def test_unsupported_files(tmp_path, name, content, problem):

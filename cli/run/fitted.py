@@ -20,6 +20,9 @@ def check_write_target(model: str, target: str, kind: str, input_file: str) -> N
     if model == "-":
         raise UsageError(f"dyn: --write {target}: the model's text is copied from its file; "
                          "give the model as a file, not stdin")
+    if kind not in ("urdf", "mjcf"):
+        raise UsageError(f"dyn: --write {target}: writing the inertias of an "
+                         f"{kind.upper()} model is not supported (URDF and MJCF are)")
     suffix = os.path.splitext(target)[1].lower()
     wanted = (".urdf",) if kind == "urdf" else (".xml", ".mjcf")
     if suffix not in wanted:

@@ -63,7 +63,8 @@ def inertia_document(report, model, show_all: bool = False) -> dict:
 
 
 def fix_element(fix, fmt: str) -> str:
-    """The fix in the file's own terms: URDF <mass>/<inertia>, a whole MJCF <inertial>.
+    """The fix in the file's own terms: URDF <mass>/<inertia>, a whole MJCF <inertial>,
+    SDFormat <mass> and <inertia> (the tensor in the frame of the <inertial>'s <pose>).
 
     The URDF tensor is written in the frame of the element's own <origin rpy>, so only the
     <inertia> line needs replacing. The MJCF element replaces the old one whole (MuJoCo
@@ -76,6 +77,11 @@ def fix_element(fix, fmt: str) -> str:
         return (f'<inertial mass="{fix.mass:.9g}" pos="{_vec(com)}" fullinertia="'
                 f'{_vec([t[0, 0], t[1, 1], t[2, 2], t[0, 1], t[0, 2], t[1, 2]])}"/>')
     t = _denoised(fix.tensor_as_written())
+    if fmt == "sdf":
+        moments = "".join(f"<{key}>{t[i, j]:.9g}</{key}>" for key, (i, j) in (
+            ("ixx", (0, 0)), ("ixy", (0, 1)), ("ixz", (0, 2)), ("iyy", (1, 1)),
+            ("iyz", (1, 2)), ("izz", (2, 2))))
+        return f"<mass>{fix.mass:.9g}</mass> <inertia>{moments}</inertia>"
     return (f'<mass value="{fix.mass:.9g}"/> <inertia ixx="{t[0, 0]:.9g}" ixy="{t[0, 1]:.9g}" '
             f'ixz="{t[0, 2]:.9g}" iyy="{t[1, 1]:.9g}" iyz="{t[1, 2]:.9g}" izz="{t[2, 2]:.9g}"/>')
 
