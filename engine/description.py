@@ -176,6 +176,8 @@ class JointSpec:
     axis: np.ndarray = field(default_factory=lambda: np.array([1.0, 0.0, 0.0]))  # (3,)
     ref: float = 0.0
     armature: float = 0.0
+    damping: float = 0.0
+    friction: float = 0.0
     lower: float = -np.inf  # position limits for 1-dof joints
     upper: float = np.inf
     neutral: np.ndarray | None = None  # optional q block for the neutral configuration
