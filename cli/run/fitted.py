@@ -19,9 +19,15 @@ def check_write_target(model: str, target: str, kind: str, input_file: str) -> N
     if suffix not in wanted:
         raise UsageError(f"dyn: --write {target}: a {kind.upper()} model is written as "
                          f"{' or '.join(wanted)}")
-    for other, what in ((model, "the model file"), (input_file, "the log")):
+    refuse_inputs("--write", target, ((model, "the model file"), (input_file, "the log")))
+
+
+def refuse_inputs(option: str, target: str, inputs) -> None:
+    """The output ``target`` (given by ``option``) is none of ``inputs``, (path, what it
+    is) pairs: a UsageError naming the one it is."""
+    for other, what in inputs:
         if other != "-" and same_file(other, target):
-            raise UsageError(f"dyn: --write {target} is {what}; write a new file and "
+            raise UsageError(f"dyn: {option} {target} is {what}; write a new file and "
                              "review it (dyn diff)")
 
 
@@ -51,19 +57,27 @@ def read_back(written: str, result, free_flyer: bool, target: str) -> str:
     the identified parameters (12 digits), else why not (a compiler option that rescales
     inertias, an include that is not found from the new file's folder, ...). Its model's
     notes are warnings named as ``target``."""
-    notes: list[str] = []
-    console.capture(notes)
-    try:
-        model = load(written, free_flyer)
-    except UsageError as error:
-        return f"the written model does not load ({error})"
-    finally:
-        console.capture(None)
-        for note in notes:
-            warn(note.replace(written, target))
+    model, problem = load_written(written, target, free_flyer)
+    if model is None:
+        return problem
     name = unmatched_body(model, result)
     if name is None:
         return ""
     return (f"reading it back, body '{name}' does not have the identified inertia "
             "(does the compiler rescale inertias: settotalmass, boundmass, "
             "boundinertia, balanceinertia, inertiafromgeom=\"true\"?)")
+
+
+def load_written(written: str, target: str, free_flyer: bool):
+    """(the model of the file ``written``, the temporary of ``target``, "") or (None, why
+    it does not load); its notes are warnings naming ``target``."""
+    notes: list[str] = []
+    console.capture(notes)
+    try:
+        return load(written, free_flyer), ""
+    except UsageError as error:
+        return None, f"the written model does not load ({error})".replace(written, target)
+    finally:
+        console.capture(None)
+        for note in notes:
+            warn(note.replace(written, target))
