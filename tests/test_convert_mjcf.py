@@ -253,6 +253,9 @@ def test_dyn_convert_writes_the_file_and_refuses_to_overwrite_its_input(tmp_path
     ('<robot name="r"><link name="a"/>\n<link name="b"/><joint name="j" type="continuous">'
      '<parent link="a"/><child link="b"/><axis xyz="0 0 1"/></joint></robot>', 2,
      b"no mass"),
+    ('<robot name="r"><link name="a"/><link name="b">\n<inertial><mass value="1"/><inertia '
+     'ixx="1" ixy="0" ixz="0" iyy="1" iyz="0" izz="3"/></inertial></link><joint name="j" '
+     'type="continuous"><parent link="a"/><child link="b"/></joint></robot>', 2, b"A + B >= C"),
     ('<robot name="r"><link name="a"/>\n<link name="b"', 2, b"XML"),
 ])
 def test_a_model_mjcf_cannot_express_or_bad_input_is_one_line_exit_2(tmp_path, text, line,

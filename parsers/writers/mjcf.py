@@ -32,8 +32,9 @@ dynamics equal Pinocchio's on the URDF (fixed base, or a ``<freejoint>`` root wi
 
 Refused (a ParseError at the joint or link): a model that is not URDF, floating and planar
 joints inside the tree, a link named ``world`` that is not the root (MuJoCo's world body
-has the name), and a moving link with neither mass nor a massive link fixed to it
-(MuJoCo refuses a moving body without mass and inertia).
+has the name), and what MuJoCo refuses: a negative mass or principal moment, moments that
+violate A + B >= C, a moving link with neither mass and inertia nor a massive link fixed
+to it.
 """
 from __future__ import annotations
 
@@ -92,19 +93,19 @@ def _check(description: TreeDescription, free_flyer: bool) -> None:
 
 
 def _check_masses(description: TreeDescription, free_flyer: bool) -> None:
-    """MuJoCo refuses a moving body without mass and inertia, its own or that of a body
-    welded to it: the first such link is a ParseError at its joint."""
+    """MuJoCo refuses a negative mass or moment, principal moments that violate
+    A + B >= C, and a moving body without mass and inertia, its own or that of a body
+    welded to it: the first such link is a ParseError at its inertial or its joint."""
     links = {link.name: link for link in description.links}
+    moments = {name: _moments(link) for name, link in links.items()}
     welded: dict[str, list[str]] = {}
     for joint in description.joints:
         if joint.type == "fixed":
             welded.setdefault(joint.parent, []).append(joint.child)
 
     def massive(name: str) -> bool:
-        inertia = links[name].inertia
-        moments = np.linalg.eigvalsh(inertia.inertia) if inertia.mass >= MINVAL else ()
-        return (inertia.mass >= MINVAL and bool(np.all(moments >= MINVAL))) or \
-            any(massive(child) for child in welded.get(name, ()))
+        return (links[name].inertia.mass >= MINVAL and bool(np.all(moments[name] >= MINVAL))) \
+            or any(massive(child) for child in welded.get(name, ()))
 
     moving = [(joint.child, joint.source) for joint in description.joints
               if joint.type != "fixed"]
@@ -116,6 +117,26 @@ def _check_masses(description: TreeDescription, free_flyer: bool) -> None:
             raise ParseError.at(where, f"link {quoted(name)} moves but has no mass and "
                                 "rotational inertia, nor a link fixed to it that has: "
                                 "MuJoCo refuses such a body")
+
+
+def _moments(link: LinkSpec) -> np.ndarray:
+    """The principal moments of ``link``'s inertia (3,); a ParseError at its inertial when
+    MuJoCo refuses them (or the mass): negative, or violating A + B >= C. A diagonal
+    tensor is MuJoCo's numbers exactly; another one's eigenvalues may differ from MuJoCo's
+    in the last bits, which a relative 1e-12 allows for."""
+    inertia = link.inertia
+    tensor = np.asarray(inertia.inertia, dtype=float)
+    diagonal = not np.any(tensor - np.diag(np.diag(tensor)))
+    moments = np.diag(tensor).copy() if diagonal else np.linalg.eigvalsh(tensor)
+    slack = 0.0 if diagonal else 1e-12 * float(np.max(np.abs(moments)))
+    a, b, c = moments
+    if inertia.mass < 0 or np.any(moments < -slack) or a + b < c - slack or \
+            a + c < b - slack or b + c < a - slack:
+        where = link.inertial_source if link.inertial_source.file else link.source
+        raise ParseError.at(where, f"link {quoted(link.name)}: mass {number(inertia.mass)}, "
+                            f"principal moments {numbers(moments)}: MuJoCo refuses a "
+                            "negative mass or moment and moments that violate A + B >= C")
+    return moments
 
 
 def number(value: float) -> str:
