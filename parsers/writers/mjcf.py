@@ -80,10 +80,11 @@ def _check(description: TreeDescription, free_flyer: bool) -> None:
     """What MJCF cannot express, as a ParseError at the element."""
     for joint in description.joints:
         if joint.type not in JOINT_KINDS and joint.type != "fixed":
-            kind = {"free": "floating", "planar": "planar"}.get(joint.type, joint.type)
-            raise ParseError.at(joint.source, f"a {kind} joint inside the tree has no MJCF "
-                                "form (MuJoCo floats only children of the world, and "
-                                "has no planar joint)")
+            why = {"free": "a floating joint inside the tree has no MJCF form (MuJoCo "
+                           "floats only bodies of the world)",
+                   "planar": "a planar joint has no MJCF form (MuJoCo has none)"}
+            raise ParseError.at(joint.source, why.get(joint.type, f"a {joint.type} joint "
+                                                                  "has no MJCF form here"))
     root = description.world_link
     for link in description.links:
         if link.name == WORLD and link.name != root:
