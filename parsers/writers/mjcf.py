@@ -15,7 +15,8 @@ dynamics equal Pinocchio's on the URDF (fixed base, or a ``<freejoint>`` root wi
 * ``<inertial pos mass diaginertia|fullinertia>`` in the body frame: the tensor about
   the centre of mass in the link's axes (``fullinertia`` ixx iyy izz ixy ixz iyz when it
   is not diagonal; MuJoCo finds its principal axes itself), so no rotation of the
-  inertial frame is written at all.
+  inertial frame is written, but where MuJoCo refuses fullinertia (a principal moment
+  below 1e-14): then the principal moments with the ``quat`` of their axes.
 * revolute and prismatic joints are ``hinge`` and ``slide`` with their ``range``
   (limited by autolimits), continuous ones a ``hinge`` without one; ``<dynamics damping
   friction>`` as ``damping`` and ``frictionloss``, armature as ``armature``; the effort
@@ -25,9 +26,11 @@ dynamics equal Pinocchio's on the URDF (fixed base, or a ``<freejoint>`` root wi
   multiplier 0 0 0">``.
 * Shapes by reference: boxes, cylinders, spheres and capsules as geoms of MuJoCo's sizes
   (half lengths), meshes as ``<asset><mesh file>`` with the resolved absolute path and
-  the scale. MuJoCo reads STL, OBJ and MSH: another format (COLLADA .dae) or a file not
-  found is left as a comment, and a note. Collision shapes collide (contype 1), visual
-  ones are group 1 with contype and conaffinity 0.
+  the scale, ``inertia="shell"`` (no inertia comes from them, so an open or flat mesh
+  must not be refused for its volume). MuJoCo reads binary STL (1 to 200000 faces), OBJ
+  and MSH: another file (COLLADA .dae, ASCII STL) or one not found is left as a comment,
+  and a note. Collision shapes collide (contype 1), visual ones are group 1 with contype
+  and conaffinity 0.
 * A comment before every element names the file and line it came from.
 
 Refused (a ParseError at the joint or link): a model that is not URDF, floating and planar
@@ -45,9 +48,10 @@ from xml.sax.saxutils import quoteattr
 import numpy as np
 
 from treedyn.engine.description import JointSpec, LinkSpec, Shape, SourceRef, TreeDescription
-from treedyn.engine.rotations import matrix_quat
+from treedyn.engine.rotations import EPS, matrix_quat
 
 from ..errors import ParseError, quoted
+from ..meshes import stl_problem
 from ..packages import PackagePaths, resolve_uri
 from .converted import Converted
 
@@ -289,11 +293,8 @@ class _Writer:
             return
         where = link.inertial_source if link.inertial_source.file else link.source
         self.lines.append(pad + comment(where))
-        diagonal = not np.any(tensor - np.diag(np.diag(tensor)))
-        form = ("diaginertia", numbers(np.diag(tensor))) if diagonal else \
-            ("fullinertia", numbers([tensor[0, 0], tensor[1, 1], tensor[2, 2],
-                                     tensor[0, 1], tensor[0, 2], tensor[1, 2]]))
-        pairs = [("pos", numbers(inertia.com)), ("mass", number(inertia.mass)), form]
+        pairs = [("pos", numbers(inertia.com)), ("mass", number(inertia.mass)),
+                 *_tensor(tensor)]
         self.lines.append(pad + f"<inertial{attributes(pairs)}/>")
 
     def _geom(self, shape: Shape, pad: str) -> None:
@@ -329,6 +330,10 @@ class _Writer:
         if path.suffix.lower() not in MESH_SUFFIXES:
             return "", (f"is a {path.suffix or 'suffixless'} file, which MuJoCo does not "
                         "read (it reads STL, OBJ and MSH)")
+        problem = stl_problem(str(path)) if path.suffix.lower() == ".stl" else ""
+        if problem:  # "is ASCII STL...", "cannot be read (...)", or MeshFileError's words
+            return "", problem if problem.startswith(("is ", "cannot")) else \
+                f"is not read by MuJoCo: {problem}"
         scale = tuple(float(value) for value in shape.scale)
         key = (os.path.realpath(path), scale)
         name = self.meshes.get(key)
@@ -336,7 +341,8 @@ class _Writer:
             name = _unique(path.stem, set(self.meshes.values()))
             self.meshes[key] = name
             pairs = [("name", name), ("file", key[0]),
-                     ("scale", None if scale == (1.0, 1.0, 1.0) else numbers(scale))]
+                     ("scale", None if scale == (1.0, 1.0, 1.0) else numbers(scale)),
+                     ("inertia", "shell")]  # no volume needed: an open mesh is no error
             self.assets += ["    " + comment(shape.source),
                             f"    <mesh{attributes(pairs)}/>"]
         return name, ""
@@ -367,6 +373,24 @@ class _Writer:
         if limited:
             self.notes.append(f"{_where(limited[0].limit_source)}: MJCF has no velocity "
                               f"limit: those of {len(limited)} joint(s) are not carried")
+
+
+def _tensor(tensor: np.ndarray) -> list[tuple[str, str]]:
+    """The attributes of a rotational inertia (3, 3) in the body frame: ``diaginertia``
+    when it is diagonal, else ``fullinertia`` (MuJoCo finds the principal axes), unless
+    its smallest moment is below MuJoCo's EPS, which fullinertia refuses: then the
+    principal moments as ``diaginertia`` (0 for a negative one of rounding) turned by
+    ``quat``."""
+    if not np.any(tensor - np.diag(np.diag(tensor))):
+        return [("diaginertia", numbers(np.diag(tensor)))]
+    moments, axes = np.linalg.eigh(tensor)
+    if moments[0] >= EPS:
+        return [("fullinertia", numbers([tensor[0, 0], tensor[1, 1], tensor[2, 2],
+                                         tensor[0, 1], tensor[0, 2], tensor[1, 2]]))]
+    if np.linalg.det(axes) < 0:
+        axes[:, 0] = -axes[:, 0]
+    return [("quat", numbers(matrix_quat(axes))),
+            ("diaginertia", numbers(np.maximum(moments, 0.0)))]
 
 
 def _where(source: SourceRef) -> str:
