@@ -299,3 +299,12 @@ def test_a_model_mjcf_cannot_express_or_bad_input_is_one_line_exit_2(tmp_path, t
 def test_an_output_suffix_of_no_format_is_refused(tmp_path):
     result = dyn_here(["convert", ARM, "-o", tmp_path / "arm.sdf"], cwd=tmp_path)
     assert result.returncode == 2 and b".xml" in result.stderr
+
+
+def test_an_mjcf_model_is_not_written_as_mjcf_again_nor_floated(tmp_path):
+    model = ROOT / "fixtures" / "mjcf" / "two_link_arm.xml"
+    for extra, words in (([], b"MJCF already"), (["--free-flyer"], b"applies to URDF")):
+        result = dyn_here(["convert", model, "-o", tmp_path / "arm.xml", *extra], cwd=ROOT)
+        assert result.returncode == 2 and result.stderr.count(b"\n") == 1, result.stderr
+        assert words in result.stderr
+    assert os.listdir(tmp_path) == []
