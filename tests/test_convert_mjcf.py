@@ -308,3 +308,15 @@ def test_an_mjcf_model_is_not_written_as_mjcf_again_nor_floated(tmp_path):
         assert result.returncode == 2 and result.stderr.count(b"\n") == 1, result.stderr
         assert words in result.stderr
     assert os.listdir(tmp_path) == []
+
+
+def test_a_revolute_joint_without_limit_is_an_unlimited_hinge(tmp_path):
+    """urdfdom refuses the joint; dyn reads it unlimited (a note), and so does the MJCF."""
+    (tmp_path / "r.urdf").write_text(
+        '<robot name="r"><link name="a"/><link name="b"><inertial><mass value="1"/><inertia '
+        'ixx="1" ixy="0" ixz="0" iyy="1" iyz="0" izz="1"/></inertial></link><joint name="j" '
+        'type="revolute"><parent link="a"/><child link="b"/></joint></robot>')
+    result = dyn_here(["convert", "r.urdf", "-o", "r.xml"], cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    mj = mujoco.MjModel.from_xml_path(str(tmp_path / "r.xml"))
+    assert list(mj.jnt_limited) == [0]

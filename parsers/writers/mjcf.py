@@ -273,7 +273,10 @@ class _Writer:
             self.lines.append(pad + comment(f"fixed joint {quoted(joint.name)}: the body is "
                                             "welded to its parent"))
             return
-        ranged = joint.type in ("revolute", "prismatic")  # any range, even empty: as URDF
+        # any finite range, an empty one too (MuJoCo takes it); a revolute or prismatic
+        # joint without <limit> (urdfdom refuses it; dyn reads it unlimited) gets none
+        ranged = joint.type in ("revolute", "prismatic") and \
+            math.isfinite(joint.lower) and math.isfinite(joint.upper)
         effort = joint.effort if math.isfinite(joint.effort) else None
         pairs = [("name", joint.name), ("type", JOINT_KINDS[joint.type]),
                  ("axis", numbers(joint.axis)),
