@@ -320,3 +320,23 @@ def test_a_revolute_joint_without_limit_is_an_unlimited_hinge(tmp_path):
     assert result.returncode == 0, result.stderr
     mj = mujoco.MjModel.from_xml_path(str(tmp_path / "r.xml"))
     assert list(mj.jnt_limited) == [0]
+
+
+def test_meshes_by_reference_relative_below_the_output_else_absolute(tmp_path):
+    from lxml import etree
+
+    (tmp_path / "meshes").mkdir()
+    shutil.copy(ROOT / "fixtures" / "mjcf" / "meshes" / "lblock.stl", tmp_path / "meshes")
+    (tmp_path / "sub").mkdir()
+    (tmp_path / "r.urdf").write_text(
+        '<robot name="r"><link name="a"><collision><geometry><mesh filename="meshes/'
+        'lblock.stl" scale="2 2 2"/></geometry></collision></link></robot>')
+    expected = {"r.xml": "meshes/lblock.stl",
+                "sub/r.xml": str((tmp_path / "meshes" / "lblock.stl").resolve())}
+    for out, file in expected.items():
+        result = dyn_here(["convert", "r.urdf", "-o", out], cwd=tmp_path)
+        assert result.returncode == 0, result.stderr
+        mesh = etree.parse(str(tmp_path / out)).find("asset/mesh")
+        assert (mesh.get("file"), mesh.get("scale")) == (file, "2 2 2")
+        mj = mujoco.MjModel.from_xml_path(str(tmp_path / out))
+        assert mj.nmesh == 1 and mj.ngeom == 1

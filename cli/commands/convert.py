@@ -55,7 +55,7 @@ def convert(
                   [(path, "a file the model is read from") for path in description.files])
     try:
         result = converted(description, suffix, free_flyer=free_flyer, source=model,
-                           packages=package_paths())
+                           packages=package_paths(), output=output)
     except ParseError as error:
         raise UsageError(str(error)) from None
     replace_checked(output, result.text.encode("utf-8"),

@@ -25,8 +25,8 @@ dynamics equal Pinocchio's on the URDF (fixed base, or a ``<freejoint>`` root wi
 * ``<mimic>`` as ``<equality><joint joint1="follower" joint2="leader" polycoef="offset
   multiplier 0 0 0">``.
 * Shapes by reference: boxes, cylinders, spheres and capsules as geoms of MuJoCo's sizes
-  (half lengths), meshes as ``<asset><mesh file>`` with the resolved absolute path and
-  the scale, ``inertia="shell"`` (no inertia comes from them, so an open or flat mesh
+  (half lengths), meshes as ``<asset><mesh file>`` with the resolved absolute path
+  (relative to the output's folder for a mesh below it) and the scale, ``inertia="shell"`` (no inertia comes from them, so an open or flat mesh
   must not be refused for its volume). MuJoCo reads binary STL (1 to 200000 faces), OBJ
   and MSH: another file (COLLADA .dae, ASCII STL) or one not found is left as a comment,
   and a note. Collision shapes collide (contype 1), visual ones are group 1 with contype
@@ -64,11 +64,12 @@ COMPILER = ('<compiler angle="radian" autolimits="true" inertiafromgeom="false" 
 
 
 def write_mjcf(description: TreeDescription, *, free_flyer: bool, source: str,
-               packages: PackagePaths = PackagePaths()) -> Converted:
+               packages: PackagePaths = PackagePaths(), output: str = "") -> Converted:
     """``description`` (a URDF model read from ``source``) as MJCF text, with a
     ``<freejoint>`` root when ``free_flyer``; notes on what MJCF does not carry (the
     description's own notes are not repeated).
-    ``packages``: where ``package://`` meshes are looked for beyond the model's folders."""
+    ``packages``: where ``package://`` meshes are looked for beyond the model's folders;
+    ``output``: the file the text goes to, whose folder a mesh below it is named from."""
     if description.format != "urdf":
         raise ParseError(f"the model is {description.format.upper()} already: MJCF is "
                          "written from URDF models", source)
@@ -77,7 +78,9 @@ def write_mjcf(description: TreeDescription, *, free_flyer: bool, source: str,
         floating = description.with_free_flyer()
         root_joint, notes = floating.joints[0].name, floating.notes[len(description.notes):]
     _check(description, free_flyer)
-    return _Writer(description, source, packages, notes).converted(root_joint)
+    writer = _Writer(description, source, packages, notes)
+    writer.folder = os.path.dirname(os.path.realpath(output)) if output else ""
+    return writer.converted(root_joint)
 
 
 def _check(description: TreeDescription, free_flyer: bool) -> None:
@@ -194,6 +197,7 @@ class _Writer:
         self.assets: list[str] = []
         self.meshes: dict[tuple[str, tuple[float, ...]], str] = {}
         self.notes: list[str] = list(notes)
+        self.folder = ""  # the output's folder (real path), or "" when not known
 
     def converted(self, root_joint: str) -> Converted:
         """The whole document; ``root_joint``: the name of the root's free joint, or ""."""
@@ -343,7 +347,9 @@ class _Writer:
         if name is None:
             name = _unique(path.stem, set(self.meshes.values()))
             self.meshes[key] = name
-            pairs = [("name", name), ("file", key[0]),
+            below = self.folder and key[0].startswith(os.path.join(self.folder, ""))
+            pairs = [("name", name), ("file", os.path.relpath(key[0], self.folder) if below
+                                      else key[0]),
                      ("scale", None if scale == (1.0, 1.0, 1.0) else numbers(scale)),
                      ("inertia", "shell")]  # no volume needed: an open mesh is no error
             self.assets += ["    " + comment(shape.source),
