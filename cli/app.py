@@ -57,6 +57,8 @@ COMMANDS = {
     "centroidal": ("centroidal", "centroidal",
                    "Centroidal momentum matrix Ag, momentum hg and inertia Ig."),
     "energy": ("energy", "energy", "Kinetic and potential energy of a state."),
+    "convert": ("convert", "convert",
+                "A model written in another format (URDF -> MJCF), same dynamics."),
     "inertia-from-geometry": ("inertia_from_geometry", "inertia_from_geometry",
                               "Each link's com and inertia from its shapes, mass kept."),
 }

@@ -168,6 +168,19 @@ def read_stl(data: bytes) -> MeshData:
     return _merge_repeated(corners.astype(np.float32))
 
 
+def stl_problem(path: str) -> str:
+    """Why MuJoCo cannot read the STL file at ``path``, as far as its size and first bytes
+    tell (ASCII STL; a binary face count outside 1 to 200000; not STL), or ""."""
+    try:
+        size, head = file_head(path, MESH_BYTES, 1024)
+        kind = _stl_kind(head, size)
+    except OSError as error:
+        return f"cannot be read ({error.strerror or error})"
+    except MeshFileError as error:
+        return str(error)
+    return "is ASCII STL; MuJoCo reads binary STL only" if kind == "ascii" else ""
+
+
 def _stl_kind(head: bytes, size: int, lenient: bool = False) -> str:
     """"binary" or "ascii" from an STL file's first bytes and its size, as MuJoCo decides
     (binary when the face count n at byte 80 gives the size 84 + 50 n), or MeshFileError:

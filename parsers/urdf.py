@@ -29,6 +29,9 @@ The semantics are Pinocchio's (``pin.buildModelFromUrdf``, which reads URDF with
   without ``<limit>`` is no limit (+inf), and so is a limit of the largest double
   (Pinocchio's "no limit", ±1.7976931348623157e+308). The ``<limit>`` line is kept as
   ``JointSpec.limit_source``.
+* ``<dynamics damping friction>``: ``JointSpec.damping`` and ``friction`` (0 when not
+  given), as Pinocchio's ``damping`` and ``friction`` read them; the dynamics do not use
+  them (Pinocchio's algorithms do not either), the converters carry them.
 * ``<inertial>``: ``<mass value>``, the centre of mass at the origin's ``xyz`` and the
   ``<inertia>`` tensor given in the frame rotated by the origin's ``rpy``, so that in the
   link frame ``I = R I_urdf R^T``. A link without ``<inertial>`` has zero inertia and
@@ -412,6 +415,7 @@ def _joint(element: etree._Element, path: str, notes: list[str]) -> JointSpec:
     limit = first.get("limit")
     lower, upper, effort, velocity = _limits(limit, kind, source, notes)
     _urdfdom_joint_notes(first, source, notes)
+    damping, friction = _dynamics(first.get("dynamics"), source)
     return JointSpec(
         name=element.get("name"),
         type=JOINT_TYPES[kind],
@@ -423,6 +427,8 @@ def _joint(element: etree._Element, path: str, notes: list[str]) -> JointSpec:
         lower=lower,
         upper=upper,
         mimic=_mimic(first.get("mimic"), source),
+        damping=damping,
+        friction=friction,
         source=source,
         effort=effort,
         velocity=velocity,
@@ -513,6 +519,21 @@ def _no_limit(value: float) -> float:
     """``value``, or an infinity of its sign when it is the largest double (Pinocchio's "no
     limit", which :mod:`treedyn.parsers.writers.urdf` writes where URDF wants a number)."""
     return math.copysign(math.inf, value) if abs(value) >= sys.float_info.max else value
+
+
+def _dynamics(element: etree._Element | None, owner: SourceRef) -> tuple[float, float]:
+    """(damping, friction) of a joint's ``<dynamics>``, each 0 when not given, as urdfdom
+    and Pinocchio's ``damping`` and ``friction`` read them. A value that is not a finite
+    number is 0 too: urdfdom refuses the file, which the notes say already."""
+    if element is None:
+        return 0.0, 0.0
+    values = []
+    for key in ("damping", "friction"):
+        try:
+            values.append(number(element, key, 0.0, owner))
+        except ParseError:
+            values.append(0.0)
+    return values[0], values[1]
 
 
 def _mimic(element: etree._Element | None, owner: SourceRef) -> Mimic | None:

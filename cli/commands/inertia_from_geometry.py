@@ -18,7 +18,7 @@ from ..model import load, package_paths, xacro_arguments
 from ..options import (ModelArg, ReportFormat, ReportFormatOpt, XacroArgOpt, XacroArgs,
                        epilog, examples)
 from ..render.geometry import geometry_csv, geometry_table
-from ..run.fitted import check_write_target, reloaded, write_changes
+from ..run.fitted import check_write_target, load_written, write_changes
 
 GEOMETRY_EXAMPLES = examples(
     "dyn inertia-from-geometry fixtures/shapes.urdf",
@@ -103,7 +103,7 @@ def _write(model: str, target: str, description, results) -> dict:
     changes = [Change(links[r.link], r.inertia) for r in results if r.inertia is not None]
 
     def check(written: str) -> str:
-        again, problem = reloaded(written, target)
+        again, problem = load_written(written, target)
         if again is None:
             return problem
         found = {link.name: link.inertia for link in again.description.links}

@@ -28,9 +28,15 @@ def check_write_target(model: str, target: str, kind: str, input_file: str) -> N
     if suffix not in wanted:
         raise UsageError(f"dyn: --write {target}: a {kind.upper()} model is written as "
                          f"{' or '.join(wanted)}")
-    for other, what in ((model, "the model file"), (input_file, "the log")):
+    refuse_inputs("--write", target, ((model, "the model file"), (input_file, "the log")))
+
+
+def refuse_inputs(option: str, target: str, inputs) -> None:
+    """The output ``target`` (given by ``option``) is none of ``inputs``, (path, what it
+    is) pairs: a UsageError naming the one it is."""
+    for other, what in inputs:
         if other != "-" and same_file(other, target):
-            raise UsageError(f"dyn: --write {target} is {what}; write a new file and "
+            raise UsageError(f"dyn: {option} {target} is {what}; write a new file and "
                              "review it (dyn diff)")
 
 
@@ -63,26 +69,12 @@ def write_changes(model: str, target: str, kind: str, changes: list[Change],
     replace_checked(target, new.encode("utf-8", errors="surrogateescape"), check)
 
 
-def reloaded(written: str, target: str, free_flyer: bool = False):
-    """(the model of the file ``written``, the temporary of ``target``, or None; "" or
-    why it does not load). Its notes are warnings named as ``target``."""
-    notes: list[str] = []
-    console.capture(notes)
-    try:
-        return load(written, free_flyer), ""
-    except UsageError as error:
-        return None, f"the written model does not load ({error})"
-    finally:
-        console.capture(None)
-        for note in notes:
-            warn(note.replace(written, target))
-
-
 def read_back(written: str, result, free_flyer: bool, target: str) -> str:
     """"" when the file ``written`` (the temporary of ``target``) gives every fitted body
     the identified parameters (12 digits), else why not (a compiler option that rescales
-    inertias, an include that is not found from the new file's folder, ...)."""
-    model, problem = reloaded(written, target, free_flyer)
+    inertias, an include that is not found from the new file's folder, ...). Its model's
+    notes are warnings named as ``target``."""
+    model, problem = load_written(written, target, free_flyer)
     if model is None:
         return problem
     name = unmatched_body(model, result)
@@ -91,3 +83,18 @@ def read_back(written: str, result, free_flyer: bool, target: str) -> str:
     return (f"reading it back, body '{name}' does not have the identified inertia "
             "(does the compiler rescale inertias: settotalmass, boundmass, "
             "boundinertia, balanceinertia, inertiafromgeom=\"true\"?)")
+
+
+def load_written(written: str, target: str, free_flyer: bool = False):
+    """(the model of the file ``written``, the temporary of ``target``, "") or (None, why
+    it does not load); its notes are warnings naming ``target``."""
+    notes: list[str] = []
+    console.capture(notes)
+    try:
+        return load(written, free_flyer), ""
+    except UsageError as error:
+        return None, f"the written model does not load ({error})".replace(written, target)
+    finally:
+        console.capture(None)
+        for note in notes:
+            warn(note.replace(written, target))
