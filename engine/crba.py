@@ -13,6 +13,11 @@ in the internal frames, a group of one tree level transformed by a rotation of i
 and one (21, 21) BLAS call; the force columns ``F[dof, component, state]`` in the model's
 dof order, a subtree's columns moved to the parent by a rotation and one batched 6x6 call.
 
+A model whose joints below the bodies on the world all have one dof (revolute, prismatic)
+takes :mod:`treedyn.engine.batch.rootframe` instead (Pinocchio's WORLD convention, in each
+tree's root frame): no column moves, ``M[i, j] = J_i . F_j``; the other models (a
+spherical, planar or free joint below the root) this local path.
+
 Readable twin: :func:`treedyn.engine.reference.crba_reference` (Featherstone's CRBA, one
 state, 6x6 matrices in the link frames). ``tests/test_reference.py`` holds this fast path
 to it (``tests/test_mimic.py`` on coupled models), ``tests/test_pinocchio.py`` to Pinocchio.
@@ -21,6 +26,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from .batch import rootframe
 from .batch.load import generic_transform, load_coordinates
 from .batch.memory import workspace
 from .batch.plan import FREE, FREE_PERM, GENERIC, REVOLUTE, S_ROW, U_ROWS, plan_of
@@ -40,11 +46,13 @@ def crba(model: Model, q) -> np.ndarray:
     plan = plan_of(model)
     batch, q = states(model, q)[:2]
     M = np.zeros((batch.count, model.nv, model.nv))
-    capacity = chunk_size(plan, crba_shapes, batch.count)
+    key, shapes, chunk = (("crba-root", rootframe.shapes, root_frame_chunk) if rootframe.takes(plan)
+                          else ("crba", crba_shapes, crba_chunk))
+    capacity = chunk_size(plan, shapes, batch.count)
 
     def work(s0: int, s1: int) -> None:
-        W = workspace("crba", plan, capacity, crba_shapes).view(s1 - s0)
-        crba_chunk(plan, W, q[s0:s1], M[s0:s1])
+        W = workspace(key, plan, capacity, shapes).view(s1 - s0)
+        chunk(plan, W, q[s0:s1], M[s0:s1])
 
     run_chunks(batch.count, work, capacity)
     if plan.has_armature:
@@ -76,6 +84,37 @@ def crba_chunk(plan, W, q, M) -> None:
     load_coordinates(plan, W, q, spin2=True)
     generic = composite_sweep(plan, W, q)
     column_sweep(plan, W, generic, M)
+
+
+def root_frame_chunk(plan, W, q, M) -> None:
+    """M for one chunk in the roots' frames (:mod:`treedyn.engine.batch.rootframe`)."""
+    load_coordinates(plan, W, q, spin2=True)
+    rootframe.placements(plan, W)
+    rootframe.composites(plan, W)
+    rootframe.world_columns(plan, W)
+    for slot in range(rootframe.roots(plan), 0, -1):
+        g = plan.group_of_slot[slot]
+        joint_columns(plan, W, slot, generic_transform(g, q)[:3] if g.kind == GENERIC else None, M)
+    rootframe.mass_rows(plan, W, M, write_row)
+
+
+def joint_columns(plan, W, slot: int, transform, M) -> None:
+    """The rows of one joint's dofs from its F columns, by kind (``transform`` (E, r, S) of
+    a generic joint), and below the world its subtree's columns moved to the parent."""
+    g = plan.group_of_slot[slot]
+    own, sub = plan.own_cols[slot], plan.subtree_cols[slot]
+    if g.kind == FREE:
+        free_root_columns(W, slot, own, sub, M)
+    elif g.kind == GENERIC:
+        generic_columns(W, slot, g, own, sub, transform, M)
+    else:
+        one_dof_columns(plan, W, slot, g, own, sub, M)
+
+
+def write_row(M, dof: int, columns: slice, values) -> None:
+    """M[dof, columns] and M[columns, dof] = values (m, n) of every state."""
+    M[:, dof, columns] = values
+    M[:, columns, dof] = values
 
 
 def composite_sweep(plan, W, q) -> dict:
@@ -116,14 +155,7 @@ def column_sweep(plan, W, generic: dict, M) -> None:
     """Leaves first: F = IC_i S_i, M[i, subtree(i)] = S_i^T F[subtree(i)], and the subtree's
     force columns moved to the parent's frame (F (nv, 6, m) by model dof)."""
     for slot in range(plan.nj, 0, -1):  # leaves first (slots are breadth-first)
-        g = plan.group_of_slot[slot]
-        own, sub = plan.own_cols[slot], plan.subtree_cols[slot]
-        if g.kind == FREE:
-            free_root_columns(W, slot, own, sub, M)
-        elif g.kind == GENERIC:
-            generic_columns(W, slot, g, own, sub, generic[slot], M)
-        else:
-            one_dof_columns(plan, W, slot, g, own, sub, M)
+        joint_columns(plan, W, slot, generic.get(slot), M)
 
 
 def free_root_columns(W, slot: int, own: slice, sub: slice, M) -> None:
@@ -160,9 +192,7 @@ def one_dof_columns(plan, W, slot: int, g, own: slice, sub: slice, M) -> None:
     Fs = F[sub]  # (nsub, 6, m)
     row = S_ROW[g.kind]
     np.take(W.IC[slot], U_ROWS[g.kind], axis=0, out=F[own.start], mode="clip")  # Ic S
-    values = Fs[:, row].T  # (m, nsub): S_i^T F
-    M[:, own.start, sub] = values
-    M[:, sub, own.start] = values
+    write_row(M, own.start, sub, Fs[:, row].T)  # (m, nsub): S_i^T F
     if g.at_world:
         return
     m_row = plan.row_in_group[slot]

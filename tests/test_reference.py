@@ -15,8 +15,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from random_trees import random_model
+from random_trees import ONE_DOF_TYPES, random_model
 from treedyn.engine import aba, crba, rnea
+from treedyn.engine.batch import rootframe
+from treedyn.engine.batch.plan import plan_of
 from treedyn.engine.reference import aba_reference, crba_reference, rnea_reference
 from treedyn.engine.samples import random_states
 from treedyn.parsers import load_model
@@ -74,6 +76,17 @@ def test_mjcf_fixtures_match_the_reference(path):
 def test_random_trees_match_the_reference(seed, floating):
     rng = np.random.default_rng(seed)
     model = random_model(rng, int(rng.integers(1, 12)), floating)
+    assert_matches_reference(model, seed)
+
+
+@pytest.mark.parametrize("floating", [None, "free", "free_world"])
+@pytest.mark.parametrize("seed", range(4))
+def test_one_dof_trees_take_the_root_frame_mass_matrix(seed, floating):
+    """Revolute and prismatic joints below any root (several 1-dof roots on the world, a
+    free-flyer, a generic free joint): CRBA in the roots' frames, held to the reference."""
+    rng = np.random.default_rng(100 + seed)
+    model = random_model(rng, int(rng.integers(2, 14)), floating, types=ONE_DOF_TYPES)
+    assert rootframe.takes(plan_of(model))
     assert_matches_reference(model, seed)
 
 
