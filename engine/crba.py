@@ -92,10 +92,21 @@ def root_frame_chunk(plan, W, q, M) -> None:
     rootframe.placements(plan, W)
     rootframe.composites(plan, W)
     rootframe.world_columns(plan, W)
+    free = None
     for slot in range(rootframe.roots(plan), 0, -1):
         g = plan.group_of_slot[slot]
+        own, sub = plan.own_cols[slot], plan.subtree_cols[slot]
+        if g.kind == FREE:
+            free = own, sub, free_root_values(W, slot, own, sub, W.FP[:sub.stop - sub.start])
+            continue
         joint_columns(plan, W, slot, generic_transform(g, q)[:3] if g.kind == GENERIC else None, M)
-    rootframe.mass_rows(plan, W, M, write_row)
+    rootframe.mass_rows(plan, W)
+    block = rootframe.block_states(plan)
+    for s0 in range(0, len(q), block):  # M a block of states at a time: it stays in cache
+        s1 = min(s0 + block, len(q))
+        if free is not None:
+            write_block(M[s0:s1], free[0], free[1], free[2][..., s0:s1])
+        rootframe.write_rows(plan, W, M[s0:s1], write_row, s0, s1)
 
 
 def joint_columns(plan, W, slot: int, transform, M) -> None:
@@ -160,12 +171,20 @@ def column_sweep(plan, W, generic: dict, M) -> None:
 
 def free_root_columns(W, slot: int, own: slice, sub: slice, M) -> None:
     """Pinocchio's free-flyer on the world: S is a permutation."""
+    write_block(M, own, sub, free_root_values(W, slot, own, sub))
+
+
+def free_root_values(W, slot: int, own: slice, sub: slice, out=None) -> np.ndarray:
+    """A free-flyer's rows (nsub, 6, m): its own columns F = Ic S set, then S^T F[sub]."""
     F, IC = W.F, W.IC
-    Fs = F[sub]  # (nsub, 6, m)
     m = IC.shape[-1]
     Ic = np.matmul(PINV_SPIN, IC[slot]).reshape(6, 6, m)
     F[own] = np.take(Ic, FREE_PERM, axis=1).transpose(1, 0, 2)
-    values = np.take(Fs, FREE_PERM, axis=1)  # (nsub, 6, m)
+    return np.take(F[sub], FREE_PERM, axis=1, out=out)
+
+
+def write_block(M, own: slice, sub: slice, values) -> None:
+    """M[own, sub] and M[sub, own] of every state from values (nsub, nown, m)."""
     M[:, own, sub] = values.transpose(2, 1, 0)
     M[:, sub, own] = values.transpose(2, 0, 1)
 
