@@ -16,10 +16,13 @@ sweep's per-joint functions, which need no move at the top of a tree.
 Layout (component-major, by slot, see :mod:`.plan`): rotations ``R[slot, 3 a + c, state]``
 (root axis a of body axis c), origins ``P[slot, a, state]``, composites ``T[slot, 10,
 state]``, motion columns ``J[slot, 6, state]``, force columns ``F[dof, 6, state]`` by model
-dof. Measured on talos_reduced (free-flyer, 32 revolute joints, 10 000 states, 1 thread):
-the mass matrix about 2x faster than the local convention's column moves and (21, 21)
-spin congruences (see ``benchmarks/bench_core.py``). Reference: the same
-:func:`treedyn.engine.reference.crba_reference` the local path is held to.
+dof. Measured on a loaded 2-core machine (CPU time per state of one 4096-state chunk, M
+already allocated, this path and :func:`treedyn.engine.crba.crba_chunk` interleaved in one
+process, 1 thread): talos_reduced (free-flyer, 32 revolute joints) 16.2 us against 20.5
+us, xarm7 1.55 us against 2.03 us. About 6 of talos' 16 us are the stores into M (rows
+and columns of states 11 KB apart), which :func:`block_states` keeps in cache. Reference:
+:func:`treedyn.engine.reference.crba_reference`, which ``tests/test_reference.py`` holds
+this path to (random 1-dof trees on every kind of root, and the fixture models).
 """
 from __future__ import annotations
 
@@ -184,5 +187,6 @@ def pairs(plan) -> int:
 
 def block_states(plan) -> int:
     """States whose M (nv, nv) fill about 2 MB: L2 holds them while their rows and columns
-    are written (talos_reduced, 4096 states: 15.7 us a state against 19 us at once)."""
+    are written. Measured (talos_reduced, a 4096-state chunk, CPU medians of 9 on a loaded
+    machine): 6.1 us a state for the stores against 8.0 us over the whole chunk at once."""
     return max(16, (2 << 20) // (8 * plan.nv * plan.nv + 1))
