@@ -92,20 +92,20 @@ def root_frame_chunk(plan, W, q, M) -> None:
     rootframe.placements(plan, W)
     rootframe.composites(plan, W)
     rootframe.world_columns(plan, W)
-    free = None
+    free = []  # free-flyers' (own, sub, rows), written with the others' rows below
     for slot in range(rootframe.roots(plan), 0, -1):
         g = plan.group_of_slot[slot]
         own, sub = plan.own_cols[slot], plan.subtree_cols[slot]
         if g.kind == FREE:
-            free = own, sub, free_root_values(W, slot, own, sub, W.FP[:sub.stop - sub.start])
+            free.append((own, sub, free_root_values(W, slot, own, sub, W.FP[sub])))
             continue
         joint_columns(plan, W, slot, generic_transform(g, q)[:3] if g.kind == GENERIC else None, M)
     rootframe.mass_rows(plan, W)
     block = rootframe.block_states(plan)
     for s0 in range(0, len(q), block):  # M a block of states at a time: it stays in cache
         s1 = min(s0 + block, len(q))
-        if free is not None:
-            write_block(M[s0:s1], free[0], free[1], free[2][..., s0:s1])
+        for own, sub, values in free:
+            write_block(M[s0:s1], own, sub, values[..., s0:s1])
         rootframe.write_rows(plan, W, M[s0:s1], write_row, s0, s1)
 
 

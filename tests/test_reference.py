@@ -15,8 +15,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from random_trees import ONE_DOF_TYPES, random_model
-from treedyn.engine import aba, crba, rnea
+from random_trees import (ONE_DOF_TYPES, random_description, random_inertia, random_model,
+                          random_rotation)
+from treedyn.engine import JointSpec, LinkSpec, aba, build_model, crba, rnea
 from treedyn.engine.batch import rootframe
 from treedyn.engine.batch.plan import plan_of
 from treedyn.engine.reference import aba_reference, crba_reference, rnea_reference
@@ -88,6 +89,22 @@ def test_one_dof_trees_take_the_root_frame_mass_matrix(seed, floating):
     model = random_model(rng, int(rng.integers(2, 14)), floating, types=ONE_DOF_TYPES)
     assert rootframe.takes(plan_of(model))
     assert_matches_reference(model, seed)
+
+
+def test_two_free_flyers_take_the_root_frame_mass_matrix():
+    """Two free-flyers on the world, each with 1-dof joints below: both roots' rows."""
+    rng = np.random.default_rng(7)
+    description = random_description(rng, 6, "free", types=ONE_DOF_TYPES)
+    description.links.extend([LinkSpec("base2", random_inertia(rng)),
+                              LinkSpec("arm2", random_inertia(rng))])
+    description.joints.extend([
+        JointSpec("root2", "free", "world", "base2", rotation=random_rotation(rng),
+                  translation=rng.normal(size=3)),
+        JointSpec("hinge2", "revolute", "base2", "arm2", translation=rng.normal(size=3),
+                  axis=np.array([0.6, 0.0, 0.8]))])
+    model = build_model(description)
+    assert rootframe.takes(plan_of(model)) and list(model.joint_types).count("free") == 2
+    assert_matches_reference(model)
 
 
 def test_the_reference_gives_the_two_link_arms_textbook_numbers():
