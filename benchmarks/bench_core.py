@@ -246,7 +246,7 @@ def print_baseline(rows, python: str) -> None:
         ours, base, pin_ = t["ours"], t["base"], t["pin"]
         table.append((label, algorithm, str(threads), *(f"{x[0]:.2f} ({x[1]:.2f})" for x in (ours, base, pin_)),
                       *(f"{a[k] / b[k]:.2f}x" for a, b in ((ours, pin_), (ours, base)) for k in (0, 1))))
-    print_table(head, [table[i] for i in range(len(table))], False)
+    print_table(head, table, False)
 
 
 def gymnasium_assets() -> str:
