@@ -13,10 +13,12 @@ in the internal frames, a group of one tree level transformed by a rotation of i
 and one (21, 21) BLAS call; the force columns ``F[dof, component, state]`` in the model's
 dof order, a subtree's columns moved to the parent by a rotation and one batched 6x6 call.
 
-A model whose joints below the bodies on the world all have one dof (revolute, prismatic)
-takes :mod:`treedyn.engine.batch.rootframe` instead (Pinocchio's WORLD convention, in each
-tree's root frame): no column moves, ``M[i, j] = J_i . F_j``; the other models (a
-spherical, planar or free joint below the root) this local path.
+A batch of ``rootframe.MIN_STATES`` states or more of a model whose joints below the
+bodies on the world all have one dof (revolute, prismatic) takes
+:mod:`treedyn.engine.batch.rootframe` instead (Pinocchio's WORLD convention, in each
+tree's root frame): no column moves, ``M[i, j] = J_i . F_j``; smaller batches and the
+other models (a spherical, planar or free joint below the root) this local path. The two
+agree to rounding (a few ulp), not bit for bit.
 
 Readable twin: :func:`treedyn.engine.reference.crba_reference` (Featherstone's CRBA, one
 state, 6x6 matrices in the link frames). ``tests/test_reference.py`` holds this fast path
@@ -46,7 +48,7 @@ def crba(model: Model, q) -> np.ndarray:
     plan = plan_of(model)
     batch, q = states(model, q)[:2]
     M = np.zeros((batch.count, model.nv, model.nv))
-    key, shapes, chunk = (("crba-root", rootframe.shapes, root_frame_chunk) if rootframe.takes(plan)
+    key, shapes, chunk = (("crba-root", rootframe.shapes, root_frame_chunk) if rootframe.takes(plan, batch.count)
                           else ("crba", crba_shapes, crba_chunk))
     capacity = chunk_size(plan, shapes, batch.count)
 
