@@ -93,8 +93,6 @@ def run_chunks(count: int, work, chunk: int) -> None:
         work(0, count)
         return
     nchunks = -(-count // chunk)
-    if threads > 1:  # a multiple of the threads: none idles through a last round alone
-        nchunks = -(-nchunks // threads) * threads
     size = -(-count // nchunks)  # even chunks
     bounds = [(start, min(start + size, count)) for start in range(0, count, size)]
     if threads <= 1:
