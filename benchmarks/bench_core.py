@@ -1,6 +1,7 @@
 """Per-state time of treedyn's inverse / mass / forward next to Pinocchio's and MuJoCo's.
 
     python benchmarks/bench_core.py [--repeats 7] [--batch 10000] [--markdown]
+    python benchmarks/bench_core.py --baseline /path/to/other/venv/bin/python [--repeats 5]
 
 URDF models: a 7-dof arm (xarm7, fixed base) and a 30+-dof humanoid (talos_reduced,
 free-flyer), both from example-robot-data, against Pinocchio. MJCF model: gymnasium's
@@ -23,6 +24,14 @@ threads against the single-threaded loop of crba calls. MuJoCo has no
 batched dynamics call, so it runs a Python loop over states: inverse = mj_inverse,
 mass = mj_fwdPosition + mj_fullM, forward = mj_forward, with contacts, constraints,
 springs, dampers and actuation disabled so it computes the same rigid-body quantities.
+``--baseline PYTHON`` times only the batches of the two URDF models (inverse, forward,
+mass; 1 and 2 threads) three ways in one run, interleaved repeat by repeat: this install,
+the treedyn another interpreter imports (an install of main, say; it serves the same
+states in a child process, ``--serve``) and Pinocchio. It prints the medians of wall and
+CPU time (``time.process_time``, all threads of the process; Pinocchio's own loop in the
+parent) and the ratios ours / Pinocchio and ours / baseline: a change measured against its
+base under the same load.
+
 OPENBLAS_NUM_THREADS is pinned to 1 (unless set in the environment) so BLAS never adds
 threads of its own: both sides use exactly the threads stated. The header reports what
 numpy's BLAS actually uses (threadpoolctl, when installed).
@@ -42,7 +51,10 @@ import time
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
 import numpy as np  # noqa: E402
-import pinocchio as pin  # noqa: E402
+try:
+    import pinocchio as pin  # noqa: E402
+except ImportError:  # --serve (a baseline's treedyn) needs no Pinocchio
+    pin = None
 
 from treedyn.engine import aba, crba, rnea  # noqa: E402
 import treedyn.engine as batching  # noqa: E402
@@ -132,6 +144,109 @@ def bench_model(label, path, free_flyer, batch, repeats):
             batched(lambda: crba(model, q), crba_loop, "mass",
                     f"loop of crba calls (treedyn {threads} thread{'s' if threads > 1 else ''})")
     return rows
+
+
+def cases(batch: int, root: str) -> dict:
+    """{(model, algorithm, threads): (treedyn call, Pinocchio call or None)} of the URDF
+    batches under example-robot-data's ``root`` (Pinocchio's when it is installed)."""
+    table = {}
+    for label, relative, free_flyer in MODELS:
+        path = os.path.join(root, relative)
+        model = load_model(path, free_flyer=free_flyer)
+        rng = np.random.default_rng(0)
+        q = model.random_configuration(rng, batch)
+        v, a, tau = (rng.normal(size=(batch, model.nv)) for _ in range(3))
+        theirs = pinocchio_calls(model, path, free_flyer, q, v, a, tau) if pin else {}
+        for threads in (1, 2):
+            table[label, "inverse", threads] = (lambda m=model, q=q, v=v, a=a: rnea(m, q, v, a),
+                                                theirs.get(("inverse", threads)))
+            table[label, "forward", threads] = (lambda m=model, q=q, v=v, t=tau: aba(m, q, v, t),
+                                                theirs.get(("forward", threads)))
+            table[label, "mass", threads] = (lambda m=model, q=q: crba(m, q), theirs.get("mass"))
+    return table
+
+
+def pinocchio_calls(model, path: str, free_flyer: bool, q, v, a, tau) -> dict:
+    """Pinocchio's calls on the same states: InParallel by threads, a loop of crba."""
+    pinmodel = (pin.buildModelFromUrdf(path, pin.JointModelFreeFlyer()) if free_flyer
+                else pin.buildModelFromUrdf(path))
+    data, pool = pinmodel.createData(), pin.ModelPool(pinmodel, 2)
+    pq, pv, pa, ptau = pinocchio_state(model, pinmodel, q, v, a, tau)
+    out = np.empty((pinmodel.nv, len(q)), order="F")
+
+    def crba_loop():
+        for n in range(pq.shape[1]):
+            pin.crba(pinmodel, data, pq[:, n])
+
+    calls = {"mass": crba_loop}
+    for threads in (1, 2):
+        calls["inverse", threads] = lambda t=threads: pin.rneaInParallel(t, pool, pq, pv, pa, out)
+        calls["forward", threads] = lambda t=threads: pin.abaInParallel(t, pool, pq, pv, ptau, out)
+    return calls
+
+
+def timed(function, threads: int) -> tuple[float, float]:
+    """(wall, CPU) seconds of one call with treedyn on ``threads`` threads."""
+    with batching.configured(threads=threads):
+        wall, cpu = time.perf_counter(), time.process_time()
+        function()
+        return time.perf_counter() - wall, time.process_time() - cpu
+
+
+def serve(batch: int, root: str) -> None:
+    """--serve: time the case named on each stdin line (JSON), answer (wall, cpu) as JSON."""
+    import json
+    import sys
+
+    table = cases(batch, root)
+    for line in sys.stdin:
+        label, algorithm, threads = json.loads(line)
+        print(json.dumps(timed(table[label, algorithm, threads][0], threads)), flush=True)
+
+
+def bench_baseline(python: str, batch: int, repeats: int) -> list:
+    """Rows (case, wall and CPU medians of ours, the baseline's and Pinocchio's), each case
+    one call of each per repeat, in turn, after one warm-up call of each."""
+    import json
+    import subprocess
+
+    root = robots_root()
+    child = subprocess.Popen([python, __file__, "--serve", root, "--batch", str(batch)],
+                             stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+
+    def baseline(key):
+        child.stdin.write(json.dumps(key) + "\n")
+        child.stdin.flush()
+        return tuple(json.loads(child.stdout.readline()))
+
+    rows = []
+    for key, (ours, theirs) in cases(batch, root).items():
+        threads = key[2]
+        runs = {"ours": lambda: timed(ours, threads), "base": lambda: baseline(key),
+                "pin": lambda: timed(theirs, threads)}
+        times = {name: [] for name in runs}
+        for repeat in range(repeats + 1):
+            for name, run in runs.items():
+                result = run()
+                if repeat:
+                    times[name].append(result)
+        rows.append((key, {name: [statistics.median(t[k] for t in values) / batch * 1e6
+                                  for k in (0, 1)] for name, values in times.items()}))
+    child.stdin.close()
+    child.wait()
+    return rows
+
+
+def print_baseline(rows, python: str) -> None:
+    print(f"# baseline: {python}; us/state, median wall (cpu)")
+    head = ("model", "algorithm", "threads", "treedyn", "baseline", "pinocchio",
+            "ours/pin wall", "ours/pin cpu", "ours/base wall", "ours/base cpu")
+    table = []
+    for (label, algorithm, threads), t in rows:
+        ours, base, pin_ = t["ours"], t["base"], t["pin"]
+        table.append((label, algorithm, str(threads), *(f"{x[0]:.2f} ({x[1]:.2f})" for x in (ours, base, pin_)),
+                      *(f"{a[k] / b[k]:.2f}x" for a, b in ((ours, pin_), (ours, base)) for k in (0, 1))))
+    print_table(head, table, False)
 
 
 def gymnasium_assets() -> str:
@@ -295,7 +410,14 @@ def main() -> None:
                         help="treedyn threads where not stated (default: its own setting)")
     parser.add_argument("--parse-only", action="store_true",
                         help="only the parse times of the mesh-heavy MJCF models")
+    parser.add_argument("--baseline", metavar="PYTHON",
+                        help="also time another install's treedyn (that interpreter), interleaved")
+    parser.add_argument("--serve", metavar="ROOT", help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.serve:
+        return serve(args.batch, args.serve)
+    if args.baseline:
+        return print_baseline(bench_baseline(args.baseline, args.batch, args.repeats), args.baseline)
     if args.threads:
         batching.configure(threads=args.threads)
     root = robots_root()

@@ -13,6 +13,13 @@ in the internal frames, a group of one tree level transformed by a rotation of i
 and one (21, 21) BLAS call; the force columns ``F[dof, component, state]`` in the model's
 dof order, a subtree's columns moved to the parent by a rotation and one batched 6x6 call.
 
+A batch of ``rootframe.MIN_STATES`` states or more of a model whose joints below the
+bodies on the world all have one dof (revolute, prismatic) takes
+:mod:`treedyn.engine.batch.rootframe` instead (Pinocchio's WORLD convention, in each
+tree's root frame): no column moves, ``M[i, j] = J_i . F_j``; smaller batches and the
+other models (a spherical, planar or free joint below the root) this local path. The two
+agree to rounding (a few ulp), not bit for bit.
+
 Readable twin: :func:`treedyn.engine.reference.crba_reference` (Featherstone's CRBA, one
 state, 6x6 matrices in the link frames). ``tests/test_reference.py`` holds this fast path
 to it (``tests/test_mimic.py`` on coupled models), ``tests/test_pinocchio.py`` to Pinocchio.
@@ -21,6 +28,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from .batch import rootframe
 from .batch.load import generic_transform, load_coordinates
 from .batch.memory import workspace
 from .batch.plan import FREE, FREE_PERM, GENERIC, REVOLUTE, S_ROW, U_ROWS, plan_of
@@ -40,11 +48,13 @@ def crba(model: Model, q) -> np.ndarray:
     plan = plan_of(model)
     batch, q = states(model, q)[:2]
     M = np.zeros((batch.count, model.nv, model.nv))
-    capacity = chunk_size(plan, crba_shapes, batch.count)
+    key, shapes, chunk = (("crba-root", rootframe.shapes, root_frame_chunk) if rootframe.takes(plan, batch.count)
+                          else ("crba", crba_shapes, crba_chunk))
+    capacity = chunk_size(plan, shapes, batch.count)
 
     def work(s0: int, s1: int) -> None:
-        W = workspace("crba", plan, capacity, crba_shapes).view(s1 - s0)
-        crba_chunk(plan, W, q[s0:s1], M[s0:s1])
+        W = workspace(key, plan, capacity, shapes).view(s1 - s0)
+        chunk(plan, W, q[s0:s1], M[s0:s1])
 
     run_chunks(batch.count, work, capacity)
     if plan.has_armature:
@@ -76,6 +86,48 @@ def crba_chunk(plan, W, q, M) -> None:
     load_coordinates(plan, W, q, spin2=True)
     generic = composite_sweep(plan, W, q)
     column_sweep(plan, W, generic, M)
+
+
+def root_frame_chunk(plan, W, q, M) -> None:
+    """M for one chunk in the roots' frames (:mod:`treedyn.engine.batch.rootframe`)."""
+    load_coordinates(plan, W, q, spin2=True)
+    rootframe.placements(plan, W)
+    rootframe.composites(plan, W)
+    rootframe.world_columns(plan, W)
+    free = []  # free-flyers' (own, sub, rows), written with the others' rows below
+    for slot in range(rootframe.roots(plan), 0, -1):
+        g = plan.group_of_slot[slot]
+        own, sub = plan.own_cols[slot], plan.subtree_cols[slot]
+        if g.kind == FREE:
+            free.append((own, sub, free_root_values(W, slot, own, sub, W.FP[sub])))
+            continue
+        joint_columns(plan, W, slot, generic_transform(g, q)[:3] if g.kind == GENERIC else None, M)
+    rootframe.mass_rows(plan, W)
+    block = rootframe.block_states(plan)
+    for s0 in range(0, len(q), block):  # M a block of states at a time: it stays in cache
+        s1 = min(s0 + block, len(q))
+        for own, sub, values in free:
+            write_block(M[s0:s1], own, sub, values[..., s0:s1])
+        rootframe.write_rows(plan, W, M[s0:s1], write_row, s0, s1)
+
+
+def joint_columns(plan, W, slot: int, transform, M) -> None:
+    """The rows of one joint's dofs from its F columns, by kind (``transform`` (E, r, S) of
+    a generic joint), and below the world its subtree's columns moved to the parent."""
+    g = plan.group_of_slot[slot]
+    own, sub = plan.own_cols[slot], plan.subtree_cols[slot]
+    if g.kind == FREE:
+        free_root_columns(W, slot, own, sub, M)
+    elif g.kind == GENERIC:
+        generic_columns(W, slot, g, own, sub, transform, M)
+    else:
+        one_dof_columns(plan, W, slot, g, own, sub, M)
+
+
+def write_row(M, dof: int, columns: slice, values) -> None:
+    """M[dof, columns] and M[columns, dof] = values (m, n) of every state."""
+    M[:, dof, columns] = values
+    M[:, columns, dof] = values
 
 
 def composite_sweep(plan, W, q) -> dict:
@@ -116,24 +168,25 @@ def column_sweep(plan, W, generic: dict, M) -> None:
     """Leaves first: F = IC_i S_i, M[i, subtree(i)] = S_i^T F[subtree(i)], and the subtree's
     force columns moved to the parent's frame (F (nv, 6, m) by model dof)."""
     for slot in range(plan.nj, 0, -1):  # leaves first (slots are breadth-first)
-        g = plan.group_of_slot[slot]
-        own, sub = plan.own_cols[slot], plan.subtree_cols[slot]
-        if g.kind == FREE:
-            free_root_columns(W, slot, own, sub, M)
-        elif g.kind == GENERIC:
-            generic_columns(W, slot, g, own, sub, generic[slot], M)
-        else:
-            one_dof_columns(plan, W, slot, g, own, sub, M)
+        joint_columns(plan, W, slot, generic.get(slot), M)
 
 
 def free_root_columns(W, slot: int, own: slice, sub: slice, M) -> None:
     """Pinocchio's free-flyer on the world: S is a permutation."""
+    write_block(M, own, sub, free_root_values(W, slot, own, sub))
+
+
+def free_root_values(W, slot: int, own: slice, sub: slice, out=None) -> np.ndarray:
+    """A free-flyer's rows (nsub, 6, m): its own columns F = Ic S set, then S^T F[sub]."""
     F, IC = W.F, W.IC
-    Fs = F[sub]  # (nsub, 6, m)
     m = IC.shape[-1]
     Ic = np.matmul(PINV_SPIN, IC[slot]).reshape(6, 6, m)
     F[own] = np.take(Ic, FREE_PERM, axis=1).transpose(1, 0, 2)
-    values = np.take(Fs, FREE_PERM, axis=1)  # (nsub, 6, m)
+    return np.take(F[sub], FREE_PERM, axis=1, out=out)
+
+
+def write_block(M, own: slice, sub: slice, values) -> None:
+    """M[own, sub] and M[sub, own] of every state from values (nsub, nown, m)."""
     M[:, own, sub] = values.transpose(2, 1, 0)
     M[:, sub, own] = values.transpose(2, 0, 1)
 
@@ -160,9 +213,7 @@ def one_dof_columns(plan, W, slot: int, g, own: slice, sub: slice, M) -> None:
     Fs = F[sub]  # (nsub, 6, m)
     row = S_ROW[g.kind]
     np.take(W.IC[slot], U_ROWS[g.kind], axis=0, out=F[own.start], mode="clip")  # Ic S
-    values = Fs[:, row].T  # (m, nsub): S_i^T F
-    M[:, own.start, sub] = values
-    M[:, sub, own.start] = values
+    write_row(M, own.start, sub, Fs[:, row].T)  # (m, nsub): S_i^T F
     if g.at_world:
         return
     m_row = plan.row_in_group[slot]

@@ -7,6 +7,7 @@ from hypothesis import strategies as st
 from treedyn.engine import Inertia, JointSpec, LinkSpec, TreeDescription, build_model
 
 MOVING_TYPES = ("revolute", "continuous", "prismatic", "spherical", "ball", "planar", "fixed")
+ONE_DOF_TYPES = ("revolute", "continuous", "prismatic", "fixed")
 ROOT_TYPES = ("free", "free_world")
 
 
@@ -26,10 +27,12 @@ def random_inertia(rng: np.random.Generator) -> Inertia:
 
 
 def random_description(rng: np.random.Generator, size: int, floating: str | None = None,
-                       armature: bool = True, coordinate_axes: bool = False) -> TreeDescription:
+                       armature: bool = True, coordinate_axes: bool = False,
+                       types: tuple = MOVING_TYPES) -> TreeDescription:
     """A tree of ``size`` joints with random types, placements, axes and inertias.
 
     ``floating`` adds a root joint of that type ("free" or "free_world") first.
+    ``types``: the joint types drawn from (below the root joint).
     ``coordinate_axes``: each axis is +-x, +-y or +-z, and every other joint frame keeps its
     parent's axes (as most URDFs have them).
     """
@@ -42,7 +45,7 @@ def random_description(rng: np.random.Generator, size: int, floating: str | None
     for k in range(size):
         parent = links[rng.integers(0 if not floating else 1, len(links))].name
         child = f"link{k}"
-        kind = MOVING_TYPES[rng.integers(len(MOVING_TYPES))]
+        kind = types[rng.integers(len(types))]
         if k == 0 and kind == "fixed":
             kind = "revolute"
         axis = rng.normal(size=3)
@@ -62,8 +65,8 @@ def random_description(rng: np.random.Generator, size: int, floating: str | None
 
 
 def random_model(rng: np.random.Generator, size: int, floating: str | None = None, armature=True,
-                 coordinate_axes: bool = False):
-    return build_model(random_description(rng, size, floating, armature, coordinate_axes))
+                 coordinate_axes: bool = False, types: tuple = MOVING_TYPES):
+    return build_model(random_description(rng, size, floating, armature, coordinate_axes, types))
 
 
 def random_state(model, rng: np.random.Generator, count: int):

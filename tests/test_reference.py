@@ -15,8 +15,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from random_trees import random_model
-from treedyn.engine import aba, crba, rnea
+from random_trees import (ONE_DOF_TYPES, random_description, random_inertia, random_model,
+                          random_rotation)
+from treedyn.engine import JointSpec, LinkSpec, aba, build_model, crba, rnea
+from treedyn.engine.batch import rootframe
+from treedyn.engine.batch.plan import plan_of
 from treedyn.engine.reference import aba_reference, crba_reference, rnea_reference
 from treedyn.engine.samples import random_states
 from treedyn.parsers import load_model
@@ -35,13 +38,19 @@ def close(actual: np.ndarray, reference: np.ndarray) -> bool:
     return float(np.max(np.abs(actual - reference), initial=0.0)) <= RTOL * scale
 
 
+def assert_mass_matches_reference(model, seed: int = 0) -> None:
+    s = random_states(model, STATES, seed)
+    M = crba(model, s.q)
+    for n in range(STATES):
+        assert close(M[n], crba_reference(model, s.q[n])), (model.name, "crba", n)
+
+
 def assert_matches_reference(model, seed: int = 0) -> None:
     s = random_states(model, STATES, seed)
     tau = rnea(model, s.q, s.v, s.a, s.fext)
-    M = crba(model, s.q)
+    assert_mass_matches_reference(model, seed)
     for n in range(STATES):
         M_ref = crba_reference(model, s.q[n])
-        assert close(M[n], M_ref), (model.name, "crba", n)
         tau_ref = rnea_reference(model, s.q[n], s.v[n], s.a[n], s.fext[n])
         assert close(tau[n], tau_ref), (model.name, "rnea", n)
         if np.linalg.cond(M_ref) > 1e8:  # ABA's forward error grows with cond(M)
@@ -75,6 +84,59 @@ def test_random_trees_match_the_reference(seed, floating):
     rng = np.random.default_rng(seed)
     model = random_model(rng, int(rng.integers(1, 12)), floating)
     assert_matches_reference(model, seed)
+
+
+@pytest.fixture
+def root_frame(monkeypatch):
+    """The root-frame CRBA on batches of any size (it starts at rootframe.MIN_STATES)."""
+    monkeypatch.setattr(rootframe, "MIN_STATES", 1)
+
+
+@pytest.mark.parametrize("floating", [None, "free", "free_world"])
+@pytest.mark.parametrize("seed", range(4))
+def test_one_dof_trees_take_the_root_frame_mass_matrix(seed, floating, root_frame):
+    """Revolute and prismatic joints below any root (several 1-dof roots on the world, a
+    free-flyer, a generic free joint): CRBA in the roots' frames, held to the reference."""
+    rng = np.random.default_rng(100 + seed)
+    model = random_model(rng, int(rng.integers(2, 14)), floating, types=ONE_DOF_TYPES)
+    assert rootframe.takes(plan_of(model), STATES)
+    assert_mass_matches_reference(model, seed)
+
+
+@pytest.mark.parametrize("path", URDFS + MJCFS, ids=lambda p: p.name)
+def test_fixtures_root_frame_mass_matrix_matches_the_reference(path, root_frame):
+    model = _model(path, path.suffix == ".urdf")
+    if not rootframe.takes(plan_of(model), STATES):
+        pytest.skip("a joint below the root with more than one dof: the local path")
+    assert_mass_matches_reference(model)
+
+
+def test_the_root_frame_path_starts_at_min_states():
+    """Small batches stay on the local path (cheaper there), large ones take the root frame."""
+    model = _model(ARM, False)
+    plan = plan_of(model)
+    assert not rootframe.takes(plan, rootframe.MIN_STATES - 1)
+    assert rootframe.takes(plan, rootframe.MIN_STATES)
+    q = random_states(model, rootframe.MIN_STATES, 0).q
+    M = crba(model, q)
+    for n in (0, len(q) - 1):
+        assert close(M[n], crba_reference(model, q[n]))
+
+
+def test_two_free_flyers_take_the_root_frame_mass_matrix(root_frame):
+    """Two free-flyers on the world, each with 1-dof joints below: both roots' rows."""
+    rng = np.random.default_rng(7)
+    description = random_description(rng, 6, "free", types=ONE_DOF_TYPES)
+    description.links.extend([LinkSpec("base2", random_inertia(rng)),
+                              LinkSpec("arm2", random_inertia(rng))])
+    description.joints.extend([
+        JointSpec("root2", "free", "world", "base2", rotation=random_rotation(rng),
+                  translation=rng.normal(size=3)),
+        JointSpec("hinge2", "revolute", "base2", "arm2", translation=rng.normal(size=3),
+                  axis=np.array([0.6, 0.0, 0.8]))])
+    model = build_model(description)
+    assert rootframe.takes(plan_of(model), STATES) and list(model.joint_types).count("free") == 2
+    assert_matches_reference(model)
 
 
 def test_the_reference_gives_the_two_link_arms_textbook_numbers():

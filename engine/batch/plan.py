@@ -36,7 +36,7 @@ import numpy as np
 
 from ..description import skew
 from ..model import Model
-from .spin import KEPT, NSPIN, column_rows, congruence_map, spin_of
+from .spin import KEPT, MATRIX_OF_TEN, NSPIN, TEN_OF, column_rows, congruence_map, spin_of
 
 REVOLUTE, PRISMATIC, GENERIC, FREE = "revolute", "prismatic", "generic", "free"
 KIND_OF = {"revolute": REVOLUTE, "continuous": REVOLUTE, "prismatic": PRISMATIC}
@@ -66,19 +66,30 @@ def axis_frame(axis: np.ndarray) -> np.ndarray:
     return np.column_stack([x, y, z])
 
 
-def _shift_maps() -> tuple[np.ndarray, np.ndarray]:
+def _shift_maps(*basis) -> tuple[np.ndarray, np.ndarray]:
     """(L1, L2) (21, 21): spin(X_J(d)^T A X_J(d)) = (1 + d L1 + d^2 L2) spin(A) for a shift
-    d along z (a prismatic joint)."""
+    d along z (a prismatic joint); in the 10-parameter ``basis`` (10, 10) maps."""
     def shift(d):
-        return congruence_map(motion_transform(np.eye(3), np.array([0, 0, d])))
+        return congruence_map(motion_transform(np.eye(3), np.array([0, 0, d])), *basis)
     L1 = (shift(1.0) - shift(-1.0)) / 2
-    return L1, (shift(1.0) + shift(-1.0)) / 2 - np.eye(NSPIN)
+    return L1, (shift(1.0) + shift(-1.0)) / 2 - np.eye(len(L1))
 
 
 SHIFT_L1, SHIFT_L2 = _shift_maps()
+TEN_SHIFT = _shift_maps(TEN_OF, MATRIX_OF_TEN)
 
 
 CONGRUENCE_CHUNK = 4096  # joints whose congruence maps are made at once (40 MB of products)
+
+
+def _congruences(XT: np.ndarray, *basis) -> np.ndarray:
+    """(k, n, n) congruence maps of XT (k, 6, 6) in the spin or 10-parameter ``basis``."""
+    size = len(basis[0]) if basis else NSPIN
+    L = np.zeros((len(XT), size, size))
+    for first in range(0, len(XT), CONGRUENCE_CHUNK):  # (chunk, 36, 36) products
+        chunk = slice(first, first + CONGRUENCE_CHUNK)
+        L[chunk] = congruence_map(XT[chunk], *basis)
+    return L
 
 
 # ---------------------------------------------------------------------------------------
@@ -136,13 +147,9 @@ class Group:
     @cached_property
     def _congruence(self) -> np.ndarray:
         """(k, 21, 21) L with spin(XT^T A XT) = L spin(A) (zeros for a generic joint)."""
-        L = np.zeros((self.size, NSPIN, NSPIN))
         if self.kind in (GENERIC, FREE):
-            return L
-        for first in range(0, self.size, CONGRUENCE_CHUNK):  # (chunk, 36, 36) products
-            chunk = slice(first, first + CONGRUENCE_CHUNK)
-            L[chunk] = congruence_map(self.XT[chunk])
-        return L
+            return np.zeros((self.size, NSPIN, NSPIN))
+        return _congruences(self.XT)
 
     @cached_property
     def L_aba(self) -> np.ndarray:
@@ -159,6 +166,24 @@ class Group:
         if self.kind == PRISMATIC:
             return np.ascontiguousarray(np.concatenate([L, L @ SHIFT_L1, L @ SHIFT_L2], axis=2))
         return L
+
+    @cached_property
+    def L_ten(self) -> np.ndarray:
+        """:attr:`L_crba` on the 10 parameters of a spatial inertia (:mod:`.spin`): revolute
+        (k, 10, 10), prismatic (k, 10, 30)."""
+        L = _congruences(self.XT, TEN_OF, MATRIX_OF_TEN)
+        if self.kind == PRISMATIC:
+            return np.ascontiguousarray(np.concatenate([L, L @ TEN_SHIFT[0], L @ TEN_SHIFT[1]], axis=2))
+        return L
+
+    @cached_property
+    def placement(self) -> tuple[np.ndarray, np.ndarray]:
+        """(E (k, 1, 3, 3), r (k, 1, 1, 3)) of XT = plx(E, r), shaped to multiply the rows
+        of rotations (k, 3, 3, m) and (k, 3, 1, m) in one batched call each."""
+        E = self.XT[:, :3, :3]
+        rx = -np.matmul(np.swapaxes(E, 1, 2), self.XT[:, 3:, :3])  # [r]x
+        r = np.stack([rx[:, 2, 1], rx[:, 0, 2], rx[:, 1, 0]], axis=1)
+        return np.ascontiguousarray(E[:, None]), np.ascontiguousarray(r[:, None, None, :])
 
     @cached_property
     def L_first(self) -> np.ndarray | None:

@@ -5,10 +5,18 @@ about z leaves 7 spin coordinates unchanged, turns 4 pairs by ``theta`` and 3 pa
 ``2 theta`` (:data:`ROTATING`), so ``X_J^T I X_J`` of a revolute joint about z costs a few
 row operations, and a constant congruence ``X_T^T (.) X_T`` is one (21, 21) matrix
 (:func:`congruence_map`) applied to all states with BLAS.
+
+A spatial inertia (the form ``[[I_o, [h]x], [-[h]x, m 1]]``, not any symmetric matrix) is
+also held as its 10 parameters in a basis made for the same rotations (:data:`TEN_OF`,
+:data:`MATRIX_OF_TEN`): ``(m, h_z, I_zz, I_xx + I_yy)`` do not change under a rotation about
+z, ``(h_x, I_xz), (h_y, I_yz)`` turn by ``theta`` and ``((I_xx - I_yy) / 2, I_xy)`` by
+``2 theta`` (:data:`TEN_ROTATING`).
 """
 from __future__ import annotations
 
 import numpy as np
+
+from ..inertia_forms import dynamic_parameters, spatial_inertia
 
 # Each entry: list of (coefficient, i, j) terms on A[i, j]. Rows 0-14 are the ones that stay
 # in the articulated inertia IA - U D^-1 U^T of a revolute joint about z without armature
@@ -79,11 +87,34 @@ def spins_of(A: np.ndarray) -> np.ndarray:
     return P_SPIN @ A.reshape(len(A), 36).T
 
 
-def congruence_map(X: np.ndarray) -> np.ndarray:
+def congruence_map(X: np.ndarray, of=P_SPIN, matrix=PINV_SPIN) -> np.ndarray:
     """(21, 21) L with spin(X^T A X) = L spin(A) for symmetric A; for X (n, 6, 6), the
-    (n, 21, 21) maps of each (the same products as one at a time)."""
+    (n, 21, 21) maps of each (the same products as one at a time). With ``of`` =
+    :data:`TEN_OF` and ``matrix`` = :data:`MATRIX_OF_TEN`, the (10, 10) maps of the 10
+    parameters of a spatial inertia under a motion transform X."""
     if X.ndim == 2:
-        return P_SPIN @ np.kron(X.T, X.T) @ PINV_SPIN
+        return of @ np.kron(X.T, X.T) @ matrix
     A = np.swapaxes(X, 1, 2)  # kron(A, A)[6 i + k, 6 j + l] = A[i, j] A[k, l]
     products = (A[:, :, None, :, None] * A[:, None, :, None, :]).reshape(len(X), 36, 36)
-    return np.matmul(np.matmul(P_SPIN, products), PINV_SPIN)
+    return np.matmul(np.matmul(of, products), matrix)
+
+
+def _ten_basis() -> tuple[np.ndarray, np.ndarray]:
+    """(TEN_OF (10, 36), MATRIX_OF_TEN (36, 10)): the parameters of vec(A) (row-major) of a
+    spatial inertia A, and back, from Pinocchio's order of :mod:`treedyn.engine.inertia_forms`
+    (m, h_x, h_y, h_z, Ixx, Ixy, Iyy, Ixz, Iyz, Izz)."""
+    T = np.zeros((10, 10))  # ours = T pinocchio's
+    for row, terms in enumerate((((1, 0),), ((1, 3),), ((1, 9),), ((1, 4), (1, 6)), ((1, 1),),
+                                 ((1, 7),), ((1, 2),), ((1, 8),), ((.5, 4), (-.5, 6)), ((1, 5),))):
+        for coef, column in terms:
+            T[row, column] = coef
+    units = np.eye(36).reshape(36, 6, 6)
+    of = T @ dynamic_parameters((units + np.swapaxes(units, 1, 2)) / 2).T
+    matrix = spatial_inertia(np.linalg.inv(T).T).reshape(10, 36).T
+    return of, matrix
+
+
+TEN_OF, MATRIX_OF_TEN = _ten_basis()
+SPIN_OF_TEN = P_SPIN @ MATRIX_OF_TEN  # (21, 10)
+# rows of the 10 parameters that turn under a rotation about z: (x rows, y rows, multiple)
+TEN_ROTATING = ((slice(4, 6), slice(6, 8), 1), (slice(8, 9), slice(9, 10), 2))
