@@ -99,7 +99,8 @@ class _Tree:
             raise ParseError.at(floating[1].source, f"a second floating body: a URDF holds "
                                                     f"one tree, with at most one floating base "
                                                     f"(the first: {_where(first.source)})")
-        self.notes.append(f"{first.source}: floating base dropped: use free_flyer")
+        self.notes.append(f"{first.source}: floating base dropped: load the URDF with a "
+                          "free-flyer root joint (Pinocchio's JointModelFreeFlyer)")
         inside = set(self._subtree(first.child))
         outside = [link for link in self.description.links
                    if link.name not in inside]
