@@ -57,6 +57,14 @@ STREAM_CHUNK = count("TREEDYN_STREAM_CHUNK", 16384)  # states read per chunk of 
 # most (callers may ask for fewer)
 
 
+def chunk_states(command: str, layout) -> int:
+    """States per chunk of ``command``'s --input: at most STREAM_CHUNK, fewer where the
+    results would be large (:func:`treedyn.pipeline.chunks.computation_chunk`)."""
+    from treedyn.pipeline.chunks import computation_chunk
+
+    return computation_chunk(command, layout.model, STREAM_CHUNK)
+
+
 def whole(name: str, default: int) -> int:
     """The whole number in ``name``, else ``default``; UsageError when it is not a whole
     number of at least 1."""
@@ -70,6 +78,30 @@ def whole(name: str, default: int) -> int:
     if number < 1:  # -1 or 0 meant something else to whoever set it: say so
         raise UsageError(f"dyn: {name}={value!r} is not a positive whole number")
     return number
+
+
+MAX_PROCESSES = 8
+
+
+def processes() -> int:
+    """Worker processes: TREEDYN_PROCESSES, else the CPUs this process may use (at most
+    MAX_PROCESSES); 1 turns the split of JSON Lines off (a CSV file is never split:
+    :func:`treedyn.pipeline.batch.splits`)."""
+    if os.environ.get("TREEDYN_PROCESSES"):
+        return whole("TREEDYN_PROCESSES", 1)
+    try:
+        cpus = len(os.sched_getaffinity(0))
+    except AttributeError:  # not on Linux
+        cpus = os.cpu_count() or 1
+    return min(cpus, MAX_PROCESSES)
+
+
+def part_bytes() -> int:
+    """Bytes of text per worker's part: TREEDYN_PART_BYTES (tests use small parts), else
+    the pipeline's PART_BYTES; files of two parts or more are split."""
+    from treedyn.pipeline.parts import PART_BYTES
+
+    return whole("TREEDYN_PART_BYTES", PART_BYTES)
 
 
 def package_search() -> tuple[tuple[str, ...], tuple[str, ...]]:

@@ -16,6 +16,7 @@ from typing import Optional
 
 import numpy as np
 
+from treedyn.pipeline.batch import MASS_CAP, sink_kind
 from treedyn.pipeline.chunks import kinematics_chunk
 from treedyn.pipeline.compute import Computation, compute
 from treedyn.pipeline.errors import UsageError
@@ -31,7 +32,6 @@ from ..options import (DatasetPrefixOpt, DegreesOpt, FormatOpt, FreeFlyerOpt, In
                        MimicOpt, ModelArg, OutputOpt, QOpt, QuietOpt, VOpt, XacroArgOpt,
                        XacroArgs, command_of, epilog, examples)
 from ..settings import STREAM_CHUNK
-from .request import MASS_CAP, sink_kind
 
 
 @dataclass
@@ -72,7 +72,8 @@ def solve_kinematics(asked: Asked, select: Select) -> None:
         raise UsageError(f"dyn: {model.source}: one state's {computation.key} of this model "
                          f"holds {size:,} numbers ({8 * size / 2 ** 30:.3g} GiB of doubles), "
                          f"past the {MASS_CAP:,} a state's result may hold")
-    kind = sink_kind(asked)
+    kind = sink_kind(asked.input, asked.output, asked.format,
+                     "table" if sys.stdout.isatty() else "json")
     if asked.output is not None:
         sink = open_sink(asked.output, computation.key, shape, labels, kind,
                          dataset_prefix=asked.dataset_prefix)
