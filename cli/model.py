@@ -10,7 +10,9 @@ from treedyn.parsers import PackagePaths, ParseError, XacroInput, check_finite, 
 
 from .console import warn
 from treedyn.pipeline.errors import UsageError
-from .settings import count, package_search, xacro_environment
+from treedyn.pipeline.chunks import computation_chunk
+
+from .settings import STREAM_CHUNK, count, package_search, xacro_environment
 
 MAPPING = re.compile(r"([A-Za-z_][A-Za-z0-9_]*):=(.*)", re.S)  # xacro's name:=value
 
@@ -82,6 +84,12 @@ def configure_engine() -> None:
     ones keep the engine's defaults. Every command (and every Dask worker) loads its model
     here first, so every engine call runs with them."""
     configure(threads=count("TREEDYN_THREADS", None), chunk=count("TREEDYN_CHUNK", None))
+
+
+def chunk_states(command: str, layout) -> int:
+    """States per chunk of ``command``'s --input: at most TREEDYN_STREAM_CHUNK, fewer where
+    the results would be large (:func:`treedyn.pipeline.chunks.computation_chunk`)."""
+    return computation_chunk(command, layout.model, STREAM_CHUNK)
 
 
 def package_paths() -> PackagePaths:

@@ -57,15 +57,8 @@ STREAM_CHUNK = count("TREEDYN_STREAM_CHUNK", 16384)  # states read per chunk of 
 # most (callers may ask for fewer)
 
 
-def chunk_states(command: str, layout) -> int:
-    """States per chunk of ``command``'s --input: at most STREAM_CHUNK, fewer where the
-    results would be large (:func:`treedyn.pipeline.chunks.computation_chunk`)."""
-    from treedyn.pipeline.chunks import computation_chunk
 
-    return computation_chunk(command, layout.model, STREAM_CHUNK)
-
-
-def whole(name: str, default: int) -> int:
+def whole(name: str, default: int | None) -> int | None:
     """The whole number in ``name``, else ``default``; UsageError when it is not a whole
     number of at least 1."""
     value = os.environ.get(name)
@@ -96,12 +89,10 @@ def processes() -> int:
     return min(cpus, MAX_PROCESSES)
 
 
-def part_bytes() -> int:
+def part_bytes() -> int | None:
     """Bytes of text per worker's part: TREEDYN_PART_BYTES (tests use small parts), else
-    the pipeline's PART_BYTES; files of two parts or more are split."""
-    from treedyn.pipeline.parts import PART_BYTES
-
-    return whole("TREEDYN_PART_BYTES", PART_BYTES)
+    None (the pipeline's PART_BYTES); files of two parts or more are split."""
+    return whole("TREEDYN_PART_BYTES", None)
 
 
 def package_search() -> tuple[tuple[str, ...], tuple[str, ...]]:

@@ -7,7 +7,6 @@ from collections.abc import Sequence
 import json
 import sys
 
-from treedyn.pipeline.compute import COMPUTATIONS
 from treedyn.pipeline.layout import Layout
 from treedyn.pipeline.sinks import Sink
 
@@ -15,17 +14,16 @@ from .sparsity import sparsity_table
 from .table import matrix_table, table
 
 
-def results_table(layout: Layout, command: str, single: bool, document: dict | None):
-    """The tables of ``command``'s results on stdout (with ``document``, the --sparsity
-    figures under them)."""
+def results_table(layout: Layout, key: str, single: bool, document: dict | None):
+    """The tables of the results ``key`` (tau, a or M) on stdout (with ``document``, the
+    --sparsity figures under them)."""
     footer = sparsity_table(document, layout.v_labels) if document else ""
-    return TableSink(sys.stdout, COMPUTATIONS[command].key, layout.v_labels,
-                     units(command, layout), single, footer)
+    return TableSink(sys.stdout, key, layout.v_labels, units(key, layout), single, footer)
 
 
-def units(command: str, layout: Layout) -> list[str]:
-    """Unit of each dof of the result, for tables."""
-    if command == "inverse":
+def units(key: str, layout: Layout) -> list[str]:
+    """Unit of each dof of the results ``key``, for tables (those of M go unused)."""
+    if key == "tau":
         return ["N m" if rotation else "N" for rotation in layout.angular]
     return [("deg/s^2" if layout.degrees else "rad/s^2") if rotation else "m/s^2"
             for rotation in layout.angular]

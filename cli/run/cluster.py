@@ -7,7 +7,7 @@ from treedyn.pipeline.batch import ended_by_signals, results_sink, structure
 from treedyn.pipeline.source import Input
 from treedyn.pipeline.stream import run
 
-from ..settings import chunk_states
+from ..model import chunk_states
 from .progress import Progress, wanted
 
 

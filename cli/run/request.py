@@ -7,17 +7,19 @@ from __future__ import annotations
 
 import os
 import sys
+from functools import partial
 
 from treedyn.pipeline import batch
-from treedyn.pipeline.compute import compute
+from treedyn.pipeline.compute import COMPUTATIONS, compute
 from treedyn.pipeline.errors import UsageError
 from treedyn.pipeline.layout import Layout
+from treedyn.pipeline.sinks import Sink
 from treedyn.pipeline.vectors import parse_fext, parse_gravity, single_state
 
 from ..console import console, saying_kept
-from ..model import load, xacro_arguments
+from ..model import chunk_states, load, xacro_arguments
 from ..render.results import results_table, structure_text
-from ..settings import chunk_states, part_bytes, processes
+from ..settings import part_bytes, processes
 
 
 def solve(command: str, vectors: tuple, given: dict) -> None:
@@ -35,33 +37,32 @@ def solve(command: str, vectors: tuple, given: dict) -> None:
     def kind() -> str:  # (checked where the results are opened)
         return batch.sink_kind(input, output, fmt, "table" if sys.stdout.isatty() else "json")
 
-    def open_results(single: bool = False):
-        kinds = kind()
-        document = batch.structure(layout, kinds) if sparsity else None
-        if kinds == "table" and output is None:
-            return results_table(layout, command, single, document)
-        return batch.results_sink(layout, command, kinds, output, single, document, prefix,
-                                  sys.stdout)
+    results = partial(open_results, layout, command, kind, output, sparsity, prefix)
+    if input is not None:
+        batch.mass_over_cap(layout, command, False)  # (a usage error with many states)
+        typed = [f"--{name}" for name in vectors if given[name] is not None]
+        if typed:
+            raise UsageError(f"dyn: {' and '.join(typed)} cannot be combined with --input "
+                             "(put the vectors in the input file)")
+        return solve_input(layout, command, given, kind, results, gravity, wrenches)
+    if given["scheduler"] is not None:
+        raise UsageError("dyn: --scheduler needs --input FILES.npz and --output DIR/")
+    states = single_state(layout, {name: given[name] for name in vectors}, wrenches)
+    if batch.mass_over_cap(layout, command, sparsity and output is None):
+        return print(structure_text(batch.structure(layout, kind(), False), layout, kind()))
+    results(single=True).write_whole(compute(command, layout, states, gravity), states)
 
-    if input is None:
-        if given["scheduler"] is not None:
-            raise UsageError("dyn: --scheduler needs --input FILES.npz and --output DIR/")
-        states = single_state(layout, {name: given[name] for name in vectors}, wrenches)
-        if batch.mass_over_cap(layout, command, sparsity and output is None):
-            return print(structure_text(batch.structure(layout, kind(), False), layout, kind()))
-        return open_results(single=True).write_whole(compute(command, layout, states, gravity),
-                                                     states)
-    batch.mass_over_cap(layout, command, False)  # (a usage error with many states)
-    typed = [f"--{name}" for name in vectors if given[name] is not None]
-    if typed:
-        raise UsageError(f"dyn: {' and '.join(typed)} cannot be combined with --input "
-                         "(put the vectors in the input file)")
+
+def solve_input(layout: Layout, command: str, given: dict, kind, results, gravity,
+                wrenches) -> None:
+    """The states of --input, into the sink ``results()`` opens (of format ``kind()``)."""
     # the paths of many states load only now: a one-state run does not pay for them
     from treedyn.pipeline.cluster import wants_many
     from treedyn.pipeline.heap import for_many_states
 
     from .progress import Progress, wanted
 
+    input, output = given["input_file"], given["output_file"]
     with for_many_states(os.environ), saying_kept():
         if wants_many(input, output, given["scheduler"]):
             from .cluster import solve_many
@@ -69,8 +70,21 @@ def solve(command: str, vectors: tuple, given: dict) -> None:
             return solve_many(layout, command, given, gravity, wrenches)
         progress = Progress(wanted(given["quiet"], results_on_stdout=output is None))
         try:
-            batch.solve(layout, command, input, output, kind(), open_results, gravity,
-                        wrenches, chunk_states(command, layout), progress.advance,
-                        1 if sparsity else processes(), part_bytes(), prefix)
+            batch.solve(layout, command, input, output, kind(), results, gravity, wrenches,
+                        chunk_states(command, layout), progress.advance,
+                        1 if given["sparsity"] else processes(), part_bytes(),
+                        given["dataset_prefix"])
         finally:
             progress.close()
+
+
+def open_results(layout: Layout, command: str, kind, output: str | None, sparsity: bool,
+                 prefix: str | None, single: bool = False) -> Sink:
+    """The sink of the results: --output FILE, else stdout as JSON, CSV (the pipeline's
+    sinks) or a table for people; ``kind()`` their format."""
+    kinds = kind()
+    document = batch.structure(layout, kinds) if sparsity else None
+    if kinds == "table" and output is None:
+        return results_table(layout, COMPUTATIONS[command].key, single, document)
+    return batch.results_sink(layout, command, kinds, output, single, document, prefix,
+                              sys.stdout)
