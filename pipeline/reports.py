@@ -1,7 +1,8 @@
 """The reports' machine formats: CSV rows of ``info``, ``check-inertia``, ``condition``
 and ``verify``, the JSON documents of ``info``, ``identify`` and ``verify``, and GitHub
-Actions annotations (the other JSON documents are the engine's: :mod:`treedyn.engine.analysis.check_report`,
-:mod:`treedyn.engine.analysis.condition_report`). Tables for people are the command line's.
+Actions annotations (the other JSON documents are the engine's:
+:mod:`treedyn.engine.analysis.check_report`, :mod:`treedyn.engine.analysis.condition_report`).
+Tables for people are the command line's.
 """
 from __future__ import annotations
 

@@ -1,6 +1,7 @@
-"""Rendering the diagnostics: tables for people. Their CSV, annotations
-(:mod:`treedyn.pipeline.reports`) and JSON documents are the library's (:mod:`treedyn.engine.analysis.check_report`,
-:mod:`treedyn.engine.analysis.condition_report`), named here for the commands.
+"""Rendering the diagnostics: tables for people. Their CSV and annotations
+(:mod:`treedyn.pipeline.reports`) and JSON documents
+(:mod:`treedyn.engine.analysis.check_report`, :mod:`treedyn.engine.analysis.condition_report`)
+are the library's, named here for the commands.
 ``tabulate`` is imported only when a table is printed.
 """
 from __future__ import annotations
