@@ -2,8 +2,8 @@
 
 Layers, each importing only those below it: :mod:`.app` (the group and its lazy command
 table) → :mod:`.commands` (one module per command: options → one call → render) →
-:mod:`.run` (a request turned into pipeline calls: one process, text parts, a Dask
-cluster) → :mod:`.model` (the model loader) → :mod:`.render` (tables, CSV, annotations) →
+:mod:`.run` (a command's options turned into one pipeline call, its results' sink and
+progress bar) → :mod:`.model` (the model loader) → :mod:`.render` (tables, annotations) →
 :mod:`.console`, :mod:`.errors`, :mod:`.settings`, :mod:`.options`; below them the
 pipeline, the parsers and the engine.
 

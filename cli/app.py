@@ -17,7 +17,7 @@ from typing import Annotated, Optional
 import typer
 
 from .console import console, one_line
-from treedyn.pipeline.errors import StatesWarning, UsageError
+from treedyn.pipeline.errors import Ended, StatesWarning, UsageError
 
 from .errors import worded
 from .options import examples, with_model_options
@@ -241,6 +241,10 @@ def run_app(args: list) -> None:
         fail(click_message(error))
     except KeyboardInterrupt:
         sys.exit(130)
+    except Ended as ended:  # SIGTERM or SIGHUP in a run with clean-up, now done: end by it
+        signal.signal(ended.number, signal.SIG_DFL)
+        os.kill(os.getpid(), ended.number)
+        sys.exit(128 + ended.number)  # still here: the signal is blocked
     except Exception as error:
         if isinstance(error, OSError) and error.errno in FULL:  # a report to a full disk
             fail(f"dyn: cannot write the output ({error.strerror})")

@@ -82,23 +82,18 @@ def warn(message: str) -> None:
     console.warn(message)
 
 
-def say_kept(error: BaseException) -> None:
-    """The line a run ended by Ctrl-C, SIGTERM or SIGHUP ends with: what its output kept
-    (the ``kept`` text the pipeline gave the error; nothing when it has none)."""
-    kept = getattr(error, "kept", None)
-    if kept is not None:
-        how = "interrupted" if isinstance(error, KeyboardInterrupt) else "ended by a signal"
-        with contextlib.suppress(OSError, ValueError, AttributeError):  # stderr closed
-            print(one_line(f"dyn: {how}; {kept}"), file=sys.stderr)  # (an output path)
-        error.kept = None  # said once
-
-
 @contextlib.contextmanager
 def saying_kept():
-    """Within: a run ended by Ctrl-C (or a signal raising
-    :class:`~treedyn.pipeline.errors.Ended`) says what its output kept (:func:`say_kept`)."""
+    """Within: a run ended by Ctrl-C, SIGTERM or SIGHUP (:class:`Ended`) says, in the line
+    it ends with, what its output kept (the ``kept`` text the pipeline gave the error;
+    nothing when it has none)."""
     try:
         yield
     except (KeyboardInterrupt, Ended) as error:
-        say_kept(error)
+        kept = getattr(error, "kept", None)
+        if kept is not None:
+            how = "interrupted" if isinstance(error, KeyboardInterrupt) else "ended by a signal"
+            with contextlib.suppress(OSError, ValueError, AttributeError):  # stderr closed
+                print(one_line(f"dyn: {how}; {kept}"), file=sys.stderr)  # (an output path)
+            error.kept = None  # said once
         raise

@@ -3,7 +3,6 @@ import gc
 import re
 import sys
 from collections.abc import Sequence
-from contextlib import contextmanager
 
 from treedyn.engine import Model, ModelError, configure
 from treedyn.engine.coupling import MimicError, couple
@@ -13,7 +12,9 @@ from treedyn.parsers.files import MODEL_BYTES
 from .console import warn
 from .options import MESH_PATHS
 from treedyn.pipeline.errors import UsageError
-from .settings import count, model_search, package_search, xacro_environment
+from treedyn.pipeline.chunks import computation_chunk
+
+from .settings import STREAM_CHUNK, count, model_search, package_search, xacro_environment
 
 MAPPING = re.compile(r"([A-Za-z_][A-Za-z0-9_]*):=(.*)", re.S)  # xacro's name:=value
 
@@ -39,10 +40,10 @@ def load(path: str, free_flyer: bool, diagnose: bool = False,
     if path == "-":
         path, data = STDIN_MODEL, standard_input()
     try:
-        with without_collection():
-            model = load_model(path, free_flyer=free_flyer,
-                               xacro=XacroInput(tuple(xacro), xacro_environment()),
-                               packages=package_paths(), urdf_only=urdf_only, data=data)
+        model = load_model(path, free_flyer=free_flyer,  # (the collector paused inside)
+                           xacro=XacroInput(tuple(xacro), xacro_environment()),
+                           packages=package_paths(), urdf_only=urdf_only, data=data)
+        gc.freeze()  # the model lives to the end: its million objects out of the walks
         if not diagnose:
             check_finite(model.description)
         if mimic:
@@ -56,22 +57,6 @@ def load(path: str, free_flyer: bool, diagnose: bool = False,
     for note in model.description.notes:
         warn(note)
     return model
-
-
-@contextmanager
-def without_collection():
-    """No cyclic garbage collection inside: loading a large model makes millions of objects
-    that form no cycles, and each collection would walk them all again (a third of the
-    load of a 100 000-link URDF). Afterwards the survivors -- the model, kept to the end --
-    are moved out of the collector's sight (gc.freeze) for the same reason."""
-    collecting = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if collecting:
-            gc.enable()
-            gc.freeze()
 
 
 def coupled(model: Model) -> Model:
@@ -108,6 +93,12 @@ def standard_input() -> bytes:
         raise UsageError(f"dyn: the model on stdin is larger than the {MODEL_BYTES >> 20} MiB "
                          "dyn reads")
     return data
+
+
+def chunk_states(command: str, layout) -> int:
+    """States per chunk of ``command``'s --input: at most TREEDYN_STREAM_CHUNK, fewer where
+    the results would be large (:func:`treedyn.pipeline.chunks.computation_chunk`)."""
+    return computation_chunk(command, layout.model, STREAM_CHUNK)
 
 
 def package_paths() -> PackagePaths:

@@ -59,7 +59,8 @@ STREAM_CHUNK = count("TREEDYN_STREAM_CHUNK", 16384)  # states read per chunk of 
 # most (callers may ask for fewer)
 
 
-def whole(name: str, default: int) -> int:
+
+def whole(name: str, default: int | None) -> int | None:
     """The whole number in ``name``, else ``default``; UsageError when it is not a whole
     number of at least 1."""
     value = os.environ.get(name)
@@ -72,6 +73,28 @@ def whole(name: str, default: int) -> int:
     if number < 1:  # -1 or 0 meant something else to whoever set it: say so
         raise UsageError(f"dyn: {name}={value!r} is not a positive whole number")
     return number
+
+
+MAX_PROCESSES = 8
+
+
+def processes() -> int:
+    """Worker processes: TREEDYN_PROCESSES, else the CPUs this process may use (at most
+    MAX_PROCESSES); 1 turns the split of JSON Lines off (a CSV file is never split:
+    :func:`treedyn.pipeline.batch.splits`)."""
+    if os.environ.get("TREEDYN_PROCESSES"):
+        return whole("TREEDYN_PROCESSES", 1)
+    try:
+        cpus = len(os.sched_getaffinity(0))
+    except AttributeError:  # not on Linux
+        cpus = os.cpu_count() or 1
+    return min(cpus, MAX_PROCESSES)
+
+
+def part_bytes() -> int | None:
+    """Bytes of text per worker's part: TREEDYN_PART_BYTES (tests use small parts), else
+    None (the pipeline's PART_BYTES); files of two parts or more are split."""
+    return whole("TREEDYN_PART_BYTES", None)
 
 
 def package_search() -> tuple[tuple[str, ...], tuple[str, ...]]:

@@ -35,7 +35,7 @@ from .layout import Layout
 from .npz import npz_chunks
 from .outputs import open_sink
 from .paths import file_identity, remove_stale
-from .sinks import NpzSink
+from .sinks import OUTPUT_FORMATS, NpzSink
 from .source import ARRAYS, CHUNK, INPUT_FORMATS, Input
 
 EXTRA = "--scheduler needs the optional extra: pip install 'treedyn[dask]'"
@@ -75,6 +75,37 @@ def targets(files: Sequence[str], folder: str | None) -> list[str]:
         first[output] = path
     refuse_overwrite(files, outputs)
     return outputs
+
+
+def wants_many(input: str | None, output: str | None, scheduler: str | None) -> bool:
+    """Whether a run is one of many files: a ``scheduler``, an ``output`` folder, or an
+    ``input`` pattern that names no file as it is."""
+    ext = os.path.splitext(output or "")[1]
+    if output and os.path.isdir(output) and ext.lower() in OUTPUT_FORMATS and \
+            not output.endswith(("/", os.sep)):
+        raise UsageError(f"{output}: is a directory, not the {ext} file its name asks for "
+                         "(write DIR/ for one .npz per input file)")
+    if scheduler is not None or output and is_folder(output):
+        return True
+    pattern = input not in (None, "-") and glob.has_magic(input)
+    return pattern and not os.path.exists(input)
+
+
+def plan(layout: Layout, command: str, pattern: str, folder: str | None, fmt: str | None,
+         scheduler: str | None, prefix: str | None = None):
+    """(files, outputs, counts) of a run over many files (:func:`expand`, :func:`targets`,
+    :func:`checked_counts`), refused before anything is written: a format other than the
+    outputs' .npz, Dask missing for a ``scheduler``."""
+    if scheduler is not None:
+        require_dask()
+    files = expand(pattern)
+    outputs = targets(files, folder)
+    if fmt is not None:
+        raise UsageError(f"dyn: --format {fmt} conflicts with --output DIR/: the "
+                         "files written there are .npz")
+    counts = checked_counts(files, layout, command, prefix, arrays_only=scheduler is not None,
+                            warns=scheduler is not None)
+    return files, outputs, counts
 
 
 def is_folder(path: str) -> bool:

@@ -10,7 +10,7 @@ import math
 import numpy as np
 import pytest
 
-from test_cli import ARM, SOLO, dyn, dyn_json, numbers
+from test_cli import ARM, SOLO, assert_usage_error, dyn, dyn_json, numbers
 from treedyn.engine.named import center_of_mass, frame_jacobians, frame_set
 from treedyn.parsers import load_model
 
@@ -99,3 +99,11 @@ def test_a_wrong_frame_is_one_line_and_exit_2():
     lines = result.stderr.decode().strip().splitlines()
     assert len(lines) == 1 and "'nope'" in lines[0] and "two_link_arm.urdf" in lines[0]
     assert dyn("frames", ARM, "--frame", "joint:link2", check=False).returncode == 2
+
+
+def test_many_states_as_a_table_is_one_usage_line(tmp_path):
+    """A table is for one state: --input with --format table is refused in one line."""
+    states = tmp_path / "states.jsonl"
+    states.write_text('{"q": [0.1, 0.2]}\n')
+    assert_usage_error(dyn("frames", ARM, "--frame", "link2", "-i", states, "-f", "table",
+                           check=False), "many states are written as json or csv")

@@ -8,13 +8,12 @@ from treedyn.pipeline.bench import bench as measure
 from treedyn.pipeline.bench import state_bytes
 
 from ..model import load, xacro_arguments
-from ..settings import STREAM_CHUNK
+from ..settings import STREAM_CHUNK, part_bytes, processes
 from ..options import (FreeFlyerOpt, InfoFormatOpt, ModelArg, XacroArgOpt, XacroArgs, epilog,
                        examples, finite)
 from ..render.bench import bench_text
 from treedyn.pipeline.chunks import refuse_past_memory
-from ..run.parts import split_bytes
-from ..run.pool import processes
+from treedyn.pipeline.parts import PART_BYTES
 
 
 @epilog(examples("dyn bench fixtures/two_link_arm.urdf",
@@ -40,7 +39,7 @@ def bench(model: ModelArg, xacro_args: XacroArgs = None, free_flyer: FreeFlyerOp
     loaded = load(model, free_flyer, xacro=xacro_arguments(xacro_args, xacro_arg))
     refuse_past_memory(states, state_bytes(loaded), "--states")
     rows, file_rows = measure(loaded, states, seconds, files, STREAM_CHUNK)
-    split = (f"JSON Lines files of {split_bytes() / 2 ** 20:g} MB or more are split over "
+    split = (f"JSON Lines files of {2 * (part_bytes() or PART_BYTES) / 2 ** 20:g} MB or more are split over "
              f"{processes()} processes")
     print(bench_text(loaded, rows, file_rows if files else None,
                      fmt.value if fmt is not None else "table", split))

@@ -1,8 +1,8 @@
-"""``dyn inverse``, ``dyn forward`` and ``dyn mass``: options → one request → the run layer.
+"""``dyn inverse``, ``dyn forward`` and ``dyn mass``: options -> one run.
 
-The three share every option but their vectors (declared once, :data:`OPTIONS`);
-:func:`treedyn.cli.run.dispatch.solve` reads the state(s), runs RNEA, ABA or CRBA per chunk
-and writes the results.
+The three share every option but their vectors (declared once, :func:`options`);
+:func:`treedyn.cli.run.request.solve` reads the state(s), runs RNEA, ABA or CRBA through the
+pipeline and writes the results.
 """
 from inspect import Parameter
 from typing import Annotated, Optional
@@ -11,13 +11,11 @@ import typer
 
 from treedyn.pipeline.vectors import parse_gravity
 
-from ..model import xacro_arguments
 from ..options import (AOpt, DatasetPrefixOpt, DegreesOpt, FextOpt, FormatOpt, FreeFlyerOpt,
                        GravityOpt, InputOpt, MimicOpt, ModelArg, OutputOpt, QOpt, QuietOpt,
                        SchedulerOpt, TauOpt, VOpt, XacroArgOpt, XacroArgs, command_of, epilog,
                        examples)
-from ..run.dispatch import solve
-from ..run.request import Request
+from ..run.request import solve
 
 SEED_EXAMPLE = ("dyn inverse fixtures/two_link_arm.urdf --q 0.5236,1.0472 --v 1,-0.5 --a 0.4,-0.2"
                 " --format json")
@@ -50,13 +48,7 @@ def command(name: str, vectors: tuple, doc: str, lines: tuple, extra: dict, **re
         if name == "mass":
             parse_gravity(given["gravity"])  # checked, and unused: M has no gravity
             given["gravity"] = None
-        fmt = given["fmt"]
-        solve(Request(name, given["model"], given["free_flyer"],
-                      {kind: given[kind] for kind in vectors}, fext, given["input_file"],
-                      given["output_file"], fmt and fmt.value, given["gravity"],
-                      given["degrees"], sparsity, given["quiet"], given["scheduler"],
-                      xacro_arguments(given["xacro_args"], given["xacro_arg"]),
-                      given["mimic"], given["dataset_prefix"]))
+        solve(name, vectors, {**given, "fext": fext, "sparsity": sparsity})
 
     return epilog(examples(*lines))(command_of(run, options(vectors, extra, **replaced), doc))
 

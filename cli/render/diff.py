@@ -9,7 +9,7 @@ from treedyn.engine.analysis.diff import DiffReport
 from treedyn.pipeline.diff_report import (  # noqa: F401 (diff_document: the command's name)
     describe, diff_document, percent)
 from treedyn.pipeline.naming import shown, v_labels
-from .reports import github_annotation
+from treedyn.pipeline.reports import github_annotation
 from .table import table
 
 NOUN = {"joint-added": "joint", "joint-removed": "joint", "type": "joint", "parent": "joint",

@@ -1,16 +1,9 @@
 """Rendering ``dyn identify``: the JSON document and the tables for people."""
 from __future__ import annotations
 
-from treedyn.engine.analysis.plain import plain as plain_data
-
 from treedyn.pipeline.naming import listing
+from treedyn.pipeline.reports import identify_document  # noqa: F401 (identify's name)
 from .table import table
-
-
-def identify_document(document: dict) -> dict:
-    """The report of :func:`treedyn.engine.analysis.identify_report.report`, plain JSON
-    (non-finite numbers as null)."""
-    return plain_data(document, nulls=True)
 
 
 def _number(x, digits: int = 6) -> str:

@@ -1,19 +1,12 @@
 """``dyn info``: the compact tree as a JSON document, a CSV of joints, and a table with the
 tree drawn (without recursion, so chains deeper than Python's stack draw too)."""
 
-import numpy as np
-
-from treedyn.engine.analysis.summary import joint_children, model_summary
+from treedyn.engine.analysis.summary import joint_children
 from treedyn.pipeline import naming
-from treedyn.pipeline.layout import layout_document
+from treedyn.pipeline.reports import (  # noqa: F401 (info_csv, info_document: info's)
+    JOINT_COLUMNS, info_csv, info_document)
 from ..console import printable
 from .table import table
-
-
-def info_document(model, gravity: np.ndarray | None) -> dict:
-    """What ``dyn info --format json`` prints (the keys of interface.md, and a few more):
-    the model's summary and the layout of its q and v."""
-    return {**model_summary(model, gravity), "layout": layout_document(model)}
 
 
 DRAWN_DEPTH = 32  # levels of the tree drawing indented; deeper lines show their depth
@@ -51,16 +44,6 @@ def tree_lines(model) -> list[str]:
         stack += [(child, below, index == len(children[j]) - 1, depth + 1)
                   for index, child in enumerate(children[j])][::-1]
     return lines
-
-
-JOINT_COLUMNS = ("name", "type", "parent", "idx_q", "nq", "idx_v", "nv", "nv_subtree", "body")
-
-
-def info_csv(document: dict, stream) -> None:
-    """The joints of ``info`` as CSV, one row per joint in tree order."""
-    writer = naming.csv_writer(stream)
-    writer.writerow(JOINT_COLUMNS)
-    writer.writerows([joint[c] for c in JOINT_COLUMNS] for joint in document["joints"])
 
 
 def info_table(document: dict, model=None) -> str:

@@ -1,6 +1,7 @@
-"""Rendering the diagnostics: tables for people, CSV, GitHub annotations. Their JSON
-documents are the engine's (:mod:`treedyn.engine.analysis.check_report`,
-:mod:`treedyn.engine.analysis.condition_report`), named here for the commands.
+"""Rendering the diagnostics: tables for people. Their CSV and annotations
+(:mod:`treedyn.pipeline.reports`) and JSON documents
+(:mod:`treedyn.engine.analysis.check_report`, :mod:`treedyn.engine.analysis.condition_report`)
+are the library's, named here for the commands.
 ``tabulate`` is imported only when a table is printed.
 """
 from __future__ import annotations
@@ -11,37 +12,21 @@ from collections.abc import Sequence
 import numpy as np
 
 from treedyn.engine.analysis.check_report import (  # noqa: F401 (inertia_document)
-    check_summary, finding_document, fix_element, inertia_document, plain)
+    check_summary, fix_element, inertia_document)
 from treedyn.engine.analysis.condition_report import (  # noqa: F401 (the commands' names)
     condition_document, empty_condition_document)
 
-from ..console import printable
-from treedyn.pipeline.naming import csv_writer, listing
+from treedyn.pipeline.naming import listing
+from treedyn.pipeline.reports import (  # noqa: F401 (the commands' names)
+    condition_csv, github_annotation, github_annotations, github_warning, inertia_csv,
+    verify_csv, verify_document, verify_note)
+
 from .table import table
 
 SEVERITY_ORDER = {"error": 0, "warning": 1, "info": 2}
 
 
 # ----------------------------------------------------------------------------- check-inertia
-
-FINDING_COLUMNS = ("body", "check", "severity", "status", "value", "margin", "file", "line",
-                   "scope", "message")
-
-
-def inertia_csv(report, stream, fmt: str, fixes: bool = False, show_all: bool = False) -> None:
-    """One row per finding (error or warning; with ``show_all`` every check, its status
-    column telling them apart); list values (principal moments) joined with spaces; with
-    ``fixes`` (--fix) a last column ``fix`` holds the suggested element."""
-    writer = csv_writer(stream)
-    columns = FINDING_COLUMNS + (("fix",) if fixes else ())
-    writer.writerow(columns)
-    for finding in report.findings if show_all else report.failed():
-        row = finding_document(finding, fmt)
-        value = row["value"]
-        row["value"] = " ".join(map(repr, value)) if isinstance(value, list) else value
-        row["fix"] = row["fix"]["element"] if "fix" in row else None
-        writer.writerow(["" if row[c] is None else row[c] for c in columns])
-
 
 def inertia_table(report, model, show_all: bool) -> str:
     shown = list(report.findings) if show_all else report.failed()
@@ -124,51 +109,7 @@ def unreadable_meshes(geometry: dict) -> list[str]:
     return lines
 
 
-def github_annotation(kind: str, path: str, title: str, text: str, line: int = 0) -> str:
-    """One GitHub Actions annotation (``::error`` or ``::warning``) for the file ``path``,
-    at ``line`` when known."""
-    where = f"file={escape_property(path)}" + (f",line={line}" if line else "")
-    return f"::{kind} {where},title={escape_property(title)}::{escape_data(text)}"
-
-
-def github_warning(path: str, title: str, text: str) -> str:
-    """One GitHub Actions ``::warning`` annotation for the file ``path``."""
-    return github_annotation("warning", path, title, text)
-
-
-def github_annotations(report, fmt: str) -> str:
-    """``::error file=...,line=...,title=...::message`` per error and warning (with the
-    suggested element on a second line of the message under --fix)."""
-    lines = []
-    for f in report.failed():
-        message = f"{f.body}: {f.message}"
-        if f.fix is not None:
-            message += f"\nsuggested ({f.fix.reason}): {fix_element(f.fix, fmt)}"
-        lines.append(github_annotation("error" if f.severity == "error" else "warning",
-                                       f.source.file, f"dyn check-inertia: {f.check} ({f.body})",
-                                       message, f.source.line))
-    return "\n".join(lines)
-
-
-def escape_data(text: str) -> str:  # (and no other control character reaches the log raw)
-    return printable(text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A"))
-
-
-def escape_property(text: str) -> str:
-    return escape_data(text).replace(":", "%3A").replace(",", "%2C")
-
-
 # ----------------------------------------------------------------------------- condition
-
-def condition_csv(report, q_names: Sequence[str], stream) -> None:
-    """One row per sampled configuration: cond(M), its extreme eigenvalues and q (the header
-    alone for ``report`` None, a model without dofs)."""
-    writer = csv_writer(stream)
-    writer.writerow(["sample", "cond", "lambda_min", "lambda_max", *[f"q:{n}" for n in q_names]])
-    for n, q in enumerate(() if report is None else report.q):
-        writer.writerow([n, *[float(x) for x in (report.cond[n], report.eigenvalues[n, 0],
-                                                 report.eigenvalues[n, -1])], *q.tolist()])
-
 
 def weakest_direction(vector: np.ndarray, names: Sequence[str], count: int = 4) -> str:
     """The largest components of a unit vector, named: '+0.98 wrist_3, -0.2 wrist_2'."""
@@ -226,30 +167,6 @@ def condition_table(report, model, names: Sequence[str], q_names: Sequence[str],
 
 
 # ----------------------------------------------------------------------------- verify
-
-def verify_note(result) -> str:
-    """A verify result's note in the command line's terms (the engine gives a reason)."""
-    if result.reason == "fixed-base":
-        return "fixed base (a URDF floats with --free-flyer, an MJCF body with <freejoint>)"
-    if result.reason == "singular":
-        return f"{result.note} (see dyn check-inertia)"
-    return result.note
-
-
-def verify_document(report, model, options) -> dict:
-    return {"ok": report.ok, "model": model.name, "states": report.states,
-            "seed": options.seed,
-            "identities": [{"name": r.name, "identity": r.identity,
-                            "residual": plain(r.residual), "tolerance": plain(r.tolerance),
-                            "status": r.status, "note": verify_note(r)} for r in report.results]}
-
-
-def verify_csv(report, stream) -> None:
-    writer = csv_writer(stream)
-    writer.writerow(["name", "residual", "tolerance", "status", "identity", "note"])
-    for r in report.results:
-        writer.writerow([r.name, r.residual, r.tolerance, r.status, r.identity, verify_note(r)])
-
 
 def verify_table(report, model, options) -> str:
     rows = [[r.status, r.name, _number(r.residual), _number(r.tolerance), verify_note(r)]

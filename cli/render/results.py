@@ -4,9 +4,37 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+import json
+import sys
+
+from treedyn.pipeline.layout import Layout
 from treedyn.pipeline.sinks import Sink
 
+from .sparsity import sparsity_table
 from .table import matrix_table, table
+
+
+def results_table(layout: Layout, key: str, single: bool, document: dict | None):
+    """The tables of the results ``key`` (tau, a or M) on stdout (with ``document``, the
+    --sparsity figures under them)."""
+    footer = sparsity_table(document, layout.v_labels) if document else ""
+    return TableSink(sys.stdout, key, layout.v_labels, units(key, layout), single, footer)
+
+
+def units(key: str, layout: Layout) -> list[str]:
+    """Unit of each dof of the results ``key``, for tables (those of M go unused)."""
+    if key == "tau":
+        return ["N m" if rotation else "N" for rotation in layout.angular]
+    return [("deg/s^2" if layout.degrees else "rad/s^2") if rotation else "m/s^2"
+            for rotation in layout.angular]
+
+
+def structure_text(document: dict, layout: Layout, kind: str) -> str:
+    """``mass --sparsity`` without M (past its cap): the document the result would carry
+    (JSON: ``dofs`` and ``sparsity``), or its figures for people."""
+    if kind == "json":
+        return json.dumps({"dofs": list(layout.v_labels), "sparsity": document})
+    return sparsity_table(document, layout.v_labels)
 
 
 class TableSink(Sink):

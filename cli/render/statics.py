@@ -6,7 +6,7 @@ import math
 
 from treedyn.engine.analysis.statics import StaticsReport
 
-from .reports import github_annotation
+from treedyn.pipeline.reports import github_annotation
 from .table import table
 
 

@@ -10,12 +10,11 @@ import json
 import sys
 from math import prod
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from inspect import Parameter
-from typing import Optional
 
 import numpy as np
 
+from treedyn.pipeline.batch import MASS_CAP, sink_kind
 from treedyn.pipeline.chunks import kinematics_chunk
 from treedyn.pipeline.compute import Computation, compute
 from treedyn.pipeline.errors import UsageError
@@ -31,26 +30,6 @@ from ..options import (DatasetPrefixOpt, DegreesOpt, FormatOpt, FreeFlyerOpt, In
                        MimicOpt, ModelArg, OutputOpt, QOpt, QuietOpt, VOpt, XacroArgOpt,
                        XacroArgs, command_of, epilog, examples)
 from ..settings import STREAM_CHUNK
-from .request import MASS_CAP, sink_kind
-
-
-@dataclass
-class Asked:
-    """A kinematics command as typed (the options it shares with ``inverse``)."""
-
-    model: str
-    free_flyer: bool
-    q: Optional[str]
-    v: Optional[str] = field(default=None, kw_only=True)  # (by keyword: fields after have
-    # no default)
-    degrees: bool
-    input: Optional[str]
-    output: Optional[str]
-    format: Optional[str]
-    quiet: bool = False
-    xacro: tuple = ()
-    mimic: bool = False
-    dataset_prefix: Optional[str] = None
 
 
 # (layout) -> (the row computed, labels of a result's numbers, the one-state
@@ -59,12 +38,14 @@ Select = Callable[[Layout], tuple[Computation, list, Callable[[np.ndarray], dict
                                   Callable[[np.ndarray], str]]]
 
 
-def solve_kinematics(asked: Asked, select: Select) -> None:
-    """Compute the command's row for one state (--q) or every state of --input, and
-    write it: --output FILE, else stdout (JSON, CSV, or a table on a terminal)."""
-    console.reset(asked.quiet)
-    model = load(asked.model, asked.free_flyer, xacro=asked.xacro, mimic=asked.mimic)
-    layout = Layout.of(model, asked.degrees)
+def solve_kinematics(given: dict, select: Select) -> None:
+    """Compute the command's row for one state (--q) or every state of --input, as the
+    options ``given`` (by name) ask, and write it: --output FILE, else stdout (JSON, CSV,
+    or a table on a terminal)."""
+    console.reset(given["quiet"])
+    model = load(given["model"], given["free_flyer"], mimic=given["mimic"],
+                 xacro=xacro_arguments(given["xacro_args"], given["xacro_arg"]))
+    layout = Layout.of(model, given["degrees"])
     computation, labels, document, text = select(layout)
     shape = computation.shape(model.nv)
     size = prod(shape)
@@ -72,30 +53,32 @@ def solve_kinematics(asked: Asked, select: Select) -> None:
         raise UsageError(f"dyn: {model.source}: one state's {computation.key} of this model "
                          f"holds {size:,} numbers ({8 * size / 2 ** 30:.3g} GiB of doubles), "
                          f"past the {MASS_CAP:,} a state's result may hold")
-    kind = sink_kind(asked)
-    if asked.output is not None:
-        sink = open_sink(asked.output, computation.key, shape, labels, kind,
-                         dataset_prefix=asked.dataset_prefix)
-    elif kind in ("json", "csv") and (asked.input is not None or kind == "csv"):
+    input, output, prefix = given["input_file"], given["output_file"], given["dataset_prefix"]
+    kind = sink_kind(input, output, given["fmt"] and given["fmt"].value,
+                     "table" if sys.stdout.isatty() else "json")
+    if output is not None:
+        sink = open_sink(output, computation.key, shape, labels, kind, dataset_prefix=prefix)
+    elif kind in ("json", "csv") and (input is not None or kind == "csv"):
         sink = file_sink(sys.stdout, None, kind, computation.key, shape, labels, {})
     else:
         sink = None
-    if asked.input is None:
-        states = single_state(layout, {"q": asked.q, "v": asked.v}, {})
+    vectors = {"q": given["q"], "v": given.get("v")}
+    if input is None:
+        states = single_state(layout, vectors, {})
         result = compute(computation, layout, states, None)
         if sink is None:
             print(json.dumps(document(result[0])) if kind == "json" else text(result[0]))
             return
         return sink.write_whole(result, states)
-    for kind in ("q", "v"):
-        if getattr(asked, kind) is not None:
-            raise UsageError(f"dyn: --{kind} cannot be combined with --input (put {kind} in "
+    for name, value in vectors.items():
+        if value is not None:
+            raise UsageError(f"dyn: --{name} cannot be combined with --input (put {name} in "
                              "the input file)")
     if kind == "table":
         raise UsageError("dyn: many states are written as json or csv (--format), or to "
                          "--output FILE")
     with saying_kept():
-        run(layout, computation, Input.open(asked.input, asked.dataset_prefix), sink,
+        run(layout, computation, Input.open(input, prefix), sink,
             chunk=kinematics_chunk(model, shape, STREAM_CHUNK))
 
 
@@ -114,12 +97,6 @@ def state_command(select: Callable, doc: str, lines: tuple, extra: dict | None =
                "dataset_prefix": (DatasetPrefixOpt, None)}
 
     def run_command(**given) -> None:
-        fmt = given["fmt"]
-        solve_kinematics(Asked(given["model"], given["free_flyer"], given["q"],
-                               given["degrees"], given["input_file"], given["output_file"],
-                               fmt and fmt.value, given["quiet"],
-                               xacro_arguments(given["xacro_args"], given["xacro_arg"]),
-                               given["mimic"], given["dataset_prefix"], v=given.get("v")),
-                         lambda layout: select(given, layout))
+        solve_kinematics(given, lambda layout: select(given, layout))
 
     return epilog(examples(*lines))(command_of(run_command, options, doc))

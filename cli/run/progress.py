@@ -1,5 +1,5 @@
-"""A progress bar on stderr for long batches: states done, states/s, and the share done
-with the time left when the input's size is known (an .npz's states, a text file's bytes).
+"""A progress bar on stderr for long batches (:class:`Progress`), drawn from the figures
+of :class:`treedyn.pipeline.progress.Tally`.
 
 Shown only when stderr is a terminal (and results do not go to a terminal on stdout, where
 they would scroll through it), not with ``--quiet``, and only once a batch has run for
@@ -11,17 +11,10 @@ from __future__ import annotations
 
 import os
 import sys
-import time
+
+from treedyn.pipeline.progress import Tally
 
 DELAY = 1.0
-STEPS = 1000  # the bar's length in rich's units, when the share done is known
-
-
-def clock(seconds: float) -> str:
-    """h:mm:ss (m:ss under an hour)."""
-    whole = int(seconds + 0.5)
-    hours, rest = divmod(whole, 3600)
-    return f"{hours}:{rest // 60:02d}:{rest % 60:02d}" if hours else f"{rest // 60}:{rest % 60:02d}"
 
 
 def wanted(quiet: bool, results_on_stdout: bool = True) -> bool:
@@ -35,35 +28,16 @@ def wanted(quiet: bool, results_on_stdout: bool = True) -> bool:
         return False
 
 
-class Progress:
-    """Counts states; draws a rich bar on stderr once the batch has run for ``delay`` s."""
+class Progress(Tally):
+    """A rich bar on stderr once the batch has run for ``delay`` s."""
 
     def __init__(self, enabled: bool, delay: float | None = None):
-        self.enabled = enabled
-        self.delay = float(os.environ.get("DYN_PROGRESS_DELAY", DELAY)) if delay is None \
-            else delay
-        self.start = time.perf_counter()
-        self.done = 0
+        super().__init__(enabled, float(os.environ.get("DYN_PROGRESS_DELAY", DELAY))
+                         if delay is None else delay)
         self.bar = None
         self.task = None
 
-    def advance(self, count: int, total: int | None = None,
-                consumed: float | None = None) -> None:
-        """``count`` more states are done, of ``total`` when the input knows it; else
-        ``consumed`` is the share of the input read for them, when known (text files)."""
-        self.done += count
-        if not self.enabled or (self.bar is None and self.done == 0):
-            return  # the bar starts with states done (formatting workers may lag behind)
-        elapsed = time.perf_counter() - self.start
-        if elapsed < self.delay:
-            return
-        share = self.done / total if total else consumed
-        fields = {"states": self.done, "elapsed": elapsed,
-                  "rate": self.done / elapsed if elapsed > 0 else 0.0,
-                  "share": "" if share is None else f"{share:4.0%}",
-                  "left": "" if not share else "ETA " + clock(elapsed * (1 - share) / share)}
-        if share is not None:
-            fields.update(total=STEPS, completed=round(STEPS * min(share, 1.0)))
+    def report(self, fields: dict) -> None:
         if self.bar is None:
             self.show(fields)
         else:
