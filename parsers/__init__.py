@@ -193,9 +193,7 @@ def collector_paused():
     Reading makes about ten objects per element (specs, arrays, source references), none
     of them garbage in a cycle, and every few hundred new objects start a collection that
     walks the young ones, every few thousand all of them: on a 100 000-link URDF those
-    walks were a third of the loading time. Memory is unchanged (the objects are all kept).
-    (``dyn`` then freezes the model's objects, which live as long as the command:
-    :func:`treedyn.cli.model.load`.)"""
+    walks were a third of the loading time. Memory is unchanged (the objects are all kept)."""
     enabled = gc.isenabled()
     gc.disable()
     try:
