@@ -11,3 +11,13 @@ import os
 
 for _variable in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
     os.environ.setdefault(_variable, "1")
+
+
+def pytest_sessionfinish(session, exitstatus):
+    """The dyn fork server of this test process, if one started (tests/forked.py), ends
+    with the session."""
+    import sys
+
+    forked = sys.modules.get("forked")
+    if forked is not None:
+        forked.stop()
