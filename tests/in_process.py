@@ -12,6 +12,8 @@ full stdout, forked workers of a split run -- is tested with real processes
 and every golden case: a result that must equal a record to its last bits comes from a
 whole process, since numbers computed in a long test process can move in their last bits
 with the state earlier tests left -- two golden cases did in one run of the whole suite).
+tests/forked.py starts those processes cheaply, forked from one that has loaded dyn's
+libraries and run nothing.
 """
 from __future__ import annotations
 

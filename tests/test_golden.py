@@ -3,7 +3,10 @@
 Results on stdout and in --output files, error lines, exit codes and partial outputs after
 a bad row are tested here against files recorded once, not against another path of dyn:
 the split and text-worker paths and the one-process path must each give these results.
-Every case runs as a whole ``dyn`` process.
+Every case runs as a whole ``dyn`` process, forked from one that has imported dyn's
+libraries (``tests/forked.py``: a process that has run nothing before, at a fifth of the
+cost of starting Python), never in the test process, whose numbers can move in their last
+bits with the state earlier tests left.
 
 What is compared is what dyn promises, not the bytes numpy, the BLAS or typer happen to
 produce: text outputs word for word with every number within ``RTOL``/``ATOL`` of the
@@ -35,6 +38,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+
+from forked import dyn_process
 
 ROOT = Path(__file__).resolve().parents[1]
 GOLDEN = Path(__file__).resolve().parent / "golden"
@@ -127,9 +132,7 @@ def run_case(args: list, env: dict, output, workdir: Path):
     environment = {key: value for key, value in os.environ.items()
                    if not key.startswith("TREEDYN_")}
     environment.update({"COLUMNS": "100", "LC_ALL": "C.UTF-8", **env})
-    done = subprocess.run([sys.executable, "-c", "from treedyn.cli import run; run()", *args],
-                          cwd=ROOT, env=environment, capture_output=True, timeout=300,
-                          stdin=subprocess.DEVNULL)
+    done = dyn_process(args, cwd=ROOT, env=environment, timeout=300)
     record = {"args": args if output is None else [a.replace(str(workdir), "TMP")
                                                    for a in args],
               "code": done.returncode,

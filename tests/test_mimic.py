@@ -28,6 +28,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from forked import dyn_process
 from reference_models import robots_root
 from treedyn.engine import aba, crba, rnea
 from treedyn.engine.coupling import couple
@@ -217,8 +218,10 @@ def test_a_model_without_mimic_joints_is_left_as_it_is():
 # -- the command line -------------------------------------------------------------------
 
 def dyn(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-c", "from treedyn.cli import run; run()", *args],
-                          capture_output=True, text=True, cwd=ROOT, timeout=120)
+    """``dyn ARGS`` as a whole process (tests/forked.py), stdout and stderr as text."""
+    done = dyn_process(args, cwd=ROOT, timeout=120)
+    return subprocess.CompletedProcess(done.args, done.returncode, done.stdout.decode(),
+                                       done.stderr.decode())
 
 
 def test_cli_inverse_forward_mass_use_the_coupled_coordinates():

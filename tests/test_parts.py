@@ -1,9 +1,10 @@
 """Large JSON Lines inputs split over worker processes (treedyn.pipeline.parts, run by
 treedyn.cli.run.parts), and CSV inputs never split.
 
-Every run here is a fresh ``dyn`` process with small parts (TREEDYN_PART_BYTES) and small
-streamed chunks (TREEDYN_STREAM_CHUNK), compared byte for byte with the same command in one
-process (TREEDYN_PROCESSES=1): results, error lines, exit codes and partial outputs.
+Every run here is a fresh ``dyn`` process (tests/forked.py) with small parts
+(TREEDYN_PART_BYTES) and small streamed chunks (TREEDYN_STREAM_CHUNK), compared byte for
+byte with the same command in one process (TREEDYN_PROCESSES=1): results, error lines,
+exit codes and partial outputs.
 """
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ from unittest import mock
 import numpy as np
 import pytest
 
+from forked import dyn_process
 from test_cli import ARM, ROOT
 
 pytestmark = pytest.mark.skipif(not hasattr(os, "fork"), reason="parts need fork")
@@ -26,10 +28,10 @@ TOOL_ARM = ROOT / "tests" / "data" / "arm_with_tool.urdf"
 
 
 def run(args, processes: int, **env) -> subprocess.CompletedProcess:
-    """``dyn ARGS`` in a fresh process with ``processes`` worker processes."""
+    """``dyn ARGS`` in a fresh process (forked from one with dyn's libraries imported:
+    tests/forked.py) with ``processes`` worker processes."""
     environment = {**os.environ, **SPLIT, "TREEDYN_PROCESSES": str(processes), **env}
-    return subprocess.run([sys.executable, "-m", "treedyn.cli", *map(str, args)],
-                          capture_output=True, cwd=ROOT, env=environment, timeout=120)
+    return dyn_process(args, cwd=ROOT, env=environment, timeout=120)
 
 
 def both(args, tmp_path, output: str | None = None):
