@@ -33,15 +33,8 @@ from xml.sax.saxutils import quoteattr
 
 import numpy as np
 
-from treedyn.engine.description import (
-    GRAVITY,
-    JointSpec,
-    LinkSpec,
-    Shape,
-    SiteSpec,
-    SourceRef,
-    TreeDescription,
-)
+from treedyn.engine.description import (GRAVITY, JointSpec, LinkSpec, Shape, SiteSpec,
+                                        SourceRef, TreeDescription)
 from treedyn.engine.rotations import axis_angle_matrix, matrix_rpy
 
 from ..errors import ParseError
