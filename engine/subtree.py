@@ -28,7 +28,6 @@ from __future__ import annotations
 import numpy as np
 import scipy.sparse.linalg
 
-from .batch.threads import run_chunks, settings
 from .joints import RevoluteJoint
 from .model import Model
 from .reference import JointTransforms, joint_transform
@@ -194,20 +193,14 @@ class TreeSweeps:
         largest = np.zeros(self.count)
         start = np.random.default_rng(0).standard_normal(model.nv)
 
-        def samples(first: int, stop: int) -> None:
-            for s in range(first, stop):
-                inertia = inertia_to_parent(np.swapaxes(R[s], -1, -2), p[s],
-                                            model.body_inertia)
-                product = mass_product(model, S[s], inertia)
-                if model.nv <= 2:  # too small for Lanczos: M column by column
-                    M = np.stack([product(e) for e in np.eye(model.nv)], axis=1)
-                    largest[s] = np.linalg.eigvalsh(M)[-1] if model.nv else 0.0
-                    continue
-                largest[s] = lanczos_largest(product, model.nv, start, tol)
-
-        # the samples split over the engine's threads: each product is a few passes of
-        # numpy over whole arrays, which release the GIL
-        run_chunks(self.count, samples, -(-self.count // settings.threads))
+        for s in range(self.count):
+            inertia = inertia_to_parent(np.swapaxes(R[s], -1, -2), p[s], model.body_inertia)
+            product = mass_product(model, S[s], inertia)
+            if model.nv <= 2:  # too small for Lanczos: M column by column
+                M = np.stack([product(e) for e in np.eye(model.nv)], axis=1)
+                largest[s] = np.linalg.eigvalsh(M)[-1] if model.nv else 0.0
+                continue
+            largest[s] = lanczos_largest(product, model.nv, start, tol)
         return largest
 
 
