@@ -31,39 +31,10 @@ import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from bench_core import print_table, robots_root  # noqa: E402
-from bench_pipeline import TALOS, dyn_executable, wall  # noqa: E402
+from bench_pipeline import TALOS, dyn_executable, wall, write_inputs  # noqa: E402
 
 FORMATS = ("jsonl", "csv", "npz", "parquet", "h5")
 BASE_FORMATS = ("jsonl", "csv", "npz")  # what today's main reads
-ROWS = 16384
-
-
-def write_inputs(folder: str, model, count: int, formats) -> dict[str, str]:
-    from treedyn.pipeline.bench import random_states, write_states
-
-    vectors = random_states(model, count)
-    paths = {}
-    for fmt in formats:
-        path = paths[fmt] = os.path.join(folder, f"states.{fmt}")
-        if fmt == "parquet":
-            import pyarrow as pa
-            import pyarrow.parquet as pq
-
-            table = pa.table({kind: pa.FixedSizeListArray.from_arrays(
-                values.ravel(), values.shape[1]) for kind, values in vectors.items()})
-            pq.write_table(table, path, row_group_size=ROWS)
-        elif fmt == "h5":
-            import h5py
-
-            with h5py.File(path, "w") as file:
-                for kind, values in vectors.items():
-                    file.create_dataset(kind, data=values,
-                                        chunks=(min(ROWS, len(values)), values.shape[1]))
-        else:
-            write_states(path, fmt, vectors)
-    return paths
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--states", type=int, default=100_000)

@@ -224,13 +224,40 @@ def bench_batch(args, env, work, urdf, model):
     return rows
 
 
+ROWS = 16384  # rows per Parquet row group and HDF5 chunk of the written inputs
+
+
+def write_inputs(folder: str, model, count: int, formats) -> dict[str, str]:
+    from treedyn.pipeline.bench import random_states, write_states
+
+    vectors = random_states(model, count)
+    paths = {}
+    for fmt in formats:
+        path = paths[fmt] = os.path.join(folder, f"states.{fmt}")
+        if fmt == "parquet":
+            import pyarrow as pa
+            import pyarrow.parquet as pq
+
+            table = pa.table({kind: pa.FixedSizeListArray.from_arrays(
+                values.ravel(), values.shape[1]) for kind, values in vectors.items()})
+            pq.write_table(table, path, row_group_size=ROWS)
+        elif fmt == "h5":
+            import h5py
+
+            with h5py.File(path, "w") as file:
+                for kind, values in vectors.items():
+                    file.create_dataset(kind, data=values,
+                                        chunks=(min(ROWS, len(values)), values.shape[1]))
+        else:
+            write_states(path, fmt, vectors)
+    return paths
+
+
 FORMAT_TARGETS = {"jsonl": 2.1, "csv": 2.1, "parquet": 1.4, "h5": 1.0}
 
 
 def bench_formats(args, env, work, urdf, model):
     """Rows (format, installation, median s, ratio to the same installation's .npz run)."""
-    from bench_formats import write_inputs
-
     formats = args.formats.split(",")
     if "npz" not in formats:
         formats.insert(0, "npz")
