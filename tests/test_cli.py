@@ -860,3 +860,14 @@ def test_suggested_names_are_typable():
     assert line.endswith('''known: "wrist, left", "a=b", "q\\"t"''')
     assert_usage_error(dyn("inverse", ODD, "--q", '"wrist=1', check=False),
                        "a double quote is not closed")
+
+
+def test_condition_table_shows_cond_d_only_where_a_joint_has_several_dofs():
+    """A 1-dof joint's D-block is a number, its cond(D) always 1: the column is left out
+    for such models, and kept where a joint (a free-flyer) has several dofs."""
+    arm = ROOT / "fixtures" / "two_link_arm.urdf"
+    plain = dyn("condition", arm, "--format", "table").stdout.decode()
+    assert "lambda_min(D)" in plain and "cond(D)" not in plain
+    floating = dyn("condition", ROOT / "fixtures" / "two_link_arm_wrist.urdf", "--free-flyer",
+                   "--format", "table").stdout.decode()
+    assert "cond(D)" in floating

@@ -136,7 +136,9 @@ def condition_table(report, model, names: Sequence[str], q_names: Sequence[str],
                     top: int = 10) -> str:
     worst, eigen = report.worst, report.eigenvalues
     blocks = sorted(report.blocks, key=lambda b: b.ratio)[:top]
-    block_rows = [[b.joint, b.d_min, b.ratio, b.d_cond] for b in blocks]
+    several = bool((model.nv_joint > 1).any())  # a 1-dof joint's D is a number: cond(D) 1
+    block_rows = [[b.joint, b.d_min, b.ratio, *([b.d_cond] if several else [])]
+                  for b in blocks]
     ratio_rows = [[r.parent, r.child, r.parent_mass, r.child_mass, r.ratio]
                   for r in report.mass_ratios[:top]]
     configuration = ", ".join(f"{name}={value:.4g}" for name, value in zip(q_names,
@@ -154,7 +156,7 @@ def condition_table(report, model, names: Sequence[str], q_names: Sequence[str],
         "",
         f"ABA's local D-blocks, worst over the samples (smallest {len(blocks)} of "
         f"{len(report.blocks)}; ratio = lambda_min(D) / lambda_max(M), cond(M) >= 1/ratio):",
-        table(block_rows, ["joint", "lambda_min(D)", "ratio", "cond(D)"]),
+        table(block_rows, ["joint", "lambda_min(D)", "ratio", *(["cond(D)"] if several else [])]),
         "",
         "parent/child body mass ratios (largest first):",
         table(ratio_rows, ["parent", "child", "parent kg", "child kg", "ratio"])
