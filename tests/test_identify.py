@@ -363,3 +363,15 @@ def test_identify_stream_from_python_recovers_viscous_friction(tmp_path):
     viscous = [k for k, name in enumerate(result.layout.names) if name.startswith("viscous.")]
     np.testing.assert_allclose(result.fit.pi[viscous], 0.3, atol=0.01)
     assert result.problem.states == 2000
+
+
+def test_file_base_parameters_are_their_named_combinations(capsys):
+    """A base parameter's file value is the combination its name states, of the file's
+    numbers: the arm's first moments mx are 0 in the file, and stay exactly 0 (not the
+    1e-17 a combination coefficient left by the triangular solve would add)."""
+    code, out, _ = dyn("identify", ARM, "--input", "fixtures/two_link_arm_log.csv",
+                       "--format", "json", capsys=capsys)
+    assert code == 0
+    base = {row["name"]: row["file"] for row in json.loads(out)["base"]}
+    assert base["link1.mx"] == 0.0 and base["link2.mx"] == 0.0
+    assert base["link2.mz"] == -0.5 and base["link2.Iyy"] == pytest.approx(0.334167, abs=1e-6)

@@ -217,6 +217,11 @@ def base_parameters(problem: Problem, tolerance: float = 1e-8) -> Base:
     dependent_live = live[order[rank:]]
     beta_live = scipy.linalg.solve_triangular(R2[:rank, :rank], R2[:rank, rank:])
     beta_live = beta_live * norms[dependent_live] / norms[independent][:, None]
+    # the triangular solve leaves ~1e-17 where a coefficient is exactly zero: below the
+    # threshold that names the combination (Base.combination), a coefficient is zero, so
+    # the file's base parameters are the combination their names say (a zero stays 0.0)
+    scale = np.maximum(1.0, np.abs(beta_live).max(axis=1, initial=0.0))[:, None]
+    beta_live = np.where(np.abs(beta_live) > 1e-9 * scale, beta_live, 0.0)
     dependent = np.concatenate([dependent_live, np.flatnonzero(no_effect)]).astype(int)
     beta = np.hstack([beta_live, np.zeros((rank, int(no_effect.sum())))])
     base_sigma = np.linalg.svd(RY[:, independent], compute_uv=False)
