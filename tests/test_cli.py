@@ -871,3 +871,17 @@ def test_condition_table_shows_cond_d_only_where_a_joint_has_several_dofs():
     floating = dyn("condition", ROOT / "fixtures" / "two_link_arm_wrist.urdf", "--free-flyer",
                    "--format", "table").stdout.decode()
     assert "cond(D)" in floating
+
+
+def test_condition_worst_configuration_wraps_to_the_terminal(monkeypatch):
+    """The worst configuration, one "name=value" per coordinate, is wrapped to the
+    terminal's width (38 dofs made a line of ~1 000 characters), never cut."""
+    monkeypatch.setenv("COLUMNS", "60")
+    text = dyn("condition", ROOT / "fixtures" / "two_link_arm_wrist.urdf", "--free-flyer",
+               "--format", "table").stdout.decode()
+    lines = text.splitlines()
+    start = next(k for k, line in enumerate(lines) if line.startswith("worst configuration"))
+    end = next(k for k in range(start + 1, len(lines)) if not lines[k].startswith("  "))
+    block = lines[start:end]  # the first line and its indented continuations
+    assert len(block) > 1 and all(len(line) <= 60 for line in block)
+    assert " ".join(line.strip() for line in block).count("=") == 10  # 7 + 3 coordinates

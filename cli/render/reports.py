@@ -7,6 +7,8 @@ are the library's, named here for the commands.
 from __future__ import annotations
 
 import math
+import shutil
+import textwrap
 from collections.abc import Sequence
 
 import numpy as np
@@ -147,7 +149,10 @@ def condition_table(report, model, names: Sequence[str], q_names: Sequence[str],
         f"cond(M) of {model.name} over {len(report.q)} configurations (neutral first, then "
         f"random within the limits, seed {options.seed}):",
         _cond_line(report, options),
-        f"worst configuration (sample {worst}): {configuration or '(no coordinates)'}",
+        textwrap.fill(f"worst configuration (sample {worst}): "  # wrapped to the terminal
+                      f"{configuration or '(no coordinates)'}", break_on_hyphens=False,
+                      width=max(60, shutil.get_terminal_size((100, 24)).columns),
+                      subsequent_indent="  "),
         f"weakest direction there (lambda_min = {eigen[worst, 0]:.4g}, lambda_max = "
         f"{eigen[worst, -1]:.4g}): {weakest_direction(report.weakest, names)}",
         *([f"M is singular there: the motions of joints {', '.join(report.coinciding)} "
