@@ -4,6 +4,7 @@ the joints' limits, damping, friction and effort limits as Pinocchio reads them,
 ``dyn diff`` finds no change."""
 from __future__ import annotations
 
+import atexit
 import functools
 import json
 import os
@@ -31,10 +32,9 @@ TOL = 1e-9
 CASES = [(path, free) for path in URDFS for free in (False, True)]
 IDS = [f"{Path(path).stem}-{'free' if free else 'fixed'}" for path, free in CASES]
 OUT = Path(tempfile.mkdtemp(prefix="treedyn-convert-"))
-
-
-def teardown_module() -> None:
-    shutil.rmtree(OUT, ignore_errors=True)
+# removed when the process ends, not with the module: the workers steal tests, so a
+# module's tests can run on after another file's, while converted() still holds OUT's paths
+atexit.register(shutil.rmtree, OUT, ignore_errors=True)
 
 
 @functools.lru_cache(maxsize=None)
