@@ -47,13 +47,14 @@ from xml.sax.saxutils import quoteattr
 
 import numpy as np
 
-from treedyn.engine.description import JointSpec, LinkSpec, Shape, SourceRef, TreeDescription
+from treedyn.engine.description import JointSpec, LinkSpec, Shape, TreeDescription
 from treedyn.engine.rotations import EPS, matrix_quat
 
 from ..errors import ParseError, quoted
 from ..meshes import stl_problem
 from ..packages import PackagePaths, resolve_uri
 from .converted import Converted
+from .text import comment, number, numbers, where
 
 MINVAL = 1e-15  # MuJoCo's mjMINVAL: the least mass and moment of a moving body
 JOINT_KINDS = {"revolute": "hinge", "continuous": "hinge", "prismatic": "slide"}
@@ -120,9 +121,9 @@ def _check_masses(description: TreeDescription, free_flyer: bool) -> None:
     if free_flyer:
         root = links[description.world_link]
         moving.insert(0, (root.name, root.source))
-    for name, where in moving:
+    for name, source in moving:
         if not massive(name):
-            raise ParseError.at(where, f"link {quoted(name)} moves but has no mass and "
+            raise ParseError.at(source, f"link {quoted(name)} moves but has no mass and "
                                 "rotational inertia, nor a link fixed to it that has: "
                                 "MuJoCo refuses such a body")
 
@@ -145,24 +146,6 @@ def _moments(link: LinkSpec) -> np.ndarray:
                             f"principal moments {numbers(moments)}: MuJoCo refuses a "
                             "negative mass or moment and moments that violate A + B >= C")
     return moments
-
-
-def number(value: float) -> str:
-    """A float as its shortest round-trip text (MuJoCo reads it back bit for bit)."""
-    value = float(value)
-    if value.is_integer() and abs(value) < 1e15:
-        return str(int(value))  # 0 for -0.0 too
-    return repr(value)
-
-
-def numbers(values) -> str:
-    return " ".join(number(value) for value in np.ravel(values))
-
-
-def comment(text: str) -> str:
-    """An XML comment holding ``text`` (no "--" in it, nor a final "-")."""
-    text = str(text).replace("--", "- -")
-    return f"<!-- {text} -->"
 
 
 def attributes(pairs) -> str:
@@ -267,7 +250,7 @@ class _Writer:
         name = WORLD + "_"
         while name in self.links:
             name += "_"
-        self.notes.append(f"{_where(link.source)}: the floating root link 'world' is the "
+        self.notes.append(f"{where(link.source)}: the floating root link 'world' is the "
                           f"body '{name}' (MJCF's world body has its name)")
         return name
 
@@ -316,7 +299,7 @@ class _Writer:
             if problem:
                 self.lines.append(pad + comment(f"{shape.role} mesh {shape.mesh} left out: "
                                                 f"it {problem}"))
-                self.notes.append(f"{_where(shape.source)}: the {shape.role} mesh "
+                self.notes.append(f"{where(shape.source)}: the {shape.role} mesh "
                                   f"{quoted(shape.mesh)} {problem}: left out of the MJCF "
                                   "model")
                 return
@@ -366,7 +349,7 @@ class _Writer:
             if mimic is None or joint.type == "fixed":
                 continue
             if mimic.joint not in moving or mimic.joint == joint.name:
-                self.notes.append(f"{_where(mimic.source)}: the mimic of joint "
+                self.notes.append(f"{where(mimic.source)}: the mimic of joint "
                                   f"{quoted(joint.name)} names no other moving joint: left "
                                   "out of the MJCF model")
                 continue
@@ -380,7 +363,7 @@ class _Writer:
         limited = [joint for joint in self.description.joints
                    if joint.type != "fixed" and math.isfinite(joint.velocity)]
         if limited:
-            self.notes.append(f"{_where(limited[0].limit_source)}: MJCF has no velocity "
+            self.notes.append(f"{where(limited[0].limit_source)}: MJCF has no velocity "
                               f"limit: those of {len(limited)} joint(s) are not carried")
 
 
@@ -400,11 +383,6 @@ def _tensor(tensor: np.ndarray) -> list[tuple[str, str]]:
         axes[:, 0] = -axes[:, 0]
     return [("quat", numbers(matrix_quat(axes))),
             ("diaginertia", numbers(np.maximum(moments, 0.0)))]
-
-
-def _where(source: SourceRef) -> str:
-    """file:line of a source (the element left out: a note names it itself)."""
-    return f"{source.file}:{source.line}" if source.line else source.file
 
 
 def _unique(stem: str, taken: set[str]) -> str:

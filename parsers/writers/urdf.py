@@ -34,11 +34,12 @@ from xml.sax.saxutils import quoteattr
 import numpy as np
 
 from treedyn.engine.description import (GRAVITY, JointSpec, LinkSpec, Shape, SiteSpec,
-                                        SourceRef, TreeDescription)
+                                        TreeDescription)
 from treedyn.engine.rotations import axis_angle_matrix, matrix_rpy
 
 from ..errors import ParseError
 from .converted import Converted
+from .text import comment, number, numbers, where
 
 NO_LIMIT = sys.float_info.max  # an absent limit, as Pinocchio holds one
 FLOATING = ("free", "free_world")
@@ -91,7 +92,7 @@ class _Tree:
         if len(floating) > 1:
             raise ParseError.at(floating[1].source, f"a second floating body: a URDF holds "
                                                     f"one tree, with at most one floating base "
-                                                    f"(the first: {_where(first.source)})")
+                                                    f"(the first: {where(first.source)})")
         self.notes.append(f"{first.source}: floating base dropped: load the URDF with a "
                           "free-flyer root joint (Pinocchio's JointModelFreeFlyer)")
         inside = set(self._subtree(first.child))
@@ -101,7 +102,7 @@ class _Tree:
             if joint.child not in inside and joint.type != "fixed":
                 raise ParseError.at(joint.source, f"a joint outside the floating body's tree: "
                                                   f"a URDF holds one tree, here the floating "
-                                                  f"body's ({_where(first.source)})")
+                                                  f"body's ({where(first.source)})")
         self._dropped(outside, world)
         return first.child
 
@@ -151,7 +152,7 @@ class _Tree:
         description = self.description
         gravity = tuple(float(g) for g in description.gravity)
         if gravity != GRAVITY:
-            self.notes.append(f"{self.source}: gravity is ({', '.join(map(_number, gravity))})"
+            self.notes.append(f"{self.source}: gravity is ({', '.join(map(number, gravity))})"
                               f", not (0, 0, -9.81): URDF has no gravity; give it to the "
                               f"reader")
         kept = set(self.kept)
@@ -192,8 +193,8 @@ class _Text:
     def document(self) -> str:
         tree = self.tree
         self.lines += ['<?xml version="1.0"?>',
-                       _comment(f"URDF of {tree.source}, written by dyn")]
-        self.lines += [f"  {_comment(note)}" for note in tree.notes]
+                       comment(f"URDF of {tree.source}, written by dyn")]
+        self.lines += [f"  {comment(note)}" for note in tree.notes]
         self.lines.append(f"<robot name={_attribute(tree.description.name)}>")
         joints = {joint.child: joint for joint in tree.description.joints}
         for name in tree.kept:
@@ -212,7 +213,7 @@ class _Text:
         where = str(link.source)
         if link.body:
             where = f"massless link between the joints of body '{link.body}': {where}"
-        self._add(1, _comment(where))
+        self._add(1, comment(where))
         inertia = link.inertia
         if not (link.has_inertial or inertia.mass or link.geometry):
             self._add(1, f"<link name={_attribute(link.name)}/>")
@@ -223,11 +224,11 @@ class _Text:
             where = str(link.inertial_source or link.source)
             if link.inertia_from_geometry:
                 where = f"the inertia of the geoms of {where}"
-            self._add(2, _comment(where), "<inertial>")
-            self._add(3, f'<origin xyz="{_numbers(inertia.com)}" rpy="0 0 0"/>',
-                      f'<mass value="{_number(inertia.mass)}"/>',
+            self._add(2, comment(where), "<inertial>")
+            self._add(3, f'<origin xyz="{numbers(inertia.com)}" rpy="0 0 0"/>',
+                      f'<mass value="{number(inertia.mass)}"/>',
                       "<inertia " + " ".join(
-                          f'i{"xyz"[i]}{"xyz"[j]}="{_number(tensor[i, j])}"'
+                          f'i{"xyz"[i]}{"xyz"[j]}="{number(tensor[i, j])}"'
                           for i, j in ((0, 0), (0, 1), (0, 2), (1, 1), (1, 2), (2, 2))) + "/>")
             self._add(2, "</inertial>")
         for shape in link.geometry:
@@ -238,7 +239,7 @@ class _Text:
         """A shape's <visual> (and <collision>) elements, or the note that it has none."""
         pieces = _pieces(shape, self.mjcf)
         if pieces is None:
-            self._add(2, _comment(f"left out, {_shape_name(shape)} has no URDF form: "
+            self._add(2, comment(f"left out, {_shape_name(shape)} has no URDF form: "
                                   f"{shape.source}"))
             return
         roles = ("visual", "collision") if self.mjcf and shape.role == "collision" \
@@ -246,7 +247,7 @@ class _Text:
         where = str(shape.source)
         if shape.kind == "capsule":
             where = f"a capsule, as the cylinder and two spheres it is the union of: {where}"
-        self._add(2, _comment(where))
+        self._add(2, comment(where))
         for role in roles:
             for rotation, translation, geometry in pieces:
                 self._add(2, f"<{role}>")
@@ -259,27 +260,27 @@ class _Text:
         comments = [str(joint.source)]
         if joint.ref and kind in ("revolute", "prismatic"):
             rotation, translation = _folded(joint)
-            comments.append(f"ref {_number(joint.ref)} folded into the origin: q is the "
+            comments.append(f"ref {number(joint.ref)} folded into the origin: q is the "
                             f"model's q")
         if kind == "revolute" and np.isinf(joint.lower) and np.isinf(joint.upper):
             kind = "continuous"
         if joint.armature:
-            comments.append(f"armature {_number(joint.armature)} not carried (URDF has none)")
-        self._add(1, *map(_comment, comments))
+            comments.append(f"armature {number(joint.armature)} not carried (URDF has none)")
+        self._add(1, *map(comment, comments))
         self._add(1, f"<joint name={_attribute(joint.name)} type={_attribute(kind)}>")
         self._add(2, _origin(rotation, translation),
                   f"<parent link={_attribute(joint.parent)}/>",
                   f"<child link={_attribute(joint.child)}/>")
         if kind in AXIS_TYPES:
-            self._add(2, f'<axis xyz="{_numbers(joint.axis)}"/>')
+            self._add(2, f'<axis xyz="{numbers(joint.axis)}"/>')
         self._limit(joint, kind)
         if joint.damping or joint.friction:
-            self._add(2, f'<dynamics damping="{_number(joint.damping)}" '
-                         f'friction="{_number(joint.friction)}"/>')
+            self._add(2, f'<dynamics damping="{number(joint.damping)}" '
+                         f'friction="{number(joint.friction)}"/>')
         if joint.mimic is not None:
             mimic = joint.mimic
             self._add(2, f"<mimic joint={_attribute(mimic.joint)} multiplier="
-                         f'"{_number(mimic.multiplier)}" offset="{_number(mimic.offset)}"/>')
+                         f'"{number(mimic.multiplier)}" offset="{number(mimic.offset)}"/>')
         self._add(1, "</joint>")
 
     def _limit(self, joint: JointSpec, kind: str) -> None:
@@ -289,16 +290,16 @@ class _Text:
         if kind not in ("revolute", "prismatic") and not (kind == "continuous" and rates.any()):
             return
         if joint.limit_source.line and joint.limit_source != joint.source:
-            self._add(2, _comment(f"effort limit: {joint.limit_source}"))
+            self._add(2, comment(f"effort limit: {joint.limit_source}"))
         bounds = ""
         if kind != "continuous":
-            bounds = (f'lower="{_number(max(joint.lower, -NO_LIMIT))}" '
-                      f'upper="{_number(min(joint.upper, NO_LIMIT))}" ')
-        self._add(2, f'<limit {bounds}effort="{_number(min(joint.effort, NO_LIMIT))}" '
-                     f'velocity="{_number(min(joint.velocity, NO_LIMIT))}"/>')
+            bounds = (f'lower="{number(max(joint.lower, -NO_LIMIT))}" '
+                      f'upper="{number(min(joint.upper, NO_LIMIT))}" ')
+        self._add(2, f'<limit {bounds}effort="{number(min(joint.effort, NO_LIMIT))}" '
+                     f'velocity="{number(min(joint.velocity, NO_LIMIT))}"/>')
 
     def _site(self, site: SiteSpec, link: str, joint: str) -> None:
-        self._add(1, _comment(f"site: {site.source}"),
+        self._add(1, comment(f"site: {site.source}"),
                   f'<joint name={_attribute(joint)} type="fixed">')
         self._add(2, _origin(site.rotation, site.translation),
                   f"<parent link={_attribute(site.link)}/>",
@@ -311,20 +312,20 @@ def _pieces(shape: Shape, mjcf: bool) -> list[tuple[np.ndarray, np.ndarray, str]
     up; None when it has no URDF form (an ellipsoid, a mesh with no file)."""
     size, rotation, translation = shape.size, shape.rotation, shape.translation
     if shape.kind == "box":
-        return [(rotation, translation, f'<box size="{_numbers(size)}"/>')]
+        return [(rotation, translation, f'<box size="{numbers(size)}"/>')]
     if shape.kind == "sphere":
-        return [(rotation, translation, f'<sphere radius="{_number(size[0])}"/>')]
+        return [(rotation, translation, f'<sphere radius="{number(size[0])}"/>')]
     if shape.kind in ("cylinder", "capsule"):
         radius, length = size[0], size[1]
         pieces = [(rotation, translation,
-                   f'<cylinder radius="{_number(radius)}" length="{_number(length)}"/>')]
+                   f'<cylinder radius="{number(radius)}" length="{number(length)}"/>')]
         if shape.kind == "capsule":
             pieces += [(rotation, translation + rotation[:, 2] * (end * length / 2),
-                        f'<sphere radius="{_number(radius)}"/>') for end in (-1.0, 1.0)]
+                        f'<sphere radius="{number(radius)}"/>') for end in (-1.0, 1.0)]
         return pieces
     if shape.kind == "mesh" and (not mjcf or Path(shape.mesh).is_file()):
         filename = str(Path(shape.mesh).absolute()) if mjcf else shape.mesh
-        scale = "" if np.all(shape.scale == 1.0) else f' scale="{_numbers(shape.scale)}"'
+        scale = "" if np.all(shape.scale == 1.0) else f' scale="{numbers(shape.scale)}"'
         return [(rotation, translation, f"<mesh filename={_attribute(filename)}{scale}/>")]
     return None
 
@@ -343,34 +344,12 @@ def _folded(joint: JointSpec) -> tuple[np.ndarray, np.ndarray]:
 
 
 def _origin(rotation: np.ndarray, translation: np.ndarray) -> str:
-    return f'<origin xyz="{_numbers(translation)}" rpy="{_numbers(matrix_rpy(rotation))}"/>'
-
-
-def _number(x: float) -> str:
-    """The shortest text that reads back as ``x`` ("0" for either zero)."""
-    x = float(x)
-    return repr(x) if x else "0"
-
-
-def _numbers(values) -> str:
-    return " ".join(_number(x) for x in values)
+    return f'<origin xyz="{numbers(translation)}" rpy="{numbers(matrix_rpy(rotation))}"/>'
 
 
 def _attribute(text: str) -> str:
     """``text`` quoted as an XML attribute's value."""
     return quoteattr(str(text), _ENTITIES)
-
-
-def _comment(text: str) -> str:
-    """``text`` as one XML comment line (control characters escaped, no ``--`` inside)."""
-    text = "".join(c if c.isprintable() or c == " " else repr(c)[1:-1] for c in text)
-    while "--" in text:
-        text = text.replace("--", "- -")
-    return f"<!-- {text} -->"
-
-
-def _where(source: SourceRef) -> str:
-    return f"{source.file}:{source.line}" if source.line else source.file
 
 
 def _unique(name: str, taken: set[str]) -> str:
