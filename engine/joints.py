@@ -155,6 +155,21 @@ class RevoluteJoint(JointModel):
         E = self.E_const + s * self.E_sin + c * self.E_cos
         return E, self._constant_translation(len(qj))
 
+    @staticmethod
+    def transforms(joints: list, qj: np.ndarray):
+        """``transform`` of many revolute joints at once, their angles qj (N, K): E
+        (K, N, 3, 3), each the same sum in the same order as ``transform``'s (bit for bit),
+        and r (K, N, 3) (a read-only broadcast)."""
+        theta = (qj - [joint.ref for joint in joints]).T  # (K, N)
+        E = np.multiply(np.stack([joint.E_sin for joint in joints])[:, None],
+                        np.sin(theta)[..., None, None])
+        E += np.stack([joint.E_const for joint in joints])[:, None]
+        E += np.stack([joint.E_cos for joint in joints])[:, None] * np.cos(theta)[
+            ..., None, None]
+        r = np.broadcast_to(np.stack([joint.translation for joint in joints])[:, None],
+                            (len(joints), len(qj), 3))
+        return E, r
+
     def subspace(self, qj):
         return self.S
 

@@ -39,22 +39,15 @@ CHUNK_BYTES = 64 << 20  # working inertias held at once by TreeSweeps.blocks (by
 
 def joint_transforms(model: Model, q: np.ndarray) -> JointTransforms:
     """:func:`treedyn.engine.reference.joint_transforms` (which the tests hold this to), with
-    every revolute joint (nearly all the joints of a large model) turned in one product,
-    ``E = E_const + sin E_sin + cos E_cos`` for all of them at once, instead of a call per
-    joint; the other joint types take their own ``transform``."""
+    every revolute joint (nearly all the joints of a large model) turned in one call
+    (:meth:`~treedyn.engine.joints.RevoluteJoint.transforms`) instead of a call per joint;
+    the other joint types take their own ``transform``."""
     nj, joints = model.njoints, model.joint_models
     E, r, S, blocks = [None] * nj, [None] * nj, [None] * nj, [None] * nj
     turning = [j for j, joint in enumerate(joints) if isinstance(joint, RevoluteJoint)]
     if turning:
         members = [joints[j] for j in turning]
-        theta = (q[:, model.idx_q[turning]] - [joint.ref for joint in members]).T  # (K, N)
-        Et = np.multiply(np.stack([joint.E_sin for joint in members])[:, None],
-                         np.sin(theta)[..., None, None])  # (K, N, 3, 3)
-        Et += np.stack([joint.E_const for joint in members])[:, None]  # the reference's order
-        Et += np.stack([joint.E_cos for joint in members])[:, None] * np.cos(theta)[
-            ..., None, None]
-        translations = np.broadcast_to(np.stack([joint.translation for joint in members])[
-            :, None], (len(turning), len(q), 3))  # (K, N, 3)
+        Et, translations = RevoluteJoint.transforms(members, q[:, model.idx_q[turning]])
         for m, j in enumerate(turning):
             E[j], r[j], S[j] = Et[m], translations[m], members[m].S
             blocks[j] = q[:, model.idx_q[j]:model.idx_q[j] + 1]

@@ -162,3 +162,17 @@ def test_sample_budget_past_the_threshold_is_linear(tmp_path):
     assert done.returncode == 2 and len(lines) == 1, done.stderr[-2000:]
     most = int(lines[0].split("at most ")[1].split()[0])
     assert 1000 < most < 100000
+
+
+def test_tree_sweeps_transforms_are_the_references_bit_for_bit():
+    """TreeSweeps turns every revolute joint in one call (RevoluteJoint.transforms): each
+    joint's E and r equal reference.joint_transforms' exactly, whatever the joint types."""
+    from treedyn.engine.reference import joint_transforms as reference
+    from treedyn.engine.subtree import joint_transforms
+
+    model = random_model(np.random.default_rng(3), 40, floating="free")
+    q = sample_configurations(model, 6, 1)
+    ours, theirs = joint_transforms(model, q), reference(model, q)
+    for j in range(model.njoints):
+        assert np.array_equal(ours.E[j], theirs.E[j]) and np.array_equal(ours.r[j], theirs.r[j])
+        assert np.array_equal(ours.q[j], theirs.q[j])
