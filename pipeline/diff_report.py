@@ -39,49 +39,44 @@ FRAMES = {"parent": "in the parent frame", "body": "in the body frame",
           "world": "in the world at q0", "world-aligned": "world-aligned at q0"}
 
 
-def describe(change) -> str:  # one branch per kind: a flat table of words
+# change kind -> its words, from (change, old, new, frame): a flat table, one row per kind
+WORDS = {
+    "joint-added": lambda c, old, new, frame: f"added ({new})",
+    "joint-removed": lambda c, old, new, frame: f"removed (was {old})",
+    "type": lambda c, old, new, frame: f"type {old} -> {new}",
+    "parent": lambda c, old, new, frame: f"parent body {shown(old)} -> {shown(new)}",
+    "coordinates": lambda c, old, new, frame: (
+        f"q[{old['idx_q']}] -> q[{new['idx_q']}], v[{old['idx_v']}] -> v[{new['idx_v']}] "
+        "(matched by name)"),
+    "placement": lambda c, old, new, frame: (
+        f"origin {_g(old)} -> {_g(new)} m {frame}, moved {c.change:.3g} m"),
+    "rotation": lambda c, old, new, frame: (
+        f"frame turned by {math.degrees(c.change):.3g} deg {frame}"),
+    "axis": lambda c, old, new, frame: (
+        f"axis {_g(old)} -> {_g(new)} {frame}, turned {math.degrees(c.change):.3g} deg"),
+    "limits": lambda c, old, new, frame: f"{c.detail} limit {_g(old)} -> {_g(new)} (from ref)",
+    "armature": lambda c, old, new, frame: f"armature {_g(old)} -> {_g(new)} {c.unit}",
+    "body-added": lambda c, old, new, frame: f"added ({_g(new)} kg)",
+    "body-removed": lambda c, old, new, frame: f"removed ({_g(old)} kg)",
+    "mass": lambda c, old, new, frame: (
+        f"mass {_g(old)} -> {_g(new)} kg ({_signedpercent(old, new, c.change)})"),
+    "com": lambda c, old, new, frame: (
+        f"com {_g(old)} -> {_g(new)} m {frame}, moved {c.change:.3g} m"),
+    "inertia": lambda c, old, new, frame: (
+        f"rotational inertia about the com changed by {percent(c.change)} (Frobenius)"),
+    "consistency": lambda c, old, new, frame: f"check {c.detail}: {old} -> {new}",
+    "gravity": lambda c, old, new, frame: f"gravity {_g(old)} -> {_g(new)} m/s^2",
+    "matched": lambda c, old, new, frame: f"floating root {shown(old)} matched to {shown(new)}",
+    "layout": lambda c, old, new, frame: (
+        f"coordinates q {_g(old['q'])} -> {_g(new['q'])}; v: {old['v']} -> {new['v']}"),
+}
+WORDS["total-mass"] = WORDS["mass"]
+
+
+def describe(change) -> str:
     """The change in words (vectors in the frame its ``detail`` names)."""
-    c, old, new = change, change.old, change.new
-    frame = FRAMES.get(c.detail, "")
-    if c.kind == "joint-added":
-        return f"added ({new})"
-    if c.kind == "joint-removed":
-        return f"removed (was {old})"
-    if c.kind in ("type", "parent"):
-        if c.kind == "type":
-            return f"type {old} -> {new}"
-        return f"parent body {shown(old)} -> {shown(new)}"
-    if c.kind == "coordinates":
-        return (f"q[{old['idx_q']}] -> q[{new['idx_q']}], v[{old['idx_v']}] -> "
-                f"v[{new['idx_v']}] (matched by name)")
-    if c.kind == "placement":
-        return f"origin {_g(old)} -> {_g(new)} m {frame}, moved {c.change:.3g} m"
-    if c.kind == "rotation":
-        return f"frame turned by {math.degrees(c.change):.3g} deg {frame}"
-    if c.kind == "axis":
-        return f"axis {_g(old)} -> {_g(new)} {frame}, turned {math.degrees(c.change):.3g} deg"
-    if c.kind == "limits":
-        return f"{c.detail} limit {_g(old)} -> {_g(new)} (from ref)"
-    if c.kind == "armature":
-        return f"armature {_g(old)} -> {_g(new)} {c.unit}"
-    if c.kind in ("body-added", "body-removed"):
-        mass = new if c.kind == "body-added" else old
-        return f"{c.kind.split('-')[1]} ({_g(mass)} kg)"
-    if c.kind in ("mass", "total-mass"):
-        return f"mass {_g(old)} -> {_g(new)} kg ({_signedpercent(old, new, c.change)})"
-    if c.kind == "com":
-        return f"com {_g(old)} -> {_g(new)} m {frame}, moved {c.change:.3g} m"
-    if c.kind == "inertia":
-        return f"rotational inertia about the com changed by {percent(c.change)} (Frobenius)"
-    if c.kind == "consistency":
-        return f"check {c.detail}: {old} -> {new}"
-    if c.kind == "gravity":
-        return f"gravity {_g(old)} -> {_g(new)} m/s^2"
-    if c.kind == "matched":
-        return f"floating root {shown(old)} matched to {shown(new)}"
-    if c.kind == "layout":
-        return f"coordinates q {_g(old['q'])} -> {_g(new['q'])}; v: {old['v']} -> {new['v']}"
-    return f"{_g(old)} -> {_g(new)}"
+    words = WORDS.get(change.kind, lambda c, old, new, frame: f"{_g(old)} -> {_g(new)}")
+    return words(change, change.old, change.new, FRAMES.get(change.detail, ""))
 
 
 def matrix_document(report: DiffReport, old, new) -> dict | None:
