@@ -58,7 +58,7 @@ COMMANDS = {
                    "Centroidal momentum matrix Ag, momentum hg and inertia Ig."),
     "energy": ("energy", "energy", "Kinetic and potential energy of a state."),
     "convert": ("convert", "convert",
-                "A model written in another format (URDF -> MJCF), same dynamics."),
+                "A model written in another format (URDF <-> MJCF), same dynamics."),
     "inertia-from-geometry": ("inertia_from_geometry", "inertia_from_geometry",
                               "Each link's com and inertia from its shapes, mass kept."),
 }
