@@ -14,6 +14,7 @@ from __future__ import annotations
 import io
 import os
 import re
+import warnings
 from dataclasses import dataclass
 
 from treedyn.pipeline.errors import UsageError
@@ -52,6 +53,7 @@ def matplotlib_figure(size: tuple[float, float]):
     """A Figure of ``size`` inches on the Agg canvas (no display); a usage error when
     matplotlib is not installed."""
     try:
+        import matplotlib  # noqa: F401  (first: its absence is what is said)
         from matplotlib.backends.backend_agg import FigureCanvasAgg
         from matplotlib.figure import Figure
     except ImportError:
@@ -84,8 +86,10 @@ class Plot:
 
         drawn = figure(draw, *args, size=self.size)
         data = io.BytesIO()
-        drawn.savefig(data, format=os.path.splitext(self.path)[1][1:].lower(),
-                      metadata=metadata(self.path))
+        with warnings.catch_warnings():  # (a size too small for the layout: drawn as it is)
+            warnings.simplefilter("ignore", UserWarning)
+            drawn.savefig(data, format=os.path.splitext(self.path)[1][1:].lower(),
+                          metadata=metadata(self.path))
         try:
             replace_checked(self.path, data.getvalue(), lambda path: "")
         except OSError as error:
