@@ -85,7 +85,7 @@ mass = command("mass", ("q",), (
      "dyn mass robot.urdf --free-flyer --sparsity --format json",
      "dyn mass robot.urdf --free-flyer --sparsity --plot sparsity.png"),
     {"sparsity": (SparsityOpt, False),
-     "plot": (plot_option("M's pattern and its factor's, with --sparsity"), None),
+     "plot": (plot_option("M's pattern and its factor's (with --sparsity)"), None),
      "plot_size": (PlotSizeOpt, None)},
     gravity=(Annotated[Optional[str], typer.Option(
         "--gravity", metavar="GX,GY,GZ", show_default=False,
