@@ -78,6 +78,11 @@ def sparsity(figure, document: dict, labels: Sequence[str]) -> None:
     from matplotlib.colors import ListedColormap
     from matplotlib.patches import Patch
 
+    from treedyn.pipeline.errors import UsageError
+
+    if "pattern" not in document:  # (M past the size dyn mass writes)
+        raise UsageError(f"dyn: --plot: M of this model ({len(labels)} dofs) is too large to "
+                         "draw")
     nv = len(labels)
     left, right = figure.subplots(1, 2)
     colours = ListedColormap(CELL_COLOURS)

@@ -136,6 +136,9 @@ def test_sparsity_draws_the_pattern_the_factor_and_the_root_first_fill(talos_spa
     assert np.count_nonzero(cells == 3) == root_first == document["fill_in"]["root_first"]
     assert not np.any(np.triu(cells, 1))
     assert [t.get_text() for t in left.get_xticklabels()] == dofs
+    without = {key: value for key, value in document.items() if key != "pattern"}
+    with pytest.raises(plots.UsageError, match="too large to draw"):  # M past dyn mass's cap
+        plots.figure(matrices.sparsity, without, dofs)
 
 
 def test_condition_draws_every_sample_and_the_weakest_direction():

@@ -57,7 +57,9 @@ def command(name: str, vectors: tuple, doc: str, lines: tuple, extra: dict, **re
             raise UsageError("dyn: --plot draws M's pattern: give --sparsity too")
         layout = solve(name, vectors, {**given, "fext": fext, "sparsity": sparsity})
         if picture is not None:
-            picture.draw(sparsity_figure, batch.structure(layout, "json"), layout.v_labels)
+            dense = layout.model.nv ** 2 <= batch.MASS_CAP  # (past it: no pattern to draw)
+            picture.draw(sparsity_figure, batch.structure(layout, "json", dense),
+                         layout.v_labels)
 
     return epilog(examples(*lines))(command_of(run, options(vectors, extra, **replaced), doc))
 
