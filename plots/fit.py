@@ -11,6 +11,7 @@ from treedyn.pipeline.regression import KINDS, chunk_regressor, measured
 from treedyn.pipeline.source import Input
 
 from . import sized
+from .series import state_grid
 
 
 def torques(layout: Layout, path: str, result, gravity, prefix: str | None = None,
@@ -39,9 +40,7 @@ def identify(figure, document: dict, series: dict[str, np.ndarray], layout: Layo
     OLS residuals (every dof's) with a Gaussian of the document's ``sigma`` over it."""
     nv = len(document["residuals"]["dofs"])
     left, right = figure.subfigures(1, 2, width_ratios=(2.2, 1))
-    columns = max(1, math.ceil(nv / 10))
-    rows = max(1, math.ceil(nv / columns))
-    grid = left.subplots(rows, columns, sharex=True, squeeze=False).ravel()
+    grid = state_grid(left, nv, 10)
     states = np.arange(len(series["measured"]))
     for k, (axes, name) in enumerate(zip(grid, document["residuals"]["dofs"])):
         unit = "N m" if layout.angular[k] else "N"
@@ -52,10 +51,6 @@ def identify(figure, document: dict, series: dict[str, np.ndarray], layout: Layo
                   linestyle="--", label="consistent")
         axes.set_ylabel(f"{name} ({unit})", fontsize=7)
         axes.tick_params(labelsize=6)
-    for axes in grid[nv:]:
-        axes.set_axis_off()
-    for axes in grid[-columns:]:
-        axes.set_xlabel("state (log order)", fontsize=8)
     grid[0].legend(fontsize=6, ncols=3)
     left.suptitle(f"{document['model']}: measured and predicted tau", fontsize=10)
     residual_histogram(right.subplots(), document["sigma"],

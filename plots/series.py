@@ -127,6 +127,20 @@ def limits(figure, document: dict, traces: Sequence[dict]) -> None:
     limits_over_time(bottom, entries, values.get("position"))
 
 
+def state_grid(figure, count: int, per_column: int):
+    """``count`` plots over the log's states in columns of at most ``per_column``, sharing
+    their state axis (labelled under the last row; the cells left over hidden): the
+    plots, in order."""
+    columns = max(1, math.ceil(count / per_column))
+    rows = max(1, math.ceil(count / columns))
+    grid = figure.subplots(rows, columns, sharex=True, squeeze=False).ravel()
+    for axes in grid[count:]:
+        axes.set_axis_off()
+    for axes in grid[-columns:]:
+        axes.set_xlabel("state (log order)", fontsize=7)
+    return grid[:count]
+
+
 def limits_over_time(figure, entries: Sequence[dict], q: np.ndarray | None) -> None:
     """q of every dof with position limits over the log (state index), its bounds
     dashed."""
@@ -134,11 +148,8 @@ def limits_over_time(figure, entries: Sequence[dict], q: np.ndarray | None) -> N
     if q is None or not bounded:
         figure.suptitle("no dof has position limits")
         return
-    columns = max(1, math.ceil(len(bounded) / 8))
-    rows = math.ceil(len(bounded) / columns)
-    grid = np.atleast_1d(figure.subplots(rows, columns, sharex=True, squeeze=False)).ravel()
     states = np.arange(len(q))
-    for axes, k in zip(grid, bounded):
+    for axes, k in zip(state_grid(figure, len(bounded), 8), bounded):
         found = entries[k]["position"]
         axes.plot(states, q[:, k], linewidth=0.9, color=UNDER)
         for bound in (found["lower"], found["upper"]):
@@ -146,8 +157,4 @@ def limits_over_time(figure, entries: Sequence[dict], q: np.ndarray | None) -> N
                 axes.axhline(bound, color=OVER, linewidth=0.8, linestyle="--")
         axes.set_ylabel(f"{entries[k]['dof']} ({found['unit']})", fontsize=7)
         axes.tick_params(labelsize=6)
-    for axes in grid[len(bounded):]:
-        axes.set_axis_off()
-    for axes in grid[-columns:]:
-        axes.set_xlabel("state (log order)", fontsize=7)
     figure.suptitle("q over the log between its limits (dashed)", fontsize=9)
