@@ -11,7 +11,7 @@ from treedyn.pipeline.regression import KINDS, chunk_regressor, measured
 from treedyn.pipeline.source import Input
 
 from . import sized
-from .series import state_grid
+from .series import name_plot, state_grid
 
 
 def torques(layout: Layout, path: str, result, gravity, prefix: str | None = None,
@@ -49,9 +49,8 @@ def identify(figure, document: dict, series: dict[str, np.ndarray], layout: Layo
         axes.plot(states, series["ols"][:, k], color="#1f77b4", linewidth=0.8, label="OLS")
         axes.plot(states, series["consistent"][:, k], color="#ff7f0e", linewidth=0.8,
                   linestyle="--", label="consistent")
-        axes.set_ylabel(f"{name} ({unit})", fontsize=7)
-        axes.tick_params(labelsize=6)
-    grid[0].legend(fontsize=6, ncols=3)
+        name_plot(axes, f"{name} ({unit})")
+    left.legend(handles=grid[0].lines, loc="outside lower center", ncols=3, fontsize=8)
     left.suptitle(f"{document['model']}: measured and predicted tau", fontsize=10)
     residual_histogram(right.subplots(), document["sigma"],
                        (series["measured"] - series["ols"]).ravel())

@@ -136,9 +136,17 @@ def state_grid(figure, count: int, per_column: int):
     grid = figure.subplots(rows, columns, sharex=True, squeeze=False).ravel()
     for axes in grid[count:]:
         axes.set_axis_off()
-    for axes in grid[-columns:]:
+    for axes in grid[:count][-columns:]:
         axes.set_xlabel("state (log order)", fontsize=7)
+        axes.xaxis.set_tick_params(labelbottom=True)
     return grid[:count]
+
+
+def name_plot(axes, text: str) -> None:
+    """A small plot of a grid named by a title over it (a y label would run into its
+    neighbours' at 40 plots)."""
+    axes.set_title(text, fontsize=7, pad=2)
+    axes.tick_params(labelsize=6)
 
 
 def limits_over_time(figure, entries: Sequence[dict], q: np.ndarray | None) -> None:
@@ -155,6 +163,5 @@ def limits_over_time(figure, entries: Sequence[dict], q: np.ndarray | None) -> N
         for bound in (found["lower"], found["upper"]):
             if bound is not None:
                 axes.axhline(bound, color=OVER, linewidth=0.8, linestyle="--")
-        axes.set_ylabel(f"{entries[k]['dof']} ({found['unit']})", fontsize=7)
-        axes.tick_params(labelsize=6)
+        name_plot(axes, f"{entries[k]['dof']} ({found['unit']})")
     figure.suptitle("q over the log between its limits (dashed)", fontsize=9)
