@@ -114,6 +114,18 @@ def test_a_picture_replaces_a_file_only_whole(tmp_path):
     assert target.read_bytes() == b"before" and list(tmp_path.iterdir()) == [target]
 
 
+def test_matplotlib_is_imported_only_for_a_picture():
+    """No module of the package imports matplotlib at its top: a command without --plot
+    runs without it (the commands import :mod:`treedyn.plots` and its figure modules)."""
+    import ast
+
+    for path in [*(ROOT / "plots").glob("*.py"), *(ROOT / "cli").rglob("*.py")]:
+        for node in ast.parse(path.read_text(encoding="utf-8")).body:
+            if isinstance(node, (ast.Import, ast.ImportFrom)):
+                names = [a.name for a in node.names] + [getattr(node, "module", "") or ""]
+                assert not any(n.split(".")[0] == "matplotlib" for n in names), path
+
+
 # ---------------------------------------------------------------- what each one draws
 @pytest.fixture(scope="module")
 def talos_sparsity() -> dict:
