@@ -35,6 +35,7 @@ LOG = ROOT / "fixtures" / "two_link_arm_log.csv"
 LIMITS_LOG = ROOT / "fixtures" / "two_link_arm_limits_log.csv"
 ROBOTS = Path(sysconfig.get_paths()["purelib"]) / "cmeel.prefix/share/example-robot-data/robots"
 TALOS = ROBOTS / "talos_data" / "robots" / "talos_reduced.urdf"  # 38 dofs with --free-flyer
+PANDA = ROBOTS / "panda_description" / "urdf" / "panda.urdf"
 MISSING = "dyn: --plot needs matplotlib: pip install 'treedyn[plot]'"
 
 
@@ -316,3 +317,23 @@ def test_wide_tables_fit_the_terminal(width, talos_sparsity):
     for i, name in enumerate(dofs):  # the first block's numbers are M's
         assert [float(x) for x in rows[name]] == pytest.approx(M[i][:len(rows[name])],
                                                                 rel=1e-5, abs=1e-12)
+
+
+@pytest.mark.parametrize("width", [80, 120])
+def test_the_reports_fit_the_terminal(width):
+    """statics' table (its last column, the configuration, wrapped beside the joints),
+    condition's tables and its lists of joints: within the width, every joint's row."""
+    code, statics, _ = dyn("statics", PANDA, "--samples", 16, "-f", "table", columns=width)
+    assert code in (0, 1) and max(map(len, statics.split("\n"))) <= width
+    printed = dyn_json("statics", PANDA, "--samples", 16)
+    starts = [line.split()[0] for line in statics.split("\n") if line.strip()]
+    blocks = max(1, starts.count("(columns"))
+    assert blocks > 1  # (the table is some 200 columns wide)
+    for joint in printed["joints"]:  # a row of each joint in each block of columns
+        assert starts.count(joint["joint"]) == blocks
+    code, condition, _ = dyn("condition", TALOS, "--free-flyer", "--samples", 3, "-f",
+                             "table", columns=width)
+    fixed = ("cond(M) of", "ABA's local")  # (sentences of a fixed length, left as they are)
+    assert code == 0 and "weakest direction there" in condition
+    assert max(len(line) for line in condition.split("\n") if not line.startswith(fixed)) \
+        <= width

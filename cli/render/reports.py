@@ -21,7 +21,7 @@ from treedyn.pipeline.reports import (  # noqa: F401 (the commands' names)
     condition_csv, github_annotation, github_annotations, github_warning, inertia_csv,
     verify_csv, verify_document, verify_note)
 
-from .table import table, wrapped
+from .table import fitted, table, wrapped
 
 SEVERITY_ORDER = {"error": 0, "warning": 1, "info": 2}
 
@@ -149,18 +149,19 @@ def condition_table(report, model, names: Sequence[str], q_names: Sequence[str],
         _cond_line(report, options),
         wrapped(f"worst configuration (sample {worst}): "  # wrapped to the terminal
                 f"{configuration or '(no coordinates)'}"),
-        f"weakest direction there (lambda_min = {eigen[worst, 0]:.4g}, lambda_max = "
-        f"{eigen[worst, -1]:.4g}): {weakest_direction(report.weakest, names)}",
+        wrapped(f"weakest direction there (lambda_min = {eigen[worst, 0]:.4g}, lambda_max = "
+                f"{eigen[worst, -1]:.4g}): {weakest_direction(report.weakest, names)}"),
         *([f"M is singular there: the motions of joints {', '.join(report.coinciding)} "
            "coincide (nothing with mass or inertia moves between them)"]
           if len(report.coinciding) > 1 else []),
         "",
         f"ABA's local D-blocks, worst over the samples (smallest {len(blocks)} of "
         f"{len(report.blocks)}; ratio = lambda_min(D) / lambda_max(M), cond(M) >= 1/ratio):",
-        table(block_rows, ["joint", "lambda_min(D)", "ratio", *(["cond(D)"] if several else [])]),
+        fitted(table(block_rows, ["joint", "lambda_min(D)", "ratio",
+                                  *(["cond(D)"] if several else [])])),
         "",
         "parent/child body mass ratios (largest first):",
-        table(ratio_rows, ["parent", "child", "parent kg", "child kg", "ratio"])
+        fitted(table(ratio_rows, ["parent", "child", "parent kg", "child kg", "ratio"]))
         if ratio_rows else "  (no parent/child pairs)",
         "",
         "warnings:" + ("" if report.warnings else " none"),

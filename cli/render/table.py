@@ -31,6 +31,21 @@ def table(rows, headers, **options) -> str:
     return tabulate(rows, headers=headers, floatfmt=FLOAT_FORMAT, **options)
 
 
+def text_table(rows, headers, width: int | None = None, how: str = EVERYTHING) -> str:
+    """:func:`table` of rows whose last column is text (a list of names and values) made
+    to fit ``width`` (default: the terminal's): that column wrapped beside the first,
+    then :func:`fitted`."""
+    width = terminal_width() if width is None else width
+    text = table(rows, headers)
+    first = re.search(r"-+", text.split("\n")[1]) if "\n" in text else None
+    if first is None or max(map(len, text.split("\n"))) <= width:
+        return text
+    # (at least 30 columns: a narrower cell would be a column of fragments)
+    room = max(30, width - first.end() - 2)
+    return fitted(table(rows, headers, maxcolwidths=[None] * (len(headers) - 1) + [room]),
+                  width, how)
+
+
 def matrix_table(matrix: np.ndarray, labels: Sequence[str]) -> str:
     rows = [[label, *row] for label, row in zip(labels, matrix)]
     return fitted(table(rows, ["", *labels]))
@@ -76,8 +91,9 @@ def fitted(text: str, width: int | None = None, how: str = EVERYTHING) -> str:
     for block in shown:
         end = start + len(block) - 1
         out.append(f"(columns {start}-{end} of {len(rest)})")
-        out += ["  ".join(line.ljust(s[1])[s[0]:s[1]] for s in (first, *block)).rstrip()
-                for line in lines]
+        pieces = ["  ".join(line.ljust(s[1])[s[0]:s[1]] for s in (first, *block)).rstrip()
+                  for line in lines]  # (a wrapped cell's lines, empty in this block: left out)
+        out += [piece for piece, line in zip(pieces, lines) if piece or not line.strip()]
         out.append("")
         start = end + 1
     if len(blocks) > len(shown):
