@@ -14,12 +14,13 @@ from treedyn.pipeline.sinks import LimitsSink
 from treedyn.pipeline.source import Input
 from treedyn.pipeline.stream import run
 from treedyn.pipeline.vectors import parse_gravity
+from treedyn.plots import requested
 
 from ..console import console, saying_kept, show_text
 from ..model import load, xacro_arguments
 from ..options import (DatasetPrefixOpt, DegreesOpt, Format, FormatOpt, FreeFlyerOpt,
-                       GravityOpt, MimicOpt, ModelArg, QuietOpt, XacroArgOpt, XacroArgs,
-                       epilog, examples)
+                       GravityOpt, MimicOpt, ModelArg, PlotSizeOpt, QuietOpt, XacroArgOpt,
+                       XacroArgs, epilog, examples, plot_option)
 from ..render.limits import limits_table
 from ..run.progress import Progress, wanted
 from ..settings import STREAM_CHUNK
@@ -44,7 +45,10 @@ def check_limits(
         fmt: FormatOpt = None, gravity: GravityOpt = None, degrees: DegreesOpt = False,
         free_flyer: FreeFlyerOpt = False, quiet: QuietOpt = False,
         xacro_arg: XacroArgOpt = None, mimic: MimicOpt = False,
-        dataset_prefix: DatasetPrefixOpt = None) -> None:
+        dataset_prefix: DatasetPrefixOpt = None,
+        plot: plot_option("each dof's peak ratio to its limits and q over the log (which "
+                          "it holds in memory)") = None,
+        plot_size: PlotSizeOpt = None) -> None:
     """Joint limits along a logged motion: position, velocity and effort.
 
     For every dof with a limit: the states where q leaves [lower, upper] (1-dof joints
@@ -56,6 +60,7 @@ def check_limits(
     outside a limit.
     """
     console.reset(quiet)
+    picture = requested(plot, plot_size)
     if fmt is Format.csv:
         raise UsageError("dyn: check-limits prints a table or json, not csv")
     loaded = load(model, free_flyer, xacro=xacro_arguments(xacro_args, xacro_arg),
@@ -68,6 +73,8 @@ def check_limits(
         sink = open_limits_sink(output_file, layout, head, input_file)
     else:
         sink = LimitsSink(sys.stdout if kind == "json" else None, layout, head)
+    if picture is not None:
+        sink.trace()
     progress = Progress(wanted(quiet, results_on_stdout=output_file is None))
     try:
         with saying_kept():
@@ -75,6 +82,9 @@ def check_limits(
                 progress=progress.advance)
     finally:
         progress.close()
+    if picture is not None:
+        from treedyn.plots.series import limits
+        picture.draw(limits, sink.document(), sink.traces)
     if kind == "table" and (output_file is None or fmt is Format.table):
         show_text(limits_table(sink.document()))
     raise typer.Exit(0 if sink.summary.ok else 1)

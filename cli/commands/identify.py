@@ -11,11 +11,12 @@ from treedyn.pipeline.layout import Layout
 from treedyn.pipeline.regression import identify_stream
 from treedyn.pipeline.source import STDIN
 from treedyn.pipeline.vectors import parse_gravity
+from treedyn.plots import requested
 
 from ..console import show_text
 from ..model import load
-from ..options import (DegreesOpt, FreeFlyerOpt, GravityOpt, ModelArg, QuietOpt, ReportFormat,
-                       ReportFormatOpt, epilog, examples, not_nan)
+from ..options import (DegreesOpt, FreeFlyerOpt, GravityOpt, ModelArg, PlotSizeOpt, QuietOpt,
+                       ReportFormat, ReportFormatOpt, epilog, examples, not_nan, plot_option)
 from ..render.identify import identify_document, identify_table
 from treedyn.pipeline.chunks import MEMORY
 from ..run.fitted import check_write_target, write_model
@@ -65,7 +66,10 @@ def identify(
             help="Write a copy of the model file with the consistent fit's inertias: only "
             "its <inertial> elements change.")] = None,
         fmt: ReportFormatOpt = None, gravity: GravityOpt = None, degrees: DegreesOpt = False,
-        free_flyer: FreeFlyerOpt = False, quiet: QuietOpt = False) -> None:
+        free_flyer: FreeFlyerOpt = False, quiet: QuietOpt = False,
+        plot: plot_option("measured and predicted tau per dof and the residuals (reads "
+                          "the log again: a file, not stdin)") = None,
+        plot_size: PlotSizeOpt = None) -> None:
     """Identify inertial parameters from logged motion and torques.
 
     Base parameters (what the log determines, by a rank-revealing QR/SVD) with ordinary
@@ -78,6 +82,9 @@ def identify(
         raise UsageError(f"dyn: --loss: unknown loss '{loss}' (known: {', '.join(LOSSES)})")
     if fmt is ReportFormat.csv:
         raise UsageError("dyn: identify prints a table or json, not csv")
+    picture = requested(plot, plot_size)
+    if picture is not None and input_file == "-":
+        raise UsageError("dyn: --plot reads the log again: give it as a file, not stdin")
     loaded = load(model, free_flyer)
     if write is not None:
         check_write_target(model, write, loaded.format, input_file)
@@ -94,6 +101,10 @@ def identify(
     document = report(result, layout.v_labels)
     if write is not None:
         document["written"] = write_model(model, write, result, free_flyer)
+    if picture is not None:
+        from treedyn.plots import fit
+        picture.draw(fit.identify, identify_document(document), fit.torques(
+            layout, input_file, result, parse_gravity(gravity)), layout)
     if fmt is ReportFormat.json:
         print(json.dumps(identify_document(document)))
     else:

@@ -16,7 +16,7 @@ from ..model import load
 from ..settings import STREAM_CHUNK
 from ..options import (AOpt, DegreesOpt, FormatOpt, FreeFlyerOpt, GravityOpt, InputOpt, ModelArg,
                        OutputOpt, QOpt, QuietOpt, VOpt, epilog, examples)
-from ..render.table import table
+from ..render.table import fitted, table
 from ..run.progress import Progress, wanted
 
 REGRESSOR_EXAMPLES = examples(
@@ -87,4 +87,5 @@ def regressor(model: ModelArg, q: QOpt = None, v: VOpt = None, a: AOpt = None,
                           "pi": model_parameters(loaded, columns).tolist()}))
     else:
         rows = [[name, *Y[:, p]] for p, name in enumerate(columns.names)]
-        show_text(table(rows, ["parameter", *layout.v_labels]))
+        show_text(fitted(table(rows, ["parameter", *layout.v_labels]),
+                          how="--format json gives every column"))

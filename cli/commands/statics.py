@@ -9,9 +9,9 @@ import typer
 
 from ..console import show_text
 from ..model import load, xacro_arguments
-from ..options import (DiffFormat, FreeFlyerOpt, MimicOpt, ModelArg, SeedOpt, XacroArgOpt,
-                       XacroArgs, epilog, examples, format_option, not_nan,
-                       samples_option)
+from ..options import (DiffFormat, FreeFlyerOpt, MimicOpt, ModelArg, PlotSizeOpt, SeedOpt,
+                       XacroArgOpt, XacroArgs, epilog, examples, format_option, not_nan,
+                       plot_option, samples_option)
 
 STATICS_EXAMPLES = examples(
     "dyn statics fixtures/two_link_arm.urdf",
@@ -64,6 +64,8 @@ def statics(
         samples: samples_option("Latin hypercube configurations the search starts "
                                 "from.") = 2048,
         seed: SeedOpt = 0, xacro_arg: XacroArgOpt = None, mimic: MimicOpt = False,
+        plot: plot_option("each joint's ratio to its limit") = None,
+        plot_size: PlotSizeOpt = None,
 ) -> None:
     """The largest gravity load of every actuated joint over the joint ranges, against
     its effort limit.
@@ -81,7 +83,10 @@ def statics(
     from treedyn.pipeline.chunks import MEMORY
     from treedyn.pipeline.errors import UsageError
 
+    from treedyn.plots import requested
+
     from ..render import statics as render
+    picture = requested(plot, plot_size)
     spec = payload_spec(payload)
     loaded = load(model, free_flyer, xacro=xacro_arguments(xacro_args, xacro_arg),
                   mimic=mimic)
@@ -97,6 +102,9 @@ def statics(
                          f"{error.args[0]!r}") from None
     except ValueError as error:
         raise UsageError(f"dyn: {loaded.source}: --payload: {error}") from None
+    if picture is not None:
+        from treedyn.plots.series import statics as figure
+        picture.draw(figure, statics_document(report, loaded))
     if fmt is DiffFormat.json:
         print(json.dumps(statics_document(report, loaded)))
     elif fmt is DiffFormat.github:

@@ -7,7 +7,7 @@ import math
 from treedyn.engine.analysis.statics import StaticsReport
 
 from treedyn.pipeline.reports import github_annotation
-from .table import table
+from .table import text_table, wrapped
 
 
 def _number(value: float) -> str:
@@ -33,8 +33,8 @@ def statics_table(report: StaticsReport, model, fail_above: float | None) -> str
         heading += (f"; payload {payload['mass']:g} kg" if payload["mass"] else
                     "; payload capacity") + (
             f" at {payload['frame']} + ({', '.join(f'{x:g}' for x in payload['point'])})")
-    lines = [heading, table(rows, ["joint", "max |g|", "limit", "ratio", "bound",
-                                   "capacity kg", "at q"])]
+    lines = [wrapped(heading), text_table(rows, ["joint", "max |g|", "limit", "ratio", "bound",
+                                                 "capacity kg", "at q"])]
     weakest = report.weakest
     lines.append(f"weakest: {weakest.name} (ratio {_number(weakest.ratio)})")
     lines += [f"note: {note}" for note in report.notes]
