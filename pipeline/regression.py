@@ -17,7 +17,8 @@ from treedyn.engine.analysis.identify import (Accumulator, base_parameters, know
                                               ordinary_least_squares)
 from treedyn.engine.analysis.identify_report import Identification
 from treedyn.engine.regressor import Layout as Columns
-from treedyn.engine.regressor import layout_of, model_parameters
+from treedyn.engine.regressor import (VELOCITY_TERMS, layout_of, model_parameters,
+                                      signed_columns, without_rests)
 
 from .chunks import regressor_chunk
 from .errors import UsageError, warn
@@ -37,7 +38,7 @@ def chunk_regressor(layout: Layout, columns: Columns, states, gravity) -> np.nda
     """Y (m, nv, P) of a chunk; a state whose rows are not finite is an error naming it."""
     with np.errstate(all="ignore"):
         Y = joint_torque_regressor(layout.model, states.q, states.v, states.a, gravity,
-                                   columns.terms)
+                                   columns.shape)
     finite = np.isfinite(Y.reshape(len(Y), -1)).all(axis=1)
     if not finite.all():
         raise UsageError(f"{states.where(int(np.argmin(finite)))}: the regressor is not "
@@ -68,8 +69,8 @@ def write_regressor(model: Model | Layout, source: Input | str | os.PathLike,
     """Y of every state of ``source`` (q, v, a; any input format) into ``sink``: a
     :class:`~.sinks.Sink`, an .npz path (arrays Y (N x nv x P), parameters, pi, dofs), a
     .jsonl path, or None for JSON Lines on stdout. ``terms``: the per-joint columns
-    ("armature", "viscous", "coulomb"); ``progress`` as for :func:`.stream.run`. Returns
-    the closed sink; an interrupted or failed run keeps what :func:`.stream.stopped` says."""
+    (names of ``JOINT_TERMS``, or a ``JointTerms``); ``progress`` as for
+    :func:`.stream.run`. Returns the closed sink; an interrupted or failed run keeps what :func:`.stream.stopped` says."""
     layout, source = opened(model, source)
     columns = layout_of(layout.model, terms)
     if not isinstance(sink, Sink):
@@ -81,6 +82,7 @@ def write_regressor(model: Model | Layout, source: Input | str | os.PathLike,
     try:
         for states in source.chunks(layout, KINDS[:3], {},
                                     regressor_chunk(layout.model, columns.size, chunk)):
+            needs_velocity(source.name, columns, states)
             if states.wrenches and not warned:
                 warn(f"{source.name}: its external forces do not enter the regressor "
                      "(tau + sum J^T f_ext = Y pi): not used")
@@ -92,6 +94,14 @@ def write_regressor(model: Model | Layout, source: Input | str | os.PathLike,
     except BaseException as error:
         raise stopped(sink, error) from None
     return sink
+
+
+def needs_velocity(name: str, columns: Columns, states) -> None:
+    """A usage error when the chunk has no v and a term of ``columns`` needs it."""
+    needing = [t for t in columns.terms if t in VELOCITY_TERMS]
+    if needing and states.v is None:
+        raise UsageError(f"{name}: the log has no v: the term {needing[0]} needs the joint "
+                         "velocities (arrays or columns v)")
 
 
 def regressor_sink(path: str | None, layout: Layout, columns: Columns,
@@ -152,13 +162,21 @@ def identify_stream(model: Model | Layout, source: Input | str | os.PathLike, te
         raise UsageError(f"{source.name}: no states to fit"
                          + (" (all are held out: lower --validate)" if accumulator.seen else ""))
     base = base_parameters(problem, tolerance)
+    restless = without_rests(columns, base.identifiable)
+    if restless:
+        warn(f"{source.name}: coulomb+, coulomb- and offset are not separable at "
+             f"{', '.join(restless[:3])}{' ...' if len(restless) > 3 else ''}: the log never "
+             "holds it still (v = 0); only their combinations are determined (see base)")
     ols = ordinary_least_squares(problem, base)
     pi_file = model_parameters(model, columns)
     fit = consistent_fit(problem, pi_file, len(columns.bodies), ols.sigma, prior_weight,
-                         loss, loss_scale)
+                         loss, loss_scale, signed=signed_columns(columns))
     settings = {"terms": list(columns.terms), "validate": validate,
                 "prior_weight": prior_weight, "loss": loss, "loss_scale": loss_scale,
                 "tolerance": tolerance}
+    for name in ("stribeck", "smooth"):
+        if name in columns.terms:
+            settings[f"{name}_velocity"] = getattr(columns.shape, f"{name}_velocity")
     return Identification(model, columns, problem, base, ols, fit, pi_file, settings)
 
 

@@ -21,7 +21,7 @@ from treedyn.pipeline.chunks import MEMORY
 from ..run.fitted import check_write_target, write_model
 from ..run.progress import Progress, wanted
 from ..settings import STREAM_CHUNK
-from .regressor import TermsOpt, parse_terms
+from .regressor import SmoothOpt, StribeckOpt, TermsOpt, parse_terms
 
 IDENTIFY_EXAMPLES = examples(
     "dyn identify robot.urdf --input log.npz --validate 0.2",
@@ -38,7 +38,8 @@ def identify(
             "--input", "-i", metavar="FILE", show_default=False,
             help="The log: JSON Lines, CSV or .npz states with q, v, a and the measured "
             "tau (as the other commands read them); '-' reads stdin.")],
-        terms: TermsOpt = None,
+        terms: TermsOpt = None, stribeck_velocity: StribeckOpt = 0.1,
+        smooth_velocity: SmoothOpt = 0.01,
         validate: Annotated[float, typer.Option(
             "--validate", min=0.0, max=0.9, callback=not_nan,
             help="Hold out this fraction of the states (blocks of 100 spread over the log) "
@@ -84,7 +85,7 @@ def identify(
     layout = Layout.of(loaded, degrees)
     progress = Progress(wanted(quiet, results_on_stdout=True))
     try:
-        result = identify_stream(layout, input_file, parse_terms(terms), parse_gravity(gravity),
+        result = identify_stream(layout, input_file, parse_terms(terms, stribeck_velocity, smooth_velocity), parse_gravity(gravity),
                                  validate, prior_weight, loss, loss_scale, rank_tolerance,
                                  STREAM_CHUNK, progress.advance, MEMORY)
     except UnfitLog as error:  # the log determines nothing: one line, not a fit
