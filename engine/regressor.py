@@ -21,9 +21,12 @@ floating base; a term's column at dof ``j`` (its parameter the coefficient):
 ``offset``     1                                     a constant torque (sensor offset)
 ``stribeck``   exp(-(v_j/v_s)^2) sign(v_j)           static minus Coulomb friction f_s - f_c
 ``smooth``     tanh(v_j/eps)                         Coulomb friction smoothed over eps
+``gain``       -i_j (the drive's current; zero here)  the drive's gain k_j: tau_j = k_j i_j
 =============  ====================================  =====================================
 
-with v_s and eps of :class:`JointTerms` (``stribeck_velocity``, ``smooth_velocity``).
+with v_s and eps of :class:`JointTerms` (``stribeck_velocity``, ``smooth_velocity``). The
+gain's column is the logged current's (Y pi - k i = 0 when the log holds currents, not
+torques): the regressor leaves it zero for the identification to fill from its log.
 sign(0) = 0: a dof at rest takes no Coulomb force. Without rests (v_j never 0) the
 columns of coulomb+, coulomb- and offset are dependent (coulomb+ - coulomb- = offset) and
 only two of their combinations are determined.
@@ -58,7 +61,7 @@ from .state import world_acceleration
 
 PARAMETERS = ("m", "mx", "my", "mz", "Ixx", "Ixy", "Iyy", "Ixz", "Iyz", "Izz")
 JOINT_TERMS = ("armature", "viscous", "coulomb", "coulomb+", "coulomb-", "offset", "stribeck",
-               "smooth")
+               "smooth", "gain")
 VELOCITY_TERMS = ("viscous", "coulomb", "coulomb+", "coulomb-", "stribeck", "smooth")  # need v
 SIGNED_TERMS = ("offset",)  # terms whose coefficient may be negative
 FLOATING = ("free", "free_world")
@@ -204,6 +207,8 @@ def joint_term_columns(layout: Layout, v: np.ndarray | None, a: np.ndarray | Non
     offset's column is 1 whatever the state). Module doc: the columns' formulas."""
     for term in layout.terms:
         source = a if term == "armature" else v
+        if term == "gain":  # the log's current, filled by the identification
+            continue
         if term == "offset":
             values = np.ones((len(out), len(layout.term_dofs)))
         elif source is None:

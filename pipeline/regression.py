@@ -18,9 +18,10 @@ from treedyn.engine.analysis.identify import (Accumulator, base_parameters, know
 from treedyn.engine.analysis.identify_report import Identification
 from treedyn.engine.regressor import Layout as Columns
 from treedyn.engine.regressor import (VELOCITY_TERMS, layout_of, model_parameters,
-                                      signed_columns, without_rests)
+                                      signed_columns, term_columns, without_rests)
 
 from .chunks import regressor_chunk
+from .drives import Drives
 from .errors import UsageError, warn
 from .layout import Layout
 from .outputs import open_target, output_format
@@ -132,25 +133,28 @@ def identify_stream(model: Model | Layout, source: Input | str | os.PathLike, te
                     gravity=None, validate: float = 0.0, prior_weight: float = 1.0,
                     loss: str = "linear", loss_scale: float | None = None,
                     tolerance: float = 1e-8, chunk: int = CHUNK,
-                    progress: Progress | None = None, memory: int = MEMORY
-                    ) -> Identification:
+                    progress: Progress | None = None, memory: int = MEMORY,
+                    drives: Drives = Drives()) -> Identification:
     """Inertial parameters fitted to the log ``source`` (q, v, a and the measured tau;
     external forces, when it has them, are subtracted as -J^T f): the log accumulated a
     chunk at a time (``validate``: the share of states held out), then the base parameters
     (rank at ``tolerance``), ordinary least squares and the consistent fit (weighted toward
     the model's inertias by ``prior_weight``, with the robust ``loss``; one that is not
     linear keeps the training rows, at most ``memory`` bytes of them).
-    :class:`~treedyn.engine.analysis.identify.UnfitLog` when the log determines nothing."""
+    :class:`~treedyn.engine.analysis.identify.UnfitLog` when the log determines nothing.
+    ``drives``: a log of currents, parameters known beforehand (:mod:`.drives`)."""
     layout, source = opened(model, source)
     model = layout.model
     columns = layout_of(model, terms)
+    known = drives.columns(columns)
     robust = loss != "linear"
     accumulator = Accumulator(columns.size, model.nv, validate, keep_rows=robust)
     row_bytes = 8 * (columns.size + 1) * model.nv
     for states in source.chunks(layout, KINDS, {}, regressor_chunk(model, columns.size, chunk)):
         check_log(source.name, states)
-        accumulator.add(chunk_regressor(layout, columns, states, gravity),
-                        measured(layout, columns, states))
+        Y = chunk_regressor(layout, columns, states, gravity)
+        accumulator.add(Y, drives.target(columns, known, Y, states.tau,
+                                         measured(layout, columns, states)))
         if robust and accumulator.counts[0] * row_bytes > memory:
             raise UsageError(f"{source.name}: --loss {loss} keeps every training row in "
                              f"memory: at most {memory // row_bytes} states on this model "
@@ -169,11 +173,18 @@ def identify_stream(model: Model | Layout, source: Input | str | os.PathLike, te
              "holds it still (v = 0); only their combinations are determined (see base)")
     ols = ordinary_least_squares(problem, base)
     pi_file = model_parameters(model, columns)
-    fit = consistent_fit(problem, pi_file, len(columns.bodies), ols.sigma, prior_weight,
+    prior = pi_file.copy()
+    prior[known[0]] = known[1]  # the prior holds the known parameters
+    if "gain" in columns.terms:  # the file has no gain: the prior is the data's estimate
+        gains = term_columns(columns, "gain")
+        prior[gains] = ols.full(base)[gains]
+    fit = consistent_fit(problem, prior, len(columns.bodies), ols.sigma, prior_weight,
                          loss, loss_scale, signed=signed_columns(columns))
     settings = {"terms": list(columns.terms), "validate": validate,
                 "prior_weight": prior_weight, "loss": loss, "loss_scale": loss_scale,
                 "tolerance": tolerance}
+    if drives.current or drives.known:
+        settings.update(current=drives.current, known=dict(drives.known))
     for name in ("stribeck", "smooth"):
         if name in columns.terms:
             settings[f"{name}_velocity"] = getattr(columns.shape, f"{name}_velocity")

@@ -5,7 +5,8 @@ References: the inertial columns are Pinocchio's computeJointTorqueRegressor; ea
 column is its formula (docs/interface.md) evaluated here entry by entry with the math
 module; Y pi is RNEA plus the planted friction. Identification recovers planted asymmetric
 Coulomb friction and offsets within 2 % from a log that holds still at times, and says
-when a log without rests cannot separate them.
+when a log without rests cannot separate them; from a log of currents (tau = k i) the
+drive gains k, scaled by one known parameter.
 """
 from __future__ import annotations
 
@@ -152,7 +153,21 @@ def test_a_log_without_rests_cannot_separate_them(tmp_path, capsys):
      "velocities: give --v"),
     (["regressor", ARM, "--terms", "viscous,stiction", "--v", "1,1"],
      "dyn: --terms: unknown term 'stiction' (known: armature, viscous, coulomb, coulomb+, "
-     "coulomb-, offset, stribeck, smooth)"),
+     "coulomb-, offset, stribeck, smooth, gain)"),
+    (["regressor", ARM, "--terms", "gain"], "dyn: --terms gain: its column is a logged "
+     "current, not a function of q, v, a (dyn identify --current fits it)"),
+    (["identify", ARM, "--input", "fixtures/two_link_arm_log.csv", "--terms", "gain"],
+     "dyn: --terms gain fits currents: give --current (the log's tau holds the drives' "
+     "currents)"),
+    (["identify", ARM, "--input", "fixtures/two_link_arm_log.csv", "--current"],
+     "dyn: --current needs the gain term (--terms gain,...): the log's tau holds currents, "
+     "tau = gain x current"),
+    (["identify", ARM, "--input", "fixtures/two_link_arm_log.csv", "--current", "--terms",
+      "gain"], "dyn: --current needs a scale: --known NAME=VALUE (a mass, a first moment or "
+     "one drive's gain.DOF)"),
+    (["identify", ARM, "--input", "fixtures/two_link_arm_log.csv", "--known", "link9.m=1"],
+     "dyn: --known link9.m: no such parameter (names as identify's: BODY.m, BODY.mx, ..., "
+     "TERM.DOF)"),
     (["regressor", ARM, "--terms", "smooth", "--v", "1,1", "--smooth-velocity", "0"], None),
 ])
 def test_refusals_are_one_line(args, message, capsys):
@@ -172,3 +187,33 @@ def test_a_log_without_velocities_is_refused_for_friction(tmp_path, capsys):
     err = capsys.readouterr().err.strip().splitlines()
     assert err == [f"{tmp_path / 'log.npz'}: the log has no v: the term stribeck needs the "
                    "joint velocities (arrays or columns v)"], err
+
+
+@pytest.mark.parametrize("known", [("link2.mz", -0.55), ("gain.joint1", 0.8)],
+                         ids=["first-moment", "one-gain"])
+def test_a_log_of_currents_gives_the_drive_gains(known, tmp_path):
+    """The heavier arm (link2 1.1 kg) logged as currents i = tau / k (+ noise); the file's
+    arm fitted with the gain term and one known parameter gives k and link2's m z back."""
+    from treedyn.pipeline.drives import Drives
+    from treedyn.pipeline.regression import identify_stream
+
+    true = load_model("fixtures/two_link_arm_heavier.urdf")
+    rng = np.random.default_rng(2)
+    q, v, a = (rng.normal(size=(1500, 2)) for _ in range(3))
+    k = np.array([0.8, 1.3])
+    current = rnea(true, q, v, a) / k + 0.005 * rng.normal(size=(1500, 2))
+    np.savez(tmp_path / "log.npz", q=q, v=v, a=a, tau=current)
+    result = identify_stream(load_model(ARM), tmp_path / "log.npz", terms=("gain",),
+                             drives=Drives(True, (known,)))
+    names = result.layout.names
+    gains = [names.index("gain.joint1"), names.index("gain.joint2")]
+    mz = names.index("link2.mz")
+    for pi in (result.ols.full(result.base), result.fit.pi):
+        if known[0] == "gain.joint1":
+            pi = pi.copy()
+            pi[gains[0]] = 0.8  # known, not fitted
+        np.testing.assert_allclose(pi[gains], k, rtol=0.01)
+    ols = result.ols.full(result.base)
+    if known[0] == "gain.joint1":
+        np.testing.assert_allclose(ols[mz], -0.55, rtol=0.01)
+    assert result.settings["known"] == {known[0]: known[1]}

@@ -177,7 +177,7 @@ def test_regressor_command_bad_terms(capsys):
     assert ended.value.code == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert err == ["dyn: --terms: unknown term 'stiction' (known: armature, viscous, coulomb, "
-                   "coulomb+, coulomb-, offset, stribeck, smooth)"]
+                   "coulomb+, coulomb-, offset, stribeck, smooth, gain)"]
 
 
 def test_write_regressor_from_python_streams_y_with_y_pi_the_rnea(tmp_path):

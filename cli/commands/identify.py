@@ -18,6 +18,7 @@ from ..options import (DegreesOpt, FreeFlyerOpt, GravityOpt, ModelArg, QuietOpt,
                        ReportFormatOpt, epilog, examples, not_nan)
 from ..render.identify import identify_document, identify_table
 from treedyn.pipeline.chunks import MEMORY
+from treedyn.pipeline.drives import Drives
 from ..run.fitted import check_write_target, write_model
 from ..run.progress import Progress, wanted
 from ..settings import STREAM_CHUNK
@@ -61,6 +62,13 @@ def identify(
             "--rank-tol", min=0.0, max=1.0, callback=not_nan,
             help="Relative singular value of the column-scaled regressor below which a "
             "direction counts as not determined by the log.")] = 1e-8,
+        current: Annotated[bool, typer.Option(
+            "--current", help="The log's tau holds the drives' currents: fit tau = gain x "
+            "current with the gain term, scaled by --known.")] = False,
+        known: Annotated[Optional[list[str]], typer.Option(
+            "--known", metavar="NAME=VALUE", show_default=False,
+            help="A parameter known beforehand (BODY.m=2.5, gain.DOF=0.08): not fitted; "
+            "repeatable.")] = None,
         write: Annotated[Optional[str], typer.Option(
             "--write", metavar="NEW", show_default=False,
             help="Write a copy of the model file with the consistent fit's inertias: only "
@@ -87,7 +95,8 @@ def identify(
     try:
         result = identify_stream(layout, input_file, parse_terms(terms, stribeck_velocity, smooth_velocity), parse_gravity(gravity),
                                  validate, prior_weight, loss, loss_scale, rank_tolerance,
-                                 STREAM_CHUNK, progress.advance, MEMORY)
+                                 STREAM_CHUNK, progress.advance, MEMORY,
+                                 Drives.of(current, known))
     except UnfitLog as error:  # the log determines nothing: one line, not a fit
         raise UsageError(f"{STDIN if input_file == '-' else input_file}: {error}") from None
     finally:

@@ -68,6 +68,9 @@ def regressor(model: ModelArg, q: QOpt = None, v: VOpt = None, a: AOpt = None,
     loaded = load(model, free_flyer)
     layout = Layout.of(loaded, degrees)
     chosen = parse_terms(terms, stribeck_velocity, smooth_velocity)
+    if "gain" in chosen.names:
+        raise UsageError("dyn: --terms gain: its column is a logged current, not a function "
+                         "of q, v, a (dyn identify --current fits it)")
     g = parse_gravity(gravity)
     if input_file is not None:
         if any(x is not None for x in (q, v, a)):
