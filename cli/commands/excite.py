@@ -15,30 +15,6 @@ EXCITE_EXAMPLES = examples(
 )
 
 
-def floor_frames(loaded, specs):
-    """(Frames, heights) of the --floor FRAME=HEIGHT options (None, () when none)."""
-    import numpy as np
-
-    from treedyn.engine.named import frame_set
-    from treedyn.pipeline.errors import UsageError
-    if not specs:
-        return None, np.zeros(0)
-    names, heights = [], []
-    for spec in specs:
-        name, _, height = spec.rpartition("=")
-        try:
-            heights.append(float(height))
-        except ValueError:
-            raise UsageError(f"dyn: --floor {spec!r}: expected FRAME=HEIGHT (metres, the "
-                             "world's z)") from None
-        names.append(name)
-    try:
-        return frame_set(loaded, names), np.array(heights)
-    except KeyError as error:
-        raise UsageError(f"dyn: {loaded.source}: --floor: no link, body, joint or site named "
-                         f"{error.args[0]!r}") from None
-
-
 @epilog(EXCITE_EXAMPLES)
 def excite(
         model: ModelArg,
@@ -86,34 +62,14 @@ def excite(
     velocity limits, --acceleration-limit and every --floor. Prints the condition number
     reached and the random start's. --torques and --noise make it a simulated log.
     """
-    import numpy as np
-
-    from treedyn.engine import rnea
-    from treedyn.engine.excitation import Excitation, excite as optimised
-    from treedyn.pipeline.errors import UsageError
-    from treedyn.pipeline.layout import Layout
-    from treedyn.pipeline.trajectory import write_states
+    from treedyn.pipeline.trajectory import Plan, excitation_log
     loaded = load(model, free_flyer)
-    frames, heights = floor_frames(loaded, floor)
-    times = np.arange(int(round((duration or period) * rate))) / rate
-    if len(times) < 2 or (noise and not torques):
-        raise UsageError("dyn: --noise needs --torques" if len(times) > 1 else
-                         "dyn: --duration x --rate gives fewer than 2 states")
-    try:
-        setting = Excitation(loaded, harmonics, period, samples,
-                             np.inf if acceleration_limit is None else acceleration_limit,
-                             frames, heights)
-        trajectory = optimised(setting, seed, iterations, times)
-    except ValueError as error:
-        raise UsageError(f"dyn: {loaded.source}: {error}") from None
-    states = dict(zip(("q", "v", "a"), trajectory.states(times)))
-    if torques:
-        rng = np.random.default_rng(seed)
-        states["tau"] = rnea(loaded, *states.values()) + noise * rng.normal(
-            size=states["v"].shape)
-    write_states(output, Layout.of(loaded), times, states)
+    plan = Plan(period, harmonics, rate, duration, acceleration_limit, tuple(floor or ()),
+                samples, iterations, seed, torques, noise)
+    trajectory, count = excitation_log(loaded, output, plan)
     if not quiet:
-        show_text(f"{output}: {len(times)} states at {rate:g} Hz over {times[-1] + 1 / rate:g}"
-                  f" s, {len(setting.dofs)} joints, {harmonics} harmonics of {1 / period:g} Hz"
-                  f"\ncondition number of the base regressor ({len(setting.base)} columns): "
-                  f"{trajectory.condition:.4g} (random start: {trajectory.start_condition:.4g})")
+        show_text(f"{output}: {count} states at {rate:g} Hz over {count / rate:g} s, "
+                  f"{len(trajectory.excitation.dofs)} joints, {harmonics} harmonics of "
+                  f"{1 / period:g} Hz\ncondition number of the base regressor "
+                  f"({len(trajectory.excitation.base)} columns): {trajectory.condition:.4g} "
+                  f"(random start: {trajectory.start_condition:.4g})")
