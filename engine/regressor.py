@@ -144,7 +144,8 @@ def signed_columns(layout: Layout) -> np.ndarray:
 def without_rests(layout: Layout, identifiable: np.ndarray) -> list[str]:
     """The dof labels (those of ``layout.names``) whose coulomb+, coulomb- and offset
     columns (two or three of them in ``layout``) a log left dependent (``identifiable``
-    (P,) False for one of them): the log never holds that dof still (module doc)."""
+    (P,) False for one of them; pass a column with no effect as True: a dof that never
+    moves is still throughout): the log never holds that dof still (module doc)."""
     present = [t for t in ("coulomb+", "coulomb-", "offset") if t in layout.terms]
     if len(present) < 2:
         return []

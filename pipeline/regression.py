@@ -166,7 +166,7 @@ def identify_stream(model: Model | Layout, source: Input | str | os.PathLike, te
         raise UsageError(f"{source.name}: no states to fit"
                          + (" (all are held out: lower --validate)" if accumulator.seen else ""))
     base = base_parameters(problem, tolerance)
-    restless = without_rests(columns, base.identifiable)
+    restless = without_rests(columns, base.identifiable | base.no_effect)  # (still: no effect)
     if restless:
         warn(f"{source.name}: coulomb+, coulomb- and offset are not separable at "
              f"{', '.join(restless[:3])}{' ...' if len(restless) > 3 else ''}: the log never "
