@@ -82,6 +82,10 @@ class Excitation:
         self.dense = fourier_basis(np.arange(grid) * self.period / grid, self.harmonics,
                                    self.period)
         self.base = base_columns(self, np.random.default_rng(0))
+        if self.samples * model.nv < len(self.base):
+            raise ValueError(f"{self.samples} samples of {model.nv} torques are fewer "
+                             f"equations than the {len(self.base)} base parameters: more "
+                             "samples")
 
     @property
     def width(self) -> int:
@@ -120,7 +124,8 @@ class Excitation:
         range, of the velocity and acceleration bounds); ``joint`` (rows,) the excited dof
         (0 .. n-1) each row constrains."""
         n, (Bq, Bv, Ba) = len(self.dofs), self.dense if basis is None else basis
-        inset = tighter * (self.upper - self.lower)
+        span = self.upper - self.lower
+        inset = np.where(np.isfinite(span), tighter * np.where(np.isfinite(span), span, 0), 0)
         bound = np.full(n, self.acceleration_limit) * (1 - tighter)
         rows, offsets, joint = [], [], []
         for B, low, high in ((Bq, self.lower + inset, self.upper - inset),

@@ -102,3 +102,13 @@ def test_excite_refusals_are_one_line(args, message, tmp_path, capsys):
     assert ended.value.code == 2
     assert capsys.readouterr().err.strip().splitlines() == [message]
     assert not os.listdir(tmp_path)
+
+
+@pytest.mark.skipif(not os.path.exists(PANDA), reason="example-robot-data is not installed")
+def test_too_few_samples_for_the_base_parameters_is_refused(tmp_path, capsys):
+    with pytest.raises(SystemExit) as ended:
+        run(["excite", PANDA, "-o", str(tmp_path / "x.npz"), "--samples", "4"])
+    assert ended.value.code == 2
+    assert capsys.readouterr().err.strip().splitlines() == [
+        f"dyn: {PANDA}: 4 samples of 9 torques are fewer equations than the 51 base "
+        "parameters: more samples"]
