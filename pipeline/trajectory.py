@@ -8,7 +8,7 @@ sinks' temporary and rename, :mod:`.outputs`).
 * ``.jsonl``: one object per state, ``{"q": [..], "v": [..], "a": [..], "tau": [..], "t":
   x}``.
 
-``t`` is read by no command and warned about by none (:data:`.layout.TIME`).
+A command that does not use the time ``t`` does not warn about it (:data:`.layout.TIME`).
 """
 from __future__ import annotations
 

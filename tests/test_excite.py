@@ -86,7 +86,7 @@ def test_excite_writes_a_log_identify_reads(tmp_path, capsys):
         run(["identify", ARM, "--input", str(log), "--format", "json", "--quiet"])
     assert ended.value.code == 0
     captured = capsys.readouterr()
-    assert captured.err == ""  # the time t is read by none, warned about by none
+    assert captured.err == ""  # the time t: no warning from a command that does not use it
     assert '"rank": 6' in captured.out
 
 
