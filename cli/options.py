@@ -59,6 +59,13 @@ def finite(value: float) -> float:
     return value
 
 
+def positive(value: float) -> float:
+    """Option callback: a finite number above zero."""
+    if not 0.0 < finite(value) < float("inf"):
+        raise typer.BadParameter(f"{value} is not a positive number")
+    return value
+
+
 def examples(*lines: str) -> str:
     """An 'Examples:' epilog that click prints as is (\\b: no re-wrapping)."""
     return "\b\nExamples:\n" + "".join(f"  {line}\n" for line in lines)
