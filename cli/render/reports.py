@@ -21,7 +21,7 @@ from treedyn.pipeline.reports import (  # noqa: F401 (the commands' names)
     condition_csv, github_annotation, github_annotations, github_warning, inertia_csv,
     verify_csv, verify_document, verify_note)
 
-from .table import fitted, table, wrapped
+from .table import fitted, table, text_table, wrapped
 
 SEVERITY_ORDER = {"error": 0, "warning": 1, "info": 2}
 
@@ -44,8 +44,7 @@ def inertia_table(report, model, show_all: bool) -> str:
              f"{_count(warnings, 'warning')}) from {_count(len(report.findings), 'check')}",
              ""]
     if rows:
-        lines += [table(rows, ["severity", "body", "check", "line", "message"],
-                        maxcolwidths=[None, None, None, None, 90]), ""]
+        lines += [text_table(rows, ["severity", "body", "check", "line", "message"]), ""]
     elif not show_all:
         lines += ["no errors or warnings", ""]
     lines += [counts, "", _fixes(report, model.format), _verdict(errors, warnings, show_all)]
@@ -179,9 +178,10 @@ def verify_table(report, model, options) -> str:
     skipped = [r.name for r in report.results if r.status == "skip"]
     identities = [f"  {r.name}: {r.identity}" for r in report.results]
     return "\n".join([
-        f"verify {model.name}: {report.states} random states (seed {options.seed}), "
-        f"nq={model.nq}, nv={model.nv}; residual = max|lhs - rhs| / max(1, max|rhs|)",
-        table(rows, ["status", "identity", "residual", "tolerance", "note"]),
+        wrapped(f"verify {model.name}: {report.states} random states (seed {options.seed}), "
+                f"nq={model.nq}, nv={model.nv}"),
+        "residual = max|lhs - rhs| / max(1, max|rhs|)",
+        text_table(rows, ["status", "identity", "residual", "tolerance", "note"]),
         "", "identities:", *identities, "",
         f"{'FAILED' if failed else 'ok'}: {failed} of {len(rows)} identities failed"
         + (f"; {len(skipped)} not checked ({', '.join(skipped)})" if skipped else ""),

@@ -32,16 +32,17 @@ def table(rows, headers, **options) -> str:
 
 
 def text_table(rows, headers, width: int | None = None, how: str = EVERYTHING) -> str:
-    """:func:`table` of rows whose last column is text (a list of names and values) made
-    to fit ``width`` (default: the terminal's): that column wrapped beside the first,
-    then :func:`fitted`."""
+    """:func:`table` of rows whose last column is text (a message, a list of names and
+    values) made to fit ``width`` (default: the terminal's): that column wrapped to the
+    room the columns before it leave, then :func:`fitted`."""
     width = terminal_width() if width is None else width
     text = table(rows, headers)
-    first = re.search(r"-+", text.split("\n")[1]) if "\n" in text else None
-    if first is None or max(map(len, text.split("\n"))) <= width:
+    spans = [m.start() for m in re.finditer(r"-+", text.split("\n")[1])] if "\n" in text \
+        else []
+    if not spans or max(map(len, text.split("\n"))) <= width:
         return text
     # (at least 30 columns: a narrower cell would be a column of fragments)
-    room = max(30, width - first.end() - 2)
+    room = max(30, width - spans[-1])
     return fitted(table(rows, headers, maxcolwidths=[None] * (len(headers) - 1) + [room]),
                   width, how)
 
