@@ -20,7 +20,8 @@ from .console import console, one_line
 from treedyn.pipeline.errors import Ended, StatesWarning, UsageError
 
 from .errors import worded
-from .options import examples, with_model_options
+from .options import (ColourOpt, QuietOpt, VerboseOpt, examples, set_global,
+                      with_global_options, with_model_options)
 from .settings import check_environment, interrupted, version_line
 
 try:
@@ -85,14 +86,17 @@ def show_version(value: bool) -> None:
 
 def main(version: Annotated[bool, typer.Option(
         "--version", is_eager=True, help="Print the version and exit.",
-        callback=show_version)] = False) -> None:
+        callback=show_version)] = False, quiet: QuietOpt = False, verbose: VerboseOpt = False,
+        color: ColourOpt = None) -> None:
     """dyn: rigid-body dynamics of URDF, MJCF and SDFormat robot models.
 
     Inverse dynamics (RNEA), forward dynamics (ABA) and the mass matrix (CRBA) for one
     state given on the command line or many states from a file; diagnostics of the model
     (check-inertia, condition, verify). Results go to stdout, errors to stderr as one
-    line (exit code 2); checks that find errors exit 1.
+    line (exit code 2); checks that find errors exit 1. --quiet, --verbose and --color
+    go before the command or after it.
     """
+    set_global(quiet, verbose, color)
 
 
 def listed() -> None:
@@ -112,16 +116,32 @@ def click_command(args: list):
                       context_settings={"help_option_names": ["-h", "--help"]},
                       epilog=EXAMPLES)
     app.callback()(main)
-    if args and args[0] in COMMANDS:
-        module, function, short_help = COMMANDS[args[0]]
-        command = with_model_options(
-            getattr(importlib.import_module(f"treedyn.cli.commands.{module}"), function))
-        app.command(args[0], short_help=short_help,
+    name = command_name(args)
+    if name is not None:
+        module, function, short_help = COMMANDS[name]
+        command = with_global_options(with_model_options(
+            getattr(importlib.import_module(f"treedyn.cli.commands.{module}"), function)))
+        app.command(name, short_help=short_help,
                     epilog=getattr(command, "epilog", None))(command)
     else:
         for name, (_, _, short_help) in COMMANDS.items():
             app.command(name, short_help=short_help)(listed)
     return typer.main.get_command(app)
+
+
+GROUP_FLAGS = {"-q", "--quiet", "-v", "--verbose"}  # the group's options before a command
+
+
+def command_name(args: list) -> Optional[str]:
+    """The command ``args`` run: the first word after the group's global options (``dyn
+    -q --color never info ...``); None when that word names no command."""
+    words = iter(args)
+    for word in words:
+        if word == "--color":
+            next(words, None)
+        elif word not in GROUP_FLAGS and not word.startswith("--color="):
+            return word if word in COMMANDS else None
+    return None
 
 
 FULL = {errno.ENOSPC, errno.EDQUOT, errno.EFBIG}  # writes that fail for lack of room
@@ -134,7 +154,8 @@ def fail(message: str) -> None:
     terminal raw, and a huge message is cut in its middle)."""
     try:
         if sys.stderr is not None:
-            print(one_line(message), file=sys.stderr)
+            line = one_line(message)
+            print(f"\033[31m{line}\033[0m" if console.coloured() else line, file=sys.stderr)
             sys.stderr.flush()
     except (OSError, ValueError):
         pass
@@ -223,7 +244,7 @@ def leave(code) -> None:
 
 def run_app(args: list) -> None:
     """Run the app on the command-line arguments ``args``; ends by SystemExit."""
-    console.reset()
+    console.start()
     try:
         # numpy's floating-point warnings name install paths and come in dozens: a result
         # that overflows is checked where it matters and said in dyn's own one line (the
@@ -233,8 +254,9 @@ def run_app(args: list) -> None:
             warnings.simplefilter("always", StatesWarning)  # each one said, in dyn's words
             console.others, warnings.showwarning = warnings.showwarning, console.show_warning
             command = click_command(args)
-            code = command.main(args=args or ["--help"], prog_name="dyn",
-                                standalone_mode=False)
+            with console.stage("the whole run"):
+                code = command.main(args=args or ["--help"], prog_name="dyn",
+                                    standalone_mode=False)
     except UsageError as error:
         fail(worded(error))
     except ClickException as error:
