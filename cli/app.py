@@ -118,6 +118,7 @@ def click_command(args: list):
     app.callback()(main)
     name = command_name(args)
     if name is not None:
+        console.command = name
         module, function, short_help = COMMANDS[name]
         command = with_global_options(with_model_options(
             getattr(importlib.import_module(f"treedyn.cli.commands.{module}"), function)))

@@ -21,6 +21,7 @@ import warnings
 
 from treedyn.pipeline.errors import Ended, StatesWarning
 from treedyn.pipeline.naming import printable
+from treedyn.pipeline.schema import document_text
 
 from .settings import colour_wanted
 
@@ -50,6 +51,7 @@ class Console:
         self.quiet = False  # --quiet: no warnings, notes or bar (errors are always printed)
         self.verbose = False  # --verbose: notes too
         self.colour: str | None = None  # --color: auto (None), always or never
+        self.command: str | None = None  # the command this run is (its documents' schema)
         self.captured: list[str] | None = None  # a list: warnings kept, not printed
         self.others = warnings.showwarning  # how Python shows the other warnings
 
@@ -126,6 +128,13 @@ def show_text(text: str) -> None:
     the terminal (:func:`printable`): names and paths in it come from model and state
     files. The one writer of human text on stdout; JSON, CSV and files keep names exact."""
     print("\n".join(printable(line) for line in text.split("\n")))
+
+
+def print_document(document: dict, command: str | None = None) -> None:
+    """Print a command's JSON document on stdout as one line, with its ``"schema"``
+    (:func:`treedyn.pipeline.schema.versioned`); ``command`` None: the command running.
+    The one printer of a JSON document (JSON Lines of many states are the sinks')."""
+    print(document_text(document, command or console.command))
 
 
 def warn(message: str) -> None:

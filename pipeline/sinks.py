@@ -31,6 +31,7 @@ from treedyn.engine.analysis.limits import KINDS, LimitSummary, dof_bounds, posi
 from .errors import OutputError, warn
 from .naming import csv_writer
 from .paths import partial_name, settle
+from .schema import document_text
 
 OUTPUT_FORMATS = {".jsonl": "json", ".ndjson": "json", ".json": "json", ".csv": "csv",
                   ".npz": "npz", ".parquet": "parquet", ".h5": "hdf5", ".hdf5": "hdf5"}
@@ -220,11 +221,13 @@ def numbers_text(rows: np.ndarray) -> bytes:
 
 class JsonSink(TextSink):
     """One JSON object per state and line: ``{"<key>": value, **extra}``, spaced as
-    ``json.dumps`` spaces it."""
+    ``json.dumps`` spaces it; an ``extra`` ``"schema"`` (one state's document) first."""
 
     def __init__(self, stream, key: str, extra: dict | None = None, path: str | None = None):
         super().__init__(stream, path)
-        self.head = "{" + json.dumps(key) + ": "
+        extra = dict(extra or {})
+        lead = {"schema": extra.pop("schema")} if "schema" in extra else {}
+        self.head = "{" + (json.dumps(lead)[1:-1] + ", " if lead else "") + json.dumps(key) + ": "
         self.tail = (", " + json.dumps(extra)[1:-1] if extra else "") + "}\n"
 
     def text(self, result) -> str:
@@ -511,7 +514,7 @@ class LimitsSink(Sink):
 
     def finish(self) -> None:
         if self.stream is not None:
-            self.stream.write(json.dumps(self.document()) + "\n")
+            self.stream.write(document_text(self.document(), "check-limits") + "\n")
             self.stream.flush()
 
     def close(self) -> None:

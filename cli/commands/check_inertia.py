@@ -1,6 +1,5 @@
 """``dyn check-inertia``: physical consistency of every link's inertia (exit 1 on errors)."""
 
-import json
 import sys
 from typing import Annotated, Optional
 
@@ -10,7 +9,7 @@ from treedyn.engine.analysis.check_inertia import check_inertia as run_checks
 from treedyn.engine.analysis.inertia import DENSE_DOFS, CheckOptions
 from treedyn.parsers.link_geometry import link_geometry
 
-from ..console import show_text, warn
+from ..console import print_document, show_text, warn
 from ..model import load, package_paths, xacro_arguments
 from ..options import (CheckFormat, FreeFlyerOpt, ModelArg, SeedOpt, XacroArgOpt, XacroArgs,
                        epilog, examples, not_nan, samples_option)
@@ -86,7 +85,7 @@ def check_inertia(
         if fmt is CheckFormat.github:
             print(reports.github_warning(loaded.source, f"dyn check-inertia: {title}", text))
     if fmt is CheckFormat.json:
-        print(json.dumps(reports.inertia_document(report, loaded, show_all)))
+        print_document(reports.inertia_document(report, loaded, show_all), "check-inertia")
     elif fmt is CheckFormat.csv:
         reports.inertia_csv(report, sys.stdout, loaded.format, fix, show_all)
     elif fmt is CheckFormat.github:

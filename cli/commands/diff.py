@@ -1,6 +1,5 @@
 """``dyn diff OLD NEW``: what changed for the dynamics between two models (by names)."""
 
-import json
 from typing import Annotated, Optional
 
 import typer
@@ -8,7 +7,7 @@ import typer
 from treedyn.engine.analysis.diff import DiffOptions
 from treedyn.engine.analysis.diff import diff as run_diff
 
-from ..console import show_text
+from ..console import print_document, show_text
 from ..model import load
 from ..options import (DiffFormat, FreeFlyerOpt, SeedOpt, epilog, examples, model_argument,
                        not_nan, samples_option)
@@ -59,7 +58,7 @@ def diff(
     refuse_past_memory(samples, 4 * sum(sample_bytes(m) for m in models), "--samples")
     report = run_diff(*models, DiffOptions(tolerance=tolerance, samples=samples, seed=seed))
     if fmt is DiffFormat.json:
-        print(json.dumps(render.diff_document(report, *models, fail_above)))
+        print_document(render.diff_document(report, *models, fail_above), "diff")
     elif fmt is DiffFormat.github:
         text = render.diff_github(report, *models, fail_above)
         if text:

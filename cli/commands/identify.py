@@ -1,5 +1,4 @@
 """``dyn identify``: inertial parameters fitted to a log of q, v, a and measured tau."""
-import json
 from typing import Annotated, Optional
 
 import typer
@@ -12,7 +11,7 @@ from treedyn.pipeline.regression import identify_stream
 from treedyn.pipeline.source import STDIN
 from treedyn.pipeline.vectors import parse_gravity
 
-from ..console import show_text
+from ..console import print_document, show_text
 from ..model import load
 from ..options import (DegreesOpt, FreeFlyerOpt, GravityOpt, ModelArg, QuietOpt, ReportFormat,
                        ReportFormatOpt, epilog, examples, not_nan)
@@ -95,6 +94,6 @@ def identify(
     if write is not None:
         document["written"] = write_model(model, write, result, free_flyer)
     if fmt is ReportFormat.json:
-        print(json.dumps(identify_document(document)))
+        print_document(identify_document(document), "identify")
     else:
         show_text(identify_table(identify_document(document)))

@@ -1,13 +1,12 @@
 """``dyn statics``: each actuated joint's largest gravity load over the joint ranges against
 its effort limit (:mod:`treedyn.engine.statics`, :mod:`treedyn.engine.analysis.statics`)."""
 
-import json
 import math
 from typing import Annotated, Optional
 
 import typer
 
-from ..console import show_text
+from ..console import print_document, show_text
 from ..model import load, xacro_arguments
 from ..options import (DiffFormat, FreeFlyerOpt, MimicOpt, ModelArg, SeedOpt, XacroArgOpt,
                        XacroArgs, epilog, examples, format_option, not_nan,
@@ -98,7 +97,7 @@ def statics(
     except ValueError as error:
         raise UsageError(f"dyn: {loaded.source}: --payload: {error}") from None
     if fmt is DiffFormat.json:
-        print(json.dumps(statics_document(report, loaded)))
+        print_document(statics_document(report, loaded), "statics")
     elif fmt is DiffFormat.github:
         text = render.statics_github(report, loaded, fail_above)
         if text:
