@@ -205,6 +205,33 @@ class CheckFormat(str, Enum):
     json = "json"
     csv = "csv"
     github = "github"
+    sarif = "sarif"
+
+
+class FindingsFormat(str, Enum):  # statics: github annotations or a SARIF log for CI
+    table = "table"
+    json = "json"
+    github = "github"
+    sarif = "sarif"
+
+
+class LimitsFormat(str, Enum):  # check-limits (csv: refused in words)
+    table = "table"
+    json = "json"
+    csv = "csv"
+    sarif = "sarif"
+
+
+SelectOpt = Annotated[Optional[str], typer.Option(
+    "--select", metavar="CHECK,...", show_default=False,
+    help="Report only these checks (names as in the JSON findings' \"check\").")]
+IgnoreOpt = Annotated[Optional[str], typer.Option(
+    "--ignore", metavar="CHECK,...", show_default=False,
+    help="Do not report these checks.")]
+BaselineOpt = Annotated[Optional[str], typer.Option(
+    "--baseline", metavar="FILE", show_default=False,
+    help="A previous --format json output of this command: its findings (matched by check "
+    "and subject, not message or value) are not reported and do not fail the run.")]
 
 
 class DiffFormat(str, Enum):

@@ -31,6 +31,7 @@ from treedyn.engine.analysis.limits import KINDS, LimitSummary, dof_bounds, posi
 from .errors import OutputError, warn
 from .naming import csv_writer
 from .paths import partial_name, settle
+from .findings import Selection, limits_findings, with_findings
 from .schema import document_text
 
 OUTPUT_FORMATS = {".jsonl": "json", ".ndjson": "json", ".json": "json", ".csv": "csv",
@@ -482,6 +483,8 @@ class LimitsSink(Sink):
         self.summary = LimitSummary(bounds)
         self.torques: set[str] = set()  # where the chunks' tau came from
         self.warned = False  # that the log has no v
+        self.chosen: Selection | None = None  # the findings reported (None: every one)
+        self.found: list = []  # those reported, as the last document() found them
 
     def write(self, result, states) -> None:
         scale = self.layout.v_scale
@@ -502,15 +505,20 @@ class LimitsSink(Sink):
         self.summary.add(values, states.count, states.where)
 
     def document(self) -> dict:
-        """The summary as JSON-ready data (keys in docs/interface.md)."""
+        """The summary as JSON-ready data (keys in docs/interface.md); ``ok``: no finding
+        reported (:attr:`chosen`)."""
         summary, layout = self.summary, self.layout
         units = {"position": [unit(layout, c, "") for c in range(layout.model.nv)],
                  "velocity": [unit(layout, c, "/s") for c in range(layout.model.nv)],
                  "effort": ["N m" if angular else "N" for angular in layout.angular]}
-        return {**self.head, "states": summary.states, "offending_states": summary.offending,
-                "checked": [kind for kind in KINDS if kind in summary.checked],
-                "tau": " and ".join(sorted(self.torques)) or None,
-                "joints": summary.entries(layout.v_labels, units), "ok": summary.ok}
+        entries = summary.entries(layout.v_labels, units)
+        self.found = limits_findings(entries, layout)
+        found = self.found = self.found if self.chosen is None else self.chosen.kept(self.found)
+        return with_findings({
+            **self.head, "states": summary.states, "offending_states": summary.offending,
+            "checked": [kind for kind in KINDS if kind in summary.checked],
+            "tau": " and ".join(sorted(self.torques)) or None, "joints": entries,
+            "ok": not found}, found, "check-limits")
 
     def finish(self) -> None:
         if self.stream is not None:
