@@ -109,14 +109,21 @@ def click_command(args: list):
     When the first argument names a command, the group holds that command only, imported
     from its module (typer builds a command's options from its signature). Otherwise (no
     command, group options, an unknown name) it holds a placeholder per command, which is
-    all that the group's help, --version and "No such command" need.
+    all that the group's help, --version and "No such command" need. When a shell asks
+    for completions (``_DYN_COMPLETE``: ``args`` is empty, the line is in the shell's
+    variables), the command is the one the line names before the word completed, with
+    completions of model files, joint and frame names (:mod:`.run.completion`).
     """
-    app = typer.Typer(add_completion=False, rich_markup_mode=None,
+    completion = words = None
+    if os.environ.get("_DYN_COMPLETE"):  # set by the completion scripts
+        completion = importlib.import_module("treedyn.cli.run.completion")
+        words = completion.words()
+    app = typer.Typer(add_completion=True, rich_markup_mode=None,
                       pretty_exceptions_enable=False,
                       context_settings={"help_option_names": ["-h", "--help"]},
                       epilog=EXAMPLES)
     app.callback()(main)
-    name = command_name(args)
+    name = command_name(args if words is None else words)
     if name is not None:
         console.command = name
         module, function, short_help = COMMANDS[name]
@@ -127,7 +134,11 @@ def click_command(args: list):
     else:
         for name, (_, _, short_help) in COMMANDS.items():
             app.command(name, short_help=short_help)(listed)
-    return typer.main.get_command(app)
+    group = typer.main.get_command(app)
+    if completion is not None:
+        completion.attach(group)
+    return group
+
 
 
 GROUP_FLAGS = {"-q", "--quiet", "-v", "--verbose"}  # the group's options before a command
@@ -154,8 +165,8 @@ def fail(message: str) -> None:
     it (:func:`.console.one_line`: no control character from a name or a path reaches the
     terminal raw, and a huge message is cut in its middle)."""
     try:
-        if sys.stderr is not None:
-            line = one_line(message)
+        if sys.stderr is not None and not os.environ.get("_DYN_COMPLETE"):  # (not into a
+            line = one_line(message)  # line being typed: a completion fails silently)
             print(f"\033[31m{line}\033[0m" if console.coloured() else line, file=sys.stderr)
             sys.stderr.flush()
     except (OSError, ValueError):
