@@ -87,10 +87,11 @@ class Console:
 
     def show_warning(self, message, category, filename, lineno, file=None, line=None):
         """:data:`warnings.showwarning` while a command runs: the pipeline's
-        :class:`StatesWarning` go through :meth:`warn`, any other as Python shows it."""
+        :class:`StatesWarning` go through :meth:`warn`, any other as Python shows it (none
+        with --quiet)."""
         if issubclass(category, StatesWarning):
             self.warn(str(message))
-        else:
+        elif not self.quiet:
             self.others(message, category, filename, lineno, file, line)
 
     def warn(self, message: str) -> None:

@@ -82,3 +82,15 @@ def test_colour_of_the_warning_and_error_lines(args, env, coloured):
 def test_a_bad_colour_choice_is_one_line():
     bad = run("--color", "sometimes")
     assert bad.returncode == 2 and len(bad.stderr.splitlines()) == 1
+
+
+def test_quiet_silences_the_other_python_warnings_too(capsys):
+    from treedyn.cli.console import Console
+
+    shown = []
+    for quiet in (False, True):
+        console = Console()
+        console.others = lambda *warning: shown.append(quiet)
+        console.configure(quiet, False, None)
+        console.show_warning("a library's warning", UserWarning, "lib.py", 1)
+    assert shown == [False] and capsys.readouterr().err == ""
