@@ -141,17 +141,14 @@ def click_command(args: list):
 
 
 
-GROUP_FLAGS = {"-q", "--quiet", "-v", "--verbose"}  # the group's options before a command
-
-
 def command_name(args: list) -> Optional[str]:
-    """The command ``args`` run: the first word after the group's global options (``dyn
-    -q --color never info ...``); None when that word names no command."""
+    """The command ``args`` run: the first word after the group's options (``dyn -qv
+    --color never info ...``; --color takes a value); None when that word names no command."""
     words = iter(args)
     for word in words:
         if word == "--color":
             next(words, None)
-        elif word not in GROUP_FLAGS and not word.startswith("--color="):
+        elif not word.startswith("-"):
             return word if word in COMMANDS else None
     return None
 

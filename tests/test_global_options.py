@@ -94,3 +94,9 @@ def test_quiet_silences_the_other_python_warnings_too(capsys):
         console.configure(quiet, False, None)
         console.show_warning("a library's warning", UserWarning, "lib.py", 1)
     assert shown == [False] and capsys.readouterr().err == ""
+
+
+def test_grouped_flags_and_colour_before_the_command_still_run_it():
+    done = dyn_here(["-qv", "--color", "never", "inverse", ARM, "--input", "-"], cwd=ROOT,
+                    stdin=STATES, env=clean_environment())
+    assert done.returncode == 0 and done.stderr == b"" and done.stdout == run().stdout
