@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+from urllib.parse import quote
 
 from .findings import RULES, Finding
 
@@ -16,12 +17,13 @@ SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
 
 def artifact_uri(path: str, base: str) -> str:
     """``path`` as a SARIF artifact URI: relative to ``base`` (with forward slashes) when
-    it lies below it, else absolute as a ``file://`` URI."""
+    it lies below it, else absolute as a ``file://`` URI; percent-encoded (a space is
+    %20)."""
     full = os.path.abspath(path)
     relative = os.path.relpath(full, base)
-    if not relative.startswith(os.pardir):
-        return relative.replace(os.sep, "/")
-    return "file://" + full.replace(os.sep, "/")
+    if relative != os.pardir and not relative.startswith(os.pardir + os.sep):
+        return quote(relative.replace(os.sep, "/"))
+    return "file://" + quote(full.replace(os.sep, "/"))
 
 
 def sarif_log(command: str, findings: list[Finding], version: str, base: str) -> dict:

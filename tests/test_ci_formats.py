@@ -119,3 +119,13 @@ def test_a_baseline_of_another_command_is_refused(tmp_path):
     baseline.write_text(json.dumps(document))
     done = dyn("check-limits", *RUNS["check-limits"], "--baseline", str(baseline))
     assert done.returncode == 2 and b"not the output of dyn check-limits" in done.stderr
+
+
+def test_artifact_uris_are_relative_below_the_folder_and_encoded(tmp_path):
+    from treedyn.pipeline.sarif import artifact_uri
+
+    base = tmp_path / "work"
+    assert artifact_uri(str(base / "robots" / "my arm.urdf"), str(base)) == "robots/my%20arm.urdf"
+    assert artifact_uri(str(base / "..x" / "a.urdf"), str(base)) == "..x/a.urdf"
+    outside = artifact_uri(str(tmp_path / "other" / "b.urdf"), str(base))
+    assert outside == "file://" + str(tmp_path / "other" / "b.urdf")
