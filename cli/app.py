@@ -47,6 +47,8 @@ COMMANDS = {
                   "Regressor Y(q, v, a): tau = Y pi, linear in the inertias."),
     "identify": ("identify", "identify",
                  "Inertial parameters from a log: base set, consistent fit."),
+    "excite": ("excite", "excite",
+               "An excitation trajectory for identify: Fourier series, well conditioned."),
     "frames": ("frames", "frames", "Where named frames (links, joints) are in the world."),
     "jacobian": ("jacobian", "jacobian", "A frame's Jacobian J (6 x nv), linear rows first."),
     "com": ("com", "com", "Centre of mass and its Jacobian Jcom (3 x nv)."),

@@ -59,6 +59,13 @@ def finite(value: float) -> float:
     return value
 
 
+def positive(value: float) -> float:
+    """Option callback: a finite number above zero."""
+    if not 0.0 < finite(value) < float("inf"):
+        raise typer.BadParameter(f"{value} is not a positive number")
+    return value
+
+
 def examples(*lines: str) -> str:
     """An 'Examples:' epilog that click prints as is (\\b: no re-wrapping)."""
     return "\b\nExamples:\n" + "".join(f"  {line}\n" for line in lines)
@@ -305,3 +312,17 @@ def with_model_options(function):
         parameters=[*signature.parameters.values(), parameter])
     command.__annotations__ = {**function.__annotations__, "mesh_path": MeshPathOpt}
     return command
+
+
+def plot_option(what: str) -> object:
+    """A command's --plot FILE: the picture of ``what`` it draws."""
+    return Annotated[Optional[str], typer.Option(
+        "--plot", metavar="FILE", show_default=False,
+        help=f"Also draw {what} into FILE: .png, .svg or .pdf by its suffix (needs the "
+        "optional extra: pip install 'treedyn[plot]').")]
+
+
+PlotSizeOpt = Annotated[Optional[str], typer.Option(
+    "--plot-size", metavar="WxH", show_default=False,
+    help="The --plot picture's size: inches (8x5) or pixels (1200x800px, at 100 per inch). "
+    "Default: a size that suits the picture.")]

@@ -48,7 +48,7 @@ from .errors import warn
 from .naming import printable
 from .errors import UsageError
 from .naming import listing, shown
-from .layout import KINDS, Layout
+from .layout import KINDS, TIME, Layout
 from .text import is_data, no_states, no_text_states, text_lines
 from .vectors import FORCE_NAME, States, pop_q, warn_ignored_forces, warn_unused_kinds
 
@@ -82,7 +82,8 @@ def csv_plan(header: list[str], name: str, layout: Layout, kinds: Sequence[str],
         if match:
             kind = match.group(1)
         elif not (joint and kind in KINDS):
-            if title and not FORCE_NAME.match(title):  # not pandas' unnamed index column
+            # neither pandas' unnamed index column nor the states' time
+            if title and title != TIME and not FORCE_NAME.match(title):
                 foreign.append(title)
             continue
         if kind not in kinds:

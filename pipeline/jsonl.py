@@ -32,7 +32,7 @@ from treedyn.engine import Model
 
 from .errors import warn
 from .errors import UsageError
-from .layout import KINDS, Layout
+from .layout import KINDS, TIME, Layout
 from .text import Chunk, is_data, no_text_states, text_lines
 from .vectors import States, amount, check_finite, check_frame, warn_unused_kinds
 
@@ -220,7 +220,8 @@ def _check_keys(state: dict, where: str, kinds, chunk: Chunk, seen: Seen) -> Non
 DECODER = json.JSONDecoder()
 
 
-JSON_KEYS = frozenset(("q", "v", "a", "tau", "fext", "dofs"))  # "dofs": as dyn writes it
+# "dofs" and "t" (the time): as dyn writes them
+JSON_KEYS = frozenset(("q", "v", "a", "tau", "fext", "dofs", TIME))
 
 
 FORCES = frozenset(("a", "tau"))  # the commands reading these (inverse, forward) take "fext"

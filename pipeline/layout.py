@@ -134,6 +134,7 @@ DEGREE = math.pi / 180.0
 
 
 KINDS = ("q", "v", "a", "tau")  # the vectors of a state
+TIME = "t"  # a state's time (s), as dyn excite writes it: commands not using it do not warn
 
 
 def layout_document(model) -> dict:

@@ -12,7 +12,7 @@ from .errors import warn
 from .naming import printable
 from .errors import CorruptInput, UsageError
 from .naming import listing
-from .layout import KINDS
+from .layout import KINDS, TIME
 from .vectors import FORCE_NAME, States, pop_q, warn_ignored_forces, warn_unused_kinds
 
 VERIFY_BYTES = 16 << 20  # bytes read at a time when a member's CRC-32 is checked again
@@ -157,7 +157,7 @@ def check_members(members, names, name, layout, kinds, per_state=None, what="arr
         warn_unused_kinds([kind for kind in KINDS if kind in names and kind not in kinds],
                           kinds, name, (what, f"{what}s"))
         foreign = [n for n in names if n not in KINDS and not FORCE_NAME.match(n)
-                   and n != "dofs" and per_state(n)]
+                   and n not in ("dofs", TIME) and per_state(n)]
         if foreign:
             listed = listing([repr(n) for n in foreign], 3)
             warn(f"{name}: {what}{'s' if len(foreign) > 1 else ''} {listed} not read: dyn "

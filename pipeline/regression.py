@@ -17,9 +17,11 @@ from treedyn.engine.analysis.identify import (Accumulator, base_parameters, know
                                               ordinary_least_squares)
 from treedyn.engine.analysis.identify_report import Identification
 from treedyn.engine.regressor import Layout as Columns
-from treedyn.engine.regressor import layout_of, model_parameters
+from treedyn.engine.regressor import (VELOCITY_TERMS, layout_of, model_parameters,
+                                      signed_columns, term_columns, without_rests)
 
 from .chunks import regressor_chunk
+from .drives import Drives
 from .errors import UsageError, warn
 from .layout import Layout
 from .outputs import open_target, output_format
@@ -37,7 +39,7 @@ def chunk_regressor(layout: Layout, columns: Columns, states, gravity) -> np.nda
     """Y (m, nv, P) of a chunk; a state whose rows are not finite is an error naming it."""
     with np.errstate(all="ignore"):
         Y = joint_torque_regressor(layout.model, states.q, states.v, states.a, gravity,
-                                   columns.terms)
+                                   columns.shape)
     finite = np.isfinite(Y.reshape(len(Y), -1)).all(axis=1)
     if not finite.all():
         raise UsageError(f"{states.where(int(np.argmin(finite)))}: the regressor is not "
@@ -68,8 +70,8 @@ def write_regressor(model: Model | Layout, source: Input | str | os.PathLike,
     """Y of every state of ``source`` (q, v, a; any input format) into ``sink``: a
     :class:`~.sinks.Sink`, an .npz path (arrays Y (N x nv x P), parameters, pi, dofs), a
     .jsonl path, or None for JSON Lines on stdout. ``terms``: the per-joint columns
-    ("armature", "viscous", "coulomb"); ``progress`` as for :func:`.stream.run`. Returns
-    the closed sink; an interrupted or failed run keeps what :func:`.stream.stopped` says."""
+    (names of ``JOINT_TERMS``, or a ``JointTerms``); ``progress`` as for
+    :func:`.stream.run`. Returns the closed sink; an interrupted or failed run keeps what :func:`.stream.stopped` says."""
     layout, source = opened(model, source)
     columns = layout_of(layout.model, terms)
     if not isinstance(sink, Sink):
@@ -81,6 +83,7 @@ def write_regressor(model: Model | Layout, source: Input | str | os.PathLike,
     try:
         for states in source.chunks(layout, KINDS[:3], {},
                                     regressor_chunk(layout.model, columns.size, chunk)):
+            needs_velocity(source.name, columns, states)
             if states.wrenches and not warned:
                 warn(f"{source.name}: its external forces do not enter the regressor "
                      "(tau + sum J^T f_ext = Y pi): not used")
@@ -92,6 +95,14 @@ def write_regressor(model: Model | Layout, source: Input | str | os.PathLike,
     except BaseException as error:
         raise stopped(sink, error) from None
     return sink
+
+
+def needs_velocity(name: str, columns: Columns, states) -> None:
+    """A usage error when the chunk has no v and a term of ``columns`` needs it."""
+    needing = [t for t in columns.terms if t in VELOCITY_TERMS]
+    if needing and states.v is None:
+        raise UsageError(f"{name}: the log has no v: the term {needing[0]} needs the joint "
+                         "velocities (arrays or columns v)")
 
 
 def regressor_sink(path: str | None, layout: Layout, columns: Columns,
@@ -122,25 +133,28 @@ def identify_stream(model: Model | Layout, source: Input | str | os.PathLike, te
                     gravity=None, validate: float = 0.0, prior_weight: float = 1.0,
                     loss: str = "linear", loss_scale: float | None = None,
                     tolerance: float = 1e-8, chunk: int = CHUNK,
-                    progress: Progress | None = None, memory: int = MEMORY
-                    ) -> Identification:
+                    progress: Progress | None = None, memory: int = MEMORY,
+                    drives: Drives = Drives()) -> Identification:
     """Inertial parameters fitted to the log ``source`` (q, v, a and the measured tau;
     external forces, when it has them, are subtracted as -J^T f): the log accumulated a
     chunk at a time (``validate``: the share of states held out), then the base parameters
     (rank at ``tolerance``), ordinary least squares and the consistent fit (weighted toward
     the model's inertias by ``prior_weight``, with the robust ``loss``; one that is not
     linear keeps the training rows, at most ``memory`` bytes of them).
-    :class:`~treedyn.engine.analysis.identify.UnfitLog` when the log determines nothing."""
+    :class:`~treedyn.engine.analysis.identify.UnfitLog` when the log determines nothing.
+    ``drives``: a log of currents, parameters known beforehand (:mod:`.drives`)."""
     layout, source = opened(model, source)
     model = layout.model
     columns = layout_of(model, terms)
+    known = drives.columns(columns)
     robust = loss != "linear"
     accumulator = Accumulator(columns.size, model.nv, validate, keep_rows=robust)
     row_bytes = 8 * (columns.size + 1) * model.nv
     for states in source.chunks(layout, KINDS, {}, regressor_chunk(model, columns.size, chunk)):
         check_log(source.name, states)
-        accumulator.add(chunk_regressor(layout, columns, states, gravity),
-                        measured(layout, columns, states))
+        Y = chunk_regressor(layout, columns, states, gravity)
+        accumulator.add(Y, drives.target(columns, known, Y, states.tau,
+                                         measured(layout, columns, states)))
         if robust and accumulator.counts[0] * row_bytes > memory:
             raise UsageError(f"{source.name}: --loss {loss} keeps every training row in "
                              f"memory: at most {memory // row_bytes} states on this model "
@@ -152,13 +166,28 @@ def identify_stream(model: Model | Layout, source: Input | str | os.PathLike, te
         raise UsageError(f"{source.name}: no states to fit"
                          + (" (all are held out: lower --validate)" if accumulator.seen else ""))
     base = base_parameters(problem, tolerance)
+    restless = without_rests(columns, base.identifiable | base.no_effect)  # (still: no effect)
+    if restless:
+        warn(f"{source.name}: coulomb+, coulomb- and offset are not separable at "
+             f"{', '.join(restless[:3])}{' ...' if len(restless) > 3 else ''}: the log never "
+             "holds it still (v = 0); only their combinations are determined (see base)")
     ols = ordinary_least_squares(problem, base)
     pi_file = model_parameters(model, columns)
-    fit = consistent_fit(problem, pi_file, len(columns.bodies), ols.sigma, prior_weight,
-                         loss, loss_scale)
+    prior = pi_file.copy()
+    prior[known[0]] = known[1]  # the prior holds the known parameters
+    if "gain" in columns.terms:  # the file has no gain: the prior is the data's estimate
+        gains = term_columns(columns, "gain")
+        prior[gains] = ols.full(base)[gains]
+    fit = consistent_fit(problem, prior, len(columns.bodies), ols.sigma, prior_weight,
+                         loss, loss_scale, signed=signed_columns(columns))
     settings = {"terms": list(columns.terms), "validate": validate,
                 "prior_weight": prior_weight, "loss": loss, "loss_scale": loss_scale,
                 "tolerance": tolerance}
+    if drives.current or drives.known:
+        settings.update(current=drives.current, known=dict(drives.known))
+    for name in ("stribeck", "smooth"):
+        if name in columns.terms:
+            settings[f"{name}_velocity"] = getattr(columns.shape, f"{name}_velocity")
     return Identification(model, columns, problem, base, ols, fit, pi_file, settings)
 
 

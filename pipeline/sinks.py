@@ -485,6 +485,12 @@ class LimitsSink(Sink):
         self.warned = False  # that the log has no v
         self.chosen: Selection | None = None  # the findings reported (None: every one)
         self.found: list = []  # those reported, as the last document() found them
+        self.traces: list[dict] | None = None  # each chunk's values, after :meth:`trace`
+
+    def trace(self) -> None:
+        """Hold every chunk's compared values (a picture of the whole log: memory grows
+        with it) in :attr:`traces`, one dict of kind -> (states, nv) array per chunk."""
+        self.traces = []
 
     def write(self, result, states) -> None:
         scale = self.layout.v_scale
@@ -503,6 +509,8 @@ class LimitsSink(Sink):
             self.warned = True
             warn(f"{self.head['input']}: no v in the log: velocity limits are not checked")
         self.summary.add(values, states.count, states.where)
+        if self.traces is not None:
+            self.traces.append({kind: np.array(value) for kind, value in values.items()})
 
     def document(self) -> dict:
         """The summary as JSON-ready data (keys in docs/interface.md); ``ok``: no finding

@@ -15,12 +15,14 @@ from treedyn.pipeline.sinks import LimitsSink
 from treedyn.pipeline.source import Input
 from treedyn.pipeline.stream import run
 from treedyn.pipeline.vectors import parse_gravity
+from treedyn.plots import requested
 
 from ..console import console, saying_kept, show_text
 from ..model import load, xacro_arguments
 from ..options import (BaselineOpt, DatasetPrefixOpt, DegreesOpt, FreeFlyerOpt, GravityOpt,
-                       IgnoreOpt, LimitsFormat, MimicOpt, ModelArg, QuietOpt, SelectOpt,
-                       XacroArgOpt, XacroArgs, epilog, examples, format_option)
+                       IgnoreOpt, LimitsFormat, MimicOpt, ModelArg, PlotSizeOpt, QuietOpt,
+                       SelectOpt, XacroArgOpt, XacroArgs, epilog, examples, format_option,
+                       plot_option)
 from ..render.findings import print_sarif
 from ..render.limits import limits_table
 from ..run.progress import Progress, wanted
@@ -49,7 +51,10 @@ def check_limits(
         free_flyer: FreeFlyerOpt = False, quiet: QuietOpt = False,
         xacro_arg: XacroArgOpt = None, mimic: MimicOpt = False,
         dataset_prefix: DatasetPrefixOpt = None, select: SelectOpt = None,
-        ignore: IgnoreOpt = None, baseline: BaselineOpt = None) -> None:
+        ignore: IgnoreOpt = None, baseline: BaselineOpt = None,
+        plot: plot_option("each dof's peak ratio to its limits and q over the log (which "
+                          "it holds in memory)") = None,
+        plot_size: PlotSizeOpt = None) -> None:
     """Joint limits along a logged motion: position, velocity and effort.
 
     For every dof with a limit: the states where q leaves [lower, upper] (1-dof joints
@@ -61,6 +66,7 @@ def check_limits(
     outside a limit.
     """
     console.reset(quiet)
+    picture = requested(plot, plot_size)
     if fmt is LimitsFormat.csv:
         raise UsageError("dyn: check-limits prints a table or json, not csv")
     chosen = selection("check-limits", select, ignore, baseline)
@@ -75,6 +81,8 @@ def check_limits(
     else:
         sink = LimitsSink(sys.stdout if kind == "json" else None, layout, head)
     sink.chosen = chosen
+    if picture is not None:
+        sink.trace()
     progress = Progress(wanted(quiet, results_on_stdout=output_file is None))
     try:
         with saying_kept():
@@ -83,6 +91,9 @@ def check_limits(
     finally:
         progress.close()
     document = sink.document()
+    if picture is not None:
+        from treedyn.plots.series import limits
+        picture.draw(limits, document, sink.traces)
     if kind == "table" and (output_file is None or fmt is LimitsFormat.table):
         show_text(limits_table(document))
     elif kind == "sarif":

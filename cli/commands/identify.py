@@ -10,17 +10,19 @@ from treedyn.pipeline.layout import Layout
 from treedyn.pipeline.regression import identify_stream
 from treedyn.pipeline.source import STDIN
 from treedyn.pipeline.vectors import parse_gravity
+from treedyn.plots import requested
 
 from ..console import print_document, show_text
 from ..model import load
-from ..options import (DegreesOpt, FreeFlyerOpt, GravityOpt, ModelArg, QuietOpt, ReportFormat,
-                       ReportFormatOpt, epilog, examples, not_nan)
+from ..options import (DegreesOpt, FreeFlyerOpt, GravityOpt, ModelArg, PlotSizeOpt, QuietOpt,
+                       ReportFormat, ReportFormatOpt, epilog, examples, not_nan, plot_option)
 from ..render.identify import identify_document, identify_table
 from treedyn.pipeline.chunks import MEMORY
+from treedyn.pipeline.drives import Drives
 from ..run.fitted import check_write_target, write_model
 from ..run.progress import Progress, wanted
 from ..settings import STREAM_CHUNK
-from .regressor import TermsOpt, parse_terms
+from .regressor import SmoothOpt, StribeckOpt, TermsOpt, parse_terms
 
 IDENTIFY_EXAMPLES = examples(
     "dyn identify robot.urdf --input log.npz --validate 0.2",
@@ -37,7 +39,8 @@ def identify(
             "--input", "-i", metavar="FILE", show_default=False,
             help="The log: JSON Lines, CSV or .npz states with q, v, a and the measured "
             "tau (as the other commands read them); '-' reads stdin.")],
-        terms: TermsOpt = None,
+        terms: TermsOpt = None, stribeck_velocity: StribeckOpt = 0.1,
+        smooth_velocity: SmoothOpt = 0.01,
         validate: Annotated[float, typer.Option(
             "--validate", min=0.0, max=0.9, callback=not_nan,
             help="Hold out this fraction of the states (blocks of 100 spread over the log) "
@@ -59,12 +62,22 @@ def identify(
             "--rank-tol", min=0.0, max=1.0, callback=not_nan,
             help="Relative singular value of the column-scaled regressor below which a "
             "direction counts as not determined by the log.")] = 1e-8,
+        current: Annotated[bool, typer.Option(
+            "--current", help="The log's tau holds the drives' currents: fit tau = gain x "
+            "current with the gain term, scaled by --known.")] = False,
+        known: Annotated[Optional[list[str]], typer.Option(
+            "--known", metavar="NAME=VALUE", show_default=False,
+            help="A parameter known beforehand (BODY.m=2.5, gain.DOF=0.08): not fitted; "
+            "repeatable.")] = None,
         write: Annotated[Optional[str], typer.Option(
             "--write", metavar="NEW", show_default=False,
             help="Write a copy of the model file with the consistent fit's inertias: only "
             "its <inertial> elements change.")] = None,
         fmt: ReportFormatOpt = None, gravity: GravityOpt = None, degrees: DegreesOpt = False,
-        free_flyer: FreeFlyerOpt = False, quiet: QuietOpt = False) -> None:
+        free_flyer: FreeFlyerOpt = False, quiet: QuietOpt = False,
+        plot: plot_option("measured and predicted tau per dof and the residuals (reads "
+                          "the log again: a file, not stdin)") = None,
+        plot_size: PlotSizeOpt = None) -> None:
     """Identify inertial parameters from logged motion and torques.
 
     Base parameters (what the log determines, by a rank-revealing QR/SVD) with ordinary
@@ -77,15 +90,19 @@ def identify(
         raise UsageError(f"dyn: --loss: unknown loss '{loss}' (known: {', '.join(LOSSES)})")
     if fmt is ReportFormat.csv:
         raise UsageError("dyn: identify prints a table or json, not csv")
+    picture = requested(plot, plot_size)
+    if picture is not None and input_file == "-":
+        raise UsageError("dyn: --plot reads the log again: give it as a file, not stdin")
     loaded = load(model, free_flyer)
     if write is not None:
         check_write_target(model, write, loaded.format, input_file)
     layout = Layout.of(loaded, degrees)
     progress = Progress(wanted(quiet, results_on_stdout=True))
     try:
-        result = identify_stream(layout, input_file, parse_terms(terms), parse_gravity(gravity),
+        result = identify_stream(layout, input_file, parse_terms(terms, stribeck_velocity, smooth_velocity), parse_gravity(gravity),
                                  validate, prior_weight, loss, loss_scale, rank_tolerance,
-                                 STREAM_CHUNK, progress.advance, MEMORY)
+                                 STREAM_CHUNK, progress.advance, MEMORY,
+                                 Drives.of(current, known))
     except UnfitLog as error:  # the log determines nothing: one line, not a fit
         raise UsageError(f"{STDIN if input_file == '-' else input_file}: {error}") from None
     finally:
@@ -93,6 +110,10 @@ def identify(
     document = report(result, layout.v_labels)
     if write is not None:
         document["written"] = write_model(model, write, result, free_flyer)
+    if picture is not None:
+        from treedyn.plots import fit
+        picture.draw(fit.identify, identify_document(document), fit.torques(
+            layout, input_file, result, parse_gravity(gravity)), layout)
     if fmt is ReportFormat.json:
         print_document(identify_document(document), "identify")
     else:

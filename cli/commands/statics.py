@@ -9,8 +9,8 @@ import typer
 from ..console import print_document, show_text
 from ..model import load, xacro_arguments
 from ..options import (BaselineOpt, FindingsFormat, FreeFlyerOpt, IgnoreOpt, MimicOpt,
-                       ModelArg, SeedOpt, SelectOpt, XacroArgOpt, XacroArgs, epilog, examples,
-                       format_option, not_nan, samples_option)
+                       ModelArg, PlotSizeOpt, SeedOpt, SelectOpt, XacroArgOpt, XacroArgs,
+                       epilog, examples, format_option, not_nan, plot_option, samples_option)
 
 STATICS_EXAMPLES = examples(
     "dyn statics fixtures/two_link_arm.urdf",
@@ -65,6 +65,8 @@ def statics(
                                 "from.") = 2048,
         seed: SeedOpt = 0, xacro_arg: XacroArgOpt = None, mimic: MimicOpt = False,
         select: SelectOpt = None, ignore: IgnoreOpt = None, baseline: BaselineOpt = None,
+        plot: plot_option("each joint's ratio to its limit") = None,
+        plot_size: PlotSizeOpt = None,
 ) -> None:
     """The largest gravity load of every actuated joint over the joint ranges, against
     its effort limit.
@@ -84,8 +86,11 @@ def statics(
     from treedyn.pipeline.findings import (selected_statics, selection, statics_findings,
                                            with_findings)
 
+    from treedyn.plots import requested
+
     from ..render import statics as render
     from ..render.findings import print_sarif
+    picture = requested(plot, plot_size)
     spec = payload_spec(payload)
     chosen = selection("statics", select, ignore, baseline)
     loaded = load(model, free_flyer, xacro=xacro_arguments(xacro_args, xacro_arg),
@@ -104,6 +109,9 @@ def statics(
     except ValueError as error:
         raise UsageError(f"dyn: {loaded.source}: --payload: {error}") from None
     found = statics_findings(report, loaded, fail_above)
+    if picture is not None:
+        from treedyn.plots.series import statics as figure
+        picture.draw(figure, statics_document(report, loaded))
     if fmt is FindingsFormat.json:
         print_document(with_findings(statics_document(report, loaded), found, "statics"),
                        "statics")

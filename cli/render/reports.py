@@ -7,8 +7,6 @@ are the library's, named here for the commands.
 from __future__ import annotations
 
 import math
-import shutil
-import textwrap
 from collections.abc import Sequence
 
 import numpy as np
@@ -23,7 +21,7 @@ from treedyn.pipeline.reports import (  # noqa: F401 (the commands' names)
     condition_csv, github_annotation, github_annotations, github_warning, inertia_csv,
     verify_csv, verify_document, verify_note)
 
-from .table import table
+from .table import fitted, table, wrapped
 
 SEVERITY_ORDER = {"error": 0, "warning": 1, "info": 2}
 
@@ -149,22 +147,21 @@ def condition_table(report, model, names: Sequence[str], q_names: Sequence[str],
         f"cond(M) of {model.name} over {len(report.q)} configurations (neutral first, then "
         f"random within the limits, seed {options.seed}):",
         _cond_line(report, options),
-        textwrap.fill(f"worst configuration (sample {worst}): "  # wrapped to the terminal
-                      f"{configuration or '(no coordinates)'}", break_on_hyphens=False,
-                      width=max(60, shutil.get_terminal_size((100, 24)).columns),
-                      subsequent_indent="  "),
-        f"weakest direction there (lambda_min = {eigen[worst, 0]:.4g}, lambda_max = "
-        f"{eigen[worst, -1]:.4g}): {weakest_direction(report.weakest, names)}",
+        wrapped(f"worst configuration (sample {worst}): "  # wrapped to the terminal
+                f"{configuration or '(no coordinates)'}"),
+        wrapped(f"weakest direction there (lambda_min = {eigen[worst, 0]:.4g}, lambda_max = "
+                f"{eigen[worst, -1]:.4g}): {weakest_direction(report.weakest, names)}"),
         *([f"M is singular there: the motions of joints {', '.join(report.coinciding)} "
            "coincide (nothing with mass or inertia moves between them)"]
           if len(report.coinciding) > 1 else []),
         "",
         f"ABA's local D-blocks, worst over the samples (smallest {len(blocks)} of "
         f"{len(report.blocks)}; ratio = lambda_min(D) / lambda_max(M), cond(M) >= 1/ratio):",
-        table(block_rows, ["joint", "lambda_min(D)", "ratio", *(["cond(D)"] if several else [])]),
+        fitted(table(block_rows, ["joint", "lambda_min(D)", "ratio",
+                                  *(["cond(D)"] if several else [])])),
         "",
         "parent/child body mass ratios (largest first):",
-        table(ratio_rows, ["parent", "child", "parent kg", "child kg", "ratio"])
+        fitted(table(ratio_rows, ["parent", "child", "parent kg", "child kg", "ratio"]))
         if ratio_rows else "  (no parent/child pairs)",
         "",
         "warnings:" + ("" if report.warnings else " none"),

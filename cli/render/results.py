@@ -11,7 +11,7 @@ from treedyn.pipeline.schema import document_text
 from treedyn.pipeline.sinks import Sink
 
 from .sparsity import sparsity_table
-from .table import matrix_table, table
+from .table import fitted, matrix_table, table
 
 
 def results_table(layout: Layout, key: str, single: bool, document: dict | None):
@@ -57,7 +57,7 @@ class TableSink(Sink):
             self.stream.write(table(rows, ["dof", self.key, "unit"]) + "\n")
         else:
             rows = [[states.where(i), *row] for i, row in enumerate(result)]
-            self.stream.write(table(rows, ["state", *self.labels]) + "\n")
+            self.stream.write(fitted(table(rows, ["state", *self.labels])) + "\n")
 
     def finish(self) -> None:
         if self.footer:

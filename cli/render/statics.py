@@ -7,8 +7,7 @@ from treedyn.pipeline.findings import configuration as _where
 from treedyn.pipeline.findings import number as _number
 from treedyn.pipeline.findings import statics_findings
 from treedyn.pipeline.reports import github_annotation
-
-from .table import table
+from .table import text_table, wrapped
 
 
 def statics_table(report: StaticsReport, model, fail_above: float | None) -> str:
@@ -24,8 +23,8 @@ def statics_table(report: StaticsReport, model, fail_above: float | None) -> str
         heading += (f"; payload {payload['mass']:g} kg" if payload["mass"] else
                     "; payload capacity") + (
             f" at {payload['frame']} + ({', '.join(f'{x:g}' for x in payload['point'])})")
-    lines = [heading, table(rows, ["joint", "max |g|", "limit", "ratio", "bound",
-                                   "capacity kg", "at q"])]
+    lines = [wrapped(heading), text_table(rows, ["joint", "max |g|", "limit", "ratio", "bound",
+                                                 "capacity kg", "at q"])]
     weakest = report.weakest
     lines.append(f"weakest: {weakest.name} (ratio {_number(weakest.ratio)})")
     lines += [f"note: {note}" for note in report.notes]
