@@ -1,4 +1,5 @@
 """The model a command names: parsed, built, and every problem as one usage error."""
+import gc
 import re
 import sys
 from collections.abc import Sequence
@@ -7,7 +8,6 @@ from treedyn.engine import Model, ModelError, configure
 from treedyn.engine.coupling import MimicError, couple
 from treedyn.parsers import PackagePaths, ParseError, XacroInput, check_finite, load_model
 from treedyn.parsers.files import MODEL_BYTES
-from treedyn.pipeline.heap import keep_model
 
 from .console import console, warn
 from .options import MESH_PATHS
@@ -44,7 +44,7 @@ def load(path: str, free_flyer: bool, diagnose: bool = False,
             model = load_model(path, free_flyer=free_flyer,  # (the collector paused inside)
                                xacro=XacroInput(tuple(xacro), xacro_environment()),
                                packages=package_paths(), urdf_only=urdf_only, data=data)
-        keep_model()  # its million objects out of the collector's walks
+        gc.freeze()  # the model lives to the end: its million objects out of the walks
         if not diagnose:
             check_finite(model.description)
         if mimic:

@@ -67,17 +67,6 @@ def for_many_states(environment: Mapping[str, str] | None = None):
             libc.malloc_trim(0)
 
 
-def keep_model() -> None:
-    """The process set up, once a command has loaded its model, for the rest of the run:
-    the model (which lives to the end) frozen out of the collector's walks, and the
-    youngest generation collected after :data:`COLLECT_AFTER` new containers, as in
-    :func:`for_many_states`. A report makes a few objects per link: with the default
-    thresholds check-inertia on a 100 000-link star ran eight full collections over them,
-    about a tenth of its time."""
-    gc.freeze()
-    gc.set_threshold(*COLLECT_AFTER)
-
-
 def glibc():
     """glibc's C library, to tune malloc (None elsewhere: nothing is done)."""
     if not sys.platform.startswith("linux"):

@@ -31,6 +31,39 @@ IDENTIFY_EXAMPLES = examples(
 )
 LOSSES = ("linear", "soft_l1", "huber", "cauchy", "arctan")
 
+ValidateOpt = Annotated[float, typer.Option(
+    "--validate", min=0.0, max=0.9, callback=not_nan,
+    help="Hold out this fraction of the states (blocks of 100 spread over the log) "
+    "and report the torque RMS per dof on them.")]
+PriorWeightOpt = Annotated[float, typer.Option(
+    "--prior-weight", min=0.0, callback=not_nan,
+    help="Weight of the file's inertias in the consistent fit, in equations: a "
+    "body's relative change of pseudo-inertia weighs like this many torque "
+    "equations one sigma off.")]
+LossOpt = Annotated[str, typer.Option(
+    "--loss", metavar="LOSS", help="Robust loss of the consistent fit: linear, "
+    "soft_l1, huber, cauchy or arctan (not linear: keeps the training rows in "
+    "memory).")]
+LossScaleOpt = Annotated[Optional[float], typer.Option(
+    "--loss-scale", min=0.0, callback=lambda x: x if x is None else not_nan(x),
+    show_default=False, help="Residual (N m) where the robust loss bends. "
+    "Default: 1.345 x the residuals' robust spread (1.4826 MAD).")]
+RankTolOpt = Annotated[float, typer.Option(
+    "--rank-tol", min=0.0, max=1.0, callback=not_nan,
+    help="Relative singular value of the column-scaled regressor below which a "
+    "direction counts as not determined by the log.")]
+CurrentOpt = Annotated[bool, typer.Option(
+    "--current", help="The log's tau holds the drives' currents: fit tau = gain x "
+    "current with the gain term, scaled by --known.")]
+KnownOpt = Annotated[Optional[list[str]], typer.Option(
+    "--known", metavar="NAME=VALUE", show_default=False,
+    help="A parameter known beforehand (BODY.m=2.5, gain.DOF=0.08): not fitted; "
+    "repeatable.")]
+WriteOpt = Annotated[Optional[str], typer.Option(
+    "--write", metavar="NEW", show_default=False,
+    help="Write a copy of the model file with the consistent fit's inertias: only "
+    "its <inertial> elements change.")]
+
 
 @epilog(IDENTIFY_EXAMPLES)
 def identify(
@@ -41,38 +74,10 @@ def identify(
             "tau (as the other commands read them); '-' reads stdin.")],
         terms: TermsOpt = None, stribeck_velocity: StribeckOpt = 0.1,
         smooth_velocity: SmoothOpt = 0.01,
-        validate: Annotated[float, typer.Option(
-            "--validate", min=0.0, max=0.9, callback=not_nan,
-            help="Hold out this fraction of the states (blocks of 100 spread over the log) "
-            "and report the torque RMS per dof on them.")] = 0.0,
-        prior_weight: Annotated[float, typer.Option(
-            "--prior-weight", min=0.0, callback=not_nan,
-            help="Weight of the file's inertias in the consistent fit, in equations: a "
-            "body's relative change of pseudo-inertia weighs like this many torque "
-            "equations one sigma off.")] = 1.0,
-        loss: Annotated[str, typer.Option(
-            "--loss", metavar="LOSS", help="Robust loss of the consistent fit: linear, "
-            "soft_l1, huber, cauchy or arctan (not linear: keeps the training rows in "
-            "memory).")] = "linear",
-        loss_scale: Annotated[Optional[float], typer.Option(
-            "--loss-scale", min=0.0, callback=lambda x: x if x is None else not_nan(x),
-            show_default=False, help="Residual (N m) where the robust loss bends. "
-            "Default: 1.345 x the residuals' robust spread (1.4826 MAD).")] = None,
-        rank_tolerance: Annotated[float, typer.Option(
-            "--rank-tol", min=0.0, max=1.0, callback=not_nan,
-            help="Relative singular value of the column-scaled regressor below which a "
-            "direction counts as not determined by the log.")] = 1e-8,
-        current: Annotated[bool, typer.Option(
-            "--current", help="The log's tau holds the drives' currents: fit tau = gain x "
-            "current with the gain term, scaled by --known.")] = False,
-        known: Annotated[Optional[list[str]], typer.Option(
-            "--known", metavar="NAME=VALUE", show_default=False,
-            help="A parameter known beforehand (BODY.m=2.5, gain.DOF=0.08): not fitted; "
-            "repeatable.")] = None,
-        write: Annotated[Optional[str], typer.Option(
-            "--write", metavar="NEW", show_default=False,
-            help="Write a copy of the model file with the consistent fit's inertias: only "
-            "its <inertial> elements change.")] = None,
+        validate: ValidateOpt = 0.0, prior_weight: PriorWeightOpt = 1.0,
+        loss: LossOpt = "linear", loss_scale: LossScaleOpt = None,
+        rank_tolerance: RankTolOpt = 1e-8, current: CurrentOpt = False,
+        known: KnownOpt = None, write: WriteOpt = None,
         fmt: ReportFormatOpt = None, gravity: GravityOpt = None, degrees: DegreesOpt = False,
         free_flyer: FreeFlyerOpt = False, quiet: QuietOpt = False,
         plot: plot_option("measured and predicted tau per dof and the residuals (reads "
@@ -99,8 +104,9 @@ def identify(
     layout = Layout.of(loaded, degrees)
     progress = Progress(wanted(quiet, results_on_stdout=True))
     try:
-        result = identify_stream(layout, input_file, parse_terms(terms, stribeck_velocity, smooth_velocity), parse_gravity(gravity),
-                                 validate, prior_weight, loss, loss_scale, rank_tolerance,
+        result = identify_stream(layout, input_file,
+                                 parse_terms(terms, stribeck_velocity, smooth_velocity),
+                                 parse_gravity(gravity), validate, prior_weight, loss, loss_scale, rank_tolerance,
                                  STREAM_CHUNK, progress.advance, MEMORY,
                                  Drives.of(current, known))
     except UnfitLog as error:  # the log determines nothing: one line, not a fit
