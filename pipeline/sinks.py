@@ -31,7 +31,6 @@ from treedyn.engine.analysis.limits import KINDS, LimitSummary, dof_bounds, posi
 from .errors import OutputError, warn
 from .naming import csv_writer
 from .paths import partial_name, settle
-from .findings import Selection, limits_findings, with_findings
 from .schema import document_text
 
 OUTPUT_FORMATS = {".jsonl": "json", ".ndjson": "json", ".json": "json", ".csv": "csv",
@@ -483,7 +482,7 @@ class LimitsSink(Sink):
         self.summary = LimitSummary(bounds)
         self.torques: set[str] = set()  # where the chunks' tau came from
         self.warned = False  # that the log has no v
-        self.chosen: Selection | None = None  # the findings reported (None: every one)
+        self.chosen = None  # the findings reported (a findings.Selection; None: every one)
         self.found: list = []  # those reported, as the last document() found them
         self.traces: list[dict] | None = None  # each chunk's values, after :meth:`trace`
 
@@ -519,6 +518,8 @@ class LimitsSink(Sink):
         units = {"position": [unit(layout, c, "") for c in range(layout.model.nv)],
                  "velocity": [unit(layout, c, "/s") for c in range(layout.model.nv)],
                  "effort": ["N m" if angular else "N" for angular in layout.angular]}
+        from .findings import limits_findings, with_findings  # (not on the states' paths)
+
         entries = summary.entries(layout.v_labels, units)
         self.found = limits_findings(entries, layout)
         found = self.found = self.found if self.chosen is None else self.chosen.kept(self.found)
