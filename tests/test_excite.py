@@ -83,7 +83,7 @@ def test_excite_writes_a_log_identify_reads(tmp_path, capsys):
     np.testing.assert_allclose(saved["tau"], rnea(heavier, saved["q"], saved["v"], saved["a"]),
                                rtol=0, atol=1e-12)
     with pytest.raises(SystemExit) as ended:
-        run(["identify", ARM, "--input", str(log), "--format", "json", "--quiet"])
+        run(["identify", ARM, "--input", str(log), "--format", "json"])
     assert ended.value.code == 0
     captured = capsys.readouterr()
     assert captured.err == ""  # the time t: no warning from a command that does not use it

@@ -143,14 +143,14 @@ def test_a_log_without_rests_cannot_separate_them(tmp_path, capsys):
     np.savez(tmp_path / "still.npz", q=still, v=v * [1, 0], a=a * [1, 0], tau=tau)
     with pytest.raises(SystemExit) as ended:
         run(["identify", ARM, "--input", str(tmp_path / "still.npz"), "--terms",
-             "coulomb+,coulomb-,offset", "--quiet", "--format", "json"])
+             "coulomb+,coulomb-,offset", "--format", "json"])
     assert ended.value.code == 0
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "not separable at joint1: the log never" in err[0], err
     np.savez(tmp_path / "log.npz", q=q, v=v, a=a, tau=tau)
     with pytest.raises(SystemExit) as ended:
         run(["identify", ARM, "--input", str(tmp_path / "log.npz"), "--terms",
-             "coulomb+,coulomb-,offset", "--quiet", "--format", "json"])
+             "coulomb+,coulomb-,offset", "--format", "json"])
     assert ended.value.code == 0
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "coulomb+, coulomb- and offset are not separable at joint1, " \

@@ -26,6 +26,7 @@ from treedyn import plots
 from treedyn.engine import crba
 from treedyn.engine.factor import fill_in
 from treedyn.parsers import load_model
+from treedyn.pipeline.schema import versioned
 from treedyn.plots import fit, matrices, series
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -164,7 +165,7 @@ def test_condition_draws_every_sample_and_the_weakest_direction():
     report = analyze(model, options)
     document = condition_document(report, model, Layout.of(model).v_labels, options)
     printed = dyn_json("condition", TALOS, "--free-flyer", "--samples", 12, "--seed", 3)
-    assert json.loads(json.dumps(document)) == printed
+    assert json.loads(json.dumps(versioned(document, "condition"))) == printed
     drawn = plots.figure(series.condition, printed, report.cond)
     left, right = drawn.axes
     cond = left.lines[0].get_ydata()
@@ -193,7 +194,8 @@ def test_diff_draws_each_entrys_change_of_M():
     old, new = load_model(str(ARM)), load_model(str(HEAVIER))
     report = diff(old, new, DiffOptions(samples=5, seed=2))
     printed = dyn_json("diff", ARM, HEAVIER, "--samples", 5, "--seed", 2)
-    assert json.loads(json.dumps(diff_document(report, old, new, None))) == printed
+    assert json.loads(json.dumps(versioned(diff_document(report, old, new, None), "diff"))) \
+        == printed
     axes = plots.figure(matrices.mass_change, printed, report.matrix, old).axes[0]
     image = np.ma.filled(axes.images[0].get_array(), 0.0)
     pairs = printed["mass_matrix"]["pairs"]
@@ -220,7 +222,7 @@ def test_check_limits_draws_the_log_and_the_peak_ratios():
     sink.trace()
     run(layout, EFFORT, source, sink)
     printed = dyn_json("check-limits", ARM, "--input", LIMITS_LOG)
-    assert json.loads(json.dumps(sink.document())) == printed
+    assert json.loads(json.dumps(versioned(sink.document(), "check-limits"))) == printed
     drawn = plots.figure(series.limits, printed, sink.traces)
     ratios, *q_axes = drawn.axes
     log = np.loadtxt(LIMITS_LOG, delimiter=",", skiprows=1)

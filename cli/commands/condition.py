@@ -1,6 +1,5 @@
 """``dyn condition``: conditioning of M(q) over sampled configurations, and its causes."""
 
-import json
 import sys
 from typing import Annotated
 
@@ -9,7 +8,7 @@ import typer
 from treedyn.engine.analysis.conditioning import ConditionOptions, NotFinite, analyze
 
 from treedyn.pipeline import naming
-from ..console import show_text, warn
+from ..console import print_document, show_text, warn
 from treedyn.pipeline.errors import UsageError
 from treedyn.pipeline.layout import Layout
 from ..model import load, xacro_arguments
@@ -62,7 +61,7 @@ def condition(
     if loaded.nv == 0:
         note = f"model {loaded.name} has no degrees of freedom: M is empty (add --free-flyer?)"
         if fmt is ReportFormat.json:
-            print(json.dumps(reports.empty_condition_document(loaded, options, note)))
+            print_document(reports.empty_condition_document(loaded, options, note), "condition")
         elif fmt is ReportFormat.csv:
             reports.condition_csv(None, [], sys.stdout)
         else:
@@ -81,7 +80,7 @@ def condition(
         from treedyn.plots.series import condition as figure
         picture.draw(figure, document, report.cond)
     if fmt is ReportFormat.json:
-        print(json.dumps(document))
+        print_document(document, "condition")
     elif fmt is ReportFormat.csv:  # one row per sample: the warnings go to stderr
         reports.condition_csv(report, naming.q_labels(loaded), sys.stdout)
         for message in report.warnings:

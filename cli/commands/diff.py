@@ -1,6 +1,5 @@
 """``dyn diff OLD NEW``: what changed for the dynamics between two models (by names)."""
 
-import json
 from typing import Annotated, Optional
 
 import typer
@@ -8,7 +7,7 @@ import typer
 from treedyn.engine.analysis.diff import DiffOptions
 from treedyn.engine.analysis.diff import diff as run_diff
 
-from ..console import show_text
+from ..console import print_document, show_text
 from ..model import load
 from ..options import (DiffFormat, FreeFlyerOpt, PlotSizeOpt, SeedOpt, epilog, examples,
                        model_argument, not_nan, plot_option, samples_option)
@@ -67,7 +66,7 @@ def diff(
         picture.draw(mass_change, render.diff_document(report, *models, fail_above),
                      report.matrix, models[0])
     if fmt is DiffFormat.json:
-        print(json.dumps(render.diff_document(report, *models, fail_above)))
+        print_document(render.diff_document(report, *models, fail_above), "diff")
     elif fmt is DiffFormat.github:
         text = render.diff_github(report, *models, fail_above)
         if text:

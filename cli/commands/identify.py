@@ -1,5 +1,4 @@
 """``dyn identify``: inertial parameters fitted to a log of q, v, a and measured tau."""
-import json
 from typing import Annotated, Optional
 
 import typer
@@ -13,7 +12,7 @@ from treedyn.pipeline.source import STDIN
 from treedyn.pipeline.vectors import parse_gravity
 from treedyn.plots import requested
 
-from ..console import show_text
+from ..console import print_document, show_text
 from ..model import load
 from ..options import (DegreesOpt, FreeFlyerOpt, GravityOpt, ModelArg, PlotSizeOpt, QuietOpt,
                        ReportFormat, ReportFormatOpt, epilog, examples, not_nan, plot_option)
@@ -122,6 +121,6 @@ def identify(
         picture.draw(fit.identify, identify_document(document), fit.torques(
             layout, input_file, result, parse_gravity(gravity)), layout)
     if fmt is ReportFormat.json:
-        print(json.dumps(identify_document(document)))
+        print_document(identify_document(document), "identify")
     else:
         show_text(identify_table(identify_document(document)))

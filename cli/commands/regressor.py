@@ -1,5 +1,4 @@
 """``dyn regressor``: the joint torque regressor Y(q, v, a), tau = Y pi, per state."""
-import json
 from typing import Annotated, Optional
 
 import typer
@@ -12,7 +11,7 @@ from treedyn.pipeline.layout import Layout
 from treedyn.pipeline.regression import write_regressor
 from treedyn.pipeline.vectors import parse_gravity, single_state
 
-from ..console import saying_kept, show_text
+from ..console import print_document, saying_kept, show_text
 from ..model import load
 from ..settings import STREAM_CHUNK
 from ..options import (AOpt, DegreesOpt, FormatOpt, FreeFlyerOpt, GravityOpt, InputOpt, ModelArg,
@@ -95,9 +94,9 @@ def regressor(model: ModelArg, q: QOpt = None, v: VOpt = None, a: AOpt = None,
     if fmt is not None and fmt.value == "csv":
         raise UsageError("dyn: regressor prints one state as a table or json, not csv")
     if fmt is not None and fmt.value == "json":
-        print(json.dumps({"Y": Y.tolist(), "dofs": list(layout.v_labels),
-                          "parameters": list(columns.names),
-                          "pi": model_parameters(loaded, columns).tolist()}))
+        print_document({"Y": Y.tolist(), "dofs": list(layout.v_labels),
+                        "parameters": list(columns.names),
+                        "pi": model_parameters(loaded, columns).tolist()}, "regressor")
     else:
         rows = [[name, *Y[:, p]] for p, name in enumerate(columns.names)]
         show_text(fitted(table(rows, ["parameter", *layout.v_labels]),

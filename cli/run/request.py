@@ -53,7 +53,9 @@ def solve(command: str, vectors: tuple, given: dict) -> Layout:
     if batch.mass_over_cap(layout, command, sparsity and output is None):
         print(structure_text(batch.structure(layout, kind(), False), layout, kind()))
     else:
-        results(single=True).write_whole(compute(command, layout, states, gravity), states)
+        with console.stage(f"{command}: computed"):
+            result = compute(command, layout, states, gravity)
+        results(single=True).write_whole(result, states)
     return layout
 
 
@@ -74,10 +76,11 @@ def solve_input(layout: Layout, command: str, given: dict, kind, results, gravit
             return solve_many(layout, command, given, gravity, wrenches)
         progress = Progress(wanted(given["quiet"], results_on_stdout=output is None))
         try:
-            batch.solve(layout, command, input, output, kind(), results, gravity, wrenches,
-                        chunk_states(command, layout), progress.advance,
-                        1 if given["sparsity"] else processes(), part_bytes(),
-                        given["dataset_prefix"])
+            with console.stage(f"{command}: the states of {input} computed and written"):
+                batch.solve(layout, command, input, output, kind(), results, gravity,
+                            wrenches, chunk_states(command, layout), progress.advance,
+                            1 if given["sparsity"] else processes(), part_bytes(),
+                            given["dataset_prefix"])
         finally:
             progress.close()
 
