@@ -37,11 +37,13 @@ def limited():
 
 
 def run(*args, stdin: bytes = b"", env: dict | None = None) -> subprocess.CompletedProcess:
-    """``dyn ARGS`` in a fresh process (arguments may hold any character), bytes out."""
+    """``dyn ARGS`` in a fresh process (arguments may hold any character), bytes out; on a
+    terminal of 400 columns, so that a table naming a long temporary path stays one block
+    (what is tested is the escaping, not the fitting to the width)."""
     words = [os.fsencode(arg) if isinstance(arg, (str, Path)) else arg for arg in args]
     return subprocess.run([sys.executable, "-m", "treedyn.cli", *words], input=stdin,
                           capture_output=True, cwd=ROOT, timeout=120, preexec_fn=limited,
-                          env={**os.environ, **(env or {})})
+                          env={**os.environ, "COLUMNS": "400", **(env or {})})
 
 
 def raw_controls(data: bytes) -> list[str]:
