@@ -20,6 +20,7 @@ from treedyn.engine.regressor import Layout as Columns
 from treedyn.engine.regressor import layout_of, model_parameters
 
 from .chunks import regressor_chunk
+from .cluster import expand
 from .errors import UsageError, warn
 from .layout import Layout
 from .outputs import open_target, output_format
@@ -118,8 +119,8 @@ def regressor_sink(path: str | None, layout: Layout, columns: Columns,
 
 
 # ----------------------------------------------------------------------------- identify
-def identify_stream(model: Model | Layout, source: Input | str | os.PathLike, terms=(),
-                    gravity=None, validate: float = 0.0, prior_weight: float = 1.0,
+def identify_stream(model: Model | Layout, source, terms=(), gravity=None,
+                    validate: float = 0.0, prior_weight: float = 1.0,
                     loss: str = "linear", loss_scale: float | None = None,
                     tolerance: float = 1e-8, chunk: int = CHUNK,
                     progress: Progress | None = None, memory: int = MEMORY
@@ -129,27 +130,34 @@ def identify_stream(model: Model | Layout, source: Input | str | os.PathLike, te
     chunk at a time (``validate``: the share of states held out), then the base parameters
     (rank at ``tolerance``), ordinary least squares and the consistent fit (weighted toward
     the model's inertias by ``prior_weight``, with the robust ``loss``; one that is not
-    linear keeps the training rows, at most ``memory`` bytes of them).
-    :class:`~treedyn.engine.analysis.identify.UnfitLog` when the log determines nothing."""
-    layout, source = opened(model, source)
+    linear keeps the training rows, at most ``memory`` bytes of them). ``source``: one log
+    (a path, ``"-"``: stdin, an :class:`Input`) or a sequence of them, each its own
+    trajectory, their equations accumulated together (the report has each one's states
+    and residuals). :class:`~treedyn.engine.analysis.identify.UnfitLog` when the logs
+    determine nothing."""
+    layout = model if isinstance(model, Layout) else Layout.of(model)
     model = layout.model
     columns = layout_of(model, terms)
+    sources = as_sources(source)
     robust = loss != "linear"
     accumulator = Accumulator(columns.size, model.nv, validate, keep_rows=robust)
     row_bytes = 8 * (columns.size + 1) * model.nv
-    for states in source.chunks(layout, KINDS, {}, regressor_chunk(model, columns.size, chunk)):
-        check_log(source.name, states)
-        accumulator.add(chunk_regressor(layout, columns, states, gravity),
-                        measured(layout, columns, states))
-        if robust and accumulator.counts[0] * row_bytes > memory:
-            raise UsageError(f"{source.name}: --loss {loss} keeps every training row in "
-                             f"memory: at most {memory // row_bytes} states on this model "
-                             "(or --loss linear, which streams)")
-        if progress is not None:
-            progress(states.count, source.total, source.consumed())
+    names = []
+    for index, one in enumerate(sources):
+        _, one = opened(layout, one)
+        names.append(one.name)
+        accumulator.next_file()
+        for Y, tau in log_rows(layout, columns, one, gravity, chunk):
+            accumulator.add(Y, tau)
+            if robust and accumulator.counts[0] * row_bytes > memory:
+                raise UsageError(f"{one.name}: --loss {loss} keeps every training row in "
+                                 f"memory: at most {memory // row_bytes} states on this "
+                                 "model (or --loss linear, which streams)")
+            if progress is not None:
+                progress(len(Y), *shares(one, accumulator.files[-1][0], index, len(sources)))
     problem = accumulator.finish()
     if problem.states == 0:
-        raise UsageError(f"{source.name}: no states to fit"
+        raise UsageError(f"{names[0] if len(names) == 1 else 'the logs'}: no states to fit"
                          + (" (all are held out: lower --validate)" if accumulator.seen else ""))
     base = base_parameters(problem, tolerance)
     ols = ordinary_least_squares(problem, base)
@@ -159,7 +167,46 @@ def identify_stream(model: Model | Layout, source: Input | str | os.PathLike, te
     settings = {"terms": list(columns.terms), "validate": validate,
                 "prior_weight": prior_weight, "loss": loss, "loss_scale": loss_scale,
                 "tolerance": tolerance}
-    return Identification(model, columns, problem, base, ols, fit, pi_file, settings)
+    return Identification(model, columns, problem, base, ols, fit, pi_file, settings, names)
+
+
+def as_sources(source) -> list:
+    """One log or a sequence of them as a list; an empty sequence is a usage error."""
+    if isinstance(source, (str, os.PathLike, Input)):
+        return [source]
+    sources = list(source)
+    if not sources:
+        raise UsageError("dyn: identify needs at least one log")
+    return sources
+
+
+def shares(source: Input, done: int, index: int, count: int) -> tuple:
+    """(total, consumed) for a progress callback: one log's own, or of ``count`` logs
+    the share read (this one, the ``index``-th, by its states or bytes)."""
+    if count == 1:
+        return source.total, source.consumed()
+    part = done / source.total if source.total else source.consumed()
+    return None, None if part is None else (index + min(part, 1.0)) / count
+
+
+def expand_logs(patterns) -> list[str]:
+    """The log files of ``patterns`` (each a file, ``"-"``, or a shell-style glob whose
+    matches are sorted; a pattern matching nothing is a usage error), in the order given."""
+    files: list[str] = []
+    for pattern in patterns:
+        files += [pattern] if pattern == STDIN or pattern == "-" else expand(pattern)
+    if files.count("-") > 1:
+        raise UsageError("dyn: --input -: stdin can be read once")
+    return files
+
+
+def log_rows(layout: Layout, columns: Columns, source: Input, gravity, chunk: int):
+    """(Y (m, nv, P), tau (m, nv): what Y pi must fit) of each chunk of one log."""
+    for states in source.chunks(layout, KINDS, {},
+                                regressor_chunk(layout.model, columns.size, chunk)):
+        check_log(source.name, states)
+        yield (chunk_regressor(layout, columns, states, gravity),
+               measured(layout, columns, states))
 
 
 def check_log(name: str, states) -> None:

@@ -8,7 +8,7 @@ from treedyn.engine.analysis.identify import UnfitLog
 from treedyn.engine.analysis.identify_report import report
 from treedyn.pipeline.errors import UsageError
 from treedyn.pipeline.layout import Layout
-from treedyn.pipeline.regression import identify_stream
+from treedyn.pipeline.regression import expand_logs, identify_stream
 from treedyn.pipeline.source import STDIN
 from treedyn.pipeline.vectors import parse_gravity
 
@@ -34,10 +34,11 @@ LOSSES = ("linear", "soft_l1", "huber", "cauchy", "arctan")
 @epilog(IDENTIFY_EXAMPLES)
 def identify(
         model: ModelArg,
-        input_file: Annotated[str, typer.Option(
+        inputs: Annotated[list[str], typer.Option(
             "--input", "-i", metavar="FILE", show_default=False,
-            help="The log: JSON Lines, CSV or .npz states with q, v, a and the measured "
-            "tau (as the other commands read them); '-' reads stdin.")],
+            help="A log: JSON Lines, CSV or .npz states with q, v, a and the measured "
+            "tau (as the other commands read them); '-' reads stdin. Repeat it, or give a "
+            "quoted glob ('logs/*.csv'): each file is its own trajectory.")],
         terms: TermsOpt = None,
         validate: Annotated[float, typer.Option(
             "--validate", min=0.0, max=0.9, callback=not_nan,
@@ -79,16 +80,18 @@ def identify(
     if fmt is ReportFormat.csv:
         raise UsageError("dyn: identify prints a table or json, not csv")
     loaded = load(model, free_flyer)
+    files = expand_logs(inputs)
     if write is not None:
-        check_write_target(model, write, loaded.format, input_file)
+        check_write_target(model, write, loaded.format, files)
     layout = Layout.of(loaded, degrees)
     progress = Progress(wanted(quiet, results_on_stdout=True))
     try:
-        result = identify_stream(layout, input_file, parse_terms(terms), parse_gravity(gravity),
+        result = identify_stream(layout, files, parse_terms(terms), parse_gravity(gravity),
                                  validate, prior_weight, loss, loss_scale, rank_tolerance,
                                  STREAM_CHUNK, progress.advance, MEMORY)
     except UnfitLog as error:  # the log determines nothing: one line, not a fit
-        raise UsageError(f"{STDIN if input_file == '-' else input_file}: {error}") from None
+        logs = [STDIN if name == "-" else name for name in files]
+        raise UsageError(f"{logs[0] if len(logs) == 1 else 'the logs'}: {error}") from None
     finally:
         progress.close()
     document = report(result, layout.v_labels)

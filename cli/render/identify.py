@@ -50,6 +50,10 @@ def identify_table(document: dict) -> str:
         rows = [[t["name"], t["file"], t["identified"]] for t in document["joint_terms"]]
         lines += ["", table(rows, ["joint term", "file", "identified"])]
     lines += ["", residual_table(document["residuals"])]
+    if len(document["files"]) > 1:
+        rows = [[f["file"], f["states"], *f["rms"]] for f in document["files"]]
+        lines += ["", "OLS torque RMS per dof, per log\n"
+                  + table(rows, ["log", "states", *document["residuals"]["dofs"]])]
     fit = document["fit"]
     if not fit["converged"]:
         lines += ["", f"the consistent fit did not converge: {fit['message']}"]

@@ -67,6 +67,7 @@ class Problem:
     validate_states: int
     rows: dict = field(default_factory=dict)  # "Y" (n, P), "tau" (n,): training rows kept
     varied: bool = True  # some training state's rows differ from the first one's
+    files: list = field(default_factory=list)  # per log file: (states, gram (nv, P+1, P+1))
 
     @property
     def equations(self) -> int:
@@ -86,6 +87,12 @@ class Accumulator:
         self.kept: list[np.ndarray] = []
         self.first: np.ndarray | None = None  # (nv, P + 1): the first training state's rows
         self.varied = False
+        self.files: list[list] = []  # per file: [states, gram of all its rows (nv, P+1, P+1)]
+
+    def next_file(self) -> None:
+        """The states added from here on are another file's (each file's own Gram matrices,
+        training and held-out rows alike, give its residuals)."""
+        self.files.append([0, np.zeros((self.nv, self.size + 1, self.size + 1))])
 
     def add(self, Y: np.ndarray, tau: np.ndarray) -> None:
         """Y (m, nv, P) and tau (m, nv) of the next m states of the log."""
@@ -98,7 +105,11 @@ class Accumulator:
             rows = np.concatenate([Y[mask], tau[mask][..., None]], axis=2)  # (k, nv, P+1)
             self.counts[which] += int(mask.sum())
             per_joint = np.ascontiguousarray(rows.transpose(1, 0, 2))  # (nv, k, P+1)
-            self.gram[which] += np.swapaxes(per_joint, 1, 2) @ per_joint
+            gram = np.swapaxes(per_joint, 1, 2) @ per_joint
+            self.gram[which] += gram
+            if self.files:
+                self.files[-1][0] += int(mask.sum())
+                self.files[-1][1] += gram
             if which == 0:
                 self._compare(rows)
                 flat = rows.reshape(-1, self.size + 1)
@@ -122,7 +133,8 @@ class Accumulator:
             stacked = np.vstack(self.kept)
             rows = {"Y": stacked[:, :-1], "tau": stacked[:, -1]}
         return Problem(self.size, self.nv, R, self.gram[0], self.gram[1], self.counts[0],
-                       self.counts[1], rows, self.varied)
+                       self.counts[1], rows, self.varied,
+                       [(count, gram) for count, gram in self.files])
 
 
 def joint_rms(gram: np.ndarray, pi: np.ndarray, states: int) -> np.ndarray:

@@ -35,6 +35,7 @@ class Identification:
     fit: Fit
     pi_file: np.ndarray
     settings: dict  # prior_weight, loss, tolerance, validate, ...
+    names: tuple = ()  # the logs' names, one per file of problem.files
 
 
 def body_inertia(parameters: np.ndarray) -> Inertia:
@@ -73,8 +74,12 @@ def report(result: Identification, dof_labels) -> dict:
                                ("validate", problem.gram_validate, problem.validate_states)):
         if count:
             residuals[split] = {key: joint_rms(gram, pi, count) for key, pi in candidates.items()}
+    ols = result.ols.full(base)
+    files = [{"file": name, "states": count, "rms": joint_rms(gram, ols, count)}
+             for name, (count, gram) in zip(result.names, problem.files)]
     return {
         "model": result.model.name,
+        "files": files,
         "states": {"train": problem.states, "validate": problem.validate_states},
         "equations": problem.equations,
         "settings": dict(result.settings),
