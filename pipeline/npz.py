@@ -12,7 +12,7 @@ from .errors import warn
 from .naming import printable
 from .errors import CorruptInput, UsageError
 from .naming import listing
-from .layout import KINDS
+from .layout import KINDS, TIME
 from .vectors import FORCE_NAME, States, pop_q, warn_ignored_forces, warn_unused_kinds
 
 VERIFY_BYTES = 16 << 20  # bytes read at a time when a member's CRC-32 is checked again
@@ -156,7 +156,8 @@ def check_members(members, names, name, layout, kinds, per_state=None, what="arr
         warn_ignored_forces(names, name, what)
         warn_unused_kinds([kind for kind in KINDS if kind in names and kind not in kinds],
                           kinds, name, (what, f"{what}s"))
-        foreign = [n for n in names if n not in KINDS and not FORCE_NAME.match(n)
+        foreign = [n for n in names if n not in KINDS and n not in kinds
+                   and not FORCE_NAME.match(n)
                    and n != "dofs" and per_state(n)]
         if foreign:
             listed = listing([repr(n) for n in foreign], 3)
@@ -209,7 +210,10 @@ def _open_member(archive, kind: str) -> StatesArray:
     else:
         stream = archive.open(f"{kind}.npy")
         whole = npy.read_array(stream, allow_pickle=False)
-        return StatesArray(kind, whole.shape, whole.dtype, whole=whole)
+        return StatesArray(kind, (len(whole), 1) if kind == TIME and whole.ndim == 1
+                           else whole.shape, whole.dtype, whole=whole)
+    if kind == TIME and len(shape) == 1:  # the times (N,): one per state
+        shape = (*shape, 1)
     if fortran and len(shape) > 1:
         whole = npy.read_array(archive.open(f"{kind}.npy"), allow_pickle=False)
         return StatesArray(kind, shape, dtype, whole=whole)

@@ -6,6 +6,7 @@ accumulated statistics, whatever the number of states.
 """
 from __future__ import annotations
 
+import itertools
 import os
 import sys
 
@@ -20,9 +21,10 @@ from treedyn.engine.regressor import Layout as Columns
 from treedyn.engine.regressor import layout_of, model_parameters
 
 from .chunks import regressor_chunk
+from .estimated import estimated, wants_estimate
 from .cluster import expand
 from .errors import UsageError, warn
-from .layout import Layout
+from .layout import TIME, Layout
 from .outputs import open_target, output_format
 from .paths import same_file
 from .sinks import JsonSink, NpzSink, Sink, npz_extra
@@ -123,8 +125,8 @@ def identify_stream(model: Model | Layout, source, terms=(), gravity=None,
                     validate: float = 0.0, prior_weight: float = 1.0,
                     loss: str = "linear", loss_scale: float | None = None,
                     tolerance: float = 1e-8, chunk: int = CHUNK,
-                    progress: Progress | None = None, memory: int = MEMORY
-                    ) -> Identification:
+                    progress: Progress | None = None, memory: int = MEMORY,
+                    cutoff: float | None = None) -> Identification:
     """Inertial parameters fitted to the log ``source`` (q, v, a and the measured tau;
     external forces, when it has them, are subtracted as -J^T f): the log accumulated a
     chunk at a time (``validate``: the share of states held out), then the base parameters
@@ -133,8 +135,9 @@ def identify_stream(model: Model | Layout, source, terms=(), gravity=None,
     linear keeps the training rows, at most ``memory`` bytes of them). ``source``: one log
     (a path, ``"-"``: stdin, an :class:`Input`) or a sequence of them, each its own
     trajectory, their equations accumulated together (the report has each one's states
-    and residuals). :class:`~treedyn.engine.analysis.identify.UnfitLog` when the logs
-    determine nothing."""
+    and residuals). A log of q, tau and the times t without v and a has them estimated
+    (:mod:`.estimated`; ``cutoff`` Hz). :class:`~treedyn.engine.analysis.identify.UnfitLog`
+    when the logs determine nothing."""
     layout = model if isinstance(model, Layout) else Layout.of(model)
     model = layout.model
     columns = layout_of(model, terms)
@@ -142,12 +145,12 @@ def identify_stream(model: Model | Layout, source, terms=(), gravity=None,
     robust = loss != "linear"
     accumulator = Accumulator(columns.size, model.nv, validate, keep_rows=robust)
     row_bytes = 8 * (columns.size + 1) * model.nv
-    names = []
+    names, estimations = [], []
     for index, one in enumerate(sources):
         _, one = opened(layout, one)
         names.append(one.name)
         accumulator.next_file()
-        for Y, tau in log_rows(layout, columns, one, gravity, chunk):
+        for Y, tau in log_rows(layout, columns, one, gravity, chunk, cutoff, estimations):
             accumulator.add(Y, tau)
             if robust and accumulator.counts[0] * row_bytes > memory:
                 raise UsageError(f"{one.name}: --loss {loss} keeps every training row in "
@@ -166,8 +169,10 @@ def identify_stream(model: Model | Layout, source, terms=(), gravity=None,
                          loss, loss_scale)
     settings = {"terms": list(columns.terms), "validate": validate,
                 "prior_weight": prior_weight, "loss": loss, "loss_scale": loss_scale,
-                "tolerance": tolerance}
-    return Identification(model, columns, problem, base, ols, fit, pi_file, settings, names)
+                "tolerance": tolerance, "cutoff": cutoff}
+    logs = [{"file": name, "estimated": None if how is None else how.document()}
+            for name, how in zip(names, estimations)]
+    return Identification(model, columns, problem, base, ols, fit, pi_file, settings, logs)
 
 
 def as_sources(source) -> list:
@@ -200,13 +205,34 @@ def expand_logs(patterns) -> list[str]:
     return files
 
 
-def log_rows(layout: Layout, columns: Columns, source: Input, gravity, chunk: int):
-    """(Y (m, nv, P), tau (m, nv): what Y pi must fit) of each chunk of one log."""
-    for states in source.chunks(layout, KINDS, {},
-                                regressor_chunk(layout.model, columns.size, chunk)):
+def log_rows(layout: Layout, columns: Columns, source: Input, gravity, chunk: int,
+             cutoff: float | None = None, record: list | None = None):
+    """(Y (m, nv, P), tau (m, nv): what Y pi must fit) of each chunk of one log; a log of
+    positions only (q, tau and t) through :func:`.estimated.estimated` (``cutoff`` Hz, or
+    its default; ``record`` gets how, a log of v and a gets None)."""
+    size = regressor_chunk(layout.model, columns.size, chunk)
+    chunks = source.chunks(layout, (*KINDS, TIME), {}, size)
+    first = next(chunks, None)
+    if first is None:
+        return
+    if record is None:
+        record = []
+    rest = itertools.chain([first], chunks)
+
+    def rows(states):
+        return (chunk_regressor(layout, columns, states, gravity),
+                measured(layout, columns, states))
+
+    if wants_estimate(first):
+        if layout.model.nq != layout.model.nv:
+            raise UsageError(f"{source.name}: v and a are estimated from q only where every "
+                             "coordinate is a dof's (this model's q has quaternions)")
+        yield from estimated(source.name, rest, rows, columns.size, cutoff, size, record)
+        return
+    record.append(None)
+    for states in rest:
         check_log(source.name, states)
-        yield (chunk_regressor(layout, columns, states, gravity),
-               measured(layout, columns, states))
+        yield rows(states)
 
 
 def check_log(name: str, states) -> None:
@@ -217,5 +243,5 @@ def check_log(name: str, states) -> None:
     if states.v is None or states.a is None:  # not a static fit of zeros
         missing = "v" if states.v is None else "a"
         raise UsageError(f"{name}: the log has no {missing}: identification needs q, v and "
-                         f"a of every state (arrays or columns {missing}; they are not "
-                         "estimated from q)")
+                         f"a of every state (arrays or columns {missing}), or q and the "
+                         "times t to estimate both from")

@@ -94,3 +94,124 @@ def test_inputs_repeat_and_expand_globs(arm, tmp_path, capsys):
     assert document["states"]["train"] == 900
     code, out, err = dyn("identify", ARM, "--input", str(tmp_path / "c*.npz"), capsys=capsys)
     assert code == 2 and out == "" and err.count("\n") == 1 and "no file matches" in err
+
+
+# ------------------------------------------------------------------ logs of positions only
+RATE = 1000.0  # Hz
+QUANTUM = 2.0 ** -17  # rad: a 17-bit encoder's step
+
+
+def fourier(nv, t, seed, harmonics=5, fundamental=0.1):
+    """q, v, a (N, nv) of a finite Fourier series (an excitation trajectory)."""
+    rng = np.random.default_rng(seed)
+    w = 2 * np.pi * fundamental * np.arange(1, harmonics + 1)
+    A, B = (rng.normal(size=(harmonics, nv)) * 0.5 / np.arange(1, harmonics + 1)[:, None]
+            for _ in range(2))
+    s, c = np.sin(np.outer(t, w)), np.cos(np.outer(t, w))
+    return s @ A + c @ B, (c * w) @ A - (s * w) @ B, -(s * w * w) @ A - (c * w * w) @ B
+
+
+def test_streamed_filter_equals_the_whole_log_filter():
+    """The zero-phase filter over chunks with overlap equals scipy's sosfiltfilt of the
+    whole array, ends included, whatever the chunks."""
+    import scipy.signal
+
+    from treedyn.engine.analysis.lowpass import ZeroPhase, design
+
+    x = np.cumsum(np.random.default_rng(8).normal(size=(9000, 3)), axis=0)
+    sos = design(15.0, RATE)
+    whole = scipy.signal.sosfiltfilt(sos, x, axis=0)
+    for step, block in ((700, 1000), (4096, 4096), (9000, 64)):
+        stream, parts, starts = ZeroPhase(sos, 1, block), [], []
+        for s in range(0, len(x), step):
+            for fx, extra, lo, hi, start in stream.push(x[s:s + step], np.arange(s, s + len(x[s:s + step]))):
+                parts.append(fx[lo:hi])
+                starts.append(extra[lo:hi])
+        for fx, extra, lo, hi, start in stream.finish():
+            parts.append(fx[lo:hi])
+            starts.append(extra[lo:hi])
+        np.testing.assert_array_equal(np.concatenate(starts), np.arange(len(x)))
+        np.testing.assert_allclose(np.concatenate(parts), whole, rtol=0,
+                                   atol=1e-9 * np.abs(x).max())
+
+
+@pytest.fixture(scope="module")
+def positions_log(arm, tmp_path_factory):
+    """A 1 kHz log of quantised q, t and noisy tau (20 s), and a held-out one with its
+    true v, a; the noise level."""
+    folder = tmp_path_factory.mktemp("positions")
+    t = np.arange(20000) / RATE
+    noise, rng = 0.05, np.random.default_rng(9)
+    logs = {}
+    for name, seed in (("train", 1), ("held", 2)):
+        q, v, a = fourier(arm.nv, t, seed)
+        tau = rnea(arm, q, v, a) + noise * rng.normal(size=q.shape)
+        logs[name] = {"q": np.round(q / QUANTUM) * QUANTUM, "t": t, "tau": tau,
+                      "v": v, "a": a, "exact_q": q}
+    path = folder / "positions.npz"
+    np.savez(path, **{key: logs["train"][key] for key in ("q", "t", "tau")})
+    return path, logs, noise
+
+
+def test_positions_only_log_recovers_the_parameters(arm, positions_log):
+    """v and a estimated from quantised q at 1 kHz: the fitted parameters predict a
+    held-out log's torques (Pinocchio's regressor at its true q, v, a) to within 5 % of the
+    torque noise."""
+    path, logs, noise = positions_log
+    result = identify_stream(arm, path)
+    held = logs["held"]
+    Y = pinocchio_regressor(held["exact_q"], held["v"], held["a"])
+    rms = np.sqrt(np.mean((Y @ result.ols.full(result.base) - held["tau"]) ** 2, axis=0))
+    assert np.all(np.abs(rms - noise) <= 0.05 * noise), rms
+    assert result.logs[0]["estimated"]["cutoff"] == 20.0
+    assert result.logs[0]["estimated"]["rate"] == pytest.approx(RATE)
+
+
+def test_positions_only_csv_and_jsonl_equal_npz(arm, positions_log, tmp_path):
+    """The time column t of a CSV file and the key "t" of JSON Lines read as the .npz
+    array t: the same fit."""
+    _, logs, _ = positions_log
+    log = {key: logs["train"][key][:3000] for key in ("q", "t", "tau")}
+    np.savez(tmp_path / "p.npz", **log)
+    header = "t,q0,q1,tau0,tau1"
+    rows = np.column_stack([log["t"], log["q"], log["tau"]])
+    np.savetxt(tmp_path / "p.csv", rows, delimiter=",", header=header, comments="", fmt="%.17g")
+    with open(tmp_path / "p.jsonl", "w") as out:
+        for t, q, tau in zip(log["t"], log["q"], log["tau"]):
+            out.write(json.dumps({"t": float(t), "q": q.tolist(), "tau": tau.tolist()}) + "\n")
+    fits = [identify_stream(arm, tmp_path / f"p.{kind}", chunk=700)
+            for kind in ("npz", "csv", "jsonl")]
+    for fit in fits[1:]:
+        np.testing.assert_allclose(fit.ols.base, fits[0].ols.base, rtol=1e-12, atol=1e-15)
+        assert fit.problem.states == fits[0].problem.states
+
+
+def refused(capsys, *args):
+    code, out, err = dyn("identify", ARM, *args, capsys=capsys)
+    assert code == 2 and out == "" and err.count("\n") == 1, (code, err)
+    assert "Traceback" not in err
+    return err
+
+
+def test_degenerate_position_logs_are_one_line(arm, tmp_path, capsys):
+    """Constant q, a log too short for the filter, a NaN, uneven times, no time column:
+    one line each, exit 2."""
+    t = np.arange(3000) / RATE
+    q, v, a = fourier(arm.nv, t, 4)
+    tau = rnea(arm, q, v, a)
+    cases = {
+        "constant": dict(q=np.ones_like(q), t=t, tau=tau[:1].repeat(len(t), 0)),
+        "short": dict(q=q[:200], t=t[:200], tau=tau[:200]),
+        "nan": dict(q=np.where(np.arange(3000)[:, None] == 2500, np.nan, q), t=t, tau=tau),
+        "uneven": dict(q=q, t=t + (np.arange(3000) == 1200) * 2e-4, tau=tau),
+        "untimed": dict(q=q, tau=tau),
+    }
+    said = {}
+    for name, arrays in cases.items():
+        np.savez(tmp_path / f"{name}.npz", **arrays)
+        said[name] = refused(capsys, "--input", str(tmp_path / f"{name}.npz"))
+    assert "the same in all" in said["constant"]
+    assert "too short for the filter" in said["short"]
+    assert "q[2500]" in said["nan"]
+    assert "state 1200" in said["uneven"] and "1%" in said["uneven"]
+    assert "no v" in said["untimed"] and "times t" in said["untimed"]

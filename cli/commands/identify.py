@@ -61,6 +61,12 @@ def identify(
             "--rank-tol", min=0.0, max=1.0, callback=not_nan,
             help="Relative singular value of the column-scaled regressor below which a "
             "direction counts as not determined by the log.")] = 1e-8,
+        cutoff: Annotated[Optional[float], typer.Option(
+            "--cutoff", metavar="HZ", min=0.0, show_default=False,
+            callback=lambda x: x if x is None else not_nan(x),
+            help="A log of q, tau and the times t (no v, a): the low-pass cut-off (Hz) "
+            "before v and a are estimated. Default: 20 Hz, at most a fifth of the sample "
+            "rate.")] = None,
         write: Annotated[Optional[str], typer.Option(
             "--write", metavar="NEW", show_default=False,
             help="Write a copy of the model file with the consistent fit's inertias: only "
@@ -88,7 +94,7 @@ def identify(
     try:
         result = identify_stream(layout, files, parse_terms(terms), parse_gravity(gravity),
                                  validate, prior_weight, loss, loss_scale, rank_tolerance,
-                                 STREAM_CHUNK, progress.advance, MEMORY)
+                                 STREAM_CHUNK, progress.advance, MEMORY, cutoff)
     except UnfitLog as error:  # the log determines nothing: one line, not a fit
         logs = [STDIN if name == "-" else name for name in files]
         raise UsageError(f"{logs[0] if len(logs) == 1 else 'the logs'}: {error}") from None

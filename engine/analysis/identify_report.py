@@ -35,7 +35,7 @@ class Identification:
     fit: Fit
     pi_file: np.ndarray
     settings: dict  # prior_weight, loss, tolerance, validate, ...
-    names: tuple = ()  # the logs' names, one per file of problem.files
+    logs: list = ()  # per file of problem.files: {"file": its name, "estimated": how or None}
 
 
 def body_inertia(parameters: np.ndarray) -> Inertia:
@@ -75,8 +75,8 @@ def report(result: Identification, dof_labels) -> dict:
         if count:
             residuals[split] = {key: joint_rms(gram, pi, count) for key, pi in candidates.items()}
     ols = result.ols.full(base)
-    files = [{"file": name, "states": count, "rms": joint_rms(gram, ols, count)}
-             for name, (count, gram) in zip(result.names, problem.files)]
+    files = [{**log, "states": count, "rms": joint_rms(gram, ols, count)}
+             for log, (count, gram) in zip(result.logs, problem.files)]
     return {
         "model": result.model.name,
         "files": files,
