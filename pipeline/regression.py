@@ -9,13 +9,14 @@ from __future__ import annotations
 import itertools
 import os
 import sys
+from dataclasses import replace
 
 import numpy as np
 
 from treedyn.engine import Model, external_forces, joint_torque_regressor
 from treedyn.engine.analysis.consistent import consistent_fit
-from treedyn.engine.analysis.identify import (Accumulator, base_parameters, known_torques,
-                                              ordinary_least_squares)
+from treedyn.engine.analysis.identify import (Accumulator, base_parameters, joint_sigma,
+                                              known_torques, ordinary_least_squares)
 from treedyn.engine.analysis.identify_report import Identification
 from treedyn.engine.regressor import Layout as Columns
 from treedyn.engine.regressor import layout_of, model_parameters
@@ -126,7 +127,7 @@ def identify_stream(model: Model | Layout, source, terms=(), gravity=None,
                     loss: str = "linear", loss_scale: float | None = None,
                     tolerance: float = 1e-8, chunk: int = CHUNK,
                     progress: Progress | None = None, memory: int = MEMORY,
-                    cutoff: float | None = None) -> Identification:
+                    cutoff: float | None = None, weights: str = "auto") -> Identification:
     """Inertial parameters fitted to the log ``source`` (q, v, a and the measured tau;
     external forces, when it has them, are subtracted as -J^T f): the log accumulated a
     chunk at a time (``validate``: the share of states held out), then the base parameters
@@ -136,8 +137,10 @@ def identify_stream(model: Model | Layout, source, terms=(), gravity=None,
     (a path, ``"-"``: stdin, an :class:`Input`) or a sequence of them, each its own
     trajectory, their equations accumulated together (the report has each one's states
     and residuals). A log of q, tau and the times t without v and a has them estimated
-    (:mod:`.estimated`; ``cutoff`` Hz). :class:`~treedyn.engine.analysis.identify.UnfitLog`
-    when the logs determine nothing."""
+    (:mod:`.estimated`; ``cutoff`` Hz). ``weights`` "auto": each joint's rows weighted
+    by the inverse of its residual standard deviation in a first fit, then fitted again
+    (IDIM-WLS; the consistent fit too), "none": not.
+    :class:`~treedyn.engine.analysis.identify.UnfitLog` when the logs determine nothing."""
     layout = model if isinstance(model, Layout) else Layout.of(model)
     model = layout.model
     columns = layout_of(model, terms)
@@ -164,15 +167,23 @@ def identify_stream(model: Model | Layout, source, terms=(), gravity=None,
                          + (" (all are held out: lower --validate)" if accumulator.seen else ""))
     base = base_parameters(problem, tolerance)
     ols = ordinary_least_squares(problem, base)
+    sigma, fitted = None, problem
+    if weights == "auto":
+        sigma = joint_sigma(problem, base, ols)
+        fitted = problem.weighted(sigma)
+        ols = replace(ordinary_least_squares(fitted, base), unweighted=ols.sigma)
+    elif weights != "none":
+        raise UsageError(f"dyn: --weights: '{weights}' is not auto or none")
     pi_file = model_parameters(model, columns)
-    fit = consistent_fit(problem, pi_file, len(columns.bodies), ols.sigma, prior_weight,
+    fit = consistent_fit(fitted, pi_file, len(columns.bodies), ols.sigma, prior_weight,
                          loss, loss_scale)
     settings = {"terms": list(columns.terms), "validate": validate,
                 "prior_weight": prior_weight, "loss": loss, "loss_scale": loss_scale,
-                "tolerance": tolerance, "cutoff": cutoff}
+                "tolerance": tolerance, "cutoff": cutoff, "weights": weights}
     logs = [{"file": name, "estimated": None if how is None else how.document()}
             for name, how in zip(names, estimations)]
-    return Identification(model, columns, problem, base, ols, fit, pi_file, settings, logs)
+    return Identification(model, columns, problem, base, ols, fit, pi_file, settings, logs,
+                          sigma)
 
 
 def as_sources(source) -> list:

@@ -67,6 +67,11 @@ def identify(
             help="A log of q, tau and the times t (no v, a): the low-pass cut-off (Hz) "
             "before v and a are estimated. Default: 20 Hz, at most a fifth of the sample "
             "rate.")] = None,
+        weights: Annotated[str, typer.Option(
+            "--weights", metavar="auto|none",
+            help="auto: each joint's rows weighted by 1/sigma_j, its residual standard "
+            "deviation in a first fit, and fitted again (IDIM-WLS); none: unweighted.")
+            ] = "auto",
         write: Annotated[Optional[str], typer.Option(
             "--write", metavar="NEW", show_default=False,
             help="Write a copy of the model file with the consistent fit's inertias: only "
@@ -94,7 +99,7 @@ def identify(
     try:
         result = identify_stream(layout, files, parse_terms(terms), parse_gravity(gravity),
                                  validate, prior_weight, loss, loss_scale, rank_tolerance,
-                                 STREAM_CHUNK, progress.advance, MEMORY, cutoff)
+                                 STREAM_CHUNK, progress.advance, MEMORY, cutoff, weights)
     except UnfitLog as error:  # the log determines nothing: one line, not a fit
         logs = [STDIN if name == "-" else name for name in files]
         raise UsageError(f"{logs[0] if len(logs) == 1 else 'the logs'}: {error}") from None

@@ -31,9 +31,13 @@ def identify_table(document: dict) -> str:
                      f"{listing(unseen['in_combination'], 12)}")
     lines.append(f"identifiable alone ({len(document['identifiable'])}): "
                  f"{listing(document['identifiable'], 12)}")
-    rows = [[row["name"], row["ols"], row["std"], row["consistent"], row["file"]]
-            for row in document["base"]]
-    lines += ["", table(rows, ["base parameter", "OLS", "std", "consistent", "file"])]
+    if document["joint_sigma"] is not None:
+        lines.append("rows weighted by 1/sigma per dof (N m or N): " + ", ".join(
+            f"{dof} {_number(s, 4)}" for dof, s in zip(document["residuals"]["dofs"],
+                                                      document["joint_sigma"])))
+    rows = [[row["name"], row["ols"], row["std"], _number(row["relative_std"], 3),
+             row["consistent"], row["file"]] for row in document["base"]]
+    lines += ["", table(rows, ["base parameter", "OLS", "std", "%std", "consistent", "file"])]
     rows = []
     for body in document["bodies"]:
         for key in ("file", "identified"):
