@@ -123,14 +123,15 @@ def regressor_sink(path: str | None, layout: Layout, columns: Columns,
 
 # ----------------------------------------------------------------------------- identify
 def identify_stream(model: Model | Layout, source, terms=(), gravity=None,
-                    validate: float = 0.0, prior_weight: float = 1.0,
+                    validate: float | str | os.PathLike = 0.0, prior_weight: float = 1.0,
                     loss: str = "linear", loss_scale: float | None = None,
                     tolerance: float = 1e-8, chunk: int = CHUNK,
                     progress: Progress | None = None, memory: int = MEMORY,
                     cutoff: float | None = None, weights: str = "auto") -> Identification:
     """Inertial parameters fitted to the log ``source`` (q, v, a and the measured tau;
     external forces, when it has them, are subtracted as -J^T f): the log accumulated a
-    chunk at a time (``validate``: the share of states held out), then the base parameters
+    chunk at a time (``validate``: the share of states held out, or a log of its own read
+    as the inputs are, estimation included), then the base parameters
     (rank at ``tolerance``), ordinary least squares and the consistent fit (weighted toward
     the model's inertias by ``prior_weight``, with the robust ``loss``; one that is not
     linear keeps the training rows, at most ``memory`` bytes of them). ``source``: one log
@@ -146,7 +147,9 @@ def identify_stream(model: Model | Layout, source, terms=(), gravity=None,
     columns = layout_of(model, terms)
     sources = as_sources(source)
     robust = loss != "linear"
-    accumulator = Accumulator(columns.size, model.nv, validate, keep_rows=robust)
+    held = None if isinstance(validate, (int, float)) else validate
+    fraction = 0.0 if held is not None else float(validate)
+    accumulator = Accumulator(columns.size, model.nv, fraction, keep_rows=robust)
     row_bytes = 8 * (columns.size + 1) * model.nv
     names, estimations = [], []
     for index, one in enumerate(sources):
@@ -162,6 +165,8 @@ def identify_stream(model: Model | Layout, source, terms=(), gravity=None,
             if progress is not None:
                 progress(len(Y), *shares(one, accumulator.files[-1][0], index, len(sources)))
     problem = accumulator.finish()
+    if held is not None:
+        problem = held_out_file(problem, layout, columns, held, gravity, chunk, cutoff)
     if problem.states == 0:
         raise UsageError(f"{names[0] if len(names) == 1 else 'the logs'}: no states to fit"
                          + (" (all are held out: lower --validate)" if accumulator.seen else ""))
@@ -177,13 +182,27 @@ def identify_stream(model: Model | Layout, source, terms=(), gravity=None,
     pi_file = model_parameters(model, columns)
     fit = consistent_fit(fitted, pi_file, len(columns.bodies), ols.sigma, prior_weight,
                          loss, loss_scale)
-    settings = {"terms": list(columns.terms), "validate": validate,
+    settings = {"terms": list(columns.terms),
+                "validate": fraction if held is None else os.fspath(held),
                 "prior_weight": prior_weight, "loss": loss, "loss_scale": loss_scale,
                 "tolerance": tolerance, "cutoff": cutoff, "weights": weights}
     logs = [{"file": name, "estimated": None if how is None else how.document()}
             for name, how in zip(names, estimations)]
     return Identification(model, columns, problem, base, ols, fit, pi_file, settings, logs,
                           sigma)
+
+
+def held_out_file(problem, layout: Layout, columns: Columns, path, gravity, chunk: int,
+                  cutoff: float | None):
+    """``problem`` with the held-out statistics of the log ``path`` (read as the inputs
+    are: v and a estimated where it has only q and t), its Gram matrices per joint."""
+    _, source = opened(layout, path)
+    gram, count = np.zeros_like(problem.gram_validate), 0
+    for Y, tau in log_rows(layout, columns, source, gravity, chunk, cutoff):
+        rows = np.concatenate([Y, tau[..., None]], axis=2).transpose(1, 0, 2)  # (nv, m, P+1)
+        gram += np.swapaxes(rows, 1, 2) @ rows
+        count += len(Y)
+    return replace(problem, gram_validate=gram, validate_states=count)
 
 
 def as_sources(source) -> list:

@@ -246,3 +246,30 @@ def test_weights_follow_each_joints_noise(arm, tmp_path):
         rows = report(weighted, ("joint1", "joint2"))["base"]
         np.testing.assert_allclose([row["relative_std"] for row in rows],
                                    100 * weighted.ols.std / np.abs(weighted.ols.base))
+
+
+# ----------------------------------------------------------------------- a held-out log
+def test_validate_file_is_a_held_out_log(arm, tmp_path, positions_log):
+    """--validate FILE: the torque RMS per joint on that log, as numpy computes it from
+    Pinocchio's regressor and the OLS parameters, and over the RMS of its torques; a log
+    of positions is read with the same estimation."""
+    from treedyn.engine.analysis.identify_report import report
+
+    train, held = random_logs(arm, (0.05, 0.05), 800, 11)
+    for name, log in (("train", train), ("held", held)):
+        np.savez(tmp_path / f"{name}.npz", **log)
+    result = identify_stream(arm, tmp_path / "train.npz", validate=tmp_path / "held.npz")
+    residuals = report(result, ("joint1", "joint2"))["residuals"]
+    Y = pinocchio_regressor(held["q"], held["v"], held["a"])
+    rms = np.sqrt(np.mean((Y @ result.ols.full(result.base) - held["tau"]) ** 2, axis=0))
+    np.testing.assert_allclose(residuals["validate"]["ols"], rms, rtol=1e-9)
+    np.testing.assert_allclose(residuals["validate_normalised"]["ols"],
+                               rms / np.sqrt(np.mean(held["tau"] ** 2, axis=0)), rtol=1e-9)
+    assert result.problem.validate_states == 800 and result.problem.states == 800
+    path, logs, _ = positions_log
+    np.savez(tmp_path / "held_positions.npz",
+             **{key: logs["held"][key] for key in ("q", "t", "tau")})
+    estimated = identify_stream(arm, path, validate=tmp_path / "held_positions.npz")
+    assert estimated.problem.validate_states == estimated.problem.states
+    normalised = report(estimated, ("joint1", "joint2"))["residuals"]["validate_normalised"]
+    assert np.all(normalised["ols"] < 0.01), normalised

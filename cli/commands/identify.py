@@ -31,6 +31,17 @@ IDENTIFY_EXAMPLES = examples(
 LOSSES = ("linear", "soft_l1", "huber", "cauchy", "arctan")
 
 
+def held_out(value: str):
+    """--validate: a fraction of the states (0 to 0.9), else a log's file name."""
+    try:
+        fraction = float(value)
+    except ValueError:
+        return value
+    if not 0.0 <= fraction <= 0.9:  # (nan too)
+        raise typer.BadParameter(f"{value} is not a fraction from 0 to 0.9 (or a file)")
+    return fraction
+
+
 @epilog(IDENTIFY_EXAMPLES)
 def identify(
         model: ModelArg,
@@ -40,10 +51,11 @@ def identify(
             "tau (as the other commands read them); '-' reads stdin. Repeat it, or give a "
             "quoted glob ('logs/*.csv'): each file is its own trajectory.")],
         terms: TermsOpt = None,
-        validate: Annotated[float, typer.Option(
-            "--validate", min=0.0, max=0.9, callback=not_nan,
-            help="Hold out this fraction of the states (blocks of 100 spread over the log) "
-            "and report the torque RMS per dof on them.")] = 0.0,
+        validate: Annotated[str, typer.Option(
+            "--validate", metavar="F|FILE", callback=held_out,
+            help="Hold out this fraction of the states (0 to 0.9: blocks of 100 spread over "
+            "the log), or a log FILE of its own, and report the torque RMS per dof on "
+            "them (also over the measured torques' RMS).")] = "0",
         prior_weight: Annotated[float, typer.Option(
             "--prior-weight", min=0.0, callback=not_nan,
             help="Weight of the file's inertias in the consistent fit, in equations: a "
@@ -93,7 +105,8 @@ def identify(
     loaded = load(model, free_flyer)
     files = expand_logs(inputs)
     if write is not None:
-        check_write_target(model, write, loaded.format, files)
+        check_write_target(model, write, loaded.format,
+                           files + ([validate] if isinstance(validate, str) else []))
     layout = Layout.of(loaded, degrees)
     progress = Progress(wanted(quiet, results_on_stdout=True))
     try:

@@ -72,5 +72,9 @@ def residual_table(residuals: dict) -> str:
             for key in ("file", "ols", "consistent"):
                 headers.append(f"{split} {key}")
                 columns.append(residuals[split][key])
+    for key in ("ols", "consistent"):
+        if "validate_normalised" in residuals:
+            headers.append(f"validate {key} / tau")
+            columns.append(residuals["validate_normalised"][key])
     rows = [[dof, *[column[k] for column in columns]] for k, dof in enumerate(residuals["dofs"])]
     return "torque RMS per dof\n" + table(rows, headers)

@@ -78,6 +78,11 @@ def report(result: Identification, dof_labels) -> dict:
                                ("validate", problem.gram_validate, problem.validate_states)):
         if count:
             residuals[split] = {key: joint_rms(gram, pi, count) for key, pi in candidates.items()}
+    if problem.validate_states:  # over the RMS of the measured torques: 0 perfect, 1 none
+        measured = np.sqrt(problem.gram_validate[:, -1, -1] / problem.validate_states)
+        residuals["validate_normalised"] = {
+            key: rms / np.where(measured > 0, measured, np.nan)
+            for key, rms in residuals["validate"].items()}
     ols_pi = result.ols.full(base)
     files = [{**log, "states": count, "rms": joint_rms(gram, ols_pi, count)}
              for log, (count, gram) in zip(result.logs, problem.files)]
