@@ -9,6 +9,7 @@ from __future__ import annotations
 import itertools
 import os
 import sys
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 
 import numpy as np
@@ -23,6 +24,7 @@ from treedyn.engine.regressor import layout_of, model_parameters
 
 from .chunks import regressor_chunk
 from .estimated import estimated, wants_estimate
+from .heap import for_many_states
 from .cluster import expand
 from .errors import UsageError, warn
 from .layout import TIME, Layout
@@ -146,24 +148,27 @@ def identify_stream(model: Model | Layout, source, terms=(), gravity=None,
     model = layout.model
     columns = layout_of(model, terms)
     sources = as_sources(source)
-    robust = loss != "linear"
     held = None if isinstance(validate, (int, float)) else validate
     fraction = 0.0 if held is not None else float(validate)
-    accumulator = Accumulator(columns.size, model.nv, fraction, keep_rows=robust)
-    row_bytes = 8 * (columns.size + 1) * model.nv
+    accumulator = Accumulator(columns.size, model.nv, fraction, keep_rows=loss != "linear")
     names, estimations = [], []
-    for index, one in enumerate(sources):
-        _, one = opened(layout, one)
-        names.append(one.name)
-        accumulator.next_file()
-        for Y, tau in log_rows(layout, columns, one, gravity, chunk, cutoff, estimations):
-            accumulator.add(Y, tau)
-            if robust and accumulator.counts[0] * row_bytes > memory:
-                raise UsageError(f"{one.name}: --loss {loss} keeps every training row in "
-                                 f"memory: at most {memory // row_bytes} states on this "
-                                 "model (or --loss linear, which streams)")
-            if progress is not None:
-                progress(len(Y), *shares(one, accumulator.files[-1][0], index, len(sources)))
+    with for_many_states(), ThreadPoolExecutor(1) as worker:  # (factoring beside regressor)
+        for index, one in enumerate(sources):
+            _, one = opened(layout, one)
+            names.append(one.name)
+            accumulator.next_file()
+            pending, done = None, 0
+            for Y, tau in log_rows(layout, columns, one, gravity, chunk, cutoff, estimations):
+                if pending is not None:
+                    pending.result()
+                    check_kept(accumulator, one.name, loss, memory)
+                pending = worker.submit(accumulator.add, Y, tau)
+                done += len(Y)
+                if progress is not None:
+                    progress(len(Y), *shares(one, done, index, len(sources)))
+            if pending is not None:
+                pending.result()
+                check_kept(accumulator, one.name, loss, memory)
     problem = accumulator.finish()
     if held is not None:
         problem = held_out_file(problem, layout, columns, held, gravity, chunk, cutoff)
@@ -190,6 +195,15 @@ def identify_stream(model: Model | Layout, source, terms=(), gravity=None,
             for name, how in zip(names, estimations)]
     return Identification(model, columns, problem, base, ols, fit, pi_file, settings, logs,
                           sigma)
+
+
+def check_kept(accumulator: Accumulator, name: str, loss: str, memory: int) -> None:
+    """A usage error once a robust loss's kept rows pass ``memory`` bytes."""
+    row_bytes = 8 * (accumulator.size + 1) * accumulator.nv
+    if accumulator.keep_rows and accumulator.counts[0] * row_bytes > memory:
+        raise UsageError(f"{name}: --loss {loss} keeps every training row in memory: at most "
+                         f"{memory // row_bytes} states on this model (or --loss linear, "
+                         "which streams)")
 
 
 def held_out_file(problem, layout: Layout, columns: Columns, path, gravity, chunk: int,
