@@ -15,9 +15,10 @@ from dataclasses import replace
 import numpy as np
 
 from treedyn.engine import Model, external_forces, joint_torque_regressor
-from treedyn.engine.analysis.consistent import consistent_fit
-from treedyn.engine.analysis.identify import (Accumulator, base_parameters, joint_sigma,
-                                              known_torques, ordinary_least_squares)
+from treedyn.engine.analysis.consistent import LOSSES, consistent_fit
+from treedyn.engine.analysis.identify import (Accumulator, UnfitLog, base_parameters,
+                                              joint_sigma, known_torques,
+                                              ordinary_least_squares)
 from treedyn.engine.analysis.identify_report import Identification
 from treedyn.engine.regressor import Layout as Columns
 from treedyn.engine.regressor import layout_of, model_parameters
@@ -143,7 +144,10 @@ def identify_stream(model: Model | Layout, source, terms=(), gravity=None,
     (:mod:`.estimated`; ``cutoff`` Hz). ``weights`` "auto": each joint's rows weighted
     by the inverse of its residual standard deviation in a first fit, then fitted again
     (IDIM-WLS; the consistent fit too), "none": not.
-    :class:`~treedyn.engine.analysis.identify.UnfitLog` when the logs determine nothing."""
+    A usage error (:class:`~.errors.UsageError`) naming the log when the logs determine
+    nothing (:class:`~treedyn.engine.analysis.identify.UnfitLog`'s reason)."""
+    if loss not in LOSSES:
+        raise UsageError(f"dyn: --loss: unknown loss '{loss}' (known: {', '.join(LOSSES)})")
     layout = model if isinstance(model, Layout) else Layout.of(model)
     model = layout.model
     columns = layout_of(model, terms)
@@ -175,7 +179,10 @@ def identify_stream(model: Model | Layout, source, terms=(), gravity=None,
     if problem.states == 0:
         raise UsageError(f"{names[0] if len(names) == 1 else 'the logs'}: no states to fit"
                          + (" (all are held out: lower --validate)" if accumulator.seen else ""))
-    base = base_parameters(problem, tolerance)
+    try:
+        base = base_parameters(problem, tolerance)
+    except UnfitLog as error:  # the log determines nothing: one line, not a fit
+        raise UsageError(f"{names[0] if len(names) == 1 else 'the logs'}: {error}") from None
     ols = ordinary_least_squares(problem, base)
     sigma, fitted = None, problem
     if weights == "auto":
@@ -195,6 +202,17 @@ def identify_stream(model: Model | Layout, source, terms=(), gravity=None,
             for name, how in zip(names, estimations)]
     return Identification(model, columns, problem, base, ols, fit, pi_file, settings, logs,
                           sigma)
+
+
+def held_out(text: str) -> float | str:
+    """``--validate``: a fraction of the states (0 to 0.9), or else a log's file name."""
+    try:
+        fraction = float(text)
+    except ValueError:
+        return text
+    if not 0.0 <= fraction <= 0.9:  # (nan too)
+        raise UsageError(f"dyn: --validate {text}: not a fraction from 0 to 0.9 (nor a file)")
+    return fraction
 
 
 def check_kept(accumulator: Accumulator, name: str, loss: str, memory: int) -> None:

@@ -4,12 +4,10 @@ from typing import Annotated, Optional
 
 import typer
 
-from treedyn.engine.analysis.identify import UnfitLog
 from treedyn.engine.analysis.identify_report import report
 from treedyn.pipeline.errors import UsageError
 from treedyn.pipeline.layout import Layout
-from treedyn.pipeline.regression import expand_logs, identify_stream
-from treedyn.pipeline.source import STDIN
+from treedyn.pipeline.regression import expand_logs, held_out, identify_stream
 from treedyn.pipeline.vectors import parse_gravity
 
 from ..console import show_text
@@ -28,18 +26,6 @@ IDENTIFY_EXAMPLES = examples(
     "dyn identify robot.urdf --input log.csv --terms viscous,coulomb --write robot_fit.urdf",
     "dyn identify robot.urdf --input log.jsonl --loss huber --format json",
 )
-LOSSES = ("linear", "soft_l1", "huber", "cauchy", "arctan")
-
-
-def held_out(value: str):
-    """--validate: a fraction of the states (0 to 0.9), else a log's file name."""
-    try:
-        fraction = float(value)
-    except ValueError:
-        return value
-    if not 0.0 <= fraction <= 0.9:  # (nan too)
-        raise typer.BadParameter(f"{value} is not a fraction from 0 to 0.9 (or a file)")
-    return fraction
 
 
 @epilog(IDENTIFY_EXAMPLES)
@@ -52,7 +38,7 @@ def identify(
             "quoted glob ('logs/*.csv'): each file is its own trajectory.")],
         terms: TermsOpt = None,
         validate: Annotated[str, typer.Option(
-            "--validate", metavar="F|FILE", callback=held_out,
+            "--validate", metavar="F|FILE",
             help="Hold out this fraction of the states (0 to 0.9: blocks of 100 spread over "
             "the log), or a log FILE of its own, and report the torque RMS per dof on "
             "them (also over the measured torques' RMS).")] = "0",
@@ -98,12 +84,10 @@ def identify(
     per dof of the file's, the OLS and the consistent parameters. The log streams: memory
     stays bounded whatever its length.
     """
-    if loss not in LOSSES:
-        raise UsageError(f"dyn: --loss: unknown loss '{loss}' (known: {', '.join(LOSSES)})")
     if fmt is ReportFormat.csv:
         raise UsageError("dyn: identify prints a table or json, not csv")
     loaded = load(model, free_flyer)
-    files = expand_logs(inputs)
+    files, validate = expand_logs(inputs), held_out(validate)
     if write is not None:
         check_write_target(model, write, loaded.format,
                            files + ([validate] if isinstance(validate, str) else []))
@@ -113,9 +97,6 @@ def identify(
         result = identify_stream(layout, files, parse_terms(terms), parse_gravity(gravity),
                                  validate, prior_weight, loss, loss_scale, rank_tolerance,
                                  STREAM_CHUNK, progress.advance, MEMORY, cutoff, weights)
-    except UnfitLog as error:  # the log determines nothing: one line, not a fit
-        logs = [STDIN if name == "-" else name for name in files]
-        raise UsageError(f"{logs[0] if len(logs) == 1 else 'the logs'}: {error}") from None
     finally:
         progress.close()
     document = report(result, layout.v_labels)
