@@ -38,6 +38,10 @@ from .text import STDIN
 
 KINDS = ("q", "v", "a", "tau")
 MEMORY = 4 << 30  # bytes of training rows a robust fit may keep
+# a chunk's Y at most: its arrays then stay below the heap's mmap threshold (.heap) and are
+# reused, not mapped and zeroed afresh (panda's 33 MB chunks spent ~40 % of a run's CPU in
+# the kernel; 1300 states of 8 MB about none: 2026-12-05, medians of 2)
+FIT_BYTES = 8 << 20
 
 
 def chunk_regressor(layout: Layout, columns: Columns, states, gravity) -> np.ndarray:
@@ -272,7 +276,8 @@ def log_rows(layout: Layout, columns: Columns, source: Input, gravity, chunk: in
     """(Y (m, nv, P), tau (m, nv): what Y pi must fit) of each chunk of one log; a log of
     positions only (q, tau and t) through :func:`.estimated.estimated` (``cutoff`` Hz, or
     its default; ``record`` gets how, a log of v and a gets None)."""
-    size = regressor_chunk(layout.model, columns.size, chunk)
+    size = min(regressor_chunk(layout.model, columns.size, chunk),
+               max(8, FIT_BYTES // (8 * layout.model.nv * columns.size)))
     chunks = source.chunks(layout, (*KINDS, TIME), {}, size)
     first = next(chunks, None)
     if first is None:
