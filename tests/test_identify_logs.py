@@ -168,8 +168,10 @@ def test_positions_only_log_recovers_the_parameters(arm, positions_log):
 
 
 def test_positions_only_csv_and_jsonl_equal_npz(arm, positions_log, tmp_path):
-    """The time column t of a CSV file and the key "t" of JSON Lines read as the .npz
-    array t: the same fit."""
+    """The time column t of a CSV file (and of a Parquet file's columns), the key "t" of
+    JSON Lines and an HDF5 dataset t (N,) read as the .npz array t: the same fit."""
+    import h5py
+    import pandas
     _, logs, _ = positions_log
     log = {key: logs["train"][key][:3000] for key in ("q", "t", "tau")}
     np.savez(tmp_path / "p.npz", **log)
@@ -179,8 +181,12 @@ def test_positions_only_csv_and_jsonl_equal_npz(arm, positions_log, tmp_path):
     with open(tmp_path / "p.jsonl", "w") as out:
         for t, q, tau in zip(log["t"], log["q"], log["tau"]):
             out.write(json.dumps({"t": float(t), "q": q.tolist(), "tau": tau.tolist()}) + "\n")
+    with h5py.File(tmp_path / "p.h5", "w") as out:
+        for key, values in log.items():
+            out[key] = values
+    pandas.DataFrame(rows, columns=header.split(",")).to_parquet(tmp_path / "p.parquet")
     fits = [identify_stream(arm, tmp_path / f"p.{kind}", chunk=700)
-            for kind in ("npz", "csv", "jsonl")]
+            for kind in ("npz", "csv", "jsonl", "h5", "parquet")]
     for fit in fits[1:]:
         np.testing.assert_allclose(fit.ols.base, fits[0].ols.base, rtol=1e-12, atol=1e-15)
         assert fit.problem.states == fits[0].problem.states
