@@ -52,7 +52,7 @@ def estimated(name: str, chunks: Iterator[States], rows, size: int, cutoff: floa
     its q, v, a and tau (P = ``size``). The states of the filter's transient at each end
     (:func:`~treedyn.engine.analysis.lowpass.edge`) are left out. ``record`` gets the
     :class:`Estimation`."""
-    first = positions = parallel = None
+    period = positions = parallel = None
     previous, total = None, 0
     for states in chunks:
         t = states.t[:, 0]
@@ -61,11 +61,14 @@ def estimated(name: str, chunks: Iterator[States], rows, size: int, cutoff: floa
             record.append(estimation)
             sos = design(estimation.cutoff, estimation.rate)
             positions, parallel = ZeroPhase(sos, 1, block), ZeroPhase(sos, 0, block)
-            first, low, high = 1.0 / estimation.rate, states.q[0], states.q[0]
-        _check_steps(name, t, previous, first, total)
+            period, low, high = 1.0 / estimation.rate, states.q[0], states.q[0]
+        _check_steps(name, t, previous, period, total)
         if states.tau is None:
             raise UsageError(f"{name}: the log has no tau: identification needs the measured "
                              "joint forces (arrays or columns tau)")
+        if states.wrenches:
+            raise UsageError(f"{states.where(0)}: external forces (\"fext\") in a log of "
+                             "positions are not read: give v and a with them")
         previous, total = t[-1], total + len(t)
         low, high = np.minimum(low, states.q.min(axis=0)), np.maximum(high, states.q.max(axis=0))
         for window in positions.push(states.q, np.column_stack([t, states.tau])):

@@ -17,9 +17,12 @@ import pytest  # noqa: E402
 from treedyn.cli.app import run  # noqa: E402
 from treedyn.engine import rnea  # noqa: E402
 from treedyn.parsers import load_model  # noqa: E402
+from treedyn.pipeline.errors import StatesWarning  # noqa: E402
 from treedyn.pipeline.regression import identify_stream  # noqa: E402
 
 ARM = "fixtures/two_link_arm.urdf"
+# a log of positions says once what was estimated (held by the test of it)
+pytestmark = pytest.mark.filterwarnings("ignore:.*estimated from q:UserWarning")
 
 
 def dyn(*args, capsys):
@@ -158,7 +161,9 @@ def test_positions_only_log_recovers_the_parameters(arm, positions_log):
     held-out log's torques (Pinocchio's regressor at its true q, v, a) to within 5 % of the
     torque noise."""
     path, logs, noise = positions_log
-    result = identify_stream(arm, path)
+    with pytest.warns(StatesWarning, match="v and a estimated from q at 1000 Hz: Butterworth "
+                      "order 4, zero phase .* cut-off 20 Hz; tau and the regressor"):
+        result = identify_stream(arm, path)
     held = logs["held"]
     Y = pinocchio_regressor(held["exact_q"], held["v"], held["a"])
     rms = np.sqrt(np.mean((Y @ result.ols.full(result.base) - held["tau"]) ** 2, axis=0))
