@@ -120,7 +120,7 @@ def _settings(name: str, t: np.ndarray, cutoff: float | None) -> Estimation:
     if not len(steps) or not np.median(steps) > 0:
         raise UsageError(f"{name}: its times t do not increase: v and a cannot be "
                          "estimated from q")
-    rate = 1.0 / float(np.median(steps))
+    rate = float(f"{1.0 / float(np.median(steps)):.12g}")  # (1 / 0.001: 1000, not 999.99..)
     chosen = min(CUTOFF, rate / 5.0) if cutoff is None else cutoff
     if not 0.0 < chosen < rate / 2.0:
         raise UsageError(f"{name}: a cut-off of {chosen:.6g} Hz is not below half the log's "
