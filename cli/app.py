@@ -20,7 +20,8 @@ from .console import console, one_line
 from treedyn.pipeline.errors import Ended, StatesWarning, UsageError
 
 from .errors import worded
-from .options import examples, with_model_options
+from .options import (ColourOpt, QuietOpt, VerboseOpt, examples, set_global,
+                      with_global_options, with_model_options)
 from .settings import check_environment, interrupted, version_line
 
 try:
@@ -46,6 +47,8 @@ COMMANDS = {
                   "Regressor Y(q, v, a): tau = Y pi, linear in the inertias."),
     "identify": ("identify", "identify",
                  "Inertial parameters from a log: base set, consistent fit."),
+    "excite": ("excite", "excite",
+               "An excitation trajectory for identify: Fourier series, well conditioned."),
     "frames": ("frames", "frames", "Where named frames (links, joints) are in the world."),
     "jacobian": ("jacobian", "jacobian", "A frame's Jacobian J (6 x nv), linear rows first."),
     "com": ("com", "com", "Centre of mass and its Jacobian Jcom (3 x nv)."),
@@ -85,14 +88,17 @@ def show_version(value: bool) -> None:
 
 def main(version: Annotated[bool, typer.Option(
         "--version", is_eager=True, help="Print the version and exit.",
-        callback=show_version)] = False) -> None:
+        callback=show_version)] = False, quiet: QuietOpt = False, verbose: VerboseOpt = False,
+        color: ColourOpt = None) -> None:
     """dyn: rigid-body dynamics of URDF, MJCF and SDFormat robot models.
 
     Inverse dynamics (RNEA), forward dynamics (ABA) and the mass matrix (CRBA) for one
     state given on the command line or many states from a file; diagnostics of the model
     (check-inertia, condition, verify). Results go to stdout, errors to stderr as one
-    line (exit code 2); checks that find errors exit 1.
+    line (exit code 2); checks that find errors exit 1. --quiet, --verbose and --color
+    go before the command or after it.
     """
+    set_global(quiet, verbose, color)
 
 
 def listed() -> None:
@@ -105,23 +111,48 @@ def click_command(args: list):
     When the first argument names a command, the group holds that command only, imported
     from its module (typer builds a command's options from its signature). Otherwise (no
     command, group options, an unknown name) it holds a placeholder per command, which is
-    all that the group's help, --version and "No such command" need.
+    all that the group's help, --version and "No such command" need. When a shell asks
+    for completions (``_DYN_COMPLETE``: ``args`` is empty, the line is in the shell's
+    variables), the command is the one the line names before the word completed, with
+    completions of model files, joint and frame names (:mod:`.run.completion`).
     """
-    app = typer.Typer(add_completion=False, rich_markup_mode=None,
+    completion = words = None
+    if os.environ.get("_DYN_COMPLETE"):  # set by the completion scripts
+        completion = importlib.import_module("treedyn.cli.run.completion")
+        words = completion.words()
+    app = typer.Typer(add_completion=True, rich_markup_mode=None,
                       pretty_exceptions_enable=False,
                       context_settings={"help_option_names": ["-h", "--help"]},
                       epilog=EXAMPLES)
     app.callback()(main)
-    if args and args[0] in COMMANDS:
-        module, function, short_help = COMMANDS[args[0]]
-        command = with_model_options(
-            getattr(importlib.import_module(f"treedyn.cli.commands.{module}"), function))
-        app.command(args[0], short_help=short_help,
+    name = command_name(args if words is None else words)
+    if name is not None:
+        console.command = name
+        module, function, short_help = COMMANDS[name]
+        command = with_global_options(with_model_options(
+            getattr(importlib.import_module(f"treedyn.cli.commands.{module}"), function)))
+        app.command(name, short_help=short_help,
                     epilog=getattr(command, "epilog", None))(command)
     else:
         for name, (_, _, short_help) in COMMANDS.items():
             app.command(name, short_help=short_help)(listed)
-    return typer.main.get_command(app)
+    group = typer.main.get_command(app)
+    if completion is not None:
+        completion.attach(group)
+    return group
+
+
+
+def command_name(args: list) -> Optional[str]:
+    """The command ``args`` run: the first word after the group's options (``dyn -qv
+    --color never info ...``; --color takes a value); None when that word names no command."""
+    words = iter(args)
+    for word in words:
+        if word == "--color":
+            next(words, None)
+        elif not word.startswith("-"):
+            return word if word in COMMANDS else None
+    return None
 
 
 FULL = {errno.ENOSPC, errno.EDQUOT, errno.EFBIG}  # writes that fail for lack of room
@@ -133,8 +164,9 @@ def fail(message: str) -> None:
     it (:func:`.console.one_line`: no control character from a name or a path reaches the
     terminal raw, and a huge message is cut in its middle)."""
     try:
-        if sys.stderr is not None:
-            print(one_line(message), file=sys.stderr)
+        if sys.stderr is not None and not os.environ.get("_DYN_COMPLETE"):  # (not into a
+            line = one_line(message)  # line being typed: a completion fails silently)
+            print(f"\033[31m{line}\033[0m" if console.coloured() else line, file=sys.stderr)
             sys.stderr.flush()
     except (OSError, ValueError):
         pass
@@ -223,7 +255,7 @@ def leave(code) -> None:
 
 def run_app(args: list) -> None:
     """Run the app on the command-line arguments ``args``; ends by SystemExit."""
-    console.reset()
+    console.start()
     try:
         # numpy's floating-point warnings name install paths and come in dozens: a result
         # that overflows is checked where it matters and said in dyn's own one line (the
@@ -233,8 +265,9 @@ def run_app(args: list) -> None:
             warnings.simplefilter("always", StatesWarning)  # each one said, in dyn's words
             console.others, warnings.showwarning = warnings.showwarning, console.show_warning
             command = click_command(args)
-            code = command.main(args=args or ["--help"], prog_name="dyn",
-                                standalone_mode=False)
+            with console.stage("the whole run"):
+                code = command.main(args=args or ["--help"], prog_name="dyn",
+                                    standalone_mode=False)
     except UsageError as error:
         fail(worded(error))
     except ClickException as error:

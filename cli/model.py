@@ -9,7 +9,7 @@ from treedyn.engine.coupling import MimicError, couple
 from treedyn.parsers import PackagePaths, ParseError, XacroInput, check_finite, load_model
 from treedyn.parsers.files import MODEL_BYTES
 
-from .console import warn
+from .console import console, warn
 from .options import MESH_PATHS
 from treedyn.pipeline.errors import UsageError
 from treedyn.pipeline.chunks import computation_chunk
@@ -40,9 +40,10 @@ def load(path: str, free_flyer: bool, diagnose: bool = False,
     if path == "-":
         path, data = STDIN_MODEL, standard_input()
     try:
-        model = load_model(path, free_flyer=free_flyer,  # (the collector paused inside)
-                           xacro=XacroInput(tuple(xacro), xacro_environment()),
-                           packages=package_paths(), urdf_only=urdf_only, data=data)
+        with console.stage(f"{path}: read and built"):
+            model = load_model(path, free_flyer=free_flyer,  # (the collector paused inside)
+                               xacro=XacroInput(tuple(xacro), xacro_environment()),
+                               packages=package_paths(), urdf_only=urdf_only, data=data)
         gc.freeze()  # the model lives to the end: its million objects out of the walks
         if not diagnose:
             check_finite(model.description)
@@ -56,6 +57,9 @@ def load(path: str, free_flyer: bool, diagnose: bool = False,
         raise UsageError(f"{path}: cannot read ({error.strerror or error})") from None
     for note in model.description.notes:
         warn(note)
+    console.note(f"{path}: {model.format.upper()} model {model.name!r}: "
+                 f"{len(model.joint_names)} joints, nq {model.nq}, nv {model.nv}, "
+                 f"{len(model.description.files)} file(s) read")
     return model
 
 
@@ -98,7 +102,9 @@ def standard_input() -> bytes:
 def chunk_states(command: str, layout) -> int:
     """States per chunk of ``command``'s --input: at most TREEDYN_STREAM_CHUNK, fewer where
     the results would be large (:func:`treedyn.pipeline.chunks.computation_chunk`)."""
-    return computation_chunk(command, layout.model, STREAM_CHUNK)
+    states = computation_chunk(command, layout.model, STREAM_CHUNK)
+    console.note(f"{states} states per chunk of --input")
+    return states
 
 
 def package_paths() -> PackagePaths:

@@ -59,6 +59,13 @@ def finite(value: float) -> float:
     return value
 
 
+def positive(value: float) -> float:
+    """Option callback: a finite number above zero."""
+    if not 0.0 < finite(value) < float("inf"):
+        raise typer.BadParameter(f"{value} is not a positive number")
+    return value
+
+
 def examples(*lines: str) -> str:
     """An 'Examples:' epilog that click prints as is (\\b: no re-wrapping)."""
     return "\b\nExamples:\n" + "".join(f"  {line}\n" for line in lines)
@@ -146,7 +153,32 @@ FextOpt = Annotated[Optional[list[str]], typer.Option(
 
 
 QuietOpt = Annotated[bool, typer.Option(
-    "--quiet", help="No progress bar and no warnings on stderr (errors are still printed).")]
+    "--quiet", "-q", help="No progress bar, warnings or notes on stderr (errors are still "
+    "printed).")]
+VerboseOpt = Annotated[bool, typer.Option(
+    "--verbose", "-v", help="Notes on stderr: what was loaded, how long each stage took, "
+    "estimated quantities (states per chunk).")]
+
+
+class Colour(str, Enum):
+    auto = "auto"
+    always = "always"
+    never = "never"
+
+
+ColourOpt = Annotated[Optional[Colour], typer.Option(
+    "--color", case_sensitive=False, show_default=False,
+    help="Colour on stderr: auto (default: on a terminal, off with NO_COLOR set, on with "
+    "FORCE_COLOR set), always or never.")]
+GLOBAL_OPTIONS = {"quiet": (QuietOpt, False), "verbose": (VerboseOpt, False),
+                  "color": (ColourOpt, None)}  # every command's, and the group's
+
+
+def set_global(quiet: bool, verbose: bool, color) -> None:
+    """This run's global options into the console (:meth:`.console.Console.configure`)."""
+    from .console import console
+
+    console.configure(quiet, verbose, color.value if color is not None else None)
 
 
 SchedulerOpt = Annotated[Optional[str], typer.Option(
@@ -180,6 +212,33 @@ class CheckFormat(str, Enum):
     json = "json"
     csv = "csv"
     github = "github"
+    sarif = "sarif"
+
+
+class FindingsFormat(str, Enum):  # statics: github annotations or a SARIF log for CI
+    table = "table"
+    json = "json"
+    github = "github"
+    sarif = "sarif"
+
+
+class LimitsFormat(str, Enum):  # check-limits (csv: refused in words)
+    table = "table"
+    json = "json"
+    csv = "csv"
+    sarif = "sarif"
+
+
+SelectOpt = Annotated[Optional[str], typer.Option(
+    "--select", metavar="CHECK,...", show_default=False,
+    help="Report only these checks (names as in the JSON findings' \"check\").")]
+IgnoreOpt = Annotated[Optional[str], typer.Option(
+    "--ignore", metavar="CHECK,...", show_default=False,
+    help="Do not report these checks.")]
+BaselineOpt = Annotated[Optional[str], typer.Option(
+    "--baseline", metavar="FILE", show_default=False,
+    help="A previous --format json output of this command: its findings (matched by check "
+    "and subject, not message or value) are not reported and do not fail the run.")]
 
 
 class DiffFormat(str, Enum):
@@ -198,6 +257,34 @@ ReportFormatOpt = format_option(ReportFormat, "table (default), json or csv.")
 def samples_option(text: str) -> object:
     """The --samples option of a diagnostic: how many states it draws, at least 1."""
     return Annotated[int, typer.Option("--samples", min=1, help=text)]
+
+
+def with_global_options(function):
+    """The command ``function`` taking the global options too (:data:`GLOBAL_OPTIONS`:
+    --quiet, --verbose, --color), which go to the console before it runs; a ``quiet``
+    parameter of its own is the global one (declared once, here)."""
+    signature = inspect.signature(function)
+    takes_quiet = "quiet" in signature.parameters
+
+    @functools.wraps(function)
+    def command(**values):
+        set_global(*(values.pop(name) for name in GLOBAL_OPTIONS))
+        if takes_quiet:
+            from .console import console
+
+            values["quiet"] = console.quiet
+        return function(**values)
+
+    parameters = [parameter for name, parameter in signature.parameters.items()
+                  if name != "quiet"]
+    added = [inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, annotation=annotation,
+                               default=default)
+             for name, (annotation, default) in GLOBAL_OPTIONS.items()]
+    command.__signature__ = signature.replace(parameters=[*parameters, *added])
+    command.__annotations__ = {**function.__annotations__,
+                               **{name: annotation for name, (annotation, _)
+                                  in GLOBAL_OPTIONS.items()}}
+    return command
 
 
 def with_model_options(function):
@@ -225,3 +312,17 @@ def with_model_options(function):
         parameters=[*signature.parameters.values(), parameter])
     command.__annotations__ = {**function.__annotations__, "mesh_path": MeshPathOpt}
     return command
+
+
+def plot_option(what: str) -> object:
+    """A command's --plot FILE: the picture of ``what`` it draws."""
+    return Annotated[Optional[str], typer.Option(
+        "--plot", metavar="FILE", show_default=False,
+        help=f"Also draw {what} into FILE: .png, .svg or .pdf by its suffix (needs the "
+        "optional extra: pip install 'treedyn[plot]').")]
+
+
+PlotSizeOpt = Annotated[Optional[str], typer.Option(
+    "--plot-size", metavar="WxH", show_default=False,
+    help="The --plot picture's size: inches (8x5) or pixels (1200x800px, at 100 per inch). "
+    "Default: a size that suits the picture.")]

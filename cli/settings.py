@@ -15,6 +15,11 @@ packages are (``$(find PKG)``, ``package://``), and the whole environment is wha
 ``GZ_SIM_RESOURCE_PATH`` and ``SDF_PATH`` say where SDFormat's ``model://NAME`` is
 (:func:`model_search`).
 
+Colour on stderr (:func:`colour_wanted`): ``--color always|never`` decides; otherwise
+``NO_COLOR`` (https://no-color.org: set and not empty) turns it off, then ``FORCE_COLOR``
+(set and not empty, https://force-color.org) turns it on, then it is on when the stream
+is a terminal whose ``TERM`` is not ``dumb``.
+
 The first three are checked when dyn starts (:func:`check_environment`); the process
 counts when a command first needs them (:func:`whole`), as a usage error.
 """
@@ -111,6 +116,22 @@ def model_search() -> tuple[str, ...]:
 def xacro_environment() -> tuple[tuple[str, str], ...]:
     """The environment as (name, value) pairs: what xacro's $(env) and $(optenv) read."""
     return tuple(sorted(os.environ.items()))
+
+
+def colour_wanted(choice: str | None, stream) -> bool:
+    """Whether dyn colours what it writes to ``stream``: ``choice`` (--color) "always" or
+    "never" decides; else (auto) NO_COLOR off, FORCE_COLOR on, else a terminal that is not
+    TERM=dumb. NO_COLOR wins over FORCE_COLOR: the person who set it asked for none."""
+    if choice in ("always", "never"):
+        return choice == "always"
+    if os.environ.get("NO_COLOR"):
+        return False
+    if os.environ.get("FORCE_COLOR"):
+        return True
+    try:
+        return stream.isatty() and os.environ.get("TERM") != "dumb"
+    except (AttributeError, ValueError):  # closed, or not a file
+        return False
 
 
 def _path_list(name: str) -> list[str]:

@@ -91,28 +91,21 @@ def number_from_tag_start(root: etree._Element, data: bytes) -> None:
 
 
 def start_tags_on_one_line(data: bytes) -> bool:
-    """Whether every start tag of ``data`` ends on the line where it opens, found in bulk
-    (a few passes of numpy over the bytes, no Python per element): each "<" that opens a
+    """Whether every start tag of ``data`` ends on the line where it opens, found in one
+    scan of the bytes (:data:`MULTILINE_TAG`, no Python per element): each "<" that opens a
     name, its next ">" on the same line and no quote open there (an even count of one kind
     of quote between them, the other kind absent). Anything else -- a tag over several
     lines, a ">" or a quote inside a value, a "<" inside a comment -- says False, for
     :func:`number_from_tag_start` to look closer."""
-    text = np.frombuffer(data, dtype=np.uint8)
-    opening = np.flatnonzero(text[:-1] == ord("<"))
-    opening = opening[~np.isin(text[opening + 1], np.frombuffer(b"/!?", dtype=np.uint8))]
-    closing = np.flatnonzero(text == ord(">"))
-    end = np.searchsorted(closing, opening)
-    if len(opening) and end[-1] == len(closing):
-        return False
-    end = closing[end]
+    return MULTILINE_TAG.search(data) is None
 
-    def between(byte: bytes) -> np.ndarray:  # (openings,) count of ``byte`` in each tag
-        where = np.flatnonzero(text == byte[0])
-        return np.searchsorted(where, end) - np.searchsorted(where, opening)
 
-    double, single = between(b'"'), between(b"'")
-    return not (np.any(between(b"\n")) or np.any(double % 2) or np.any(single % 2)
-                or np.any((double > 0) & (single > 0)))
+# what follows "<" up to the next ">" in a start tag that ends on its line with no quote
+# open: no line end, and an even count of one kind of quote (the other kind absent)
+_ONE_LINE_TAG = (rb"""[^>\n"']*(?:"[^>\n"']*"[^>\n"']*)*>"""
+                 rb"""|[^>\n"']*(?:'[^>\n"']*'[^>\n"']*)*>""")
+# a "<" opening a name (not the last byte) whose tag is not such a tag
+MULTILINE_TAG = re.compile(rb"<(?![/!?])(?!\Z)(?!" + _ONE_LINE_TAG + rb")")
 
 
 def read_xml(data: bytes, path: str, encoding: str | None = None) -> etree._Element:

@@ -84,7 +84,8 @@ def csv_plan(header: list[str], name: str, layout: Layout, kinds: Sequence[str],
         if match:
             kind = match.group(1)
         elif not (joint and kind in KINDS):
-            if title and not FORCE_NAME.match(title):  # not pandas' unnamed index column
+            # neither pandas' unnamed index column nor the states' time
+            if title and title != TIME and not FORCE_NAME.match(title):
                 foreign.append(title)
             continue
         if kind not in kinds:

@@ -222,7 +222,8 @@ def _check_keys(state: dict, where: str, kinds, chunk: Chunk, seen: Seen) -> Non
 DECODER = json.JSONDecoder()
 
 
-JSON_KEYS = frozenset(("q", "v", "a", "tau", "fext", "dofs"))  # "dofs": as dyn writes it
+# "dofs" and "t" (the time): as dyn writes them
+JSON_KEYS = frozenset(("q", "v", "a", "tau", "fext", "dofs", TIME))
 
 
 FORCES = frozenset(("a", "tau"))  # the commands reading these (inverse, forward) take "fext"

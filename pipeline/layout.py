@@ -135,7 +135,8 @@ DEGREE = math.pi / 180.0
 
 
 KINDS = ("q", "v", "a", "tau")  # the vectors of a state
-TIME = "t"  # a state's time (s): a column, key or array of its own, read by identify alone
+TIME = "t"  # a state's time (s), as dyn excite writes it: identify reads it (a log of
+# positions), the commands not using it do not warn
 ONE = np.ones(1)
 
 

@@ -156,9 +156,8 @@ def check_members(members, names, name, layout, kinds, per_state=None, what="arr
         warn_ignored_forces(names, name, what)
         warn_unused_kinds([kind for kind in KINDS if kind in names and kind not in kinds],
                           kinds, name, (what, f"{what}s"))
-        foreign = [n for n in names if n not in KINDS and n not in kinds
-                   and not FORCE_NAME.match(n)
-                   and n != "dofs" and per_state(n)]
+        foreign = [n for n in names if n not in KINDS and not FORCE_NAME.match(n)
+                   and n not in ("dofs", TIME) and per_state(n)]
         if foreign:
             listed = listing([repr(n) for n in foreign], 3)
             warn(f"{name}: {what}{'s' if len(foreign) > 1 else ''} {listed} not read: dyn "

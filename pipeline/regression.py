@@ -10,7 +10,7 @@ import itertools
 import os
 import sys
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import replace
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -21,12 +21,14 @@ from treedyn.engine.analysis.identify import (Accumulator, UnfitLog, base_parame
                                               ordinary_least_squares)
 from treedyn.engine.analysis.identify_report import Identification
 from treedyn.engine.regressor import Layout as Columns
-from treedyn.engine.regressor import layout_of, model_parameters
+from treedyn.engine.regressor import (VELOCITY_TERMS, layout_of, model_parameters,
+                                      signed_columns, term_columns, without_rests)
 
 from .chunks import regressor_chunk
+from .cluster import expand
+from .drives import Drives
 from .estimated import estimated, wants_estimate
 from .heap import for_many_states
-from .cluster import expand
 from .errors import UsageError, warn
 from .layout import TIME, Layout
 from .outputs import open_target, output_format
@@ -48,7 +50,7 @@ def chunk_regressor(layout: Layout, columns: Columns, states, gravity) -> np.nda
     """Y (m, nv, P) of a chunk; a state whose rows are not finite is an error naming it."""
     with np.errstate(all="ignore"):
         Y = joint_torque_regressor(layout.model, states.q, states.v, states.a, gravity,
-                                   columns.terms)
+                                   columns.shape)
     finite = np.isfinite(Y.reshape(len(Y), -1)).all(axis=1)
     if not finite.all():
         raise UsageError(f"{states.where(int(np.argmin(finite)))}: the regressor is not "
@@ -79,8 +81,8 @@ def write_regressor(model: Model | Layout, source: Input | str | os.PathLike,
     """Y of every state of ``source`` (q, v, a; any input format) into ``sink``: a
     :class:`~.sinks.Sink`, an .npz path (arrays Y (N x nv x P), parameters, pi, dofs), a
     .jsonl path, or None for JSON Lines on stdout. ``terms``: the per-joint columns
-    ("armature", "viscous", "coulomb"); ``progress`` as for :func:`.stream.run`. Returns
-    the closed sink; an interrupted or failed run keeps what :func:`.stream.stopped` says."""
+    (names of ``JOINT_TERMS``, or a ``JointTerms``); ``progress`` as for
+    :func:`.stream.run`. Returns the closed sink; an interrupted or failed run keeps what :func:`.stream.stopped` says."""
     layout, source = opened(model, source)
     columns = layout_of(layout.model, terms)
     if not isinstance(sink, Sink):
@@ -92,6 +94,7 @@ def write_regressor(model: Model | Layout, source: Input | str | os.PathLike,
     try:
         for states in source.chunks(layout, KINDS[:3], {},
                                     regressor_chunk(layout.model, columns.size, chunk)):
+            needs_velocity(source.name, columns, states)
             if states.wrenches and not warned:
                 warn(f"{source.name}: its external forces do not enter the regressor "
                      "(tau + sum J^T f_ext = Y pi): not used")
@@ -103,6 +106,14 @@ def write_regressor(model: Model | Layout, source: Input | str | os.PathLike,
     except BaseException as error:
         raise stopped(sink, error) from None
     return sink
+
+
+def needs_velocity(name: str, columns: Columns, states) -> None:
+    """A usage error when the chunk has no v and a term of ``columns`` needs it."""
+    needing = [t for t in columns.terms if t in VELOCITY_TERMS]
+    if needing and states.v is None:
+        raise UsageError(f"{name}: the log has no v: the term {needing[0]} needs the joint "
+                         "velocities (arrays or columns v)")
 
 
 def regressor_sink(path: str | None, layout: Layout, columns: Columns,
@@ -134,7 +145,8 @@ def identify_stream(model: Model | Layout, source, terms=(), gravity=None,
                     loss: str = "linear", loss_scale: float | None = None,
                     tolerance: float = 1e-8, chunk: int = CHUNK,
                     progress: Progress | None = None, memory: int = MEMORY,
-                    cutoff: float | None = None, weights: str = "auto") -> Identification:
+                    drives: Drives = Drives(), cutoff: float | None = None,
+                    weights: str = "auto") -> Identification:
     """Inertial parameters fitted to the log ``source`` (q, v, a and the measured tau;
     external forces, when it has them, are subtracted as -J^T f): the log accumulated a
     chunk at a time (``validate``: the share of states held out, or a log of its own read
@@ -147,63 +159,116 @@ def identify_stream(model: Model | Layout, source, terms=(), gravity=None,
     and residuals). A log of q, tau and the times t without v and a has them estimated
     (:mod:`.estimated`; ``cutoff`` Hz). ``weights`` "auto": each joint's rows weighted
     by the inverse of its residual standard deviation in a first fit, then fitted again
-    (IDIM-WLS; the consistent fit too), "none": not.
+    (IDIM-WLS; the consistent fit too), "none": not. ``drives``: a log of currents,
+    parameters known beforehand (:mod:`.drives`).
     A usage error (:class:`~.errors.UsageError`) naming the log when the logs determine
     nothing (:class:`~treedyn.engine.analysis.identify.UnfitLog`'s reason)."""
     if loss not in LOSSES:
         raise UsageError(f"dyn: --loss: unknown loss '{loss}' (known: {', '.join(LOSSES)})")
+    if weights not in ("auto", "none"):
+        raise UsageError(f"dyn: --weights: '{weights}' is not auto or none")
     layout = model if isinstance(model, Layout) else Layout.of(model)
-    model = layout.model
-    columns = layout_of(model, terms)
-    sources = as_sources(source)
+    columns = layout_of(layout.model, terms)
+    rows = Rows(layout, columns, gravity, drives, drives.columns(columns))
     held = None if isinstance(validate, (int, float)) else validate
     fraction = 0.0 if held is not None else float(validate)
-    accumulator = Accumulator(columns.size, model.nv, fraction, keep_rows=loss != "linear")
-    names, estimations = [], []
-    with for_many_states(), ThreadPoolExecutor(1) as worker:  # (factoring beside regressor)
-        for index, one in enumerate(sources):
-            _, one = opened(layout, one)
-            names.append(one.name)
-            accumulator.next_file()
-            pending, done = None, 0
-            for Y, tau in log_rows(layout, columns, one, gravity, chunk, cutoff, estimations):
-                if pending is not None:
-                    pending.result()
-                    check_kept(accumulator, one.name, loss, memory)
-                pending = worker.submit(accumulator.add, Y, tau)
-                done += len(Y)
-                if progress is not None:
-                    progress(len(Y), *shares(one, done, index, len(sources)))
-            if pending is not None:
-                pending.result()
-                check_kept(accumulator, one.name, loss, memory)
+    accumulator = Accumulator(columns.size, layout.model.nv, fraction,
+                              keep_rows=loss != "linear")
+    names, estimations = accumulate(accumulator, rows, as_sources(source), chunk, cutoff,
+                                    (loss, memory), progress)
     problem = accumulator.finish()
     if held is not None:
-        problem = held_out_file(problem, layout, columns, held, gravity, chunk, cutoff)
+        problem = held_out_file(problem, rows, held, chunk, cutoff)
+    named = names[0] if len(names) == 1 else "the logs"
     if problem.states == 0:
-        raise UsageError(f"{names[0] if len(names) == 1 else 'the logs'}: no states to fit"
+        raise UsageError(f"{named}: no states to fit"
                          + (" (all are held out: lower --validate)" if accumulator.seen else ""))
     try:
         base = base_parameters(problem, tolerance)
     except UnfitLog as error:  # the log determines nothing: one line, not a fit
-        raise UsageError(f"{names[0] if len(names) == 1 else 'the logs'}: {error}") from None
-    ols = ordinary_least_squares(problem, base)
-    sigma, fitted = None, problem
-    if weights == "auto":
-        sigma = joint_sigma(problem, base, ols)
-        fitted = problem.weighted(sigma)
-        ols = replace(ordinary_least_squares(fitted, base), unweighted=ols.sigma)
-    elif weights != "none":
-        raise UsageError(f"dyn: --weights: '{weights}' is not auto or none")
-    pi_file = model_parameters(model, columns)
-    fit = consistent_fit(fitted, pi_file, len(columns.bodies), ols.sigma, prior_weight,
-                         loss, loss_scale)
+        raise UsageError(f"{named}: {error}") from None
+    restless = without_rests(columns, base.identifiable | base.no_effect)  # (still: no effect)
+    if restless:
+        warn(f"{named}: coulomb+, coulomb- and offset are not separable at "
+             f"{', '.join(restless[:3])}{' ...' if len(restless) > 3 else ''}: the log never "
+             "holds it still (v = 0); only their combinations are determined (see base)")
     settings = {"terms": list(columns.terms),
                 "validate": fraction if held is None else os.fspath(held),
                 "prior_weight": prior_weight, "loss": loss, "loss_scale": loss_scale,
                 "tolerance": tolerance, "cutoff": cutoff, "weights": weights}
     logs = [{"file": name, "estimated": None if how is None else how.document()}
             for name, how in zip(names, estimations)]
+    return fits(rows, problem, base, settings, logs)
+
+
+@dataclass(frozen=True)
+class Rows:
+    """What turns a chunk of states into the identification's rows (:meth:`__call__`)."""
+
+    layout: Layout
+    columns: Columns
+    gravity: np.ndarray | None
+    drives: Drives
+    known: tuple  # (indices, values) of the parameters known beforehand
+
+    def __call__(self, states) -> tuple:
+        """(Y (m, nv, P), the target (m, nv): what Y pi must fit) of a chunk."""
+        Y = chunk_regressor(self.layout, self.columns, states, self.gravity)
+        return Y, self.drives.target(self.columns, self.known, Y, states.tau,
+                                     measured(self.layout, self.columns, states))
+
+
+def accumulate(accumulator: Accumulator, rows: Rows, sources: list, chunk: int,
+               cutoff: float | None, robust: tuple, progress: Progress | None) -> tuple:
+    """Every log's rows into ``accumulator``, each chunk factored on a second thread while
+    the next one is read and its regressor computed; (the logs' names, how each was
+    estimated). ``robust``: (loss, memory) for :func:`check_kept`."""
+    names, estimations = [], []
+    with for_many_states(), ThreadPoolExecutor(1) as worker:
+        for index, one in enumerate(sources):
+            _, one = opened(rows.layout, one)
+            names.append(one.name)
+            accumulator.next_file()
+            pending, done = None, 0
+            for Y, tau in log_rows(rows, one, chunk, cutoff, estimations):
+                if pending is not None:
+                    pending.result()
+                    check_kept(accumulator, one.name, *robust)
+                pending = worker.submit(accumulator.add, Y, tau)
+                done += len(Y)
+                if progress is not None:
+                    progress(len(Y), *shares(one, done, index, len(sources)))
+            if pending is not None:
+                pending.result()
+                check_kept(accumulator, one.name, *robust)
+    return names, estimations
+
+
+def fits(rows: Rows, problem, base, settings: dict, logs: list) -> Identification:
+    """OLS (weighted by each joint's sigma with ``settings["weights"]`` auto) and the
+    consistent fit of an accumulated log; the :class:`Identification`."""
+    columns, drives, known = rows.columns, rows.drives, rows.known
+    model = rows.layout.model
+    ols = ordinary_least_squares(problem, base)
+    sigma, fitted = None, problem
+    if settings["weights"] == "auto":
+        sigma = joint_sigma(problem, base, ols)
+        fitted = problem.weighted(sigma)
+        ols = replace(ordinary_least_squares(fitted, base), unweighted=ols.sigma)
+    pi_file = model_parameters(model, columns)
+    prior = pi_file.copy()
+    prior[known[0]] = known[1]  # the prior holds the known parameters
+    if "gain" in columns.terms:  # the file has no gain: the prior is the data's estimate
+        gains = term_columns(columns, "gain")
+        prior[gains] = ols.full(base)[gains]
+    fit = consistent_fit(fitted, prior, len(columns.bodies), ols.sigma,
+                         settings["prior_weight"], settings["loss"], settings["loss_scale"],
+                         signed=signed_columns(columns))
+    if drives.current or drives.known:
+        settings.update(current=drives.current, known=dict(drives.known))
+    for name in ("stribeck", "smooth"):
+        if name in columns.terms:
+            settings[f"{name}_velocity"] = getattr(columns.shape, f"{name}_velocity")
     return Identification(model, columns, problem, base, ols, fit, pi_file, settings, logs,
                           sigma)
 
@@ -228,15 +293,14 @@ def check_kept(accumulator: Accumulator, name: str, loss: str, memory: int) -> N
                          "which streams)")
 
 
-def held_out_file(problem, layout: Layout, columns: Columns, path, gravity, chunk: int,
-                  cutoff: float | None):
+def held_out_file(problem, rows: Rows, path, chunk: int, cutoff: float | None):
     """``problem`` with the held-out statistics of the log ``path`` (read as the inputs
     are: v and a estimated where it has only q and t), its Gram matrices per joint."""
-    _, source = opened(layout, path)
+    _, source = opened(rows.layout, path)
     gram, count = np.zeros_like(problem.gram_validate), 0
-    for Y, tau in log_rows(layout, columns, source, gravity, chunk, cutoff):
-        rows = np.concatenate([Y, tau[..., None]], axis=2).transpose(1, 0, 2)  # (nv, m, P+1)
-        gram += np.swapaxes(rows, 1, 2) @ rows
+    for Y, tau in log_rows(rows, source, chunk, cutoff):
+        stacked = np.concatenate([Y, tau[..., None]], axis=2).transpose(1, 0, 2)  # (nv, m, P+1)
+        gram += np.swapaxes(stacked, 1, 2) @ stacked
         count += len(Y)
     return replace(problem, gram_validate=gram, validate_states=count)
 
@@ -271,30 +335,25 @@ def expand_logs(patterns) -> list[str]:
     return files
 
 
-def log_rows(layout: Layout, columns: Columns, source: Input, gravity, chunk: int,
-             cutoff: float | None = None, record: list | None = None):
-    """(Y (m, nv, P), tau (m, nv): what Y pi must fit) of each chunk of one log; a log of
+def log_rows(rows: Rows, source: Input, chunk: int, cutoff: float | None = None,
+             record: list | None = None):
+    """(Y (m, nv, P), the target (m, nv)) of each chunk of one log (``rows``); a log of
     positions only (q, tau and t) through :func:`.estimated.estimated` (``cutoff`` Hz, or
     its default; ``record`` gets how, a log of v and a gets None)."""
-    size = min(regressor_chunk(layout.model, columns.size, chunk),
-               max(8, FIT_BYTES // (8 * layout.model.nv * columns.size)))
-    chunks = source.chunks(layout, (*KINDS, TIME), {}, size)
+    model, size = rows.layout.model, rows.columns.size
+    states_at_once = min(regressor_chunk(model, size, chunk),
+                         max(8, FIT_BYTES // (8 * model.nv * size)))
+    chunks = source.chunks(rows.layout, (*KINDS, TIME), {}, states_at_once)
     first = next(chunks, None)
     if first is None:
         return
-    if record is None:
-        record = []
+    record = [] if record is None else record
     rest = itertools.chain([first], chunks)
-
-    def rows(states):
-        return (chunk_regressor(layout, columns, states, gravity),
-                measured(layout, columns, states))
-
     if wants_estimate(first):
-        if layout.model.nq != layout.model.nv:
+        if model.nq != model.nv:
             raise UsageError(f"{source.name}: v and a are estimated from q only where every "
                              "coordinate is a dof's (this model's q has quaternions)")
-        yield from estimated(source.name, rest, rows, columns.size, cutoff, size, record)
+        yield from estimated(source.name, rest, rows, size, cutoff, states_at_once, record)
         return
     record.append(None)
     for states in rest:

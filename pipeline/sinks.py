@@ -31,6 +31,7 @@ from treedyn.engine.analysis.limits import KINDS, LimitSummary, dof_bounds, posi
 from .errors import OutputError, warn
 from .naming import csv_writer
 from .paths import partial_name, settle
+from .schema import document_text
 
 OUTPUT_FORMATS = {".jsonl": "json", ".ndjson": "json", ".json": "json", ".csv": "csv",
                   ".npz": "npz", ".parquet": "parquet", ".h5": "hdf5", ".hdf5": "hdf5"}
@@ -220,11 +221,13 @@ def numbers_text(rows: np.ndarray) -> bytes:
 
 class JsonSink(TextSink):
     """One JSON object per state and line: ``{"<key>": value, **extra}``, spaced as
-    ``json.dumps`` spaces it."""
+    ``json.dumps`` spaces it; an ``extra`` ``"schema"`` (one state's document) first."""
 
     def __init__(self, stream, key: str, extra: dict | None = None, path: str | None = None):
         super().__init__(stream, path)
-        self.head = "{" + json.dumps(key) + ": "
+        extra = dict(extra or {})
+        lead = {"schema": extra.pop("schema")} if "schema" in extra else {}
+        self.head = "{" + (json.dumps(lead)[1:-1] + ", " if lead else "") + json.dumps(key) + ": "
         self.tail = (", " + json.dumps(extra)[1:-1] if extra else "") + "}\n"
 
     def text(self, result) -> str:
@@ -479,6 +482,14 @@ class LimitsSink(Sink):
         self.summary = LimitSummary(bounds)
         self.torques: set[str] = set()  # where the chunks' tau came from
         self.warned = False  # that the log has no v
+        self.chosen = None  # the findings reported (a findings.Selection; None: every one)
+        self.found: list = []  # those reported, as the last document() found them
+        self.traces: list[dict] | None = None  # each chunk's values, after :meth:`trace`
+
+    def trace(self) -> None:
+        """Hold every chunk's compared values (a picture of the whole log: memory grows
+        with it) in :attr:`traces`, one dict of kind -> (states, nv) array per chunk."""
+        self.traces = []
 
     def write(self, result, states) -> None:
         scale = self.layout.v_scale
@@ -497,21 +508,30 @@ class LimitsSink(Sink):
             self.warned = True
             warn(f"{self.head['input']}: no v in the log: velocity limits are not checked")
         self.summary.add(values, states.count, states.where)
+        if self.traces is not None:
+            self.traces.append({kind: np.array(value) for kind, value in values.items()})
 
     def document(self) -> dict:
-        """The summary as JSON-ready data (keys in docs/interface.md)."""
+        """The summary as JSON-ready data (keys in docs/interface.md); ``ok``: no finding
+        reported (:attr:`chosen`)."""
         summary, layout = self.summary, self.layout
         units = {"position": [unit(layout, c, "") for c in range(layout.model.nv)],
                  "velocity": [unit(layout, c, "/s") for c in range(layout.model.nv)],
                  "effort": ["N m" if angular else "N" for angular in layout.angular]}
-        return {**self.head, "states": summary.states, "offending_states": summary.offending,
-                "checked": [kind for kind in KINDS if kind in summary.checked],
-                "tau": " and ".join(sorted(self.torques)) or None,
-                "joints": summary.entries(layout.v_labels, units), "ok": summary.ok}
+        from .findings import limits_findings, with_findings  # (not on the states' paths)
+
+        entries = summary.entries(layout.v_labels, units)
+        self.found = limits_findings(entries, layout)
+        found = self.found = self.found if self.chosen is None else self.chosen.kept(self.found)
+        return with_findings({
+            **self.head, "states": summary.states, "offending_states": summary.offending,
+            "checked": [kind for kind in KINDS if kind in summary.checked],
+            "tau": " and ".join(sorted(self.torques)) or None, "joints": entries,
+            "ok": not found}, found, "check-limits")
 
     def finish(self) -> None:
         if self.stream is not None:
-            self.stream.write(json.dumps(self.document()) + "\n")
+            self.stream.write(document_text(self.document(), "check-limits") + "\n")
             self.stream.flush()
 
     def close(self) -> None:

@@ -192,13 +192,13 @@ def test_the_commands_one_state_and_a_log(tmp_path):
     q, v = np.array(SEED_Q), np.array(SEED_V)
     Ag, hg, Ig = (x[0] for x in centroidal_momentum(model, q[None], v[None]))
     one = dyn_json("centroidal", ARM, "--q", numbers(q), "--v", numbers(v), "--format", "json")
-    assert set(one) == {"Ag", "hg", "Ig"}
+    assert set(one) == {"schema", "Ag", "hg", "Ig"}
     close(one["Ag"], Ag, "Ag", 1e-15)
     close(one["hg"], hg, "hg", 1e-15)
     close(one["Ig"], Ig, "Ig", 1e-15)
     kinetic, potential = energy(model, q, v)[0]
     one = dyn_json("energy", ARM, "--q", numbers(q), "--v", numbers(v), "--format", "json")
-    assert one == {"kinetic": kinetic, "potential": potential}
+    assert one == {"schema": "treedyn.energy/1", "kinetic": kinetic, "potential": potential}
     states = configurations(model, "log", 5)
     speeds = velocities(model, "log", 5)
     log = tmp_path / "states.npz"
@@ -216,7 +216,8 @@ def test_the_commands_one_state_and_a_log(tmp_path):
     refused = dyn("centroidal", massless, check=False)
     assert refused.returncode == 2
     assert refused.stderr.decode().count("\n") == 1 and "no moving mass" in refused.stderr.decode()
-    assert dyn_json("energy", massless, "--v", "1") == {"kinetic": 0.0, "potential": 0.0}
+    assert dyn_json("energy", massless, "--v", "1") == {"schema": "treedyn.energy/1",
+                                                        "kinetic": 0.0, "potential": 0.0}
     both = dyn("energy", ARM, "--input", log, "--v", "1,2", check=False)
     assert both.returncode == 2
     assert both.stderr.decode().strip() == ("dyn: --v cannot be combined with --input (put v "

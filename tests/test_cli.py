@@ -649,12 +649,13 @@ def test_columns_and_keys_dyn_does_not_read_are_warned_about_once():
     assert csv_result.stderr.decode() == (
         "dyn: warning: <stdin>:1: columns 'time', 'qd0', 'qd1' not read: dyn reads the "
         "columns q0.., v0.., a0.., tau0.. or q:<joint>, v:<joint>, ...\n")
-    lines = '{"q": [0.1, 0.2], "qd": [1, 2]}\n' * 3 + '{"q": [0, 0], "t": 3}\n'
+    lines = ('{"q": [0.1, 0.2], "qd": [1, 2]}\n' * 3 + '{"q": [0, 0], "time": 3}\n'
+             + '{"q": [0, 0], "t": 4}\n')  # t: the time dyn excite writes, not warned about
     json_result = dyn("inverse", ARM, "-i", "-", "-f", "json", stdin=lines)
     assert json_result.stderr.decode().splitlines() == [
         'dyn: warning: <stdin>: key "qd" not read: dyn reads "q", "v", "a", "tau" and "fext"',
-        'dyn: warning: <stdin>: key "t" not read: dyn reads "q", "v", "a", "tau" and "fext"']
-    assert len(json_lines(json_result)) == 4
+        'dyn: warning: <stdin>: key "time" not read: dyn reads "q", "v", "a", "tau" and "fext"']
+    assert len(json_lines(json_result)) == 5
 
 
 def test_likely_mistakes_in_a_command_line_q_are_warned_about():

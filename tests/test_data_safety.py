@@ -348,7 +348,8 @@ def test_a_model_without_dofs_gives_valid_output_in_every_format(tmp_path, monke
 
 def test_a_model_without_dofs_one_state_and_the_regressor(tmp_path):
     model = no_dof_model(tmp_path)
-    assert json.loads(dyn("mass", model, "-f", "json").stdout) == {"M": [], "dofs": []}
+    assert json.loads(dyn("mass", model, "-f", "json").stdout) == {"schema": "treedyn.mass/1",
+                                                                  "M": [], "dofs": []}
     source = tmp_path / "states.jsonl"
     source.write_text('{"q": []}\n' * 3)
     lines = dyn("regressor", model, "-i", source).stdout.decode().splitlines()

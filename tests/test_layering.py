@@ -1,6 +1,7 @@
 """The package's shape, read from its source files' ASTs (nothing is imported).
 
-Imports run one way: cli → pipeline, parsers, engine; pipeline → engine; parsers → the
+Imports run one way: cli → plots, pipeline, parsers, engine; plots → pipeline, engine;
+pipeline → engine; parsers → the
 engine's description and geometry only; the engine imports none of them and reads no
 environment, nor does the pipeline. Inside the CLI, layers import only downward: app →
 commands → run → model → render → the bottom modules (console, settings, options). No import cycle among modules, counting
@@ -13,7 +14,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGES = {"cli": "treedyn.cli", "pipeline": "treedyn.pipeline", "parsers": "treedyn.parsers",
-            "engine": "treedyn.engine"}
+            "engine": "treedyn.engine", "plots": "treedyn.plots"}
 
 # CLI layers from the top; a module may import its own layer's modules and any below
 CLI_LAYERS = ["app __main__", "commands", "run", "model", "render",
@@ -104,7 +105,8 @@ def test_the_engine_imports_no_other_package_and_reads_no_environment():
     for name, targets in GRAPH.items():
         if name.startswith("treedyn.engine"):
             assert not {t for t in targets
-                        if t.startswith(("treedyn.cli", "treedyn.parsers", "treedyn.pipeline"))}
+                        if t.startswith(("treedyn.cli", "treedyn.parsers", "treedyn.pipeline",
+                                         "treedyn.plots"))}
             source = MODULES[name].read_text(encoding="utf-8")
             assert not re.search(r"\bos\.environ\b|\bgetenv\b|\bputenv\b", source), name
 
@@ -115,7 +117,8 @@ def test_the_pipeline_imports_only_the_engine_and_reads_no_environment():
     states share with model files is the parsers' leaf module ``numbers``."""
     for name, targets in GRAPH.items():
         if name.startswith("treedyn.pipeline"):
-            outside = {t for t in targets if t.startswith(("treedyn.cli", "treedyn.parsers"))}
+            outside = {t for t in targets
+                       if t.startswith(("treedyn.cli", "treedyn.parsers", "treedyn.plots"))}
             assert outside <= {"treedyn.parsers.numbers"}, (name, outside)
             source = MODULES[name].read_text(encoding="utf-8")
             assert not re.search(r"\bos\.environ\b|\bgetenv\b|\bputenv\b", source), name
@@ -154,7 +157,16 @@ def test_parsers_import_only_the_description_and_geometry_of_the_engine():
                 targets = targets - {"treedyn.engine.model"}
             engine = {t for t in targets if t.startswith("treedyn.engine")}
             assert engine <= allowed, (name, engine - allowed)
-            assert not {t for t in targets if t.startswith("treedyn.cli")}, name
+            assert not {t for t in targets if t.startswith(("treedyn.cli", "treedyn.plots"))}, name
+
+
+def test_the_plots_import_only_the_pipeline_and_the_engine():
+    """The pictures (``--plot``) draw the documents the pipeline and the engine make; the
+    command line calls them, they never call it, and only it imports them."""
+    for name, targets in GRAPH.items():
+        if name.startswith("treedyn.plots"):
+            assert not {t for t in targets if t.startswith(("treedyn.cli", "treedyn.parsers"))
+                        }, name
 
 
 # an option of the command line in a string: "--free-flyer", "use --degrees"
@@ -208,7 +220,7 @@ def test_cli_below_the_app_loads_no_numpy_for_help():
     """``dyn --help`` and ``--version`` run the app with its bottom modules only."""
     light = {"treedyn.cli", "treedyn.cli.app", "treedyn.cli.console", "treedyn.cli.settings",
              "treedyn.cli.options", "treedyn.pipeline", "treedyn.pipeline.errors",
-             "treedyn.pipeline.naming", "treedyn.cli.errors"}
+             "treedyn.pipeline.naming", "treedyn.pipeline.schema", "treedyn.cli.errors"}
     for name in light:
         text = MODULES[name].read_text(encoding="utf-8")
         tree = ast.parse(text)

@@ -298,12 +298,12 @@ def test_forces_in_csv_columns_or_npz_arrays_are_not_silently_dropped(tmp_path, 
     csv_path.write_text("\nq0,q1,fext:link2:0,Fext_b,fextra,fext4\n" + "".join(
         f"{x!r},{y!r},1.5,2,3,4\n" for x, y in q.tolist()))
     npz_path = tmp_path / "forces.npz"
-    np.savez(npz_path, q=q, fext=np.ones((len(q), 3, 6)), t=np.arange(len(q)))
+    np.savez(npz_path, q=q, fext=np.ones((len(q), 3, 6)), time=np.arange(len(q)))
     expected = rnea(arm, q, None, None)
     for path, fragment, other in (
             (csv_path, "forces.csv:2: columns 'fext:link2:0', 'Fext_b', 'fext4' ignored",
              "forces.csv:2: column 'fextra' not read"),
-            (npz_path, "forces.npz: array 'fext' ignored", "forces.npz: array 't' not read")):
+            (npz_path, "forces.npz: array 'fext' ignored", "forces.npz: array 'time' not read")):
         result = dyn("inverse", ARM, "-i", path, "-f", "json")
         lines = result.stderr.decode().splitlines()
         assert len(lines) == 2 and fragment in lines[0] and "--fext" in lines[0], lines

@@ -176,7 +176,8 @@ def test_regressor_command_bad_terms(capsys):
         run(["regressor", "fixtures/two_link_arm.urdf", "--terms", "viscous,stiction"])
     assert ended.value.code == 2
     err = capsys.readouterr().err.strip().splitlines()
-    assert err == ["dyn: --terms: unknown term 'stiction' (known: armature, viscous, coulomb)"]
+    assert err == ["dyn: --terms: unknown term 'stiction' (known: armature, viscous, coulomb, "
+                   "coulomb+, coulomb-, offset, stribeck, smooth, gain)"]
 
 
 def test_write_regressor_from_python_streams_y_with_y_pi_the_rnea(tmp_path):

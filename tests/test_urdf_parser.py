@@ -495,6 +495,33 @@ def test_start_tags_on_one_line_are_found_in_bulk(text, one_line):
         assert root.find("link").sourceline == 1 + text[:text.index(b"<link")].count(b"\n")
 
 
+def one_line_reference(text: bytes) -> bool:
+    """start_tags_on_one_line written tag by tag: every "<" that opens a name (not the last
+    byte), up to its next ">", holds no line end and an even count of one kind of quote,
+    the other kind absent."""
+    for start in range(len(text) - 1):
+        if text[start] != ord("<") or text[start + 1] in b"/!?":
+            continue
+        end = text.find(b">", start)
+        if end < 0:
+            return False
+        tag = text[start:end]
+        double, single = tag.count(b'"'), tag.count(b"'")
+        if b"\n" in tag or double % 2 or single % 2 or (double and single):
+            return False
+    return True
+
+
+def test_start_tags_on_one_line_agrees_with_the_tag_by_tag_reading():
+    """The one-scan test against the readable one, on short random texts of the bytes
+    that matter (a quote, a line end, a "<" in a value, markup, no ">" at all)."""
+    rng = np.random.default_rng(7)
+    alphabet = np.frombuffer(b"<>/!?\"'\n a=", dtype=np.uint8)
+    for _ in range(20000):
+        text = rng.choice(alphabet, rng.integers(1, 15)).tobytes()
+        assert start_tags_on_one_line(text) is one_line_reference(text), text
+
+
 def test_an_axis_whose_length_overflows_is_refused():
     """|xyz| > ~1e154 squares to inf: the axis normalised to zero moved nothing, with nan
     dynamics and no error (Pinocchio's Eigen gives a joint that moves nothing too)."""

@@ -1,6 +1,5 @@
 """``dyn check-inertia``: physical consistency of every link's inertia (exit 1 on errors)."""
 
-import json
 import sys
 from typing import Annotated, Optional
 
@@ -9,12 +8,15 @@ import typer
 from treedyn.engine.analysis.check_inertia import check_inertia as run_checks
 from treedyn.engine.analysis.inertia import DENSE_DOFS, CheckOptions
 from treedyn.parsers.link_geometry import link_geometry
+from treedyn.pipeline.findings import inertia_findings, selected_inertia, selection
 
-from ..console import show_text, warn
+from ..console import print_document, show_text, warn
 from ..model import load, package_paths, xacro_arguments
-from ..options import (CheckFormat, FreeFlyerOpt, ModelArg, SeedOpt, XacroArgOpt, XacroArgs,
-                       epilog, examples, not_nan, samples_option)
+from ..options import (BaselineOpt, CheckFormat, FreeFlyerOpt, IgnoreOpt, ModelArg, SeedOpt,
+                       SelectOpt, XacroArgOpt, XacroArgs, epilog, examples, not_nan,
+                       samples_option)
 from ..render import reports
+from ..render.findings import print_sarif
 from treedyn.pipeline.chunks import refuse_past_memory, sample_bytes, sweep_bytes
 
 CHECK_EXAMPLES = examples(
@@ -22,6 +24,8 @@ CHECK_EXAMPLES = examples(
     "dyn check-inertia robot.urdf --tolerance 0.01 --fix",
     "dyn check-inertia robot.urdf --format github   # annotations for GitHub Actions",
     "dyn check-inertia robot.urdf.xacro --format github   # annotations in the .xacro files",
+    "dyn check-inertia robot.urdf --format sarif > dyn.sarif   # code scanning",
+    "dyn check-inertia robot.urdf --baseline known.json   # exit 1 on new findings only",
     "dyn check-inertia robot.urdf --format json | jq '.findings[] | select(.severity==\"error\")'",
 )
 
@@ -40,8 +44,8 @@ def check_inertia(
             "failing link, ready to paste. Never changes the file.")] = False,
         fmt: Annotated[Optional[CheckFormat], typer.Option(
             "--format", "-f", case_sensitive=False, show_default=False,
-            help="table (default), json, csv (one row per finding), or github "
-            "(::error file=...,line=...:: annotations)."
+            help="table (default), json, csv (one row per finding), github "
+            "(::error file=...,line=...:: annotations) or sarif (SARIF 2.1.0)."
         )] = None,
         show_all: Annotated[bool, typer.Option(
             "--all", help="List the passing and skipped checks too (table and CSV rows; JSON "
@@ -52,6 +56,7 @@ def check_inertia(
         min_block_ratio: Annotated[float, typer.Option(
             "--min-block-ratio", min=0.0, callback=not_nan, help="Warn when a joint's "
             "articulated inertia (ABA's D-block) is below this fraction of lambda_max(M).")] = 1e-8,
+        select: SelectOpt = None, ignore: IgnoreOpt = None, baseline: BaselineOpt = None,
 ) -> None:
     """Physical consistency of every link's inertia: one finding per defect.
 
@@ -68,6 +73,7 @@ def check_inertia(
     violation) is not repeated; placeholder links (1e-6 kg) are judged with their body.
     Links keep their own names, file and line. Exit 1 when any error is found.
     """
+    chosen = selection("check-inertia", select, ignore, baseline)
     loaded = load(model, free_flyer, diagnose=True, xacro=xacro_arguments(xacro_args, xacro_arg))
     geometry = link_geometry(loaded.description, loaded.source, package_paths())
     dense = loaded.nv <= DENSE_DOFS or loaded.coupling is not None  # as Checker decides
@@ -77,7 +83,7 @@ def check_inertia(
                            min_block_ratio=min_block_ratio,
                            rotation_name=("the inertial <origin rpy>" if loaded.format == "urdf"
                                           else "the <inertial> orientation"))
-    report = run_checks(loaded, geometry, options)
+    report = selected_inertia(run_checks(loaded, geometry, options), chosen)
     text = reports.missing_meshes(geometry)
     notes = [("meshes not found", text)] if text else []
     notes += [("mesh unreadable", line) for line in reports.unreadable_meshes(geometry)]
@@ -86,9 +92,11 @@ def check_inertia(
         if fmt is CheckFormat.github:
             print(reports.github_warning(loaded.source, f"dyn check-inertia: {title}", text))
     if fmt is CheckFormat.json:
-        print(json.dumps(reports.inertia_document(report, loaded, show_all)))
+        print_document(reports.inertia_document(report, loaded, show_all), "check-inertia")
     elif fmt is CheckFormat.csv:
         reports.inertia_csv(report, sys.stdout, loaded.format, fix, show_all)
+    elif fmt is CheckFormat.sarif:
+        print_sarif("check-inertia", inertia_findings(report))
     elif fmt is CheckFormat.github:
         text = reports.github_annotations(report, loaded.format)
         if text:

@@ -8,18 +8,22 @@ import typer
 
 from treedyn.pipeline.compute import EFFORT
 from treedyn.pipeline.errors import UsageError
+from treedyn.pipeline.findings import selection
 from treedyn.pipeline.layout import Layout
 from treedyn.pipeline.outputs import open_limits_sink
 from treedyn.pipeline.sinks import LimitsSink
 from treedyn.pipeline.source import Input
 from treedyn.pipeline.stream import run
 from treedyn.pipeline.vectors import parse_gravity
+from treedyn.plots import requested
 
 from ..console import console, saying_kept, show_text
 from ..model import load, xacro_arguments
-from ..options import (DatasetPrefixOpt, DegreesOpt, Format, FormatOpt, FreeFlyerOpt,
-                       GravityOpt, MimicOpt, ModelArg, QuietOpt, XacroArgOpt, XacroArgs,
-                       epilog, examples)
+from ..options import (BaselineOpt, DatasetPrefixOpt, DegreesOpt, FreeFlyerOpt, GravityOpt,
+                       IgnoreOpt, LimitsFormat, MimicOpt, ModelArg, PlotSizeOpt, QuietOpt,
+                       SelectOpt, XacroArgOpt, XacroArgs, epilog, examples, format_option,
+                       plot_option)
+from ..render.findings import print_sarif
 from ..render.limits import limits_table
 from ..run.progress import Progress, wanted
 from ..settings import STREAM_CHUNK
@@ -41,10 +45,16 @@ def check_limits(
             "--output", "-o", metavar="FILE", show_default=False,
             help="Write the JSON document to FILE (.json), which appears only complete.")]
         = None,
-        fmt: FormatOpt = None, gravity: GravityOpt = None, degrees: DegreesOpt = False,
+        fmt: format_option(LimitsFormat, "table on a terminal, else json; sarif: the states "
+                           "outside a limit as a SARIF 2.1.0 log.") = None,
+        gravity: GravityOpt = None, degrees: DegreesOpt = False,
         free_flyer: FreeFlyerOpt = False, quiet: QuietOpt = False,
         xacro_arg: XacroArgOpt = None, mimic: MimicOpt = False,
-        dataset_prefix: DatasetPrefixOpt = None) -> None:
+        dataset_prefix: DatasetPrefixOpt = None, select: SelectOpt = None,
+        ignore: IgnoreOpt = None, baseline: BaselineOpt = None,
+        plot: plot_option("each dof's peak ratio to its limits and q over the log (which "
+                          "it holds in memory)") = None,
+        plot_size: PlotSizeOpt = None) -> None:
     """Joint limits along a logged motion: position, velocity and effort.
 
     For every dof with a limit: the states where q leaves [lower, upper] (1-dof joints
@@ -56,8 +66,10 @@ def check_limits(
     outside a limit.
     """
     console.reset(quiet)
-    if fmt is Format.csv:
+    picture = requested(plot, plot_size)
+    if fmt is LimitsFormat.csv:
         raise UsageError("dyn: check-limits prints a table or json, not csv")
+    chosen = selection("check-limits", select, ignore, baseline)
     loaded = load(model, free_flyer, xacro=xacro_arguments(xacro_args, xacro_arg),
                   mimic=mimic)
     layout = Layout.of(loaded, degrees)
@@ -68,6 +80,9 @@ def check_limits(
         sink = open_limits_sink(output_file, layout, head, input_file)
     else:
         sink = LimitsSink(sys.stdout if kind == "json" else None, layout, head)
+    sink.chosen = chosen
+    if picture is not None:
+        sink.trace()
     progress = Progress(wanted(quiet, results_on_stdout=output_file is None))
     try:
         with saying_kept():
@@ -75,6 +90,12 @@ def check_limits(
                 progress=progress.advance)
     finally:
         progress.close()
-    if kind == "table" and (output_file is None or fmt is Format.table):
-        show_text(limits_table(sink.document()))
-    raise typer.Exit(0 if sink.summary.ok else 1)
+    document = sink.document()
+    if picture is not None:
+        from treedyn.plots.series import limits
+        picture.draw(limits, document, sink.traces)
+    if kind == "table" and (output_file is None or fmt is LimitsFormat.table):
+        show_text(limits_table(document))
+    elif kind == "sarif":
+        print_sarif("check-limits", sink.found)
+    raise typer.Exit(0 if document["ok"] else 1)

@@ -1,6 +1,5 @@
 """``dyn condition``: conditioning of M(q) over sampled configurations, and its causes."""
 
-import json
 import sys
 from typing import Annotated
 
@@ -9,14 +8,16 @@ import typer
 from treedyn.engine.analysis.conditioning import ConditionOptions, NotFinite, analyze
 
 from treedyn.pipeline import naming
-from ..console import show_text, warn
+from ..console import print_document, show_text, warn
 from treedyn.pipeline.errors import UsageError
 from treedyn.pipeline.layout import Layout
 from ..model import load, xacro_arguments
-from ..options import (FreeFlyerOpt, ModelArg, ReportFormat, ReportFormatOpt, SeedOpt, XacroArgOpt,
-                       XacroArgs, epilog, examples, not_nan, samples_option)
+from ..options import (FreeFlyerOpt, ModelArg, PlotSizeOpt, ReportFormat, ReportFormatOpt,
+                       SeedOpt, XacroArgOpt, XacroArgs, epilog, examples, not_nan,
+                       plot_option, samples_option)
 from ..render import reports
 from treedyn.pipeline.chunks import refuse_past_memory, sample_bytes
+from treedyn.plots import requested
 
 CONDITION_EXAMPLES = examples(
     "dyn condition robot.urdf --samples 200",
@@ -42,6 +43,8 @@ def condition(
         strict: Annotated[bool, typer.Option(
             "--strict", help="Exit 1 when there is any warning.")] = False,
         fmt: ReportFormatOpt = None,
+        plot: plot_option("cond(M) over the samples and the weakest direction") = None,
+        plot_size: PlotSizeOpt = None,
 ) -> None:
     """Conditioning of the mass matrix M(q) over sampled configurations.
 
@@ -50,6 +53,7 @@ def condition(
     eigenvalue), ABA's local D-blocks (a joint whose articulated inertia is a tiny
     fraction of lambda_max(M) proves cond(M) >= 1/ratio), and parent/child mass ratios.
     """
+    picture = requested(plot, plot_size)
     loaded = load(model, free_flyer, xacro=xacro_arguments(xacro_args, xacro_arg))
     refuse_past_memory(samples, sample_bytes(loaded), "--samples")
     options = ConditionOptions(samples=samples, seed=seed, max_cond=max_cond,
@@ -57,7 +61,7 @@ def condition(
     if loaded.nv == 0:
         note = f"model {loaded.name} has no degrees of freedom: M is empty (add --free-flyer?)"
         if fmt is ReportFormat.json:
-            print(json.dumps(reports.empty_condition_document(loaded, options, note)))
+            print_document(reports.empty_condition_document(loaded, options, note), "condition")
         elif fmt is ReportFormat.csv:
             reports.condition_csv(None, [], sys.stdout)
         else:
@@ -71,8 +75,12 @@ def condition(
                          f"({which}): it overflows (a length, mass or inertia too large?)"
                          ) from None
     layout = Layout.of(loaded)
+    document = reports.condition_document(report, loaded, layout.v_labels, options)
+    if picture is not None:
+        from treedyn.plots.series import condition as figure
+        picture.draw(figure, document, report.cond)
     if fmt is ReportFormat.json:
-        print(json.dumps(reports.condition_document(report, loaded, layout.v_labels, options)))
+        print_document(document, "condition")
     elif fmt is ReportFormat.csv:  # one row per sample: the warnings go to stderr
         reports.condition_csv(report, naming.q_labels(loaded), sys.stdout)
         for message in report.warnings:

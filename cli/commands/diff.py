@@ -1,6 +1,5 @@
 """``dyn diff OLD NEW``: what changed for the dynamics between two models (by names)."""
 
-import json
 from typing import Annotated, Optional
 
 import typer
@@ -8,12 +7,13 @@ import typer
 from treedyn.engine.analysis.diff import DiffOptions
 from treedyn.engine.analysis.diff import diff as run_diff
 
-from ..console import show_text
+from ..console import print_document, show_text
 from ..model import load
-from ..options import (DiffFormat, FreeFlyerOpt, SeedOpt, epilog, examples, model_argument,
-                       not_nan, samples_option)
+from ..options import (DiffFormat, FreeFlyerOpt, PlotSizeOpt, SeedOpt, epilog, examples,
+                       model_argument, not_nan, plot_option, samples_option)
 from ..render import diff as render
 from treedyn.pipeline.chunks import refuse_past_memory, sample_bytes
+from treedyn.plots import requested
 
 DIFF_EXAMPLES = examples(
     "dyn diff fixtures/two_link_arm.urdf fixtures/two_link_arm_heavier.urdf",
@@ -41,6 +41,8 @@ def diff(
         fmt: Annotated[Optional[DiffFormat], typer.Option(
             "--format", "-f", case_sensitive=False, show_default=False,
             help="table (default), json, or github (::warning/::error annotations).")] = None,
+        plot: plot_option("the relative change of each entry of M") = None,
+        plot_size: PlotSizeOpt = None,
 ) -> None:
     """What changed for the dynamics from OLD to NEW, matched by joint and body names.
 
@@ -54,12 +56,17 @@ def diff(
     unmatched on both sides is matched to the other's. Exit 0, or 1 with --fail-above when
     M or a mass changes by more than REL.
     """
+    picture = requested(plot, plot_size)
     models = load(old, free_flyer, urdf_only=True), load(new, free_flyer, urdf_only=True)
     # both models' M, their compared blocks and the changes: about 4 diagnostics' samples
     refuse_past_memory(samples, 4 * sum(sample_bytes(m) for m in models), "--samples")
     report = run_diff(*models, DiffOptions(tolerance=tolerance, samples=samples, seed=seed))
+    if picture is not None:
+        from treedyn.plots.matrices import mass_change
+        picture.draw(mass_change, render.diff_document(report, *models, fail_above),
+                     report.matrix, models[0])
     if fmt is DiffFormat.json:
-        print(json.dumps(render.diff_document(report, *models, fail_above)))
+        print_document(render.diff_document(report, *models, fail_above), "diff")
     elif fmt is DiffFormat.github:
         text = render.diff_github(report, *models, fail_above)
         if text:

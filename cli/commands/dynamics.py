@@ -9,12 +9,16 @@ from typing import Annotated, Optional
 
 import typer
 
+from treedyn.pipeline import batch
+from treedyn.pipeline.errors import UsageError
 from treedyn.pipeline.vectors import parse_gravity
+from treedyn.plots import requested
+from treedyn.plots.matrices import sparsity as sparsity_figure
 
 from ..options import (AOpt, DatasetPrefixOpt, DegreesOpt, FextOpt, FormatOpt, FreeFlyerOpt,
-                       GravityOpt, InputOpt, MimicOpt, ModelArg, OutputOpt, QOpt, QuietOpt,
-                       SchedulerOpt, TauOpt, VOpt, XacroArgOpt, XacroArgs, command_of, epilog,
-                       examples)
+                       GravityOpt, InputOpt, MimicOpt, ModelArg, OutputOpt, PlotSizeOpt, QOpt,
+                       QuietOpt, SchedulerOpt, TauOpt, VOpt, XacroArgOpt, XacroArgs, command_of,
+                       epilog, examples, plot_option)
 from ..run.request import solve
 
 SEED_EXAMPLE = ("dyn inverse fixtures/two_link_arm.urdf --q 0.5236,1.0472 --v 1,-0.5 --a 0.4,-0.2"
@@ -44,11 +48,18 @@ def options(vectors: tuple, extra: dict, **replaced) -> dict:
 
 def command(name: str, vectors: tuple, doc: str, lines: tuple, extra: dict, **replaced):
     """The command ``name``: its options, its --help text and examples, and its run."""
-    def run(fext=None, sparsity: bool = False, **given) -> None:
+    def run(fext=None, sparsity: bool = False, plot=None, plot_size=None, **given) -> None:
+        picture = requested(plot, plot_size)
         if name == "mass":
             parse_gravity(given["gravity"])  # checked, and unused: M has no gravity
             given["gravity"] = None
-        solve(name, vectors, {**given, "fext": fext, "sparsity": sparsity})
+        if picture is not None and not sparsity:
+            raise UsageError("dyn: --plot draws M's pattern: give --sparsity too")
+        layout = solve(name, vectors, {**given, "fext": fext, "sparsity": sparsity})
+        if picture is not None:
+            dense = layout.model.nv ** 2 <= batch.MASS_CAP  # (past it: no pattern to draw)
+            picture.draw(sparsity_figure, batch.structure(layout, "json", dense),
+                         layout.v_labels)
 
     return epilog(examples(*lines))(command_of(run, options(vectors, extra, **replaced), doc))
 
@@ -73,8 +84,11 @@ mass = command("mass", ("q",), (
     "The joint-space mass matrix M(q) (CRBA), full and symmetric.\n\n"
     'JSON: {"M": [[nv numbers] x nv]} per state (a single state also lists "dofs").'),
     ("dyn mass fixtures/two_link_arm.urdf --q 0.5236,1.0472",
-     "dyn mass robot.urdf --free-flyer --sparsity --format json"),
-    {"sparsity": (SparsityOpt, False)},
+     "dyn mass robot.urdf --free-flyer --sparsity --format json",
+     "dyn mass robot.urdf --free-flyer --sparsity --plot sparsity.png"),
+    {"sparsity": (SparsityOpt, False),
+     "plot": (plot_option("M's pattern and its factor's (with --sparsity)"), None),
+     "plot_size": (PlotSizeOpt, None)},
     gravity=(Annotated[Optional[str], typer.Option(
         "--gravity", metavar="GX,GY,GZ", show_default=False,
         help="Accepted like the other commands; M does not depend on gravity.")], None),

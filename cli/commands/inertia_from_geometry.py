@@ -1,7 +1,6 @@
 """``dyn inertia-from-geometry``: each link's com and inertia from its shapes at uniform
 density, its mass kept, as MuJoCo's compiler computes them (parsers/geometry_inertia.py);
 shown, or written into a copy of the model's own text (``--write``)."""
-import json
 import sys
 from enum import Enum
 from typing import Annotated, Optional
@@ -13,7 +12,7 @@ from treedyn.parsers.geometry_inertia import geometry_inertias
 from treedyn.parsers.inertial_writer import Change
 from treedyn.pipeline.errors import UsageError
 
-from ..console import show_text, warn
+from ..console import print_document, show_text, warn
 from ..model import load, package_paths, xacro_arguments
 from ..options import (ModelArg, ReportFormat, ReportFormatOpt, XacroArgOpt, XacroArgs,
                        epilog, examples)
@@ -77,7 +76,7 @@ def inertia_from_geometry(
     if write is not None:
         document["written"] = _write(model, write, description, results)
     if fmt is ReportFormat.json:
-        print(json.dumps(document))
+        print_document(document, "inertia-from-geometry")
     elif fmt is ReportFormat.csv:
         geometry_csv(document, sys.stdout)
     else:

@@ -1,9 +1,8 @@
 """``dyn info``: the compact tree -- joints in tree order, bodies, total mass, gravity."""
 
-import json
 import sys
 
-from ..console import show_text
+from ..console import print_document, show_text
 from ..model import load, xacro_arguments
 from treedyn.pipeline.vectors import parse_gravity
 from ..options import (Format, FreeFlyerOpt, GravityOpt, InfoFormatOpt, MimicOpt, ModelArg,
@@ -33,7 +32,7 @@ def info(model: ModelArg, xacro_args: XacroArgs = None, free_flyer: FreeFlyerOpt
                   mimic=mimic)
     document = info_document(loaded, parse_gravity(gravity))
     if fmt is Format.json:
-        print(json.dumps(document))
+        print_document(document, "info")
     elif fmt is Format.csv:
         info_csv(document, sys.stdout)
     else:

@@ -1,52 +1,58 @@
 """``dyn regressor``: the joint torque regressor Y(q, v, a), tau = Y pi, per state."""
-import json
 from typing import Annotated, Optional
 
 import typer
 
 from treedyn.engine import joint_torque_regressor
-from treedyn.engine.regressor import layout_of, model_parameters
+from treedyn.engine.regressor import (JOINT_TERMS, VELOCITY_TERMS, JointTerms, layout_of,
+                                      model_parameters)
 from treedyn.pipeline.errors import UsageError
 from treedyn.pipeline.layout import Layout
 from treedyn.pipeline.regression import write_regressor
 from treedyn.pipeline.vectors import parse_gravity, single_state
 
-from ..console import saying_kept, show_text
+from ..console import print_document, saying_kept, show_text
 from ..model import load
 from ..settings import STREAM_CHUNK
 from ..options import (AOpt, DegreesOpt, FormatOpt, FreeFlyerOpt, GravityOpt, InputOpt, ModelArg,
-                       OutputOpt, QOpt, QuietOpt, VOpt, epilog, examples)
-from ..render.table import table
+                       OutputOpt, QOpt, QuietOpt, VOpt, epilog, examples, positive)
+from ..render.table import fitted, table
 from ..run.progress import Progress, wanted
 
 REGRESSOR_EXAMPLES = examples(
     "dyn regressor fixtures/two_link_arm.urdf --q 0.5,1.0 --v 1,-0.5 --a 0.4,-0.2",
-    "dyn regressor robot.urdf --input log.npz --output Y.npz --terms viscous,coulomb",
+    "dyn regressor robot.urdf --input log.npz --output Y.npz --terms viscous,coulomb+,coulomb-",
 )
 
 TermsOpt = Annotated[Optional[str], typer.Option(
     "--terms", metavar="TERMS", show_default=False,
-    help="Per-joint columns after the 10 per body: armature (tau += armature a), viscous "
-    "(tau += viscous v), coulomb (tau += coulomb sign(v)), comma-separated; for every dof "
-    "but a floating base's.")]
+    help="Per-joint columns after the 10 per body, comma-separated, for every dof but a "
+    "floating base's: armature (a), viscous (v), coulomb (sign v), coulomb+ (1 if v > 0), "
+    "coulomb- (-1 if v < 0), offset (1), stribeck (exp(-(v/vs)^2) sign v), smooth "
+    "(tanh(v/eps)); tau += coefficient x column.")]
+StribeckOpt = Annotated[float, typer.Option(
+    "--stribeck-velocity", metavar="VS", callback=positive,
+    help="vs of the stribeck term (rad/s or m/s).")]
+SmoothOpt = Annotated[float, typer.Option(
+    "--smooth-velocity", metavar="EPS", callback=positive,
+    help="eps of the smooth term (rad/s or m/s).")]
 
 
-def parse_terms(text: Optional[str]) -> tuple:
-    """The --terms list, checked."""
-    if not text:
-        return ()
-    terms = tuple(t.strip() for t in text.split(","))
-    known = ("armature", "viscous", "coulomb")
+def parse_terms(text: Optional[str], stribeck: float = 0.1, smooth: float = 0.01) -> JointTerms:
+    """The --terms list, checked, with the shape options."""
+    terms = tuple(t.strip() for t in text.split(",")) if text else ()
     for term in terms:
-        if term not in known:
-            raise UsageError(f"dyn: --terms: unknown term '{term}' (known: {', '.join(known)})")
-    return terms
+        if term not in JOINT_TERMS:
+            raise UsageError(f"dyn: --terms: unknown term '{term}' (known: "
+                             f"{', '.join(JOINT_TERMS)})")
+    return JointTerms(terms, stribeck, smooth)
 
 
 @epilog(REGRESSOR_EXAMPLES)
 def regressor(model: ModelArg, q: QOpt = None, v: VOpt = None, a: AOpt = None,
               input_file: InputOpt = None, output_file: OutputOpt = None,
-              terms: TermsOpt = None, fmt: FormatOpt = None,
+              terms: TermsOpt = None, stribeck_velocity: StribeckOpt = 0.1,
+              smooth_velocity: SmoothOpt = 0.01, fmt: FormatOpt = None,
               gravity: GravityOpt = None, degrees: DegreesOpt = False,
               free_flyer: FreeFlyerOpt = False, quiet: QuietOpt = False) -> None:
     """The regressor Y (nv x P) with tau = Y pi, linear in the inertial parameters.
@@ -60,7 +66,10 @@ def regressor(model: ModelArg, q: QOpt = None, v: VOpt = None, a: AOpt = None,
         raise UsageError("dyn: regressor writes many states as .npz (--output) or JSON Lines")
     loaded = load(model, free_flyer)
     layout = Layout.of(loaded, degrees)
-    chosen = parse_terms(terms)
+    chosen = parse_terms(terms, stribeck_velocity, smooth_velocity)
+    if "gain" in chosen.names:
+        raise UsageError("dyn: --terms gain: its column is a logged current, not a function "
+                         "of q, v, a (dyn identify --current fits it)")
     g = parse_gravity(gravity)
     if input_file is not None:
         if any(x is not None for x in (q, v, a)):
@@ -76,15 +85,19 @@ def regressor(model: ModelArg, q: QOpt = None, v: VOpt = None, a: AOpt = None,
         return
     if output_file is not None:
         raise UsageError("dyn: --output needs --input (one state is printed)")
+    needing = [t for t in chosen.names if t in VELOCITY_TERMS]
+    if needing and v is None:
+        raise UsageError(f"dyn: --terms {needing[0]} needs the joint velocities: give --v")
     states = single_state(layout, {"q": q, "v": v, "a": a}, {})
     columns = layout_of(loaded, chosen)
     Y = joint_torque_regressor(loaded, states.q, states.v, states.a, g, chosen)[0]
     if fmt is not None and fmt.value == "csv":
         raise UsageError("dyn: regressor prints one state as a table or json, not csv")
     if fmt is not None and fmt.value == "json":
-        print(json.dumps({"Y": Y.tolist(), "dofs": list(layout.v_labels),
-                          "parameters": list(columns.names),
-                          "pi": model_parameters(loaded, columns).tolist()}))
+        print_document({"Y": Y.tolist(), "dofs": list(layout.v_labels),
+                        "parameters": list(columns.names),
+                        "pi": model_parameters(loaded, columns).tolist()}, "regressor")
     else:
         rows = [[name, *Y[:, p]] for p, name in enumerate(columns.names)]
-        show_text(table(rows, ["parameter", *layout.v_labels]))
+        show_text(fitted(table(rows, ["parameter", *layout.v_labels]),
+                          how="--format json gives every column"))

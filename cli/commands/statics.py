@@ -1,22 +1,22 @@
 """``dyn statics``: each actuated joint's largest gravity load over the joint ranges against
 its effort limit (:mod:`treedyn.engine.statics`, :mod:`treedyn.engine.analysis.statics`)."""
 
-import json
 import math
 from typing import Annotated, Optional
 
 import typer
 
-from ..console import show_text
+from ..console import print_document, show_text
 from ..model import load, xacro_arguments
-from ..options import (DiffFormat, FreeFlyerOpt, MimicOpt, ModelArg, SeedOpt, XacroArgOpt,
-                       XacroArgs, epilog, examples, format_option, not_nan,
-                       samples_option)
+from ..options import (BaselineOpt, FindingsFormat, FreeFlyerOpt, IgnoreOpt, MimicOpt,
+                       ModelArg, PlotSizeOpt, SeedOpt, SelectOpt, XacroArgOpt, XacroArgs,
+                       epilog, examples, format_option, not_nan, plot_option, samples_option)
 
 STATICS_EXAMPLES = examples(
     "dyn statics fixtures/two_link_arm.urdf",
     "dyn statics robot.urdf --payload 2.5@tool0:0,0,0.1 --format json",
     "dyn statics robot.urdf --fail-above 0.8 --format github",
+    "dyn statics robot.urdf --format sarif > statics.sarif",
 )
 
 
@@ -59,11 +59,14 @@ def statics(
             "--fail-above", metavar="RATIO", min=0.0, callback=not_nan, show_default=False,
             help="Exit 1 when a joint's max |g| / limit exceeds RATIO (always above 1).")
         ] = None,
-        fmt: format_option(DiffFormat, "table (default), json, or github (::error at each "
-                           "failing joint's <limit> line).") = None,
+        fmt: format_option(FindingsFormat, "table (default), json, github (::error at each "
+                           "failing joint's <limit> line) or sarif (SARIF 2.1.0).") = None,
         samples: samples_option("Latin hypercube configurations the search starts "
                                 "from.") = 2048,
         seed: SeedOpt = 0, xacro_arg: XacroArgOpt = None, mimic: MimicOpt = False,
+        select: SelectOpt = None, ignore: IgnoreOpt = None, baseline: BaselineOpt = None,
+        plot: plot_option("each joint's ratio to its limit") = None,
+        plot_size: PlotSizeOpt = None,
 ) -> None:
     """The largest gravity load of every actuated joint over the joint ranges, against
     its effort limit.
@@ -80,9 +83,16 @@ def statics(
     from treedyn.engine.statics import search_bytes
     from treedyn.pipeline.chunks import MEMORY
     from treedyn.pipeline.errors import UsageError
+    from treedyn.pipeline.findings import (selected_statics, selection, statics_findings,
+                                           with_findings)
+
+    from treedyn.plots import requested
 
     from ..render import statics as render
+    from ..render.findings import print_sarif
+    picture = requested(plot, plot_size)
     spec = payload_spec(payload)
+    chosen = selection("statics", select, ignore, baseline)
     loaded = load(model, free_flyer, xacro=xacro_arguments(xacro_args, xacro_arg),
                   mimic=mimic)
     need = search_bytes(loaded, samples)
@@ -91,18 +101,26 @@ def statics(
                          f"{need / 2 ** 30:.3g} GiB at once ({loaded.nv} dofs), more than the "
                          f"{MEMORY / 2 ** 30:g} GiB a run may hold: it is too large for it")
     try:
-        report = statics_report(loaded, spec, samples=samples, seed=seed)
+        report = selected_statics(statics_report(loaded, spec, samples=samples, seed=seed),
+                                  chosen)
     except KeyError as error:
         raise UsageError(f"dyn: {loaded.source}: --payload: no link, body, joint or site named "
                          f"{error.args[0]!r}") from None
     except ValueError as error:
         raise UsageError(f"dyn: {loaded.source}: --payload: {error}") from None
-    if fmt is DiffFormat.json:
-        print(json.dumps(statics_document(report, loaded)))
-    elif fmt is DiffFormat.github:
+    found = statics_findings(report, loaded, fail_above)
+    if picture is not None:
+        from treedyn.plots.series import statics as figure
+        picture.draw(figure, statics_document(report, loaded))
+    if fmt is FindingsFormat.json:
+        print_document(with_findings(statics_document(report, loaded), found, "statics"),
+                       "statics")
+    elif fmt is FindingsFormat.sarif:
+        print_sarif("statics", found)
+    elif fmt is FindingsFormat.github:
         text = render.statics_github(report, loaded, fail_above)
         if text:
             show_text(text)
     else:
         show_text(render.statics_table(report, loaded, fail_above))
-    raise typer.Exit(1 if report.over(fail_above) else 0)
+    raise typer.Exit(1 if found else 0)

@@ -1,6 +1,5 @@
 """``dyn verify``: the engine's self-check identities at random states (exit 1 on failure)."""
 
-import json
 import sys
 from typing import Annotated
 
@@ -9,7 +8,7 @@ import typer
 from treedyn.engine.analysis.verify import VerifyOptions
 from treedyn.engine.analysis.verify import verify as run_verify
 
-from ..console import show_text
+from ..console import print_document, show_text
 from ..model import load, xacro_arguments
 from ..options import (FreeFlyerOpt, MimicOpt, ModelArg, ReportFormat, ReportFormatOpt, SeedOpt,
                        XacroArgOpt, XacroArgs, epilog, examples, not_nan, samples_option)
@@ -50,7 +49,7 @@ def verify(
     options = VerifyOptions(samples=samples, seed=seed, rtol=rtol)
     report = run_verify(loaded, options)
     if fmt is ReportFormat.json:
-        print(json.dumps(reports.verify_document(report, loaded, options)))
+        print_document(reports.verify_document(report, loaded, options), "verify")
     elif fmt is ReportFormat.csv:
         reports.verify_csv(report, sys.stdout)
     else:

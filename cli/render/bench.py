@@ -1,9 +1,9 @@
 """``dyn bench``'s rows (:mod:`treedyn.pipeline.bench`) as tables, JSON or CSV."""
 from __future__ import annotations
 
-import json
 
 from treedyn.pipeline.bench import STAGES
+from treedyn.pipeline.schema import document_text
 
 from .table import table
 
@@ -17,7 +17,7 @@ def bench_text(model, rows: list, file_rows: list | None, fmt: str, split: str) 
                     "rows": [row.document() for row in rows]}
         if file_rows is not None:
             document["files"] = lines
-        return json.dumps(document)
+        return document_text(document, "bench")
     if fmt == "csv":
         return "\n".join(["command,states,threads,states_per_s,us_per_state,stage,format"]
                          + [f"{row.command},{row.states},{row.threads},{row.rate!r},"

@@ -6,7 +6,7 @@ from treedyn.pipeline import naming
 from treedyn.pipeline.reports import (  # noqa: F401 (info_csv, info_document: info's)
     JOINT_COLUMNS, info_csv, info_document)
 from ..console import printable
-from .table import table
+from .table import table, wrapped
 
 
 DRAWN_DEPTH = 32  # levels of the tree drawing indented; deeper lines show their depth
@@ -65,8 +65,8 @@ def info_table(document: dict, model=None) -> str:
     enforced = any(j["mimic"].get("enforced") for j in d["joints"] if "mimic" in j)
     ignored = ", ".join(f"{count} <{shown(tag)}>" for tag, count in sorted(d["ignored"].items()))
     lines = [
-        f"model {shown(d['name'])} ({d['format']}, {printable(d['source'])}): nq={d['nq']}, "
-        f"nv={d['nv']}, {len(d['joints'])} joints",
+        wrapped(f"model {shown(d['name'])} ({d['format']}, {printable(d['source'])}): "
+                f"nq={d['nq']}, nv={d['nv']}, {len(d['joints'])} joints"),
         *(["", "tree (joint (type) -> body [mass], its dofs, the dofs it supports):",
             *tree_lines(model)] if model is not None else []),
         "", "joints in tree order:", joints,

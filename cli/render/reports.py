@@ -7,8 +7,6 @@ are the library's, named here for the commands.
 from __future__ import annotations
 
 import math
-import shutil
-import textwrap
 from collections.abc import Sequence
 
 import numpy as np
@@ -23,7 +21,7 @@ from treedyn.pipeline.reports import (  # noqa: F401 (the commands' names)
     condition_csv, github_annotation, github_annotations, github_warning, inertia_csv,
     verify_csv, verify_document, verify_note)
 
-from .table import table
+from .table import fitted, table, text_table, wrapped
 
 SEVERITY_ORDER = {"error": 0, "warning": 1, "info": 2}
 
@@ -46,8 +44,7 @@ def inertia_table(report, model, show_all: bool) -> str:
              f"{_count(warnings, 'warning')}) from {_count(len(report.findings), 'check')}",
              ""]
     if rows:
-        lines += [table(rows, ["severity", "body", "check", "line", "message"],
-                        maxcolwidths=[None, None, None, None, 90]), ""]
+        lines += [text_table(rows, ["severity", "body", "check", "line", "message"]), ""]
     elif not show_all:
         lines += ["no errors or warnings", ""]
     lines += [counts, "", _fixes(report, model.format), _verdict(errors, warnings, show_all)]
@@ -149,22 +146,21 @@ def condition_table(report, model, names: Sequence[str], q_names: Sequence[str],
         f"cond(M) of {model.name} over {len(report.q)} configurations (neutral first, then "
         f"random within the limits, seed {options.seed}):",
         _cond_line(report, options),
-        textwrap.fill(f"worst configuration (sample {worst}): "  # wrapped to the terminal
-                      f"{configuration or '(no coordinates)'}", break_on_hyphens=False,
-                      width=max(60, shutil.get_terminal_size((100, 24)).columns),
-                      subsequent_indent="  "),
-        f"weakest direction there (lambda_min = {eigen[worst, 0]:.4g}, lambda_max = "
-        f"{eigen[worst, -1]:.4g}): {weakest_direction(report.weakest, names)}",
+        wrapped(f"worst configuration (sample {worst}): "  # wrapped to the terminal
+                f"{configuration or '(no coordinates)'}"),
+        wrapped(f"weakest direction there (lambda_min = {eigen[worst, 0]:.4g}, lambda_max = "
+                f"{eigen[worst, -1]:.4g}): {weakest_direction(report.weakest, names)}"),
         *([f"M is singular there: the motions of joints {', '.join(report.coinciding)} "
            "coincide (nothing with mass or inertia moves between them)"]
           if len(report.coinciding) > 1 else []),
         "",
         f"ABA's local D-blocks, worst over the samples (smallest {len(blocks)} of "
         f"{len(report.blocks)}; ratio = lambda_min(D) / lambda_max(M), cond(M) >= 1/ratio):",
-        table(block_rows, ["joint", "lambda_min(D)", "ratio", *(["cond(D)"] if several else [])]),
+        fitted(table(block_rows, ["joint", "lambda_min(D)", "ratio",
+                                  *(["cond(D)"] if several else [])])),
         "",
         "parent/child body mass ratios (largest first):",
-        table(ratio_rows, ["parent", "child", "parent kg", "child kg", "ratio"])
+        fitted(table(ratio_rows, ["parent", "child", "parent kg", "child kg", "ratio"]))
         if ratio_rows else "  (no parent/child pairs)",
         "",
         "warnings:" + ("" if report.warnings else " none"),
@@ -182,9 +178,10 @@ def verify_table(report, model, options) -> str:
     skipped = [r.name for r in report.results if r.status == "skip"]
     identities = [f"  {r.name}: {r.identity}" for r in report.results]
     return "\n".join([
-        f"verify {model.name}: {report.states} random states (seed {options.seed}), "
-        f"nq={model.nq}, nv={model.nv}; residual = max|lhs - rhs| / max(1, max|rhs|)",
-        table(rows, ["status", "identity", "residual", "tolerance", "note"]),
+        wrapped(f"verify {model.name}: {report.states} random states (seed {options.seed}), "
+                f"nq={model.nq}, nv={model.nv}"),
+        "residual = max|lhs - rhs| / max(1, max|rhs|)",
+        text_table(rows, ["status", "identity", "residual", "tolerance", "note"]),
         "", "identities:", *identities, "",
         f"{'FAILED' if failed else 'ok'}: {failed} of {len(rows)} identities failed"
         + (f"; {len(skipped)} not checked ({', '.join(skipped)})" if skipped else ""),

@@ -4,14 +4,14 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-import json
 import sys
 
 from treedyn.pipeline.layout import Layout
+from treedyn.pipeline.schema import document_text
 from treedyn.pipeline.sinks import Sink
 
 from .sparsity import sparsity_table
-from .table import matrix_table, table
+from .table import fitted, matrix_table, table
 
 
 def results_table(layout: Layout, key: str, single: bool, document: dict | None):
@@ -33,7 +33,7 @@ def structure_text(document: dict, layout: Layout, kind: str) -> str:
     """``mass --sparsity`` without M (past its cap): the document the result would carry
     (JSON: ``dofs`` and ``sparsity``), or its figures for people."""
     if kind == "json":
-        return json.dumps({"dofs": list(layout.v_labels), "sparsity": document})
+        return document_text({"dofs": list(layout.v_labels), "sparsity": document}, "mass")
     return sparsity_table(document, layout.v_labels)
 
 
@@ -57,7 +57,7 @@ class TableSink(Sink):
             self.stream.write(table(rows, ["dof", self.key, "unit"]) + "\n")
         else:
             rows = [[states.where(i), *row] for i, row in enumerate(result)]
-            self.stream.write(table(rows, ["state", *self.labels]) + "\n")
+            self.stream.write(fitted(table(rows, ["state", *self.labels])) + "\n")
 
     def finish(self) -> None:
         if self.footer:

@@ -3,7 +3,7 @@
 from collections.abc import Sequence
 
 from treedyn.pipeline.naming import shown
-from .table import table
+from .table import table, wrapped
 
 
 def sparsity_table(document: dict, labels: Sequence[str]) -> str:
@@ -20,14 +20,13 @@ def sparsity_table(document: dict, labels: Sequence[str]) -> str:
         ruler = " " * (digits + width + 3) + "".join(str(k % 10) for k in range(nv))
         rows = [f"{i:>{digits}} {label:<{width}}  " + "".join("#" if x else "." for x in row)
                 for i, (label, row) in enumerate(zip(labels, document["pattern"]))]
-        drawn = ["sparsity pattern of M (# where dofs i and j can couple: one supports the "
-                 "other):", ruler, *rows, ""]
+        drawn = [wrapped("sparsity pattern of M (# where dofs i and j can couple: one "
+                         "supports the other):"), ruler, *rows, ""]
     blocks = table([[b["joint"], b["size"], f"v[{b['first']}:{b['first'] + b['size']}]"]
                     for b in document["subtree_blocks"]],
                    ["joint", "nv_subtree", "block (its row and column of M)"])
     fill = document["fill_in"]
     lines = [
-        *drawn,
         f"nnz: {document['nnz']} of {nv * nv} (density {100 * document['density']:.1f} %); "
         f"tree-ordered L^T D L factor: {document['nnz_factor']} nonzeros incl. diagonal",
         f"fill-in: {fill['tree_order']} eliminating leaves first (tree order, as MuJoCo); "
@@ -44,4 +43,4 @@ def sparsity_table(document: dict, labels: Sequence[str]) -> str:
             f"L^T D L solve vs ABA: {solve}")
     else:
         lines.append(f"without M (too large): not shown {', '.join(document['omitted'])}")
-    return "\n".join([*lines, "", blocks])
+    return "\n".join([*drawn, *map(wrapped, lines), "", blocks])

@@ -2,22 +2,12 @@
 ``<limit>`` line (the JSON document is :func:`treedyn.engine.analysis.statics.statics_document`)."""
 from __future__ import annotations
 
-import math
-
 from treedyn.engine.analysis.statics import StaticsReport
-
+from treedyn.pipeline.findings import configuration as _where
+from treedyn.pipeline.findings import number as _number
+from treedyn.pipeline.findings import statics_findings
 from treedyn.pipeline.reports import github_annotation
-from .table import table
-
-
-def _number(value: float) -> str:
-    return ("inf" if value > 0 else "-inf") if math.isinf(value) else f"{value:.6g}"
-
-
-def _where(q: dict | None) -> str:
-    # below 1e-9 is the optimiser's rounding of a zero
-    return "" if not q else ", ".join(f"{name}={value if abs(value) > 1e-9 else 0.0:.4g}"
-                                      for name, value in q.items())
+from .table import text_table, wrapped
 
 
 def statics_table(report: StaticsReport, model, fail_above: float | None) -> str:
@@ -33,8 +23,8 @@ def statics_table(report: StaticsReport, model, fail_above: float | None) -> str
         heading += (f"; payload {payload['mass']:g} kg" if payload["mass"] else
                     "; payload capacity") + (
             f" at {payload['frame']} + ({', '.join(f'{x:g}' for x in payload['point'])})")
-    lines = [heading, table(rows, ["joint", "max |g|", "limit", "ratio", "bound",
-                                   "capacity kg", "at q"])]
+    lines = [wrapped(heading), text_table(rows, ["joint", "max |g|", "limit", "ratio", "bound",
+                                                 "capacity kg", "at q"])]
     weakest = report.weakest
     lines.append(f"weakest: {weakest.name} (ratio {_number(weakest.ratio)})")
     lines += [f"note: {note}" for note in report.notes]
@@ -46,11 +36,6 @@ def statics_table(report: StaticsReport, model, fail_above: float | None) -> str
 
 def statics_github(report: StaticsReport, model, fail_above: float | None) -> str:
     """An ``::error`` at the ``<limit>`` line of each joint over the threshold."""
-    return "\n".join(
-        github_annotation("error", model.limit_sources[row.joint].file,
-                          f"dyn statics: {row.name}",
-                          f"{row.name}: holding the robot still needs {_number(row.max_abs)} "
-                          f"at {_where(row.q) or 'every configuration'}, over its effort "
-                          f"limit {_number(row.limit)} (ratio {_number(row.ratio)})",
-                          model.limit_sources[row.joint].line)
-        for row in report.over(fail_above))
+    return "\n".join(github_annotation("error", f.file, f"dyn statics: {f.subject}", f.message,
+                                       f.line)
+                     for f in statics_findings(report, model, fail_above))

@@ -6,7 +6,6 @@ the row :func:`treedyn.pipeline.kinematics.kinematics` makes for the frames aske
 row of :data:`treedyn.pipeline.compute.COMPUTATIONS`)."""
 from __future__ import annotations
 
-import json
 import sys
 from math import prod
 from collections.abc import Callable
@@ -24,7 +23,7 @@ from treedyn.pipeline.source import Input
 from treedyn.pipeline.stream import run
 from treedyn.pipeline.vectors import single_state
 
-from ..console import console, saying_kept
+from ..console import console, print_document, saying_kept
 from ..model import load, xacro_arguments
 from ..options import (DatasetPrefixOpt, DegreesOpt, FormatOpt, FreeFlyerOpt, InputOpt,
                        MimicOpt, ModelArg, OutputOpt, QOpt, QuietOpt, VOpt, XacroArgOpt,
@@ -67,7 +66,7 @@ def solve_kinematics(given: dict, select: Select) -> None:
         states = single_state(layout, vectors, {})
         result = compute(computation, layout, states, None)
         if sink is None:
-            print(json.dumps(document(result[0])) if kind == "json" else text(result[0]))
+            print_document(document(result[0])) if kind == "json" else print(text(result[0]))
             return
         return sink.write_whole(result, states)
     for name, value in vectors.items():

@@ -14,6 +14,8 @@ import sys
 
 from treedyn.pipeline.progress import Tally
 
+from ..console import console
+
 DELAY = 1.0
 
 
@@ -55,7 +57,8 @@ class Progress(Tally):
                        TextColumn("{task.fields[rate]:,.0f} states/s"),
                        TextColumn("{task.fields[elapsed]:.1f} s"),
                        TextColumn("{task.fields[left]}"),
-                       console=Console(stderr=True), transient=False)
+                       console=Console(stderr=True, no_color=not console.coloured()),
+                       transient=False)
         self.task = self.bar.add_task("states", **{"total": None, **fields})
         self.bar.start()
 

@@ -22,9 +22,10 @@ from ..render.results import results_table, structure_text
 from ..settings import part_bytes, processes
 
 
-def solve(command: str, vectors: tuple, given: dict) -> None:
+def solve(command: str, vectors: tuple, given: dict) -> Layout:
     """Compute ``command`` for the state(s) that the options ``given`` (by name, as typed)
-    ask for: the ``vectors`` on the command line, else the states of --input; write them."""
+    ask for: the ``vectors`` on the command line, else the states of --input; write them.
+    Returns the model's layout."""
     console.reset(given["quiet"])
     model = load(given["model"], given["free_flyer"], mimic=given["mimic"],
                  xacro=xacro_arguments(given["xacro_args"], given["xacro_arg"]))
@@ -44,13 +45,18 @@ def solve(command: str, vectors: tuple, given: dict) -> None:
         if typed:
             raise UsageError(f"dyn: {' and '.join(typed)} cannot be combined with --input "
                              "(put the vectors in the input file)")
-        return solve_input(layout, command, given, kind, results, gravity, wrenches)
+        solve_input(layout, command, given, kind, results, gravity, wrenches)
+        return layout
     if given["scheduler"] is not None:
         raise UsageError("dyn: --scheduler needs --input FILES.npz and --output DIR/")
     states = single_state(layout, {name: given[name] for name in vectors}, wrenches)
     if batch.mass_over_cap(layout, command, sparsity and output is None):
-        return print(structure_text(batch.structure(layout, kind(), False), layout, kind()))
-    results(single=True).write_whole(compute(command, layout, states, gravity), states)
+        print(structure_text(batch.structure(layout, kind(), False), layout, kind()))
+    else:
+        with console.stage(f"{command}: computed"):
+            result = compute(command, layout, states, gravity)
+        results(single=True).write_whole(result, states)
+    return layout
 
 
 def solve_input(layout: Layout, command: str, given: dict, kind, results, gravity,
@@ -70,10 +76,11 @@ def solve_input(layout: Layout, command: str, given: dict, kind, results, gravit
             return solve_many(layout, command, given, gravity, wrenches)
         progress = Progress(wanted(given["quiet"], results_on_stdout=output is None))
         try:
-            batch.solve(layout, command, input, output, kind(), results, gravity, wrenches,
-                        chunk_states(command, layout), progress.advance,
-                        1 if given["sparsity"] else processes(), part_bytes(),
-                        given["dataset_prefix"])
+            with console.stage(f"{command}: the states of {input} computed and written"):
+                batch.solve(layout, command, input, output, kind(), results, gravity,
+                            wrenches, chunk_states(command, layout), progress.advance,
+                            1 if given["sparsity"] else processes(), part_bytes(),
+                            given["dataset_prefix"])
         finally:
             progress.close()
 

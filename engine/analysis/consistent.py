@@ -13,11 +13,12 @@ with w the prior weight, in equations: the second term is the change of each
 pseudo-inertia relative to the file's (frame independent; about 1 for a body whose mass
 doubles), weighed like w measurements one sigma off; it fixes the directions the log
 cannot see and barely moves those it determines (their weight grows with the log).
-c_k = rms(Y_k) / sigma makes a per-joint term's change comparable. The data term uses the accumulated R factor (|R [pi; -1]|^2 is the residual's
-squares), so it costs P residuals whatever the log's length. Bodies the file gives no
-positive mass stay as the file has them (a massless body has no log-Cholesky
-parameters). Per-joint terms (armature, viscous, Coulomb friction) are linear and kept
-non-negative.
+c_k = rms(Y_k) / sigma makes a per-joint term's change comparable (kept non-negative but
+for the ``signed`` columns, e.g. a torque offset). The data term uses the accumulated R
+factor (|R [pi; -1]|^2 is the residual's squares), so it costs P residuals whatever the
+log's length. Bodies the file gives no positive mass stay as the file has them (a massless
+body has no log-Cholesky parameters). Per-joint terms (armature, viscous, Coulomb
+friction) are linear and kept non-negative, the ``signed`` ones (offsets) free.
 
 Robust losses (scipy's names: soft_l1, huber, cauchy, arctan) are applied by iteratively
 reweighted least squares on the training rows, reweighting only the data term (the
@@ -77,6 +78,7 @@ class _Prior:
         upper = np.triu_indices(4)
         self.rows, self.cols = upper
         self.factor = np.where(self.rows == self.cols, 1.0, np.sqrt(2.0))
+        self.signed = np.zeros(0, dtype=int)  # per-joint columns that may be negative
 
     def residual(self, J: np.ndarray) -> np.ndarray:
         """(nf, 10) whitened differences (upper entries, Frobenius weights)."""
@@ -86,13 +88,14 @@ class _Prior:
 
 def consistent_fit(problem: Problem, pi_file: np.ndarray, nb: int, sigma: float,
                    prior_weight: float = 1.0, loss: str = "linear",
-                   loss_scale: float | None = None, rounds: int = 30) -> Fit:
+                   loss_scale: float | None = None, rounds: int = 30, signed=()) -> Fit:
     """The consistent fit (module doc): sigma (N m) the residual standard deviation per
     equation; ``loss_scale`` in N m (default 1.345 times the robust spread, 1.4826 MAD,
-    of each round's residuals)."""
+    of each round's residuals); ``signed``: per-joint columns that may be negative."""
     if loss not in LOSSES:
         raise ValueError(f"unknown loss {loss!r}; known: {', '.join(LOSSES)}")
     prior = _Prior(pi_file, nb)
+    prior.signed = np.asarray(signed, dtype=int)
     if loss == "linear" or not problem.rows:
         return _solve(problem.R, problem.size, pi_file, nb, prior, prior_weight, sigma,
                       problem.equations)
@@ -164,12 +167,13 @@ def _solve(R: np.ndarray, P: int, pi_file: np.ndarray, nb: int, prior: _Prior,
         Jl[:, 10 * nf:] = np.diag(root_w * c)
         return np.vstack([Jd, Jp, Jl])
 
+    lower = np.concatenate([np.full(10 * nf, -np.inf),
+                            np.where(np.isin(terms, prior.signed), -np.inf, 0.0)])
     if start is None:
-        x0 = np.concatenate([prior.theta0.ravel(), np.maximum(pi_file[terms], 0.0)])
+        x0 = np.concatenate([prior.theta0.ravel(), np.maximum(pi_file[terms], lower[10 * nf:])])
     else:
         x0 = np.concatenate([theta_of(pseudo_inertia(start.pi[body_cols].reshape(nf, 10)))
                              .ravel() if nf else np.zeros(0), start.pi[terms]])
-    lower = np.concatenate([np.full(10 * nf, -np.inf), np.zeros(len(terms))])
     if not len(x0):
         return Fit(pi_file.copy(), prior.fitted, 0.0, 0, True, "nothing to fit")
     result = scipy.optimize.least_squares(residual, x0, jac=jacobian, bounds=(lower, np.inf),

@@ -47,6 +47,8 @@ class MatrixDiff:
     pairs: tuple[PairChange, ...]  # entries changed beyond the tolerance, largest first
     q_old: np.ndarray  # (samples, nq_old) the configurations
     q_new: np.ndarray  # (samples, nq_new) the same, carried to the new model
+    change: np.ndarray  # (dofs, dofs) every entry's largest change over the samples
+    compared: tuple[int, ...]  # (dofs,) the compared dofs in the old model's v
 
 
 def zero_configuration(model: Model) -> np.ndarray:
@@ -139,4 +141,4 @@ def matrix_diff(old: Model, new: Model, pairs: dict[int, int], samples: int, see
                                      int(where[i, j]), float(A[where[i, j], i, j]),
                                      float(B[where[i, j], i, j])) for i, j in order)
     return MatrixDiff(len(q_old), seed, len(dofs_old), float(worst.max(initial=0.0)),
-                      pairs_changed, q_old, q_new)
+                      pairs_changed, q_old, q_new, worst, tuple(int(i) for i in dofs_old))

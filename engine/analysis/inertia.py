@@ -201,6 +201,17 @@ class Findings(Sequence):
             if not isinstance(part, Deferred):
                 yield from part
 
+    def only(self, keep: Callable, checks) -> "Findings":
+        """The findings ``keep(finding)`` keeps; the deferred ones (which never fail) those
+        whose check is in ``checks``, still made only when read."""
+        def kept(run, *arguments):
+            return [f for f in run(*arguments) if f.check in checks]
+
+        return Findings([Deferred(kept, (part.run, *part.arguments),
+                                  tuple(kind for kind in part.kinds if kind[0] in checks))
+                         if isinstance(part, Deferred) else [f for f in part if keep(f)]
+                         for part in self._parts])
+
     def kinds(self) -> Counter:
         """(check, status, severity) -> count, in the order of their first finding."""
         counts: Counter = Counter()

@@ -47,6 +47,7 @@ class StaticsReport:
     rows: tuple[StaticsRow, ...]
     payload: dict | None  # {"mass", "frame", "point"} of the payload point, None: none
     notes: tuple[str, ...]
+    excused: frozenset = frozenset()  # joints whose verdict is accepted (never "over")
 
     @property
     def weakest(self) -> StaticsRow | None:
@@ -56,7 +57,8 @@ class StaticsReport:
     def over(self, fail_above: float | None) -> list[StaticsRow]:
         """The joints whose ratio is above 1, or above ``fail_above`` when given."""
         threshold = 1.0 if fail_above is None else min(1.0, fail_above)
-        return [row for row in self.rows if row.ratio > threshold]
+        return [row for row in self.rows
+                if row.ratio > threshold and row.name not in self.excused]
 
 
 def payload_point(model: Model, spec: PayloadSpec) -> tuple[Payload | None, str | None]:

@@ -34,7 +34,7 @@ def regressor(model: Model, q, v=None, a=None, gravity=None, terms=()) -> np.nda
     parameters pi of :func:`treedyn.engine.regressor.model_parameters`).
 
     q (N, nq); v, a (N, nv) or None for zeros; gravity (3,) overrides the model's;
-    ``terms`` the per-joint columns ("armature", "viscous", "coulomb").
+    ``terms`` the per-joint columns (names of ``JOINT_TERMS`` or a ``JointTerms``).
     """
     layout = layout_of(model, terms)
     plan = plan_of(model)

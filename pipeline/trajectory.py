@@ -1,0 +1,134 @@
+"""A motion written as a log the commands read back (``dyn excite``'s output): the states
+q, v, a (and tau, when given) and their time t, in one file, complete or not at all (the
+sinks' temporary and rename, :mod:`.outputs`).
+
+* ``.npz``: arrays ``q`` (N, nq), ``v``, ``a``, ``tau`` (N, nv), ``t`` (N,), ``dofs`` (nv,);
+* ``.csv``: columns ``q:<label>`` .., ``v:<label>`` .., ``a:<label>`` .., ``tau:<label>``
+  .., ``t``;
+* ``.jsonl``: one object per state, ``{"q": [..], "v": [..], "a": [..], "tau": [..], "t":
+  x}``.
+
+A command that does not use the time ``t`` does not warn about it (:data:`.layout.TIME`).
+"""
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import numpy as np
+import orjson
+
+from treedyn.engine import Model, rnea
+from treedyn.engine.excitation import Excitation, Trajectory, excite
+from treedyn.engine.named import Frames, frame_set
+
+from .errors import UsageError
+from .layout import TIME, Layout
+from .naming import q_labels
+from .outputs import csv_header, open_target, output_format
+from .sinks import CsvSink, NpzSink, Sink, TextSink, npz_extra
+
+
+class StatesLines(TextSink):
+    """JSON Lines of whole states: rows of the ``kinds`` side by side, parted at
+    ``widths``, then t."""
+
+    def __init__(self, stream, kinds, widths, path: str | None = None):
+        super().__init__(stream, path)
+        self.kinds, self.cuts = kinds, np.cumsum(widths)
+
+    def text(self, result) -> str:
+        lines = []
+        for row in result:
+            *vectors, t = np.split(row, self.cuts)
+            state = dict(zip(self.kinds, vectors))
+            state[TIME] = float(t[0])
+            lines.append(orjson.dumps(state, option=orjson.OPT_SERIALIZE_NUMPY))
+        return (b"\n".join(lines) + b"\n").decode() if lines else ""
+
+
+def write_states(path: str, layout: Layout, t: np.ndarray, states: dict) -> Sink:
+    """The ``states`` ({"q": (N, nq), "v", "a" and optionally "tau": (N, nv)}) at times t
+    (N,) into the file ``path`` (.npz, .csv or .jsonl: module doc); returns the closed
+    sink."""
+    kind = output_format(path, None)
+    if kind not in ("npz", "csv", "json"):
+        raise UsageError(f"{path}: a motion is written as .npz, .csv or .jsonl, not {kind}")
+    model = layout.model
+    stream, temporary, existed = open_target(path, kind == "npz")
+    rows = np.hstack([*states.values(), t[:, None]])
+    if kind == "npz":
+        extra = npz_extra(layout.v_labels)
+        extra.update({k: x for k, x in states.items() if k != "q"}, t=t)
+        sink: Sink = NpzSink(stream, "q", (model.nq,), extra, path)
+        rows = states["q"]
+    elif kind == "csv":
+        header = [name for k in states for name in csv_header(
+            k, q_labels(model) if k == "q" else layout.v_labels)]
+        sink = CsvSink(stream, header + [TIME], path)
+    else:
+        sink = StatesLines(stream, tuple(states), [x.shape[1] for x in states.values()], path)
+    sink.temporary, sink.existed = temporary, existed
+    sink.write_whole(rows, None)
+    return sink
+
+
+class Plan(NamedTuple):
+    """``dyn excite``'s settings (its options' meanings)."""
+
+    period: float = 10.0
+    harmonics: int = 5
+    rate: float = 100.0
+    duration: float | None = None  # None: one period
+    acceleration_limit: float | None = None
+    floor: tuple = ()  # "FRAME=HEIGHT" texts
+    samples: int = 60
+    iterations: int = 100
+    seed: int = 0
+    torques: bool = False
+    noise: float = 0.0
+
+
+def floor_frames(model: Model, specs) -> tuple[Frames | None, np.ndarray]:
+    """(Frames, heights (k,)) of the ``FRAME=HEIGHT`` texts (None, () when none)."""
+    if not specs:
+        return None, np.zeros(0)
+    names, heights = [], []
+    for spec in specs:
+        name, _, height = spec.rpartition("=")
+        try:
+            heights.append(float(height))
+        except ValueError:
+            raise UsageError(f"dyn: --floor {spec!r}: expected FRAME=HEIGHT (metres, the "
+                             "world's z)") from None
+        names.append(name)
+    try:
+        return frame_set(model, names), np.array(heights)
+    except KeyError as error:
+        raise UsageError(f"dyn: {model.source}: --floor: no link, body, joint or site named "
+                         f"{error.args[0]!r}") from None
+
+
+def excitation_log(model: Model, path: str, plan: Plan) -> tuple[Trajectory, int]:
+    """An excitation (:mod:`treedyn.engine.excitation`) of ``model`` as ``plan`` says,
+    written at ``plan.rate`` into the log ``path`` (:func:`write_states`; with
+    ``plan.torques`` tau, the model's inverse dynamics plus normal noise of deviation
+    ``plan.noise`` seeded by ``plan.seed``). Returns the trajectory and the states
+    written."""
+    frames, heights = floor_frames(model, plan.floor)
+    times = np.arange(int(round((plan.duration or plan.period) * plan.rate))) / plan.rate
+    if len(times) < 2 or (plan.noise and not plan.torques):
+        raise UsageError("dyn: --noise needs --torques" if len(times) > 1 else
+                         "dyn: --duration x --rate gives fewer than 2 states")
+    limit = np.inf if plan.acceleration_limit is None else plan.acceleration_limit
+    try:
+        setting = Excitation(model, plan.harmonics, plan.period, plan.samples, limit, frames,
+                             heights)
+        trajectory = excite(setting, plan.seed, plan.iterations, times)
+    except ValueError as error:
+        raise UsageError(f"dyn: {model.source}: {error}") from None
+    states = dict(zip(("q", "v", "a"), trajectory.states(times)))
+    if plan.torques:
+        noise = np.random.default_rng(plan.seed).normal(size=states["v"].shape)
+        states["tau"] = rnea(model, *states.values()) + plan.noise * noise
+    write_states(path, Layout.of(model), times, states)
+    return trajectory, len(times)
