@@ -104,8 +104,10 @@ def identify(
         raise UsageError("dyn: identify prints a table or json, not csv")
     picture = requested(plot, plot_size)
     files, validate = expand_logs(inputs), held_out(validate)
-    if picture is not None and (len(files) != 1 or files[0] == "-"):
-        raise UsageError("dyn: --plot reads the log again: give one log, as a file")
+    if picture is not None and files[0] == "-":
+        raise UsageError("dyn: --plot reads the log again: give it as a file, not stdin")
+    if picture is not None and len(files) > 1:
+        raise UsageError("dyn: --plot reads the log again: give one log, not several")
     loaded = load(model, free_flyer)
     if write is not None:
         check_write_target(model, write, loaded.format,
