@@ -3,11 +3,13 @@ residuals against the fit's sigma."""
 from __future__ import annotations
 
 import math
+import warnings
 
 import numpy as np
 
 from treedyn.pipeline.layout import Layout
 from treedyn.pipeline.drives import Drives
+from treedyn.pipeline.errors import StatesWarning
 from treedyn.pipeline.regression import Rows, log_rows
 from treedyn.pipeline.source import Input
 
@@ -26,11 +28,13 @@ def torques(layout: Layout, path: str, result, gravity, prefix: str | None = Non
     pi = {"ols": result.ols.full(result.base), "consistent": result.fit.pi}
     found = {"measured": [], "ols": [], "consistent": []}
     rows = Rows(layout, columns, gravity, Drives(), (np.zeros(0, dtype=int), np.zeros(0)))
-    for Y, target in log_rows(rows, Input.open(path, prefix), chunk,
-                              result.settings.get("cutoff")):  # Y (m, nv, P)
-        found["measured"].append(target)
-        for key, parameters in pi.items():
-            found[key].append(Y @ parameters)
+    with warnings.catch_warnings():  # (the fit's read of the log said them already)
+        warnings.simplefilter("ignore", StatesWarning)
+        for Y, target in log_rows(rows, Input.open(path, prefix), chunk,
+                                  result.settings.get("cutoff")):  # Y (m, nv, P)
+            found["measured"].append(target)
+            for key, parameters in pi.items():
+                found[key].append(Y @ parameters)
     return {key: np.concatenate(parts) if parts else np.zeros((0, layout.model.nv))
             for key, parts in found.items()}
 
