@@ -13,6 +13,17 @@ the fits, states per second, and the peak RSS (ru_maxrss). The generation of the
 and of tau (a second regressor call) is timed apart and not counted. The model is UR5 from
 example-robot-data (``--model two_link``: the fixture, always available).
 OPENBLAS_NUM_THREADS is pinned to 1 unless set.
+
+    python benchmarks/bench_identify.py --against-pinocchio [--states 1000000]
+        [--reference-states 20000] [--repeats 3]
+
+The whole library call ``dyn identify`` makes (``identify_stream``: the .npz log read,
+regressor, factoring on a second thread, weighted fits) on a log of panda (example-robot-
+data, 9 dofs with the fingers) of ``--states`` states, against Pinocchio's
+computeJointTorqueRegressor in a Python loop over ``--reference-states`` of the same
+states, stacked, and numpy's lstsq on them (what a script without dyn does). Printed:
+medians over ``--repeats`` of seconds and states per second, and dyn's rate over
+Pinocchio's. Peak RSS of the dyn run: bounded by the chunks, not the log.
 """
 from __future__ import annotations
 
@@ -83,6 +94,69 @@ def one_size(path: str, count: int, chunk: int, terms: tuple, validate: float) -
             "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}
 
 
+def panda_path() -> str:
+    sys.path.insert(0, os.path.join(ROOT, "tests"))
+    from reference_models import robots_root
+
+    return os.path.join(robots_root(), "panda_description", "urdf", "panda.urdf")
+
+
+def against_pinocchio(count: int, reference: int, repeats: int) -> None:
+    """The comparison of the module doc, printed as a table."""
+    import tempfile
+
+    import numpy as np
+    import pinocchio as pin
+
+    from treedyn.engine import rnea
+    from treedyn.parsers import load_model
+    from treedyn.pipeline.regression import identify_stream
+
+    path = panda_path()
+    model = load_model(path)
+    rng = np.random.default_rng(0)
+    q = model.random_configuration(rng, count)
+    v, a = rng.normal(size=(2, count, model.nv))
+    tau = rnea(model, q, v, a) + 0.05 * rng.normal(size=(count, model.nv))
+    folder = tempfile.mkdtemp()
+    log = os.path.join(folder, "panda.npz")
+    np.savez(log, q=q, v=v, a=a, tau=tau)
+    ours, cpu = [], []
+    for _ in range(repeats):
+        start, start_cpu = time.perf_counter(), time.process_time()
+        identify_stream(model, log)
+        ours.append(time.perf_counter() - start)
+        cpu.append(time.process_time() - start_cpu)
+    os.remove(log)
+    pinmodel = pin.buildModelFromUrdf(path)
+    data = pinmodel.createData()
+    theirs, their_cpu = [], []
+    for _ in range(repeats):
+        start, start_cpu = time.perf_counter(), time.process_time()
+        Y = np.vstack([pin.computeJointTorqueRegressor(pinmodel, data, q[n], v[n], a[n])
+                       for n in range(reference)])
+        np.linalg.lstsq(Y, tau[:reference].ravel(), rcond=None)
+        theirs.append(time.perf_counter() - start)
+        their_cpu.append(time.process_time() - start_cpu)
+    dyn_rate = count / float(np.median(ours))
+    pin_rate = reference / float(np.median(theirs))
+    print(f"panda (nv {model.nv}), OPENBLAS_NUM_THREADS={os.environ['OPENBLAS_NUM_THREADS']}, "
+          f"medians of {repeats}; peak RSS {peak_mb():.0f} MB")
+    print("| run | states | s | CPU s | states/s | states per CPU s |")
+    print("|---|---:|---:|---:|---:|---:|")
+    for name, n, wall, seconds in (("dyn identify_stream (.npz)", count, ours, cpu),
+                                   ("Pinocchio regressor loop + lstsq", reference, theirs,
+                                    their_cpu)):
+        print(f"| {name} | {n:,} | {np.median(wall):.2f} | {np.median(seconds):.2f} "
+              f"| {n / np.median(wall):,.0f} | {n / np.median(seconds):,.0f} |")
+    print(f"dyn / Pinocchio states per second: {dyn_rate / pin_rate:.1f}x (per CPU second: "
+          f"{count / np.median(cpu) / (reference / np.median(their_cpu)):.1f}x)")
+
+
+def peak_mb() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--states", type=int, nargs="+", default=[100_000, 10_000_000])
@@ -91,7 +165,14 @@ def main() -> None:
     parser.add_argument("--chunk", type=int, default=4096)
     parser.add_argument("--validate", type=float, default=0.2)
     parser.add_argument("--one", type=int, help=argparse.SUPPRESS)
+    parser.add_argument("--against-pinocchio", action="store_true")
+    parser.add_argument("--reference-states", type=int, default=20_000)
+    parser.add_argument("--repeats", type=int, default=3)
     args = parser.parse_args()
+    if args.against_pinocchio:
+        against_pinocchio(args.states[0] if args.states != parser.get_default("states")
+                          else 1_000_000, args.reference_states, args.repeats)
+        return
     terms = tuple(t for t in args.terms.split(",") if t)
     path = model_path(args.model)
     if args.one is not None:

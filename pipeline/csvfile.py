@@ -53,6 +53,7 @@ from .text import is_data, no_states, no_text_states, text_lines
 from .vectors import FORCE_NAME, States, pop_q, warn_ignored_forces, warn_unused_kinds
 
 POSITIONAL = re.compile(r"(q|v|a|tau)(\d+)")
+TIME_COLUMN = re.compile(r"(t)()")  # the column "t" (s), read where ``kinds`` hold it
 
 
 @dataclass
@@ -77,7 +78,8 @@ def csv_plan(header: list[str], name: str, layout: Layout, kinds: Sequence[str],
     plan: dict[str, _Columns] = {}
     foreign, unused = [], []
     for column, title in enumerate(t.strip() for t in header):
-        match = POSITIONAL.fullmatch(title)
+        match = (TIME_COLUMN if TIME in kinds else POSITIONAL).fullmatch(title) or \
+            POSITIONAL.fullmatch(title)
         kind, _, joint = title.partition(":")
         if match:
             kind = match.group(1)
@@ -94,7 +96,7 @@ def csv_plan(header: list[str], name: str, layout: Layout, kinds: Sequence[str],
         entry = plan.setdefault(kind, _Columns(kind, positional=bool(match)))
         if entry.positional != bool(match):
             raise UsageError(f"{where}: mixes {kind}0.. and {kind}:<joint> columns")
-        target = int(match.group(2)) if match else layout.index(joint, kind, where)
+        target = int(match.group(2) or 0) if match else layout.index(joint, kind, where)
         if match and target >= layout.width(kind):
             raise UsageError(f"{where}: out of range, {layout.need(kind)}")
         if target in entry.targets:
@@ -110,7 +112,7 @@ def csv_plan(header: list[str], name: str, layout: Layout, kinds: Sequence[str],
                           ("the columns of", "the columns of"))
     if not plan:
         titles = listing([repr(t.strip()) for t in header], 4)
-        forms = ", ".join(f"{kind}0.. or {kind}:<joint>" for kind in kinds)
+        forms = ", ".join(f"{kind}0.. or {kind}:<joint>" for kind in kinds if kind in KINDS)
         raise UsageError(f"{at}: no column to compute from: the header has {titles}; "
                          f"this command reads {forms} (comma-separated)")
     for entry in plan.values():

@@ -21,7 +21,7 @@ import os
 import numpy as np
 
 from .errors import CorruptInput, UsageError
-from .layout import Layout
+from .layout import TIME, Layout
 from .npz import StatesArray, check_members
 from .sinks import BesideSink
 
@@ -88,11 +88,15 @@ class _Dataset(StatesArray):
     are the array's)."""
 
     def __init__(self, kind: str, dataset):
-        super().__init__(kind, tuple(dataset.shape), np.dtype(dataset.dtype))
+        shape = tuple(dataset.shape)
+        self.times = kind == TIME and len(shape) == 1  # the times t (N,): one a state
+        super().__init__(kind, (*shape, 1) if self.times else shape, np.dtype(dataset.dtype))
         self.dataset = dataset  # rows are new arrays: no stream to seek, nothing to verify
 
     def read(self, start: int, stop: int) -> np.ndarray:
         try:
+            if self.times:
+                return self.dataset[start:stop].reshape(-1, 1)
             if len(self.shape) == 1:
                 return self.dataset[()].reshape(1, self.width)
             return self.dataset[start:stop]

@@ -175,7 +175,9 @@ def _jsonl_row(line: str, where: str, layout: Layout, kinds, chunk: Chunk, seen:
     row = len(chunk.lines)
     for kind in kinds:
         if kind in state:
-            _json_vector(state[kind], kind, layout, chunk.vector(kind)[row], where)
+            value = state[kind]  # the time "t": a number
+            _json_vector([value] if kind == TIME and _is_number(value) else value, kind,
+                         layout, chunk.vector(kind)[row], where)
     if "fext" in state:
         _json_fext(state["fext"], layout.model, chunk, row, seen.links, where)
 
@@ -203,7 +205,7 @@ def _check_keys(state: dict, where: str, kinds, chunk: Chunk, seen: Seen) -> Non
         keys = ", ".join(json.dumps(key) for key in list(state)[:4])
         raise UsageError(f"{where}: no {_or(kinds)} here, nothing to compute from (the object "
                          f"has {keys}{', ...' if len(state) > 4 else ''})")
-    unread = state.keys() - JSON_KEYS - foreign
+    unread = state.keys() - JSON_KEYS - set(kinds) - foreign
     for key in sorted(unread):  # one warning per key: the same in every part of a split run
         foreign.add(key)
         warn(f'{chunk.name}: key {json.dumps(key)} not read: dyn reads "q", "v", "a", "tau" '

@@ -56,16 +56,17 @@ class Layout:
                       np.ones(model.nv), degrees)
 
     def width(self, kind: str) -> int:
-        """Length of a vector of ``kind``: nq for q, nv for v, a and tau."""
-        return self.model.nq if kind == "q" else self.model.nv
+        """Length of a vector of ``kind``: nq for q, nv for v, a and tau, 1 for the time
+        ``t`` (s; only ``identify`` reads it)."""
+        return {"q": self.model.nq, TIME: 1}.get(kind, self.model.nv)
 
     def scale(self, kind: str) -> np.ndarray:
-        """Factors from user units to SI: --degrees converts q, v and a, never tau."""
-        return {"q": self.q_scale, "tau": self.tau_scale}.get(kind, self.v_scale)
+        """Factors from user units to SI: --degrees converts q, v and a, never tau or t."""
+        return {"q": self.q_scale, "tau": self.tau_scale, TIME: ONE}.get(kind, self.v_scale)
 
     def default(self, kind: str) -> np.ndarray:
         """The value of an omitted vector: the neutral configuration, or zeros."""
-        return self.model.q_neutral if kind == "q" else np.zeros(self.model.nv)
+        return self.model.q_neutral if kind == "q" else np.zeros(self.width(kind))
 
     def need(self, kind: str, given: int = -1) -> str:
         """'model ur5 needs nq=6' for error messages; with the ``given`` count of q numbers
@@ -134,7 +135,9 @@ DEGREE = math.pi / 180.0
 
 
 KINDS = ("q", "v", "a", "tau")  # the vectors of a state
-TIME = "t"  # a state's time (s), as dyn excite writes it: commands not using it do not warn
+TIME = "t"  # a state's time (s), as dyn excite writes it: identify reads it (a log of
+# positions), the commands not using it do not warn
+ONE = np.ones(1)
 
 
 def layout_document(model) -> dict:

@@ -209,7 +209,10 @@ def _open_member(archive, kind: str) -> StatesArray:
     else:
         stream = archive.open(f"{kind}.npy")
         whole = npy.read_array(stream, allow_pickle=False)
-        return StatesArray(kind, whole.shape, whole.dtype, whole=whole)
+        return StatesArray(kind, (len(whole), 1) if kind == TIME and whole.ndim == 1
+                           else whole.shape, whole.dtype, whole=whole)
+    if kind == TIME and len(shape) == 1:  # the times (N,): one per state
+        shape = (*shape, 1)
     if fortran and len(shape) > 1:
         whole = npy.read_array(archive.open(f"{kind}.npy"), allow_pickle=False)
         return StatesArray(kind, shape, dtype, whole=whole)

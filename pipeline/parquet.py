@@ -22,7 +22,7 @@ import numpy as np
 
 from .errors import CorruptInput, UsageError
 from .csvfile import csv_plan
-from .layout import Layout
+from .layout import TIME, Layout
 from .npz import check_members
 from .sinks import BesideSink
 from .vectors import amount
@@ -160,8 +160,8 @@ def parquet_members(stream, name: str, layout: Layout, kinds, size: int,
         raise UsageError(f"{name}: not a readable .parquet file ({error})") from None
     schema = file.schema_arrow
     names, count = list(schema.names), file.metadata.num_rows
-    lists = [kind for kind in kinds if kind in names]
-    if lists:  # list columns q, v, ...
+    lists = [kind for kind in kinds if kind in names and kind != TIME]
+    if lists:  # list columns q, v, ... (the times t: with columns q0.., as CSV's)
         batches = _Batches(file, lists, size, layout)
         members = [_list_member(kind, schema.field(kind).type, count, layout, batches, name)
                    for kind in lists]

@@ -147,6 +147,7 @@ class States:
     v: np.ndarray | None = None  # (n, nv)
     a: np.ndarray | None = None
     tau: np.ndarray | None = None
+    t: np.ndarray | None = None  # (n, 1) the log's time (s), when the reader is asked for it
     wrenches: dict[str, np.ndarray] = field(default_factory=dict)  # link -> (n, 6) or (6,)
     where: Callable[[int], str] = lambda i: "dyn"  # location of state i, for errors and tables
 

@@ -3,11 +3,14 @@ residuals against the fit's sigma."""
 from __future__ import annotations
 
 import math
+import warnings
 
 import numpy as np
 
 from treedyn.pipeline.layout import Layout
-from treedyn.pipeline.regression import KINDS, chunk_regressor, measured
+from treedyn.pipeline.drives import Drives
+from treedyn.pipeline.errors import StatesWarning
+from treedyn.pipeline.regression import Rows, log_rows
 from treedyn.pipeline.source import Input
 
 from . import sized
@@ -20,15 +23,18 @@ def torques(layout: Layout, path: str, result, gravity, prefix: str | None = Non
     logged tau less what the parameters do not explain (armature, external forces), and
     the torques Y pi of the OLS and of the consistent parameters of ``result`` (an
     :class:`~treedyn.engine.analysis.identify_report.Identification`), every state (the
-    held-out ones too)."""
+    held-out ones too; a log of positions with v and a estimated as the fit did)."""
     columns = result.layout
     pi = {"ols": result.ols.full(result.base), "consistent": result.fit.pi}
     found = {"measured": [], "ols": [], "consistent": []}
-    for states in Input.open(path, prefix).chunks(layout, KINDS, {}, chunk):
-        Y = chunk_regressor(layout, columns, states, gravity)  # (m, nv, P)
-        found["measured"].append(measured(layout, columns, states))
-        for key, parameters in pi.items():
-            found[key].append(Y @ parameters)
+    rows = Rows(layout, columns, gravity, Drives(), (np.zeros(0, dtype=int), np.zeros(0)))
+    with warnings.catch_warnings():  # (the fit's read of the log said them already)
+        warnings.simplefilter("ignore", StatesWarning)
+        for Y, target in log_rows(rows, Input.open(path, prefix), chunk,
+                                  result.settings.get("cutoff")):  # Y (m, nv, P)
+            found["measured"].append(target)
+            for key, parameters in pi.items():
+                found[key].append(Y @ parameters)
     return {key: np.concatenate(parts) if parts else np.zeros((0, layout.model.nv))
             for key, parts in found.items()}
 

@@ -3,12 +3,10 @@ from typing import Annotated, Optional
 
 import typer
 
-from treedyn.engine.analysis.identify import UnfitLog
 from treedyn.engine.analysis.identify_report import report
 from treedyn.pipeline.errors import UsageError
 from treedyn.pipeline.layout import Layout
-from treedyn.pipeline.regression import identify_stream
-from treedyn.pipeline.source import STDIN
+from treedyn.pipeline.regression import expand_logs, held_out, identify_stream
 from treedyn.pipeline.vectors import parse_gravity
 from treedyn.plots import requested
 
@@ -29,12 +27,25 @@ IDENTIFY_EXAMPLES = examples(
     "dyn identify robot.urdf --input log.csv --terms viscous,coulomb --write robot_fit.urdf",
     "dyn identify robot.urdf --input log.jsonl --loss huber --format json",
 )
-LOSSES = ("linear", "soft_l1", "huber", "cauchy", "arctan")
-
-ValidateOpt = Annotated[float, typer.Option(
-    "--validate", min=0.0, max=0.9, callback=not_nan,
-    help="Hold out this fraction of the states (blocks of 100 spread over the log) "
-    "and report the torque RMS per dof on them.")]
+InputsOpt = Annotated[list[str], typer.Option(
+    "--input", "-i", metavar="FILE", show_default=False,
+    help="A log: JSON Lines, CSV or .npz states with q, v, a and the measured tau (as the "
+    "other commands read them); '-' reads stdin. Repeat it, or give a quoted glob "
+    "('logs/*.csv'): each file is its own trajectory.")]
+ValidateOpt = Annotated[str, typer.Option(
+    "--validate", metavar="F|FILE",
+    help="Hold out this fraction of the states (0 to 0.9: blocks of 100 spread over the "
+    "log), or a log FILE of its own, and report the torque RMS per dof on them (also over "
+    "the measured torques' RMS).")]
+CutoffOpt = Annotated[Optional[float], typer.Option(
+    "--cutoff", metavar="HZ", min=0.0, show_default=False,
+    callback=lambda x: x if x is None else not_nan(x),
+    help="A log of q, tau and the times t (no v, a): the low-pass cut-off (Hz) before v "
+    "and a are estimated. Default: 20 Hz, at most a fifth of the sample rate.")]
+WeightsOpt = Annotated[str, typer.Option(
+    "--weights", metavar="auto|none",
+    help="auto: each joint's rows weighted by 1/sigma_j, its residual standard deviation "
+    "in a first fit, and fitted again (IDIM-WLS); none: unweighted.")]
 PriorWeightOpt = Annotated[float, typer.Option(
     "--prior-weight", min=0.0, callback=not_nan,
     help="Weight of the file's inertias in the consistent fit, in equations: a "
@@ -68,16 +79,14 @@ WriteOpt = Annotated[Optional[str], typer.Option(
 @epilog(IDENTIFY_EXAMPLES)
 def identify(
         model: ModelArg,
-        input_file: Annotated[str, typer.Option(
-            "--input", "-i", metavar="FILE", show_default=False,
-            help="The log: JSON Lines, CSV or .npz states with q, v, a and the measured "
-            "tau (as the other commands read them); '-' reads stdin.")],
+        inputs: InputsOpt,
         terms: TermsOpt = None, stribeck_velocity: StribeckOpt = 0.1,
         smooth_velocity: SmoothOpt = 0.01,
-        validate: ValidateOpt = 0.0, prior_weight: PriorWeightOpt = 1.0,
+        validate: ValidateOpt = "0", prior_weight: PriorWeightOpt = 1.0,
         loss: LossOpt = "linear", loss_scale: LossScaleOpt = None,
         rank_tolerance: RankTolOpt = 1e-8, current: CurrentOpt = False,
-        known: KnownOpt = None, write: WriteOpt = None,
+        known: KnownOpt = None, cutoff: CutoffOpt = None, weights: WeightsOpt = "auto",
+        write: WriteOpt = None,
         fmt: ReportFormatOpt = None, gravity: GravityOpt = None, degrees: DegreesOpt = False,
         free_flyer: FreeFlyerOpt = False, quiet: QuietOpt = False,
         plot: plot_option("measured and predicted tau per dof and the residuals (reads "
@@ -91,26 +100,26 @@ def identify(
     per dof of the file's, the OLS and the consistent parameters. The log streams: memory
     stays bounded whatever its length.
     """
-    if loss not in LOSSES:
-        raise UsageError(f"dyn: --loss: unknown loss '{loss}' (known: {', '.join(LOSSES)})")
     if fmt is ReportFormat.csv:
         raise UsageError("dyn: identify prints a table or json, not csv")
     picture = requested(plot, plot_size)
-    if picture is not None and input_file == "-":
+    files, validate = expand_logs(inputs), held_out(validate)
+    if picture is not None and files[0] == "-":
         raise UsageError("dyn: --plot reads the log again: give it as a file, not stdin")
+    if picture is not None and len(files) > 1:
+        raise UsageError("dyn: --plot reads the log again: give one log, not several")
     loaded = load(model, free_flyer)
     if write is not None:
-        check_write_target(model, write, loaded.format, input_file)
+        check_write_target(model, write, loaded.format,
+                           files + ([validate] if isinstance(validate, str) else []))
     layout = Layout.of(loaded, degrees)
     progress = Progress(wanted(quiet, results_on_stdout=True))
     try:
-        result = identify_stream(layout, input_file,
+        result = identify_stream(layout, files,
                                  parse_terms(terms, stribeck_velocity, smooth_velocity),
                                  parse_gravity(gravity), validate, prior_weight, loss, loss_scale, rank_tolerance,
                                  STREAM_CHUNK, progress.advance, MEMORY,
-                                 Drives.of(current, known))
-    except UnfitLog as error:  # the log determines nothing: one line, not a fit
-        raise UsageError(f"{STDIN if input_file == '-' else input_file}: {error}") from None
+                                 Drives.of(current, known), cutoff, weights)
     finally:
         progress.close()
     document = report(result, layout.v_labels)
@@ -119,7 +128,7 @@ def identify(
     if picture is not None:
         from treedyn.plots import fit
         picture.draw(fit.identify, identify_document(document), fit.torques(
-            layout, input_file, result, parse_gravity(gravity)), layout)
+            layout, files[0], result, parse_gravity(gravity)), layout)
     if fmt is ReportFormat.json:
         print_document(identify_document(document), "identify")
     else:

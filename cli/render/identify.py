@@ -31,9 +31,13 @@ def identify_table(document: dict) -> str:
                      f"{listing(unseen['in_combination'], 12)}")
     lines.append(f"identifiable alone ({len(document['identifiable'])}): "
                  f"{listing(document['identifiable'], 12)}")
-    rows = [[row["name"], row["ols"], row["std"], row["consistent"], row["file"]]
-            for row in document["base"]]
-    lines += ["", table(rows, ["base parameter", "OLS", "std", "consistent", "file"])]
+    if document["joint_sigma"] is not None:
+        lines.append("rows weighted by 1/sigma per dof (N m or N): " + ", ".join(
+            f"{dof} {_number(s, 4)}" for dof, s in zip(document["residuals"]["dofs"],
+                                                      document["joint_sigma"])))
+    rows = [[row["name"], row["ols"], row["std"], _number(row["relative_std"], 3),
+             row["consistent"], row["file"]] for row in document["base"]]
+    lines += ["", table(rows, ["base parameter", "OLS", "std", "%std", "consistent", "file"])]
     rows = []
     for body in document["bodies"]:
         for key in ("file", "identified"):
@@ -50,6 +54,10 @@ def identify_table(document: dict) -> str:
         rows = [[t["name"], t["file"], t["identified"]] for t in document["joint_terms"]]
         lines += ["", table(rows, ["joint term", "file", "identified"])]
     lines += ["", residual_table(document["residuals"])]
+    if len(document["files"]) > 1:
+        rows = [[f["file"], f["states"], *f["rms"]] for f in document["files"]]
+        lines += ["", "OLS torque RMS per dof, per log\n"
+                  + table(rows, ["log", "states", *document["residuals"]["dofs"]])]
     fit = document["fit"]
     if not fit["converged"]:
         lines += ["", f"the consistent fit did not converge: {fit['message']}"]
@@ -64,5 +72,9 @@ def residual_table(residuals: dict) -> str:
             for key in ("file", "ols", "consistent"):
                 headers.append(f"{split} {key}")
                 columns.append(residuals[split][key])
+    for key in ("ols", "consistent"):
+        if "validate_normalised" in residuals:
+            headers.append(f"validate {key} / tau")
+            columns.append(residuals["validate_normalised"][key])
     rows = [[dof, *[column[k] for column in columns]] for k, dof in enumerate(residuals["dofs"])]
     return "torque RMS per dof\n" + table(rows, headers)

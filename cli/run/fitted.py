@@ -14,7 +14,7 @@ from ..console import console, warn
 from ..model import load
 
 
-def check_write_target(model: str, target: str, kind: str, input_file: str) -> None:
+def check_write_target(model: str, target: str, kind: str, logs) -> None:
     """--write names a new file of the model's format, not the model or the log; the model
     is a file (its text is copied), not stdin."""
     if model == "-":
@@ -28,7 +28,9 @@ def check_write_target(model: str, target: str, kind: str, input_file: str) -> N
     if suffix not in wanted:
         raise UsageError(f"dyn: --write {target}: a {kind.upper()} model is written as "
                          f"{' or '.join(wanted)}")
-    refuse_inputs("--write", target, ((model, "the model file"), (input_file, "the log")))
+    logs = [logs] if isinstance(logs, str) else logs
+    refuse_inputs("--write", target, [(model, "the model file")]
+                  + [(log, "a log") for log in logs])
 
 
 def refuse_inputs(option: str, target: str, inputs) -> None:

@@ -3,8 +3,10 @@
 Streaming: :class:`Accumulator` takes the regressor and the measured torques chunk by
 chunk and keeps only
 
-* the R factor of the stacked training rows ``[Y | tau]`` (a QR of blocks: each chunk's
-  rows are stacked under the current R and factored again), (P + 1, P + 1);
+* per joint, the R factor of its stacked training rows ``[Y_j | tau_j]`` (a QR of blocks:
+  each chunk's rows are stacked under the current R and factored again), (nv, P + 1,
+  P + 1), so the rows of each joint can be weighted after the fact (:meth:`Problem.weighted`,
+  IDIM-WLS); the R of all rows is the QR of the joints' stacked;
 * per joint, the Gram matrix of the held-out rows ``[Y_j | tau_j]^T [Y_j | tau_j]``
   (nv, P + 1, P + 1), and the same for the training rows, so the torque RMS of any
   parameter vector follows per joint without the rows;
@@ -67,10 +69,33 @@ class Problem:
     validate_states: int
     rows: dict = field(default_factory=dict)  # "Y" (n, P), "tau" (n,): training rows kept
     varied: bool = True  # some training state's rows differ from the first one's
+    files: list = field(default_factory=list)  # per log file: (states, gram (nv, P+1, P+1))
+    joint_R: np.ndarray | None = None  # (nv, P + 1, P + 1) each joint's training rows' R
+
+    def weighted(self, sigma: np.ndarray) -> "Problem":
+        """The training rows of joint j divided by ``sigma[j]`` (nv,): the R factor and the
+        kept rows weighted (the Gram matrices, for residuals in N m, are not)."""
+        w = 1.0 / np.asarray(sigma, dtype=float)
+        R = _stacked_r(self.joint_R * w[:, None, None], self.size)
+        rows = dict(self.rows)
+        if rows:
+            joint = w[np.arange(len(rows["tau"])) % self.nv]
+            rows = {"Y": rows["Y"] * joint[:, None], "tau": rows["tau"] * joint}
+        return Problem(self.size, self.nv, R, self.gram_train, self.gram_validate,
+                       self.states, self.validate_states, rows, self.varied, self.files,
+                       self.joint_R)
 
     @property
     def equations(self) -> int:
         return self.states * self.nv
+
+
+def _stacked_r(joint_R: np.ndarray, size: int) -> np.ndarray:
+    """The (P + 1, P + 1) R factor of the joints' factors (nv, m, P + 1) stacked."""
+    R = np.zeros((size + 1, size + 1))
+    factor = scipy.linalg.qr(joint_R.reshape(-1, size + 1), mode="r", check_finite=False)[0]
+    R[:min(len(factor), size + 1)] = factor[:size + 1]
+    return R
 
 
 class Accumulator:
@@ -78,7 +103,7 @@ class Accumulator:
 
     def __init__(self, size: int, nv: int, validate: float = 0.0, keep_rows: bool = False):
         self.size, self.nv, self.validate = size, nv, validate
-        self.R = np.zeros((0, size + 1))
+        self.R = np.zeros((nv, 0, size + 1))  # each joint's R factor so far
         self.gram = np.zeros((2, nv, size + 1, size + 1))
         self.counts = [0, 0]
         self.seen = 0
@@ -86,6 +111,12 @@ class Accumulator:
         self.kept: list[np.ndarray] = []
         self.first: np.ndarray | None = None  # (nv, P + 1): the first training state's rows
         self.varied = False
+        self.files: list[list] = []  # per file: [states, gram of all its rows (nv, P+1, P+1)]
+
+    def next_file(self) -> None:
+        """The states added from here on are another file's (each file's own Gram matrices,
+        training and held-out rows alike, give its residuals)."""
+        self.files.append([0, np.zeros((self.nv, self.size + 1, self.size + 1))])
 
     def add(self, Y: np.ndarray, tau: np.ndarray) -> None:
         """Y (m, nv, P) and tau (m, nv) of the next m states of the log."""
@@ -98,14 +129,18 @@ class Accumulator:
             rows = np.concatenate([Y[mask], tau[mask][..., None]], axis=2)  # (k, nv, P+1)
             self.counts[which] += int(mask.sum())
             per_joint = np.ascontiguousarray(rows.transpose(1, 0, 2))  # (nv, k, P+1)
-            self.gram[which] += np.swapaxes(per_joint, 1, 2) @ per_joint
+            gram = np.swapaxes(per_joint, 1, 2) @ per_joint
+            self.gram[which] += gram
+            if self.files:
+                self.files[-1][0] += int(mask.sum())
+                self.files[-1][1] += gram
             if which == 0:
                 self._compare(rows)
                 flat = rows.reshape(-1, self.size + 1)
                 if self.keep_rows:
                     self.kept.append(flat.copy())
-                self.R = scipy.linalg.qr(np.vstack([self.R, flat]), mode="r",
-                                         check_finite=False)[0][:self.size + 1]
+                stacked = np.concatenate([self.R, per_joint], axis=1)  # (nv, m + k, P + 1)
+                self.R = np.linalg.qr(stacked, mode="r")[:, :self.size + 1]
 
     def _compare(self, rows: np.ndarray) -> None:
         """Notes whether the training states (k, nv, P + 1) differ from the first one."""
@@ -115,14 +150,16 @@ class Accumulator:
             self.varied = bool(np.any(rows != self.first))
 
     def finish(self) -> Problem:
-        R = np.zeros((self.size + 1, self.size + 1))
-        R[:len(self.R)] = self.R
+        joint_R = np.zeros((self.nv, self.size + 1, self.size + 1))
+        joint_R[:, :self.R.shape[1]] = self.R
+        R = _stacked_r(joint_R, self.size)
         rows = {}
         if self.keep_rows and self.kept:
             stacked = np.vstack(self.kept)
             rows = {"Y": stacked[:, :-1], "tau": stacked[:, -1]}
         return Problem(self.size, self.nv, R, self.gram[0], self.gram[1], self.counts[0],
-                       self.counts[1], rows, self.varied)
+                       self.counts[1], rows, self.varied,
+                       [(count, gram) for count, gram in self.files], joint_R)
 
 
 def joint_rms(gram: np.ndarray, pi: np.ndarray, states: int) -> np.ndarray:
@@ -212,11 +249,15 @@ def base_parameters(problem: Problem, tolerance: float = 1e-8) -> Base:
     null = Vt[rank:].T  # (len(live), P_live - r)
     identifiable = np.zeros(P, dtype=bool)
     identifiable[live] = np.linalg.norm(null, axis=1) < 1e-6 if null.size else True
-    _, R2, order = scipy.linalg.qr(scaled, mode="economic", pivoting=True)
+    # ties of the pivoting (columns equal up to sign: link2.m and -link1.mz) go to the
+    # earlier column whatever the roundoff of the accumulation: a bias of 1e-9
+    bias = 1.0 + 1e-9 * np.arange(len(live), 0, -1) / len(live)
+    _, R2, order = scipy.linalg.qr(scaled * bias, mode="economic", pivoting=True)
     independent = live[order[:rank]]
     dependent_live = live[order[rank:]]
     beta_live = scipy.linalg.solve_triangular(R2[:rank, :rank], R2[:rank, rank:])
-    beta_live = beta_live * norms[dependent_live] / norms[independent][:, None]
+    unit = norms[live] / bias  # the columns' scale in the factored matrix
+    beta_live = beta_live * unit[order[rank:]] / unit[order[:rank]][:, None]
     # the triangular solve leaves ~1e-17 where a coefficient is exactly zero: below the
     # threshold that names the combination (Base.combination), a coefficient is zero, so
     # the file's base parameters are the combination their names say (a zero stays 0.0)
@@ -243,7 +284,8 @@ class LeastSquares:
 
     base: np.ndarray  # (r,)
     std: np.ndarray  # (r,) standard deviations (residual variance times (W^T W)^-1)
-    sigma: float  # residual standard deviation per equation (N m)
+    sigma: float  # residual standard deviation per equation (N m; weighted: none)
+    unweighted: float | None = None  # a weighted fit's first, unweighted, sigma (N m)
 
     def full(self, base: Base) -> np.ndarray:
         return base.expand(self.base)
@@ -262,6 +304,19 @@ def ordinary_least_squares(problem: Problem, base: Base) -> LeastSquares:
     inverse = scipy.linalg.solve_triangular(R1, np.eye(r)) if r else np.zeros((0, 0))
     std = sigma * np.linalg.norm(inverse, axis=1)
     return LeastSquares(x, std, float(sigma))
+
+
+def joint_sigma(problem: Problem, base: Base, first: LeastSquares) -> np.ndarray:
+    """IDIM-WLS's weights (Gautier): each joint's residual standard deviation (nv,) of the
+    first (unweighted) fit, sigma_j^2 = |Y_j x - tau_j|^2 / N * (nv N) / (nv N - r); the
+    rows of joint j are then divided by sigma_j. Floored at 1e-3 of the largest (a joint
+    fitted exactly would otherwise take all the weight); ones when every residual is zero."""
+    rms = joint_rms(problem.gram_train, first.full(base), problem.states)
+    sigma = rms * np.sqrt(problem.equations / max(problem.equations - base.rank, 1))
+    largest = float(sigma.max(initial=0.0))
+    if not np.isfinite(largest) or largest <= 0.0:
+        return np.ones(problem.nv)
+    return np.maximum(sigma, 1e-3 * largest)
 
 
 def external_torques(model, q: np.ndarray, fext: np.ndarray) -> np.ndarray:

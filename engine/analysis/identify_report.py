@@ -35,6 +35,8 @@ class Identification:
     fit: Fit
     pi_file: np.ndarray
     settings: dict  # prior_weight, loss, tolerance, validate, ...
+    logs: list = ()  # per file of problem.files: {"file": its name, "estimated": how or None}
+    joint_sigma: np.ndarray | None = None  # (nv,) IDIM-WLS's weights' sigma_j; None: unweighted
 
 
 def body_inertia(parameters: np.ndarray) -> Inertia:
@@ -63,9 +65,12 @@ def report(result: Identification, dof_labels) -> dict:
     terms = [{"name": names[k], "file": float(result.pi_file[k]), "identified": float(fit.pi[k])}
              for k in range(layout.inertial, layout.size)]
     file_base, fit_base = base.project(result.pi_file), base.project(fit.pi)
-    base_rows = [{"name": base.combination(names, k), "ols": float(result.ols.base[k]),
-                  "std": float(result.ols.std[k]), "file": float(file_base[k]),
-                  "consistent": float(fit_base[k])} for k in range(base.rank)]
+    ols = result.ols
+    relative = 100.0 * ols.std / np.where(ols.base != 0.0, np.abs(ols.base), np.nan)
+    base_rows = [{"name": base.combination(names, k), "ols": float(ols.base[k]),
+                  "std": float(ols.std[k]), "relative_std": float(relative[k]),
+                  "file": float(file_base[k]), "consistent": float(fit_base[k])}
+                 for k in range(base.rank)]
     in_combination = ~base.identifiable & ~base.no_effect
     candidates = {"file": result.pi_file, "ols": result.ols.full(base), "consistent": fit.pi}
     residuals = {"dofs": list(dof_labels)}
@@ -73,8 +78,17 @@ def report(result: Identification, dof_labels) -> dict:
                                ("validate", problem.gram_validate, problem.validate_states)):
         if count:
             residuals[split] = {key: joint_rms(gram, pi, count) for key, pi in candidates.items()}
+    if problem.validate_states:  # over the RMS of the measured torques: 0 perfect, 1 none
+        measured = np.sqrt(problem.gram_validate[:, -1, -1] / problem.validate_states)
+        residuals["validate_normalised"] = {
+            key: rms / np.where(measured > 0, measured, np.nan)
+            for key, rms in residuals["validate"].items()}
+    ols_pi = result.ols.full(base)
+    files = [{**log, "states": count, "rms": joint_rms(gram, ols_pi, count)}
+             for log, (count, gram) in zip(result.logs, problem.files)]
     return {
         "model": result.model.name,
+        "files": files,
         "states": {"train": problem.states, "validate": problem.validate_states},
         "equations": problem.equations,
         "settings": dict(result.settings),
@@ -86,7 +100,8 @@ def report(result: Identification, dof_labels) -> dict:
         "unidentifiable": {"in_combination": [names[k] for k in np.flatnonzero(in_combination)],
                            "no_effect": [names[k] for k in np.flatnonzero(base.no_effect)]},
         "base": base_rows,
-        "sigma": result.ols.sigma,
+        "sigma": result.ols.sigma if ols.unweighted is None else ols.unweighted,
+        "joint_sigma": result.joint_sigma,
         "fit": {"converged": fit.converged, "message": fit.message, "cost": fit.cost,
                 "evaluations": fit.iterations, "reweightings": fit.reweightings},
         "bodies": bodies,
