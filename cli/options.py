@@ -261,22 +261,16 @@ def samples_option(text: str) -> object:
 
 def with_global_options(function):
     """The command ``function`` taking the global options too (:data:`GLOBAL_OPTIONS`:
-    --quiet, --verbose, --color), which go to the console before it runs; a ``quiet``
-    parameter of its own is the global one (declared once, here)."""
+    --quiet, --verbose, --color), which go to the console before it runs (commands read
+    them there: ``console.quiet``, ...)."""
     signature = inspect.signature(function)
-    takes_quiet = "quiet" in signature.parameters
 
     @functools.wraps(function)
     def command(**values):
         set_global(*(values.pop(name) for name in GLOBAL_OPTIONS))
-        if takes_quiet:
-            from .console import console
-
-            values["quiet"] = console.quiet
         return function(**values)
 
-    parameters = [parameter for name, parameter in signature.parameters.items()
-                  if name != "quiet"]
+    parameters = list(signature.parameters.values())
     added = [inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, annotation=annotation,
                                default=default)
              for name, (annotation, default) in GLOBAL_OPTIONS.items()]

@@ -20,8 +20,7 @@ from treedyn.plots import requested
 from ..console import console, saying_kept, show_text
 from ..model import load, xacro_arguments
 from ..options import (BaselineOpt, DatasetPrefixOpt, DegreesOpt, FreeFlyerOpt, GravityOpt,
-                       IgnoreOpt, LimitsFormat, MimicOpt, ModelArg, PlotSizeOpt, QuietOpt,
-                       SelectOpt, XacroArgOpt, XacroArgs, epilog, examples, format_option,
+                       IgnoreOpt, LimitsFormat, MimicOpt, ModelArg, PlotSizeOpt, SelectOpt, XacroArgOpt, XacroArgs, epilog, examples, format_option,
                        plot_option)
 from ..render.findings import print_sarif
 from ..render.limits import limits_table
@@ -48,7 +47,7 @@ def check_limits(
         fmt: format_option(LimitsFormat, "table on a terminal, else json; sarif: the states "
                            "outside a limit as a SARIF 2.1.0 log.") = None,
         gravity: GravityOpt = None, degrees: DegreesOpt = False,
-        free_flyer: FreeFlyerOpt = False, quiet: QuietOpt = False,
+        free_flyer: FreeFlyerOpt = False,
         xacro_arg: XacroArgOpt = None, mimic: MimicOpt = False,
         dataset_prefix: DatasetPrefixOpt = None, select: SelectOpt = None,
         ignore: IgnoreOpt = None, baseline: BaselineOpt = None,
@@ -65,7 +64,7 @@ def check_limits(
     The log streams: memory stays bounded whatever its length. Exit 1 when any state is
     outside a limit.
     """
-    console.reset(quiet)
+    console.reset()
     picture = requested(plot, plot_size)
     if fmt is LimitsFormat.csv:
         raise UsageError("dyn: check-limits prints a table or json, not csv")
@@ -83,7 +82,7 @@ def check_limits(
     sink.chosen = chosen
     if picture is not None:
         sink.trace()
-    progress = Progress(wanted(quiet, results_on_stdout=output_file is None))
+    progress = Progress(wanted(results_on_stdout=output_file is None))
     try:
         with saying_kept():
             run(layout, EFFORT, source, sink, parse_gravity(gravity), chunk=STREAM_CHUNK,

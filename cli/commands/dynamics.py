@@ -17,7 +17,7 @@ from treedyn.plots.matrices import sparsity as sparsity_figure
 
 from ..options import (AOpt, DatasetPrefixOpt, DegreesOpt, FextOpt, FormatOpt, FreeFlyerOpt,
                        GravityOpt, InputOpt, MimicOpt, ModelArg, OutputOpt, PlotSizeOpt, QOpt,
-                       QuietOpt, SchedulerOpt, TauOpt, VOpt, XacroArgOpt, XacroArgs, command_of,
+                       SchedulerOpt, TauOpt, VOpt, XacroArgOpt, XacroArgs, command_of,
                        epilog, examples, plot_option)
 from ..run.request import solve
 
@@ -40,7 +40,7 @@ def options(vectors: tuple, extra: dict, **replaced) -> dict:
               "input_file": (InputOpt, None), "output_file": (OutputOpt, None),
               "fmt": (FormatOpt, None), "gravity": (GravityOpt, None),
               "degrees": (DegreesOpt, False), "free_flyer": (FreeFlyerOpt, False),
-              "quiet": (QuietOpt, False), "scheduler": (SchedulerOpt, None),
+              "scheduler": (SchedulerOpt, None),
               "xacro_arg": (XacroArgOpt, None), "mimic": (MimicOpt, False),
               "dataset_prefix": (DatasetPrefixOpt, None)}
     return {**chosen, **replaced}

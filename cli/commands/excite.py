@@ -4,9 +4,9 @@ from typing import Annotated, Optional
 
 import typer
 
-from ..console import show_text
+from ..console import console, show_text
 from ..model import load
-from ..options import (FreeFlyerOpt, ModelArg, QuietOpt, SeedOpt, epilog, examples, not_nan,
+from ..options import (FreeFlyerOpt, ModelArg, SeedOpt, epilog, examples, not_nan,
                        positive)
 
 EXCITE_EXAMPLES = examples(
@@ -51,7 +51,7 @@ def excite(
             "--samples", min=4, help="States of one period in the objective.")] = 60,
         iterations: Annotated[int, typer.Option(
             "--iterations", min=0, help="Most SLSQP iterations.")] = 100,
-        seed: SeedOpt = 0, free_flyer: FreeFlyerOpt = False, quiet: QuietOpt = False,
+        seed: SeedOpt = 0, free_flyer: FreeFlyerOpt = False,
 ) -> None:
     """An excitation trajectory: a Fourier series per joint, well conditioned for identify.
 
@@ -67,7 +67,7 @@ def excite(
     plan = Plan(period, harmonics, rate, duration, acceleration_limit, tuple(floor or ()),
                 samples, iterations, seed, torques, noise)
     trajectory, count = excitation_log(loaded, output, plan)
-    if not quiet:
+    if not console.quiet:
         show_text(f"{output}: {count} states at {rate:g} Hz over {count / rate:g} s, "
                   f"{len(trajectory.excitation.dofs)} joints, {harmonics} harmonics of "
                   f"{1 / period:g} Hz\ncondition number of the base regressor "

@@ -12,8 +12,7 @@ from treedyn.plots import requested
 
 from ..console import print_document, show_text
 from ..model import load
-from ..options import (DegreesOpt, FreeFlyerOpt, GravityOpt, ModelArg, PlotSizeOpt, QuietOpt,
-                       ReportFormat, ReportFormatOpt, epilog, examples, not_nan, plot_option)
+from ..options import (DegreesOpt, FreeFlyerOpt, GravityOpt, ModelArg, PlotSizeOpt, ReportFormat, ReportFormatOpt, epilog, examples, not_nan, plot_option)
 from ..render.identify import identify_document, identify_table
 from treedyn.pipeline.chunks import MEMORY
 from treedyn.pipeline.drives import Drives
@@ -88,7 +87,7 @@ def identify(
         known: KnownOpt = None, cutoff: CutoffOpt = None, weights: WeightsOpt = "auto",
         write: WriteOpt = None,
         fmt: ReportFormatOpt = None, gravity: GravityOpt = None, degrees: DegreesOpt = False,
-        free_flyer: FreeFlyerOpt = False, quiet: QuietOpt = False,
+        free_flyer: FreeFlyerOpt = False,
         plot: plot_option("measured and predicted tau per dof and the residuals (reads "
                           "the log again: a file, not stdin)") = None,
         plot_size: PlotSizeOpt = None) -> None:
@@ -113,7 +112,7 @@ def identify(
         check_write_target(model, write, loaded.format,
                            files + ([validate] if isinstance(validate, str) else []))
     layout = Layout.of(loaded, degrees)
-    progress = Progress(wanted(quiet, results_on_stdout=True))
+    progress = Progress(wanted(results_on_stdout=True))
     try:
         result = identify_stream(layout, files,
                                  parse_terms(terms, stribeck_velocity, smooth_velocity),

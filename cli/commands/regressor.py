@@ -15,7 +15,7 @@ from ..console import print_document, saying_kept, show_text
 from ..model import load
 from ..settings import STREAM_CHUNK
 from ..options import (AOpt, DegreesOpt, FormatOpt, FreeFlyerOpt, GravityOpt, InputOpt, ModelArg,
-                       OutputOpt, QOpt, QuietOpt, VOpt, epilog, examples, positive)
+                       OutputOpt, QOpt, VOpt, epilog, examples, positive)
 from ..render.table import fitted, table
 from ..run.progress import Progress, wanted
 
@@ -54,7 +54,7 @@ def regressor(model: ModelArg, q: QOpt = None, v: VOpt = None, a: AOpt = None,
               terms: TermsOpt = None, stribeck_velocity: StribeckOpt = 0.1,
               smooth_velocity: SmoothOpt = 0.01, fmt: FormatOpt = None,
               gravity: GravityOpt = None, degrees: DegreesOpt = False,
-              free_flyer: FreeFlyerOpt = False, quiet: QuietOpt = False) -> None:
+              free_flyer: FreeFlyerOpt = False) -> None:
     """The regressor Y (nv x P) with tau = Y pi, linear in the inertial parameters.
 
     Columns: 10 per body in Pinocchio's order (m, m cx, m cy, m cz, Ixx, Ixy, Iyy, Ixz,
@@ -75,7 +75,7 @@ def regressor(model: ModelArg, q: QOpt = None, v: VOpt = None, a: AOpt = None,
         if any(x is not None for x in (q, v, a)):
             raise UsageError("dyn: --q, --v and --a cannot be combined with --input (put the "
                              "vectors in the input file)")
-        progress = Progress(wanted(quiet, results_on_stdout=output_file is None))
+        progress = Progress(wanted(results_on_stdout=output_file is None))
         with saying_kept():
             try:
                 write_regressor(layout, input_file, output_file, chosen, g, STREAM_CHUNK,

@@ -21,7 +21,7 @@ def solve_many(layout, command: str, given: dict, gravity, wrenches) -> None:
     chunk = chunk_states(command, layout)
 
     def each(path: str, output: str) -> None:
-        progress = Progress(wanted(given["quiet"], results_on_stdout=False))
+        progress = Progress(wanted(results_on_stdout=False))
         try:
             run(layout, command, Input.open(path, prefix),
                 results_sink(layout, command, "npz", output, document=document,
@@ -34,7 +34,7 @@ def solve_many(layout, command: str, given: dict, gravity, wrenches) -> None:
             cluster.make_folder(folder)
             return cluster.run_each(files, outputs, each)
         client, close = cluster.connect(address, quiet=True)  # refused: no folder made
-        progress = Progress(wanted(given["quiet"], results_on_stdout=False))
+        progress = Progress(wanted(results_on_stdout=False))
         with cluster.closing(close, outputs):
             try:
                 cluster.run_files(client, layout, command, files, outputs, counts, gravity,

@@ -26,7 +26,7 @@ from treedyn.pipeline.vectors import single_state
 from ..console import console, print_document, saying_kept
 from ..model import load, xacro_arguments
 from ..options import (DatasetPrefixOpt, DegreesOpt, FormatOpt, FreeFlyerOpt, InputOpt,
-                       MimicOpt, ModelArg, OutputOpt, QOpt, QuietOpt, VOpt, XacroArgOpt,
+                       MimicOpt, ModelArg, OutputOpt, QOpt, VOpt, XacroArgOpt,
                        XacroArgs, command_of, epilog, examples)
 from ..settings import STREAM_CHUNK
 
@@ -41,7 +41,7 @@ def solve_kinematics(given: dict, select: Select) -> None:
     """Compute the command's row for one state (--q) or every state of --input, as the
     options ``given`` (by name) ask, and write it: --output FILE, else stdout (JSON, CSV,
     or a table on a terminal)."""
-    console.reset(given["quiet"])
+    console.reset()
     model = load(given["model"], given["free_flyer"], mimic=given["mimic"],
                  xacro=xacro_arguments(given["xacro_args"], given["xacro_arg"]))
     layout = Layout.of(model, given["degrees"])
@@ -91,7 +91,7 @@ def state_command(select: Callable, doc: str, lines: tuple, extra: dict | None =
                **(extra or {}), "q": (QOpt, None), **({"v": (VOpt, None)} if v else {}),
                "degrees": (DegreesOpt, False), "free_flyer": (FreeFlyerOpt, False),
                "input_file": (InputOpt, None), "output_file": (OutputOpt, None),
-               "fmt": (FormatOpt, None), "quiet": (QuietOpt, False),
+               "fmt": (FormatOpt, None),
                "xacro_arg": (XacroArgOpt, None), "mimic": (MimicOpt, False),
                "dataset_prefix": (DatasetPrefixOpt, None)}
 

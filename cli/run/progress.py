@@ -19,10 +19,10 @@ from ..console import console
 DELAY = 1.0
 
 
-def wanted(quiet: bool, results_on_stdout: bool = True) -> bool:
+def wanted(results_on_stdout: bool = True) -> bool:
     """Whether a bar may be drawn: stderr is a terminal, no --quiet, and the results do not
     go to that terminal too (they go to a file, or stdout is not a terminal)."""
-    if quiet:
+    if console.quiet:
         return False
     try:
         return sys.stderr.isatty() and not (results_on_stdout and sys.stdout.isatty())

@@ -26,7 +26,7 @@ def solve(command: str, vectors: tuple, given: dict) -> Layout:
     """Compute ``command`` for the state(s) that the options ``given`` (by name, as typed)
     ask for: the ``vectors`` on the command line, else the states of --input; write them.
     Returns the model's layout."""
-    console.reset(given["quiet"])
+    console.reset()
     model = load(given["model"], given["free_flyer"], mimic=given["mimic"],
                  xacro=xacro_arguments(given["xacro_args"], given["xacro_arg"]))
     layout = Layout.of(model, given["degrees"])
@@ -74,7 +74,7 @@ def solve_input(layout: Layout, command: str, given: dict, kind, results, gravit
             from .cluster import solve_many
 
             return solve_many(layout, command, given, gravity, wrenches)
-        progress = Progress(wanted(given["quiet"], results_on_stdout=output is None))
+        progress = Progress(wanted(results_on_stdout=output is None))
         try:
             with console.stage(f"{command}: the states of {input} computed and written"):
                 batch.solve(layout, command, input, output, kind(), results, gravity,
