@@ -8,6 +8,8 @@ bandwidth scaled to the same limits. The log written is read back by ``dyn ident
 """
 from __future__ import annotations
 
+import functools
+import json
 import os
 
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
@@ -18,9 +20,11 @@ import pytest  # noqa: E402
 from reference_models import robots_root  # noqa: E402
 from treedyn.cli.app import run  # noqa: E402
 from treedyn.engine import rnea  # noqa: E402
+from treedyn.engine.batch.regressor import regressor  # noqa: E402
 from treedyn.engine.excitation import (Excitation, excite, fourier_basis,  # noqa: E402
                                        random_start)
 from treedyn.engine.named import frame_placements, frame_set  # noqa: E402
+from treedyn.engine.regressor import layout_of, model_parameters  # noqa: E402
 from treedyn.parsers import load_model  # noqa: E402
 
 ROOT = robots_root()
@@ -47,14 +51,21 @@ def test_fourier_derivatives_and_period():
     np.testing.assert_allclose(q, direct, rtol=0, atol=1e-12)
 
 
-@pytest.mark.skipif(not os.path.exists(PANDA), reason="example-robot-data is not installed")
-def test_panda_condition_five_times_better_than_random_within_limits():
+@functools.lru_cache(maxsize=1)
+def panda_excitation():
+    """(model, setting, trajectory, floor): panda's excitation, optimised once per module."""
     model = load_model(PANDA)
     floor = frame_set(model, ["panda_hand"])
     setting = Excitation(model, harmonics=2, period=10.0, samples=30, acceleration_limit=8.0,
                          floor=floor, heights=np.array([0.25]))
     times = np.arange(500) * 0.02
-    trajectory = excite(setting, seed=0, iterations=15, times=times)
+    return model, setting, excite(setting, seed=0, iterations=15, times=times), floor
+
+
+@pytest.mark.skipif(not os.path.exists(PANDA), reason="example-robot-data is not installed")
+def test_panda_condition_five_times_better_than_random_within_limits():
+    model, setting, trajectory, floor = panda_excitation()
+    times = np.arange(500) * 0.02
     random = [setting.condition(random_start(setting, np.random.default_rng(s)))
               for s in range(1, 6)]
     assert trajectory.condition * 5 <= np.median(random), (trajectory.condition, random)
@@ -65,6 +76,35 @@ def test_panda_condition_five_times_better_than_random_within_limits():
     assert np.all(np.abs(v[:, moving]) <= model.velocity_limit[moving] + 1e-9)
     assert np.all(np.abs(a[:, moving]) <= 8.0 + 1e-9)
     assert frame_placements(model, q, floor)[1][:, 0, 2].min() >= 0.25 - 1e-9
+
+
+@pytest.mark.skipif(not os.path.exists(PANDA), reason="example-robot-data is not installed")
+def test_panda_excitation_identifies_planted_parameters_to_the_noise(tmp_path, capsys):
+    """The excitation's log identifies panda's planted parameters (each body's ten scaled
+    by its own factor in 0.7-1.3) from torques with 0.3 N m of noise: the OLS torques of a
+    held-out log of another motion (random Fourier coefficients within the limits) are off
+    by the noise alone, RMS within 5 % of 0.3 on every dof, as ordinary least squares on
+    Pinocchio's regressor is in the issue's trial."""
+    model, setting, trajectory, _ = panda_excitation()
+    rng = np.random.default_rng(3)
+    pi = model_parameters(model, layout_of(model))
+    planted = pi * np.repeat(rng.uniform(0.7, 1.3, len(model.bodies)), 10)
+    times = np.arange(2000) * 0.01  # 20 s at 100 Hz: two periods
+    other = random_start(setting, np.random.default_rng(4))  # another motion, held out
+    logs = []
+    for name, (q, v, a) in (("train", trajectory.states(times)),
+                            ("held", setting.states(other, fourier_basis(
+                                times, setting.harmonics, setting.period)))):
+        tau = regressor(model, q, v, a) @ planted + rng.normal(0.0, 0.3, (len(q), model.nv))
+        path = tmp_path / f"{name}.npz"
+        np.savez(path, q=q, v=v, a=a, tau=tau)
+        logs.append(str(path))
+    with pytest.raises(SystemExit) as ended:
+        run(["identify", PANDA, "--input", logs[0], "--validate", logs[1], "--weights", "none",
+             "--format", "json"])
+    assert ended.value.code == 0
+    held = json.loads(capsys.readouterr().out)["residuals"]["validate"]["ols"]
+    np.testing.assert_allclose(held, 0.3, rtol=0.05)
 
 
 def test_excite_writes_a_log_identify_reads(tmp_path, capsys):
