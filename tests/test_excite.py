@@ -130,6 +130,21 @@ def test_excite_writes_a_log_identify_reads(tmp_path, capsys):
     assert '"rank": 6' in captured.out
 
 
+def test_the_documented_fit_is_what_identify_writes(tmp_path, capsys):
+    """docs/identify.md checks fixtures/two_link_arm_excited_fit.urdf as the file that
+    `dyn identify ... --write` makes of the excitation's log: it still is (every inertia to
+    1e-9)."""
+    written = tmp_path / "fit.urdf"
+    with pytest.raises(SystemExit) as ended:
+        run(["identify", ARM, "--input", "fixtures/two_link_arm_excited.csv", "--validate",
+             "0.2", "--write", str(written), "--format", "json", "-q"])
+    assert ended.value.code == 0
+    capsys.readouterr()
+    fresh = load_model(str(written)).body_inertia
+    kept = load_model("fixtures/two_link_arm_excited_fit.urdf").body_inertia
+    np.testing.assert_allclose(fresh, kept, rtol=1e-9, atol=1e-12)
+
+
 @pytest.mark.parametrize("args,message", [
     (["--floor", "nosuch=0.1"], "dyn: fixtures/two_link_arm.urdf: --floor: no link, body, "
      "joint or site named 'nosuch'"),
