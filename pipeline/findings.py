@@ -156,6 +156,9 @@ def selected_inertia(report, chosen: Selection):
     ones and only the chosen checks among the others (its verdict follows them)."""
     from treedyn.engine.analysis.inertia import InertiaReport
 
+    if chosen.checks >= set(RULES["check-inertia"]) and not chosen.known:
+        return report  # every check, no baseline: nothing to leave out (or to make)
+
     def keep(finding) -> bool:
         if finding.status == "fail":
             return chosen.keeps(finding.check, finding.body)
