@@ -44,3 +44,17 @@ def pytest_collection_modifyitems(config, items):
     for item in items:
         if item.path.name in SLOW:
             item.add_marker(pytest.mark.slow)
+
+
+@pytest.fixture(autouse=True)
+def engine_settings():
+    """The engine's process-wide settings (threads, chunk, memory) as they were before each
+    test. A dyn command run in this process sets them from TREEDYN_THREADS and TREEDYN_CHUNK
+    (tests/test_cli.py runs some with tiny chunks); left behind, a small chunk put every
+    later small batch of that worker on the thread pool, one GIL hand-over per chunk: the
+    excitation tests, a few thousand regressor calls of 30 states, took 49 s instead of
+    1.3 s after them."""
+    from treedyn.engine.batch.threads import configured
+
+    with configured():
+        yield
