@@ -91,6 +91,33 @@ def parse_vector(text: str, kind: str, layout: Layout) -> np.ndarray:
     return vector
 
 
+def parse_payload(text: str | None):
+    """``--payload KG[@FRAME[:x,y,z]]`` as a PayloadSpec (the offset only when the last ':'
+    part is three numbers: a frame may be 'joint:NAME'); None: no payload."""
+    from treedyn.engine.analysis.statics import PayloadSpec
+
+    if text is None:
+        return PayloadSpec()
+    mass_text, _, where = text.partition("@")
+    frame, offset = where or None, (0.0, 0.0, 0.0)
+    if where and ":" in where:
+        head, _, tail = where.rpartition(":")
+        try:
+            numbers = tuple(float(x) for x in tail.split(","))
+        except ValueError:
+            numbers = ()
+        if len(numbers) == 3 and head:
+            frame, offset = head, numbers
+    try:
+        mass = float(mass_text)
+    except ValueError:
+        mass = math.nan
+    if not (math.isfinite(mass) and mass >= 0) or not all(map(math.isfinite, offset)):
+        raise UsageError(f"dyn: --payload {text!r}: expected KG[@FRAME[:x,y,z]] with a mass "
+                         ">= 0 in kg and an offset in metres in the frame's axes")
+    return PayloadSpec(mass, frame, offset)
+
+
 def parse_gravity(text: str | None) -> np.ndarray | None:
     if text is None:
         return None

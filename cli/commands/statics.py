@@ -1,10 +1,11 @@
 """``dyn statics``: each actuated joint's largest gravity load over the joint ranges against
 its effort limit (:mod:`treedyn.engine.statics`, :mod:`treedyn.engine.analysis.statics`)."""
 
-import math
 from typing import Annotated, Optional
 
 import typer
+
+from treedyn.pipeline.vectors import parse_payload
 
 from ..console import print_document, show_text
 from ..model import load, xacro_arguments
@@ -18,33 +19,6 @@ STATICS_EXAMPLES = examples(
     "dyn statics robot.urdf --fail-above 0.8 --format github",
     "dyn statics robot.urdf --format sarif > statics.sarif",
 )
-
-
-def payload_spec(text: Optional[str]):
-    """KG[@FRAME[:x,y,z]] as a PayloadSpec (the offset only when the last ':' part is three
-    numbers: a frame may be 'joint:NAME')."""
-    from treedyn.engine.analysis.statics import PayloadSpec
-    from treedyn.pipeline.errors import UsageError
-    if text is None:
-        return PayloadSpec()
-    mass_text, _, where = text.partition("@")
-    frame, offset = where or None, (0.0, 0.0, 0.0)
-    if where and ":" in where:
-        head, _, tail = where.rpartition(":")
-        try:
-            numbers = tuple(float(x) for x in tail.split(","))
-        except ValueError:
-            numbers = ()
-        if len(numbers) == 3 and head:
-            frame, offset = head, numbers
-    try:
-        mass = float(mass_text)
-    except ValueError:
-        mass = math.nan
-    if not (math.isfinite(mass) and mass >= 0) or not all(map(math.isfinite, offset)):
-        raise UsageError(f"dyn: --payload {text!r}: expected KG[@FRAME[:x,y,z]] with a mass "
-                         ">= 0 in kg and an offset in metres in the frame's axes")
-    return PayloadSpec(mass, frame, offset)
 
 
 @epilog(STATICS_EXAMPLES)
@@ -91,7 +65,7 @@ def statics(
     from ..render import statics as render
     from ..render.findings import print_sarif
     picture = requested(plot, plot_size)
-    spec = payload_spec(payload)
+    spec = parse_payload(payload)
     chosen = selection("statics", select, ignore, baseline)
     loaded = load(model, free_flyer, xacro=xacro_arguments(xacro_args, xacro_arg),
                   mimic=mimic)
