@@ -1,5 +1,6 @@
 """The model a command names: parsed, built, and every problem as one usage error."""
 import gc
+import os
 import re
 import sys
 from collections.abc import Sequence
@@ -8,6 +9,7 @@ from treedyn.engine import Model, ModelError, configure
 from treedyn.engine.coupling import MimicError, couple
 from treedyn.parsers import PackagePaths, ParseError, XacroInput, check_finite, load_model
 from treedyn.parsers.files import MODEL_BYTES
+from treedyn.pipeline.heap import for_model_loading
 
 from .console import console, warn
 from .options import MESH_PATHS
@@ -40,7 +42,7 @@ def load(path: str, free_flyer: bool, diagnose: bool = False,
     if path == "-":
         path, data = STDIN_MODEL, standard_input()
     try:
-        with console.stage(f"{path}: read and built"):
+        with console.stage(f"{path}: read and built"), for_model_loading(os.environ):
             model = load_model(path, free_flyer=free_flyer,  # (the collector paused inside)
                                xacro=XacroInput(tuple(xacro), xacro_environment()),
                                packages=package_paths(), urdf_only=urdf_only, data=data)

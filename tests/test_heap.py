@@ -46,3 +46,28 @@ def test_freed_memory_is_kept_during_the_run_only():
                           cwd=ROOT, timeout=60, env={"PATH": "/usr/bin:/bin"})
     assert done.returncode == 0, done.stderr
     assert done.stdout.split() == ["True", "False"]
+
+
+FASTBINS = KEPT.split("def kept()")[0] + """
+from treedyn.pipeline.heap import for_model_loading
+
+def fastbin_bytes():  # what 100 small chunks freed leave in fastbins (tcache takes 7)
+    blocks = [libc.malloc(64) for _ in range(100)]
+    for block in blocks:
+        libc.free(block)
+    return libc.mallinfo2().fsmblks
+
+with for_model_loading({}):
+    inside = fastbin_bytes()
+print(inside, fastbin_bytes() > 0)
+"""
+
+
+def test_no_fastbins_while_a_model_is_read_only():
+    """While a model is read, freed small chunks (libxml2's nodes) are merged as they are
+    freed, none kept in fastbins for one long consolidation later; after it, glibc's
+    fastbins are back."""
+    done = subprocess.run([sys.executable, "-c", FASTBINS], capture_output=True, text=True,
+                          cwd=ROOT, timeout=60, env={"PATH": "/usr/bin:/bin"})
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["0", "True"]
