@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from treedyn.pipeline.naming import listing
 from treedyn.pipeline.reports import identify_document  # noqa: F401 (identify's name)
-from .table import table
+from .table import fitted, table, wrapped
 
 
 def _number(x, digits: int = 6) -> str:
@@ -24,20 +24,21 @@ def identify_table(document: dict) -> str:
              ""]
     unseen = document["unidentifiable"]
     if unseen["no_effect"]:
-        lines.append(f"no effect in this log ({len(unseen['no_effect'])}): "
-                     f"{listing(unseen['no_effect'], 12)}")
+        lines.append(wrapped(f"no effect in this log ({len(unseen['no_effect'])}): "
+                             f"{listing(unseen['no_effect'], 12)}"))
     if unseen["in_combination"]:
-        lines.append(f"only in combinations ({len(unseen['in_combination'])}): "
-                     f"{listing(unseen['in_combination'], 12)}")
-    lines.append(f"identifiable alone ({len(document['identifiable'])}): "
-                 f"{listing(document['identifiable'], 12)}")
+        lines.append(wrapped(f"only in combinations ({len(unseen['in_combination'])}): "
+                             f"{listing(unseen['in_combination'], 12)}"))
+    lines.append(wrapped(f"identifiable alone ({len(document['identifiable'])}): "
+                         f"{listing(document['identifiable'], 12)}"))
     if document["joint_sigma"] is not None:
         lines.append("rows weighted by 1/sigma per dof (N m or N): " + ", ".join(
             f"{dof} {_number(s, 4)}" for dof, s in zip(document["residuals"]["dofs"],
                                                       document["joint_sigma"])))
     rows = [[row["name"], row["ols"], row["std"], _number(row["relative_std"], 3),
              row["consistent"], row["file"]] for row in document["base"]]
-    lines += ["", table(rows, ["base parameter", "OLS", "std", "%std", "consistent", "file"])]
+    lines += ["", fitted(table(rows, ["base parameter", "OLS", "std", "%std", "consistent",
+                                      "file"]))]
     rows = []
     for body in document["bodies"]:
         for key in ("file", "identified"):
@@ -77,4 +78,4 @@ def residual_table(residuals: dict) -> str:
             headers.append(f"validate {key} / tau")
             columns.append(residuals["validate_normalised"][key])
     rows = [[dof, *[column[k] for column in columns]] for k, dof in enumerate(residuals["dofs"])]
-    return "torque RMS per dof\n" + table(rows, headers)
+    return "torque RMS per dof\n" + fitted(table(rows, headers))
