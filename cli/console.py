@@ -59,10 +59,6 @@ class Console:
         """A new run: every setting back to its default (the options set them again)."""
         self.quiet, self.verbose, self.colour, self.captured = False, False, None, None
 
-    def reset(self, quiet: bool = False) -> None:
-        """A new command: warnings shown (or not, with ``quiet``), none captured."""
-        self.quiet, self.captured = quiet or self.quiet, None
-
     def configure(self, quiet: bool, verbose: bool, colour: str | None) -> None:
         """The global options of this run (given before the command or after it; either
         place turns --quiet or --verbose on, the last --color given wins)."""
@@ -142,10 +138,6 @@ def warn(message: str) -> None:
     """A warning line on stderr (results stay on stdout): :meth:`Console.warn`."""
     console.warn(message)
 
-
-def note(message: str) -> None:
-    """A note line on stderr with --verbose: :meth:`Console.note`."""
-    console.note(message)
 
 
 @contextlib.contextmanager

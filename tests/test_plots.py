@@ -107,6 +107,20 @@ def test_without_matplotlib_one_line_and_nothing_written(tmp_path, monkeypatch):
         plots.figure(series.statics, {})
 
 
+def test_a_mass_matrix_too_large_to_draw_is_one_line_before_any_result(tmp_path):
+    """mass --sparsity --plot on a model past the M dyn mass writes (a 5 000-link star):
+    one line and exit 2 before anything is printed or computed, no picture."""
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    from bench_scaling import large_urdf
+
+    star = tmp_path / "star.urdf"
+    star.write_text(large_urdf("star", 5000))
+    target = tmp_path / "m.png"
+    assert dyn("mass", star, "--sparsity", "--plot", target, "-f", "json") == (
+        2, "", "dyn: --plot: M of this model (5000 dofs) is too large to draw\n")
+    assert not target.exists()
+
+
 def test_a_picture_replaces_a_file_only_whole(tmp_path):
     target = tmp_path / "s.png"
     target.write_bytes(b"before")

@@ -17,7 +17,7 @@ from treedyn.pipeline.stream import run
 from treedyn.pipeline.vectors import parse_gravity
 from treedyn.plots import requested
 
-from ..console import console, saying_kept, show_text
+from ..console import saying_kept, show_text
 from ..model import load, xacro_arguments
 from ..options import (BaselineOpt, DatasetPrefixOpt, DegreesOpt, FreeFlyerOpt, GravityOpt,
                        IgnoreOpt, LimitsFormat, MimicOpt, ModelArg, PlotSizeOpt, SelectOpt, XacroArgOpt, XacroArgs, epilog, examples, format_option,
@@ -64,10 +64,9 @@ def check_limits(
     The log streams: memory stays bounded whatever its length. Exit 1 when any state is
     outside a limit.
     """
-    console.reset()
     picture = requested(plot, plot_size)
     if fmt is LimitsFormat.csv:
-        raise UsageError("dyn: check-limits prints a table or json, not csv")
+        raise UsageError("dyn: check-limits prints a table, json or sarif, not csv")
     chosen = selection("check-limits", select, ignore, baseline)
     loaded = load(model, free_flyer, xacro=xacro_arguments(xacro_args, xacro_arg),
                   mimic=mimic)

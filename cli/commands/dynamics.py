@@ -55,11 +55,10 @@ def command(name: str, vectors: tuple, doc: str, lines: tuple, extra: dict, **re
             given["gravity"] = None
         if picture is not None and not sparsity:
             raise UsageError("dyn: --plot draws M's pattern: give --sparsity too")
-        layout = solve(name, vectors, {**given, "fext": fext, "sparsity": sparsity})
-        if picture is not None:
-            dense = layout.model.nv ** 2 <= batch.MASS_CAP  # (past it: no pattern to draw)
-            picture.draw(sparsity_figure, batch.structure(layout, "json", dense),
-                         layout.v_labels)
+        layout = solve(name, vectors, {**given, "fext": fext, "sparsity": sparsity,
+                                       "plot": picture is not None})
+        if picture is not None:  # (M within the cap: solve refused the others)
+            picture.draw(sparsity_figure, batch.structure(layout, "json"), layout.v_labels)
 
     return epilog(examples(*lines))(command_of(run, options(vectors, extra, **replaced), doc))
 

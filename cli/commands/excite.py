@@ -4,7 +4,7 @@ from typing import Annotated, Optional
 
 import typer
 
-from ..console import console, show_text
+from ..console import show_text
 from ..model import load
 from ..options import (FreeFlyerOpt, ModelArg, SeedOpt, epilog, examples, not_nan,
                        positive)
@@ -67,9 +67,8 @@ def excite(
     plan = Plan(period, harmonics, rate, duration, acceleration_limit, tuple(floor or ()),
                 samples, iterations, seed, torques, noise)
     trajectory, count = excitation_log(loaded, output, plan)
-    if not console.quiet:
-        show_text(f"{output}: {count} states at {rate:g} Hz over {count / rate:g} s, "
-                  f"{len(trajectory.excitation.dofs)} joints, {harmonics} harmonics of "
-                  f"{1 / period:g} Hz\ncondition number of the base regressor "
-                  f"({len(trajectory.excitation.base)} columns): {trajectory.condition:.4g} "
-                  f"(random start: {trajectory.start_condition:.4g})")
+    show_text(f"{output}: {count} states at {rate:g} Hz over {count / rate:g} s, "
+              f"{len(trajectory.excitation.dofs)} joints, {harmonics} harmonics of "
+              f"{1 / period:g} Hz\ncondition number of the base regressor "
+              f"({len(trajectory.excitation.base)} columns): {trajectory.condition:.4g} "
+              f"(random start: {trajectory.start_condition:.4g})")

@@ -58,6 +58,9 @@ def identify(
         raise UsageError("dyn: --plot reads the log again: give it as a file, not stdin")
     if picture is not None and len(files) > 1:
         raise UsageError("dyn: --plot reads the log again: give one log, not several")
+    if picture is not None and current:
+        raise UsageError("dyn: --plot draws torques; a log of currents (--current) is not "
+                         "drawn")
     loaded = load(model, free_flyer)
     if write is not None:
         check_write_target(model, write, loaded.format,

@@ -83,16 +83,16 @@ def statics(
     except ValueError as error:
         raise UsageError(f"dyn: {loaded.source}: --payload: {error}") from None
     found = statics_findings(report, loaded, fail_above)
+    document = statics_document(report, loaded)
     if picture is not None:
         from treedyn.plots.series import statics as figure
-        picture.draw(figure, statics_document(report, loaded))
+        picture.draw(figure, document)
     if fmt is FindingsFormat.json:
-        print_document(with_findings(statics_document(report, loaded), found, "statics"),
-                       "statics")
+        print_document(with_findings(document, found, "statics"), "statics")
     elif fmt is FindingsFormat.sarif:
         print_sarif("statics", found)
     elif fmt is FindingsFormat.github:
-        text = render.statics_github(report, loaded, fail_above)
+        text = render.statics_github(found)
         if text:
             show_text(text)
     else:

@@ -5,7 +5,6 @@ from __future__ import annotations
 from treedyn.engine.analysis.statics import StaticsReport
 from treedyn.pipeline.findings import configuration as _where
 from treedyn.pipeline.findings import number as _number
-from treedyn.pipeline.findings import statics_findings
 from treedyn.pipeline.reports import github_annotation
 from .table import text_table, wrapped
 
@@ -34,8 +33,8 @@ def statics_table(report: StaticsReport, model, fail_above: float | None) -> str
     return "\n".join(lines)
 
 
-def statics_github(report: StaticsReport, model, fail_above: float | None) -> str:
-    """An ``::error`` at the ``<limit>`` line of each joint over the threshold."""
+def statics_github(found) -> str:
+    """An ``::error`` at the ``<limit>`` line of each joint over the threshold (``found``:
+    :func:`treedyn.pipeline.findings.statics_findings`)."""
     return "\n".join(github_annotation("error", f.file, f"dyn statics: {f.subject}", f.message,
-                                       f.line)
-                     for f in statics_findings(report, model, fail_above))
+                                       f.line) for f in found)

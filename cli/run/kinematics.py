@@ -23,7 +23,7 @@ from treedyn.pipeline.source import Input
 from treedyn.pipeline.stream import run
 from treedyn.pipeline.vectors import single_state
 
-from ..console import console, print_document, saying_kept
+from ..console import print_document, saying_kept
 from ..model import load, xacro_arguments
 from ..options import (DatasetPrefixOpt, DegreesOpt, FormatOpt, FreeFlyerOpt, InputOpt,
                        MimicOpt, ModelArg, OutputOpt, QOpt, VOpt, XacroArgOpt,
@@ -41,7 +41,6 @@ def solve_kinematics(given: dict, select: Select) -> None:
     """Compute the command's row for one state (--q) or every state of --input, as the
     options ``given`` (by name) ask, and write it: --output FILE, else stdout (JSON, CSV,
     or a table on a terminal)."""
-    console.reset()
     model = load(given["model"], given["free_flyer"], mimic=given["mimic"],
                  xacro=xacro_arguments(given["xacro_args"], given["xacro_arg"]))
     layout = Layout.of(model, given["degrees"])

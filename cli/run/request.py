@@ -26,10 +26,12 @@ def solve(command: str, vectors: tuple, given: dict) -> Layout:
     """Compute ``command`` for the state(s) that the options ``given`` (by name, as typed)
     ask for: the ``vectors`` on the command line, else the states of --input; write them.
     Returns the model's layout."""
-    console.reset()
     model = load(given["model"], given["free_flyer"], mimic=given["mimic"],
                  xacro=xacro_arguments(given["xacro_args"], given["xacro_arg"]))
     layout = Layout.of(model, given["degrees"])
+    if given.get("plot") and model.nv ** 2 > batch.MASS_CAP:  # (before any result)
+        raise UsageError(f"dyn: --plot: M of this model ({model.nv} dofs) is too large to "
+                         "draw")
     gravity, wrenches = parse_gravity(given["gravity"]), parse_fext(given["fext"], model)
     input, output, prefix = given["input_file"], given["output_file"], given["dataset_prefix"]
     batch.check_prefix(input, output, prefix)
