@@ -94,16 +94,18 @@ def start_tags_on_one_line(data: bytes) -> bool:
     """Whether every start tag of ``data`` ends on the line where it opens, found in one
     scan of the bytes (:data:`MULTILINE_TAG`, no Python per element): each "<" that opens a
     name, its next ">" on the same line and no quote open there (an even count of one kind
-    of quote between them, the other kind absent). Anything else -- a tag over several
-    lines, a ">" or a quote inside a value, a "<" inside a comment -- says False, for
-    :func:`number_from_tag_start` to look closer."""
+    of quote between them, the other kind absent, no other "<"). Anything else -- a tag
+    over several lines, a ">", "<" or a quote inside a value, a "<" inside a comment --
+    says False, for :func:`number_from_tag_start` to look closer. Each "<" is read up to
+    the next "<", ">" or line end at most, so the scan is linear in the file's size."""
     return MULTILINE_TAG.search(data) is None
 
 
 # what follows "<" up to the next ">" in a start tag that ends on its line with no quote
-# open: no line end, and an even count of one kind of quote (the other kind absent)
-_ONE_LINE_TAG = (rb"""[^>\n"']*(?:"[^>\n"']*"[^>\n"']*)*>"""
-                 rb"""|[^>\n"']*(?:'[^>\n"']*'[^>\n"']*)*>""")
+# open: no line end, no other "<", and an even count of one kind of quote (the other kind
+# absent)
+_ONE_LINE_TAG = (rb"""[^<>\n"']*(?:"[^<>\n"']*"[^<>\n"']*)*>"""
+                 rb"""|[^<>\n"']*(?:'[^<>\n"']*'[^<>\n"']*)*>""")
 # a "<" opening a name (not the last byte) whose tag is not such a tag
 MULTILINE_TAG = re.compile(rb"<(?![/!?])(?!\Z)(?!" + _ONE_LINE_TAG + rb")")
 
