@@ -11,9 +11,10 @@ same finding, and a new check failing on a known body is a new one.
 from __future__ import annotations
 
 import dataclasses
-import json
 import math
 from typing import NamedTuple
+
+import orjson
 
 from .errors import UsageError
 
@@ -120,7 +121,7 @@ def baseline_findings(path: str, command: str) -> frozenset:
     ``command`` at ``path``."""
     try:
         with open(path, "rb") as stream:
-            document = json.loads(stream.read())
+            document = orjson.loads(stream.read())  # (nesting past 1024: an error)
     except OSError as error:
         raise UsageError(f"{path}: cannot read the baseline ({error.strerror or error})"
                          ) from None
@@ -206,9 +207,12 @@ def limits_findings(entries: list[dict], layout) -> list[Finding]:
     from treedyn.engine.analysis.limits import KINDS
 
     model, found = layout.model, []
+    dof = {label: d for d, label in enumerate(layout.v_labels)}  # (one lookup per entry)
     for entry in entries:
+        if not any(entry.get(kind) and entry[kind]["count"] for kind in KINDS):
+            continue
         label = entry["dof"]
-        joint = int(model.dof_joint[list(layout.v_labels).index(label)])
+        joint = int(model.dof_joint[dof[label]])
         source = model.limit_sources[joint]
         if not source.line:
             source = model.joint_sources[joint]

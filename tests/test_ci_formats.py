@@ -129,3 +129,14 @@ def test_artifact_uris_are_relative_below_the_folder_and_encoded(tmp_path):
     assert artifact_uri(str(base / "..x" / "a.urdf"), str(base)) == "..x/a.urdf"
     outside = artifact_uri(str(tmp_path / "other" / "b.urdf"), str(base))
     assert outside == "file://" + str(tmp_path / "other" / "b.urdf")
+
+
+def test_a_baseline_nested_past_any_reason_is_one_line(tmp_path):
+    """A baseline of 200 000 nested arrays: 'not JSON' in one line, exit 2 (the standard
+    library's reader ran out of stack: an internal error)."""
+    deep = tmp_path / "deep.json"
+    deep.write_text("[" * 200_000)
+    done = dyn("check-inertia", ARM, "--baseline", str(deep))
+    lines = done.stderr.decode().splitlines()
+    assert done.returncode == 2 and len(lines) == 1, lines
+    assert lines[0].startswith(f"{deep}: the baseline is not JSON")
