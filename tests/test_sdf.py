@@ -297,3 +297,25 @@ def test_check_inertia_fixes_paste_into_sdf(tmp_path):
     code, out, err = dyn(["identify", "m.sdf", "--input", "log.csv", "--write", "n.sdf"],
                          tmp_path)
     assert code == 2 and "SDF model is not supported" in err
+
+
+def test_a_long_chain_of_frames_is_placed(tmp_path):
+    """A link placed relative to the last of 2 000 frames, each 1 mm along x from the one
+    before: the link is 2 m out (the chain was followed one call per frame, and Python's
+    stack ran out: an internal error)."""
+    from treedyn.engine.named import frame_placements, frame_set
+
+    frames = '<frame name="f0"><pose>0.001 0 0 0 0 0</pose></frame>' + "".join(
+        f'<frame name="f{k}"><pose relative_to="f{k - 1}">0.001 0 0 0 0 0</pose></frame>'
+        for k in range(1, 2000))
+    path = tmp_path / "chain.sdf"
+    path.write_text(
+        '<sdf version="1.8"><model name="m"><link name="a"/>' + frames
+        + '<link name="b"><pose relative_to="f1999"/></link>'
+        '<joint name="j" type="revolute"><parent>a</parent><child>b</child>'
+        '<axis><xyz>0 0 1</xyz><limit><lower>-1</lower><upper>1</upper></limit></axis>'
+        '</joint><joint name="fix" type="fixed"><parent>world</parent><child>a</child>'
+        '</joint></model></sdf>')
+    model = load_model(str(path))
+    _, p = frame_placements(model, np.zeros((1, model.nq)), frame_set(model, ["b"]))
+    np.testing.assert_allclose(p[0, 0], [2.0, 0.0, 0.0], atol=1e-12)

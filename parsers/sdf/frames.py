@@ -161,27 +161,40 @@ class Frames:
     # -- poses -------------------------------------------------------------------------
 
     def world(self, name: str, source: SourceRef) -> Pose:
-        """The pose of frame ``name`` in the world at zero joint motion."""
-        known = self._world.get(name)
-        if known is not None:
-            return known
-        frame = self.known(name, source)
-        if name in self._placing:
-            raise ParseError.at(frame.pose_owner, "the poses' relative_to form a cycle "
-                                f"through {quoted(name)}")
-        self._placing.add(name)
-        pose = self.placed(frame.pose, frame.default, frame.pose_scope, frame.pose_owner)
-        self._placing.discard(name)
-        self._world[name] = pose
+        """The pose of frame ``name`` in the world at zero joint motion: its chain of
+        ``relative_to`` followed down to a frame already placed (a loop, not a call per
+        frame: a chain of thousands of frames is read like a short one), then composed
+        back up, each frame's pose read on the way."""
+        chain = []  # (name, its <pose>, that pose's owner), from ``name`` down
+        while name not in self._world:
+            frame = self.known(name, source)
+            if name in self._placing:
+                raise ParseError.at(frame.pose_owner, "the poses' relative_to form a cycle "
+                                    f"through {quoted(name)}")
+            self._placing.add(name)
+            chain.append((name, frame.pose, frame.pose_owner))
+            name, source = self.base(frame.pose, frame.default, frame.pose_scope,
+                                     frame.pose_owner)
+        pose = self._world[name]
+        for placed, element, owner in reversed(chain):
+            pose = compose(pose, pose_value(element, owner))
+            self._world[placed] = pose
+            self._placing.discard(placed)
         return pose
+
+    def base(self, pose: etree._Element | None, default: str, scope: Scope | None,
+             owner: SourceRef) -> tuple[str, SourceRef]:
+        """(the frame a ``<pose>`` (None: none) read in ``scope`` is relative to: its
+        ``relative_to`` or else the frame ``default``, where that is named)."""
+        given = "" if pose is None else pose.get("relative_to", "").strip()
+        base = default
+        if given:
+            base = self.name(scope, given, here(pose, owner)) if scope is not None else given
+        return base, owner if pose is None else here(pose, owner)
 
     def placed(self, pose: etree._Element | None, default: str, scope: Scope | None,
                owner: SourceRef) -> Pose:
         """The world pose of a ``<pose>`` (identity when None) read in ``scope``, relative
         to its ``relative_to`` or else to the frame ``default``."""
-        given = "" if pose is None else pose.get("relative_to", "").strip()
-        base = default
-        if given:
-            base = self.name(scope, given, here(pose, owner)) if scope is not None else given
-        return compose(self.world(base, owner if pose is None else here(pose, owner)),
+        return compose(self.world(*self.base(pose, default, scope, owner)),
                        pose_value(pose, owner))
