@@ -11,7 +11,6 @@ same finding, and a new check failing on a known body is a new one.
 from __future__ import annotations
 
 import dataclasses
-import math
 from typing import NamedTuple
 
 import orjson
@@ -183,8 +182,8 @@ def statics_findings(report, model, fail_above: float | None) -> list[Finding]:
 
 
 def number(value: float) -> str:
-    """A report's number: 6 significant digits, infinities as inf and -inf."""
-    return ("inf" if value > 0 else "-inf") if math.isinf(value) else f"{value:.6g}"
+    """A report's number: 6 significant digits (infinities as inf and -inf)."""
+    return f"{value:.6g}"
 
 
 def configuration(q: dict | None) -> str:

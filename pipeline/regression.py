@@ -329,7 +329,7 @@ def expand_logs(patterns) -> list[str]:
     matches are sorted; a pattern matching nothing is a usage error), in the order given."""
     files: list[str] = []
     for pattern in patterns:
-        files += [pattern] if pattern == STDIN or pattern == "-" else expand(pattern)
+        files += expand(pattern)  # (a name without glob characters, "-" too, as given)
     if files.count("-") > 1:
         raise UsageError("dyn: --input -: stdin can be read once")
     return files

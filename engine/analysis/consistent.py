@@ -67,7 +67,7 @@ def _weight(loss: str, z: np.ndarray) -> np.ndarray:
 class _Prior:
     """The file's bodies: which are fitted, their whitened pseudo-inertias, the start."""
 
-    def __init__(self, pi_file: np.ndarray, nb: int):
+    def __init__(self, pi_file: np.ndarray, nb: int, signed=()):
         bodies = pi_file[:10 * nb].reshape(nb, 10)
         self.fitted = bodies[:, 0] > 0
         J = nearest_definite(pseudo_inertia(bodies[self.fitted])) if self.fitted.any() else np.zeros((0, 4, 4))
@@ -78,7 +78,7 @@ class _Prior:
         upper = np.triu_indices(4)
         self.rows, self.cols = upper
         self.factor = np.where(self.rows == self.cols, 1.0, np.sqrt(2.0))
-        self.signed = np.zeros(0, dtype=int)  # per-joint columns that may be negative
+        self.signed = np.asarray(signed, dtype=int)  # per-joint columns that may be negative
 
     def residual(self, J: np.ndarray) -> np.ndarray:
         """(nf, 10) whitened differences (upper entries, Frobenius weights)."""
@@ -94,8 +94,7 @@ def consistent_fit(problem: Problem, pi_file: np.ndarray, nb: int, sigma: float,
     of each round's residuals); ``signed``: per-joint columns that may be negative."""
     if loss not in LOSSES:
         raise ValueError(f"unknown loss {loss!r}; known: {', '.join(LOSSES)}")
-    prior = _Prior(pi_file, nb)
-    prior.signed = np.asarray(signed, dtype=int)
+    prior = _Prior(pi_file, nb, signed)
     if loss == "linear" or not problem.rows:
         return _solve(problem.R, problem.size, pi_file, nb, prior, prior_weight, sigma,
                       problem.equations)

@@ -32,7 +32,7 @@ no standard deviation).
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 import scipy.linalg
@@ -81,9 +81,7 @@ class Problem:
         if rows:
             joint = w[np.arange(len(rows["tau"])) % self.nv]
             rows = {"Y": rows["Y"] * joint[:, None], "tau": rows["tau"] * joint}
-        return Problem(self.size, self.nv, R, self.gram_train, self.gram_validate,
-                       self.states, self.validate_states, rows, self.varied, self.files,
-                       self.joint_R)
+        return replace(self, R=R, rows=rows)
 
     @property
     def equations(self) -> int:

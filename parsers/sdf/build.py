@@ -8,7 +8,6 @@ is placed in its parent's description frame by the world poses of both at zero m
 """
 from __future__ import annotations
 
-import dataclasses
 import math
 
 import numpy as np
@@ -29,7 +28,6 @@ TYPES = {"revolute": "revolute", "continuous": "continuous", "prismatic": "prism
 AXIS_TYPES = ("revolute", "continuous", "prismatic")
 LIMITED = ("revolute", "prismatic")
 MOMENTS = ("ixx", "ixy", "ixz", "iyy", "iyz", "izz")
-JOINT_FIELDS = {f.name for f in dataclasses.fields(JointSpec)}
 
 
 class Builder:
@@ -230,7 +228,7 @@ def _limits(kind: str, axis: etree._Element | None, source: SourceRef) -> dict:
         values["limit_source"] = where
     dynamics = None if axis is None else child(axis, "dynamics")
     for key in ("damping", "friction"):
-        if dynamics is not None and key in JOINT_FIELDS:
+        if dynamics is not None:
             values[key] = scalar(dynamics, key, 0.0, here(dynamics, source))
     return values
 
