@@ -340,3 +340,19 @@ def test_meshes_by_reference_relative_below_the_output_else_absolute(tmp_path):
         assert (mesh.get("file"), mesh.get("scale")) == (file, "2 2 2")
         mj = mujoco.MjModel.from_xml_path(str(tmp_path / out))
         assert mj.nmesh == 1 and mj.ngeom == 1
+
+
+def test_names_with_a_line_end_or_a_tab_are_written_as_they_are(tmp_path):
+    """A URDF name may hold a line end or a tab (as &#10; and &#9;): the MJCF carries it as
+    a character reference, so MuJoCo and dyn read the same name back (a raw one would be
+    read as a space). The writers share one quoting of attributes (writers/text.py)."""
+    text = ARM.read_text().replace('name="link2"', 'name="link&#10;two&#9;x"').replace(
+        '<child link="link2"/>', '<child link="link&#10;two&#9;x"/>')
+    source = tmp_path / "arm.urdf"
+    source.write_text(text)
+    out = tmp_path / "arm.xml"
+    out.write_text(convert(load_description(str(source)), ".xml", free_flyer=False,
+                           source=str(source)).text)
+    assert "link\ntwo\tx" in [link.name for link in load_description(str(out)).links]
+    mj = mujoco.MjModel.from_xml_path(str(out))
+    assert mujoco.mj_name2id(mj, mujoco.mjtObj.mjOBJ_BODY, "link\ntwo\tx") >= 0

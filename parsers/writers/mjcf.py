@@ -43,7 +43,6 @@ from __future__ import annotations
 
 import math
 import os
-from xml.sax.saxutils import quoteattr
 
 import numpy as np
 
@@ -54,7 +53,7 @@ from ..errors import ParseError, quoted
 from ..meshes import stl_problem
 from ..packages import PackagePaths, resolve_uri
 from .converted import Converted
-from .text import comment, number, numbers, where
+from .text import attribute, comment, number, numbers, where
 
 MINVAL = 1e-15  # MuJoCo's mjMINVAL: the least mass and moment of a moving body
 JOINT_KINDS = {"revolute": "hinge", "continuous": "hinge", "prismatic": "slide"}
@@ -150,7 +149,7 @@ def _moments(link: LinkSpec) -> np.ndarray:
 
 def attributes(pairs) -> str:
     """`` key="value"`` for each (key, value) whose value is not None."""
-    return "".join(f" {key}={quoteattr(str(value))}" for key, value in pairs
+    return "".join(f" {key}={attribute(value)}" for key, value in pairs
                    if value is not None)
 
 

@@ -2,6 +2,8 @@
 comments that hold any text, and where an element came from."""
 from __future__ import annotations
 
+from xml.sax.saxutils import quoteattr
+
 import numpy as np
 
 from treedyn.engine.description import SourceRef
@@ -19,6 +21,13 @@ def number(value: float) -> str:
 def numbers(values) -> str:
     """Space-separated :func:`number` s of ``values`` (any shape, flattened)."""
     return " ".join(number(value) for value in np.ravel(values))
+
+
+def attribute(text) -> str:
+    """``text`` quoted as an XML attribute's value, read back as it is (quoteattr writes
+    line ends and tabs as character references, which a reader would otherwise turn into
+    spaces)."""
+    return quoteattr(str(text))
 
 
 def comment(text: str) -> str:

@@ -29,7 +29,6 @@ from __future__ import annotations
 import sys
 from collections import defaultdict
 from pathlib import Path
-from xml.sax.saxutils import quoteattr
 
 import numpy as np
 
@@ -39,7 +38,7 @@ from treedyn.engine.rotations import axis_angle_matrix, matrix_rpy
 
 from ..errors import ParseError
 from .converted import Converted
-from .text import comment, number, numbers, where
+from .text import attribute, comment, number, numbers, where
 
 NO_LIMIT = sys.float_info.max  # an absent limit, as Pinocchio holds one
 FLOATING = ("free", "free_world")
@@ -47,7 +46,6 @@ AXIS_TYPES = ("revolute", "continuous", "prismatic", "planar")
 WRITTEN_TYPES = ("fixed",) + AXIS_TYPES
 CARRIED = ("joint damping", "joint frictionloss")  # ignored by the dynamics, written here
 LISTED = 6  # names a note lists at most
-_ENTITIES = {"\n": "&#10;", "\r": "&#13;", "\t": "&#9;"}
 
 
 def write_urdf(description: TreeDescription, *, source: str) -> Converted:
@@ -195,7 +193,7 @@ class _Text:
         self.lines += ['<?xml version="1.0"?>',
                        comment(f"URDF of {tree.source}, written by dyn")]
         self.lines += [f"  {comment(note)}" for note in tree.notes]
-        self.lines.append(f"<robot name={_attribute(tree.description.name)}>")
+        self.lines.append(f"<robot name={attribute(tree.description.name)}>")
         joints = {joint.child: joint for joint in tree.description.joints}
         for name in tree.kept:
             if name != tree.root:
@@ -216,9 +214,9 @@ class _Text:
         self._add(1, comment(where))
         inertia = link.inertia
         if not (link.has_inertial or inertia.mass or link.geometry):
-            self._add(1, f"<link name={_attribute(link.name)}/>")
+            self._add(1, f"<link name={attribute(link.name)}/>")
             return
-        self._add(1, f"<link name={_attribute(link.name)}>")
+        self._add(1, f"<link name={attribute(link.name)}>")
         if link.has_inertial or inertia.mass:
             tensor = inertia.inertia
             where = str(link.inertial_source or link.source)
@@ -267,10 +265,10 @@ class _Text:
         if joint.armature:
             comments.append(f"armature {number(joint.armature)} not carried (URDF has none)")
         self._add(1, *map(comment, comments))
-        self._add(1, f"<joint name={_attribute(joint.name)} type={_attribute(kind)}>")
+        self._add(1, f"<joint name={attribute(joint.name)} type={attribute(kind)}>")
         self._add(2, _origin(rotation, translation),
-                  f"<parent link={_attribute(joint.parent)}/>",
-                  f"<child link={_attribute(joint.child)}/>")
+                  f"<parent link={attribute(joint.parent)}/>",
+                  f"<child link={attribute(joint.child)}/>")
         if kind in AXIS_TYPES:
             self._add(2, f'<axis xyz="{numbers(joint.axis)}"/>')
         self._limit(joint, kind)
@@ -279,7 +277,7 @@ class _Text:
                          f'friction="{number(joint.friction)}"/>')
         if joint.mimic is not None:
             mimic = joint.mimic
-            self._add(2, f"<mimic joint={_attribute(mimic.joint)} multiplier="
+            self._add(2, f"<mimic joint={attribute(mimic.joint)} multiplier="
                          f'"{number(mimic.multiplier)}" offset="{number(mimic.offset)}"/>')
         self._add(1, "</joint>")
 
@@ -300,11 +298,11 @@ class _Text:
 
     def _site(self, site: SiteSpec, link: str, joint: str) -> None:
         self._add(1, comment(f"site: {site.source}"),
-                  f'<joint name={_attribute(joint)} type="fixed">')
+                  f'<joint name={attribute(joint)} type="fixed">')
         self._add(2, _origin(site.rotation, site.translation),
-                  f"<parent link={_attribute(site.link)}/>",
-                  f"<child link={_attribute(link)}/>")
-        self._add(1, "</joint>", f"<link name={_attribute(link)}/>")
+                  f"<parent link={attribute(site.link)}/>",
+                  f"<child link={attribute(link)}/>")
+        self._add(1, "</joint>", f"<link name={attribute(link)}/>")
 
 
 def _pieces(shape: Shape, mjcf: bool) -> list[tuple[np.ndarray, np.ndarray, str]] | None:
@@ -326,7 +324,7 @@ def _pieces(shape: Shape, mjcf: bool) -> list[tuple[np.ndarray, np.ndarray, str]
     if shape.kind == "mesh" and (not mjcf or Path(shape.mesh).is_file()):
         filename = str(Path(shape.mesh).absolute()) if mjcf else shape.mesh
         scale = "" if np.all(shape.scale == 1.0) else f' scale="{numbers(shape.scale)}"'
-        return [(rotation, translation, f"<mesh filename={_attribute(filename)}{scale}/>")]
+        return [(rotation, translation, f"<mesh filename={attribute(filename)}{scale}/>")]
     return None
 
 
@@ -345,11 +343,6 @@ def _folded(joint: JointSpec) -> tuple[np.ndarray, np.ndarray]:
 
 def _origin(rotation: np.ndarray, translation: np.ndarray) -> str:
     return f'<origin xyz="{numbers(translation)}" rpy="{numbers(matrix_rpy(rotation))}"/>'
-
-
-def _attribute(text: str) -> str:
-    """``text`` quoted as an XML attribute's value."""
-    return quoteattr(str(text), _ENTITIES)
 
 
 def _unique(name: str, taken: set[str]) -> str:
