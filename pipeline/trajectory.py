@@ -98,8 +98,10 @@ def floor_frames(model: Model, specs) -> tuple[Frames | None, np.ndarray]:
         try:
             heights.append(float(height))
         except ValueError:
+            heights.append(float("nan"))
+        if not np.isfinite(heights[-1]):
             raise UsageError(f"dyn: --floor {spec!r}: expected FRAME=HEIGHT (metres, the "
-                             "world's z)") from None
+                             "world's z, a finite number)")
         names.append(name)
     try:
         return frame_set(model, names), np.array(heights)

@@ -148,7 +148,10 @@ def test_the_documented_fit_is_what_identify_writes(tmp_path, capsys):
 @pytest.mark.parametrize("args,message", [
     (["--floor", "nosuch=0.1"], "dyn: fixtures/two_link_arm.urdf: --floor: no link, body, "
      "joint or site named 'nosuch'"),
-    (["--floor", "link2"], "dyn: --floor 'link2': expected FRAME=HEIGHT (metres, the world's z)"),
+    (["--floor", "link2"], "dyn: --floor 'link2': expected FRAME=HEIGHT (metres, the world's "
+     "z, a finite number)"),
+    (["--floor", "link2=nan"], "dyn: --floor 'link2=nan': expected FRAME=HEIGHT (metres, the "
+     "world's z, a finite number)"),
     (["--noise", "0.1"], "dyn: --noise needs --torques"),
 ])
 def test_excite_refusals_are_one_line(args, message, tmp_path, capsys):
