@@ -297,12 +297,10 @@ def held_out_file(problem, rows: Rows, path, chunk: int, cutoff: float | None):
     """``problem`` with the held-out statistics of the log ``path`` (read as the inputs
     are: v and a estimated where it has only q and t), its Gram matrices per joint."""
     _, source = opened(rows.layout, path)
-    gram, count = np.zeros_like(problem.gram_validate), 0
+    aside = Accumulator(problem.size, problem.nv, validate=1.0)  # (every state held out)
     for Y, tau in log_rows(rows, source, chunk, cutoff):
-        stacked = np.concatenate([Y, tau[..., None]], axis=2).transpose(1, 0, 2)  # (nv, m, P+1)
-        gram += np.swapaxes(stacked, 1, 2) @ stacked
-        count += len(Y)
-    return replace(problem, gram_validate=gram, validate_states=count)
+        aside.add(Y, tau)
+    return replace(problem, gram_validate=aside.gram[1], validate_states=aside.counts[1])
 
 
 def as_sources(source) -> list:
