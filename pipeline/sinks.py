@@ -521,8 +521,10 @@ class LimitsSink(Sink):
         from .findings import limits_findings, with_findings  # (not on the states' paths)
 
         entries = summary.entries(layout.v_labels, units)
-        self.found = limits_findings(entries, layout)
-        found = self.found = self.found if self.chosen is None else self.chosen.kept(self.found)
+        found = limits_findings(entries, layout)
+        if self.chosen is not None:
+            found = self.chosen.kept(found)
+        self.found = found
         return with_findings({
             **self.head, "states": summary.states, "offending_states": summary.offending,
             "checked": [kind for kind in KINDS if kind in summary.checked],
