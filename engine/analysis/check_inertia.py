@@ -125,14 +125,18 @@ def quiet_placeholder(context: LinkContext, model: Model) -> bool:
 def passing_bodies(inputs: Inputs) -> list[tuple | None]:
     """Per body, the (check, status, severity) of its articulated-inertia and limits
     findings when both pass (or limits has none), known without making them
-    (:func:`.inertia_body.articulated`, :func:`.inertia_body.limits`); else None."""
-    model, lowest = inputs.model, inputs.samples.lowest()
-    if not inputs.samples.finite:
+    (:func:`.inertia_body.articulated`, :func:`.inertia_body.limits`); else None. When
+    every D-block passes against a bound of lambda_max(M) (:meth:`Samples.sure_passes`),
+    lambda_max is not computed."""
+    model, samples = inputs.model, inputs.samples
+    sure = samples.sure_passes(inputs.options)
+    lowest = [()] * len(model.body_names) if sure else samples.lowest()
+    if not sure and not samples.finite:
         return [None] * len(model.body_names)
     low, high = model.q_lower.tolist(), model.q_upper.tolist()
     kinds: list[tuple | None] = []
     for j, (k, size) in enumerate(zip(model.idx_q.tolist(), model.nq_joint.tolist())):
-        if lowest[j] is None or not block_passes(lowest[j][1], inputs.options):
+        if lowest[j] is None or not (sure or block_passes(lowest[j][1], inputs.options)):
             kinds.append(None)
         elif size != 1 or not (math.isfinite(low[k]) or math.isfinite(high[k])):
             kinds.append(ARTICULATED_PASS)
