@@ -7,7 +7,8 @@ from collections.abc import Sequence
 
 from treedyn.engine import Model, ModelError, configure
 from treedyn.engine.coupling import MimicError, couple
-from treedyn.parsers import PackagePaths, ParseError, XacroInput, check_finite, load_model
+from treedyn.parsers import (PackagePaths, ParseError, XacroInput, check_finite,
+                              collector_paused, load_model)
 from treedyn.parsers.files import MODEL_BYTES
 from treedyn.pipeline.heap import for_model_loading
 
@@ -42,11 +43,12 @@ def load(path: str, free_flyer: bool, diagnose: bool = False,
     if path == "-":
         path, data = STDIN_MODEL, standard_input()
     try:
-        with console.stage(f"{path}: read and built"), for_model_loading(os.environ):
-            model = load_model(path, free_flyer=free_flyer,  # (the collector paused inside)
+        with console.stage(f"{path}: read and built"), for_model_loading(os.environ), \
+                collector_paused():  # till frozen: on, it would walk the new objects at once
+            model = load_model(path, free_flyer=free_flyer,
                                xacro=XacroInput(tuple(xacro), xacro_environment()),
                                packages=package_paths(), urdf_only=urdf_only, data=data)
-        gc.freeze()  # the model lives to the end: its million objects out of the walks
+            gc.freeze()  # the model lives to the end: its million objects out of the walks
         if not diagnose:
             check_finite(model.description)
         if mimic:
