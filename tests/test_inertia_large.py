@@ -100,6 +100,28 @@ def test_findings_counted_in_bulk_are_those_made_when_read():
     assert [f for f in made if f.body == "l11"]  # judged, not a placeholder
 
 
+def test_quiet_links_context_made_only_when_read(monkeypatch):
+    """A placeholder link counted in bulk has no context made (nor its messages formatted)
+    until its findings are read; then every link has one, and the findings are those of
+    the dense path."""
+    import treedyn.engine.analysis.check_inertia as checks
+
+    made = []
+    real = checks._placeholder
+    monkeypatch.setattr(checks, "_placeholder", lambda *args: made.append(1) or real(*args))
+    model = parse_model(large_urdf("star", 300).replace(  # the links become placeholders
+        '<mass value="1"/><inertia ixx="0.1" ixy="0" ixz="0" iyy="0.1" iyz="0" izz="0.1"/>',
+        '<mass value="1e5"/><inertia ixx="1e3" ixy="0" ixz="0" iyy="1e3" iyz="0" izz="1e3"/>'))
+    report = check_inertia(model, options=CheckOptions(samples=2, dense_dofs=0))
+    assert report.findings.kinds()[("inertia-pd", "skip", "info")] == 300
+    assert len(made) == 1  # the base link alone: the others are quiet placeholders
+    every = list(report.findings)
+    assert len(made) == 301
+    dense = check_inertia(model, options=CheckOptions(samples=2)).findings
+    assert [(f.body, f.check, f.status, f.message) for f in every] == \
+        [(f.body, f.check, f.status, f.message) for f in dense]
+
+
 @pytest.mark.parametrize("seed", range(6))
 def test_tree_sweeps_match_references(seed):
     """Composite blocks = M's diagonal blocks (armature excluded), D-blocks = the reference
