@@ -51,9 +51,9 @@ def joint_transforms(model: Model, q: np.ndarray) -> JointTransforms:
     if turning:
         members = [joints[j] for j in turning]
         Et, translations = RevoluteJoint.transforms(members, q[:, model.idx_q[turning]])
-        for m, j in enumerate(turning):
-            E[j], r[j], S[j] = Et[m], translations[m], members[m].S
-            blocks[j] = q[:, model.idx_q[j]:model.idx_q[j] + 1]
+        starts = model.idx_q[turning].tolist()
+        for j, Ej, rj, joint, k in zip(turning, Et, translations, members, starts):
+            E[j], r[j], S[j], blocks[j] = Ej, rj, joint.S, q[:, k:k + 1]
     for j, joint in enumerate(joints):
         if E[j] is None:
             blocks[j] = q[:, model.idx_q[j]:model.idx_q[j] + model.nq_joint[j]]
@@ -103,8 +103,9 @@ class TreeSweeps:
         """S (K, N, 6, k) of ``joints``: a read-only broadcast when each is shared by all
         states (6, k), as for revolute and prismatic joints."""
         S = [self.transforms.S[j] for j in joints]
-        if all(Sj.ndim == 2 for Sj in S):
-            return np.broadcast_to(np.stack(S)[:, None], (len(S), self.count, 6, k))
+        if all(Sj.ndim == 2 for Sj in S):  # (np.stack's rows, in one concatenation)
+            return np.broadcast_to(np.concatenate(S).reshape(len(S), 1, 6, k),
+                                   (len(S), self.count, 6, k))
         return np.stack([np.broadcast_to(Sj, (self.count, 6, k)) for Sj in S])
 
     def blocks(self) -> tuple[list, list]:
@@ -170,7 +171,7 @@ class TreeSweeps:
         ``limit``, so the world inertias (under ``limit``^3) and M x (for a unit x) are
         finite, and so is lambda_max."""
         model = self.model
-        translations = np.concatenate([r.reshape(-1) for r in self.transforms.r] or [[0.0]])
+        translations = np.concatenate(self.transforms.r or [np.zeros((0, 3))])  # (nj N, 3)
         with np.errstate(all="ignore"):
             return bool(np.abs(model.body_inertia).max(initial=0.0) < limit
                         and np.abs(translations).sum() < limit)
