@@ -32,9 +32,10 @@ class Body(NamedTuple):
 class Samples:
     """M(q) at the sampled configurations: formed below ``dense_dofs`` dofs, past it only
     its diagonal blocks, ABA's D-blocks and lambda_max (:mod:`treedyn.engine.subtree`).
-    lambda_max(M) (:attr:`largest`), and with it :attr:`finite`, is computed on first use:
-    past ``dense_dofs`` that is Lanczos at every sample, which :meth:`sure_passes` spares
-    when an upper bound of lambda_max shows every D-block passing."""
+    lambda_max(M) (:attr:`largest`), and with it :attr:`finite`, is computed on first use
+    (the eigenvalues of every sample's M, past ``dense_dofs`` Lanczos at every sample),
+    which :meth:`sure_passes` spares when an upper bound of it shows every D-block
+    passing."""
 
     def __init__(self, model: Model, options: CheckOptions):
         self.model = model
@@ -128,20 +129,31 @@ class Samples:
 
     def sure_passes(self, options: CheckOptions) -> bool:
         """Whether every joint's D-block passes articulated-inertia (:func:`block_passes`
-        of its :meth:`lowest` ratio) and M is finite, known without lambda_max(M): past
-        ``dense_dofs`` only, from :func:`treedyn.engine.subtree.largest_eigenvalue_bounds`
-        (an upper bound, so each ratio it gives is at most the exact one), where the
-        Lanczos products cannot overflow (so lambda_max would be finite). False means
-        "not known": :meth:`lowest` decides."""
-        if self.dense or not self._finite or not len(self.q) or not self.model.nv:
+        of its :meth:`lowest` ratio) and M is finite, known without lambda_max(M): from
+        :func:`treedyn.engine.subtree.largest_eigenvalue_bounds` (an upper bound, so each
+        ratio it gives is at most the exact one), for a tree's M (no mimic joints
+        enforced) and, past ``dense_dofs``, where the Lanczos products cannot overflow (so
+        lambda_max would be finite). False means "not known": :meth:`lowest` decides."""
+        model = self.model
+        if model.coupling is not None or not self._finite or not len(self.q) or not model.nv:
             return False
         low, finite = self.block_minima()
-        if not finite.all() or not self.sweeps.products_bounded():
+        if not finite.all() or not (self.dense or self.sweeps.products_bounded()):
             return False
-        bound = largest_eigenvalue_bounds(self.model, self.sweeps.diagonal_traces())
+        bound = largest_eigenvalue_bounds(model, self.diagonal_traces())
         if not np.all(np.isfinite(bound) & (bound > 0)):
             return False
         return bool(np.all(block_passes((low / bound).min(axis=1), options)))
+
+    def diagonal_traces(self) -> np.ndarray:
+        """(samples, joints): the trace of every joint's diagonal block of M, armature
+        included."""
+        if not self.dense:
+            return self.sweeps.diagonal_traces()
+        traces = np.zeros((len(self.q), self.model.njoints))
+        np.add.at(traces, (slice(None), self.model.dof_joint),
+                  np.diagonal(self.M, axis1=1, axis2=2))
+        return traces
 
 
 def merged_pseudo_inertia(context: LinkContext, inputs: Inputs, body: Body) -> list[Finding]:
