@@ -228,21 +228,22 @@ def link_contexts(model: Model, geometry: dict[str, LinkGeometry]) -> tuple[Cont
             [link.inertia_from_geometry for link in every], dtype=bool), mass, traces, scale)
     numbers: list = [None] * len(every)  # made in bulk when a context first needs them
     quiet = np.zeros(len(every), dtype=bool)
+    rows = (finite.tolist(), moment.tolist(), judged.tolist(), traces.tolist())
 
     def make(k: int) -> LinkContext:
-        link = every[k]
+        link, (ok, fits, judge, trace) = every[k], (row[k] for row in rows)
         body = body_of[link.name]
         main = body >= 0 and model.body_names[body] == link.name
-        if judged[k] and numbers[k] is None:  # those of the quiet links only if one is read
-            rows = np.flatnonzero(judged & (quiet == quiet[k]))
-            for row, values in zip(rows.tolist(), numbers_of(mass[rows], com[rows],
-                                                             tensor[rows])):
+        if judge and numbers[k] is None:  # those of the quiet links only if one is read
+            group = np.flatnonzero(judged & (quiet == quiet[k]))
+            for row, values in zip(group.tolist(), numbers_of(mass[group], com[group],
+                                                              tensor[group])):
                 numbers[row] = values
         source = link.inertial_source if link.inertial_source.line else link.source
         return LinkContext(link, body, main, geometry.get(link.name), source,
                            _negligible(model, link, body, main),
-                           _placeholder(model, link, body, scale, float(traces[k])),
-                           bool(finite[k]), bool(moment[k]), numbers[k])
+                           _placeholder(model, link, body, scale, trace), ok, fits,
+                           numbers[k])
 
     contexts = Contexts(make, every)
     heavy = (model.body_mass > MINVAL).tolist()

@@ -143,7 +143,8 @@ class Samples:
         bound = largest_eigenvalue_bounds(model, self.diagonal_traces())
         if not np.all(np.isfinite(bound) & (bound > 0)):
             return False
-        return bool(np.all(block_passes((low / bound).min(axis=1), options)))
+        ratios = (low / bound).min(axis=1)  # (joints,), finite: block_passes of each
+        return bool(np.all((ratios > 1e-15) & (ratios >= options.min_block_ratio)))
 
     def diagonal_traces(self) -> np.ndarray:
         """(samples, joints): the trace of every joint's diagonal block of M, armature
@@ -187,11 +188,10 @@ def limits(context: LinkContext, inputs: Inputs, body: Body) -> list[Finding]:
                     details, scope="body", links=links)]
 
 
-def block_passes(ratio, options: CheckOptions):
+def block_passes(ratio: float, options: CheckOptions) -> bool:
     """Whether a D-block ``ratio`` (of :meth:`Samples.lowest`) passes articulated-inertia:
-    neither singular (1e-15) nor under ``min_block_ratio`` (a bool, or an array of them
-    for an array of ratios)."""
-    return np.logical_not((ratio <= 1e-15) | (ratio < options.min_block_ratio))
+    neither singular (1e-15) nor under ``min_block_ratio``."""
+    return not (ratio <= 1e-15 or ratio < options.min_block_ratio)
 
 
 def articulated(context: LinkContext, inputs: Inputs, body: Body) -> list[Finding]:
