@@ -12,8 +12,8 @@ model's neutral q, at rest), with w_f = 2 pi / T and harmonics l = 1 .. L::
 periodic with period T (so a log of whole periods can be averaged). The coefficients
 x = (q0, a, b), per dof ``[q0_j, a_j1 .. a_jL, b_j1 .. b_jL]`` (n, 1 + 2L), are what
 :func:`optimise` chooses: it minimises log cond(W) with W (S nv, r) the regressor's base
-columns (the r columns that random states show independent, a pivoted QR of the
-column-scaled regressor) stacked over S samples of one period, the condition number of
+columns (the r columns that random states show independent, by identification's rule:
+:func:`base_columns`) stacked over S samples of one period, the condition number of
 the matrix as it is (``dyn identify``'s ``condition``), subject to, at a denser grid of
 the period: the position limits, the velocity limits (|v_j| <= the joint's), an optional
 acceleration limit, and optional frames above a floor (z in the world >= height). SLSQP
@@ -29,6 +29,7 @@ import numpy as np
 import scipy.linalg
 import scipy.optimize
 
+from .analysis.identify import independent_columns
 from .batch.regressor import regressor
 from .model import Model
 from .named import Frames, frame_placements
@@ -161,23 +162,30 @@ class Excitation:
         return bool(ok and (self.floor is None or self.clearance(x, basis).min() >= -tolerance))
 
 
-def base_columns(excitation: Excitation, rng: np.random.Generator, count: int = 200,
-                 tolerance: float = 1e-8) -> np.ndarray:
-    """The regressor's columns (r,) independent over random states of the excited dofs (a
-    pivoted QR of the column-scaled stacked regressor, rank at ``tolerance``)."""
+def random_states(excitation: Excitation, rng: np.random.Generator, count: int
+                  ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(q (count, nq), v, a (count, nv)): random positions, normal v and a of the excited
+    dofs, the others at the neutral q and at rest."""
     model = excitation.model
     q = np.tile(model.q_neutral, (count, 1))
     q[:, excitation.coords] = model.random_configuration(rng, count)[:, excitation.coords]
     v, a = np.zeros((count, model.nv)), np.zeros((count, model.nv))
     v[:, excitation.dofs] = rng.normal(size=(count, len(excitation.dofs)))
     a[:, excitation.dofs] = rng.normal(size=(count, len(excitation.dofs)))
-    W = regressor(model, q, v, a).reshape(-1, 10 * len(model.bodies))
-    norms = np.linalg.norm(W, axis=0)
-    live = np.flatnonzero(norms > 1e-12 * norms.max())
-    _, R, order = scipy.linalg.qr(W[:, live] / norms[live], mode="economic", pivoting=True)
-    diagonal = np.abs(np.diag(R))
-    rank = int(np.sum(diagonal > tolerance * diagonal[0]))
-    return np.sort(live[order[:rank]])
+    return q, v, a
+
+
+def base_columns(excitation: Excitation, rng: np.random.Generator, count: int = 200,
+                 tolerance: float = 1e-8) -> np.ndarray:
+    """The regressor's columns (r,) independent over random states of the excited dofs
+    (:func:`random_states`), by identification's rule
+    (:func:`~treedyn.engine.analysis.identify.independent_columns` of the stacked
+    regressor's R, rank at ``tolerance``): the columns ``dyn identify`` takes as base
+    parameters from these states."""
+    W = regressor(excitation.model, *random_states(excitation, rng, count))
+    W = W.reshape(-1, W.shape[-1])
+    R = scipy.linalg.qr(W, mode="r", check_finite=False)[0]  # W's column space and norms
+    return np.sort(independent_columns(R, tolerance).independent)
 
 
 def random_start(excitation: Excitation, rng: np.random.Generator) -> np.ndarray:
