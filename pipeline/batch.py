@@ -27,7 +27,7 @@ from .compute import COMPUTATIONS
 from .layout import Layout
 from .outputs import file_sink, open_sink, output_format
 from .paths import same_file
-from .schema import schema_name
+from .schema import versioned
 from .sinks import Sink
 from .source import CHUNK, INPUT_FORMATS, Input
 
@@ -105,10 +105,11 @@ def results_sink(layout: Layout, command: str, kind: str, output: str | None,
     into the file ``output`` (its temporary until complete), else into ``stream``
     (stdout). ``single``: one state's JSON names the dofs too; ``document``: the
     ``--sparsity`` document (its pattern stored beside arrays, all of it in JSON). One
-    state's JSON is the command's document: its ``"schema"`` first (:mod:`.schema`)."""
+    state's JSON is the command's document: its ``"schema"`` first (:mod:`.schema`), then
+    the result (the sink's ``key``)."""
     computation = COMPUTATIONS[command]
     labels = layout.v_labels
-    extra = ({"schema": schema_name(command), "dofs": list(labels)}
+    extra = (versioned({computation.key: None, "dofs": list(labels)}, command)
              if single and kind == "json" else {})
     if document and kind == "json":
         extra["sparsity"] = document
