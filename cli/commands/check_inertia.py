@@ -16,6 +16,8 @@ from ..options import (BaselineOpt, CheckFormat, FreeFlyerOpt, IgnoreOpt, ModelA
                        SelectOpt, XacroArgOpt, XacroArgs, epilog, examples, not_nan,
                        samples_option)
 from ..render import reports
+from treedyn.engine.analysis.check_report import inertia_document
+from treedyn.pipeline.reports import github_annotations, github_warning, inertia_csv
 from ..render.findings import print_sarif
 from treedyn.pipeline.chunks import refuse_past_memory, sample_bytes, sweep_bytes
 
@@ -90,15 +92,15 @@ def check_inertia(
     for title, text in notes:
         warn(f"{loaded.source}: {text}")
         if fmt is CheckFormat.github:
-            print(reports.github_warning(loaded.source, f"dyn check-inertia: {title}", text))
+            print(github_warning(loaded.source, f"dyn check-inertia: {title}", text))
     if fmt is CheckFormat.json:
-        print_document(reports.inertia_document(report, loaded, show_all), "check-inertia")
+        print_document(inertia_document(report, loaded, show_all), "check-inertia")
     elif fmt is CheckFormat.csv:
-        reports.inertia_csv(report, sys.stdout, loaded.format, fix, show_all)
+        inertia_csv(report, sys.stdout, loaded.format, fix, show_all)
     elif fmt is CheckFormat.sarif:
         print_sarif("check-inertia", inertia_findings(report))
     elif fmt is CheckFormat.github:
-        text = reports.github_annotations(report, loaded.format)
+        text = github_annotations(report, loaded.format)
         if text:
             show_text(text)
     else:

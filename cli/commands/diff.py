@@ -12,6 +12,7 @@ from ..model import load
 from ..options import (DiffFormat, FreeFlyerOpt, PlotSizeOpt, SeedOpt, epilog, examples,
                        model_argument, not_nan, plot_option, samples_option)
 from ..render import diff as render
+from treedyn.pipeline.diff_report import diff_document
 from treedyn.pipeline.chunks import refuse_past_memory, sample_bytes
 from treedyn.plots import requested
 
@@ -63,10 +64,10 @@ def diff(
     report = run_diff(*models, DiffOptions(tolerance=tolerance, samples=samples, seed=seed))
     if picture is not None:
         from treedyn.plots.matrices import mass_change
-        picture.draw(mass_change, render.diff_document(report, *models, fail_above),
+        picture.draw(mass_change, diff_document(report, *models, fail_above),
                      report.matrix, models[0])
     if fmt is DiffFormat.json:
-        print_document(render.diff_document(report, *models, fail_above), "diff")
+        print_document(diff_document(report, *models, fail_above), "diff")
     elif fmt is DiffFormat.github:
         text = render.diff_github(report, *models, fail_above)
         if text:

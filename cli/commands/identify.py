@@ -12,7 +12,8 @@ from ..options import (CurrentOpt, CutoffOpt, DegreesOpt, FreeFlyerOpt, GravityO
                        KnownOpt, LossOpt, LossScaleOpt, ModelArg, PlotSizeOpt, PriorWeightOpt,
                        RankTolOpt, ReportFormat, ReportFormatOpt, ValidateOpt, WeightsOpt,
                        WriteOpt, epilog, examples, plot_option)
-from ..render.identify import identify_document, identify_table
+from ..render.identify import identify_table
+from treedyn.pipeline.reports import identify_document
 from treedyn.pipeline.chunks import MEMORY
 from treedyn.pipeline.drives import Drives
 from ..run.fitted import check_write_target, write_model

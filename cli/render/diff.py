@@ -6,8 +6,7 @@ from __future__ import annotations
 
 from treedyn.engine.analysis.diff import DiffReport
 
-from treedyn.pipeline.diff_report import (  # noqa: F401 (diff_document: the command's name)
-    describe, diff_document, percent)
+from treedyn.pipeline.diff_report import describe, percent
 from treedyn.pipeline.naming import shown, v_labels
 from treedyn.pipeline.reports import github_annotation
 from .table import table
