@@ -220,7 +220,8 @@ def test_cli_below_the_app_loads_no_numpy_for_help():
     """``dyn --help`` and ``--version`` run the app with its bottom modules only."""
     light = {"treedyn.cli", "treedyn.cli.app", "treedyn.cli.console", "treedyn.cli.settings",
              "treedyn.cli.options", "treedyn.pipeline", "treedyn.pipeline.errors",
-             "treedyn.pipeline.naming", "treedyn.pipeline.schema", "treedyn.cli.errors"}
+             "treedyn.pipeline.naming", "treedyn.pipeline.schema", "treedyn.cli.errors",
+             "treedyn.pipeline.heap"}
     for name in light:
         text = MODULES[name].read_text(encoding="utf-8")
         tree = ast.parse(text)

@@ -13,7 +13,7 @@ from ..options import (FreeFlyerOpt, InfoFormatOpt, ModelArg, XacroArgOpt, Xacro
                        examples, finite)
 from ..render.bench import bench_text
 from treedyn.pipeline.chunks import refuse_past_memory
-from treedyn.pipeline.parts import PART_BYTES
+from treedyn.pipeline.batch import split_bytes
 
 
 @epilog(examples("dyn bench fixtures/two_link_arm.urdf",
@@ -39,7 +39,7 @@ def bench(model: ModelArg, xacro_args: XacroArgs = None, free_flyer: FreeFlyerOp
     loaded = load(model, free_flyer, xacro=xacro_arguments(xacro_args, xacro_arg))
     refuse_past_memory(states, state_bytes(loaded), "--states")
     rows, file_rows = measure(loaded, states, seconds, files, STREAM_CHUNK)
-    split = (f"JSON Lines files of {2 * (part_bytes() or PART_BYTES) / 2 ** 20:g} MB or more are split over "
-             f"{processes()} processes")
+    split = (f"JSON Lines files of {split_bytes(part_bytes()) / 2 ** 20:g} MB or more are "
+             f"split over {processes()} processes")
     print(bench_text(loaded, rows, file_rows if files else None,
                      fmt.value if fmt is not None else "table", split))

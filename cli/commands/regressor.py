@@ -9,7 +9,7 @@ from treedyn.engine.regressor import (JOINT_TERMS, VELOCITY_TERMS, JointTerms, l
 from treedyn.pipeline.errors import UsageError
 from treedyn.pipeline.layout import Layout
 from treedyn.pipeline.regression import write_regressor
-from treedyn.pipeline.vectors import parse_gravity, single_state
+from treedyn.pipeline.vectors import parse_gravity, refuse_beside_input, single_state
 
 from ..console import print_document, saying_kept, show_text
 from ..model import load
@@ -72,9 +72,7 @@ def regressor(model: ModelArg, q: QOpt = None, v: VOpt = None, a: AOpt = None,
                          "of q, v, a (dyn identify --current fits it)")
     g = parse_gravity(gravity)
     if input_file is not None:
-        if any(x is not None for x in (q, v, a)):
-            raise UsageError("dyn: --q, --v and --a cannot be combined with --input (put the "
-                             "vectors in the input file)")
+        refuse_beside_input({"q": q, "v": v, "a": a})
         progress = Progress(wanted(results_on_stdout=output_file is None))
         with saying_kept():
             try:

@@ -21,7 +21,7 @@ from treedyn.pipeline.layout import Layout
 from treedyn.pipeline.outputs import file_sink, open_sink
 from treedyn.pipeline.source import Input
 from treedyn.pipeline.stream import run
-from treedyn.pipeline.vectors import single_state
+from treedyn.pipeline.vectors import refuse_beside_input, single_state
 
 from ..console import print_document, saying_kept
 from ..model import load, xacro_arguments
@@ -68,10 +68,7 @@ def solve_kinematics(given: dict, select: Select) -> None:
             print_document(document(result[0])) if kind == "json" else print(text(result[0]))
             return
         return sink.write_whole(result, states)
-    for name, value in vectors.items():
-        if value is not None:
-            raise UsageError(f"dyn: --{name} cannot be combined with --input (put {name} in "
-                             "the input file)")
+    refuse_beside_input(vectors)
     if kind == "table":
         raise UsageError("dyn: many states are written as json or csv (--format), or to "
                          "--output FILE")

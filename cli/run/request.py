@@ -14,7 +14,8 @@ from treedyn.pipeline.compute import COMPUTATIONS, compute
 from treedyn.pipeline.errors import UsageError
 from treedyn.pipeline.layout import Layout
 from treedyn.pipeline.sinks import Sink
-from treedyn.pipeline.vectors import parse_fext, parse_gravity, single_state
+from treedyn.pipeline.vectors import (parse_fext, parse_gravity, refuse_beside_input,
+                                      single_state)
 
 from ..console import console, saying_kept
 from ..model import chunk_states, load, xacro_arguments
@@ -43,10 +44,7 @@ def solve(command: str, vectors: tuple, given: dict) -> Layout:
     results = partial(open_results, layout, command, kind, output, sparsity, prefix)
     if input is not None:
         batch.mass_over_cap(layout, command, False)  # (a usage error with many states)
-        typed = [f"--{name}" for name in vectors if given[name] is not None]
-        if typed:
-            raise UsageError(f"dyn: {' and '.join(typed)} cannot be combined with --input "
-                             "(put the vectors in the input file)")
+        refuse_beside_input({name: given[name] for name in vectors})
         solve_input(layout, command, given, kind, results, gravity, wrenches)
         return layout
     if given["scheduler"] is not None:
