@@ -109,7 +109,7 @@ def bench_env(work: str) -> dict[str, str]:
 
 
 def talos_table(args) -> None:
-    from treedyn.cli.settings import processes
+    from treedyn.session.environment import processes
     from treedyn.parsers import load_model
 
     urdf = os.path.join(robots_root(), TALOS)
@@ -169,7 +169,7 @@ def model_inputs(work: str, urdf: str, free_flyer: bool, stem: str, megabytes: f
 def library_table(args) -> None:
     import pyarrow
 
-    from treedyn.cli.settings import processes
+    from treedyn.session.environment import processes
 
     dyn = dyn_executable()
     ways = ("one", "dyn", "library")

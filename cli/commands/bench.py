@@ -8,7 +8,7 @@ from treedyn.pipeline.bench import bench as measure
 from treedyn.pipeline.bench import state_bytes
 
 from ..model import load, xacro_arguments
-from ..settings import STREAM_CHUNK, part_bytes, processes
+from treedyn.session.environment import STREAM_CHUNK, part_bytes, processes
 from ..options import (FreeFlyerOpt, InfoFormatOpt, ModelArg, XacroArgOpt, XacroArgs, epilog,
                        examples, finite)
 from ..render.bench import bench_text

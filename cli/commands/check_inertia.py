@@ -11,9 +11,11 @@ from treedyn.parsers.link_geometry import link_geometry
 from treedyn.pipeline.findings import inertia_findings, selected_inertia, selection
 
 from ..console import print_document, show_text, warn
-from ..model import load, package_paths, xacro_arguments
-from ..options import (BaselineOpt, CheckFormat, FreeFlyerOpt, IgnoreOpt, ModelArg, SeedOpt,
-                       SelectOpt, XacroArgOpt, XacroArgs, epilog, examples, not_nan,
+from treedyn.session.models import package_paths
+
+from ..model import load, xacro_arguments
+from ..options import (MESH_PATHS, BaselineOpt, CheckFormat, FreeFlyerOpt, IgnoreOpt,
+                       ModelArg, SeedOpt, SelectOpt, XacroArgOpt, XacroArgs, epilog, examples, not_nan,
                        samples_option)
 from ..render import reports
 from treedyn.engine.analysis.check_report import inertia_document
@@ -77,7 +79,7 @@ def check_inertia(
     """
     chosen = selection("check-inertia", select, ignore, baseline)
     loaded = load(model, free_flyer, diagnose=True, xacro=xacro_arguments(xacro_args, xacro_arg))
-    geometry = link_geometry(loaded.description, loaded.source, package_paths())
+    geometry = link_geometry(loaded.description, loaded.source, package_paths(MESH_PATHS))
     dense = loaded.nv <= DENSE_DOFS or loaded.coupling is not None  # as Checker decides
     refuse_past_memory(samples, sample_bytes(loaded) if dense else sweep_bytes(loaded),
                        "--samples")

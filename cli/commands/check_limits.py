@@ -25,7 +25,7 @@ from ..options import (BaselineOpt, DatasetPrefixOpt, DegreesOpt, FreeFlyerOpt, 
 from ..render.findings import print_sarif
 from ..render.limits import limits_table
 from ..run.progress import Progress, wanted
-from ..settings import STREAM_CHUNK
+from treedyn.session.environment import STREAM_CHUNK
 
 
 @epilog(examples(

@@ -11,9 +11,12 @@ from treedyn.pipeline.errors import UsageError
 from treedyn.pipeline.paths import replace_checked
 
 from ..console import warn
-from ..model import load, package_paths, xacro_arguments
-from ..options import (FreeFlyerOpt, ModelArg, XacroArgOpt, XacroArgs, epilog, examples)
-from ..run.fitted import load_written, refuse_inputs
+from treedyn.session.fitted import load_written, refuse_inputs
+from treedyn.session.models import package_paths
+
+from ..model import load, xacro_arguments
+from ..options import (MESH_PATHS, FreeFlyerOpt, ModelArg, XacroArgOpt, XacroArgs, epilog,
+                       examples)
 
 CONVERT_EXAMPLES = examples(
     "dyn convert fixtures/two_link_arm.urdf -o two_link_arm.xml",
@@ -55,10 +58,10 @@ def convert(
                   [(path, "a file the model is read from") for path in description.files])
     try:
         result = converted(description, suffix, free_flyer=free_flyer, source=model,
-                           packages=package_paths(), output=output)
+                           packages=package_paths(MESH_PATHS), output=output)
     except ParseError as error:
         raise UsageError(str(error)) from None
     replace_checked(output, result.text.encode("utf-8"),
-                    lambda written: load_written(written, output, False)[1])
+                    lambda written: load_written(written, output, False, MESH_PATHS, warn)[1])
     for note in result.notes:
         warn(note)

@@ -5,10 +5,11 @@ from treedyn.pipeline.layout import Layout
 from treedyn.pipeline.regression import expand_logs, held_out, identify_stream
 from treedyn.pipeline.vectors import parse_gravity
 from treedyn.plots import requested
+from treedyn.session.fitted import check_write_target, write_model
 
-from ..console import print_document, show_text
+from ..console import print_document, show_text, warn
 from ..model import load
-from ..options import (CurrentOpt, CutoffOpt, DegreesOpt, FreeFlyerOpt, GravityOpt, InputsOpt,
+from ..options import (MESH_PATHS, CurrentOpt, CutoffOpt, DegreesOpt, FreeFlyerOpt, GravityOpt, InputsOpt,
                        KnownOpt, LossOpt, LossScaleOpt, ModelArg, PlotSizeOpt, PriorWeightOpt,
                        RankTolOpt, ReportFormat, ReportFormatOpt, ValidateOpt, WeightsOpt,
                        WriteOpt, epilog, examples, plot_option)
@@ -16,9 +17,8 @@ from ..render.identify import identify_table
 from treedyn.pipeline.reports import identify_document
 from treedyn.pipeline.chunks import MEMORY
 from treedyn.pipeline.drives import Drives
-from ..run.fitted import check_write_target, write_model
 from ..run.progress import Progress, wanted
-from ..settings import STREAM_CHUNK
+from treedyn.session.environment import STREAM_CHUNK
 from .regressor import SmoothOpt, StribeckOpt, TermsOpt, parse_terms
 
 IDENTIFY_EXAMPLES = examples(
@@ -78,7 +78,8 @@ def identify(
         progress.close()
     document = report(result, layout.v_labels)
     if write is not None:
-        document["written"] = write_model(model, write, result, free_flyer)
+        document["written"] = write_model(model, write, result, free_flyer,
+                                          MESH_PATHS, warn)
     if picture is not None:
         from treedyn.plots import fit
         picture.draw(fit.identify, identify_document(document), fit.torques(

@@ -13,7 +13,7 @@ from treedyn.pipeline.vectors import parse_gravity, refuse_beside_input, single_
 
 from ..console import print_document, saying_kept, show_text
 from ..model import load
-from ..settings import STREAM_CHUNK
+from treedyn.session.environment import STREAM_CHUNK
 from ..options import (AOpt, DegreesOpt, FormatOpt, FreeFlyerOpt, GravityOpt, InputOpt, ModelArg,
                        OutputOpt, QOpt, VOpt, epilog, examples, positive)
 from ..render.table import fitted, table

@@ -28,7 +28,7 @@ from ..model import load, xacro_arguments
 from ..options import (DatasetPrefixOpt, DegreesOpt, FormatOpt, FreeFlyerOpt, InputOpt,
                        MimicOpt, ModelArg, OutputOpt, QOpt, VOpt, XacroArgOpt,
                        XacroArgs, command_of, epilog, examples)
-from ..settings import STREAM_CHUNK
+from treedyn.session.environment import STREAM_CHUNK
 
 
 # (layout) -> (the row computed, labels of a result's numbers, the one-state

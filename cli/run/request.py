@@ -20,7 +20,7 @@ from treedyn.pipeline.vectors import (parse_fext, parse_gravity, refuse_beside_i
 from ..console import console, saying_kept
 from ..model import chunk_states, load, xacro_arguments
 from ..render.results import results_table, structure_text
-from ..settings import part_bytes, processes
+from treedyn.session.environment import part_bytes, processes
 
 
 def solve(command: str, vectors: tuple, given: dict) -> Layout:

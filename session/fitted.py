@@ -1,8 +1,19 @@
-"""``dyn identify --write`` and ``dyn inertia-from-geometry --write``: the model file's text
-with new inertias, written
-beside its target, read back and checked, then renamed onto it."""
+"""A model file written again with new inertias (``dyn identify --write``, ``dyn
+inertia-from-geometry --write``) and a model written in another format (``dyn convert``):
+the target checked up front (:func:`check_write_target`, :func:`refuse_inputs`), the file's
+own text with its ``<inertial>`` elements replaced (:func:`write_changes`,
+:mod:`treedyn.parsers.inertial_writer`), written beside the target, read back as ``dyn``
+loads a model (:func:`load_written`) and checked, then renamed onto it
+(:func:`treedyn.pipeline.paths.replace_checked`).
+
+The notes of a model read back (what its parser read otherwise than written) go to
+``notes``, a function of one line: Python's warnings unless the caller says otherwise
+(``dyn`` prints them as its warnings), the temporary's name replaced by the target's."""
 import os
-from collections.abc import Callable
+import warnings
+from collections.abc import Callable, Sequence
+
+import numpy as np
 
 from treedyn.engine.analysis.identify_report import link_inertias, unmatched_body
 from treedyn.parsers.files import MODEL_BYTES, read_bounded
@@ -10,8 +21,12 @@ from treedyn.parsers.inertial_writer import Change, WriteError, rewrite_inertial
 from treedyn.pipeline.errors import UsageError
 from treedyn.pipeline.paths import replace_checked, same_file
 
-from ..console import console, warn
-from ..model import load
+from .models import load_model
+
+
+def warn(note: str) -> None:
+    """A note of a model read back, as a Python warning (the default ``notes``)."""
+    warnings.warn(note, stacklevel=2)
 
 
 def check_write_target(model: str, target: str, kind: str, logs) -> None:
@@ -42,15 +57,40 @@ def refuse_inputs(option: str, target: str, inputs) -> None:
                              "review it (dyn diff)")
 
 
-def write_model(model: str, target: str, result, free_flyer: bool) -> dict:
-    """The model's text with the fitted bodies' <inertial> elements replaced, written to
-    ``target``; {"file", "links"}."""
+def write_model(model: str, target: str, result, free_flyer: bool,
+                meshes: Sequence[str] = (), notes: Callable[[str], None] = warn) -> dict:
+    """The model's text with the fitted bodies' <inertial> elements replaced (``result``:
+    :func:`treedyn.pipeline.regression.identify_stream`'s), written to ``target`` once
+    read back; {"file", "links"}."""
     loaded = result.model
     links = {link.name: link for link in loaded.description.links}
     changes = [Change(links[name], inertia) for name, inertia in
                link_inertias(loaded, result.layout, result.fit.pi, result.fit.fitted)]
-    write_changes(model, target, loaded.format, changes,
-                  lambda written: read_back(written, result, free_flyer, target))
+    write_changes(model, target, loaded.format, changes, lambda written: read_back(
+        written, result, free_flyer, target, meshes, notes))
+    return {"file": target, "links": [change.link.name for change in changes]}
+
+
+def write_inertias(model: str, target: str, description, results, meshes: Sequence[str] = (),
+                   notes: Callable[[str], None] = warn) -> dict:
+    """The new inertias of ``results`` (:func:`treedyn.parsers.geometry_inertia.
+    geometry_inertias` of the URDF ``description``) into a copy of ``model``'s text at
+    ``target``, once read back with every changed link's inertia; {"file", "links"}."""
+    links = {link.name: link for link in description.links}
+    changes = [Change(links[r.link], r.inertia) for r in results if r.inertia is not None]
+
+    def check(written: str) -> str:
+        again, problem = load_written(written, target, False, meshes, notes)
+        if again is None:
+            return problem
+        found = {link.name: link.inertia for link in again.description.links}
+        for change in changes:
+            new, old = found[change.link.name].spatial(), change.inertia.spatial()
+            if not np.allclose(new, old, rtol=1e-10, atol=1e-12 * np.abs(old).max()):
+                return f"reading it back, link '{change.link.name}' has another inertia"
+        return ""
+
+    write_changes(model, target, "urdf", changes, check)
     return {"file": target, "links": [change.link.name for change in changes]}
 
 
@@ -71,12 +111,12 @@ def write_changes(model: str, target: str, kind: str, changes: list[Change],
     replace_checked(target, new.encode("utf-8", errors="surrogateescape"), check)
 
 
-def read_back(written: str, result, free_flyer: bool, target: str) -> str:
+def read_back(written: str, result, free_flyer: bool, target: str,
+              meshes: Sequence[str] = (), notes: Callable[[str], None] = warn) -> str:
     """"" when the file ``written`` (the temporary of ``target``) gives every fitted body
     the identified parameters (12 digits), else why not (a compiler option that rescales
-    inertias, an include that is not found from the new file's folder, ...). Its model's
-    notes are warnings named as ``target``."""
-    model, problem = load_written(written, target, free_flyer)
+    inertias, an include that is not found from the new file's folder, ...)."""
+    model, problem = load_written(written, target, free_flyer, meshes, notes)
     if model is None:
         return problem
     name = unmatched_body(model, result)
@@ -87,16 +127,14 @@ def read_back(written: str, result, free_flyer: bool, target: str) -> str:
             "boundinertia, balanceinertia, inertiafromgeom=\"true\"?)")
 
 
-def load_written(written: str, target: str, free_flyer: bool = False):
+def load_written(written: str, target: str, free_flyer: bool = False,
+                 meshes: Sequence[str] = (), notes: Callable[[str], None] = warn):
     """(the model of the file ``written``, the temporary of ``target``, "") or (None, why
-    it does not load); its notes are warnings naming ``target``."""
-    notes: list[str] = []
-    console.capture(notes)
+    it does not load); its notes go to ``notes``, naming ``target``."""
     try:
-        return load(written, free_flyer), ""
+        model = load_model(written, free_flyer, meshes=meshes)
     except UsageError as error:
         return None, f"the written model does not load ({error})".replace(written, target)
-    finally:
-        console.capture(None)
-        for note in notes:
-            warn(note.replace(written, target))
+    for note in model.description.notes:
+        notes(note.replace(written, target))
+    return model, ""
