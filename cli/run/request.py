@@ -1,6 +1,7 @@
 """A dynamics command's run (:func:`solve`): the model its options name, one call of the
 pipeline (one state: :func:`~treedyn.pipeline.compute.compute`; an input:
-:func:`treedyn.pipeline.batch.solve`; many files: :mod:`.cluster`), and its results where
+:func:`treedyn.pipeline.batch.solve`; many files:
+:func:`treedyn.pipeline.cluster.solve_many`), and its results where
 they are asked for: --output FILE (format from its extension), else stdout as JSON, CSV
 or a table for people (:mod:`..render.results`); a progress bar on stderr."""
 from __future__ import annotations
@@ -63,17 +64,18 @@ def solve_input(layout: Layout, command: str, given: dict, kind, results, gravit
                 wrenches) -> None:
     """The states of --input, into the sink ``results()`` opens (of format ``kind()``)."""
     # the paths of many states load only now: a one-state run does not pay for them
-    from treedyn.pipeline.cluster import wants_many
+    from treedyn.pipeline.cluster import solve_many, wants_many
     from treedyn.pipeline.heap import for_many_states
 
     from .progress import Progress, wanted
 
-    input, output = given["input_file"], given["output_file"]
+    input, output, address = given["input_file"], given["output_file"], given["scheduler"]
     with for_many_states(os.environ), saying_kept():
-        if wants_many(input, output, given["scheduler"]):
-            from .cluster import solve_many
-
-            return solve_many(layout, command, given, gravity, wrenches)
+        if wants_many(input, output, address):
+            return solve_many(layout, command, input, output, given["fmt"] and given["fmt"]
+                              .value, address, given["dataset_prefix"], given["sparsity"],
+                              gravity, wrenches, chunk_states(command, layout),
+                              lambda: Progress(wanted(results_on_stdout=False)))
         progress = Progress(wanted(results_on_stdout=output is None))
         try:
             with console.stage(f"{command}: the states of {input} computed and written"):
