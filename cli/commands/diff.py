@@ -12,7 +12,7 @@ from ..model import load
 from ..options import (DiffFormat, FreeFlyerOpt, PlotSizeOpt, SeedOpt, epilog, examples,
                        model_argument, not_nan, plot_option, samples_option)
 from ..render import diff as render
-from treedyn.pipeline.diff_report import diff_document
+from treedyn.pipeline.diff_report import diff_document, diff_github
 from treedyn.pipeline.chunks import refuse_past_memory, sample_bytes
 from treedyn.plots import requested
 
@@ -69,7 +69,7 @@ def diff(
     if fmt is DiffFormat.json:
         print_document(diff_document(report, *models, fail_above), "diff")
     elif fmt is DiffFormat.github:
-        text = render.diff_github(report, *models, fail_above)
+        text = diff_github(report, *models, fail_above)
         if text:
             show_text(text)
     else:

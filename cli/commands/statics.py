@@ -57,6 +57,7 @@ def statics(
     from treedyn.engine.statics import search_bytes
     from treedyn.pipeline.chunks import MEMORY
     from treedyn.pipeline.errors import UsageError
+    from treedyn.pipeline.reports import statics_github
     from treedyn.pipeline.findings import (selected_statics, selection, statics_findings,
                                            with_findings)
 
@@ -92,7 +93,7 @@ def statics(
     elif fmt is FindingsFormat.sarif:
         print_sarif("statics", found)
     elif fmt is FindingsFormat.github:
-        text = render.statics_github(found)
+        text = statics_github(found)
         if text:
             show_text(text)
     else:
