@@ -96,10 +96,13 @@ def command_of(run, options: dict, doc: str):
     return command
 
 
-class Format(str, Enum):
-    table = "table"
-    json = "json"
-    csv = "csv"
+def choices(name: str, words: str) -> type[Enum]:
+    """The choices of an option (``--format``'s, ``--color``'s, ...): a ``str`` Enum named
+    ``name`` whose members are ``words``, each its own value, in order."""
+    return Enum(name, [(word, word) for word in words.split()], type=str, module=__name__)
+
+
+Format = choices("Format", "table json csv")
 
 
 def format_option(choices: type[Enum], text: str) -> object:
@@ -160,10 +163,7 @@ VerboseOpt = Annotated[bool, typer.Option(
     "estimated quantities (states per chunk).")]
 
 
-class Colour(str, Enum):
-    auto = "auto"
-    always = "always"
-    never = "never"
+Colour = choices("Colour", "auto always never")
 
 
 ColourOpt = Annotated[Optional[Colour], typer.Option(
@@ -207,26 +207,9 @@ TauOpt = vector_option("tau", "Joint forces: nv numbers, or joint=value pairs. "
                        "Default: zeros.")
 
 
-class CheckFormat(str, Enum):
-    table = "table"
-    json = "json"
-    csv = "csv"
-    github = "github"
-    sarif = "sarif"
-
-
-class FindingsFormat(str, Enum):  # statics: github annotations or a SARIF log for CI
-    table = "table"
-    json = "json"
-    github = "github"
-    sarif = "sarif"
-
-
-class LimitsFormat(str, Enum):  # check-limits (csv: refused in words)
-    table = "table"
-    json = "json"
-    csv = "csv"
-    sarif = "sarif"
+CheckFormat = choices("CheckFormat", "table json csv github sarif")
+FindingsFormat = choices("FindingsFormat", "table json github sarif")  # statics: for CI
+LimitsFormat = choices("LimitsFormat", "table json csv sarif")  # csv: refused in words
 
 
 SelectOpt = Annotated[Optional[str], typer.Option(
@@ -241,10 +224,7 @@ BaselineOpt = Annotated[Optional[str], typer.Option(
     "and subject, not message or value) are not reported and do not fail the run.")]
 
 
-class DiffFormat(str, Enum):
-    table = "table"
-    json = "json"
-    github = "github"
+DiffFormat = choices("DiffFormat", "table json github")
 
 
 ReportFormat = Format  # the reports' formats: the same three (default: table)

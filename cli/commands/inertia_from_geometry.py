@@ -2,7 +2,6 @@
 density, its mass kept, as MuJoCo's compiler computes them (parsers/geometry_inertia.py);
 shown, or written into a copy of the model's own text (``--write``)."""
 import sys
-from enum import Enum
 from typing import Annotated, Optional
 
 import typer
@@ -14,7 +13,7 @@ from treedyn.session.models import package_paths
 
 from ..console import print_document, show_text, warn
 from ..model import load, xacro_arguments
-from ..options import (MESH_PATHS, ModelArg, ReportFormat, ReportFormatOpt, XacroArgOpt,
+from ..options import (MESH_PATHS, ModelArg, choices, ReportFormat, ReportFormatOpt, XacroArgOpt,
                        XacroArgs, epilog, examples)
 from ..render.geometry import geometry_csv, geometry_table
 
@@ -25,9 +24,7 @@ GEOMETRY_EXAMPLES = examples(
 )
 
 
-class Role(str, Enum):
-    collision = "collision"
-    visual = "visual"
+Role = choices("Role", "collision visual")
 
 
 @epilog(GEOMETRY_EXAMPLES)

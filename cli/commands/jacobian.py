@@ -1,22 +1,17 @@
 """``dyn jacobian``: a frame's Jacobian, rows (linear, angular), in one of Pinocchio's three
 reference frames (:func:`treedyn.engine.named.frame_jacobians`), and with ``--dot`` its
 time variation (:func:`treedyn.engine.jacobian_dot.frame_jacobian_rates`)."""
-from enum import Enum
 from typing import Annotated
 
 import typer
 
 from ..render.table import table
+from ..options import choices
 from ..run.kinematics import state_command
 from .frames import named_frames
 
 
-class Reference(str, Enum):
-    local = "local"
-    world = "world"
-    aligned = "aligned"
-
-
+Reference = choices("Reference", "local world aligned")
 ENGINE = {"local": "LOCAL", "world": "WORLD", "aligned": "LOCAL_WORLD_ALIGNED"}
 ROWS = ("vx", "vy", "vz", "wx", "wy", "wz")
 
