@@ -6,22 +6,21 @@ from typing import Annotated, Optional
 import typer
 
 from treedyn.engine.analysis.check_inertia import check_inertia as run_checks
+from treedyn.engine.analysis.check_report import inertia_document
 from treedyn.engine.analysis.inertia import DENSE_DOFS, CheckOptions
 from treedyn.parsers.link_geometry import link_geometry
+from treedyn.pipeline.chunks import refuse_past_memory, sample_bytes, sweep_bytes
 from treedyn.pipeline.findings import inertia_findings, selected_inertia, selection
-
-from ..console import print_document, show_text, warn
+from treedyn.pipeline.reports import github_annotations, github_warning, inertia_csv
 from treedyn.session.models import package_paths
 
+from ..console import print_document, show_text, warn
 from ..model import load, xacro_arguments
 from ..options import (MESH_PATHS, BaselineOpt, CheckFormat, FreeFlyerOpt, IgnoreOpt,
-                       ModelArg, SeedOpt, SelectOpt, XacroArgOpt, XacroArgs, epilog, examples, not_nan,
-                       samples_option)
+                       ModelArg, SeedOpt, SelectOpt, XacroArgOpt, XacroArgs, epilog, examples,
+                       not_nan, samples_option)
 from ..render import reports
-from treedyn.engine.analysis.check_report import inertia_document
-from treedyn.pipeline.reports import github_annotations, github_warning, inertia_csv
 from ..render.findings import print_sarif
-from treedyn.pipeline.chunks import refuse_past_memory, sample_bytes, sweep_bytes
 
 CHECK_EXAMPLES = examples(
     "dyn check-inertia robot.urdf",
