@@ -244,6 +244,25 @@ def write_states(path: str, fmt: str, vectors: dict[str, np.ndarray]) -> None:
             stream.write(",".join(repr(x) for rows in lists.values() for x in rows[i]) + "\n")
 
 
+def bench_document(model, rows: list[Row], file_rows: list[FileRow] | None) -> dict:
+    """``dyn bench``'s JSON document (``file_rows`` None: not measured, no "files")."""
+    document = {"model": model.name, "nq": int(model.nq), "nv": int(model.nv),
+                "rows": [row.document() for row in rows]}
+    if file_rows is not None:
+        document["files"] = [line for row in file_rows for line in row.documents()]
+    return document
+
+
+def bench_csv(rows: list[Row], file_rows: list[FileRow] | None) -> str:
+    """``dyn bench``'s CSV: a line per engine row (stage "engine"), then per file stage."""
+    lines = [line for row in file_rows or () for line in row.documents()]
+    return "\n".join(["command,states,threads,states_per_s,us_per_state,stage,format"]
+                     + [f"{row.command},{row.states},{row.threads},{row.rate!r},"
+                        f"{row.micros!r},engine," for row in rows]
+                     + [",".join(str(line[key]) if isinstance(line[key], (int, str))
+                                 else repr(line[key]) for key in line) for line in lines])
+
+
 def bench(model, batch: int, seconds: float, files: bool = True,
           chunk: int = CHUNK) -> tuple[list[Row], list[FileRow]]:
     """The engine rows (:func:`measure`) and, with ``files``, the file rows
