@@ -1,5 +1,6 @@
 """A model file written again with new inertias (``dyn identify --write``, ``dyn
-inertia-from-geometry --write``) and a model written in another format (``dyn convert``):
+inertia-from-geometry --write``) and a model written in another format (``dyn convert``,
+:func:`write_converted`):
 the target checked up front (:func:`check_write_target`, :func:`refuse_inputs`), the file's
 own text with its ``<inertial>`` elements replaced (:func:`write_changes`,
 :mod:`treedyn.parsers.inertial_writer`), written beside the target, read back as ``dyn``
@@ -16,12 +17,14 @@ from collections.abc import Callable, Sequence
 import numpy as np
 
 from treedyn.engine.analysis.identify_report import link_inertias, unmatched_body
+from treedyn.parsers import ParseError
 from treedyn.parsers.files import MODEL_BYTES, read_bounded
 from treedyn.parsers.inertial_writer import Change, WriteError, rewrite_inertials
+from treedyn.parsers.writers import convert
 from treedyn.pipeline.errors import UsageError
 from treedyn.pipeline.paths import replace_checked, same_file
 
-from .models import load_model
+from .models import load_model, package_paths
 
 
 def warn(note: str) -> None:
@@ -92,6 +95,25 @@ def write_inertias(model: str, target: str, description, results, meshes: Sequen
 
     write_changes(model, target, "urdf", changes, check)
     return {"file": target, "links": [change.link.name for change in changes]}
+
+
+def write_converted(model: str, target: str, description, free_flyer: bool = False,
+                    meshes: Sequence[str] = (), notes: Callable[[str], None] = warn) -> list:
+    """``description`` (read from the file ``model``) written as the model format of
+    ``target``'s suffix (:func:`treedyn.parsers.writers.convert`), once the written file
+    loads as ``dyn`` loads a model; ``free_flyer`` floats a URDF's root. The target is
+    none of the files the model is read from. Returns the conversion's notes (what the
+    format written cannot hold)."""
+    refuse_inputs("-o", target, [(model, "the model file")] +
+                  [(path, "a file the model is read from") for path in description.files])
+    try:
+        result = convert(description, os.path.splitext(target)[1], free_flyer=free_flyer,
+                         source=model, packages=package_paths(meshes), output=target)
+    except ParseError as error:
+        raise UsageError(str(error)) from None
+    replace_checked(target, result.text.encode("utf-8"), lambda written: load_written(
+        written, target, False, meshes, notes)[1])
+    return list(result.notes)
 
 
 def write_changes(model: str, target: str, kind: str, changes: list[Change],
