@@ -3,12 +3,10 @@ from typing import Annotated, Optional
 
 import typer
 
-from treedyn.engine import joint_torque_regressor
-from treedyn.engine.regressor import (JOINT_TERMS, VELOCITY_TERMS, JointTerms, layout_of,
-                                      model_parameters)
+from treedyn.engine.regressor import JOINT_TERMS, VELOCITY_TERMS, JointTerms
 from treedyn.pipeline.errors import UsageError
 from treedyn.pipeline.layout import Layout
-from treedyn.pipeline.regression import write_regressor
+from treedyn.pipeline.regression import regressor_document, write_regressor
 from treedyn.pipeline.vectors import parse_gravity, refuse_beside_input, single_state
 
 from ..console import print_document, saying_kept, show_text
@@ -86,16 +84,14 @@ def regressor(model: ModelArg, q: QOpt = None, v: VOpt = None, a: AOpt = None,
     needing = [t for t in chosen.names if t in VELOCITY_TERMS]
     if needing and v is None:
         raise UsageError(f"dyn: --terms {needing[0]} needs the joint velocities: give --v")
-    states = single_state(layout, {"q": q, "v": v, "a": a}, {})
-    columns = layout_of(loaded, chosen)
-    Y = joint_torque_regressor(loaded, states.q, states.v, states.a, g, chosen)[0]
+    document = regressor_document(layout, single_state(layout, {"q": q, "v": v, "a": a}, {}),
+                                  chosen, g)
     if fmt is not None and fmt.value == "csv":
         raise UsageError("dyn: regressor prints one state as a table or json, not csv")
     if fmt is not None and fmt.value == "json":
-        print_document({"Y": Y.tolist(), "dofs": list(layout.v_labels),
-                        "parameters": list(columns.names),
-                        "pi": model_parameters(loaded, columns).tolist()}, "regressor")
+        print_document(document, "regressor")
     else:
-        rows = [[name, *Y[:, p]] for p, name in enumerate(columns.names)]
+        rows = [[name, *column] for name, column in zip(document["parameters"],
+                                                         zip(*document["Y"]))]
         show_text(fitted(table(rows, ["parameter", *layout.v_labels]),
                           how="--format json gives every column"))
