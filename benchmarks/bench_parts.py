@@ -84,12 +84,13 @@ def write_inputs(folder: str, model, count: int, formats=("jsonl", "csv", "npz")
                  stem: str = "states") -> dict[str, str]:
     """The same random states as JSON Lines, CSV and .npz (all of q, v, a, tau), written
     as dyn bench writes its samples."""
-    from treedyn.pipeline.bench import random_states, write_states
+    from treedyn.pipeline.bench import random_states
+    from treedyn.pipeline.trajectory import write_states
 
     vectors = random_states(model, count)
     paths = {fmt: os.path.join(folder, f"{stem}.{fmt}") for fmt in formats}
     for fmt, path in paths.items():
-        write_states(path, fmt, vectors)
+        write_states(path, vectors)
     return paths
 
 
