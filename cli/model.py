@@ -8,6 +8,7 @@ from collections.abc import Sequence
 from treedyn.engine import Model
 from treedyn.pipeline.chunks import computation_chunk
 from treedyn.pipeline.errors import UsageError
+from treedyn.pipeline.layout import Layout
 from treedyn.session.environment import STREAM_CHUNK
 from treedyn.session.models import STDIN_MODEL, load_model
 
@@ -32,6 +33,15 @@ def load(path: str, free_flyer: bool, diagnose: bool = False,
                  f"{len(model.joint_names)} joints, nq {model.nq}, nv {model.nv}, "
                  f"{len(model.description.files)} file(s) read")
     return model
+
+
+def given_layout(given: dict) -> Layout:
+    """The layout of the model that the options ``given`` (by name) name, as the dynamics
+    and the state commands share them: MODEL and its xacro arguments, --free-flyer,
+    --mimic, --degrees."""
+    model = load(given["model"], given["free_flyer"], mimic=given["mimic"],
+                 xacro=xacro_arguments(given["xacro_args"], given["xacro_arg"]))
+    return Layout.of(model, given["degrees"])
 
 
 def chunk_states(command: str, layout) -> int:

@@ -23,7 +23,7 @@ from treedyn.pipeline.vectors import refuse_beside_input, single_state
 from treedyn.session.environment import STREAM_CHUNK
 
 from ..console import print_document, saying_kept
-from ..model import load, xacro_arguments
+from ..model import given_layout
 from ..options import (DatasetPrefixOpt, DegreesOpt, FormatOpt, FreeFlyerOpt, InputOpt,
                        MimicOpt, ModelArg, OutputOpt, QOpt, VOpt, XacroArgOpt,
                        XacroArgs, command_of, epilog, examples)
@@ -36,9 +36,7 @@ def solve_kinematics(given: dict, name: str, asked: dict, text: Text) -> None:
     """Compute the row of ``name`` for what is ``asked`` for one state (--q) or every state
     of --input, as the options ``given`` (by name) ask, and write it: --output FILE, else
     stdout (JSON, CSV, or a table on a terminal)."""
-    model = load(given["model"], given["free_flyer"], mimic=given["mimic"],
-                 xacro=xacro_arguments(given["xacro_args"], given["xacro_arg"]))
-    layout = Layout.of(model, given["degrees"])
+    layout = given_layout(given)
     row = state_row(name, layout, **asked)
     input, output, prefix = given["input_file"], given["output_file"], given["dataset_prefix"]
     kind = sink_kind(input, output, given["fmt"] and given["fmt"].value,
@@ -59,7 +57,7 @@ def solve_kinematics(given: dict, name: str, asked: dict, text: Text) -> None:
                          "--output FILE")
     with saying_kept():
         run(layout, row.computation, Input.open(input, prefix), sink, chunk=kinematics_chunk(
-            model, row.computation.shape(model.nv), STREAM_CHUNK))
+            layout.model, row.computation.shape(layout.model.nv), STREAM_CHUNK))
 
 
 def state_command(name: str, text: Text, doc: str, lines: tuple, extra: dict | None = None,

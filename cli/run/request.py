@@ -19,7 +19,7 @@ from treedyn.pipeline.vectors import (parse_fext, parse_gravity, refuse_beside_i
                                       single_state)
 
 from ..console import console, saying_kept
-from ..model import chunk_states, load, xacro_arguments
+from ..model import chunk_states, given_layout
 from ..render.results import results_table, structure_text
 from treedyn.session.environment import part_bytes, processes
 
@@ -28,9 +28,8 @@ def solve(command: str, vectors: tuple, given: dict) -> Layout:
     """Compute ``command`` for the state(s) that the options ``given`` (by name, as typed)
     ask for: the ``vectors`` on the command line, else the states of --input; write them.
     Returns the model's layout."""
-    model = load(given["model"], given["free_flyer"], mimic=given["mimic"],
-                 xacro=xacro_arguments(given["xacro_args"], given["xacro_arg"]))
-    layout = Layout.of(model, given["degrees"])
+    layout = given_layout(given)
+    model = layout.model
     if given.get("plot") and model.nv ** 2 > batch.MASS_CAP:  # (before any result)
         raise UsageError(f"dyn: --plot: M of this model ({model.nv} dofs) is too large to "
                          "draw")
