@@ -24,7 +24,7 @@ from ..options import (BaselineOpt, DatasetPrefixOpt, DegreesOpt, FreeFlyerOpt, 
                        plot_option)
 from ..render.findings import print_sarif
 from ..render.limits import limits_table
-from ..run.progress import Progress, wanted
+from ..run.progress import bar
 from treedyn.session.environment import STREAM_CHUNK
 
 
@@ -81,13 +81,9 @@ def check_limits(
     sink.chosen = chosen
     if picture is not None:
         sink.trace()
-    progress = Progress(wanted(results_on_stdout=output_file is None))
-    try:
-        with saying_kept():
-            run(layout, EFFORT, source, sink, parse_gravity(gravity), chunk=STREAM_CHUNK,
-                progress=progress.advance)
-    finally:
-        progress.close()
+    with bar(results_on_stdout=output_file is None) as advance, saying_kept():
+        run(layout, EFFORT, source, sink, parse_gravity(gravity), chunk=STREAM_CHUNK,
+            progress=advance)
     document = sink.document()
     if picture is not None:
         from treedyn.plots.series import limits

@@ -17,7 +17,7 @@ from ..render.identify import identify_table
 from treedyn.pipeline.reports import identify_document
 from treedyn.pipeline.chunks import MEMORY
 from treedyn.pipeline.drives import Drives
-from ..run.progress import Progress, wanted
+from ..run.progress import bar
 from treedyn.session.environment import STREAM_CHUNK
 from .regressor import SmoothOpt, StribeckOpt, TermsOpt, parse_terms
 
@@ -67,15 +67,12 @@ def identify(
         check_write_target(model, write, loaded.format,
                            files + ([validate] if isinstance(validate, str) else []))
     layout = Layout.of(loaded, degrees)
-    progress = Progress(wanted(results_on_stdout=True))
-    try:
+    with bar() as advance:
         result = identify_stream(layout, files,
                                  parse_terms(terms, stribeck_velocity, smooth_velocity),
-                                 parse_gravity(gravity), validate, prior_weight, loss, loss_scale, rank_tolerance,
-                                 STREAM_CHUNK, progress.advance, MEMORY,
+                                 parse_gravity(gravity), validate, prior_weight, loss,
+                                 loss_scale, rank_tolerance, STREAM_CHUNK, advance, MEMORY,
                                  Drives.of(current, known), cutoff, weights)
-    finally:
-        progress.close()
     document = report(result, layout.v_labels)
     if write is not None:
         document["written"] = write_model(model, write, result, free_flyer,

@@ -15,7 +15,7 @@ from treedyn.session.environment import STREAM_CHUNK
 from ..options import (AOpt, DegreesOpt, FormatOpt, FreeFlyerOpt, GravityOpt, InputOpt, ModelArg,
                        OutputOpt, QOpt, VOpt, epilog, examples, positive)
 from ..render.table import fitted, table
-from ..run.progress import Progress, wanted
+from ..run.progress import bar
 
 REGRESSOR_EXAMPLES = examples(
     "dyn regressor fixtures/two_link_arm.urdf --q 0.5,1.0 --v 1,-0.5 --a 0.4,-0.2",
@@ -71,13 +71,8 @@ def regressor(model: ModelArg, q: QOpt = None, v: VOpt = None, a: AOpt = None,
     g = parse_gravity(gravity)
     if input_file is not None:
         refuse_beside_input({"q": q, "v": v, "a": a})
-        progress = Progress(wanted(results_on_stdout=output_file is None))
-        with saying_kept():
-            try:
-                write_regressor(layout, input_file, output_file, chosen, g, STREAM_CHUNK,
-                                progress.advance)
-            finally:
-                progress.close()
+        with saying_kept(), bar(results_on_stdout=output_file is None) as advance:
+            write_regressor(layout, input_file, output_file, chosen, g, STREAM_CHUNK, advance)
         return
     if output_file is not None:
         raise UsageError("dyn: --output needs --input (one state is printed)")

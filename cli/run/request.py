@@ -66,7 +66,7 @@ def solve_input(layout: Layout, command: str, given: dict, kind, results, gravit
     from treedyn.pipeline.cluster import solve_many, wants_many
     from treedyn.pipeline.heap import for_many_states
 
-    from .progress import Progress, wanted
+    from .progress import Progress, bar, wanted
 
     input, output, address = given["input_file"], given["output_file"], given["scheduler"]
     with for_many_states(os.environ), saying_kept():
@@ -75,15 +75,12 @@ def solve_input(layout: Layout, command: str, given: dict, kind, results, gravit
                               .value, address, given["dataset_prefix"], given["sparsity"],
                               gravity, wrenches, chunk_states(command, layout),
                               lambda: Progress(wanted(results_on_stdout=False)))
-        progress = Progress(wanted(results_on_stdout=output is None))
-        try:
-            with console.stage(f"{command}: the states of {input} computed and written"):
-                batch.solve(layout, command, input, output, kind(), results, gravity,
-                            wrenches, chunk_states(command, layout), progress.advance,
-                            1 if given["sparsity"] else processes(), part_bytes(),
-                            given["dataset_prefix"])
-        finally:
-            progress.close()
+        with (bar(results_on_stdout=output is None) as advance,
+              console.stage(f"{command}: the states of {input} computed and written")):
+            batch.solve(layout, command, input, output, kind(), results, gravity, wrenches,
+                        chunk_states(command, layout), advance,
+                        1 if given["sparsity"] else processes(), part_bytes(),
+                        given["dataset_prefix"])
 
 
 def open_results(layout: Layout, command: str, kind, output: str | None, sparsity: bool,
