@@ -7,9 +7,9 @@ import typer
 
 from treedyn.engine.analysis.check_inertia import check_inertia as run_checks
 from treedyn.engine.analysis.check_report import inertia_document
-from treedyn.engine.analysis.inertia import DENSE_DOFS, CheckOptions
+from treedyn.engine.analysis.inertia import CheckOptions
 from treedyn.parsers.link_geometry import link_geometry
-from treedyn.pipeline.chunks import refuse_past_memory, sample_bytes, sweep_bytes
+from treedyn.pipeline.chunks import check_bytes, refuse_past_memory
 from treedyn.pipeline.findings import inertia_findings, selected_inertia, selection
 from treedyn.pipeline.reports import github_annotations, github_warning, inertia_csv
 from treedyn.session.models import package_paths
@@ -79,9 +79,7 @@ def check_inertia(
     chosen = selection("check-inertia", select, ignore, baseline)
     loaded = load(model, free_flyer, diagnose=True, xacro=xacro_arguments(xacro_args, xacro_arg))
     geometry = link_geometry(loaded.description, loaded.source, package_paths(MESH_PATHS))
-    dense = loaded.nv <= DENSE_DOFS or loaded.coupling is not None  # as Checker decides
-    refuse_past_memory(samples, sample_bytes(loaded) if dense else sweep_bytes(loaded),
-                       "--samples")
+    refuse_past_memory(samples, check_bytes(loaded), "--samples")
     options = CheckOptions(tolerance=tolerance, fix=fix, samples=samples, seed=seed,
                            min_block_ratio=min_block_ratio,
                            rotation_name=("the inertial <origin rpy>" if loaded.format == "urdf"

@@ -13,7 +13,7 @@ from ..options import (DiffFormat, FreeFlyerOpt, PlotSizeOpt, SeedOpt, epilog, e
                        model_argument, not_nan, plot_option, samples_option)
 from ..render import diff as render
 from treedyn.pipeline.diff_report import diff_document, diff_github
-from treedyn.pipeline.chunks import refuse_past_memory, sample_bytes
+from treedyn.pipeline.chunks import diff_bytes, refuse_past_memory
 from treedyn.plots import requested
 
 DIFF_EXAMPLES = examples(
@@ -59,8 +59,7 @@ def diff(
     """
     picture = requested(plot, plot_size)
     models = load(old, free_flyer, urdf_only=True), load(new, free_flyer, urdf_only=True)
-    # both models' M, their compared blocks and the changes: about 4 diagnostics' samples
-    refuse_past_memory(samples, 4 * sum(sample_bytes(m) for m in models), "--samples")
+    refuse_past_memory(samples, diff_bytes(*models), "--samples")
     report = run_diff(*models, DiffOptions(tolerance=tolerance, samples=samples, seed=seed))
     if picture is not None:
         from treedyn.plots.matrices import mass_change
