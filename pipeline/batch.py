@@ -160,7 +160,15 @@ def splits(command: str, path: str, kind: str, workers: int, part_bytes: int) ->
             or (command == "mass" and kind == "npz") or not os.path.isfile(path)):
         return False
     return (INPUT_FORMATS.get(os.path.splitext(path)[1].lower()) == "jsonl"
-            and os.path.getsize(path) >= 2 * part_bytes)
+            and os.path.getsize(path) >= split_bytes(part_bytes))
+
+
+def split_bytes(part_bytes: int | None = None) -> int:
+    """The size from which a JSON Lines input is split (:func:`splits`): two parts of
+    ``part_bytes`` (None: PART_BYTES)."""
+    from .parts import PART_BYTES
+
+    return 2 * (part_bytes or PART_BYTES)
 
 
 def split(layout, command, path, open_sink, output, kind, workers, part_bytes, *rest) -> bool:

@@ -520,9 +520,8 @@ class LimitsSink(Sink):
         """The summary as JSON-ready data (keys in docs/interface.md); ``ok``: no finding
         reported (:attr:`chosen`)."""
         summary, layout = self.summary, self.layout
-        units = {"position": [unit(layout, c, "") for c in range(layout.model.nv)],
-                 "velocity": [unit(layout, c, "/s") for c in range(layout.model.nv)],
-                 "effort": ["N m" if angular else "N" for angular in layout.angular]}
+        units = {"position": layout.units("q"), "velocity": layout.units("v"),
+                 "effort": layout.units("tau")}
         from .findings import limits_findings, with_findings  # (not on the states' paths)
 
         entries = summary.entries(layout.v_labels, units)
@@ -570,11 +569,3 @@ def torque_source(states) -> str:
         return "log"
     missing = [kind for kind in ("v", "a") if getattr(states, kind) is None]
     return "inverse dynamics" + (f" ({' = '.join(missing)} = 0)" if missing else "")
-
-
-def unit(layout, c: int, per: str) -> str:
-    """The unit of dof ``c``'s position (``per`` "") or velocity (``per`` "/s") as the log
-    holds it."""
-    if not layout.angular[c]:
-        return "m" + per
-    return ("deg" if layout.degrees else "rad") + per
