@@ -52,8 +52,10 @@ def inertia_from_geometry(
     loaded = load(model, False, diagnose=True, xacro=xacro_arguments(xacro_args, xacro_arg))
     description = loaded.description
     if description.format != "urdf":
-        raise UsageError(f"{model}: an MJCF model's inertias come from its geoms already "
-                         "(<compiler inertiafromgeom=\"true\">); this command reads URDF")
+        why = ("an MJCF model's inertias come from its geoms already (<compiler "
+               "inertiafromgeom=\"true\">)" if description.format == "mjcf"
+               else "an SDFormat model")
+        raise UsageError(f"{model}: {why}; this command reads URDF")
     if write is not None:
         if model.lower().endswith(".xacro"):
             raise UsageError(f"dyn: --write {write}: the model must be a URDF file to copy "
