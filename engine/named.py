@@ -55,9 +55,8 @@ import numpy as np
 
 from .kinematics import FRAMES, LOCAL, WORLD
 from .model import Model
-from .spatial import cross3
 from .state import states
-from .world_poses import WorldPoses, ancestry, runs, subtree_sums
+from .world_poses import WorldPoses, ancestry, runs, states_first
 
 
 class Frames(NamedTuple):
@@ -101,11 +100,13 @@ def frame_jacobians(model: Model, q, frames: Frames, reference: str = LOCAL) -> 
     """J (N, k, 6, nv) of ``frames`` at q (N, nq), rows (linear, angular), written in
     ``reference`` (LOCAL, WORLD or LOCAL_WORLD_ALIGNED; see the module doc).
 
-    Column ``d`` of a frame on body ``j`` is dof ``d``'s motion, in world axes about the
-    world origin, ``(w_d, u_d)``, when its joint supports ``j`` (else zero): that is
-    WORLD; LOCAL_WORLD_ALIGNED moves the linear part to the frame's origin,
-    ``u_d + w_d x p_f``, and LOCAL turns both by ``R_f^T``. The readable twin is
-    :func:`treedyn.engine.kinematics.attached_jacobians` (rows (angular, linear))."""
+    Column ``d`` of a frame on body ``j`` is dof ``d``'s motion in world axes, ``(w_d,
+    u_d)``, when its joint ``k`` supports ``j`` (else zero): the velocity of the world
+    origin, ``u_d = R_k S_lin + w_d x (0 - p_k)``, is WORLD; LOCAL_WORLD_ALIGNED takes the
+    frame's origin's, ``R_k S_lin + w_d x (p_f - p_k)``, and LOCAL turns both by ``R_f^T``
+    (:meth:`~treedyn.engine.world_poses.WorldPoses.columns`: only the joints above the
+    frame). The readable twin is :func:`treedyn.engine.kinematics.attached_jacobians`
+    (rows (angular, linear))."""
     if reference not in FRAMES:
         raise ValueError(f"unknown reference frame {reference!r}; known: {', '.join(FRAMES)}")
     q = states(model, q)[1]
@@ -114,23 +115,21 @@ def frame_jacobians(model: Model, q, frames: Frames, reference: str = LOCAL) -> 
         return frame_jacobians(c.full, c.expand_q(q), frames, reference) @ c.G
     poses = WorldPoses(model, q, ancestry(model, frames.on_body))
     R_f, p_f = _placed(*poses.of(frames.on_body), frames)  # (k, 3, 3, N), (k, 3, N)
-    dofs, w, u = poses.motions()  # (m,), (m, 3, N) x 2
     J = np.zeros((len(q), len(frames.names), 6, model.nv))  # (N, k, 6, nv)
-    w += 0.0  # -0.0 (a product of exact zeros) prints as 0.0; w is this call's own
-    for f in range(len(frames.names)):
-        on = np.flatnonzero(support(model, frames.on_body[f:f + 1])[0][dofs] > 0)  # rows
-        for positions, columns in runs(dofs[on]):  # consecutive dofs: consecutive rows
-            rows = slice(on[positions.start], on[positions.start] + positions.stop
-                         - positions.start)
-            angular, linear = w[rows], u[rows]  # (m', 3, N) views
-            if reference != WORLD:  # the velocity of the frame's origin, not the world's
-                linear = cross3(angular, p_f[f][None], axis=-2)
-                linear += u[rows]
-            if reference == LOCAL:  # R_f^T x: in the frame's axes
-                angular, linear = (np.einsum("ban,mbn->man", R_f[f], x) + 0.0
-                                   for x in (angular, linear))
-            J[:, f, 3:, columns] = np.transpose(angular, (2, 1, 0))
-            J[:, f, :3, columns] = np.transpose(linear + 0.0, (2, 1, 0))
+    cols = poses.W.cols  # (6, m, N): (linear, angular) of each dof, component-major
+    for f, body in enumerate(frames.on_body.tolist()):
+        rows = poses.rows_to(body)
+        lever = np.negative(poses.p[rows])  # (a, 3, N): -p_k, then p_f - p_k
+        if reference != WORLD:
+            lever += p_f[f]
+        dofs = poses.columns(rows, lever, None, cols)
+        block = cols[:, :len(dofs)]  # (6, m', N)
+        if reference == LOCAL:  # R_f^T x: in the frame's axes
+            block = np.concatenate([np.einsum("ban,bmn->amn", R_f[f], block[part])
+                                    for part in (slice(0, 3), slice(3, 6))])
+        for positions, columns in runs(np.array(dofs, dtype=int)):
+            # (+ 0.0: -0.0, a product of exact zeros, prints as 0.0)
+            states_first(np.add, block[:, positions], 0.0, J[:, f, :, columns])
     return J
 
 
@@ -138,10 +137,13 @@ def center_of_mass(model: Model, q, root: int = -1) -> tuple[float, np.ndarray, 
     """(mass, c (N, 3), Jcom (N, 3, nv)) of the bodies of body ``root``'s subtree (-1: all)
     at q (N, nq): ``c = sum m_i c_i / m`` over the bodies' centres of mass
     ``c_i = p_i + R_i com_i`` in the world, and ``Jcom = sum m_i J_ci / m``, the mass-weighted
-    Jacobians of those points. Column ``d`` (joint ``k``, motion ``(w_d, u_d)`` in world
-    axes about the origin) is ``(m_k u_d + w_d x h_k) / m`` with ``m_k`` and ``h_k`` the mass
-    and first moment ``sum m_i c_i`` of the bodies counted that joint ``k`` moves. A subtree
-    without mass has no centre: c and Jcom are NaN."""
+    Jacobians of those points. Column ``d`` (joint ``k`` at ``p_k``, motion ``w_d = R_k
+    S_ang`` in world axes) is ``(m_k R_k S_lin + w_d x (h_k - m_k p_k)) / m`` with ``m_k``
+    and ``h_k`` the mass and first moment ``sum m_i c_i`` of the bodies counted that joint
+    ``k`` moves: for a revolute joint, ``m_k / m`` times ``w_d`` across the lever from the
+    joint to that subtree's centre, summed in one pass from the leaves (:meth:`~treedyn.
+    engine.world_poses.WorldPoses.columns`). A subtree without mass has no centre: c and
+    Jcom are NaN."""
     q = states(model, q)[1]
     if model.coupling is not None:
         c = model.coupling
@@ -153,24 +155,18 @@ def center_of_mass(model: Model, q, root: int = -1) -> tuple[float, np.ndarray, 
     m = np.where(np.isin(swept, bodies), model.body_mass[swept], 0.0)  # (J,)
     mass = float(m.sum())
     h = poses.centres()  # (J, 3, N): c_i, then
-    h *= m[:, None, None]  # the first moments m_i c_i
-    end = np.searchsorted(swept, model.subtree_end[swept])  # (J,) each subtree's end row
-    h, m_k = subtree_sums(h, end), subtree_sums(m, end)  # summed over each subtree
-    roots = model.parent[swept] < 0
-    dofs, w, u = poses.motions()  # (d,), (d, 3, N) x 2
-    rows = poses.slot[model.dof_joint[dofs]]  # (d,)
+    h *= m[:, None, None]  # the first moments m_i c_i,
+    poses.add_to_parents(h)  # summed over each subtree: h_k
+    m_k = poses.add_to_parents(m.copy())  # (J,)
     Jcom = np.zeros((len(q), 3, model.nv))  # (N, 3, nv)
     with np.errstate(invalid="ignore", divide="ignore"):
-        c = h[roots].sum(axis=0) / mass  # (3, N)
-        columns = u  # (d, 3, N), in place: (m_k u_d + w_d x h_k) / m
-        columns *= m_k[rows, None, None]
-        columns += cross3(w, np.take(h, rows, axis=0, out=poses.W.lever), axis=-2,
-                          out=poses.W.spare)
-        columns /= mass
+        c = h[model.parent[swept] < 0].sum(axis=0) / mass  # (3, N)
+        h -= np.multiply(poses.p, m_k[:, None, None])  # the levers h_k - m_k p_k
+        dofs = poses.columns(range(len(swept)), h, m_k, poses.W.cols)
+        for positions, columns in runs(np.array(dofs, dtype=int)):
+            states_first(np.divide, poses.W.cols[:3, positions], mass, Jcom[:, :, columns])
         if not mass > 0:
             Jcom[:] = np.nan
-    for positions, chosen in runs(dofs):
-        Jcom[:, :, chosen] = np.transpose(columns[positions], (2, 1, 0))
     return mass, np.ascontiguousarray(c.T), Jcom
 
 
