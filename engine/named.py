@@ -127,9 +127,9 @@ def frame_jacobians(model: Model, q, frames: Frames, reference: str = LOCAL) -> 
         if reference == LOCAL:  # R_f^T x: in the frame's axes
             block = np.concatenate([np.einsum("ban,bmn->amn", R_f[f], block[part])
                                     for part in (slice(0, 3), slice(3, 6))])
+        np.add(block, 0.0, out=block)  # -0.0, a product of exact zeros, prints as 0.0
         for positions, columns in runs(np.array(dofs, dtype=int)):
-            # (+ 0.0: -0.0, a product of exact zeros, prints as 0.0)
-            states_first(np.add, block[:, positions], 0.0, J[:, f, :, columns])
+            states_first(block[:, positions], J[:, f, :, columns])
     return J
 
 
@@ -154,20 +154,34 @@ def center_of_mass(model: Model, q, root: int = -1) -> tuple[float, np.ndarray, 
     swept = poses.joints  # (J,) the bodies counted and the joints that move them
     m = np.where(np.isin(swept, bodies), model.body_mass[swept], 0.0)  # (J,)
     mass = float(m.sum())
-    h = poses.centres()  # (J, 3, N): c_i, then
-    h *= m[:, None, None]  # the first moments m_i c_i,
-    poses.add_to_parents(h)  # summed over each subtree: h_k
-    m_k = poses.add_to_parents(m.copy())  # (J,)
     Jcom = np.zeros((len(q), 3, model.nv))  # (N, 3, nv)
     with np.errstate(invalid="ignore", divide="ignore"):
-        c = h[model.parent[swept] < 0].sum(axis=0) / mass  # (3, N)
-        h -= np.multiply(poses.p, m_k[:, None, None])  # the levers h_k - m_k p_k
+        m = m / mass  # (J,) the weights m_i / m: NaN when there is no mass
+        h = poses.centres()  # (J, 3, N): c_i, then
+        h *= m[:, None, None]  # the weighted first moments m_i c_i / m,
+        m_k = poses.add_to_parents(m.copy())  # (J,) m_k / m
+        c = _levers(poses, h, m_k)  # (3, N); h: the levers (h_k - m_k p_k) / m
         dofs = poses.columns(range(len(swept)), h, m_k, poses.W.cols)
-        for positions, columns in runs(np.array(dofs, dtype=int)):
-            states_first(np.divide, poses.W.cols[:3, positions], mass, Jcom[:, :, columns])
-        if not mass > 0:
-            Jcom[:] = np.nan
+    for positions, columns in runs(np.array(dofs, dtype=int)):
+        states_first(poses.W.cols[:3, positions], Jcom[:, :, columns])
+    if not mass > 0:
+        Jcom[:] = np.nan
     return mass, np.ascontiguousarray(c.T), Jcom
+
+
+def _levers(poses: WorldPoses, h: np.ndarray, m_k: np.ndarray) -> np.ndarray:
+    """The centre of mass c (3, N), and in place, the levers ``h_k - m_k p_k`` (J, 3, N)
+    from each body's own first moment h (J, 3, N) and the subtrees' masses m_k (J,): one
+    pass from the leaves adds each row, complete, to its parent's, then turns it."""
+    c = np.zeros(h.shape[1:])
+    parent, slot, p = poses.model.parent, poses.slot, poses.p
+    turn = np.empty(h.shape[1:])  # (3, N) m_k p_k
+    for row in range(len(poses.joints) - 1, -1, -1):
+        up = parent[poses.joints[row]]
+        total = h[slot[up]] if up >= 0 else c
+        total += h[row]
+        h[row] -= np.multiply(p[row], m_k[row], out=turn)
+    return c
 
 
 def _placed(R, p, frames: Frames) -> tuple[np.ndarray, np.ndarray]:
