@@ -56,7 +56,7 @@ import numpy as np
 from .kinematics import FRAMES, LOCAL, WORLD
 from .model import Model
 from .state import states
-from .world_poses import WorldPoses, ancestry, runs, states_first
+from .world_poses import WorldPoses, ancestry, columns_states_first
 
 
 class Frames(NamedTuple):
@@ -115,7 +115,7 @@ def frame_jacobians(model: Model, q, frames: Frames, reference: str = LOCAL) -> 
         return frame_jacobians(c.full, c.expand_q(q), frames, reference) @ c.G
     poses = WorldPoses(model, q, ancestry(model, frames.on_body))
     R_f, p_f = _placed(*poses.of(frames.on_body), frames)  # (k, 3, 3, N), (k, 3, N)
-    J = np.zeros((len(q), len(frames.names), 6, model.nv))  # (N, k, 6, nv)
+    J = np.empty((len(q), len(frames.names), 6, model.nv))  # (N, k, 6, nv)
     cols = poses.W.cols  # (6, m, N): (linear, angular) of each dof, component-major
     for f, body in enumerate(frames.on_body.tolist()):
         rows = poses.rows_to(body)
@@ -128,8 +128,7 @@ def frame_jacobians(model: Model, q, frames: Frames, reference: str = LOCAL) -> 
             block = np.concatenate([np.einsum("ban,bmn->amn", R_f[f], block[part])
                                     for part in (slice(0, 3), slice(3, 6))])
         np.add(block, 0.0, out=block)  # -0.0, a product of exact zeros, prints as 0.0
-        for positions, columns in runs(np.array(dofs, dtype=int)):
-            states_first(block[:, positions], J[:, f, :, columns])
+        columns_states_first(block, dofs, J[:, f])
     return J
 
 
@@ -154,7 +153,7 @@ def center_of_mass(model: Model, q, root: int = -1) -> tuple[float, np.ndarray, 
     swept = poses.joints  # (J,) the bodies counted and the joints that move them
     m = np.where(np.isin(swept, bodies), model.body_mass[swept], 0.0)  # (J,)
     mass = float(m.sum())
-    Jcom = np.zeros((len(q), 3, model.nv))  # (N, 3, nv)
+    Jcom = np.empty((len(q), 3, model.nv))  # (N, 3, nv)
     with np.errstate(invalid="ignore", divide="ignore"):
         m = m / mass  # (J,) the weights m_i / m: NaN when there is no mass
         h = poses.centres()  # (J, 3, N): c_i, then
@@ -162,8 +161,7 @@ def center_of_mass(model: Model, q, root: int = -1) -> tuple[float, np.ndarray, 
         m_k = poses.add_to_parents(m.copy())  # (J,) m_k / m
         c = _levers(poses, h, m_k)  # (3, N); h: the levers (h_k - m_k p_k) / m
         dofs = poses.columns(range(len(swept)), h, m_k, poses.W.cols)
-    for positions, columns in runs(np.array(dofs, dtype=int)):
-        states_first(poses.W.cols[:3, positions], Jcom[:, :, columns])
+    columns_states_first(poses.W.cols[:3], dofs, Jcom)
     if not mass > 0:
         Jcom[:] = np.nan
     return mass, np.ascontiguousarray(c.T), Jcom
