@@ -159,27 +159,31 @@ def center_of_mass(model: Model, q, root: int = -1) -> tuple[float, np.ndarray, 
         h = poses.centres()  # (J, 3, N): c_i, then
         h *= m[:, None, None]  # the weighted first moments m_i c_i / m,
         m_k = poses.add_to_parents(m.copy())  # (J,) m_k / m
-        c = _levers(poses, h, m_k)  # (3, N); h: the levers (h_k - m_k p_k) / m
-        dofs = poses.columns(range(len(swept)), h, m_k, poses.W.cols)
+        c, dofs = _columns(poses, h, m_k)  # (3, N), (m,)
     columns_states_first(poses.W.cols[:3], dofs, Jcom)
     if not mass > 0:
         Jcom[:] = np.nan
     return mass, np.ascontiguousarray(c.T), Jcom
 
 
-def _levers(poses: WorldPoses, h: np.ndarray, m_k: np.ndarray) -> np.ndarray:
-    """The centre of mass c (3, N), and in place, the levers ``h_k - m_k p_k`` (J, 3, N)
-    from each body's own first moment h (J, 3, N) and the subtrees' masses m_k (J,): one
-    pass from the leaves adds each row, complete, to its parent's, then turns it."""
+def _columns(poses: WorldPoses, h: np.ndarray, m_k: np.ndarray) -> tuple[np.ndarray, list]:
+    """The centre of mass c (3, N) and the dofs (m,) whose Jcom columns (3, m, N) are then
+    in ``poses.W.cols[:3]``, from the bodies' own weighted first moments h (J, 3, N) and
+    the subtrees' weights m_k (J,): one pass from the leaves adds each row, complete, to
+    its parent's, turns it into the lever ``h_k - m_k p_k`` and crosses the joint's
+    motion with it while it is in cache (h is overwritten)."""
     c = np.zeros(h.shape[1:])
-    parent, slot, p = poses.model.parent, poses.slot, poses.p
+    parent, slot, p, cols = poses.model.parent, poses.slot, poses.p, poses.W.cols
     turn = np.empty(h.shape[1:])  # (3, N) m_k p_k
+    first = np.cumsum(poses.model.nv_joint[poses.joints]) - poses.model.nv_joint[poses.joints]
+    dofs = [None] * len(poses.joints)
     for row in range(len(poses.joints) - 1, -1, -1):
         up = parent[poses.joints[row]]
         total = h[slot[up]] if up >= 0 else c
         total += h[row]
         h[row] -= np.multiply(p[row], m_k[row], out=turn)
-    return c
+        dofs[row] = poses.column(row, h[row], m_k[row], cols[:3, first[row]:], None)
+    return c, [d for ds in dofs for d in ds]
 
 
 def _placed(R, p, frames: Frames) -> tuple[np.ndarray, np.ndarray]:

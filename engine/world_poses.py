@@ -208,35 +208,46 @@ class WorldPoses:
         scale_k R_k S_lin + w_d x lever_k`` (3, N) for dof ``d`` of joint ``k`` (row
         ``rows[a]``, ``lever[a]`` (3, N), ``scale[a]`` or 1 when None), out (6, >= m, N).
         ``lever_k = -p_k`` is the motion about the world origin ``u_d``; a point ``o``'s
-        velocity is ``o - p_k``. A revolute joint about ``±e_k``: ``w_d = ±`` a column of
-        ``R_k`` (its ``S_lin`` is zero)."""
-        model, dofs, n = self.model, [], 0
+        velocity is ``o - p_k`` (:meth:`column`)."""
+        dofs = []
         for a, row in enumerate(rows):
-            i = int(self.joints[row])
-            joint, turn, width = model.joint_models[i], self.turns[row], model.nv_joint[i]
-            dofs += range(model.idx_v[i], model.idx_v[i] + width)
-            w, lin = out[3:, n:n + width], out[:3, n:n + width]  # (3, j, N) each
-            n += width
-            if turn is not None:
-                w, lin = w[:, 0], lin[:, 0]  # (3, N)
-                if turn[1] >= 0:
-                    np.multiply(self.R[row][:, turn[1]], turn[2], out=w)
-                else:
-                    np.matmul(joint.axis[None], self.R[row], out=w[:, None])
-                cross3(w, lever[a], axis=-2, out=lin)
-                continue
-            qj = self.q[:, model.idx_q[i]:model.idx_q[i] + model.nq_joint[i]]
-            S = joint.subspace(qj)  # (6, j) or (N, 6, j)
-            if S.ndim == 2:  # row a of R_k S: S^T (j, 3) times row a of R_k (3, N)
-                np.matmul(S[:3].T, self.R[row], out=w)
-                linear = np.matmul(S[3:].T, self.R[row])
-            else:
-                np.einsum("abn,nbm->amn", self.R[row], S[:, :3], out=w)
-                linear = np.einsum("abn,nbm->amn", self.R[row], S[:, 3:])
-            if scale is not None:
-                linear *= scale[a]
-            lin[:] = cross3(w, lever[a][:, None], axis=-3)
-            lin += linear
+            n = len(dofs)
+            dofs += self.column(row, lever[a], 1.0 if scale is None else scale[a],
+                                out[:3, n:], out[3:, n:])
+        return dofs
+
+    def column(self, row: int, lever: np.ndarray, scale: float, lin: np.ndarray,
+               w: np.ndarray | None) -> range:
+        """The dofs of the swept joint at ``row`` (k), and into the first j columns of lin
+        and w (3, >= j, N) each one's ``scale R_k S_lin + w_d x lever`` and ``w_d = R_k
+        S_ang`` (:meth:`columns`); w None: not kept. A revolute joint about ``±e_k``:
+        ``w_d = ±`` a column of ``R_k`` (its ``S_lin`` is zero), the sign taken by the
+        order of the cross product."""
+        model, i = self.model, int(self.joints[row])
+        joint, turn, dofs = model.joint_models[i], self.turns[row], model.idx_v[i]
+        dofs = range(dofs, dofs + model.nv_joint[i])
+        if turn is not None and turn[1] >= 0:
+            axis = self.R[row][:, turn[1]]  # (3, N)
+            if w is not None:
+                np.multiply(axis, turn[2], out=w[:, 0])
+            cross3(*((axis, lever) if turn[2] > 0 else (lever, axis)), axis=-2, out=lin[:, 0])
+            return dofs
+        w = self.work[:, :len(dofs)] if w is None else w[:, :len(dofs)]  # (3, j, N)
+        if turn is not None:
+            np.matmul(joint.axis[None], self.R[row], out=w)  # (3, 1, N)
+            cross3(w[:, 0], lever, axis=-2, out=lin[:, 0])
+            return dofs
+        qj = self.q[:, model.idx_q[i]:model.idx_q[i] + model.nq_joint[i]]
+        S = joint.subspace(qj)  # (6, j) or (N, 6, j)
+        if S.ndim == 2:  # row a of R_k S: S^T (j, 3) times row a of R_k (3, N)
+            np.matmul(S[:3].T, self.R[row], out=w)
+            linear = np.matmul(S[3:].T, self.R[row])
+        else:
+            np.einsum("abn,nbm->amn", self.R[row], S[:, :3], out=w)
+            linear = np.einsum("abn,nbm->amn", self.R[row], S[:, 3:])
+        linear *= scale
+        lin[:, :len(dofs)] = cross3(w, lever[:, None], axis=-3)
+        lin[:, :len(dofs)] += linear
         return dofs
 
     def motions(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
