@@ -97,6 +97,9 @@ class WorldPoses:
                 p[:] = joint.translation[:, None]
                 return
             self._turn(joint, turn, self.R[up], R, s, c)
+            if not joint.translation.any():  # (many URDF joints sit at their parent's origin)
+                np.copyto(p, self.p[up])
+                return
             np.matmul(joint.translation[None], self.R[up], out=p[:, None])
             p += self.p[up]
             return
