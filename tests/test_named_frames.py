@@ -175,14 +175,22 @@ def test_J_v_is_the_frames_velocity_and_Jcom_the_weighted_body_jacobians(path):
     world = frame_jacobians(model, q, frames, WORLD) @ v[0]  # the point at the origin
     close(world[..., :3], u - np.cross(w, p), "world linear", 1e-6)
     mass, c, Jcom = center_of_mass(model, q)
-    Jw = body_jacobians(model, q[0], WORLD)  # (nj, 6, nv), (angular, linear)
+    weighted_c, weighted_J = weighted_bodies(model, q[0], np.arange(model.njoints))
+    close(Jcom[0], weighted_J, "Jcom")
+    close(c[0], weighted_c, "com")
+
+
+def weighted_bodies(model, q, bodies) -> tuple[np.ndarray, np.ndarray]:
+    """(c (3,), Jcom (3, nv)) of ``bodies`` at one state, body by body: the mass-weighted
+    mean of their centres and of those points' Jacobians (WORLD body Jacobians moved to
+    each centre)."""
     from treedyn.engine.kinematics import placements
-    Rb, pb = placements(model, q[0])
+    Jw = body_jacobians(model, q, WORLD)  # (nj, 6, nv), (angular, linear)
+    Rb, pb = placements(model, q)
     cb = pb + np.einsum("bij,bj->bi", Rb, model.body_com)
-    weighted = sum(m * (Jw[b, 3:] - skew(cb[b]) @ Jw[b, :3])
-                   for b, m in enumerate(model.body_mass))
-    close(Jcom[0], weighted / mass, "Jcom")
-    close(c[0], model.body_mass @ cb / mass, "com")
+    m = model.body_mass[bodies]
+    weighted = sum(m_b * (Jw[b, 3:] - skew(cb[b]) @ Jw[b, :3]) for b, m_b in zip(bodies, m))
+    return m @ cb[bodies] / m.sum(), weighted / m.sum()
 
 
 @pytest.mark.parametrize("path", [ARM] + URDFS[:1] + MJCFS[-1:] + [
@@ -190,7 +198,8 @@ def test_J_v_is_the_frames_velocity_and_Jcom_the_weighted_body_jacobians(path):
 def test_the_batch_is_the_readable_path_one_state_at_a_time(path):
     """The batched functions (states last, the joints a frame needs) against
     :func:`~treedyn.engine.kinematics.attached_placements` and ``attached_jacobians``
-    (joint by joint, (angular, linear) rows), each state alone; the random trees hold
+    (joint by joint, (angular, linear) rows), and the centre of mass of the whole tree and
+    of a subtree against the bodies' weighted sum, each state alone; the random trees hold
     every joint type (planar, ball, prismatic, ... under a free root), and joints about
     +-x, +-y, +-z (the revolute joints' fast path)."""
     if path.startswith("random:"):
@@ -205,7 +214,15 @@ def test_the_batch_is_the_readable_path_one_state_at_a_time(path):
     R, p = frame_placements(model, q, frames)
     J = {reference: frame_jacobians(model, q, frames, reference) for reference in FRAMES}
     arrays = (frames.on_body, frames.rotation, frames.translation)
+    root = model.njoints // 3  # and a subtree's centre of mass
+    subtrees = {-1: np.arange(model.njoints), root: np.arange(root, model.subtree_end[root])}
+    coms = {k: center_of_mass(model, q, k) for k in subtrees}
     for n in range(len(q)):
+        for k, bodies in subtrees.items():
+            if model.body_mass[bodies].sum() > 0:
+                c_one, J_one = weighted_bodies(model, q[n], bodies)
+                close(coms[k][1][n], c_one, ("com", k))
+                close(coms[k][2][n], J_one, ("Jcom", k))
         R_one, p_one = attached_placements(model, q[n], *arrays)
         close(R[n], R_one, "R")
         close(p[n], p_one, "p")
