@@ -2,8 +2,9 @@
 the centre of mass, for a batch of states q (N, nq): what ``dyn frames``, ``dyn jacobian``
 and ``dyn com`` compute, numpy only: the joints that move the bodies asked, states along
 the last axis (:mod:`~treedyn.engine.world_poses`). The readable twins, joint by joint, are
-:func:`treedyn.engine.kinematics.attached_placements` and ``attached_jacobians``;
-``tests/test_named_frames.py`` holds these to them, to Pinocchio and to MuJoCo.
+:func:`treedyn.engine.kinematics.attached_placements`, ``attached_jacobians`` and
+``weighted_center_of_mass`` (body by body); ``tests/test_named_frames.py`` holds these to
+them, to Pinocchio and to MuJoCo.
 
 Frames
 ------
@@ -141,8 +142,9 @@ def center_of_mass(model: Model, q, root: int = -1) -> tuple[float, np.ndarray, 
     and ``h_k`` the mass and first moment ``sum m_i c_i`` of the bodies counted that joint
     ``k`` moves: for a revolute joint, ``m_k / m`` times ``w_d`` across the lever from the
     joint to that subtree's centre, summed in one pass from the leaves (:meth:`~treedyn.
-    engine.world_poses.WorldPoses.columns`). A subtree without mass has no centre: c and
-    Jcom are NaN."""
+    engine.world_poses.WorldPoses.column`). A subtree without mass has no centre: c and
+    Jcom are NaN. The readable twin is :func:`treedyn.engine.kinematics.
+    weighted_center_of_mass`."""
     q = states(model, q)[1]
     if model.coupling is not None:
         c = model.coupling

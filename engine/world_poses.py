@@ -286,8 +286,9 @@ def _turns(model: Model, joints: np.ndarray) -> list:
 def columns_states_first(source: np.ndarray, dofs, out: np.ndarray, tile: int = 512) -> None:
     """``out[:, :, dofs] = source`` (a, m, N) with the states' axis moved first, and zero
     in every other column of out (N, a, nv), ``tile`` states at a time: a transposed copy
-    through the cache, out written once (a fifth faster than zeroing it all, then numpy's
-    one pass over (6, 16, 4096) doubles through a transposed view)."""
+    through the cache, out written once (for (6, 16, 4096) doubles into (4096, 6, 38),
+    0.8 ms where zeroing it all, then one ufunc pass through a transposed view took
+    1.2-1.5 ms)."""
     dofs = np.asarray(dofs, dtype=int)
     held = np.zeros(out.shape[-1], dtype=bool)
     held[dofs] = True

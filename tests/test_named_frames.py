@@ -16,10 +16,9 @@ import pytest
 from reference_models import dm_control_models, gymnasium_models, robot_urdfs
 from treedyn.engine.kinematics import (FRAMES, LOCAL, LOCAL_WORLD_ALIGNED, WORLD,
                                        attached_jacobians, attached_placements,
-                                       body_jacobians)
+                                       weighted_center_of_mass)
 from treedyn.engine.named import (center_of_mass, frame_jacobians, frame_placements,
                                   frame_set, subtree_root)
-from treedyn.engine.rotations import skew
 from treedyn.parsers import load_model
 
 URDFS = [p for p in robot_urdfs() if p.endswith(("panda.urdf", "talos_reduced.urdf",
@@ -175,22 +174,9 @@ def test_J_v_is_the_frames_velocity_and_Jcom_the_weighted_body_jacobians(path):
     world = frame_jacobians(model, q, frames, WORLD) @ v[0]  # the point at the origin
     close(world[..., :3], u - np.cross(w, p), "world linear", 1e-6)
     mass, c, Jcom = center_of_mass(model, q)
-    weighted_c, weighted_J = weighted_bodies(model, q[0], np.arange(model.njoints))
+    weighted_c, weighted_J = weighted_center_of_mass(model, q[0], np.arange(model.njoints))
     close(Jcom[0], weighted_J, "Jcom")
     close(c[0], weighted_c, "com")
-
-
-def weighted_bodies(model, q, bodies) -> tuple[np.ndarray, np.ndarray]:
-    """(c (3,), Jcom (3, nv)) of ``bodies`` at one state, body by body: the mass-weighted
-    mean of their centres and of those points' Jacobians (WORLD body Jacobians moved to
-    each centre)."""
-    from treedyn.engine.kinematics import placements
-    Jw = body_jacobians(model, q, WORLD)  # (nj, 6, nv), (angular, linear)
-    Rb, pb = placements(model, q)
-    cb = pb + np.einsum("bij,bj->bi", Rb, model.body_com)
-    m = model.body_mass[bodies]
-    weighted = sum(m_b * (Jw[b, 3:] - skew(cb[b]) @ Jw[b, :3]) for b, m_b in zip(bodies, m))
-    return m @ cb[bodies] / m.sum(), weighted / m.sum()
 
 
 @pytest.mark.parametrize("path", [ARM] + URDFS[:1] + MJCFS[-1:] + [
@@ -220,7 +206,7 @@ def test_the_batch_is_the_readable_path_one_state_at_a_time(path):
     for n in range(len(q)):
         for k, bodies in subtrees.items():
             if model.body_mass[bodies].sum() > 0:
-                c_one, J_one = weighted_bodies(model, q[n], bodies)
+                c_one, J_one = weighted_center_of_mass(model, q[n], bodies)
                 close(coms[k][1][n], c_one, ("com", k))
                 close(coms[k][2][n], J_one, ("Jcom", k))
         R_one, p_one = attached_placements(model, q[n], *arrays)
