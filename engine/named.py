@@ -162,6 +162,7 @@ def center_of_mass(model: Model, q, root: int = -1) -> tuple[float, np.ndarray, 
         h *= m[:, None, None]  # the weighted first moments m_i c_i / m,
         m_k = poses.add_to_parents(m.copy())  # (J,) m_k / m
         c, dofs = _columns(poses, h, m_k)  # (3, N), (m,)
+    poses.W.cols[:3] += 0.0  # -0.0, a product of exact zeros, prints as 0.0
     columns_states_first(poses.W.cols[:3], dofs, Jcom)
     if not mass > 0:
         Jcom[:] = np.nan

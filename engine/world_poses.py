@@ -259,6 +259,7 @@ class WorldPoses:
         ``u = R_k S_lin + p_k x w`` (:meth:`columns`; views of the work arena)."""
         cols = self.W.cols  # (6, m, N)
         dofs = self.columns(range(len(self.joints)), np.negative(self.p), None, cols)
+        cols += 0.0  # -0.0 (a product of exact zeros) prints as 0.0
         return (np.array(dofs, dtype=int), np.swapaxes(cols[3:], 0, 1),
                 np.swapaxes(cols[:3], 0, 1))
 
