@@ -69,15 +69,18 @@ def _unit_quaternion_matrix(w, x, y, z, out: np.ndarray | None = None) -> np.nda
     into ``out`` (3, 3, ...), the components first."""
     R = np.empty(np.shape(w) + (3, 3)) if out is None else out
     E = np.moveaxis(R, (-2, -1), (0, 1)) if out is None else out  # E[a, b] is R[..., a, b]
-    E[0, 0] = 1 - 2 * (y * y + z * z)
-    E[0, 1] = 2 * (x * y - z * w)
-    E[0, 2] = 2 * (x * z + y * w)
-    E[1, 0] = 2 * (x * y + z * w)
-    E[1, 1] = 1 - 2 * (x * x + z * z)
-    E[1, 2] = 2 * (y * z - x * w)
-    E[2, 0] = 2 * (x * z - y * w)
-    E[2, 1] = 2 * (y * z + x * w)
-    E[2, 2] = 1 - 2 * (x * x + y * y)
+    x2, y2, z2 = x + x, y + y, z + z  # each product once: 2 (x y - z w) = x y2 - w z2, exactly
+    xx, yy, zz, xy, xz, yz = x * x2, y * y2, z * z2, x * y2, x * z2, y * z2
+    wx, wy, wz = w * x2, w * y2, w * z2
+    E[0, 0] = 1 - (yy + zz)
+    E[0, 1] = xy - wz
+    E[0, 2] = xz + wy
+    E[1, 0] = xy + wz
+    E[1, 1] = 1 - (xx + zz)
+    E[1, 2] = yz - wx
+    E[2, 0] = xz - wy
+    E[2, 1] = yz + wx
+    E[2, 2] = 1 - (xx + yy)
     return R
 
 
