@@ -56,6 +56,7 @@ import numpy as np
 
 from .kinematics import FRAMES, LOCAL, WORLD
 from .model import Model
+from .spatial import cross3
 from .state import states
 from .world_poses import WorldPoses, ancestry, columns_states_first
 
@@ -117,20 +118,61 @@ def frame_jacobians(model: Model, q, frames: Frames, reference: str = LOCAL) -> 
     poses = WorldPoses(model, q, ancestry(model, frames.on_body))
     R_f, p_f = _placed(*poses.of(frames.on_body), frames)  # (k, 3, 3, N), (k, 3, N)
     J = np.empty((len(q), len(frames.names), 6, model.nv))  # (N, k, 6, nv)
-    cols = poses.W.cols  # (6, m, N): (linear, angular) of each dof, component-major
+    shared = _Shared(poses) if len(frames.names) > 1 else None
     for f, body in enumerate(frames.on_body.tolist()):
         rows = poses.rows_to(body)
-        lever = np.negative(poses.p[rows])  # (a, 3, N): -p_k, then p_f - p_k
-        if reference != WORLD:
-            lever += p_f[f]
-        dofs = poses.columns(rows, lever, None, cols)
-        block = cols[:, :len(dofs)]  # (6, m', N)
+        origin = None if reference == WORLD else p_f[f]  # (3, N) the point whose velocity
+        if shared is None:  # one frame: one cross product per dof, against p_f - p_k
+            lever = np.negative(poses.p[rows])  # (a, 3, N)
+            if origin is not None:
+                lever += origin
+            dofs = poses.columns(rows, lever, None, poses.W.cols)
+            block = poses.W.cols[:, :len(dofs)]  # (6, m', N)
+        else:
+            dofs, block = shared.moved(rows, origin)
         if reference == LOCAL:  # R_f^T x: in the frame's axes
-            block = np.concatenate([np.einsum("ban,bmn->amn", R_f[f], block[part])
-                                    for part in (slice(0, 3), slice(3, 6))])
+            block = _in_frame(R_f[f], block)
         np.add(block, 0.0, out=block)  # -0.0, a product of exact zeros, prints as 0.0
         columns_states_first(block, dofs, J[:, f])
     return J
+
+
+class _Shared:
+    """Every swept dof's motion about the world origin, ``(u_d, w_d)``, formed once for
+    many frames (:meth:`~treedyn.engine.world_poses.WorldPoses.motions`); a frame takes
+    its joints' columns and moves them to its origin ``o``: ``u_d + w_d x o``."""
+
+    def __init__(self, poses: WorldPoses):
+        self.dofs = poses.motions()[0]  # (m,); poses.W.cols (6, m, N) holds (u, w)
+        self.cols = poses.W.cols
+        widths = poses.model.nv_joint[poses.joints]
+        self.first = np.cumsum(widths) - widths  # (J,) each row's first position
+        self.widths = widths
+
+    def moved(self, rows, origin) -> tuple[np.ndarray, np.ndarray]:
+        """(dofs (m',), block (6, m', N), a new array) of the joints at ``rows``, the
+        linear rows the velocity of ``origin`` (3, N) (None: of the world origin)."""
+        positions = np.concatenate([np.arange(self.first[r], self.first[r] + self.widths[r])
+                                    for r in rows] or [np.zeros(0, dtype=int)])
+        block = np.take(self.cols, positions, axis=1)
+        if origin is not None:
+            block[:3] += cross3(block[3:], origin[:, None], axis=-3)
+        return self.dofs[positions], block
+
+
+def _in_frame(R: np.ndarray, block: np.ndarray) -> np.ndarray:
+    """``R^T x`` for each 3-row part x of block (6, m, N), R (3, 3, N) a frame's axes: a
+    new array (column by column of R, faster than one einsum)."""
+    out = np.empty(block.shape)
+    scratch = np.empty(block.shape[1:])
+    for part in (0, 3):
+        x = block[part:part + 3]
+        for a in range(3):
+            y = out[part + a]
+            np.multiply(x[0], R[0, a], out=y)
+            y += np.multiply(x[1], R[1, a], out=scratch)
+            y += np.multiply(x[2], R[2, a], out=scratch)
+    return out
 
 
 def center_of_mass(model: Model, q, root: int = -1) -> tuple[float, np.ndarray, np.ndarray]:

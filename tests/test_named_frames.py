@@ -184,8 +184,9 @@ def test_J_v_is_the_frames_velocity_and_Jcom_the_weighted_body_jacobians(path):
 def test_the_batch_is_the_readable_path_one_state_at_a_time(path):
     """The batched functions (states last, the joints a frame needs) against
     :func:`~treedyn.engine.kinematics.attached_placements` and ``attached_jacobians``
-    (joint by joint, (angular, linear) rows), and the centre of mass of the whole tree and
-    of a subtree against the bodies' weighted sum, each state alone; the random trees hold
+    (joint by joint, (angular, linear) rows), a frame asked alone (its own path) against
+    it among all, and the centre of mass of the whole tree and of a subtree against the
+    bodies' weighted sum, each state alone; the random trees hold
     every joint type (planar, ball, prismatic, ... under a free root), and joints about
     +-x, +-y, +-z (the revolute joints' fast path)."""
     if path.startswith("random:"):
@@ -199,6 +200,11 @@ def test_the_batch_is_the_readable_path_one_state_at_a_time(path):
     frames = frame_set(model)
     R, p = frame_placements(model, q, frames)
     J = {reference: frame_jacobians(model, q, frames, reference) for reference in FRAMES}
+    for k in (len(frames.names) // 2, len(frames.names) - 1):  # a frame asked alone
+        alone = frame_set(model, [frames.names[k]])
+        for reference in FRAMES:
+            close(frame_jacobians(model, q, alone, reference)[:, 0], J[reference][:, k],
+                  ("alone", frames.names[k], reference))
     arrays = (frames.on_body, frames.rotation, frames.translation)
     root = model.njoints // 3  # and a subtree's centre of mass
     subtrees = {-1: np.arange(model.njoints), root: np.arange(root, model.subtree_end[root])}
