@@ -84,12 +84,13 @@ def write_inputs(folder: str, model, count: int, formats=("jsonl", "csv", "npz")
                  stem: str = "states") -> dict[str, str]:
     """The same random states as JSON Lines, CSV and .npz (all of q, v, a, tau), written
     as dyn bench writes its samples."""
-    from treedyn.pipeline.bench import random_states, write_states
+    from treedyn.pipeline.bench import random_states
+    from treedyn.pipeline.trajectory import write_states
 
     vectors = random_states(model, count)
     paths = {fmt: os.path.join(folder, f"{stem}.{fmt}") for fmt in formats}
     for fmt, path in paths.items():
-        write_states(path, fmt, vectors)
+        write_states(path, vectors)
     return paths
 
 
@@ -109,7 +110,7 @@ def bench_env(work: str) -> dict[str, str]:
 
 
 def talos_table(args) -> None:
-    from treedyn.cli.settings import processes
+    from treedyn.session.environment import processes
     from treedyn.parsers import load_model
 
     urdf = os.path.join(robots_root(), TALOS)
@@ -169,7 +170,7 @@ def model_inputs(work: str, urdf: str, free_flyer: bool, stem: str, megabytes: f
 def library_table(args) -> None:
     import pyarrow
 
-    from treedyn.cli.settings import processes
+    from treedyn.session.environment import processes
 
     dyn = dyn_executable()
     ways = ("one", "dyn", "library")

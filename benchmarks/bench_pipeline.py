@@ -228,7 +228,8 @@ ROWS = 16384  # rows per Parquet row group and HDF5 chunk of the written inputs
 
 
 def write_inputs(folder: str, model, count: int, formats) -> dict[str, str]:
-    from treedyn.pipeline.bench import random_states, write_states
+    from treedyn.pipeline.bench import random_states
+    from treedyn.pipeline.trajectory import write_states
 
     vectors = random_states(model, count)
     paths = {}
@@ -249,7 +250,7 @@ def write_inputs(folder: str, model, count: int, formats) -> dict[str, str]:
                     file.create_dataset(kind, data=values,
                                         chunks=(min(ROWS, len(values)), values.shape[1]))
         else:
-            write_states(path, fmt, vectors)
+            write_states(path, vectors)
     return paths
 
 

@@ -13,13 +13,14 @@ OpenBLAS (numpy's BLAS) threading each of those calls as well oversubscribes the
 matrix slower. So the command pins BLAS to one thread per engine thread, before numpy is
 first imported; a value already set in the environment is kept.
 
-The dyn program also has Python's cyclic garbage collector run less often
-(:data:`COLLECT_AFTER`): a command on a large model makes a few objects per link in its
-documents, layouts and plans, nearly none in cycles, and the default thresholds (a young
-collection every 700 new containers, each tenth promoted, a full pass past a quarter
-more) spent ~1 s of the 2.5 s that ``info`` took after loading a 100 000-link star
-(its document made in 1.65 s with the defaults, 0.81 s with these, 0.63 s with none), and
-0.25 s of the first RNEA's 0.5 s. Cycles are still collected, after 100 000 new containers.
+The dyn program also has Python's cyclic garbage collector run less often, with the
+thresholds of a run over many states (:data:`treedyn.pipeline.heap.COLLECT_AFTER`): a
+command on a large model makes a few objects per link in its documents, layouts and plans,
+nearly none in cycles, and the default thresholds (a young collection every 700 new
+containers, each tenth promoted, a full pass past a quarter more) spent ~1 s of the 2.5 s
+that ``info`` took after loading a 100 000-link star (its document made in 1.65 s with the
+defaults, 0.81 s with these, 0.63 s with none), and 0.25 s of the first RNEA's 0.5 s.
+Cycles are still collected, after 100 000 new containers.
 """
 import gc
 import os
@@ -29,8 +30,6 @@ from .settings import check_environment, interrupted, version_line
 
 for _variable in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
     os.environ.setdefault(_variable, "1")
-
-COLLECT_AFTER = (100_000, 50, 100)  # gc thresholds of the dyn program (see above)
 
 
 def run() -> None:
@@ -46,6 +45,8 @@ def run() -> None:
     if signal.getsignal(signal.SIGINT) is signal.default_int_handler:
         signal.signal(signal.SIGINT, interrupted)
     check_environment()
+    from treedyn.pipeline.heap import COLLECT_AFTER  # (ctypes and gc only: no numpy)
+
     gc.set_threshold(*COLLECT_AFTER)
     from .app import run as run_app
 

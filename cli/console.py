@@ -1,8 +1,7 @@
 """Warnings and notes for the person at the terminal: one reporter for the whole run.
 
 A warning is one ``dyn: warning: ...`` line on stderr, unless the command runs with
-``--quiet``; a worker process keeps its warnings instead (:meth:`Console.capture`), and
-the parent prints them in order with the results they belong to. A note (``dyn: note:
+``--quiet``. A note (``dyn: note:
 ...``: what was loaded, how long a stage took, an estimated quantity) is printed with
 ``--verbose`` only. Whether stderr's lines are coloured is settled once per run
 (``--color``, ``NO_COLOR``, ``FORCE_COLOR``: :func:`.settings.colour_wanted`).
@@ -44,20 +43,18 @@ COLOURS = {"warning": "33", "note": "36", "error": "31"}  # SGR codes: yellow, c
 
 
 class Console:
-    """Where warnings go: stderr, nowhere (``quiet``) or a list (``captured``); whether
-    notes are printed (``verbose``) and stderr's lines coloured (``colour``)."""
+    """Where warnings go: stderr, or nowhere (``quiet``); whether notes are printed (``verbose``) and stderr's lines coloured (``colour``)."""
 
     def __init__(self) -> None:
         self.quiet = False  # --quiet: no warnings, notes or bar (errors are always printed)
         self.verbose = False  # --verbose: notes too
         self.colour: str | None = None  # --color: auto (None), always or never
         self.command: str | None = None  # the command this run is (its documents' schema)
-        self.captured: list[str] | None = None  # a list: warnings kept, not printed
         self.others = warnings.showwarning  # how Python shows the other warnings
 
     def start(self) -> None:
         """A new run: every setting back to its default (the options set them again)."""
-        self.quiet, self.verbose, self.colour, self.captured = False, False, None, None
+        self.quiet, self.verbose, self.colour = False, False, None
 
     def configure(self, quiet: bool, verbose: bool, colour: str | None) -> None:
         """The global options of this run (given before the command or after it; either
@@ -77,10 +74,6 @@ class Console:
             return text
         return text.replace(f"{kind}:", f"\033[{COLOURS[kind]}m{kind}:\033[0m", 1)
 
-    def capture(self, into: list[str] | None) -> None:
-        """Keep warnings in ``into`` from now on (None: print them again)."""
-        self.captured = into
-
     def show_warning(self, message, category, filename, lineno, file=None, line=None):
         """:data:`warnings.showwarning` while a command runs: the pipeline's
         :class:`StatesWarning` go through :meth:`warn`, any other as Python shows it (none
@@ -91,9 +84,7 @@ class Console:
             self.others(message, category, filename, lineno, file, line)
 
     def warn(self, message: str) -> None:
-        if self.captured is not None:
-            self.captured.append(message)
-        elif not self.quiet:
+        if not self.quiet:
             self.say("warning", message)
 
     def note(self, message: str) -> None:

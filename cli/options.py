@@ -96,10 +96,13 @@ def command_of(run, options: dict, doc: str):
     return command
 
 
-class Format(str, Enum):
-    table = "table"
-    json = "json"
-    csv = "csv"
+def choices(name: str, words: str) -> type[Enum]:
+    """The choices of an option (``--format``'s, ``--color``'s, ...): a ``str`` Enum named
+    ``name`` whose members are ``words``, each its own value, in order."""
+    return Enum(name, [(word, word) for word in words.split()], type=str, module=__name__)
+
+
+Format = choices("Format", "table json csv")
 
 
 def format_option(choices: type[Enum], text: str) -> object:
@@ -160,10 +163,7 @@ VerboseOpt = Annotated[bool, typer.Option(
     "estimated quantities (states per chunk).")]
 
 
-class Colour(str, Enum):
-    auto = "auto"
-    always = "always"
-    never = "never"
+Colour = choices("Colour", "auto always never")
 
 
 ColourOpt = Annotated[Optional[Colour], typer.Option(
@@ -207,26 +207,9 @@ TauOpt = vector_option("tau", "Joint forces: nv numbers, or joint=value pairs. "
                        "Default: zeros.")
 
 
-class CheckFormat(str, Enum):
-    table = "table"
-    json = "json"
-    csv = "csv"
-    github = "github"
-    sarif = "sarif"
-
-
-class FindingsFormat(str, Enum):  # statics: github annotations or a SARIF log for CI
-    table = "table"
-    json = "json"
-    github = "github"
-    sarif = "sarif"
-
-
-class LimitsFormat(str, Enum):  # check-limits (csv: refused in words)
-    table = "table"
-    json = "json"
-    csv = "csv"
-    sarif = "sarif"
+CheckFormat = choices("CheckFormat", "table json csv github sarif")
+FindingsFormat = choices("FindingsFormat", "table json github sarif")  # statics: for CI
+LimitsFormat = choices("LimitsFormat", "table json csv sarif")  # csv: refused in words
 
 
 SelectOpt = Annotated[Optional[str], typer.Option(
@@ -241,10 +224,7 @@ BaselineOpt = Annotated[Optional[str], typer.Option(
     "and subject, not message or value) are not reported and do not fail the run.")]
 
 
-class DiffFormat(str, Enum):
-    table = "table"
-    json = "json"
-    github = "github"
+DiffFormat = choices("DiffFormat", "table json github")
 
 
 ReportFormat = Format  # the reports' formats: the same three (default: table)
@@ -259,53 +239,50 @@ def samples_option(text: str) -> object:
     return Annotated[int, typer.Option("--samples", min=1, help=text)]
 
 
-def with_global_options(function):
-    """The command ``function`` taking the global options too (:data:`GLOBAL_OPTIONS`:
-    --quiet, --verbose, --color), which go to the console before it runs (commands read
-    them there: ``console.quiet``, ...)."""
+def with_options(function, added: dict, take):
+    """``function`` taking the options ``added`` (name -> (annotation, default)) after its
+    own: ``take(chosen, values)`` receives their values (``chosen``, taken out of
+    ``values``) and the function's before it runs."""
     signature = inspect.signature(function)
 
     @functools.wraps(function)
     def command(**values):
-        set_global(*(values.pop(name) for name in GLOBAL_OPTIONS))
+        take({name: values.pop(name, None) for name in added}, values)
         return function(**values)
 
-    parameters = list(signature.parameters.values())
-    added = [inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, annotation=annotation,
-                               default=default)
-             for name, (annotation, default) in GLOBAL_OPTIONS.items()]
-    command.__signature__ = signature.replace(parameters=[*parameters, *added])
+    command.__signature__ = signature.replace(parameters=[
+        *signature.parameters.values(),
+        *(inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, annotation=annotation,
+                            default=default) for name, (annotation, default) in added.items())])
     command.__annotations__ = {**function.__annotations__,
-                               **{name: annotation for name, (annotation, _)
-                                  in GLOBAL_OPTIONS.items()}}
+                               **{name: annotation for name, (annotation, _) in added.items()}}
     return command
+
+
+def with_global_options(function):
+    """The command ``function`` taking the global options too (:data:`GLOBAL_OPTIONS`:
+    --quiet, --verbose, --color), which go to the console before it runs (commands read
+    them there: ``console.quiet``, ...)."""
+    return with_options(function, GLOBAL_OPTIONS,
+                        lambda chosen, values: set_global(*chosen.values()))
 
 
 def with_model_options(function):
     """The command ``function`` taking --mesh-path too, when it loads a model (a parameter
     of :data:`MODEL_PARAMETERS`): the folders go to :data:`MESH_PATHS`, where the model
     loader finds them. Stdin cannot be both a model and --input: a UsageError."""
-    signature = inspect.signature(function)
-    if not set(MODEL_PARAMETERS) & set(signature.parameters):
+    if not set(MODEL_PARAMETERS) & set(inspect.signature(function).parameters):
         return function
 
-    @functools.wraps(function)
-    def command(**values):
-        MESH_PATHS[:] = values.pop("mesh_path", None) or ()
+    def take(chosen: dict, values: dict) -> None:
+        MESH_PATHS[:] = chosen["mesh_path"] or ()
         stdin = [name for name in (*MODEL_PARAMETERS, "input_file") if values.get(name) == "-"]
         if len(stdin) > 1:
             from treedyn.pipeline.errors import UsageError
 
             raise UsageError("dyn: stdin ('-') can give the model or the states, not both: "
                              "give one of them as a file")
-        return function(**values)
-
-    parameter = inspect.Parameter("mesh_path", inspect.Parameter.KEYWORD_ONLY,
-                                  annotation=MeshPathOpt, default=None)
-    command.__signature__ = signature.replace(
-        parameters=[*signature.parameters.values(), parameter])
-    command.__annotations__ = {**function.__annotations__, "mesh_path": MeshPathOpt}
-    return command
+    return with_options(function, {"mesh_path": (MeshPathOpt, None)}, take)
 
 
 def plot_option(what: str) -> object:

@@ -1,35 +1,19 @@
-"""The TREEDYN_* environment variables, read in one place.
-
-| variable | meaning | default |
-|---|---|---|
-| TREEDYN_THREADS | engine worker threads | 2 (or the CPUs) |
-| TREEDYN_CHUNK | states per engine call | the engine's |
-| TREEDYN_STREAM_CHUNK | states read per chunk of ``--input`` | 16384 |
-| TREEDYN_PROCESSES | worker processes for text files (1: none) | the CPUs, at most 8 |
-| TREEDYN_PART_BYTES | bytes of text per worker's part | 16 MiB |
-
-The ROS variables are read here too, for the parsers, which read no environment:
-``ROS_PACKAGE_PATH`` and ``AMENT_PREFIX_PATH`` (:func:`package_search`) say where ROS
-packages are (``$(find PKG)``, ``package://``), and the whole environment is what xacro's
-``$(env NAME)`` and ``$(optenv NAME default)`` read (:func:`xacro_environment`).
-``GZ_SIM_RESOURCE_PATH`` and ``SDF_PATH`` say where SDFormat's ``model://NAME`` is
-(:func:`model_search`).
+"""What the command line itself reads of the environment and the process: the version,
+whether stderr is coloured, and the check at start of the ``TREEDYN_*`` counts; the
+library's settings (those counts, worker processes, search paths) are
+:mod:`treedyn.session.environment`'s.
 
 Colour on stderr (:func:`colour_wanted`): ``--color always|never`` decides; otherwise
 ``NO_COLOR`` (https://no-color.org: set and not empty) turns it off, then ``FORCE_COLOR``
 (set and not empty, https://force-color.org) turns it on, then it is on when the stream
 is a terminal whose ``TERM`` is not ``dumb``.
-
-The first three are checked when dyn starts (:func:`check_environment`); the process
-counts when a command first needs them (:func:`whole`), as a usage error.
 """
 import os
 import sys
 
-from treedyn.pipeline.errors import UsageError
+from treedyn.session.environment import COUNTS
 
 VERSION = "0.1.0"  # the package's version (pyproject.toml reads it from here)
-COUNTS = ("TREEDYN_THREADS", "TREEDYN_CHUNK", "TREEDYN_STREAM_CHUNK")
 
 
 def version_line() -> str:
@@ -53,71 +37,6 @@ def check_environment() -> None:
             os._exit(2)
 
 
-def count(name: str, default: int | None) -> int | None:
-    """The positive whole number in ``name`` (one of :data:`COUNTS`, checked at start),
-    else ``default``."""
-    value = os.environ.get(name, "").strip()
-    return int(value) if value.isascii() and value.isdigit() and int(value) >= 1 else default
-
-
-STREAM_CHUNK = count("TREEDYN_STREAM_CHUNK", 16384)  # states read per chunk of --input at
-# most (callers may ask for fewer)
-
-
-
-def whole(name: str, default: int | None) -> int | None:
-    """The whole number in ``name``, else ``default``; UsageError when it is not a whole
-    number of at least 1."""
-    value = os.environ.get(name)
-    if not value:
-        return default
-    try:
-        number = int(value)
-    except ValueError:
-        raise UsageError(f"dyn: {name}={value!r} is not a whole number") from None
-    if number < 1:  # -1 or 0 meant something else to whoever set it: say so
-        raise UsageError(f"dyn: {name}={value!r} is not a positive whole number")
-    return number
-
-
-MAX_PROCESSES = 8
-
-
-def processes() -> int:
-    """Worker processes: TREEDYN_PROCESSES, else the CPUs this process may use (at most
-    MAX_PROCESSES); 1 turns the split of JSON Lines off (a CSV file is never split:
-    :func:`treedyn.pipeline.batch.splits`)."""
-    if os.environ.get("TREEDYN_PROCESSES"):
-        return whole("TREEDYN_PROCESSES", 1)
-    try:
-        cpus = len(os.sched_getaffinity(0))
-    except AttributeError:  # not on Linux
-        cpus = os.cpu_count() or 1
-    return min(cpus, MAX_PROCESSES)
-
-
-def part_bytes() -> int | None:
-    """Bytes of text per worker's part: TREEDYN_PART_BYTES (tests use small parts), else
-    None (the pipeline's PART_BYTES); files of two parts or more are split."""
-    return whole("TREEDYN_PART_BYTES", None)
-
-
-def package_search() -> tuple[tuple[str, ...], tuple[str, ...]]:
-    """(folders of ROS_PACKAGE_PATH, prefixes of AMENT_PREFIX_PATH), empty entries left out."""
-    return tuple(_path_list("ROS_PACKAGE_PATH")), tuple(_path_list("AMENT_PREFIX_PATH"))
-
-
-def model_search() -> tuple[str, ...]:
-    """Where SDFormat's model://NAME is looked for: the folders of GZ_SIM_RESOURCE_PATH,
-    then those of SDF_PATH, empty entries left out."""
-    return (*_path_list("GZ_SIM_RESOURCE_PATH"), *_path_list("SDF_PATH"))
-
-
-def xacro_environment() -> tuple[tuple[str, str], ...]:
-    """The environment as (name, value) pairs: what xacro's $(env) and $(optenv) read."""
-    return tuple(sorted(os.environ.items()))
-
-
 def colour_wanted(choice: str | None, stream) -> bool:
     """Whether dyn colours what it writes to ``stream``: ``choice`` (--color) "always" or
     "never" decides; else (auto) NO_COLOR off, FORCE_COLOR on, else a terminal that is not
@@ -132,7 +51,3 @@ def colour_wanted(choice: str | None, stream) -> bool:
         return stream.isatty() and os.environ.get("TERM") != "dumb"
     except (AttributeError, ValueError):  # closed, or not a file
         return False
-
-
-def _path_list(name: str) -> list[str]:
-    return [folder for folder in os.environ.get(name, "").split(os.pathsep) if folder]

@@ -12,8 +12,8 @@ model's neutral q, at rest), with w_f = 2 pi / T and harmonics l = 1 .. L::
 periodic with period T (so a log of whole periods can be averaged). The coefficients
 x = (q0, a, b), per dof ``[q0_j, a_j1 .. a_jL, b_j1 .. b_jL]`` (n, 1 + 2L), are what
 :func:`optimise` chooses: it minimises log cond(W) with W (S nv, r) the regressor's base
-columns (the r columns that random states show independent, a pivoted QR of the
-column-scaled regressor) stacked over S samples of one period, the condition number of
+columns (the r columns that random states show independent, by identification's rule:
+:func:`base_columns`) stacked over S samples of one period, the condition number of
 the matrix as it is (``dyn identify``'s ``condition``), subject to, at a denser grid of
 the period: the position limits, the velocity limits (|v_j| <= the joint's), an optional
 acceleration limit, and optional frames above a floor (z in the world >= height). SLSQP
@@ -29,6 +29,7 @@ import numpy as np
 import scipy.linalg
 import scipy.optimize
 
+from .analysis.identify import independent_columns
 from .batch.regressor import regressor
 from .model import Model
 from .named import Frames, frame_placements
@@ -117,20 +118,24 @@ class Excitation:
         """cond(W) of one coefficient vector x (module doc)."""
         return float(self.conditions(x[None], basis)[0])
 
-    def linear_constraints(self, basis=None, tighter: float = 0.0
-                           ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """(G, h, joint) with the finite limits as G x + h >= 0 at the times of ``basis``
-        (default: the dense grid), each limit ``tighter`` by that share (of the position
-        range, of the velocity and acceleration bounds); ``joint`` (rows,) the excited dof
-        (0 .. n-1) each row constrains."""
-        n, (Bq, Bv, Ba) = len(self.dofs), self.dense if basis is None else basis
+    def bounds(self, tighter: float = 0.0) -> list[tuple[np.ndarray, np.ndarray]]:
+        """(low, high) (n,) each of the excited dofs' q, v and a, each limit ``tighter`` by
+        that share (of the position range, of the velocity and acceleration bounds);
+        infinite where there is none."""
         span = self.upper - self.lower
         inset = np.where(np.isfinite(span), tighter * np.where(np.isfinite(span), span, 0), 0)
-        bound = np.full(n, self.acceleration_limit) * (1 - tighter)
+        bound = np.full(len(self.dofs), self.acceleration_limit) * (1 - tighter)
+        return [(self.lower + inset, self.upper - inset),
+                (-self.v_max * (1 - tighter), self.v_max * (1 - tighter)), (-bound, bound)]
+
+    def linear_constraints(self, basis=None, tighter: float = 0.0
+                           ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(G, h, joint) with the finite limits (:meth:`bounds`) as G x + h >= 0 at the
+        times of ``basis`` (default: the dense grid); ``joint`` (rows,) the excited dof
+        (0 .. n-1) each row constrains."""
+        n = len(self.dofs)
         rows, offsets, joint = [], [], []
-        for B, low, high in ((Bq, self.lower + inset, self.upper - inset),
-                             (Bv, -self.v_max * (1 - tighter), self.v_max * (1 - tighter)),
-                             (Ba, -bound, bound)):
+        for B, (low, high) in zip(self.dense if basis is None else basis, self.bounds(tighter)):
             for j in range(n):
                 block = np.zeros((len(B), n * self.width))
                 block[:, j * self.width:(j + 1) * self.width] = B
@@ -150,34 +155,44 @@ class Excitation:
         return (frame_placements(self.model, q, self.floor)[1][:, :, 2]
                 - self.heights).ravel()
 
-    def feasible(self, x: np.ndarray, basis, tolerance: float = 1e-9) -> bool:
-        """Whether x keeps every limit and floor at the times of ``basis``."""
+    def feasible(self, x: np.ndarray, basis=None, tighter: float = 0.0,
+                 tolerance: float = 1e-9) -> bool:
+        """Whether x keeps every limit (:meth:`bounds`, ``tighter``) and the floor at the
+        times of ``basis`` (default: the dense grid), to ``tolerance`` (in the limit's units:
+        rad or m, per s, per s^2; m above the floor)."""
+        basis = self.dense if basis is None else basis
         q, v, a = self.states(x, basis)
-        qj, vj, aj = q[:, self.coords], v[:, self.dofs], a[:, self.dofs]
-        slack = tolerance * (1 + np.abs(qj))
-        ok = (np.all(qj >= self.lower - slack) and np.all(qj <= self.upper + slack)
-              and np.all(np.abs(vj) <= self.v_max * (1 + tolerance))
-              and np.all(np.abs(aj) <= self.acceleration_limit * (1 + tolerance)))
-        return bool(ok and (self.floor is None or self.clearance(x, basis).min() >= -tolerance))
+        for values, (low, high) in zip((q[:, self.coords], v[:, self.dofs], a[:, self.dofs]),
+                                       self.bounds(tighter)):
+            if np.any(values < low - tolerance) or np.any(values > high + tolerance):
+                return False
+        return self.floor is None or bool(self.clearance(x, basis).min() >= -tolerance)
 
 
-def base_columns(excitation: Excitation, rng: np.random.Generator, count: int = 200,
-                 tolerance: float = 1e-8) -> np.ndarray:
-    """The regressor's columns (r,) independent over random states of the excited dofs (a
-    pivoted QR of the column-scaled stacked regressor, rank at ``tolerance``)."""
+def random_states(excitation: Excitation, rng: np.random.Generator, count: int
+                  ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(q (count, nq), v, a (count, nv)): random positions, normal v and a of the excited
+    dofs, the others at the neutral q and at rest."""
     model = excitation.model
     q = np.tile(model.q_neutral, (count, 1))
     q[:, excitation.coords] = model.random_configuration(rng, count)[:, excitation.coords]
     v, a = np.zeros((count, model.nv)), np.zeros((count, model.nv))
     v[:, excitation.dofs] = rng.normal(size=(count, len(excitation.dofs)))
     a[:, excitation.dofs] = rng.normal(size=(count, len(excitation.dofs)))
-    W = regressor(model, q, v, a).reshape(-1, 10 * len(model.bodies))
-    norms = np.linalg.norm(W, axis=0)
-    live = np.flatnonzero(norms > 1e-12 * norms.max())
-    _, R, order = scipy.linalg.qr(W[:, live] / norms[live], mode="economic", pivoting=True)
-    diagonal = np.abs(np.diag(R))
-    rank = int(np.sum(diagonal > tolerance * diagonal[0]))
-    return np.sort(live[order[:rank]])
+    return q, v, a
+
+
+def base_columns(excitation: Excitation, rng: np.random.Generator, count: int = 200,
+                 tolerance: float = 1e-8) -> np.ndarray:
+    """The regressor's columns (r,) independent over random states of the excited dofs
+    (:func:`random_states`), by identification's rule
+    (:func:`~treedyn.engine.analysis.identify.independent_columns` of the stacked
+    regressor's R, rank at ``tolerance``): the columns ``dyn identify`` takes as base
+    parameters from these states."""
+    W = regressor(excitation.model, *random_states(excitation, rng, count))
+    W = W.reshape(-1, W.shape[-1])
+    R = scipy.linalg.qr(W, mode="r", check_finite=False)[0]  # W's column space and norms
+    return np.sort(independent_columns(R, tolerance).independent)
 
 
 def random_start(excitation: Excitation, rng: np.random.Generator) -> np.ndarray:
@@ -231,8 +246,7 @@ def optimise(excitation: Excitation, x0: np.ndarray, iterations: int = 100) -> n
         steps = 1e-6 * np.maximum(1.0, np.abs(x))
         values = np.log(excitation.conditions(np.vstack([x, x + np.diag(steps)])))
         values = np.where(np.isfinite(values), values, 1e3)
-        if values[0] < best[0] and np.all(G @ x + h >= -1e-9) and (
-                excitation.floor is None or excitation.clearance(x).min() >= -1e-9):
+        if values[0] < best[0] and excitation.feasible(x, tighter=TIGHTER):
             best[:] = values[0], x.copy()
         return values[0], (values[1:] - values[0]) / steps
 

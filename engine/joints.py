@@ -214,6 +214,14 @@ def _random_quaternions(rng: np.random.Generator, count: int) -> np.ndarray:
     return quat / np.linalg.norm(quat, axis=1, keepdims=True)
 
 
+def _quaternion_rotation(quat: np.ndarray, scalar_first: bool, out=None) -> np.ndarray:
+    """Child-in-parent rotation (N, 3, 3), or into ``out`` (3, 3, N), of quaternions (N, 4)
+    stored (w, x, y, z) when ``scalar_first``, else (x, y, z, w)."""
+    if scalar_first:
+        return quaternion_matrix(quat[:, 0], quat[:, 1], quat[:, 2], quat[:, 3], out)
+    return quaternion_matrix(quat[:, 3], quat[:, 0], quat[:, 1], quat[:, 2], out)
+
+
 class SphericalJoint(JointModel):
     """Ball joint; ``scalar_first`` selects MuJoCo's (w, x, y, z) over Pinocchio's (x, y, z, w)."""
 
@@ -233,11 +241,10 @@ class SphericalJoint(JointModel):
         quat = _random_quaternions(rng, count)
         return np.roll(quat, 1, axis=1) if self.scalar_first else quat
 
-    def rotation_of(self, quat: np.ndarray) -> np.ndarray:
-        """Child-in-parent rotation (N, 3, 3) of a quaternion block (N, 4) in this layout."""
-        if self.scalar_first:
-            return quaternion_matrix(quat[:, 0], quat[:, 1], quat[:, 2], quat[:, 3])
-        return quaternion_matrix(quat[:, 3], quat[:, 0], quat[:, 1], quat[:, 2])
+    def rotation_of(self, quat: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
+        """Child-in-parent rotation (N, 3, 3) of a quaternion block (N, 4) in this layout;
+        into ``out`` (3, 3, N), states last, when given."""
+        return _quaternion_rotation(quat, self.scalar_first, out)
 
     def transform(self, qj):
         E = np.swapaxes(self.rotation_of(qj), 1, 2) @ self.E_T
@@ -275,11 +282,9 @@ class FreeJoint(JointModel):
             quat = np.roll(quat, 1, axis=1)
         return np.hstack([rng.uniform(-1.0, 1.0, size=(count, 3)), quat])
 
-    def rotation_of(self, qj: np.ndarray) -> np.ndarray:
-        quat = qj[:, 3:7]
-        if self.scalar_first:
-            return quaternion_matrix(quat[:, 0], quat[:, 1], quat[:, 2], quat[:, 3])
-        return quaternion_matrix(quat[:, 3], quat[:, 0], quat[:, 1], quat[:, 2])
+    def rotation_of(self, qj: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
+        """The rotation of the block qj (N, 7) (:meth:`SphericalJoint.rotation_of`)."""
+        return _quaternion_rotation(qj[:, 3:7], self.scalar_first, out)
 
     def transform(self, qj):
         E = np.swapaxes(self.rotation_of(qj), 1, 2) @ self.E_T

@@ -175,6 +175,19 @@ def attached_jacobians(model: Model, q, on_body, R_in, t_in, frame: str = LOCAL)
     return finish(J, batch)
 
 
+def weighted_center_of_mass(model: Model, q, bodies) -> tuple[np.ndarray, np.ndarray]:
+    """(c (3,), Jcom (3, nv)) at one q (nq,) of ``bodies`` (indices), body by body: the
+    mass-weighted mean of their centres ``c_i = p_i + R_i com_i`` and of those points'
+    Jacobians, each body's WORLD Jacobian moved to its centre ``u + w x c_i`` (the
+    readable twin of :func:`treedyn.engine.named.center_of_mass`)."""
+    R, p = placements(model, q)
+    J = body_jacobians(model, q, WORLD)  # (nj, 6, nv), (angular, linear)
+    m = model.body_mass[bodies]
+    c = p[bodies] + np.einsum("bij,bj->bi", R[bodies], model.body_com[bodies])  # (k, 3)
+    linear = J[bodies, 3:] + np.cross(J[bodies, :3], c[:, :, None], axis=1)  # (k, 3, nv)
+    return m @ c / m.sum(), np.einsum("b,bin->in", m, linear) / m.sum()
+
+
 def on_bodies(R, p, on_body):
     """(R_j (N, k, 3, 3), p_j (N, k, 3)): the placement of the body ``on_body[f]`` of each
     frame (the world's for -1), from the bodies' R (N, nj, 3, 3), p (N, nj, 3)."""

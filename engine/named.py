@@ -2,8 +2,9 @@
 the centre of mass, for a batch of states q (N, nq): what ``dyn frames``, ``dyn jacobian``
 and ``dyn com`` compute, numpy only: the joints that move the bodies asked, states along
 the last axis (:mod:`~treedyn.engine.world_poses`). The readable twins, joint by joint, are
-:func:`treedyn.engine.kinematics.attached_placements` and ``attached_jacobians``;
-``tests/test_named_frames.py`` holds these to them, to Pinocchio and to MuJoCo.
+:func:`treedyn.engine.kinematics.attached_placements`, ``attached_jacobians`` and
+``weighted_center_of_mass`` (body by body); ``tests/test_named_frames.py`` holds these to
+them, to Pinocchio and to MuJoCo.
 
 Frames
 ------
@@ -57,7 +58,7 @@ from .kinematics import FRAMES, LOCAL, WORLD
 from .model import Model
 from .spatial import cross3
 from .state import states
-from .world_poses import WorldPoses, ancestry, runs, subtree_sums
+from .world_poses import WorldPoses, ancestry, columns_states_first
 
 
 class Frames(NamedTuple):
@@ -101,11 +102,13 @@ def frame_jacobians(model: Model, q, frames: Frames, reference: str = LOCAL) -> 
     """J (N, k, 6, nv) of ``frames`` at q (N, nq), rows (linear, angular), written in
     ``reference`` (LOCAL, WORLD or LOCAL_WORLD_ALIGNED; see the module doc).
 
-    Column ``d`` of a frame on body ``j`` is dof ``d``'s motion, in world axes about the
-    world origin, ``(w_d, u_d)``, when its joint supports ``j`` (else zero): that is
-    WORLD; LOCAL_WORLD_ALIGNED moves the linear part to the frame's origin,
-    ``u_d + w_d x p_f``, and LOCAL turns both by ``R_f^T``. The readable twin is
-    :func:`treedyn.engine.kinematics.attached_jacobians` (rows (angular, linear))."""
+    Column ``d`` of a frame on body ``j`` is dof ``d``'s motion in world axes, ``(w_d,
+    u_d)``, when its joint ``k`` supports ``j`` (else zero): the velocity of the world
+    origin, ``u_d = R_k S_lin + w_d x (0 - p_k)``, is WORLD; LOCAL_WORLD_ALIGNED takes the
+    frame's origin's, ``R_k S_lin + w_d x (p_f - p_k)``, and LOCAL turns both by ``R_f^T``
+    (:meth:`~treedyn.engine.world_poses.WorldPoses.columns`: only the joints above the
+    frame). The readable twin is :func:`treedyn.engine.kinematics.attached_jacobians`
+    (rows (angular, linear))."""
     if reference not in FRAMES:
         raise ValueError(f"unknown reference frame {reference!r}; known: {', '.join(FRAMES)}")
     q = states(model, q)[1]
@@ -114,34 +117,76 @@ def frame_jacobians(model: Model, q, frames: Frames, reference: str = LOCAL) -> 
         return frame_jacobians(c.full, c.expand_q(q), frames, reference) @ c.G
     poses = WorldPoses(model, q, ancestry(model, frames.on_body))
     R_f, p_f = _placed(*poses.of(frames.on_body), frames)  # (k, 3, 3, N), (k, 3, N)
-    dofs, w, u = poses.motions()  # (m,), (m, 3, N) x 2
-    J = np.zeros((len(q), len(frames.names), 6, model.nv))  # (N, k, 6, nv)
-    w += 0.0  # -0.0 (a product of exact zeros) prints as 0.0; w is this call's own
-    for f in range(len(frames.names)):
-        on = np.flatnonzero(support(model, frames.on_body[f:f + 1])[0][dofs] > 0)  # rows
-        for positions, columns in runs(dofs[on]):  # consecutive dofs: consecutive rows
-            rows = slice(on[positions.start], on[positions.start] + positions.stop
-                         - positions.start)
-            angular, linear = w[rows], u[rows]  # (m', 3, N) views
-            if reference != WORLD:  # the velocity of the frame's origin, not the world's
-                linear = cross3(angular, p_f[f][None], axis=-2)
-                linear += u[rows]
-            if reference == LOCAL:  # R_f^T x: in the frame's axes
-                angular, linear = (np.einsum("ban,mbn->man", R_f[f], x) + 0.0
-                                   for x in (angular, linear))
-            J[:, f, 3:, columns] = np.transpose(angular, (2, 1, 0))
-            J[:, f, :3, columns] = np.transpose(linear + 0.0, (2, 1, 0))
+    J = np.empty((len(q), len(frames.names), 6, model.nv))  # (N, k, 6, nv)
+    shared = _Shared(poses) if len(frames.names) > 1 else None
+    for f, body in enumerate(frames.on_body.tolist()):
+        rows = poses.rows_to(body)
+        origin = None if reference == WORLD else p_f[f]  # (3, N) the point whose velocity
+        if shared is None:  # one frame: one cross product per dof, against p_f - p_k
+            lever = np.negative(poses.p[rows])  # (a, 3, N)
+            if origin is not None:
+                lever += origin
+            dofs = poses.columns(rows, lever, None, poses.W.cols)
+            block = poses.W.cols[:, :len(dofs)]  # (6, m', N)
+        else:
+            dofs, block = shared.moved(rows, origin)
+        if reference == LOCAL:  # R_f^T x: in the frame's axes
+            block = _in_frame(R_f[f], block)
+        np.add(block, 0.0, out=block)  # -0.0, a product of exact zeros, prints as 0.0
+        columns_states_first(block, dofs, J[:, f])
     return J
+
+
+class _Shared:
+    """Every swept dof's motion about the world origin, ``(u_d, w_d)``, formed once for
+    many frames (:meth:`~treedyn.engine.world_poses.WorldPoses.motions`); a frame takes
+    its joints' columns and moves them to its origin ``o``: ``u_d + w_d x o``."""
+
+    def __init__(self, poses: WorldPoses):
+        self.dofs = poses.motions()[0]  # (m,); poses.W.cols (6, m, N) holds (u, w)
+        self.cols = poses.W.cols
+        widths = poses.model.nv_joint[poses.joints]
+        self.first = np.cumsum(widths) - widths  # (J,) each row's first position
+        self.widths = widths
+
+    def moved(self, rows, origin) -> tuple[np.ndarray, np.ndarray]:
+        """(dofs (m',), block (6, m', N), a new array) of the joints at ``rows``, the
+        linear rows the velocity of ``origin`` (3, N) (None: of the world origin)."""
+        positions = np.concatenate([np.arange(self.first[r], self.first[r] + self.widths[r])
+                                    for r in rows] or [np.zeros(0, dtype=int)])
+        block = np.take(self.cols, positions, axis=1)
+        if origin is not None:
+            block[:3] += cross3(block[3:], origin[:, None], axis=-3)
+        return self.dofs[positions], block
+
+
+def _in_frame(R: np.ndarray, block: np.ndarray) -> np.ndarray:
+    """``R^T x`` for each 3-row part x of block (6, m, N), R (3, 3, N) a frame's axes: a
+    new array (column by column of R, faster than one einsum)."""
+    out = np.empty(block.shape)
+    scratch = np.empty(block.shape[1:])
+    for part in (0, 3):
+        x = block[part:part + 3]
+        for a in range(3):
+            y = out[part + a]
+            np.multiply(x[0], R[0, a], out=y)
+            y += np.multiply(x[1], R[1, a], out=scratch)
+            y += np.multiply(x[2], R[2, a], out=scratch)
+    return out
 
 
 def center_of_mass(model: Model, q, root: int = -1) -> tuple[float, np.ndarray, np.ndarray]:
     """(mass, c (N, 3), Jcom (N, 3, nv)) of the bodies of body ``root``'s subtree (-1: all)
     at q (N, nq): ``c = sum m_i c_i / m`` over the bodies' centres of mass
     ``c_i = p_i + R_i com_i`` in the world, and ``Jcom = sum m_i J_ci / m``, the mass-weighted
-    Jacobians of those points. Column ``d`` (joint ``k``, motion ``(w_d, u_d)`` in world
-    axes about the origin) is ``(m_k u_d + w_d x h_k) / m`` with ``m_k`` and ``h_k`` the mass
-    and first moment ``sum m_i c_i`` of the bodies counted that joint ``k`` moves. A subtree
-    without mass has no centre: c and Jcom are NaN."""
+    Jacobians of those points. Column ``d`` (joint ``k`` at ``p_k``, motion ``w_d = R_k
+    S_ang`` in world axes) is ``(m_k R_k S_lin + w_d x (h_k - m_k p_k)) / m`` with ``m_k``
+    and ``h_k`` the mass and first moment ``sum m_i c_i`` of the bodies counted that joint
+    ``k`` moves: for a revolute joint, ``m_k / m`` times ``w_d`` across the lever from the
+    joint to that subtree's centre, summed in one pass from the leaves (:meth:`~treedyn.
+    engine.world_poses.WorldPoses.column`). A subtree without mass has no centre: c and
+    Jcom are NaN. The readable twin is :func:`treedyn.engine.kinematics.
+    weighted_center_of_mass`."""
     q = states(model, q)[1]
     if model.coupling is not None:
         c = model.coupling
@@ -152,26 +197,38 @@ def center_of_mass(model: Model, q, root: int = -1) -> tuple[float, np.ndarray, 
     swept = poses.joints  # (J,) the bodies counted and the joints that move them
     m = np.where(np.isin(swept, bodies), model.body_mass[swept], 0.0)  # (J,)
     mass = float(m.sum())
-    h = poses.centres()  # (J, 3, N): c_i, then
-    h *= m[:, None, None]  # the first moments m_i c_i
-    end = np.searchsorted(swept, model.subtree_end[swept])  # (J,) each subtree's end row
-    h, m_k = subtree_sums(h, end), subtree_sums(m, end)  # summed over each subtree
-    roots = model.parent[swept] < 0
-    dofs, w, u = poses.motions()  # (d,), (d, 3, N) x 2
-    rows = poses.slot[model.dof_joint[dofs]]  # (d,)
-    Jcom = np.zeros((len(q), 3, model.nv))  # (N, 3, nv)
+    Jcom = np.empty((len(q), 3, model.nv))  # (N, 3, nv)
     with np.errstate(invalid="ignore", divide="ignore"):
-        c = h[roots].sum(axis=0) / mass  # (3, N)
-        columns = u  # (d, 3, N), in place: (m_k u_d + w_d x h_k) / m
-        columns *= m_k[rows, None, None]
-        columns += cross3(w, np.take(h, rows, axis=0, out=poses.W.lever), axis=-2,
-                          out=poses.W.spare)
-        columns /= mass
-        if not mass > 0:
-            Jcom[:] = np.nan
-    for positions, chosen in runs(dofs):
-        Jcom[:, :, chosen] = np.transpose(columns[positions], (2, 1, 0))
+        m = m / mass  # (J,) the weights m_i / m: NaN when there is no mass
+        h = poses.centres()  # (J, 3, N): c_i, then
+        h *= m[:, None, None]  # the weighted first moments m_i c_i / m,
+        m_k = poses.add_to_parents(m.copy())  # (J,) m_k / m
+        c, dofs = _columns(poses, h, m_k)  # (3, N), (m,)
+    poses.W.cols[:3] += 0.0  # -0.0, a product of exact zeros, prints as 0.0
+    columns_states_first(poses.W.cols[:3], dofs, Jcom)
+    if not mass > 0:
+        Jcom[:] = np.nan
     return mass, np.ascontiguousarray(c.T), Jcom
+
+
+def _columns(poses: WorldPoses, h: np.ndarray, m_k: np.ndarray) -> tuple[np.ndarray, list]:
+    """The centre of mass c (3, N) and the dofs (m,) whose Jcom columns (3, m, N) are then
+    in ``poses.W.cols[:3]``, from the bodies' own weighted first moments h (J, 3, N) and
+    the subtrees' weights m_k (J,): one pass from the leaves adds each row, complete, to
+    its parent's, turns it into the lever ``h_k - m_k p_k`` and crosses the joint's
+    motion with it while it is in cache (h is overwritten)."""
+    c = np.zeros(h.shape[1:])
+    parent, slot, p, cols = poses.model.parent, poses.slot, poses.p, poses.W.cols
+    turn = np.empty(h.shape[1:])  # (3, N) m_k p_k
+    first = np.cumsum(poses.model.nv_joint[poses.joints]) - poses.model.nv_joint[poses.joints]
+    dofs = [None] * len(poses.joints)
+    for row in range(len(poses.joints) - 1, -1, -1):
+        up = parent[poses.joints[row]]
+        total = h[slot[up]] if up >= 0 else c
+        total += h[row]
+        h[row] -= np.multiply(p[row], m_k[row], out=turn)
+        dofs[row] = poses.column(row, h[row], m_k[row], cols[:3, first[row]:], None)
+    return c, [d for ds in dofs for d in ds]
 
 
 def _placed(R, p, frames: Frames) -> tuple[np.ndarray, np.ndarray]:

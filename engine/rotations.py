@@ -45,15 +45,17 @@ def skew(r) -> np.ndarray:
     return out
 
 
-def quaternion_matrix(w: np.ndarray, x: np.ndarray, y: np.ndarray, z: np.ndarray) -> np.ndarray:
+def quaternion_matrix(w: np.ndarray, x: np.ndarray, y: np.ndarray, z: np.ndarray,
+                      out: np.ndarray | None = None) -> np.ndarray:
     """Rotation matrices (N, 3, 3) of quaternions given by components (N,), normalised here;
-    one shorter than :data:`SHORTEST_QUATERNION` (zero) is the identity, as in MuJoCo."""
+    one shorter than :data:`SHORTEST_QUATERNION` (zero) is the identity, as in MuJoCo.
+    ``out`` (3, 3, N): written there instead, states last (the same numbers)."""
     norm = np.sqrt(w * w + x * x + y * y + z * z)
     short = norm < SHORTEST_QUATERNION
     if short.any():
         w, norm = np.where(short, 1.0, w), np.where(short, 1.0, norm)
         x, y, z = (np.where(short, 0.0, c) for c in (x, y, z))
-    return _unit_quaternion_matrix(w / norm, x / norm, y / norm, z / norm)
+    return _unit_quaternion_matrix(w / norm, x / norm, y / norm, z / norm, out)
 
 
 def quat_matrix(quat: np.ndarray) -> np.ndarray:
@@ -62,18 +64,23 @@ def quat_matrix(quat: np.ndarray) -> np.ndarray:
     return _unit_quaternion_matrix(w, x, y, z)
 
 
-def _unit_quaternion_matrix(w, x, y, z) -> np.ndarray:
-    """Rotation matrices (..., 3, 3) of unit quaternions given by components (...)."""
-    R = np.empty(np.shape(w) + (3, 3))
-    R[..., 0, 0] = 1 - 2 * (y * y + z * z)
-    R[..., 0, 1] = 2 * (x * y - z * w)
-    R[..., 0, 2] = 2 * (x * z + y * w)
-    R[..., 1, 0] = 2 * (x * y + z * w)
-    R[..., 1, 1] = 1 - 2 * (x * x + z * z)
-    R[..., 1, 2] = 2 * (y * z - x * w)
-    R[..., 2, 0] = 2 * (x * z - y * w)
-    R[..., 2, 1] = 2 * (y * z + x * w)
-    R[..., 2, 2] = 1 - 2 * (x * x + y * y)
+def _unit_quaternion_matrix(w, x, y, z, out: np.ndarray | None = None) -> np.ndarray:
+    """Rotation matrices (..., 3, 3) of unit quaternions given by components (...), or
+    into ``out`` (3, 3, ...), the components first."""
+    R = np.empty(np.shape(w) + (3, 3)) if out is None else out
+    E = np.moveaxis(R, (-2, -1), (0, 1)) if out is None else out  # E[a, b] is R[..., a, b]
+    x2, y2, z2 = x + x, y + y, z + z  # each product once: 2 (x y - z w) = x y2 - w z2, exactly
+    xx, yy, zz, xy, xz, yz = x * x2, y * y2, z * z2, x * y2, x * z2, y * z2
+    wx, wy, wz = w * x2, w * y2, w * z2
+    E[0, 0] = 1 - (yy + zz)
+    E[0, 1] = xy - wz
+    E[0, 2] = xz + wy
+    E[1, 0] = xy + wz
+    E[1, 1] = 1 - (xx + zz)
+    E[1, 2] = yz - wx
+    E[2, 0] = xz - wy
+    E[2, 1] = yz + wx
+    E[2, 2] = 1 - (xx + yy)
     return R
 
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 import errno
 import os
 import stat
+from collections.abc import Sequence
 
 MODEL_BYTES = 256 << 20  # a URDF, an MJCF file or one of its includes
 MESH_BYTES = 1 << 30  # a mesh (MuJoCo's largest assets are a few hundred MB)
@@ -28,6 +29,16 @@ def lexical_path(*parts: str) -> str:
     where ``link`` is a symbolic link to a folder elsewhere (MuJoCo's ``FilePath``; URDF
     paths are left to the system, as urdfdom leaves them)."""
     return os.path.normpath(os.path.join(*parts))
+
+
+def confined(path: str, roots: Sequence[str], within: str) -> tuple[str, str]:
+    """(the real path of ``path``, links followed; "" when it is one of the folders
+    ``roots`` (real paths) or lies below one, else the refusal's end: ", which is outside
+    {within}: model files may not read it", ``within`` naming ``roots``)."""
+    real = os.path.realpath(path)
+    if any(real == root or real.startswith(root.rstrip(os.sep) + os.sep) for root in roots):
+        return real, ""
+    return real, f", which is outside {within}: model files may not read it"
 
 
 def not_a_file(path: str) -> str:

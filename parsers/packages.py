@@ -95,10 +95,11 @@ def searched(name: str, model_path: str, paths: PackagePaths) -> str:
 
 
 def resolve_uri(uri: str, model_path: str, paths: PackagePaths) -> Path | None:
-    """The file a ``package://PKG/rest``, ``file://path`` or plain ``path`` names (plain
-    paths relative to the model's folder), or None when nothing is there (a directory or a
-    FIFO is returned, for the bounded reader to say what it is).
-    ``package:///rest`` names no package: ``rest`` is looked for above the model.
+    """The file a ``package://PKG/rest``, ``model://NAME/rest``, ``file://path`` or plain
+    ``path`` names (:func:`located`; plain paths relative to the model's folder), or None
+    when nothing is there (a directory or a FIFO is returned, for the bounded reader to say
+    what it is). ``package:///rest`` names no package: ``rest`` is looked for above the
+    model.
 
     A relative path or a ``package://`` URI that names nothing so is then looked for in
     each of ``paths.meshes`` in turn, as DIR/path (``package://PKG/rest``: DIR/PKG/rest,
@@ -130,11 +131,32 @@ def _resolved(uri: str, model_path: str, paths: PackagePaths) -> Path | None:
             root = find_package(package, model_path, paths)
             candidates = [] if root is None else [root / rest]
         return next((path for path in candidates if os.path.exists(path)), None)
+    found = located(uri, str(base), paths)
+    return None if found is None else Path(found)
+
+
+def located(uri: str, folder: str, paths: PackagePaths) -> str | None:
+    """The path a ``model://NAME/rest`` (NAME looked for in ``folder``, then in each of
+    ``paths.models``), ``file://path`` or plain ``uri`` (relative to ``folder``) names, a
+    file or a folder, joined as given; None when nothing is there."""
+    if uri.startswith("model://"):
+        name, _, rest = uri[len("model://"):].partition("/")
+        for root in (folder, *paths.models):
+            candidate = os.path.join(root, name, rest) if rest else os.path.join(root, name)
+            if name and os.path.exists(candidate):
+                return candidate
+        return None
     if uri.startswith("file://"):
         uri = uri[len("file://"):]
-    path = Path(uri)
-    path = path if path.is_absolute() else base / path
-    return path if os.path.exists(path) else None  # (a name too long: not there)
+    candidate = os.path.join(folder, uri)
+    return candidate if os.path.exists(candidate) else None  # (a name too long: not there)
+
+
+def models_searched(folder: str, paths: PackagePaths) -> str:
+    """Where :func:`located` looks for a ``model://`` URI, for an error."""
+    folders = [os.path.abspath(folder), *paths.models]
+    return ", ".join(folders) + ("" if paths.models else
+                                 "; GZ_SIM_RESOURCE_PATH and SDF_PATH are unset")
 
 
 @functools.lru_cache(maxsize=4096)

@@ -53,7 +53,7 @@ from lxml import etree
 from treedyn.engine.description import SourceRef, TreeDescription
 
 from .errors import ParseError
-from .files import MODEL_BYTES, read_bounded
+from .files import MODEL_BYTES, confined, read_bounded
 from .packages import PackagePaths, XacroInput, find_package, resolve_uri, searched
 from .urdf import parse_urdf_string
 from .xacro_calls import Callables
@@ -325,13 +325,11 @@ class _Expansion:
     def _confined(self, path: str, what: str) -> None:
         """Refused unless the real path of ``path`` (symbolic links followed) lies in the
         model's package or in a package of the ROS search paths."""
-        real = os.path.realpath(path)
-        if not any(real == root or real.startswith(root.rstrip(os.sep) + os.sep)
-                   for root in self.roots):
+        real, refusal = confined(path, self.roots, f"the model's package ({self.roots[0]}) "
+                                                   "and the ROS package paths")
+        if refusal:
             link = f" (a link to {real})" if real != os.path.abspath(path) else ""
-            raise Refused(f"{what} {path}{link}, which is outside the model's package "
-                          f"({self.roots[0]}) and the ROS package paths: model files may "
-                          "not read it")
+            raise Refused(f"{what} {path}{link}{refusal}")
 
     def _bounded_text(self, function):
         """xacro's ``eval_text`` within the time and text bounds of the expansion; the

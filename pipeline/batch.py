@@ -27,7 +27,7 @@ from .compute import COMPUTATIONS
 from .layout import Layout
 from .outputs import file_sink, open_sink, output_format
 from .paths import same_file
-from .schema import schema_name
+from .schema import versioned
 from .sinks import Sink
 from .source import CHUNK, INPUT_FORMATS, Input
 
@@ -105,10 +105,11 @@ def results_sink(layout: Layout, command: str, kind: str, output: str | None,
     into the file ``output`` (its temporary until complete), else into ``stream``
     (stdout). ``single``: one state's JSON names the dofs too; ``document``: the
     ``--sparsity`` document (its pattern stored beside arrays, all of it in JSON). One
-    state's JSON is the command's document: its ``"schema"`` first (:mod:`.schema`)."""
+    state's JSON is the command's document: its ``"schema"`` first (:mod:`.schema`), then
+    the result (the sink's ``key``)."""
     computation = COMPUTATIONS[command]
     labels = layout.v_labels
-    extra = ({"schema": schema_name(command), "dofs": list(labels)}
+    extra = (versioned({computation.key: None, "dofs": list(labels)}, command)
              if single and kind == "json" else {})
     if document and kind == "json":
         extra["sparsity"] = document
@@ -159,7 +160,15 @@ def splits(command: str, path: str, kind: str, workers: int, part_bytes: int) ->
             or (command == "mass" and kind == "npz") or not os.path.isfile(path)):
         return False
     return (INPUT_FORMATS.get(os.path.splitext(path)[1].lower()) == "jsonl"
-            and os.path.getsize(path) >= 2 * part_bytes)
+            and os.path.getsize(path) >= split_bytes(part_bytes))
+
+
+def split_bytes(part_bytes: int | None = None) -> int:
+    """The size from which a JSON Lines input is split (:func:`splits`): two parts of
+    ``part_bytes`` (None: PART_BYTES)."""
+    from .parts import PART_BYTES
+
+    return 2 * (part_bytes or PART_BYTES)
 
 
 def split(layout, command, path, open_sink, output, kind, workers, part_bytes, *rest) -> bool:

@@ -16,7 +16,6 @@ batch size); each stage is then the fastest of two runs.
 """
 from __future__ import annotations
 
-import json
 import os
 import tempfile
 import time
@@ -34,6 +33,7 @@ from .layout import Layout
 from .outputs import open_sink
 from .source import CHUNK, Input
 from .stream import run
+from .trajectory import write_states
 
 FUNCTIONS = ("inverse", "forward", "mass")
 MASS_BYTES = 256 << 20  # the mass matrices of one batched call stay under this
@@ -185,7 +185,7 @@ class FileJob:
         self.folder = folder
         self.source = os.path.join(folder, "states" + self.extension)
         states = random_states(layout.model, count)
-        write_states(self.source, fmt, {kind: states[kind] for kind in self.kinds})
+        write_states(self.source, {kind: states[kind] for kind in self.kinds})
         self.size = computation_chunk(command, layout.model, chunk)
         self.results = [(compute(command, layout, states, None), states)
                         for states in self.read()]
@@ -226,22 +226,23 @@ class FileJob:
                        fastest(self.read), fastest(self.write), fastest(self.pipeline, pipeline))
 
 
-def write_states(path: str, fmt: str, vectors: dict[str, np.ndarray]) -> None:
-    """An input file of ``vectors`` (kind -> (N, n)) as dyn reads them."""
-    if fmt == "npz":
-        np.savez(path, **vectors)
-        return
-    lists = {kind: values.tolist() for kind, values in vectors.items()}
-    count = len(next(iter(lists.values())))
-    with open(path, "w", encoding="utf-8") as stream:
-        if fmt == "jsonl":
-            for i in range(count):
-                stream.write(json.dumps({kind: rows[i] for kind, rows in lists.items()}) + "\n")
-            return
-        stream.write(",".join(f"{kind}{k}" for kind, values in vectors.items()
-                              for k in range(values.shape[1])) + "\n")
-        for i in range(count):
-            stream.write(",".join(repr(x) for rows in lists.values() for x in rows[i]) + "\n")
+def bench_document(model, rows: list[Row], file_rows: list[FileRow] | None) -> dict:
+    """``dyn bench``'s JSON document (``file_rows`` None: not measured, no "files")."""
+    document = {"model": model.name, "nq": int(model.nq), "nv": int(model.nv),
+                "rows": [row.document() for row in rows]}
+    if file_rows is not None:
+        document["files"] = [line for row in file_rows for line in row.documents()]
+    return document
+
+
+def bench_csv(rows: list[Row], file_rows: list[FileRow] | None) -> str:
+    """``dyn bench``'s CSV: a line per engine row (stage "engine"), then per file stage."""
+    lines = [line for row in file_rows or () for line in row.documents()]
+    return "\n".join(["command,states,threads,states_per_s,us_per_state,stage,format"]
+                     + [f"{row.command},{row.states},{row.threads},{row.rate!r},"
+                        f"{row.micros!r},engine," for row in rows]
+                     + [",".join(str(line[key]) if isinstance(line[key], (int, str))
+                                 else repr(line[key]) for key in line) for line in lines])
 
 
 def bench(model, batch: int, seconds: float, files: bool = True,

@@ -73,6 +73,33 @@ def sweep_bytes(model) -> int:
     return 600 * int(model.njoints) + 48 * int(model.nv) + 4096
 
 
+def check_bytes(model) -> int:
+    """Bytes a sample of ``check-inertia`` holds: M's (:func:`sample_bytes`) where its
+    body checks form M, else a sweep's (:func:`sweep_bytes`)."""
+    from treedyn.engine.analysis.inertia import forms_mass_matrix
+
+    return sample_bytes(model) if forms_mass_matrix(model) else sweep_bytes(model)
+
+
+def diff_bytes(old, new) -> int:
+    """Bytes a sample of ``diff`` holds: both models' M, their compared blocks and the
+    changes, about four diagnostics' samples of each."""
+    return 4 * (sample_bytes(old) + sample_bytes(new))
+
+
+def refuse_search_past_memory(model, samples: int) -> None:
+    """A usage error when ``statics`` from ``samples`` starts would hold more than
+    :data:`MEMORY` at once (:func:`treedyn.engine.statics.search_bytes`: quadratic in the
+    joints a torque depends on)."""
+    from treedyn.engine.statics import search_bytes
+
+    need = search_bytes(model, samples)
+    if need > MEMORY:
+        raise UsageError(f"dyn: {model.source}: statics of this model would hold about "
+                         f"{need / 2 ** 30:.3g} GiB at once ({model.nv} dofs), more than the "
+                         f"{MEMORY / 2 ** 30:g} GiB a run may hold: it is too large for it")
+
+
 def refuse_past_memory(count: int, each: int, option: str) -> None:
     """A usage error when ``count`` items of ``each`` bytes pass :data:`MEMORY`."""
     if count * each > MEMORY and each > MEMORY:  # not even one (M of a large model)

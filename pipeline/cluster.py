@@ -35,6 +35,7 @@ from .layout import Layout
 from .npz import npz_chunks
 from .outputs import open_sink
 from .paths import file_identity, remove_stale
+from .progress import Tally
 from .sinks import OUTPUT_FORMATS, NpzSink
 from .source import ARRAYS, CHUNK, INPUT_FORMATS, Input
 
@@ -106,6 +107,47 @@ def plan(layout: Layout, command: str, pattern: str, folder: str | None, fmt: st
     counts = checked_counts(files, layout, command, prefix, arrays_only=scheduler is not None,
                             warns=scheduler is not None)
     return files, outputs, counts
+
+
+def solve_many(layout: Layout, command: str, pattern: str, folder: str | None,
+               fmt: str | None = None, address: str | None = None, prefix: str | None = None,
+               sparsity: bool = False, gravity=None, wrenches: dict | None = None,
+               chunk: int = CHUNK, tally: Callable[[], Tally] = lambda: Tally(False, 0.0)
+               ) -> None:
+    """``COMPUTATIONS[command]`` over each file of ``pattern`` into ``folder``/<its
+    stem>.npz (:func:`plan`, refused up front): here one after another through
+    :func:`.stream.run` (:func:`run_each`), or one task per file on the Dask scheduler at
+    ``address`` (:func:`connect`, :func:`run_files`). ``tally()`` makes the progress tally
+    of each file here, of the whole run on a cluster (its ``advance`` the ``progress``
+    callback, closed after); ``sparsity``: M's pattern stored beside each result;
+    ``gravity``, ``wrenches``, ``chunk``, ``prefix`` as :func:`.stream.run` takes them."""
+    from .batch import ended_by_signals, results_sink, structure
+    from .stream import run
+
+    files, outputs, counts = plan(layout, command, pattern, folder, fmt, address, prefix)
+    document = structure(layout, "npz") if sparsity else None
+
+    def each(path: str, output: str) -> None:
+        progress = tally()
+        try:
+            run(layout, command, Input.open(path, prefix),
+                results_sink(layout, command, "npz", output, document=document,
+                             dataset_prefix=prefix), gravity, wrenches, chunk, progress.advance)
+        finally:
+            progress.close()
+
+    with ended_by_signals():
+        if address is None:
+            make_folder(folder)
+            return run_each(files, outputs, each)
+        client, close = connect(address, quiet=True)  # refused: no folder made
+        progress = tally()
+        with closing(close, outputs):
+            try:
+                run_files(client, layout, command, files, outputs, counts, gravity, wrenches,
+                          chunk, prefix, document and document["pattern"], progress.advance)
+            finally:
+                progress.close()
 
 
 def is_folder(path: str) -> bool:

@@ -1,6 +1,8 @@
-"""``dyn diff``'s report as data: every change worded once (:func:`describe`), and the
-JSON document of a :class:`~treedyn.engine.analysis.diff.DiffReport` with each model's
-dofs named by :mod:`.naming` (non-finite numbers as ``None``)."""
+"""``dyn diff``'s report as data: every change worded once (:func:`describe`, its subject
+:func:`subject`), the JSON document of a :class:`~treedyn.engine.analysis.diff.DiffReport`
+with each model's dofs named by :mod:`.naming` (non-finite numbers as ``None``), and its
+GitHub Actions annotations at the elements changed (:func:`diff_github`); the table for
+people is the command line's."""
 from __future__ import annotations
 
 import math
@@ -9,6 +11,7 @@ from treedyn.engine.analysis.diff import DiffReport
 from treedyn.engine.analysis.plain import plain as plain_data
 
 from .naming import shown, v_labels
+from .reports import github_annotation
 
 
 def plain(value):
@@ -113,3 +116,68 @@ def diff_document(report: DiffReport, old, new, fail_above: float | None) -> dic
         "shared": {"joints": report.shared_joints, "bodies": report.shared_bodies,
                    "nothing": report.shares_nothing},
     }
+
+
+NOUN = {"joint-added": "joint", "joint-removed": "joint", "type": "joint", "parent": "joint",
+        "coordinates": "joint", "placement": "joint", "rotation": "joint", "axis": "joint",
+        "limits": "joint", "armature": "joint", "matched": "joint", "layout": "joint",
+        "body-added": "body", "body-removed": "body", "mass": "body", "com": "body",
+        "inertia": "body", "consistency": "link"}
+
+
+def subject(change) -> str:
+    """'joint elbow', 'body link2', 'model' (long names shortened, :func:`shown`)."""
+    if not change.subject:
+        return "model"
+    return f"{NOUN.get(change.kind, 'model')} {shown(change.subject)}"
+
+
+NOTHING_SHARED = ("the models share nothing: no joint or body name in common, so nothing "
+                  "was compared (every joint and body is removed and added)")
+
+
+def _where(change, old, new) -> tuple[str, int]:
+    """(file, line) of the element a change is about, in the new model (the old one for
+    what was removed): the joint, the link's <inertial> (else the link or body)."""
+    model = old if change.kind.endswith("removed") else new
+    if NOUN.get(change.kind) == "joint" and change.subject in model.joint_ids:
+        source = model.joint_sources[model.joint_ids[change.subject]]
+        return source.file or model.source, source.line
+    for link in model.description.links:
+        if link.name == change.subject:
+            source = link.inertial_source if link.inertial_source.line else link.source
+            return source.file or model.source, source.line
+    return model.source, 0
+
+
+def matrix_summary(report: DiffReport, old) -> str:
+    """One line: the largest change of M and where it is."""
+    matrix, labels = report.matrix, v_labels(old)
+    worst = matrix.pairs[0]
+    dofs = ", ".join(shown(labels[i]) for i in worst.old_dofs)
+    return (f"M(q): largest change {percent(worst.change)} in ({dofs}): {worst.old:.6g} -> "
+            f"{worst.new:.6g} at sample "
+            f"{worst.sample} of {matrix.samples}; {len(matrix.pairs)} of the "
+            f"{matrix.dofs * (matrix.dofs + 1) // 2} entries on {matrix.dofs} common dofs "
+            "changed beyond the tolerance")
+
+
+def diff_github(report: DiffReport, old, new, fail_above: float | None) -> str:
+    """A ``::warning`` per change; ``::error`` for a mass or M beyond --fail-above."""
+    lines = []
+    for c in report.changes:
+        path, line = _where(c, old, new)
+        failing = (fail_above is not None and c.kind in ("mass", "total-mass", "body-added",
+                                                         "body-removed")
+                   and c.change is not None and c.change > fail_above)
+        lines.append(github_annotation("error" if failing else "warning", path,
+                                       f"dyn diff: {c.kind} ({shown(c.subject) or 'model'})",
+                                       f"{subject(c)}: {describe(c)}", line))
+    if report.shares_nothing:
+        lines.append(github_annotation("error" if fail_above is not None else "warning",
+                                       new.source, "dyn diff: nothing shared", NOTHING_SHARED))
+    if report.matrix is not None and report.matrix.pairs:
+        failing = fail_above is not None and report.max_matrix_change > fail_above
+        lines.append(github_annotation("error" if failing else "warning", new.source,
+                                       "dyn diff: M(q)", matrix_summary(report, old)))
+    return "\n".join(lines)

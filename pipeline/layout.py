@@ -64,6 +64,14 @@ class Layout:
         """Factors from user units to SI: --degrees converts q, v and a, never tau or t."""
         return {"q": self.q_scale, "tau": self.tau_scale, TIME: ONE}.get(kind, self.v_scale)
 
+    def units(self, kind: str) -> list[str]:
+        """Each dof's unit of ``kind`` as states are read and written (``--degrees``):
+        "q" (a dof's position: m, rad or deg), "v" (per s), "a" (per s^2), "tau" (N, N m)."""
+        if kind == "tau":
+            return ["N m" if rotation else "N" for rotation in self.angular]
+        per, angle = {"q": "", "v": "/s", "a": "/s^2"}[kind], "deg" if self.degrees else "rad"
+        return [(angle if rotation else "m") + per for rotation in self.angular]
+
     def default(self, kind: str) -> np.ndarray:
         """The value of an omitted vector: the neutral configuration, or zeros."""
         return self.model.q_neutral if kind == "q" else np.zeros(self.width(kind))

@@ -9,7 +9,7 @@ from __future__ import annotations
 import contextlib
 import os
 import stat
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from .errors import UsageError
 from .paths import remove_stale, same_file, temporary_name
@@ -33,9 +33,15 @@ def open_sink(path: str, key: str, shape: tuple[int, ...], labels: Sequence[str]
     elif kind == "hdf5":
         from .hdf5 import require_h5py
         require_h5py()
-    stream, temporary, existed = open_target(path, kind in BINARY)
-    sink = file_sink(stream, path, kind, key, shape, labels, extra or {}, pattern,
-                     dataset_prefix)
+    return open_file(path, kind in BINARY, lambda stream: file_sink(
+        stream, path, kind, key, shape, labels, extra or {}, pattern, dataset_prefix))
+
+
+def open_file(path: str, binary: bool, make: Callable[[object], Sink]) -> Sink:
+    """The sink ``make(stream)`` over the output ``path``'s temporary (:func:`open_target`),
+    which it renames onto ``path`` once complete: every output file is opened here."""
+    stream, temporary, existed = open_target(path, binary)
+    sink = make(stream)
     sink.temporary, sink.existed = temporary, existed
     return sink
 
@@ -68,13 +74,10 @@ def open_limits_sink(path: str, layout, head: dict, input_name: str | None = Non
                          "file .json")
     if input_name is not None and same_file(input_name, path):
         raise UsageError(f"dyn: --output {path} is the input file; write to another file")
-    stream, temporary, existed = open_target(path, False)
-    sink = LimitsSink(stream, layout, head, path)
-    sink.temporary, sink.existed = temporary, existed
-    return sink
+    return open_file(path, False, lambda stream: LimitsSink(stream, layout, head, path))
 
 
-def output_format(path: str, requested: Optional[str]) -> str:
+def output_format(path: str, requested: str | None) -> str:
     """The format --output's extension asks for (an explicit --format must agree)."""
     kind = OUTPUT_FORMATS.get(os.path.splitext(path)[1].lower())
     if kind is None:

@@ -51,3 +51,6 @@ class Tally:
     def report(self, fields: dict) -> None:
         """The figures (states, elapsed, rate, share, left; total and completed in
         :data:`STEPS` when the share is known): a subclass shows them."""
+
+    def close(self) -> None:
+        """The run is over: a subclass that shows the figures stops showing them."""

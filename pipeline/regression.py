@@ -75,6 +75,15 @@ def opened(model: Model | Layout, source) -> tuple[Layout, Input]:
 
 
 # ---------------------------------------------------------------------------- regressor
+def regressor_document(layout: Layout, states, terms=(), gravity=None) -> dict:
+    """``dyn regressor``'s JSON document of one state: Y (nv x P), the dofs, the
+    parameters' names and the model's values pi of them (Y pi is inverse dynamics)."""
+    columns = layout_of(layout.model, terms)
+    Y = joint_torque_regressor(layout.model, states.q, states.v, states.a, gravity, terms)[0]
+    return {"Y": Y.tolist(), "dofs": list(layout.v_labels), "parameters": list(columns.names),
+            "pi": model_parameters(layout.model, columns).tolist()}
+
+
 def write_regressor(model: Model | Layout, source: Input | str | os.PathLike,
                     sink: Sink | str | os.PathLike | None = None, terms=(), gravity=None,
                     chunk: int = CHUNK, progress: Progress | None = None) -> Sink:

@@ -1,6 +1,7 @@
 """The reports' machine formats: CSV rows of ``info``, ``check-inertia``, ``condition``
 and ``verify``, the JSON documents of ``info``, ``identify`` and ``verify``, and GitHub
-Actions annotations (the other JSON documents are the engine's:
+Actions annotations (``check-inertia``'s, ``statics``'; ``diff``'s are
+:func:`treedyn.pipeline.diff_report.diff_github`) (the other JSON documents are the engine's:
 :mod:`treedyn.engine.analysis.check_report`, :mod:`treedyn.engine.analysis.condition_report`).
 Tables for people are the command line's.
 """
@@ -61,6 +62,13 @@ def github_annotations(report, fmt: str) -> str:
                                        f.source.file, f"dyn check-inertia: {f.check} ({f.body})",
                                        message, f.source.line))
     return "\n".join(lines)
+
+
+def statics_github(found) -> str:
+    """An ``::error`` at the ``<limit>`` line of each joint over the threshold (``found``:
+    :func:`treedyn.pipeline.findings.statics_findings`)."""
+    return "\n".join(github_annotation("error", f.file, f"dyn statics: {f.subject}", f.message,
+                                       f.line) for f in found)
 
 
 def escape_data(text: str) -> str:  # (and no other control character reaches the log raw)

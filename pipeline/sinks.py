@@ -220,15 +220,20 @@ def numbers_text(rows: np.ndarray) -> bytes:
 
 
 class JsonSink(TextSink):
-    """One JSON object per state and line: ``{"<key>": value, **extra}``, spaced as
-    ``json.dumps`` spaces it; an ``extra`` ``"schema"`` (one state's document) first."""
+    """One JSON object per state and line: ``extra`` with the state's result as the value
+    of ``key`` (in its place when ``extra`` holds it, else first), spaced as
+    ``json.dumps`` spaces it."""
 
     def __init__(self, stream, key: str, extra: dict | None = None, path: str | None = None):
         super().__init__(stream, path)
-        extra = dict(extra or {})
-        lead = {"schema": extra.pop("schema")} if "schema" in extra else {}
-        self.head = "{" + (json.dumps(lead)[1:-1] + ", " if lead else "") + json.dumps(key) + ": "
-        self.tail = (", " + json.dumps(extra)[1:-1] if extra else "") + "}\n"
+        extra = extra or {}
+        keys = list(extra if key in extra else {key: None, **extra})
+        at = keys.index(key)
+        before, after = ({name: extra[name] for name in part}
+                         for part in (keys[:at], keys[at + 1:]))
+        self.head = ("{" + (json.dumps(before)[1:-1] + ", " if before else "")
+                     + json.dumps(key) + ": ")
+        self.tail = (", " + json.dumps(after)[1:-1] if after else "") + "}\n"
 
     def text(self, result) -> str:
         """The lines of a block of results, from one text of the whole block: the rows of
@@ -515,9 +520,8 @@ class LimitsSink(Sink):
         """The summary as JSON-ready data (keys in docs/interface.md); ``ok``: no finding
         reported (:attr:`chosen`)."""
         summary, layout = self.summary, self.layout
-        units = {"position": [unit(layout, c, "") for c in range(layout.model.nv)],
-                 "velocity": [unit(layout, c, "/s") for c in range(layout.model.nv)],
-                 "effort": ["N m" if angular else "N" for angular in layout.angular]}
+        units = {"position": layout.units("q"), "velocity": layout.units("v"),
+                 "effort": layout.units("tau")}
         from .findings import limits_findings, with_findings  # (not on the states' paths)
 
         entries = summary.entries(layout.v_labels, units)
@@ -565,11 +569,3 @@ def torque_source(states) -> str:
         return "log"
     missing = [kind for kind in ("v", "a") if getattr(states, kind) is None]
     return "inverse dynamics" + (f" ({' = '.join(missing)} = 0)" if missing else "")
-
-
-def unit(layout, c: int, per: str) -> str:
-    """The unit of dof ``c``'s position (``per`` "") or velocity (``per`` "/s") as the log
-    holds it."""
-    if not layout.angular[c]:
-        return "m" + per
-    return ("deg" if layout.degrees else "rad") + per

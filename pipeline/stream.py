@@ -122,3 +122,27 @@ def stopped(sink: Sink, error: BaseException) -> BaseException:
     if not isinstance(error, UsageError) or not (held or sink.count):
         return error  # (a bad first row: the output is as it was, as for any bad input)
     return UsageError(f"{error}; stopped there: {sink.outcome(held, before_it=True)}")
+
+
+def check_limits(layout: Layout, path: str, output: str | None = None, stream=None,
+                 gravity=None, chunk: int = CHUNK, progress: Progress | None = None,
+                 prefix: str | None = None, chosen=None, trace: bool = False):
+    """``dyn check-limits``' run: the states of the file ``path`` (an HDF5 one's group
+    ``prefix``) through :data:`.compute.EFFORT` into one :class:`~.sinks.LimitsSink`,
+    whose JSON document goes into the file ``output`` (.json, whole once complete), else
+    onto ``stream`` (None: ``sink.document()`` alone); ``chosen``: the findings selected
+    (:func:`.findings.selection`); ``trace``: q and the ratios kept for a picture. The
+    log streams (``gravity``, ``chunk``, ``progress`` as :func:`run` takes them). Returns
+    the closed sink."""
+    from .compute import EFFORT
+    from .outputs import open_limits_sink
+    from .sinks import LimitsSink
+
+    source = Input.open(path, prefix)
+    head = {"model": layout.model.name, "input": source.name}
+    sink = (open_limits_sink(output, layout, head, path) if output is not None
+            else LimitsSink(stream, layout, head))
+    sink.chosen = chosen
+    if trace:
+        sink.trace()
+    return run(layout, EFFORT, source, sink, gravity, chunk=chunk, progress=progress)

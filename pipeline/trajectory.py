@@ -24,50 +24,61 @@ from treedyn.engine.named import Frames, frame_set
 from .errors import UsageError
 from .layout import TIME, Layout
 from .naming import q_labels
-from .outputs import csv_header, open_target, output_format
+from .outputs import csv_header, open_file, output_format
 from .sinks import CsvSink, NpzSink, Sink, TextSink, npz_extra
 
 
 class StatesLines(TextSink):
     """JSON Lines of whole states: rows of the ``kinds`` side by side, parted at
-    ``widths``, then t."""
+    ``widths``, then t when ``times``."""
 
-    def __init__(self, stream, kinds, widths, path: str | None = None):
+    def __init__(self, stream, kinds, widths, path: str | None = None, times: bool = True):
         super().__init__(stream, path)
-        self.kinds, self.cuts = kinds, np.cumsum(widths)
+        self.kinds, self.cuts, self.times = kinds, np.cumsum(widths), times
 
     def text(self, result) -> str:
         lines = []
         for row in result:
-            *vectors, t = np.split(row, self.cuts)
-            state = dict(zip(self.kinds, vectors))
-            state[TIME] = float(t[0])
+            vectors = np.split(row, self.cuts)
+            state = dict(zip(self.kinds, vectors[:len(self.kinds)]))
+            if self.times:
+                state[TIME] = float(vectors[-1][0])
             lines.append(orjson.dumps(state, option=orjson.OPT_SERIALIZE_NUMPY))
         return (b"\n".join(lines) + b"\n").decode() if lines else ""
 
 
-def write_states(path: str, layout: Layout, t: np.ndarray, states: dict) -> Sink:
-    """The ``states`` ({"q": (N, nq), "v", "a" and optionally "tau": (N, nv)}) at times t
-    (N,) into the file ``path`` (.npz, .csv or .jsonl: module doc); returns the closed
-    sink."""
+def write_states(path: str, states: dict, t: np.ndarray | None = None,
+                 layout: Layout | None = None) -> Sink:
+    """The ``states`` ({"q": (N, nq), "v", "a", "tau": (N, nv), any of them}) and, when
+    given, their times t (N,) into the file ``path`` (.npz, .csv or .jsonl: module doc),
+    through the output's temporary (:func:`.outputs.open_file`); with ``layout``, the
+    CSV columns are named by the dofs (``q:<label>``) and an .npz holds ``dofs``, else
+    they are numbered (``q0``, ``q1``, ...). Returns the closed sink."""
     kind = output_format(path, None)
     if kind not in ("npz", "csv", "json"):
         raise UsageError(f"{path}: a motion is written as .npz, .csv or .jsonl, not {kind}")
-    model = layout.model
-    stream, temporary, existed = open_target(path, kind == "npz")
-    rows = np.hstack([*states.values(), t[:, None]])
+    timed = {} if t is None else {TIME: t}
+    rows = np.hstack([*states.values(), *(x[:, None] for x in timed.values())])
     if kind == "npz":
-        extra = npz_extra(layout.v_labels)
-        extra.update({k: x for k, x in states.items() if k != "q"}, t=t)
-        sink: Sink = NpzSink(stream, "q", (model.nq,), extra, path)
-        rows = states["q"]
+        first, *others = states
+        extra = npz_extra(layout.v_labels) if layout is not None else {}
+        extra.update({k: states[k] for k in others}, **timed)
+        rows = states[first]
+
+        def make(stream) -> Sink:
+            return NpzSink(stream, first, rows.shape[1:], extra, path)
     elif kind == "csv":
-        header = [name for k in states for name in csv_header(
-            k, q_labels(model) if k == "q" else layout.v_labels)]
-        sink = CsvSink(stream, header + [TIME], path)
+        header = [name for k, x in states.items() for name in (
+            [f"{k}{i}" for i in range(x.shape[1])] if layout is None else csv_header(
+                k, q_labels(layout.model) if k == "q" else layout.v_labels))]
+
+        def make(stream) -> Sink:
+            return CsvSink(stream, header + list(timed), path)
     else:
-        sink = StatesLines(stream, tuple(states), [x.shape[1] for x in states.values()], path)
-    sink.temporary, sink.existed = temporary, existed
+        def make(stream) -> Sink:
+            return StatesLines(stream, tuple(states), [x.shape[1] for x in states.values()],
+                               path, times=bool(timed))
+    sink = open_file(path, kind == "npz", make)
     sink.write_whole(rows, None)
     return sink
 
@@ -132,5 +143,5 @@ def excitation_log(model: Model, path: str, plan: Plan) -> tuple[Trajectory, int
     if plan.torques:
         noise = np.random.default_rng(plan.seed).normal(size=states["v"].shape)
         states["tau"] = rnea(model, *states.values()) + plan.noise * noise
-    write_states(path, Layout.of(model), times, states)
+    write_states(path, states, times, Layout.of(model))
     return trajectory, len(times)

@@ -197,6 +197,15 @@ def single_state(layout: Layout, vectors: dict[str, str | None],
                   **values)
 
 
+def refuse_beside_input(vectors: dict[str, str | None]) -> None:
+    """The one refusal of a state's vectors given on the command line (``vectors``: name ->
+    text, None where not given) beside an input of many states: the input file holds them."""
+    typed = [name for name, text in vectors.items() if text is not None]
+    if typed:
+        raise UsageError(f"dyn: {' and '.join('--' + name for name in typed)} cannot be "
+                         f"combined with --input (put {' and '.join(typed)} in the input file)")
+
+
 def warn_unlikely_q(layout: Layout, q: np.ndarray) -> None:
     """Warnings for a command-line q that is probably not what was meant: an angle beyond
     2 pi and outside its joint's limits (degrees without --degrees?), and a quaternion that

@@ -20,7 +20,7 @@ import pytest
 
 from treedyn.engine import rnea
 from treedyn.parsers import load_model
-from treedyn.pipeline.bench import write_states
+from treedyn.pipeline.trajectory import write_states
 from treedyn.pipeline.compute import EFFORT
 from treedyn.pipeline.errors import StatesWarning
 from treedyn.pipeline.layout import DEGREE, Layout
@@ -105,7 +105,7 @@ def test_planted_violations_are_found_in_every_format(tmp_path, fmt):
     if fmt == "parquet":
         write_parquet(log, vectors)
     else:
-        write_states(str(log), fmt, vectors)
+        write_states(str(log), vectors)
     where = {"csv": lambda k: f"{log}:{k + 2}", "jsonl": lambda k: f"{log}:{k + 1}"}.get(
         fmt, lambda k: f"{log}: state {k}")
     document = summary(log)
@@ -121,7 +121,7 @@ def test_planted_violations_are_found_in_every_format(tmp_path, fmt):
 def test_the_command_writes_one_document_and_exits_1(tmp_path):
     vectors, expected = planted()
     log = tmp_path / "log.csv"
-    write_states(str(log), "csv", vectors)
+    write_states(str(log), vectors)
     out = tmp_path / "limits.json"
     result = dyn("check-limits", ARM, "--input", log, "--output", out, check=False)
     assert result.returncode == 1 and result.stdout == b""
@@ -186,7 +186,7 @@ def test_a_log_in_degrees_is_compared_in_degrees(tmp_path):
     q = np.array([[30.0, 0.0], [181.0, -179.0], [-185.0, 90.0], [0.0, 0.0]])
     v = np.array([[0.0, 0.0], [0.0, 570.0], [0.0, -600.0], [0.0, 0.0]])
     log = tmp_path / "deg.csv"
-    write_states(str(log), "csv", {"q": q, "v": v})
+    write_states(str(log), {"q": q, "v": v})
     with pytest.warns(StatesWarning, match="no a in the log"):
         document = summary(log, degrees=True)
     limit = PI / DEGREE  # 179.99999999999983 degrees
@@ -248,7 +248,7 @@ def test_continuous_joints_have_no_position_limits(tmp_path):
 def test_bad_input_exits_2_and_a_stopped_run_keeps_the_summary_before(tmp_path):
     vectors, _ = planted()
     log = tmp_path / "log.csv"
-    write_states(str(log), "csv", {kind: values[:30] for kind, values in vectors.items()})
+    write_states(str(log), {kind: values[:30] for kind, values in vectors.items()})
     lines = log.read_text().splitlines()
     lines[25] = lines[25].replace(lines[25].split(",")[2], "x", 1)
     log.write_text("\n".join(lines) + "\n")

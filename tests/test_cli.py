@@ -442,7 +442,7 @@ def test_mass_and_forward_batches(tmp_path, arm):
 
 def test_large_input_streams_in_chunks_with_one_engine_call_each(tmp_path, monkeypatch, capsys):
     from treedyn.cli import app
-    from treedyn.cli.settings import STREAM_CHUNK
+    from treedyn.session.environment import STREAM_CHUNK
     from treedyn.pipeline import compute
 
     count = STREAM_CHUNK + 5

@@ -79,11 +79,9 @@ def distributed():
 
 
 def small_chunks(monkeypatch, chunk: int) -> None:
-    from treedyn.cli.run import cluster as module
     from treedyn.cli.run import request
 
-    for user in (module, request):  # the modules that size the chunks
-        monkeypatch.setattr(user, "chunk_states", lambda command, layout: chunk)
+    monkeypatch.setattr(request, "chunk_states", lambda command, layout: chunk)
 
 
 def test_inverse_on_local_cluster_matches_single_machine(tmp_path, monkeypatch, distributed):
@@ -475,7 +473,7 @@ def test_ctrl_c_keeps_the_outputs_that_finished(tmp_path, monkeypatch, distribut
     unfinished, and it was removed), a line says how many were kept, exit 130."""
     import time
 
-    from treedyn.cli.run import cluster as module
+    from treedyn.cli.run import progress as module  # (the bar of each run)
 
     out = tmp_path / "out"
 
@@ -491,6 +489,7 @@ def test_ctrl_c_keeps_the_outputs_that_finished(tmp_path, monkeypatch, distribut
     code, err = dyn("inverse", ARM, "--input", tmp_path / "logs" / "*.npz",
                     "--output", f"{out}/", "--scheduler", "local", "--quiet")
     assert code == 130
+    monkeypatch.setattr(module, "Progress", Interrupted.__base__)  # (the runs below: no Ctrl-C)
     kept = sorted(p.name for p in out.iterdir())
     assert "log0.npz" in kept and all(name.endswith(".npz") for name in kept), kept
     assert err.startswith("dyn: interrupted; ") and err.count("\n") == 1, err
@@ -506,7 +505,7 @@ def test_losing_the_scheduler_is_one_line_and_leaves_no_partial_file(tmp_path, m
     import signal
     import time
 
-    from treedyn.cli.run import cluster as module
+    from treedyn.cli.run import progress as module  # (the bar of each run)
 
     address, (scheduler, *_) = tcp_cluster
 
@@ -723,7 +722,7 @@ def test_sigterm_keeps_the_finished_outputs_and_ends_dyn_by_it(tmp_path, monkeyp
     import signal
     import time
 
-    from treedyn.cli.run import cluster as module
+    from treedyn.cli.run import progress as module  # (the bar of each run)
     from treedyn.pipeline.errors import Ended
 
     out = tmp_path / "out"
@@ -816,7 +815,7 @@ def test_a_real_cluster_computes_what_one_process_does_and_survives_a_killed_wor
     import signal
     import time
 
-    from treedyn.cli.run import cluster as module
+    from treedyn.cli.run import progress as module  # (the bar of each run)
 
     small_chunks(monkeypatch, chunk=32)  # many engine calls: each task runs a while
     inputs = write_inputs(tmp_path / "logs", load_model(str(ARM)), [30_000] * 6)

@@ -21,8 +21,9 @@ from reference_models import robots_root  # noqa: E402
 from treedyn.cli.app import run  # noqa: E402
 from treedyn.engine import rnea  # noqa: E402
 from treedyn.engine.batch.regressor import regressor  # noqa: E402
+from treedyn.engine.analysis.identify import Accumulator, base_parameters  # noqa: E402
 from treedyn.engine.excitation import (Excitation, excite, fourier_basis,  # noqa: E402
-                                       random_start)
+                                       random_start, random_states)
 from treedyn.engine.named import frame_placements, frame_set  # noqa: E402
 from treedyn.engine.regressor import layout_of, model_parameters  # noqa: E402
 from treedyn.parsers import load_model  # noqa: E402
@@ -170,3 +171,20 @@ def test_too_few_samples_for_the_base_parameters_is_refused(tmp_path, capsys):
     assert capsys.readouterr().err.strip().splitlines() == [
         f"dyn: {PANDA}: 4 samples of 9 torques are fewer equations than the 51 base "
         "parameters: more samples"]
+
+
+UR5 = os.path.join(ROOT, "ur_description/urdf/ur5_robot.urdf") if ROOT else ""
+
+
+@pytest.mark.skipif(not os.path.exists(UR5), reason="example-robot-data is not installed")
+def test_base_columns_are_the_ones_identify_takes_from_the_same_states():
+    """The condition number excite minimises is that of the columns ``dyn identify`` keeps
+    as base parameters: identify's rule (rank, and which of two columns equal up to sign,
+    ur5's shoulder_link.Izz and upper_arm_link.m) applied to the same random states."""
+    model = load_model(UR5)
+    setting = Excitation(model, harmonics=2, period=10.0, samples=60)
+    Y = regressor(model, *random_states(setting, np.random.default_rng(0), 200))
+    log = Accumulator(Y.shape[2], model.nv)
+    log.add(Y, np.ones(Y.shape[:2]))
+    np.testing.assert_array_equal(setting.base,
+                                  np.sort(base_parameters(log.finish()).independent))

@@ -240,6 +240,18 @@ def test_numbers_print_as_the_shortest_text_of_the_same_double():
     assert json_text.splitlines()[0].startswith('{"tau": [5e-324, 1.7976931348623157e+308, ')
 
 
+def test_a_json_line_is_the_document_it_is_given():
+    """JsonSink writes the keys it is given in their order, the result at its key's place
+    (a document's builder, not the sink, puts its "schema" first)."""
+    import io
+
+    from treedyn.pipeline.sinks import JsonSink
+
+    given = {"name": "x", "tau": None, "dofs": ["a", "b"]}
+    text = JsonSink(io.StringIO(), "tau", given).text(np.array([[1.0, 2.0]]))
+    assert text == json.dumps({**given, "tau": [1.0, 2.0]}) + "\n"
+
+
 def _digits(text: str) -> str:
     """The significant digits of a number's text."""
     mantissa = text.lower().split("e")[0].lstrip("-").replace(".", "")

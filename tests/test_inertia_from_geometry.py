@@ -201,6 +201,7 @@ def test_refusals(tmp_path):
     for args, words_ in ((["shapes.urdf", "--write", "./shapes.urdf"], "is the model file"),
                          (["shapes.urdf", "--write", "new.xml"], ".urdf"),
                          (["m.xml"], "inertiafromgeom"),
+                         ([FIXTURES / "two_link_arm.sdf"], "an SDFormat model"),
                          ([FIXTURES / "xacro/arm_description/urdf/arm.urdf.xacro", "--write",
                            "arm.urdf"], "expand a xacro file first")):
         run = dyn_here(["inertia-from-geometry", *args], cwd=tmp_path)

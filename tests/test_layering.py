@@ -1,9 +1,9 @@
 """The package's shape, read from its source files' ASTs (nothing is imported).
 
-Imports run one way: cli → plots, pipeline, parsers, engine; plots → pipeline, engine;
-pipeline → engine; parsers → the
+Imports run one way: cli → session, plots, pipeline, parsers, engine; session → pipeline,
+parsers, engine; plots → pipeline, engine; pipeline → engine; parsers → the
 engine's description and geometry only; the engine imports none of them and reads no
-environment, nor does the pipeline. Inside the CLI, layers import only downward: app →
+environment, nor do the pipeline and the parsers (the session reads it for them). Inside the CLI, layers import only downward: app →
 commands → run → model → render → the bottom modules (console, settings, options). No import cycle among modules, counting
 function-level imports; no module over about 600 lines; no function over about 80 lines
 except where a comment on its ``def`` line says why.
@@ -14,7 +14,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGES = {"cli": "treedyn.cli", "pipeline": "treedyn.pipeline", "parsers": "treedyn.parsers",
-            "engine": "treedyn.engine", "plots": "treedyn.plots"}
+            "engine": "treedyn.engine", "plots": "treedyn.plots",
+            "session": "treedyn.session"}
 
 # CLI layers from the top; a module may import its own layer's modules and any below
 CLI_LAYERS = ["app __main__", "commands", "run", "model", "render",
@@ -106,7 +107,7 @@ def test_the_engine_imports_no_other_package_and_reads_no_environment():
         if name.startswith("treedyn.engine"):
             assert not {t for t in targets
                         if t.startswith(("treedyn.cli", "treedyn.parsers", "treedyn.pipeline",
-                                         "treedyn.plots"))}
+                                         "treedyn.plots", "treedyn.session"))}
             source = MODULES[name].read_text(encoding="utf-8")
             assert not re.search(r"\bos\.environ\b|\bgetenv\b|\bputenv\b", source), name
 
@@ -118,7 +119,8 @@ def test_the_pipeline_imports_only_the_engine_and_reads_no_environment():
     for name, targets in GRAPH.items():
         if name.startswith("treedyn.pipeline"):
             outside = {t for t in targets
-                       if t.startswith(("treedyn.cli", "treedyn.parsers", "treedyn.plots"))}
+                       if t.startswith(("treedyn.cli", "treedyn.parsers", "treedyn.plots",
+                                        "treedyn.session"))}
             assert outside <= {"treedyn.parsers.numbers"}, (name, outside)
             source = MODULES[name].read_text(encoding="utf-8")
             assert not re.search(r"\bos\.environ\b|\bgetenv\b|\bputenv\b", source), name
@@ -137,7 +139,7 @@ def test_only_the_engine_reaches_into_its_batch_package():
 
 def test_the_parsers_read_no_environment():
     """ROS_PACKAGE_PATH, AMENT_PREFIX_PATH and what xacro's $(optenv) reads come in as
-    arguments: the command line reads the environment (cli/settings.py)."""
+    arguments: the session reads the environment (session/environment.py)."""
     for name, path in MODULES.items():
         if name.startswith("treedyn.parsers"):
             source = path.read_text(encoding="utf-8")
@@ -157,7 +159,8 @@ def test_parsers_import_only_the_description_and_geometry_of_the_engine():
                 targets = targets - {"treedyn.engine.model"}
             engine = {t for t in targets if t.startswith("treedyn.engine")}
             assert engine <= allowed, (name, engine - allowed)
-            assert not {t for t in targets if t.startswith(("treedyn.cli", "treedyn.plots"))}, name
+            assert not {t for t in targets if t.startswith(("treedyn.cli", "treedyn.plots",
+                                                            "treedyn.session"))}, name
 
 
 def test_the_plots_import_only_the_pipeline_and_the_engine():
@@ -165,8 +168,21 @@ def test_the_plots_import_only_the_pipeline_and_the_engine():
     command line calls them, they never call it, and only it imports them."""
     for name, targets in GRAPH.items():
         if name.startswith("treedyn.plots"):
-            assert not {t for t in targets if t.startswith(("treedyn.cli", "treedyn.parsers"))
+            assert not {t for t in targets if t.startswith(("treedyn.cli", "treedyn.parsers",
+                                                            "treedyn.session"))}, name
+
+
+def test_only_the_command_line_imports_the_session():
+    """The session (the environment's settings, a model loaded as dyn loads it, a model
+    file written back) is the layer over the library: it imports the pipeline, the parsers
+    and the engine, never the command line or the pictures, and only the command line
+    imports it."""
+    for name, targets in GRAPH.items():
+        if name.startswith("treedyn.session"):
+            assert not {t for t in targets if t.startswith(("treedyn.cli", "treedyn.plots"))
                         }, name
+        elif not name.startswith("treedyn.cli"):
+            assert not {t for t in targets if t.startswith("treedyn.session")}, name
 
 
 # an option of the command line in a string: "--free-flyer", "use --degrees"
@@ -220,7 +236,8 @@ def test_cli_below_the_app_loads_no_numpy_for_help():
     """``dyn --help`` and ``--version`` run the app with its bottom modules only."""
     light = {"treedyn.cli", "treedyn.cli.app", "treedyn.cli.console", "treedyn.cli.settings",
              "treedyn.cli.options", "treedyn.pipeline", "treedyn.pipeline.errors",
-             "treedyn.pipeline.naming", "treedyn.pipeline.schema", "treedyn.cli.errors"}
+             "treedyn.pipeline.naming", "treedyn.pipeline.schema", "treedyn.cli.errors",
+             "treedyn.pipeline.heap", "treedyn.session", "treedyn.session.environment"}
     for name in light:
         text = MODULES[name].read_text(encoding="utf-8")
         tree = ast.parse(text)

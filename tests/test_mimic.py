@@ -359,9 +359,9 @@ def test_a_cluster_worker_gets_the_coupled_model():
     import pickle
 
     from treedyn.pipeline.layout import Layout
-    from treedyn.cli.model import load
+    from treedyn.session.models import load_model
 
-    layout = pickle.loads(pickle.dumps(Layout.of(load(GRIPPER, False, mimic=True))))
+    layout = pickle.loads(pickle.dumps(Layout.of(load_model(GRIPPER, False, mimic=True))))
     model = layout.model
     assert model.coupling is not None and (model.nq, model.nv) == (4, 4)
 

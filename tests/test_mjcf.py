@@ -32,7 +32,7 @@ mujoco = pytest.importorskip("mujoco")
 
 from reference_models import dm_control_id, dm_control_models, gymnasium_models  # noqa: E402
 from treedyn.engine import aba, build_model, crba, rnea  # noqa: E402
-from treedyn.cli.render.info import info_document  # noqa: E402
+from treedyn.pipeline.reports import info_document  # noqa: E402
 from treedyn.parsers.errors import ParseError  # noqa: E402
 from treedyn.parsers.meshes import MeshFileError, read_mesh_file, read_msh, read_stl  # noqa: E402
 from treedyn.parsers.mjcf import parse_mjcf  # noqa: E402

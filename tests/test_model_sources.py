@@ -50,7 +50,7 @@ def test_stdin_refusals(tmp_path):
     written = dyn_here(["inertia-from-geometry", "-", "--write", "new.urdf"], cwd=tmp_path,
                        stdin=SHAPES.read_bytes())
     assert "not stdin" in one_error(written) and not (tmp_path / "new.urdf").exists()
-    with mock.patch("treedyn.cli.model.MODEL_BYTES", 100):
+    with mock.patch("treedyn.session.models.MODEL_BYTES", 100):
         assert "larger than" in one_error(dyn_here(["info", "-"], cwd=tmp_path,
                                                    stdin=SHAPES.read_bytes()))
 

@@ -16,10 +16,9 @@ import pytest
 from reference_models import dm_control_models, gymnasium_models, robot_urdfs
 from treedyn.engine.kinematics import (FRAMES, LOCAL, LOCAL_WORLD_ALIGNED, WORLD,
                                        attached_jacobians, attached_placements,
-                                       body_jacobians)
+                                       weighted_center_of_mass)
 from treedyn.engine.named import (center_of_mass, frame_jacobians, frame_placements,
                                   frame_set, subtree_root)
-from treedyn.engine.rotations import skew
 from treedyn.parsers import load_model
 
 URDFS = [p for p in robot_urdfs() if p.endswith(("panda.urdf", "talos_reduced.urdf",
@@ -175,14 +174,9 @@ def test_J_v_is_the_frames_velocity_and_Jcom_the_weighted_body_jacobians(path):
     world = frame_jacobians(model, q, frames, WORLD) @ v[0]  # the point at the origin
     close(world[..., :3], u - np.cross(w, p), "world linear", 1e-6)
     mass, c, Jcom = center_of_mass(model, q)
-    Jw = body_jacobians(model, q[0], WORLD)  # (nj, 6, nv), (angular, linear)
-    from treedyn.engine.kinematics import placements
-    Rb, pb = placements(model, q[0])
-    cb = pb + np.einsum("bij,bj->bi", Rb, model.body_com)
-    weighted = sum(m * (Jw[b, 3:] - skew(cb[b]) @ Jw[b, :3])
-                   for b, m in enumerate(model.body_mass))
-    close(Jcom[0], weighted / mass, "Jcom")
-    close(c[0], model.body_mass @ cb / mass, "com")
+    weighted_c, weighted_J = weighted_center_of_mass(model, q[0], np.arange(model.njoints))
+    close(Jcom[0], weighted_J, "Jcom")
+    close(c[0], weighted_c, "com")
 
 
 @pytest.mark.parametrize("path", [ARM] + URDFS[:1] + MJCFS[-1:] + [
@@ -190,7 +184,9 @@ def test_J_v_is_the_frames_velocity_and_Jcom_the_weighted_body_jacobians(path):
 def test_the_batch_is_the_readable_path_one_state_at_a_time(path):
     """The batched functions (states last, the joints a frame needs) against
     :func:`~treedyn.engine.kinematics.attached_placements` and ``attached_jacobians``
-    (joint by joint, (angular, linear) rows), each state alone; the random trees hold
+    (joint by joint, (angular, linear) rows), a frame asked alone (its own path) against
+    it among all, and the centre of mass of the whole tree and of a subtree against the
+    bodies' weighted sum, each state alone; the random trees hold
     every joint type (planar, ball, prismatic, ... under a free root), and joints about
     +-x, +-y, +-z (the revolute joints' fast path)."""
     if path.startswith("random:"):
@@ -204,8 +200,21 @@ def test_the_batch_is_the_readable_path_one_state_at_a_time(path):
     frames = frame_set(model)
     R, p = frame_placements(model, q, frames)
     J = {reference: frame_jacobians(model, q, frames, reference) for reference in FRAMES}
+    for k in (len(frames.names) // 2, len(frames.names) - 1):  # a frame asked alone
+        alone = frame_set(model, [frames.names[k]])
+        for reference in FRAMES:
+            close(frame_jacobians(model, q, alone, reference)[:, 0], J[reference][:, k],
+                  ("alone", frames.names[k], reference))
     arrays = (frames.on_body, frames.rotation, frames.translation)
+    root = model.njoints // 3  # and a subtree's centre of mass
+    subtrees = {-1: np.arange(model.njoints), root: np.arange(root, model.subtree_end[root])}
+    coms = {k: center_of_mass(model, q, k) for k in subtrees}
     for n in range(len(q)):
+        for k, bodies in subtrees.items():
+            if model.body_mass[bodies].sum() > 0:
+                c_one, J_one = weighted_center_of_mass(model, q[n], bodies)
+                close(coms[k][1][n], c_one, ("com", k))
+                close(coms[k][2][n], J_one, ("Jcom", k))
         R_one, p_one = attached_placements(model, q[n], *arrays)
         close(R[n], R_one, "R")
         close(p[n], p_one, "p")

@@ -111,7 +111,7 @@ def test_chunk_size_bounds_result_memory():
     """Chunks hold at most ~8 MB of results: fewer states for the mass matrices of big models."""
     from types import SimpleNamespace
 
-    from treedyn.cli.settings import STREAM_CHUNK as LARGEST
+    from treedyn.session.environment import STREAM_CHUNK as LARGEST
     from treedyn.cli.run.request import chunk_states
 
     big = SimpleNamespace(model=SimpleNamespace(nv=40))

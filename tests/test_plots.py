@@ -258,7 +258,7 @@ def test_check_limits_draws_the_log_and_the_peak_ratios():
 
 
 def test_identify_draws_measured_and_predicted_torques_and_the_residuals():
-    from treedyn.cli.render.identify import identify_document
+    from treedyn.pipeline.reports import identify_document
     from treedyn.engine.analysis.identify_report import report
     from treedyn.pipeline.layout import Layout
     from treedyn.pipeline.regression import identify_stream

@@ -319,3 +319,20 @@ def test_a_long_chain_of_frames_is_placed(tmp_path):
     model = load_model(str(path))
     _, p = frame_placements(model, np.zeros((1, model.nq)), frame_set(model, ["b"]))
     np.testing.assert_allclose(p[0, 0], [2.0, 0.0, 0.0], atol=1e-12)
+
+
+def test_mesh_beside_a_model_named_from_another_folder(tmp_path, monkeypatch):
+    """A mesh written relative to the model's file is found when the model is named from
+    another folder (``in/m.sdf``): once, from the including file's folder (it was looked
+    for again from the model's folder, as in/in/meshes/wedge.stl, and not found)."""
+    from treedyn.parsers.link_geometry import link_geometry
+
+    (tmp_path / "in" / "meshes").mkdir(parents=True)
+    shutil.copy("fixtures/meshes/wedge.stl", tmp_path / "in" / "meshes")
+    (tmp_path / "in" / "m.sdf").write_text(
+        '<sdf version="1.7"><model name="m"><link name="a"><inertial><mass>1</mass>'
+        '</inertial><collision name="c"><geometry><mesh><uri>meshes/wedge.stl</uri></mesh>'
+        '</geometry></collision></link></model></sdf>')
+    monkeypatch.chdir(tmp_path)
+    geometry = link_geometry(load_description("in/m.sdf"), "in/m.sdf")["a"]
+    assert geometry.solids and not geometry.missing, geometry

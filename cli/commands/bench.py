@@ -4,16 +4,17 @@ from typing import Annotated
 
 import typer
 
+from treedyn.pipeline.batch import split_bytes
 from treedyn.pipeline.bench import bench as measure
-from treedyn.pipeline.bench import state_bytes
+from treedyn.pipeline.bench import bench_csv, bench_document, state_bytes
+from treedyn.pipeline.chunks import refuse_past_memory
+from treedyn.session.environment import STREAM_CHUNK, part_bytes, processes
 
+from ..console import print_document
 from ..model import load, xacro_arguments
-from ..settings import STREAM_CHUNK, part_bytes, processes
 from ..options import (FreeFlyerOpt, InfoFormatOpt, ModelArg, XacroArgOpt, XacroArgs, epilog,
                        examples, finite)
-from ..render.bench import bench_text
-from treedyn.pipeline.chunks import refuse_past_memory
-from treedyn.pipeline.parts import PART_BYTES
+from ..render.bench import bench_table
 
 
 @epilog(examples("dyn bench fixtures/two_link_arm.urdf",
@@ -39,7 +40,12 @@ def bench(model: ModelArg, xacro_args: XacroArgs = None, free_flyer: FreeFlyerOp
     loaded = load(model, free_flyer, xacro=xacro_arguments(xacro_args, xacro_arg))
     refuse_past_memory(states, state_bytes(loaded), "--states")
     rows, file_rows = measure(loaded, states, seconds, files, STREAM_CHUNK)
-    split = (f"JSON Lines files of {2 * (part_bytes() or PART_BYTES) / 2 ** 20:g} MB or more are split over "
-             f"{processes()} processes")
-    print(bench_text(loaded, rows, file_rows if files else None,
-                     fmt.value if fmt is not None else "table", split))
+    split = (f"JSON Lines files of {split_bytes(part_bytes()) / 2 ** 20:g} MB or more are "
+             f"split over {processes()} processes")
+    measured = file_rows if files else None
+    if fmt is not None and fmt.value == "json":
+        print_document(bench_document(loaded, rows, measured), "bench")
+    elif fmt is not None and fmt.value == "csv":
+        print(bench_csv(rows, measured))
+    else:
+        print(bench_table(loaded, rows, measured, split))

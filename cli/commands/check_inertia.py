@@ -6,18 +6,21 @@ from typing import Annotated, Optional
 import typer
 
 from treedyn.engine.analysis.check_inertia import check_inertia as run_checks
-from treedyn.engine.analysis.inertia import DENSE_DOFS, CheckOptions
+from treedyn.engine.analysis.check_report import inertia_document
+from treedyn.engine.analysis.inertia import CheckOptions
 from treedyn.parsers.link_geometry import link_geometry
+from treedyn.pipeline.chunks import check_bytes, refuse_past_memory
 from treedyn.pipeline.findings import inertia_findings, selected_inertia, selection
+from treedyn.pipeline.reports import github_annotations, github_warning, inertia_csv
+from treedyn.session.models import package_paths
 
 from ..console import print_document, show_text, warn
-from ..model import load, package_paths, xacro_arguments
-from ..options import (BaselineOpt, CheckFormat, FreeFlyerOpt, IgnoreOpt, ModelArg, SeedOpt,
-                       SelectOpt, XacroArgOpt, XacroArgs, epilog, examples, not_nan,
-                       samples_option)
+from ..model import load, xacro_arguments
+from ..options import (MESH_PATHS, BaselineOpt, CheckFormat, FreeFlyerOpt, IgnoreOpt,
+                       ModelArg, SeedOpt, SelectOpt, XacroArgOpt, XacroArgs, epilog, examples,
+                       not_nan, samples_option)
 from ..render import reports
 from ..render.findings import print_sarif
-from treedyn.pipeline.chunks import refuse_past_memory, sample_bytes, sweep_bytes
 
 CHECK_EXAMPLES = examples(
     "dyn check-inertia robot.urdf",
@@ -75,10 +78,8 @@ def check_inertia(
     """
     chosen = selection("check-inertia", select, ignore, baseline)
     loaded = load(model, free_flyer, diagnose=True, xacro=xacro_arguments(xacro_args, xacro_arg))
-    geometry = link_geometry(loaded.description, loaded.source, package_paths())
-    dense = loaded.nv <= DENSE_DOFS or loaded.coupling is not None  # as Checker decides
-    refuse_past_memory(samples, sample_bytes(loaded) if dense else sweep_bytes(loaded),
-                       "--samples")
+    geometry = link_geometry(loaded.description, loaded.source, package_paths(MESH_PATHS))
+    refuse_past_memory(samples, check_bytes(loaded), "--samples")
     options = CheckOptions(tolerance=tolerance, fix=fix, samples=samples, seed=seed,
                            min_block_ratio=min_block_ratio,
                            rotation_name=("the inertial <origin rpy>" if loaded.format == "urdf"
@@ -90,15 +91,15 @@ def check_inertia(
     for title, text in notes:
         warn(f"{loaded.source}: {text}")
         if fmt is CheckFormat.github:
-            print(reports.github_warning(loaded.source, f"dyn check-inertia: {title}", text))
+            print(github_warning(loaded.source, f"dyn check-inertia: {title}", text))
     if fmt is CheckFormat.json:
-        print_document(reports.inertia_document(report, loaded, show_all), "check-inertia")
+        print_document(inertia_document(report, loaded, show_all), "check-inertia")
     elif fmt is CheckFormat.csv:
-        reports.inertia_csv(report, sys.stdout, loaded.format, fix, show_all)
+        inertia_csv(report, sys.stdout, loaded.format, fix, show_all)
     elif fmt is CheckFormat.sarif:
         print_sarif("check-inertia", inertia_findings(report))
     elif fmt is CheckFormat.github:
-        text = reports.github_annotations(report, loaded.format)
+        text = github_annotations(report, loaded.format)
         if text:
             show_text(text)
     else:

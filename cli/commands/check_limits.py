@@ -6,14 +6,10 @@ from typing import Annotated, Optional
 
 import typer
 
-from treedyn.pipeline.compute import EFFORT
 from treedyn.pipeline.errors import UsageError
 from treedyn.pipeline.findings import selection
 from treedyn.pipeline.layout import Layout
-from treedyn.pipeline.outputs import open_limits_sink
-from treedyn.pipeline.sinks import LimitsSink
-from treedyn.pipeline.source import Input
-from treedyn.pipeline.stream import run
+from treedyn.pipeline.stream import check_limits as check_run
 from treedyn.pipeline.vectors import parse_gravity
 from treedyn.plots import requested
 
@@ -24,8 +20,8 @@ from ..options import (BaselineOpt, DatasetPrefixOpt, DegreesOpt, FreeFlyerOpt, 
                        plot_option)
 from ..render.findings import print_sarif
 from ..render.limits import limits_table
-from ..run.progress import Progress, wanted
-from ..settings import STREAM_CHUNK
+from ..run.progress import bar
+from treedyn.session.environment import STREAM_CHUNK
 
 
 @epilog(examples(
@@ -70,24 +66,11 @@ def check_limits(
     chosen = selection("check-limits", select, ignore, baseline)
     loaded = load(model, free_flyer, xacro=xacro_arguments(xacro_args, xacro_arg),
                   mimic=mimic)
-    layout = Layout.of(loaded, degrees)
-    source = Input.open(input_file, dataset_prefix)
-    head = {"model": loaded.name, "input": source.name}
     kind = fmt.value if fmt else ("table" if sys.stdout.isatty() else "json")
-    if output_file is not None:
-        sink = open_limits_sink(output_file, layout, head, input_file)
-    else:
-        sink = LimitsSink(sys.stdout if kind == "json" else None, layout, head)
-    sink.chosen = chosen
-    if picture is not None:
-        sink.trace()
-    progress = Progress(wanted(results_on_stdout=output_file is None))
-    try:
-        with saying_kept():
-            run(layout, EFFORT, source, sink, parse_gravity(gravity), chunk=STREAM_CHUNK,
-                progress=progress.advance)
-    finally:
-        progress.close()
+    with bar(results_on_stdout=output_file is None) as advance, saying_kept():
+        sink = check_run(Layout.of(loaded, degrees), input_file, output_file,
+                         sys.stdout if kind == "json" else None, parse_gravity(gravity),
+                         STREAM_CHUNK, advance, dataset_prefix, chosen, picture is not None)
     document = sink.document()
     if picture is not None:
         from treedyn.plots.series import limits

@@ -16,6 +16,9 @@ from ..options import (FreeFlyerOpt, ModelArg, PlotSizeOpt, ReportFormat, Report
                        SeedOpt, XacroArgOpt, XacroArgs, epilog, examples, not_nan,
                        plot_option, samples_option)
 from ..render import reports
+from treedyn.engine.analysis.condition_report import (condition_document,
+                                                     empty_condition_document)
+from treedyn.pipeline.reports import condition_csv
 from treedyn.pipeline.chunks import refuse_past_memory, sample_bytes
 from treedyn.plots import requested
 
@@ -61,9 +64,9 @@ def condition(
     if loaded.nv == 0:
         note = f"model {loaded.name} has no degrees of freedom: M is empty (add --free-flyer?)"
         if fmt is ReportFormat.json:
-            print_document(reports.empty_condition_document(loaded, options, note), "condition")
+            print_document(empty_condition_document(loaded, options, note), "condition")
         elif fmt is ReportFormat.csv:
-            reports.condition_csv(None, [], sys.stdout)
+            condition_csv(None, [], sys.stdout)
         else:
             show_text(note)
         raise typer.Exit(0)
@@ -75,14 +78,14 @@ def condition(
                          f"({which}): it overflows (a length, mass or inertia too large?)"
                          ) from None
     layout = Layout.of(loaded)
-    document = reports.condition_document(report, loaded, layout.v_labels, options)
+    document = condition_document(report, loaded, layout.v_labels, options)
     if picture is not None:
         from treedyn.plots.series import condition as figure
         picture.draw(figure, document, report.cond)
     if fmt is ReportFormat.json:
         print_document(document, "condition")
     elif fmt is ReportFormat.csv:  # one row per sample: the warnings go to stderr
-        reports.condition_csv(report, naming.q_labels(loaded), sys.stdout)
+        condition_csv(report, naming.q_labels(loaded), sys.stdout)
         for message in report.warnings:
             warn(message)
     else:

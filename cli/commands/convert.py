@@ -5,15 +5,14 @@ from typing import Annotated
 
 import typer
 
-from treedyn.parsers import ParseError
-from treedyn.parsers.writers import TARGETS, convert as converted
+from treedyn.parsers.writers import TARGETS
 from treedyn.pipeline.errors import UsageError
-from treedyn.pipeline.paths import replace_checked
+from treedyn.session.fitted import write_converted
 
 from ..console import warn
-from ..model import load, package_paths, xacro_arguments
-from ..options import (FreeFlyerOpt, ModelArg, XacroArgOpt, XacroArgs, epilog, examples)
-from ..run.fitted import load_written, refuse_inputs
+from ..model import load, xacro_arguments
+from ..options import (MESH_PATHS, FreeFlyerOpt, ModelArg, XacroArgOpt, XacroArgs, epilog,
+                       examples)
 
 CONVERT_EXAMPLES = examples(
     "dyn convert fixtures/two_link_arm.urdf -o two_link_arm.xml",
@@ -51,14 +50,5 @@ def convert(
     if free_flyer and description.format != "urdf":
         raise UsageError(f"dyn: {model}: --free-flyer applies to URDF models; an MJCF "
                          "model floats a body with <freejoint>")
-    refuse_inputs("-o", output, [(model, "the model file")] +
-                  [(path, "a file the model is read from") for path in description.files])
-    try:
-        result = converted(description, suffix, free_flyer=free_flyer, source=model,
-                           packages=package_paths(), output=output)
-    except ParseError as error:
-        raise UsageError(str(error)) from None
-    replace_checked(output, result.text.encode("utf-8"),
-                    lambda written: load_written(written, output, False)[1])
-    for note in result.notes:
+    for note in write_converted(model, output, description, free_flyer, MESH_PATHS, warn):
         warn(note)

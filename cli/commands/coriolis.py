@@ -4,19 +4,12 @@ from ..render.table import table
 from ..run.kinematics import state_command
 
 
-def select(given, layout):
-    from treedyn.pipeline.compute import COMPUTATIONS
-    dofs = list(layout.v_labels)
-
-    def document(C):
-        return {"C": C.tolist(), "dofs": dofs}
-
-    def text(C):
-        return table([[dof, *C[d]] for d, dof in enumerate(dofs)], ["", *dofs])
-    return COMPUTATIONS["coriolis"], dofs, document, text
+def text(layout, row):
+    return lambda C: table([[dof, *C[d]] for d, dof in enumerate(row.labels)],
+                           ["", *row.labels])
 
 
-coriolis = state_command(select, (
+coriolis = state_command("coriolis", text, (
     "Coriolis matrix C(q, v) (nv x nv): C v = h(q, v) - g(q), dM/dt - 2C skew-symmetric.\n\n"
     "Pinocchio's computeCoriolisMatrix (C is not unique; this is its factorisation).\n"
     'JSON: {"C": [[nv numbers] x nv], "dofs"}; many states: "C" per state (q and v read).\n'

@@ -12,7 +12,8 @@ from ..model import load
 from ..options import (DiffFormat, FreeFlyerOpt, PlotSizeOpt, SeedOpt, epilog, examples,
                        model_argument, not_nan, plot_option, samples_option)
 from ..render import diff as render
-from treedyn.pipeline.chunks import refuse_past_memory, sample_bytes
+from treedyn.pipeline.diff_report import diff_document, diff_github
+from treedyn.pipeline.chunks import diff_bytes, refuse_past_memory
 from treedyn.plots import requested
 
 DIFF_EXAMPLES = examples(
@@ -58,17 +59,16 @@ def diff(
     """
     picture = requested(plot, plot_size)
     models = load(old, free_flyer, urdf_only=True), load(new, free_flyer, urdf_only=True)
-    # both models' M, their compared blocks and the changes: about 4 diagnostics' samples
-    refuse_past_memory(samples, 4 * sum(sample_bytes(m) for m in models), "--samples")
+    refuse_past_memory(samples, diff_bytes(*models), "--samples")
     report = run_diff(*models, DiffOptions(tolerance=tolerance, samples=samples, seed=seed))
     if picture is not None:
         from treedyn.plots.matrices import mass_change
-        picture.draw(mass_change, render.diff_document(report, *models, fail_above),
+        picture.draw(mass_change, diff_document(report, *models, fail_above),
                      report.matrix, models[0])
     if fmt is DiffFormat.json:
-        print_document(render.diff_document(report, *models, fail_above), "diff")
+        print_document(diff_document(report, *models, fail_above), "diff")
     elif fmt is DiffFormat.github:
-        text = render.diff_github(report, *models, fail_above)
+        text = diff_github(report, *models, fail_above)
         if text:
             show_text(text)
     else:

@@ -1,23 +1,16 @@
 """``dyn energy``: kinetic energy 1/2 v^T M v and potential energy -sum m_i g . c_i
 (:func:`treedyn.engine.energy.energy`)."""
+from treedyn.pipeline.kinematics import ENERGIES
+
 from ..render.table import table
 from ..run.kinematics import state_command
 
-KEYS = ("kinetic", "potential")
+
+def text(layout, row):
+    return lambda E: table([list(E)], list(ENERGIES))
 
 
-def select(given, layout):
-    from treedyn.pipeline.compute import COMPUTATIONS
-
-    def document(E):
-        return dict(zip(KEYS, E.tolist()))
-
-    def text(E):
-        return table([list(E)], list(KEYS))
-    return COMPUTATIONS["energy"], list(KEYS), document, text
-
-
-energy = state_command(select, (
+energy = state_command("energy", text, (
     "Kinetic energy 1/2 v^T M(q) v and potential energy -sum m_i g . c_i (joules).\n\n"
     "Armature counts in the kinetic energy; the potential is zero with every centre of\n"
     "mass at the world origin (Pinocchio's computeKineticEnergy, computePotentialEnergy).\n"

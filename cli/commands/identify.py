@@ -5,19 +5,20 @@ from treedyn.pipeline.layout import Layout
 from treedyn.pipeline.regression import expand_logs, held_out, identify_stream
 from treedyn.pipeline.vectors import parse_gravity
 from treedyn.plots import requested
+from treedyn.session.fitted import check_write_target, write_model
 
-from ..console import print_document, show_text
+from ..console import print_document, show_text, warn
 from ..model import load
-from ..options import (CurrentOpt, CutoffOpt, DegreesOpt, FreeFlyerOpt, GravityOpt, InputsOpt,
+from ..options import (MESH_PATHS, CurrentOpt, CutoffOpt, DegreesOpt, FreeFlyerOpt, GravityOpt, InputsOpt,
                        KnownOpt, LossOpt, LossScaleOpt, ModelArg, PlotSizeOpt, PriorWeightOpt,
                        RankTolOpt, ReportFormat, ReportFormatOpt, ValidateOpt, WeightsOpt,
                        WriteOpt, epilog, examples, plot_option)
-from ..render.identify import identify_document, identify_table
+from ..render.identify import identify_table
+from treedyn.pipeline.reports import identify_document
 from treedyn.pipeline.chunks import MEMORY
 from treedyn.pipeline.drives import Drives
-from ..run.fitted import check_write_target, write_model
-from ..run.progress import Progress, wanted
-from ..settings import STREAM_CHUNK
+from ..run.progress import bar
+from treedyn.session.environment import STREAM_CHUNK
 from .regressor import SmoothOpt, StribeckOpt, TermsOpt, parse_terms
 
 IDENTIFY_EXAMPLES = examples(
@@ -66,18 +67,16 @@ def identify(
         check_write_target(model, write, loaded.format,
                            files + ([validate] if isinstance(validate, str) else []))
     layout = Layout.of(loaded, degrees)
-    progress = Progress(wanted(results_on_stdout=True))
-    try:
+    with bar() as advance:
         result = identify_stream(layout, files,
                                  parse_terms(terms, stribeck_velocity, smooth_velocity),
-                                 parse_gravity(gravity), validate, prior_weight, loss, loss_scale, rank_tolerance,
-                                 STREAM_CHUNK, progress.advance, MEMORY,
+                                 parse_gravity(gravity), validate, prior_weight, loss,
+                                 loss_scale, rank_tolerance, STREAM_CHUNK, advance, MEMORY,
                                  Drives.of(current, known), cutoff, weights)
-    finally:
-        progress.close()
     document = report(result, layout.v_labels)
     if write is not None:
-        document["written"] = write_model(model, write, result, free_flyer)
+        document["written"] = write_model(model, write, result, free_flyer,
+                                          MESH_PATHS, warn)
     if picture is not None:
         from treedyn.plots import fit
         picture.draw(fit.identify, identify_document(document), fit.torques(

@@ -2,22 +2,20 @@
 density, its mass kept, as MuJoCo's compiler computes them (parsers/geometry_inertia.py);
 shown, or written into a copy of the model's own text (``--write``)."""
 import sys
-from enum import Enum
 from typing import Annotated, Optional
 
-import numpy as np
 import typer
 
 from treedyn.parsers.geometry_inertia import geometry_inertias
-from treedyn.parsers.inertial_writer import Change
 from treedyn.pipeline.errors import UsageError
+from treedyn.session.fitted import check_write_target, write_inertias
+from treedyn.session.models import package_paths
 
 from ..console import print_document, show_text, warn
-from ..model import load, package_paths, xacro_arguments
-from ..options import (ModelArg, ReportFormat, ReportFormatOpt, XacroArgOpt, XacroArgs,
-                       epilog, examples)
+from ..model import load, xacro_arguments
+from ..options import (MESH_PATHS, ModelArg, choices, ReportFormat, ReportFormatOpt, XacroArgOpt,
+                       XacroArgs, epilog, examples)
 from ..render.geometry import geometry_csv, geometry_table
-from ..run.fitted import check_write_target, load_written, write_changes
 
 GEOMETRY_EXAMPLES = examples(
     "dyn inertia-from-geometry fixtures/shapes.urdf",
@@ -26,9 +24,7 @@ GEOMETRY_EXAMPLES = examples(
 )
 
 
-class Role(str, Enum):
-    collision = "collision"
-    visual = "visual"
+Role = choices("Role", "collision visual")
 
 
 @epilog(GEOMETRY_EXAMPLES)
@@ -56,15 +52,17 @@ def inertia_from_geometry(
     loaded = load(model, False, diagnose=True, xacro=xacro_arguments(xacro_args, xacro_arg))
     description = loaded.description
     if description.format != "urdf":
-        raise UsageError(f"{model}: an MJCF model's inertias come from its geoms already "
-                         "(<compiler inertiafromgeom=\"true\">); this command reads URDF")
+        why = ("an MJCF model's inertias come from its geoms already (<compiler "
+               "inertiafromgeom=\"true\">)" if description.format == "mjcf"
+               else "an SDFormat model")
+        raise UsageError(f"{model}: {why}; this command reads URDF")
     if write is not None:
         if model.lower().endswith(".xacro"):
             raise UsageError(f"dyn: --write {write}: the model must be a URDF file to copy "
                              "(expand a xacro file first: xacro robot.urdf.xacro > robot.urdf)")
         check_write_target(model, write, "urdf", "-")
-    results = geometry_inertias(description, loaded.source, package_paths(), role.value,
-                                shell)
+    results = geometry_inertias(description, loaded.source, package_paths(MESH_PATHS),
+                                role.value, shell)
     for result in results:
         if result.status == "unreadable":
             warn(f"{loaded.source}: link '{result.link}' left as it is: {result.reason}")
@@ -72,9 +70,10 @@ def inertia_from_geometry(
             warn(f"{mesh} (link '{result.link}') is not a closed surface: its convex hull "
                  "gives its inertia (MuJoCo's <mesh inertia=\"convex\">)")
     document = {"model": model, "from": role.value, "shell": shell,
-                "links": [_entry(result) for result in results]}
+                "links": [result.document() for result in results]}
     if write is not None:
-        document["written"] = _write(model, write, description, results)
+        document["written"] = write_inertias(model, write, description, results,
+                                             MESH_PATHS, warn)
     if fmt is ReportFormat.json:
         print_document(document, "inertia-from-geometry")
     elif fmt is ReportFormat.csv:
@@ -82,35 +81,3 @@ def inertia_from_geometry(
     else:
         show_text(geometry_table(document))
 
-
-def _entry(result) -> dict:
-    """A link's JSON object: its new inertia (link frame), or why it is left alone."""
-    entry = {"link": result.link, "status": result.status}
-    if result.inertia is None:
-        return {**entry, "reason": result.reason}
-    inertia = result.inertia
-    tensor = inertia.inertia
-    return {**entry, "mass": inertia.mass, "measure": result.measure,
-            "density": inertia.mass / result.measure, "com": inertia.com.tolist(),
-            "inertia": [tensor[0, 0], tensor[0, 1], tensor[0, 2], tensor[1, 1],
-                        tensor[1, 2], tensor[2, 2]], "hull": list(result.hulls)}
-
-
-def _write(model: str, target: str, description, results) -> dict:
-    """The new inertias into a copy of ``model``'s text at ``target``, read back first."""
-    links = {link.name: link for link in description.links}
-    changes = [Change(links[r.link], r.inertia) for r in results if r.inertia is not None]
-
-    def check(written: str) -> str:
-        again, problem = load_written(written, target)
-        if again is None:
-            return problem
-        found = {link.name: link.inertia for link in again.description.links}
-        for change in changes:
-            new, old = found[change.link.name].spatial(), change.inertia.spatial()
-            if not np.allclose(new, old, rtol=1e-10, atol=1e-12 * np.abs(old).max()):
-                return f"reading it back, link '{change.link.name}' has another inertia"
-        return ""
-
-    write_changes(model, target, "urdf", changes, check)
-    return {"file": target, "links": [change.link.name for change in changes]}

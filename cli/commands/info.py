@@ -7,7 +7,8 @@ from ..model import load, xacro_arguments
 from treedyn.pipeline.vectors import parse_gravity
 from ..options import (Format, FreeFlyerOpt, GravityOpt, InfoFormatOpt, MimicOpt, ModelArg,
                        XacroArgOpt, XacroArgs, epilog, examples)
-from ..render.info import info_csv, info_document, info_table
+from ..render.info import info_table
+from treedyn.pipeline.reports import info_csv, info_document
 
 INFO_EXAMPLES = examples(
     "dyn info fixtures/two_link_arm.urdf",

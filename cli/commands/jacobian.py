@@ -1,24 +1,17 @@
 """``dyn jacobian``: a frame's Jacobian, rows (linear, angular), in one of Pinocchio's three
 reference frames (:func:`treedyn.engine.named.frame_jacobians`), and with ``--dot`` its
 time variation (:func:`treedyn.engine.jacobian_dot.frame_jacobian_rates`)."""
-from enum import Enum
 from typing import Annotated
 
 import typer
 
+from treedyn.pipeline.kinematics import JACOBIAN_ROWS as ROWS
+
+from ..options import choices
 from ..render.table import table
 from ..run.kinematics import state_command
-from .frames import named_frames
 
-
-class Reference(str, Enum):
-    local = "local"
-    world = "world"
-    aligned = "aligned"
-
-
-ENGINE = {"local": "LOCAL", "world": "WORLD", "aligned": "LOCAL_WORLD_ALIGNED"}
-ROWS = ("vx", "vy", "vz", "wx", "wy", "wz")
+Reference = choices("Reference", "local world aligned")  # (REFERENCES: the engine's names)
 
 
 OPTIONS = {
@@ -35,32 +28,16 @@ OPTIONS = {
         "getFrameJacobianTimeVariation): J a + Jdot v is the rate of J v.")], False)}
 
 
-def select(given, layout):
-    from treedyn.pipeline.errors import UsageError
-    from treedyn.pipeline.kinematics import kinematics
-    frame, reference, dot = given["frame"], given["reference"].value, given["dot"]
-    if given["v"] is not None and not dot:
-        raise UsageError("dyn: --v is read with --dot only (J depends on q alone)")
-    chosen = named_frames(layout, [frame])
-    dofs = list(layout.v_labels)
-    labels = [f"{row}|{dof}" for row in ROWS for dof in dofs]
-    if dot:
-        labels = [f"{which}|{label}" for which in ("J", "Jdot") for label in labels]
-
-    def document(J):
-        rates = {"Jdot": J[1].tolist()} if dot else {}
-        return {"J": (J[0] if dot else J).tolist(), **rates, "frame": frame,
-                "reference": reference, "dofs": dofs}
-
-    def text(J):
-        if not dot:
-            return table([[row, *J[r]] for r, row in enumerate(ROWS)], ["", *dofs])
-        return table([[f"{which} {row}", *J[w, r]] for w, which in enumerate(("J", "Jdot"))
-                      for r, row in enumerate(ROWS)], ["", *dofs])
-    return kinematics("jacobian", chosen, ENGINE[reference], dot=dot), labels, document, text
+def text(layout, row):
+    dofs, dot = list(layout.v_labels), row.computation.key == "J_Jdot"
+    if not dot:
+        return lambda J: table([[name, *J[r]] for r, name in enumerate(ROWS)], ["", *dofs])
+    return lambda J: table([[f"{which} {name}", *J[w, r]]
+                            for w, which in enumerate(("J", "Jdot"))
+                            for r, name in enumerate(ROWS)], ["", *dofs])
 
 
-jacobian = state_command(select, (
+jacobian = state_command("jacobian", text, (
     "The frame's Jacobian J (6 x nv): J v is its velocity, linear rows then angular.\n\n"
     'JSON: {"J": [[nv numbers] x 6], "frame", "reference", "dofs"}, and "Jdot" (6 x nv)\n'
     'with --dot; many states: "J" per state, or with --dot "J_Jdot" ([J, Jdot], 2 x 6 x nv;\n'
@@ -68,4 +45,4 @@ jacobian = state_command(select, (
     ("dyn jacobian fixtures/two_link_arm.urdf --frame link2 --q 0.5,1",
      "dyn jacobian robot.urdf --frame tool0 --reference world --input q.csv",
      "dyn jacobian fixtures/two_link_arm.urdf --frame link2 --q 0.5,1 --v 1,0 --dot"),
-    OPTIONS, v=True)
+    OPTIONS, v=True, asks=("frame", "reference", "dot", "v"))

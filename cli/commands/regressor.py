@@ -3,21 +3,19 @@ from typing import Annotated, Optional
 
 import typer
 
-from treedyn.engine import joint_torque_regressor
-from treedyn.engine.regressor import (JOINT_TERMS, VELOCITY_TERMS, JointTerms, layout_of,
-                                      model_parameters)
+from treedyn.engine.regressor import JOINT_TERMS, VELOCITY_TERMS, JointTerms
 from treedyn.pipeline.errors import UsageError
 from treedyn.pipeline.layout import Layout
-from treedyn.pipeline.regression import write_regressor
-from treedyn.pipeline.vectors import parse_gravity, single_state
+from treedyn.pipeline.regression import regressor_document, write_regressor
+from treedyn.pipeline.vectors import parse_gravity, refuse_beside_input, single_state
 
 from ..console import print_document, saying_kept, show_text
 from ..model import load
-from ..settings import STREAM_CHUNK
+from treedyn.session.environment import STREAM_CHUNK
 from ..options import (AOpt, DegreesOpt, FormatOpt, FreeFlyerOpt, GravityOpt, InputOpt, ModelArg,
                        OutputOpt, QOpt, VOpt, epilog, examples, positive)
 from ..render.table import fitted, table
-from ..run.progress import Progress, wanted
+from ..run.progress import bar
 
 REGRESSOR_EXAMPLES = examples(
     "dyn regressor fixtures/two_link_arm.urdf --q 0.5,1.0 --v 1,-0.5 --a 0.4,-0.2",
@@ -72,32 +70,23 @@ def regressor(model: ModelArg, q: QOpt = None, v: VOpt = None, a: AOpt = None,
                          "of q, v, a (dyn identify --current fits it)")
     g = parse_gravity(gravity)
     if input_file is not None:
-        if any(x is not None for x in (q, v, a)):
-            raise UsageError("dyn: --q, --v and --a cannot be combined with --input (put the "
-                             "vectors in the input file)")
-        progress = Progress(wanted(results_on_stdout=output_file is None))
-        with saying_kept():
-            try:
-                write_regressor(layout, input_file, output_file, chosen, g, STREAM_CHUNK,
-                                progress.advance)
-            finally:
-                progress.close()
+        refuse_beside_input({"q": q, "v": v, "a": a})
+        with saying_kept(), bar(results_on_stdout=output_file is None) as advance:
+            write_regressor(layout, input_file, output_file, chosen, g, STREAM_CHUNK, advance)
         return
     if output_file is not None:
         raise UsageError("dyn: --output needs --input (one state is printed)")
     needing = [t for t in chosen.names if t in VELOCITY_TERMS]
     if needing and v is None:
         raise UsageError(f"dyn: --terms {needing[0]} needs the joint velocities: give --v")
-    states = single_state(layout, {"q": q, "v": v, "a": a}, {})
-    columns = layout_of(loaded, chosen)
-    Y = joint_torque_regressor(loaded, states.q, states.v, states.a, g, chosen)[0]
+    document = regressor_document(layout, single_state(layout, {"q": q, "v": v, "a": a}, {}),
+                                  chosen, g)
     if fmt is not None and fmt.value == "csv":
         raise UsageError("dyn: regressor prints one state as a table or json, not csv")
     if fmt is not None and fmt.value == "json":
-        print_document({"Y": Y.tolist(), "dofs": list(layout.v_labels),
-                        "parameters": list(columns.names),
-                        "pi": model_parameters(loaded, columns).tolist()}, "regressor")
+        print_document(document, "regressor")
     else:
-        rows = [[name, *Y[:, p]] for p, name in enumerate(columns.names)]
+        rows = [[name, *column] for name, column in zip(document["parameters"],
+                                                         zip(*document["Y"]))]
         show_text(fitted(table(rows, ["parameter", *layout.v_labels]),
                           how="--format json gives every column"))

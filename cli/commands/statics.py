@@ -54,9 +54,9 @@ def statics(
     Exit 1 when a ratio exceeds 1 (or --fail-above).
     """
     from treedyn.engine.analysis.statics import statics_document, statics_report
-    from treedyn.engine.statics import search_bytes
-    from treedyn.pipeline.chunks import MEMORY
+    from treedyn.pipeline.chunks import refuse_search_past_memory
     from treedyn.pipeline.errors import UsageError
+    from treedyn.pipeline.reports import statics_github
     from treedyn.pipeline.findings import (selected_statics, selection, statics_findings,
                                            with_findings)
 
@@ -69,11 +69,7 @@ def statics(
     chosen = selection("statics", select, ignore, baseline)
     loaded = load(model, free_flyer, xacro=xacro_arguments(xacro_args, xacro_arg),
                   mimic=mimic)
-    need = search_bytes(loaded, samples)
-    if need > MEMORY:  # (the search is quadratic in the joints a torque depends on)
-        raise UsageError(f"dyn: {loaded.source}: statics of this model would hold about "
-                         f"{need / 2 ** 30:.3g} GiB at once ({loaded.nv} dofs), more than the "
-                         f"{MEMORY / 2 ** 30:g} GiB a run may hold: it is too large for it")
+    refuse_search_past_memory(loaded, samples)
     try:
         report = selected_statics(statics_report(loaded, spec, samples=samples, seed=seed),
                                   chosen)
@@ -92,7 +88,7 @@ def statics(
     elif fmt is FindingsFormat.sarif:
         print_sarif("statics", found)
     elif fmt is FindingsFormat.github:
-        text = render.statics_github(found)
+        text = statics_github(found)
         if text:
             show_text(text)
     else:

@@ -13,6 +13,7 @@ from ..model import load, xacro_arguments
 from ..options import (FreeFlyerOpt, MimicOpt, ModelArg, ReportFormat, ReportFormatOpt, SeedOpt,
                        XacroArgOpt, XacroArgs, epilog, examples, not_nan, samples_option)
 from ..render import reports
+from treedyn.pipeline.reports import verify_csv, verify_document
 from treedyn.pipeline.chunks import refuse_past_memory, sample_bytes
 
 VERIFY_EXAMPLES = examples(
@@ -49,9 +50,9 @@ def verify(
     options = VerifyOptions(samples=samples, seed=seed, rtol=rtol)
     report = run_verify(loaded, options)
     if fmt is ReportFormat.json:
-        print_document(reports.verify_document(report, loaded, options), "verify")
+        print_document(verify_document(report, loaded, options), "verify")
     elif fmt is ReportFormat.csv:
-        reports.verify_csv(report, sys.stdout)
+        verify_csv(report, sys.stdout)
     else:
         show_text(reports.verify_table(report, loaded, options))
     raise typer.Exit(0 if report.ok else 1)

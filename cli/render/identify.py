@@ -1,8 +1,8 @@
-"""Rendering ``dyn identify``: the JSON document and the tables for people."""
+"""Rendering ``dyn identify``: the tables for people (the JSON document is
+:func:`treedyn.pipeline.reports.identify_document`)."""
 from __future__ import annotations
 
 from treedyn.pipeline.naming import listing
-from treedyn.pipeline.reports import identify_document  # noqa: F401 (identify's name)
 from .table import fitted, table, wrapped
 
 

@@ -1,10 +1,10 @@
-"""``dyn info``: the compact tree as a JSON document, a CSV of joints, and a table with the
-tree drawn (without recursion, so chains deeper than Python's stack draw too)."""
+"""``dyn info``: the compact tree as a table with the tree drawn (without recursion, so
+chains deeper than Python's stack draw too); its JSON document and CSV are
+:mod:`treedyn.pipeline.reports`'."""
 
 from treedyn.engine.analysis.summary import joint_children
 from treedyn.pipeline import naming
-from treedyn.pipeline.reports import (  # noqa: F401 (info_csv, info_document: info's)
-    JOINT_COLUMNS, info_csv, info_document)
+from treedyn.pipeline.reports import JOINT_COLUMNS
 from ..console import printable
 from .table import table
 

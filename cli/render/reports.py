@@ -1,7 +1,7 @@
 """Rendering the diagnostics: tables for people. Their CSV and annotations
 (:mod:`treedyn.pipeline.reports`) and JSON documents
 (:mod:`treedyn.engine.analysis.check_report`, :mod:`treedyn.engine.analysis.condition_report`)
-are the library's, named here for the commands.
+are the library's: the commands import them from there.
 ``tabulate`` is imported only when a table is printed.
 """
 from __future__ import annotations
@@ -11,15 +11,9 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from treedyn.engine.analysis.check_report import (  # noqa: F401 (inertia_document)
-    check_summary, fix_element, inertia_document)
-from treedyn.engine.analysis.condition_report import (  # noqa: F401 (the commands' names)
-    condition_document, empty_condition_document)
-
+from treedyn.engine.analysis.check_report import check_summary, fix_element
 from treedyn.pipeline.naming import listing
-from treedyn.pipeline.reports import (  # noqa: F401 (the commands' names)
-    condition_csv, github_annotation, github_annotations, github_warning, inertia_csv,
-    verify_csv, verify_document, verify_note)
+from treedyn.pipeline.reports import verify_note
 
 from .table import fitted, table, text_table, wrapped
 

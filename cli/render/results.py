@@ -18,15 +18,8 @@ def results_table(layout: Layout, key: str, single: bool, document: dict | None)
     """The tables of the results ``key`` (tau, a or M) on stdout (with ``document``, the
     --sparsity figures under them)."""
     footer = sparsity_table(document, layout.v_labels) if document else ""
-    return TableSink(sys.stdout, key, layout.v_labels, units(key, layout), single, footer)
-
-
-def units(key: str, layout: Layout) -> list[str]:
-    """Unit of each dof of the results ``key``, for tables (those of M go unused)."""
-    if key == "tau":
-        return ["N m" if rotation else "N" for rotation in layout.angular]
-    return [("deg/s^2" if layout.degrees else "rad/s^2") if rotation else "m/s^2"
-            for rotation in layout.angular]
+    return TableSink(sys.stdout, key, layout.v_labels,  # (the units of M go unused)
+                     layout.units("tau" if key == "tau" else "a"), single, footer)
 
 
 def structure_text(document: dict, layout: Layout, kind: str) -> str:

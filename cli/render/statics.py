@@ -1,11 +1,11 @@
-"""Rendering ``dyn statics``: the table and the GitHub annotations at each joint's
-``<limit>`` line (the JSON document is :func:`treedyn.engine.analysis.statics.statics_document`)."""
+"""Rendering ``dyn statics``: the table for people (the JSON document is
+:func:`treedyn.engine.analysis.statics.statics_document`, the GitHub annotations
+:func:`treedyn.pipeline.reports.statics_github`)."""
 from __future__ import annotations
 
 from treedyn.engine.analysis.statics import StaticsReport
 from treedyn.pipeline.findings import configuration as _where
 from treedyn.pipeline.findings import number as _number
-from treedyn.pipeline.reports import github_annotation
 from .table import text_table, wrapped
 
 
@@ -32,9 +32,3 @@ def statics_table(report: StaticsReport, model, fail_above: float | None) -> str
         lines.append("FAIL: " + ", ".join(row.name for row in over))
     return "\n".join(lines)
 
-
-def statics_github(found) -> str:
-    """An ``::error`` at the ``<limit>`` line of each joint over the threshold (``found``:
-    :func:`treedyn.pipeline.findings.statics_findings`)."""
-    return "\n".join(github_annotation("error", f.file, f"dyn statics: {f.subject}", f.message,
-                                       f.line) for f in found)

@@ -1,91 +1,72 @@
 """The state commands (``dyn frames``, ``jacobian``, ``com``, ``coriolis``, ``centroidal``,
-``energy``), made by :func:`state_command`: one state from the
-command line (q, and v for the rows that read it), or the states of ``--input`` streamed
-through the pipeline (:func:`treedyn.pipeline.stream.run`) into ``--output`` or stdout, by
-the row :func:`treedyn.pipeline.kinematics.kinematics` makes for the frames asked (or a
-row of :data:`treedyn.pipeline.compute.COMPUTATIONS`)."""
+``energy``), made by :func:`state_command`: one state from the command line (q, and v for
+the rows that read it), or the states of ``--input`` streamed through the pipeline
+(:func:`treedyn.pipeline.stream.run`) into ``--output`` or stdout, by the row
+:func:`treedyn.pipeline.kinematics.state_row` makes for what the options ask."""
 from __future__ import annotations
 
 import sys
-from math import prod
 from collections.abc import Callable
 from inspect import Parameter
 
 import numpy as np
 
-from treedyn.pipeline.batch import MASS_CAP, sink_kind
+from treedyn.pipeline.batch import sink_kind
 from treedyn.pipeline.chunks import kinematics_chunk
-from treedyn.pipeline.compute import Computation, compute
+from treedyn.pipeline.compute import compute
 from treedyn.pipeline.errors import UsageError
+from treedyn.pipeline.kinematics import StateRow, state_row, state_sink
 from treedyn.pipeline.layout import Layout
-from treedyn.pipeline.outputs import file_sink, open_sink
 from treedyn.pipeline.source import Input
 from treedyn.pipeline.stream import run
-from treedyn.pipeline.vectors import single_state
+from treedyn.pipeline.vectors import refuse_beside_input, single_state
+from treedyn.session.environment import STREAM_CHUNK
 
 from ..console import print_document, saying_kept
-from ..model import load, xacro_arguments
+from ..model import given_layout
 from ..options import (DatasetPrefixOpt, DegreesOpt, FormatOpt, FreeFlyerOpt, InputOpt,
                        MimicOpt, ModelArg, OutputOpt, QOpt, VOpt, XacroArgOpt,
                        XacroArgs, command_of, epilog, examples)
-from ..settings import STREAM_CHUNK
+
+# (layout, the row) -> the table for people of one state's result
+Text = Callable[[Layout, StateRow], Callable[[np.ndarray], str]]
 
 
-# (layout) -> (the row computed, labels of a result's numbers, the one-state
-# JSON document of a result, the one-state table of a result)
-Select = Callable[[Layout], tuple[Computation, list, Callable[[np.ndarray], dict],
-                                  Callable[[np.ndarray], str]]]
-
-
-def solve_kinematics(given: dict, select: Select) -> None:
-    """Compute the command's row for one state (--q) or every state of --input, as the
-    options ``given`` (by name) ask, and write it: --output FILE, else stdout (JSON, CSV,
-    or a table on a terminal)."""
-    model = load(given["model"], given["free_flyer"], mimic=given["mimic"],
-                 xacro=xacro_arguments(given["xacro_args"], given["xacro_arg"]))
-    layout = Layout.of(model, given["degrees"])
-    computation, labels, document, text = select(layout)
-    shape = computation.shape(model.nv)
-    size = prod(shape)
-    if size > MASS_CAP:  # (C is nv x nv, as M: the same cap, before anything is computed)
-        raise UsageError(f"dyn: {model.source}: one state's {computation.key} of this model "
-                         f"holds {size:,} numbers ({8 * size / 2 ** 30:.3g} GiB of doubles), "
-                         f"past the {MASS_CAP:,} a state's result may hold")
+def solve_kinematics(given: dict, name: str, asked: dict, text: Text) -> None:
+    """Compute the row of ``name`` for what is ``asked`` for one state (--q) or every state
+    of --input, as the options ``given`` (by name) ask, and write it: --output FILE, else
+    stdout (JSON, CSV, or a table on a terminal)."""
+    layout = given_layout(given)
+    row = state_row(name, layout, **asked)
     input, output, prefix = given["input_file"], given["output_file"], given["dataset_prefix"]
     kind = sink_kind(input, output, given["fmt"] and given["fmt"].value,
                      "table" if sys.stdout.isatty() else "json")
-    if output is not None:
-        sink = open_sink(output, computation.key, shape, labels, kind, dataset_prefix=prefix)
-    elif kind in ("json", "csv") and (input is not None or kind == "csv"):
-        sink = file_sink(sys.stdout, None, kind, computation.key, shape, labels, {})
-    else:
-        sink = None
+    sink = state_sink(layout, row, kind, input, output, prefix, sys.stdout)
     vectors = {"q": given["q"], "v": given.get("v")}
     if input is None:
         states = single_state(layout, vectors, {})
-        result = compute(computation, layout, states, None)
+        result = compute(row.computation, layout, states, None)
         if sink is None:
-            print_document(document(result[0])) if kind == "json" else print(text(result[0]))
-            return
+            if kind == "json":
+                return print_document(row.document(result[0]))
+            return print(text(layout, row)(result[0]))
         return sink.write_whole(result, states)
-    for name, value in vectors.items():
-        if value is not None:
-            raise UsageError(f"dyn: --{name} cannot be combined with --input (put {name} in "
-                             "the input file)")
+    refuse_beside_input(vectors)
     if kind == "table":
         raise UsageError("dyn: many states are written as json or csv (--format), or to "
                          "--output FILE")
     with saying_kept():
-        run(layout, computation, Input.open(input, prefix), sink,
-            chunk=kinematics_chunk(model, shape, STREAM_CHUNK))
+        run(layout, row.computation, Input.open(input, prefix), sink, chunk=kinematics_chunk(
+            layout.model, row.computation.shape(layout.model.nv), STREAM_CHUNK))
 
 
-def state_command(select: Callable, doc: str, lines: tuple, extra: dict | None = None,
-                  v: bool = False):
-    """A command of one state (``--q``, with ``--v`` when ``v``) or the states of
-    ``--input``, whose row is ``select(given, layout)`` (:data:`Select`, with the options
-    given by name): the options every such command shares declared once, its own
-    (``extra``: name -> (annotation, default)) after the model's, as --help lists them."""
+def state_command(name: str, text: Text, doc: str, lines: tuple, extra: dict | None = None,
+                  v: bool = False, asks: tuple = ()):
+    """The command ``name`` of one state (``--q``, with ``--v`` when ``v``) or the states of
+    ``--input``, whose row is :func:`treedyn.pipeline.kinematics.state_row` of the options
+    named ``asks`` (a choice by its value) and whose table is ``text``: the options every
+    such command shares declared once, its own (``extra``: name -> (annotation, default))
+    after the model's, as --help lists them."""
     options = {"model": (ModelArg, Parameter.empty), "xacro_args": (XacroArgs, None),
                **(extra or {}), "q": (QOpt, None), **({"v": (VOpt, None)} if v else {}),
                "degrees": (DegreesOpt, False), "free_flyer": (FreeFlyerOpt, False),
@@ -95,6 +76,7 @@ def state_command(select: Callable, doc: str, lines: tuple, extra: dict | None =
                "dataset_prefix": (DatasetPrefixOpt, None)}
 
     def run_command(**given) -> None:
-        solve_kinematics(given, lambda layout: select(given, layout))
+        asked = {key: getattr(given[key], "value", given[key]) for key in asks}
+        solve_kinematics(given, name, asked, text)
 
     return epilog(examples(*lines))(command_of(run_command, options, doc))

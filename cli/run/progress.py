@@ -9,6 +9,7 @@ the delay, e.g. ``0`` in tests.
 """
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
 
@@ -28,6 +29,17 @@ def wanted(results_on_stdout: bool = True) -> bool:
         return sys.stderr.isatty() and not (results_on_stdout and sys.stdout.isatty())
     except (AttributeError, ValueError):
         return False
+
+
+@contextlib.contextmanager
+def bar(results_on_stdout: bool = True):
+    """Within: a run whose ``progress`` callback is the one given (a :class:`Progress`'s
+    ``advance``, drawn when :func:`wanted`); the bar stops when the run ends, however."""
+    progress = Progress(wanted(results_on_stdout))
+    try:
+        yield progress.advance
+    finally:
+        progress.close()
 
 
 class Progress(Tally):

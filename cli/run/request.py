@@ -1,6 +1,7 @@
 """A dynamics command's run (:func:`solve`): the model its options name, one call of the
 pipeline (one state: :func:`~treedyn.pipeline.compute.compute`; an input:
-:func:`treedyn.pipeline.batch.solve`; many files: :mod:`.cluster`), and its results where
+:func:`treedyn.pipeline.batch.solve`; many files:
+:func:`treedyn.pipeline.cluster.solve_many`), and its results where
 they are asked for: --output FILE (format from its extension), else stdout as JSON, CSV
 or a table for people (:mod:`..render.results`); a progress bar on stderr."""
 from __future__ import annotations
@@ -14,21 +15,21 @@ from treedyn.pipeline.compute import COMPUTATIONS, compute
 from treedyn.pipeline.errors import UsageError
 from treedyn.pipeline.layout import Layout
 from treedyn.pipeline.sinks import Sink
-from treedyn.pipeline.vectors import parse_fext, parse_gravity, single_state
+from treedyn.pipeline.vectors import (parse_fext, parse_gravity, refuse_beside_input,
+                                      single_state)
 
 from ..console import console, saying_kept
-from ..model import chunk_states, load, xacro_arguments
+from ..model import chunk_states, given_layout
 from ..render.results import results_table, structure_text
-from ..settings import part_bytes, processes
+from treedyn.session.environment import part_bytes, processes
 
 
 def solve(command: str, vectors: tuple, given: dict) -> Layout:
     """Compute ``command`` for the state(s) that the options ``given`` (by name, as typed)
     ask for: the ``vectors`` on the command line, else the states of --input; write them.
     Returns the model's layout."""
-    model = load(given["model"], given["free_flyer"], mimic=given["mimic"],
-                 xacro=xacro_arguments(given["xacro_args"], given["xacro_arg"]))
-    layout = Layout.of(model, given["degrees"])
+    layout = given_layout(given)
+    model = layout.model
     if given.get("plot") and model.nv ** 2 > batch.MASS_CAP:  # (before any result)
         raise UsageError(f"dyn: --plot: M of this model ({model.nv} dofs) is too large to "
                          "draw")
@@ -43,10 +44,7 @@ def solve(command: str, vectors: tuple, given: dict) -> Layout:
     results = partial(open_results, layout, command, kind, output, sparsity, prefix)
     if input is not None:
         batch.mass_over_cap(layout, command, False)  # (a usage error with many states)
-        typed = [f"--{name}" for name in vectors if given[name] is not None]
-        if typed:
-            raise UsageError(f"dyn: {' and '.join(typed)} cannot be combined with --input "
-                             "(put the vectors in the input file)")
+        refuse_beside_input({name: given[name] for name in vectors})
         solve_input(layout, command, given, kind, results, gravity, wrenches)
         return layout
     if given["scheduler"] is not None:
@@ -65,26 +63,24 @@ def solve_input(layout: Layout, command: str, given: dict, kind, results, gravit
                 wrenches) -> None:
     """The states of --input, into the sink ``results()`` opens (of format ``kind()``)."""
     # the paths of many states load only now: a one-state run does not pay for them
-    from treedyn.pipeline.cluster import wants_many
+    from treedyn.pipeline.cluster import solve_many, wants_many
     from treedyn.pipeline.heap import for_many_states
 
-    from .progress import Progress, wanted
+    from .progress import Progress, bar, wanted
 
-    input, output = given["input_file"], given["output_file"]
+    input, output, address = given["input_file"], given["output_file"], given["scheduler"]
     with for_many_states(os.environ), saying_kept():
-        if wants_many(input, output, given["scheduler"]):
-            from .cluster import solve_many
-
-            return solve_many(layout, command, given, gravity, wrenches)
-        progress = Progress(wanted(results_on_stdout=output is None))
-        try:
-            with console.stage(f"{command}: the states of {input} computed and written"):
-                batch.solve(layout, command, input, output, kind(), results, gravity,
-                            wrenches, chunk_states(command, layout), progress.advance,
-                            1 if given["sparsity"] else processes(), part_bytes(),
-                            given["dataset_prefix"])
-        finally:
-            progress.close()
+        if wants_many(input, output, address):
+            return solve_many(layout, command, input, output, given["fmt"] and given["fmt"]
+                              .value, address, given["dataset_prefix"], given["sparsity"],
+                              gravity, wrenches, chunk_states(command, layout),
+                              lambda: Progress(wanted(results_on_stdout=False)))
+        with (bar(results_on_stdout=output is None) as advance,
+              console.stage(f"{command}: the states of {input} computed and written")):
+            batch.solve(layout, command, input, output, kind(), results, gravity, wrenches,
+                        chunk_states(command, layout), advance,
+                        1 if given["sparsity"] else processes(), part_bytes(),
+                        given["dataset_prefix"])
 
 
 def open_results(layout: Layout, command: str, kind, output: str | None, sparsity: bool,

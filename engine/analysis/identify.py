@@ -222,20 +222,58 @@ def check_log(problem: Problem) -> None:
                        "constant log determines no more than one state does")
 
 
+@dataclass
+class Columns:
+    """The independent columns of a matrix A (m, P) (module doc): its columns scaled to unit
+    norm, the rank where their singular values pass a tolerance times the largest, and a
+    pivoted QR's choice of that many columns."""
+
+    norms: np.ndarray  # (P,) A's column norms
+    no_effect: np.ndarray  # (P,) bool: a zero column
+    live: np.ndarray  # (l,) the other columns
+    scaled: np.ndarray  # (m, l) A's live columns over their norms
+    sigma: np.ndarray  # (min(m, l),) singular values of ``scaled``, descending
+    null: np.ndarray  # (l, l - r) its null space
+    rank: int  # r
+    order: np.ndarray  # (l,) the pivoting's order of the live columns: r independent first
+    R: np.ndarray  # (min(m, l), l) the pivoted QR's R of the (tie-biased) scaled columns
+    bias: np.ndarray  # (l,) the columns' tie-breaking factors in that QR
+
+    @property
+    def independent(self) -> np.ndarray:
+        """(r,) the chosen columns of A, in the pivoting's order."""
+        return self.live[self.order[:self.rank]]
+
+
+def independent_columns(A: np.ndarray, tolerance: float = 1e-8) -> Columns:
+    """The one rank rule of the regressor's columns (:class:`Columns`): A is the regressor,
+    or any factor with its column space and norms (the R of its QR)."""
+    norms = np.linalg.norm(A, axis=0)
+    no_effect = norms <= 1e-12 * max(norms.max(initial=0.0), np.finfo(float).tiny)
+    live = np.flatnonzero(~no_effect)
+    scaled = A[:, live] / norms[live]
+    _, sigma, Vt = np.linalg.svd(scaled)
+    rank = int(np.sum(sigma > tolerance * sigma[0])) if sigma.size and sigma[0] > 0 else 0
+    # ties of the pivoting (columns equal up to sign: link2.m and -link1.mz) go to the
+    # earlier column whatever the roundoff of the accumulation: a bias of 1e-9
+    bias = 1.0 + 1e-9 * np.arange(len(live), 0, -1) / max(len(live), 1)
+    if rank:
+        _, R, order = scipy.linalg.qr(scaled * bias, mode="economic", pivoting=True)
+    else:
+        R, order = np.zeros((0, len(live))), np.arange(len(live))
+    return Columns(norms, no_effect, live, scaled, sigma, Vt[rank:].T, rank, order, R, bias)
+
+
 def base_parameters(problem: Problem, tolerance: float = 1e-8) -> Base:
     """The base parameters of the training rows: rank where singular values of the
-    column-scaled regressor pass ``tolerance`` times the largest (see the module doc).
-    UnfitLog (:func:`check_log`) for a log that determines nothing, or too short to
-    estimate its noise: no more states than base parameters."""
+    column-scaled regressor pass ``tolerance`` times the largest (see the module doc,
+    :func:`independent_columns`). UnfitLog (:func:`check_log`) for a log that determines
+    nothing, or too short to estimate its noise: no more states than base parameters."""
     check_log(problem)
     P = problem.size
     RY = problem.R[:P, :P]
-    norms = np.linalg.norm(RY, axis=0)
-    no_effect = norms <= 1e-12 * max(norms.max(initial=0.0), np.finfo(float).tiny)
-    live = np.flatnonzero(~no_effect)
-    scaled = RY[:, live] / norms[live]
-    _, sigma, Vt = np.linalg.svd(scaled)
-    rank = int(np.sum(sigma > tolerance * sigma[0])) if sigma.size and sigma[0] > 0 else 0
+    columns = independent_columns(RY, tolerance)
+    rank, live, order, R2 = columns.rank, columns.live, columns.order, columns.R
     if rank == 0:
         raise UnfitLog("its regressor is zero: the motion (q, v, a) and gravity move no "
                        "parameter")
@@ -244,28 +282,25 @@ def base_parameters(problem: Problem, tolerance: float = 1e-8) -> Base:
                        f" for the {rank} base parameters its motion determines; "
                        "identification needs more states than base parameters (else there "
                        "is no residual to estimate the noise)")
-    null = Vt[rank:].T  # (len(live), P_live - r)
+    null = columns.null  # (len(live), P_live - r)
     identifiable = np.zeros(P, dtype=bool)
     identifiable[live] = np.linalg.norm(null, axis=1) < 1e-6 if null.size else True
-    # ties of the pivoting (columns equal up to sign: link2.m and -link1.mz) go to the
-    # earlier column whatever the roundoff of the accumulation: a bias of 1e-9
-    bias = 1.0 + 1e-9 * np.arange(len(live), 0, -1) / len(live)
-    _, R2, order = scipy.linalg.qr(scaled * bias, mode="economic", pivoting=True)
-    independent = live[order[:rank]]
+    independent = columns.independent
     dependent_live = live[order[rank:]]
     beta_live = scipy.linalg.solve_triangular(R2[:rank, :rank], R2[:rank, rank:])
-    unit = norms[live] / bias  # the columns' scale in the factored matrix
+    unit = columns.norms[live] / columns.bias  # the columns' scale in the factored matrix
     beta_live = beta_live * unit[order[rank:]] / unit[order[:rank]][:, None]
     # the triangular solve leaves ~1e-17 where a coefficient is exactly zero: below the
     # threshold that names the combination (Base.combination), a coefficient is zero, so
     # the file's base parameters are the combination their names say (a zero stays 0.0)
     scale = np.maximum(1.0, np.abs(beta_live).max(axis=1, initial=0.0))[:, None]
     beta_live = np.where(np.abs(beta_live) > 1e-9 * scale, beta_live, 0.0)
+    no_effect = columns.no_effect
     dependent = np.concatenate([dependent_live, np.flatnonzero(no_effect)]).astype(int)
     beta = np.hstack([beta_live, np.zeros((rank, int(no_effect.sum())))])
     base_sigma = np.linalg.svd(RY[:, independent], compute_uv=False)
-    return Base(rank, independent, dependent, beta, identifiable, no_effect, sigma,
-                _ratio(base_sigma), _ratio(np.linalg.svd(scaled[:, order[:rank]],
+    return Base(rank, independent, dependent, beta, identifiable, no_effect, columns.sigma,
+                _ratio(base_sigma), _ratio(np.linalg.svd(columns.scaled[:, order[:rank]],
                                                          compute_uv=False)))
 
 

@@ -99,6 +99,14 @@ CHECKS = LINK_CHECKS + BODY_CHECKS
 HEURISTIC_CHECKS = ("plausibility", "about-origin", "orientation", "density")
 NEGLIGIBLE_MASS = 0.01  # welded link mass / body mass below which the link hardly matters
 DENSE_DOFS = 2000  # nv above which the body checks never form M (8 samples: 256 MB at 2000)
+
+
+def forms_mass_matrix(model, dense_dofs: int = DENSE_DOFS) -> bool:
+    """Whether the body checks form M at their samples (at most ``dense_dofs`` dofs, or
+    mimic joints coupled: M of the coupled system), else sweep the tree for its blocks."""
+    return model.nv <= dense_dofs or model.coupling is not None
+
+
 EXACT_MATCH = 0.05  # relative distance under which an inertia IS the geometry's uniform one
 GHOST = ("zero mass but a non-zero inertia tensor: no body has rotational inertia without "
          "mass (MuJoCo refuses it on a moving body)")

@@ -16,7 +16,8 @@ from ..model import Model
 from ..reference import articulated_blocks
 from ..samples import sample_configurations
 from ..subtree import TreeSweeps, largest_eigenvalue_bounds
-from .inertia import CheckOptions, Finding, Inputs, LinkContext, finding, noted
+from .inertia import (CheckOptions, Finding, Inputs, LinkContext, finding,
+                      forms_mass_matrix, noted)
 from .inertia_link import one_numbers, pseudo_findings
 
 
@@ -40,7 +41,7 @@ class Samples:
     def __init__(self, model: Model, options: CheckOptions):
         self.model = model
         self.q = sample_configurations(model, options.samples, options.seed)
-        self.dense = model.nv <= options.dense_dofs or model.coupling is not None
+        self.dense = forms_mass_matrix(model, options.dense_dofs)
         with np.errstate(all="ignore"):
             if self.dense:
                 self.M = crba(model, self.q).reshape(len(self.q), model.nv, model.nv)

@@ -22,6 +22,7 @@ from treedyn.engine.description import (
 )
 from treedyn.engine.rotations import IDENTITY_QUAT, quat_matrix
 
+from ..writers.text import unique
 from . import geometry as geo
 from .state import BuildState
 from .types import WORLD, BodyBuild, Inertial, JointBuild, Pose
@@ -145,8 +146,7 @@ class Assembly(BuildState):
             last = index == len(body.joints) - 1
             child = body.name if last and not np.any(anchor) else f"{body.name}/{joint.name}"
             if child != body.name:
-                while child in taken:
-                    child += "_"
+                child = unique(child, taken)
                 taken.add(child)
                 links.append(LinkSpec(child, Inertia.zero(), joint.node.source(),
                                       has_inertial=False, body=body.name))

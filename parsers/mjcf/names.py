@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from ..errors import quoted
+from ..writers.text import unique
 from .state import BuildState
 from .types import WORLD
 
@@ -44,8 +45,6 @@ class Names(BuildState):
         for index, (name, item) in enumerate(items, start=1 if prefix == "body" else 0):
             if name:
                 continue
-            candidate = f"{prefix}{index}"
-            while candidate in taken:
-                candidate += "_"
+            candidate = unique(f"{prefix}{index}", taken)
             item.name = candidate
             taken[candidate] = item

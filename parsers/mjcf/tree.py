@@ -83,13 +83,17 @@ class Tree(BuildState):
     def _site_pose(self, attrs: Attributes, frame: Pose | None) -> Pose:
         """A named site's pose in its body frame: pos and orientation, or ``fromto``'s
         midpoint with z along from - to (as MuJoCo places a site), through ``frame``."""
-        pose = (attrs.numbers("pos", 3, (0.0, 0.0, 0.0)), self._orientation(attrs))
+        pose = self._own_pose(attrs)
         if attrs.has("fromto"):
             ends = attrs.numbers("fromto", 6)
             vector = ends[:3] - ends[3:]
             if float(np.linalg.norm(vector)) >= EPS:
                 pose = ((ends[:3] + ends[3:]) / 2, zaxis_quat(normalized(vector)))
-        return geo.compose(frame, pose) if frame is not None else pose
+        return within(frame, pose)
+
+    def _own_pose(self, attrs: Attributes) -> Pose:
+        """An element's ``pos`` and orientation, in its parent's frame."""
+        return attrs.numbers("pos", 3, (0.0, 0.0, 0.0)), self._orientation(attrs)
 
     def _childclass(self, node: Node, cls: DefaultClass) -> DefaultClass:
         name = node.get("childclass")
@@ -99,9 +103,8 @@ class Tree(BuildState):
                cls: DefaultClass) -> None:
         """A ``<frame>``: its pose composes into everything it contains."""
         attrs = own_attributes(node)
-        pose = (attrs.numbers("pos", 3, (0.0, 0.0, 0.0)), self._orientation(attrs))
-        inner = geo.compose(frame, pose) if frame is not None else pose
-        self._contents(node, body, inner, self._childclass(node, cls))
+        self._contents(node, body, within(frame, self._own_pose(attrs)),
+                       self._childclass(node, cls))
 
     def _replicate(self, node: Node, body: BodyBuild, frame: Pose | None,
                    cls: DefaultClass) -> None:
@@ -136,8 +139,7 @@ class Tree(BuildState):
             quat = euler_quat(i * euler, compiler.eulerseq, compiler.degree)
             pose = (pos, quat)
             self.suffix = suffix + outer_suffix
-            self._contents(node, body, geo.compose(frame, pose) if frame is not None else pose,
-                           inner_class)
+            self._contents(node, body, within(frame, pose), inner_class)
             pos = pos + quat_matrix(quat) @ offset
         self.suffix = outer_suffix
         self.names.close_replicate(template, suffixes)
@@ -157,8 +159,8 @@ class Tree(BuildState):
               cls: DefaultClass) -> None:
         """A child ``<body>``, numbered depth-first, with its contents."""
         attrs = own_attributes(node)
-        own_pose = (attrs.numbers("pos", 3, (0.0, 0.0, 0.0)), self._orientation(attrs))
-        pose = geo.compose(frame, own_pose) if frame is not None else own_pose
+        own_pose = self._own_pose(attrs)
+        pose = within(frame, own_pose)
         body = BodyBuild(node, len(self.bodies), parent, pose, own_pose,
                          name=self._register("body", node),
                          mocap=attrs.boolean("mocap", False),
@@ -311,3 +313,9 @@ def limited_range(attrs: Attributes, flag: str, key: str, compiler) -> tuple[boo
         raise attrs.error(key, f'a {key} needs {flag}="true" or "false" when the '
                                'compiler has autolimits="false"')
     return limited == "true" or (limited == "auto" and low < high), float(low), float(high)
+
+
+def within(frame: Pose | None, pose: Pose) -> Pose:
+    """``pose``, given in ``frame`` (a ``<frame>``'s or a replicate's; None: none), in the
+    body's frame."""
+    return geo.compose(frame, pose) if frame is not None else pose

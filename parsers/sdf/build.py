@@ -18,8 +18,8 @@ from treedyn.engine.description import (GRAVITY, Inertia, JointSpec, LinkSpec, S
 from treedyn.engine.rotations import matrix_quat
 
 from ..errors import ParseError, quoted
-from ..packages import PackagePaths
-from .document import Document, Scope, resolve
+from ..packages import PackagePaths, resolve_uri
+from .document import Document, Scope
 from .frames import WORLD, Frames
 from .values import (Pose, child, compose, floats, here, inverse, scalar, text_of, vector)
 
@@ -189,9 +189,8 @@ class Builder:
             mesh, scale = "", np.ones(3)
             if kind == "mesh":
                 uri = text_of(child(shape, "uri"))
-                found = (resolve(uri, scope.file, self.paths)
-                         if uri and not uri.startswith("package://") else None)
-                mesh = found or uri
+                found = resolve_uri(uri, scope.file, self.paths) if uri else None
+                mesh = uri if found is None else str(found)  # the including file's
                 scale = vector(shape, "scale", (1.0, 1.0, 1.0), source)
             pose = compose(to_link, self.frames.placed(child(holder, "pose"), name, scope,
                                                        source))

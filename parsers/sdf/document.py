@@ -25,8 +25,8 @@ from lxml import etree
 from treedyn.engine.description import SourceRef
 
 from ..errors import ParseError, quoted
-from ..files import MODEL_BYTES, not_a_file, read_bounded
-from ..packages import PackagePaths
+from ..files import MODEL_BYTES, confined, not_a_file, read_bounded
+from ..packages import PackagePaths, located, models_searched
 from ..xml_text import read_xml
 from .values import child, flag, here, text_of, vector
 
@@ -192,46 +192,21 @@ def include_file(element: etree._Element, scope: Scope, document: Document,
     if not uri:
         raise ParseError.at(where, "<include> has no <uri>")
     where = here(uri_element, where)
-    found = resolve(uri, scope.file, paths)
+    # paths as given: errors name files as the user did
+    found = located(uri, os.path.dirname(scope.file), paths)
     if found is None:
         raise ParseError.at(where, f"<uri> {quoted(uri)} names no file (looked in "
-                                   f"{searched(scope.file, paths)})")
+                                   f"{models_searched(os.path.dirname(scope.file), paths)})")
     if os.path.isdir(found):
         found = _model_file(found, where)
     problem = not_a_file(found)
     if problem:
         raise ParseError.at(where, f"<uri> {quoted(uri)}: {found} {problem}")
-    real = os.path.realpath(found)
-    if not any(real == root or real.startswith(root.rstrip(os.sep) + os.sep)
-               for root in document.roots):
-        raise ParseError.at(where, f"<uri> {quoted(uri)} names {real}, which is outside the "
-                                   f"model's folder ({document.roots[0]}) and the model "
-                                   "paths: model files may not read it")
+    real, refusal = confined(found, document.roots, f"the model's folder "
+                                                    f"({document.roots[0]}) and the model paths")
+    if refusal:
+        raise ParseError.at(where, f"<uri> {quoted(uri)} names {real}{refusal}")
     return found
-
-
-def resolve(uri: str, including: str, paths: PackagePaths) -> str | None:
-    """The path a ``model://NAME/rest``, ``file://`` or plain ``uri`` names (a folder or a
-    file), or None when nothing is there."""
-    base = os.path.dirname(including)  # paths as given: errors name files as the user did
-    if uri.startswith("model://"):
-        name, _, rest = uri[len("model://"):].partition("/")
-        for folder in (base, *paths.models):
-            candidate = os.path.join(folder, name, rest) if rest else os.path.join(folder, name)
-            if name and os.path.exists(candidate):
-                return candidate
-        return None
-    if uri.startswith("file://"):
-        uri = uri[len("file://"):]
-    candidate = os.path.join(base, uri)
-    return candidate if os.path.exists(candidate) else None
-
-
-def searched(including: str, paths: PackagePaths) -> str:
-    """Where :func:`resolve` looks, for an error."""
-    folders = [os.path.dirname(os.path.abspath(including)), *paths.models]
-    return ", ".join(folders) + ("" if paths.models else
-                                 "; GZ_SIM_RESOURCE_PATH and SDF_PATH are unset")
 
 
 def _model_file(folder: str, where: SourceRef) -> str:

@@ -53,7 +53,7 @@ from ..errors import ParseError, quoted
 from ..meshes import stl_problem
 from ..packages import PackagePaths, resolve_uri
 from .converted import Converted
-from .text import attribute, comment, number, numbers, where
+from .text import attribute, comment, number, numbers, unique, where
 
 MINVAL = 1e-15  # MuJoCo's mjMINVAL: the least mass and moment of a moving body
 JOINT_KINDS = {"revolute": "hinge", "continuous": "hinge", "prismatic": "slide"}
@@ -246,9 +246,7 @@ class _Writer:
         ``world__``...), since MJCF's world body has its name."""
         if link.name != WORLD:
             return link.name
-        name = WORLD + "_"
-        while name in self.links:
-            name += "_"
+        name = unique(WORLD + "_", self.links)
         self.notes.append(f"{where(link.source)}: the floating root link 'world' is the "
                           f"body '{name}' (MJCF's world body has its name)")
         return name
@@ -327,7 +325,7 @@ class _Writer:
         key = (os.path.realpath(path), scale)
         name = self.meshes.get(key)
         if name is None:
-            name = _unique(path.stem, set(self.meshes.values()))
+            name = unique(path.stem or "mesh", set(self.meshes.values()))
             self.meshes[key] = name
             below = self.folder and key[0].startswith(os.path.join(self.folder, ""))
             pairs = [("name", name), ("file", os.path.relpath(key[0], self.folder) if below
@@ -384,10 +382,3 @@ def _tensor(tensor: np.ndarray) -> list[tuple[str, str]]:
             ("diaginertia", numbers(np.maximum(moments, 0.0)))]
 
 
-def _unique(stem: str, taken: set[str]) -> str:
-    """``stem``, or ``stem_2``, ``stem_3``... when it is taken."""
-    name, count = stem or "mesh", 1
-    while name in taken:
-        count += 1
-        name = f"{stem or 'mesh'}_{count}"
-    return name

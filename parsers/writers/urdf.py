@@ -38,7 +38,7 @@ from treedyn.engine.rotations import axis_angle_matrix, matrix_rpy
 
 from ..errors import ParseError
 from .converted import Converted
-from .text import attribute, comment, number, numbers, where
+from .text import attribute, comment, number, numbers, unique, where
 
 NO_LIMIT = sys.float_info.max  # an absent limit, as Pinocchio holds one
 FLOATING = ("free", "free_world")
@@ -137,10 +137,12 @@ class _Tree:
         for site in self.description.sites:
             if site.link not in kept:
                 continue
-            link = _unique(site.name, links)
+            link, joint = unique(site.name, links), unique(f"{site.name}/site", joints)
+            links.add(link)
+            joints.add(joint)
             if link != site.name:
                 renamed.append(link)
-            self.sites[site.link].append((site, link, _unique(f"{site.name}/site", joints)))
+            self.sites[site.link].append((site, link, joint))
         if renamed:
             self.notes.append(f"{self.source}: {len(renamed)} sites named as links are "
                               f"links with '_' appended: {_listed(renamed)}")
@@ -343,14 +345,6 @@ def _folded(joint: JointSpec) -> tuple[np.ndarray, np.ndarray]:
 
 def _origin(rotation: np.ndarray, translation: np.ndarray) -> str:
     return f'<origin xyz="{numbers(translation)}" rpy="{numbers(matrix_rpy(rotation))}"/>'
-
-
-def _unique(name: str, taken: set[str]) -> str:
-    """``name``, with ``_`` appended until ``taken`` does not hold it; it joins ``taken``."""
-    while name in taken:
-        name += "_"
-    taken.add(name)
-    return name
 
 
 def _listed(names: list[str]) -> str:
