@@ -224,7 +224,7 @@ def link_contexts(model: Model, geometry: dict[str, LinkGeometry]) -> tuple[Cont
         scale = (float(sum(max(m, 0.0) for m, link in zip(mass.tolist(), every)
                            if link.has_inertial)),
                  float(sum(t for t, link in zip(traces.tolist(), every) if link.has_inertial)))
-        calm = judged & placeholder_like(has_inertial, np.array(
+        calm = judged & placeholder_like(has_inertial & ~np.array(
             [link.inertia_from_geometry for link in every], dtype=bool), mass, traces, scale)
     numbers: list = [None] * len(every)  # made in bulk when a context first needs them
     quiet = np.zeros(len(every), dtype=bool)
@@ -283,8 +283,8 @@ def _placeholder(model: Model, link: LinkSpec, body: int, scale: tuple[float, fl
     (merged-pseudo-inertia, articulated-inertia). ``scale``: the model's total mass and
     total |tr(I)|, ``trace`` the link's |tr(I)|."""
     inertia = link.inertia
-    if not placeholder_like(link.has_inertial, link.inertia_from_geometry, inertia.mass, trace,
-                            scale):
+    if not placeholder_like(link.has_inertial and not link.inertia_from_geometry,
+                            inertia.mass, trace, scale):
         return ""
     where = ("welded to the world" if body < 0 else
              f"judged as part of body {model.body_names[body]}")
@@ -292,11 +292,11 @@ def _placeholder(model: Model, link: LinkSpec, body: int, scale: tuple[float, fl
             f"with a negligible tensor: {where}")
 
 
-def placeholder_like(has_inertial, from_geometry, mass, trace, scale: tuple[float, float]):
-    """Whether links are placeholders by :func:`_placeholder`'s rule: with an <inertial> of
-    their own (not computed from geometry), a mass above MINVAL and both mass and |tr(I)|
-    under :data:`PLACEHOLDER_SHARE` of the model's totals ``scale``. Scalars or arrays."""
+def placeholder_like(own, mass, trace, scale: tuple[float, float]):
+    """Whether links are placeholders by :func:`_placeholder`'s rule: ``own``, an <inertial>
+    of their own (not computed from geometry), a mass above MINVAL and both mass and
+    |tr(I)| under :data:`PLACEHOLDER_SHARE` of the model's totals ``scale``. Bools and
+    floats, or arrays of them."""
     total_mass, total_trace = scale
-    return (np.logical_and(has_inertial, np.logical_not(from_geometry)) & (MINVAL < mass)
-            & (mass <= PLACEHOLDER_SHARE * total_mass)
+    return (own & (MINVAL < mass) & (mass <= PLACEHOLDER_SHARE * total_mass)
             & (trace <= PLACEHOLDER_SHARE * total_trace))
