@@ -161,17 +161,21 @@ class RevoluteJoint(JointModel):
         (K, N, 3, 3), each the same sum in the same order as ``transform``'s (bit for bit),
         and r (K, N, 3) (a read-only broadcast)."""
         theta = (qj - [joint.ref for joint in joints]).T  # (K, N)
-        E = np.multiply(np.stack([joint.E_sin for joint in joints])[:, None],
-                        np.sin(theta)[..., None, None])
-        E += np.stack([joint.E_const for joint in joints])[:, None]
-        E += np.stack([joint.E_cos for joint in joints])[:, None] * np.cos(theta)[
-            ..., None, None]
-        r = np.broadcast_to(np.stack([joint.translation for joint in joints])[:, None],
-                            (len(joints), len(qj), 3))
+        E = np.multiply(_rows(joints, "E_sin")[:, None], np.sin(theta)[..., None, None])
+        E += _rows(joints, "E_const")[:, None]
+        E += _rows(joints, "E_cos")[:, None] * np.cos(theta)[..., None, None]
+        r = np.broadcast_to(_rows(joints, "translation")[:, None], (len(joints), len(qj), 3))
         return E, r
 
     def subspace(self, qj):
         return self.S
+
+
+def _rows(joints: list, name: str) -> np.ndarray:
+    """The attribute ``name`` (an array of one shape) of every joint, stacked (K, ...): one
+    concatenation, without a view of each."""
+    rows = [getattr(joint, name) for joint in joints]
+    return np.concatenate(rows).reshape(len(joints), *rows[0].shape)
 
 
 class ContinuousJoint(RevoluteJoint):

@@ -22,6 +22,9 @@ Conventions (those of :mod:`treedyn.engine.reference`)
 * ``TreeSweeps.largest_eigenvalues`` is ``scipy.sparse.linalg.eigsh`` (Lanczos, k = 1, 'LA') on
   that product: relative residual under ``tol`` (1e-9 by default), so lambda_max is exact
   to about ``tol`` relative (the Ritz value is a lower bound of the true one).
+* ``largest_eigenvalue_bounds`` is an upper bound of lambda_max(M) from the traces of M's
+  diagonal blocks alone (``TreeSweeps.diagonal_traces``), exact on a star: a check that
+  passes against it passes against lambda_max, which is then not computed.
 """
 from __future__ import annotations
 
@@ -48,9 +51,9 @@ def joint_transforms(model: Model, q: np.ndarray) -> JointTransforms:
     if turning:
         members = [joints[j] for j in turning]
         Et, translations = RevoluteJoint.transforms(members, q[:, model.idx_q[turning]])
-        for m, j in enumerate(turning):
-            E[j], r[j], S[j] = Et[m], translations[m], members[m].S
-            blocks[j] = q[:, model.idx_q[j]:model.idx_q[j] + 1]
+        starts = model.idx_q[turning].tolist()
+        for j, Ej, rj, joint, k in zip(turning, Et, translations, members, starts):
+            E[j], r[j], S[j], blocks[j] = Ej, rj, joint.S, q[:, k:k + 1]
     for j, joint in enumerate(joints):
         if E[j] is None:
             blocks[j] = q[:, model.idx_q[j]:model.idx_q[j] + model.nq_joint[j]]
@@ -100,8 +103,9 @@ class TreeSweeps:
         """S (K, N, 6, k) of ``joints``: a read-only broadcast when each is shared by all
         states (6, k), as for revolute and prismatic joints."""
         S = [self.transforms.S[j] for j in joints]
-        if all(Sj.ndim == 2 for Sj in S):
-            return np.broadcast_to(np.stack(S)[:, None], (len(S), self.count, 6, k))
+        if all(Sj.ndim == 2 for Sj in S):  # (np.stack's rows, in one concatenation)
+            return np.broadcast_to(np.concatenate(S).reshape(len(S), 1, 6, k),
+                                   (len(S), self.count, 6, k))
         return np.stack([np.broadcast_to(Sj, (self.count, 6, k)) for Sj in S])
 
     def blocks(self) -> tuple[list, list]:
@@ -115,6 +119,7 @@ class TreeSweeps:
                 np.empty((len(g["joints"]), self.count, g["k"], g["k"]))) for g in self.groups]
         for start in range(0, self.count, chunk):
             self._chunk_blocks(slice(start, start + chunk), out)
+        self._composite = [C for C, _ in out]  # per group (K, N, k, k): diagonal_traces
         composite: list = [None] * model.njoints
         articulated: list = [None] * model.njoints
         for g, (C, D) in zip(self.groups, out):
@@ -147,6 +152,29 @@ class TreeSweeps:
             np.add.at(IA, parent, inertia_to_parent(E, r, Ia.reshape(-1, 6, 6)).reshape(shape))
             np.add.at(Ic, parent, inertia_to_parent(E, r, Ic[child].reshape(-1, 6, 6))
                       .reshape(shape))
+
+    def diagonal_traces(self) -> np.ndarray:
+        """(N, nj): the trace of every joint's diagonal block of M, armature included (from
+        :meth:`blocks`, which it runs if it has not run)."""
+        if not hasattr(self, "_composite"):
+            self.blocks()
+        model = self.model
+        traces = np.empty((self.count, model.njoints))
+        for g, C in zip(self.groups, self._composite):
+            traces[:, g["joints"]] = np.trace(C, axis1=-2, axis2=-1).T
+        return traces + np.bincount(model.dof_joint, model.armature, model.njoints)
+
+    def products_bounded(self, limit: float = 1e50) -> bool:
+        """Whether every number :meth:`largest_eigenvalues` multiplies stays far from
+        overflow: the bodies' spatial inertias and the sum of every joint translation over
+        the states (a bound of every body origin's distance from the world's) under
+        ``limit``, so the world inertias (under ``limit``^3) and M x (for a unit x) are
+        finite, and so is lambda_max."""
+        model = self.model
+        translations = np.concatenate(self.transforms.r or [np.zeros((0, 3))])  # (nj N, 3)
+        with np.errstate(all="ignore"):
+            return bool(np.abs(model.body_inertia).max(initial=0.0) < limit
+                        and np.abs(translations).sum() < limit)
 
     def placements(self) -> tuple[np.ndarray, np.ndarray]:
         """(R (N, nj, 3, 3), p (N, nj, 3)): body axes and origins in the world, roots first
@@ -195,6 +223,32 @@ class TreeSweeps:
                 continue
             largest[s] = lanczos_largest(product, model.nv, start, tol)
         return largest
+
+
+BOUND_MARGIN = 1e-3  # relative: covers the rounding of the bound's sums and of Lanczos
+
+
+def largest_eigenvalue_bounds(model: Model, traces: np.ndarray) -> np.ndarray:
+    """Upper bounds of lambda_max(M(q)) (N,) from ``traces`` (N, nj), the traces t_i of
+    M's diagonal blocks: ``(1 + BOUND_MARGIN) max_i sum_k t_k`` over the joints k related
+    to i (its ancestors, i and its descendants), each sum a few prefix sums over the
+    depth-first joint order.
+
+    Why it bounds: M is positive semidefinite, so each block's norm is at most its trace,
+    ``|M_ik| <= sqrt(t_i t_k)``, and M_ik = 0 when neither of i, k is an ancestor of the
+    other; so ``x^T M x <= y^T B y`` with y_i = |x_i| and B_ik = sqrt(t_i t_k) on related
+    pairs, and ``lambda_max(B) <= max_i (B w)_i / w_i`` with w_i = sqrt(t_i). Exact for a
+    star of 1-dof joints on a fixed base (M diagonal), the trace of M for a chain. The sums
+    round to about nv^2 eps of the bound, under the margin to nv ~ 10^6."""
+    t = np.maximum(np.atleast_2d(traces), 0.0)  # (rounding of a massless block's zero)
+    nj, end = model.njoints, model.subtree_end
+    left = np.zeros((len(t), nj + 1))
+    np.add.at(left, (slice(None), end), t)  # joint k's term leaves the prefix sums at end[k]
+    ancestors = np.cumsum(t - left[:, :nj], axis=1)  # i's ancestors' and its own
+    prefix = np.zeros((len(t), nj + 1))
+    np.cumsum(t, axis=1, out=prefix[:, 1:])
+    related = ancestors + prefix[:, end] - prefix[:, :nj] - t  # + its subtree's, i once
+    return (1.0 + BOUND_MARGIN) * related.max(axis=1, initial=0.0)
 
 
 def lanczos_largest(product, n: int, start: np.ndarray, tol: float) -> float:

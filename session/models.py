@@ -11,7 +11,8 @@ from collections.abc import Sequence
 
 from treedyn.engine import Model, ModelError, configure
 from treedyn.engine.coupling import MimicError, couple
-from treedyn.parsers import PackagePaths, ParseError, XacroInput, check_finite
+from treedyn.parsers import (PackagePaths, ParseError, XacroInput, check_finite,
+                              collector_paused)
 from treedyn.parsers import load_model as parse_model
 from treedyn.parsers.files import MODEL_BYTES
 from treedyn.pipeline.errors import UsageError
@@ -44,12 +45,13 @@ def load_model(path: str, free_flyer: bool = False, diagnose: bool = False,
     if path == "-":
         path, data = STDIN_MODEL, standard_input()
     try:
-        with for_model_loading(os.environ):  # (the collector paused inside)
+        with for_model_loading(os.environ), \
+                collector_paused():  # till frozen: on, it would walk the new objects at once
             model = parse_model(path, free_flyer=free_flyer,
                                 xacro=XacroInput(tuple(xacro), xacro_environment()),
                                 packages=package_paths(meshes), urdf_only=urdf_only,
                                 data=data)
-        gc.freeze()  # the model lives to the end: its million objects out of the walks
+            gc.freeze()  # the model lives to the end: its million objects out of the walks
         if not diagnose:
             check_finite(model.description)
         return coupled(model) if mimic else model

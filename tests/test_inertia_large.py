@@ -19,11 +19,13 @@ from reference_models import robot_urdfs
 from treedyn.engine import build_model
 from treedyn.engine.analysis.check_inertia import check_inertia
 from treedyn.engine.analysis.inertia import CheckOptions
+from treedyn.engine.analysis.inertia_body import Samples
 from treedyn.engine.crba import crba
 from treedyn.engine.reference import articulated_blocks
 from treedyn.engine.samples import sample_configurations
 from treedyn.engine.spatial import inertia_to_parent
-from treedyn.engine.subtree import TreeSweeps, mass_product
+from treedyn.engine.subtree import (BOUND_MARGIN, TreeSweeps, largest_eigenvalue_bounds,
+                                    mass_product)
 from treedyn.parsers import load_model, parse_urdf_string
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -99,6 +101,28 @@ def test_findings_counted_in_bulk_are_those_made_when_read():
     assert [f for f in made if f.body == "l11"]  # judged, not a placeholder
 
 
+def test_quiet_links_context_made_only_when_read(monkeypatch):
+    """A placeholder link counted in bulk has no context made (nor its messages formatted)
+    until its findings are read; then every link has one, and the findings are those of
+    the dense path."""
+    import treedyn.engine.analysis.check_inertia as checks
+
+    made = []
+    real = checks._placeholder
+    monkeypatch.setattr(checks, "_placeholder", lambda *args: made.append(1) or real(*args))
+    model = parse_model(large_urdf("star", 300).replace(  # the links become placeholders
+        '<mass value="1"/><inertia ixx="0.1" ixy="0" ixz="0" iyy="0.1" iyz="0" izz="0.1"/>',
+        '<mass value="1e5"/><inertia ixx="1e3" ixy="0" ixz="0" iyy="1e3" iyz="0" izz="1e3"/>'))
+    report = check_inertia(model, options=CheckOptions(samples=2, dense_dofs=0))
+    assert report.findings.kinds()[("inertia-pd", "skip", "info")] == 300
+    assert len(made) == 1  # the base link alone: the others are quiet placeholders
+    every = list(report.findings)
+    assert len(made) == 301
+    dense = check_inertia(model, options=CheckOptions(samples=2)).findings
+    assert [(f.body, f.check, f.status, f.message) for f in every] == \
+        [(f.body, f.check, f.status, f.message) for f in dense]
+
+
 @pytest.mark.parametrize("seed", range(6))
 def test_tree_sweeps_match_references(seed):
     """Composite blocks = M's diagonal blocks (armature excluded), D-blocks = the reference
@@ -117,6 +141,136 @@ def test_tree_sweeps_match_references(seed):
         np.testing.assert_allclose(articulated[j], D, rtol=1e-10, atol=1e-12)
     np.testing.assert_allclose(sweeps.largest_eigenvalues(), np.linalg.eigvalsh(M)[:, -1],
                                rtol=1e-8)
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_largest_eigenvalue_bounds_hold(seed):
+    """The bound from the traces of M's diagonal blocks is at least eigvalsh's lambda_max of
+    the dense M, on random trees with every joint type, armature and a floating base, and
+    on a star of revolute joints on a fixed base (M diagonal) it is lambda_max itself, to
+    the bound's margin."""
+    rng = np.random.default_rng(seed)
+    model = random_model(rng, 12, floating="free" if seed % 2 else None)
+    q = sample_configurations(model, 3, seed)
+    sweeps = TreeSweeps(model, q)
+    largest = np.linalg.eigvalsh(crba(model, q))[:, -1]
+    bound = largest_eigenvalue_bounds(model, sweeps.diagonal_traces())
+    assert np.all(bound >= largest) and np.all(bound <= np.trace(crba(model, q), axis1=1,
+                                                                 axis2=2) * 1.01)
+    star = parse_model(large_urdf("star", 40 + seed))
+    q = sample_configurations(star, 3, seed)
+    largest = np.linalg.eigvalsh(crba(star, q))[:, -1]
+    bound = largest_eigenvalue_bounds(star, TreeSweeps(star, q).diagonal_traces())
+    assert np.all(largest <= bound) and np.all(bound <= largest * (1 + 2 * BOUND_MARGIN))
+
+
+@pytest.mark.parametrize("dense_dofs", [0, 2000])
+def test_passing_star_needs_no_lambda_max(monkeypatch, dense_dofs):
+    """A star whose D-blocks all pass against the bound is counted without lambda_max (no
+    Lanczos run past dense_dofs, no eigvalsh of M below); a threshold the bound cannot
+    decide computes it, and the findings read are those of the exact lambda_max."""
+    model = parse_model(large_urdf("star", 300))
+    options = CheckOptions(samples=2, dense_dofs=dense_dofs)
+    exact = Samples.largest.fget
+    calls = []
+    monkeypatch.setattr(Samples, "largest", property(lambda self: calls.append(1) or exact(self)))
+    report = check_inertia(model, options=options)
+    assert report.findings.kinds()[("articulated-inertia", "pass", "info")] == 300
+    assert not calls
+    assert [f.status for f in report.findings if f.check == "articulated-inertia"] == \
+        ["pass"] * 300 and calls  # made when read: with the exact lambda_max
+    calls.clear()  # every D-block is lambda_max here (equal links): ratio 1, the bound's 0.999
+    strict = dataclasses.replace(options, min_block_ratio=0.9995)
+    kinds = check_inertia(model, options=strict).findings.kinds()
+    assert calls and kinds[("articulated-inertia", "pass", "info")] == 300
+    assert kinds == check_inertia(model, options=dataclasses.replace(
+        strict, dense_dofs=2000 - dense_dofs)).findings.kinds()
+
+
+def test_quiet_links_context_made_only_when_read(monkeypatch):
+    """A placeholder link counted in bulk has no context made (nor its messages formatted)
+    until its findings are read; then every link has one, and the findings are those of
+    the dense path."""
+    import treedyn.engine.analysis.check_inertia as checks
+
+    made = []
+    real = checks._placeholder
+    monkeypatch.setattr(checks, "_placeholder", lambda *args: made.append(1) or real(*args))
+    model = parse_model(large_urdf("star", 300).replace(  # the links become placeholders
+        '<mass value="1"/><inertia ixx="0.1" ixy="0" ixz="0" iyy="0.1" iyz="0" izz="0.1"/>',
+        '<mass value="1e5"/><inertia ixx="1e3" ixy="0" ixz="0" iyy="1e3" iyz="0" izz="1e3"/>'))
+    report = check_inertia(model, options=CheckOptions(samples=2, dense_dofs=0))
+    assert report.findings.kinds()[("inertia-pd", "skip", "info")] == 300
+    assert len(made) == 1  # the base link alone: the others are quiet placeholders
+    every = list(report.findings)
+    assert len(made) == 301
+    dense = check_inertia(model, options=CheckOptions(samples=2)).findings
+    assert [(f.body, f.check, f.status, f.message) for f in every] == \
+        [(f.body, f.check, f.status, f.message) for f in dense]
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_tree_sweeps_match_references(seed):
+    """Composite blocks = M's diagonal blocks (armature excluded), D-blocks = the reference
+    articulated sweep, lambda_max = eigvalsh of the dense M, on random trees with every
+    joint type and a floating base."""
+    rng = np.random.default_rng(seed)
+    model = random_model(rng, 12, floating="free" if seed % 2 else None)
+    q = sample_configurations(model, 3, seed)
+    M = crba(model, q)
+    sweeps = TreeSweeps(model, q)
+    composite, articulated = sweeps.blocks()
+    for j, D in enumerate(articulated_blocks(model, q)):
+        dofs = slice(model.idx_v[j], model.idx_v[j] + model.nv_joint[j])
+        np.testing.assert_allclose(composite[j], M[:, dofs, dofs] - np.diag(model.armature[dofs]),
+                                   rtol=1e-10, atol=1e-12)
+        np.testing.assert_allclose(articulated[j], D, rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(sweeps.largest_eigenvalues(), np.linalg.eigvalsh(M)[:, -1],
+                               rtol=1e-8)
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_largest_eigenvalue_bounds_hold(seed):
+    """The bound from the traces of M's diagonal blocks is at least eigvalsh's lambda_max of
+    the dense M, on random trees with every joint type, armature and a floating base, and
+    on a star of revolute joints on a fixed base (M diagonal) it is lambda_max itself, to
+    the bound's margin."""
+    rng = np.random.default_rng(seed)
+    model = random_model(rng, 12, floating="free" if seed % 2 else None)
+    q = sample_configurations(model, 3, seed)
+    sweeps = TreeSweeps(model, q)
+    largest = np.linalg.eigvalsh(crba(model, q))[:, -1]
+    bound = largest_eigenvalue_bounds(model, sweeps.diagonal_traces())
+    assert np.all(bound >= largest) and np.all(bound <= np.trace(crba(model, q), axis1=1,
+                                                                 axis2=2) * 1.01)
+    star = parse_model(large_urdf("star", 40 + seed))
+    q = sample_configurations(star, 3, seed)
+    largest = np.linalg.eigvalsh(crba(star, q))[:, -1]
+    bound = largest_eigenvalue_bounds(star, TreeSweeps(star, q).diagonal_traces())
+    assert np.all(largest <= bound) and np.all(bound <= largest * (1 + 2 * BOUND_MARGIN))
+
+
+def test_passing_star_needs_no_lanczos(monkeypatch):
+    """A large star whose D-blocks all pass against the bound is counted without lambda_max
+    (no Lanczos run); a threshold the bound cannot decide runs it, and the findings read
+    are those of the exact lambda_max."""
+    model = parse_model(large_urdf("star", 300))
+    options = CheckOptions(samples=2, dense_dofs=0)
+    exact = TreeSweeps.largest_eigenvalues
+    calls = []
+    monkeypatch.setattr(TreeSweeps, "largest_eigenvalues",
+                        lambda self: calls.append(1) or exact(self))
+    report = check_inertia(model, options=options)
+    assert report.findings.kinds()[("articulated-inertia", "pass", "info")] == 300
+    assert not calls
+    assert [f.status for f in report.findings if f.check == "articulated-inertia"] == \
+        ["pass"] * 300 and calls  # made when read: with the exact lambda_max
+    calls.clear()  # every D-block is lambda_max here (equal links): ratio 1, the bound's 0.999
+    strict = dataclasses.replace(options, min_block_ratio=0.9995)
+    kinds = check_inertia(model, options=strict).findings.kinds()
+    assert calls and kinds[("articulated-inertia", "pass", "info")] == 300
+    assert kinds == check_inertia(model, options=dataclasses.replace(
+        strict, dense_dofs=2000)).findings.kinds()
 
 
 def test_mass_product_is_M_times_x():

@@ -223,9 +223,18 @@ class Findings(Sequence):
     def kinds(self) -> Counter:
         """(check, status, severity) -> count, in the order of their first finding."""
         counts: Counter = Counter()
+        run, size = (), 0  # consecutive deferred parts of equal kinds, counted at once
         for part in self._parts:
-            counts.update(part.kinds if isinstance(part, Deferred) else
-                          ((f.check, f.status, f.severity) for f in part))
+            if isinstance(part, Deferred) and part.kinds == run:
+                size += 1
+                continue
+            for kind in run:
+                counts[kind] += size
+            run, size = (part.kinds, 1) if isinstance(part, Deferred) else ((), 0)
+            if not run:
+                counts.update((f.check, f.status, f.severity) for f in part)
+        for kind in run:
+            counts[kind] += size
         return counts
 
 

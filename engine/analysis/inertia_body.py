@@ -15,7 +15,7 @@ from ..inertia_forms import spatial_pseudo_inertia
 from ..model import Model
 from ..reference import articulated_blocks
 from ..samples import sample_configurations
-from ..subtree import TreeSweeps
+from ..subtree import TreeSweeps, largest_eigenvalue_bounds
 from .inertia import (CheckOptions, Finding, Inputs, LinkContext, finding,
                       forms_mass_matrix, noted)
 from .inertia_link import one_numbers, pseudo_findings
@@ -32,7 +32,11 @@ class Body(NamedTuple):
 
 class Samples:
     """M(q) at the sampled configurations: formed below ``dense_dofs`` dofs, past it only
-    its diagonal blocks, ABA's D-blocks and lambda_max (:mod:`treedyn.engine.subtree`)."""
+    its diagonal blocks, ABA's D-blocks and lambda_max (:mod:`treedyn.engine.subtree`).
+    lambda_max(M) (:attr:`largest`), and with it :attr:`finite`, is computed on first use
+    (the eigenvalues of every sample's M, past ``dense_dofs`` Lanczos at every sample),
+    which :meth:`sure_passes` spares when an upper bound of it shows every D-block
+    passing."""
 
     def __init__(self, model: Model, options: CheckOptions):
         self.model = model
@@ -41,21 +45,34 @@ class Samples:
         with np.errstate(all="ignore"):
             if self.dense:
                 self.M = crba(model, self.q).reshape(len(self.q), model.nv, model.nv)
-                self.finite = bool(np.all(np.isfinite(self.M)))  # huge inertias overflow M
+                self._finite = bool(np.all(np.isfinite(self.M)))  # huge inertias overflow M
             else:  # linear in the model's size: M's diagonal blocks, lambda_max by Lanczos
                 self.sweeps = TreeSweeps(model, self.q)
                 self.composite, self.d_blocks = self.sweeps.blocks()
-                self.finite = bool(np.isfinite(np.concatenate(  # all joints in one call
+                self._finite = bool(np.isfinite(np.concatenate(  # all joints in one call
                     [C.reshape(-1) for C in self.composite] or [np.zeros(0)])).all())
-        largest = np.zeros(len(self.q))
-        if model.nv and self.finite and self.dense:
-            largest = np.linalg.eigvalsh(self.M)[:, -1]
-        elif model.nv and self.finite:
-            with np.errstate(all="ignore"):
-                largest = self.sweeps.largest_eigenvalues()
-            self.finite = bool(np.all(np.isfinite(largest)))
-        self.largest = largest
-        self._blocks = self._lowest = None
+        self._largest = self._blocks = self._minima = self._lowest = None
+
+    @property
+    def largest(self) -> np.ndarray:
+        """lambda_max(M) at each sample (samples,); 0 without dofs or where M overflows."""
+        if self._largest is None:
+            largest = np.zeros(len(self.q))
+            if self.model.nv and self._finite and self.dense:
+                largest = np.linalg.eigvalsh(self.M)[:, -1]
+            elif self.model.nv and self._finite:
+                with np.errstate(all="ignore"):
+                    largest = self.sweeps.largest_eigenvalues()
+                self._finite = bool(np.all(np.isfinite(largest)))
+            self._largest = largest
+        return self._largest
+
+    @property
+    def finite(self) -> bool:
+        """Whether M(q) (past ``dense_dofs``: its diagonal blocks, and lambda_max) is finite
+        at every sample."""
+        self.largest  # noqa: B018 (computed once: it may find M overflowing)
+        return self._finite
 
     def diagonal_block(self, j: int) -> np.ndarray:
         """Joint j's diagonal block of M without armature over the samples, (samples, k, k)."""
@@ -74,14 +91,12 @@ class Samples:
                 self._blocks = articulated_blocks(self.model, self.q)
         return self._blocks
 
-
-    def lowest(self) -> list[tuple | None]:
-        """Per joint, the sample where its D-block's smallest eigenvalue is least relative
-        to lambda_max(M) (ratio 0 where lambda_max is not positive): (sample, ratio, that
-        eigenvalue, lambda_max there), None where the block is not finite. For all joints
+    def block_minima(self) -> tuple[np.ndarray, np.ndarray]:
+        """(low (joints, samples), finite (joints,)): the smallest eigenvalue of every
+        joint's D-block at every sample (0 where the block is not finite), for all joints
         at once (blocks of one size together), on first use."""
-        if self._lowest is not None:
-            return self._lowest
+        if self._minima is not None:
+            return self._minima
         blocks = self.joint_blocks()
         low = np.zeros((len(blocks), len(self.q)))
         finite = np.zeros(len(blocks), dtype=bool)
@@ -94,14 +109,53 @@ class Samples:
             finite[joints] = ok
             if size and ok.any():
                 low[np.array(joints)[ok]] = np.linalg.eigvalsh(stack[ok])[..., 0]
+        self._minima = low, finite
+        return self._minima
+
+    def lowest(self) -> list[tuple | None]:
+        """Per joint, the sample where its D-block's smallest eigenvalue is least relative
+        to lambda_max(M) (ratio 0 where lambda_max is not positive): (sample, ratio, that
+        eigenvalue, lambda_max there), None where the block is not finite (on first use)."""
+        if self._lowest is not None:
+            return self._lowest
+        low, finite = self.block_minima()
         with np.errstate(divide="ignore", invalid="ignore"):
             ratios = np.where(self.largest > 0, low / self.largest, 0.0)
-        worst = np.argmin(ratios, axis=1) if len(self.q) else np.zeros(len(blocks), int)
-        rows = np.arange(len(blocks))
+        worst = np.argmin(ratios, axis=1) if len(self.q) else np.zeros(len(low), int)
+        rows = np.arange(len(low))
         self._lowest = [None if not ok else row for ok, row in zip(finite.tolist(), zip(
             worst.tolist(), ratios[rows, worst].tolist(), low[rows, worst].tolist(),
             self.largest[worst].tolist()))]
         return self._lowest
+
+    def sure_passes(self, options: CheckOptions) -> bool:
+        """Whether every joint's D-block passes articulated-inertia (:func:`block_passes`
+        of its :meth:`lowest` ratio) and M is finite, known without lambda_max(M): from
+        :func:`treedyn.engine.subtree.largest_eigenvalue_bounds` (an upper bound, so each
+        ratio it gives is at most the exact one), for a tree's M (no mimic joints
+        enforced) and, past ``dense_dofs``, where the Lanczos products cannot overflow (so
+        lambda_max would be finite). False means "not known": :meth:`lowest` decides."""
+        model = self.model
+        if model.coupling is not None or not self._finite or not len(self.q) or not model.nv:
+            return False
+        low, finite = self.block_minima()
+        if not finite.all() or not (self.dense or self.sweeps.products_bounded()):
+            return False
+        bound = largest_eigenvalue_bounds(model, self.diagonal_traces())
+        if not np.all(np.isfinite(bound) & (bound > 0)):
+            return False
+        ratios = (low / bound).min(axis=1)  # (joints,), finite: block_passes of each
+        return bool(np.all((ratios > 1e-15) & (ratios >= options.min_block_ratio)))
+
+    def diagonal_traces(self) -> np.ndarray:
+        """(samples, joints): the trace of every joint's diagonal block of M, armature
+        included."""
+        if not self.dense:
+            return self.sweeps.diagonal_traces()
+        traces = np.zeros((len(self.q), self.model.njoints))
+        np.add.at(traces, (slice(None), self.model.dof_joint),
+                  np.diagonal(self.M, axis1=1, axis2=2))
+        return traces
 
 
 def merged_pseudo_inertia(context: LinkContext, inputs: Inputs, body: Body) -> list[Finding]:
