@@ -12,7 +12,7 @@ user's tool would write them: JSON Lines and CSV as ``dyn bench`` writes its sam
 row groups of 16 384 rows), HDF5 with h5py (datasets ``q``, ``v``, ``a``, ``tau``,
 chunked by 16 384 rows). Each case is ``dyn inverse MODEL --free-flyer --input F --output
 O`` with the output in the input's format, a fresh process; the dyn of this interpreter
-and the ``--base`` one (formats it does not read are skipped) alternate within each repeat,
+and the ``--base`` one alternate within each repeat,
 so the shared machine's load hits both alike. The table gives states/s from the median
 wall time and the ratio to the base of the same run. The first round warms the bytecode
 cache (not counted); processes run with one BLAS thread and dyn's default processes.
@@ -34,7 +34,8 @@ from bench_core import print_table, robots_root  # noqa: E402
 from bench_pipeline import TALOS, dyn_executable, wall, write_inputs  # noqa: E402
 
 FORMATS = ("jsonl", "csv", "npz", "parquet", "h5")
-BASE_FORMATS = ("jsonl", "csv", "npz")  # what today's main reads
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--states", type=int, default=100_000)
@@ -59,7 +60,7 @@ def main() -> None:
         rows = []
         for fmt in formats:
             sides = {"this": ours}
-            if args.base and fmt in BASE_FORMATS:
+            if args.base:
                 sides["base"] = args.base
             times: dict[str, list[float]] = {side: [] for side in sides}
             for _ in range(args.repeats + 1):
