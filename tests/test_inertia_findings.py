@@ -12,6 +12,7 @@ import json
 import math
 import struct
 import subprocess
+from collections import Counter
 from pathlib import Path
 
 import numpy as np
@@ -341,3 +342,21 @@ def test_the_verdicts_do_not_depend_on_the_order_the_checks_run(path, monkeypatc
     assert any(status == "fail" for _, _, _, status, _, _ in forward)
     monkeypatch.setattr(module, "TABLE", tuple(reversed(module.TABLE)))
     assert verdicts() == forward
+
+
+@pytest.mark.parametrize("options", [("--select", "limits"),
+                                     ("--ignore", "articulated-inertia")])
+def test_select_and_ignore_count_what_is_left_of_deferred_findings(options):
+    """--select/--ignore leave some deferred parts with no kinds at all; counting the report
+    then counts what is left, never iterates a part as findings: the summary's passes and
+    failures are the findings listed with --all."""
+    model = ROOT / "fixtures" / "urdf" / "gripper_mimic.urdf"
+    document, _ = check(model, *options, "--all")
+    listed = document["findings"] + document["passes"]
+    assert listed and all(f["check"] != "articulated-inertia" for f in listed)
+    counted = Counter((f["check"], f["status"]) for f in listed if f["status"] != "skip")
+    assert counted == Counter({(check, status): n for check, row in document["summary"].items()
+                               for status, n in row.items() if status in ("pass", "fail")
+                               and n})  # (skips are counted, not listed)
+    if options[0] == "--select":
+        assert set(document["summary"]) == {"limits"}

@@ -231,7 +231,7 @@ class Findings(Sequence):
             for kind in run:
                 counts[kind] += size
             run, size = (part.kinds, 1) if isinstance(part, Deferred) else ((), 0)
-            if not run:
+            if not isinstance(part, Deferred):
                 counts.update((f.check, f.status, f.severity) for f in part)
         for kind in run:
             counts[kind] += size
