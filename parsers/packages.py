@@ -70,17 +70,17 @@ def find_package(name: str, model_path: str, paths: PackagePaths) -> Path | None
             return Path(found)
     for prefix in paths.ament:
         share = Path(prefix) / "share" / name
-        if share.is_dir():
+        if os.path.isdir(share):
             return share
     for folder in ancestors:
         if folder.name == name:
             return folder
-        if (folder / name).is_dir():
+        if os.path.isdir(folder / name):
             return folder / name
     for root in map(Path, paths.ros):
-        if root.name == name and root.is_dir():
+        if root.name == name and os.path.isdir(root):
             return root
-        if (root / name).is_dir():
+        if os.path.isdir(root / name):
             return root / name
     return None
 

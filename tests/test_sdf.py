@@ -336,3 +336,16 @@ def test_mesh_beside_a_model_named_from_another_folder(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     geometry = link_geometry(load_description("in/m.sdf"), "in/m.sdf")["a"]
     assert geometry.solids and not geometry.missing, geometry
+
+
+def test_a_package_name_too_long_for_the_system_is_a_package_not_found(tmp_path):
+    """A mesh's package:// name longer than a file name may be: looking for the package is
+    no error of the model file (the system's ENAMETOOLONG is "not there"); the mesh is
+    left unresolved as any package not found."""
+    name = "x" * 5000
+    path = tmp_path / "m.sdf"
+    path.write_text('<sdf version="1.9"><model name="m"><link name="a"><inertial><mass>1'
+                    '</mass></inertial><visual name="v"><geometry><mesh><uri>package://'
+                    f'{name}/a.stl</uri></mesh></geometry></visual></link></model></sdf>')
+    model = load_model(str(path), packages=PackagePaths(ros=(str(tmp_path),)))
+    assert model.total_mass == pytest.approx(1.0)  # (a free link: SDFormat has no world joint)
