@@ -107,3 +107,18 @@ def test_many_states_as_a_table_is_one_usage_line(tmp_path):
     states.write_text('{"q": [0.1, 0.2]}\n')
     assert_usage_error(dyn("frames", ARM, "--frame", "link2", "-i", states, "-f", "table",
                            check=False), "many states are written as json or csv")
+
+
+@pytest.mark.parametrize("args", [("jacobian", ARM, "--frame", "link2", "--q", "0,x"),
+                                  ("frames", ARM, "--frame", "link2", "-i", "states.jsonl",
+                                   "--q", "0,0")])
+def test_a_refused_run_leaves_no_temporary_beside_the_output(tmp_path, args):
+    """Bad input (a vector that is no number, --q beside --input) is refused before the
+    output's temporary exists: the folder holds the previous output and nothing else."""
+    (tmp_path / "states.jsonl").write_text('{"q": [0.1, 0.2]}\n')
+    (tmp_path / "out.npz").write_bytes(b"previous")
+    run = dyn(*[tmp_path / a if a == "states.jsonl" else a for a in args], "--output",
+              tmp_path / "out.npz", check=False)
+    assert run.returncode == 2, run.stderr
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["out.npz", "states.jsonl"]
+    assert (tmp_path / "out.npz").read_bytes() == b"previous"

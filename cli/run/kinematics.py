@@ -41,11 +41,11 @@ def solve_kinematics(given: dict, name: str, asked: dict, text: Text) -> None:
     input, output, prefix = given["input_file"], given["output_file"], given["dataset_prefix"]
     kind = sink_kind(input, output, given["fmt"] and given["fmt"].value,
                      "table" if sys.stdout.isatty() else "json")
-    sink = state_sink(layout, row, kind, input, output, prefix, sys.stdout)
     vectors = {"q": given["q"], "v": given.get("v")}
-    if input is None:
+    if input is None:  # (every refusal before the output's temporary is opened)
         states = single_state(layout, vectors, {})
         result = compute(row.computation, layout, states, None)
+        sink = state_sink(layout, row, kind, input, output, prefix, sys.stdout)
         if sink is None:
             if kind == "json":
                 return print_document(row.document(result[0]))
@@ -55,6 +55,7 @@ def solve_kinematics(given: dict, name: str, asked: dict, text: Text) -> None:
     if kind == "table":
         raise UsageError("dyn: many states are written as json or csv (--format), or to "
                          "--output FILE")
+    sink = state_sink(layout, row, kind, input, output, prefix, sys.stdout)
     with saying_kept():
         run(layout, row.computation, Input.open(input, prefix), sink, chunk=kinematics_chunk(
             layout.model, row.computation.shape(layout.model.nv), STREAM_CHUNK))
