@@ -26,7 +26,8 @@ def load(path: str, free_flyer: bool, diagnose: bool = False,
     was loaded and how long it took."""
     name = STDIN_MODEL if path == "-" else path
     with console.stage(f"{name}: read and built"):
-        model = load_model(path, free_flyer, diagnose, xacro, mimic, urdf_only, MESH_PATHS)
+        model = load_model(path, free_flyer, diagnose, xacro, mimic, urdf_only, MESH_PATHS,
+                           freeze=True)
     for note in model.description.notes:
         warn(note)
     console.note(f"{name}: {model.format.upper()} model {model.name!r}: "

@@ -28,7 +28,6 @@ from .chunks import regressor_chunk
 from .cluster import expand
 from .drives import Drives
 from .estimated import estimated, wants_estimate
-from .heap import for_many_states
 from .errors import UsageError, warn
 from .layout import TIME, Layout
 from .outputs import open_target, output_format
@@ -233,7 +232,7 @@ def accumulate(accumulator: Accumulator, rows: Rows, sources: list, chunk: int,
     the next one is read and its regressor computed; (the logs' names, how each was
     estimated). ``robust``: (loss, memory) for :func:`check_kept`."""
     names, estimations = [], []
-    with for_many_states(), ThreadPoolExecutor(1) as worker:
+    with ThreadPoolExecutor(1) as worker:
         for index, one in enumerate(sources):
             _, one = opened(rows.layout, one)
             names.append(one.name)

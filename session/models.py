@@ -25,7 +25,8 @@ STDIN_MODEL = "<stdin>"  # a model read from stdin: its name in errors, in the c
 
 def load_model(path: str, free_flyer: bool = False, diagnose: bool = False,
                xacro: Sequence[tuple[str, str]] = (), mimic: bool = False,
-               urdf_only: bool = False, meshes: Sequence[str] = ()) -> Model:
+               urdf_only: bool = False, meshes: Sequence[str] = (),
+               freeze: bool = False) -> Model:
     """The model at ``path``; any problem with the file becomes one UsageError line, and
     so do numbers that overflow once compiled, unless the caller ``diagnose``s them
     (check-inertia reports them as findings). ``mimic`` enforces the mimic joints (a
@@ -36,7 +37,9 @@ def load_model(path: str, free_flyer: bool = False, diagnose: bool = False,
     expanded with the arguments ``xacro`` ((name, value) pairs), the environment, and the
     search paths of :func:`package_paths` (with the folders ``meshes``). ``path`` "-"
     reads the model from stdin (:func:`standard_input`). The model's notes (what was read
-    otherwise than written) are in ``model.description.notes``."""
+    otherwise than written) are in ``model.description.notes``. ``freeze`` (the dyn
+    program's): the model is moved out of the garbage collector's walks for good
+    (``gc.freeze``, which freezes every object alive then, the caller's too)."""
     configure_engine()
     if xacro and not str(path).lower().endswith(".xacro"):
         given = " ".join(f"{name}:={value}" for name, value in xacro)
@@ -51,7 +54,8 @@ def load_model(path: str, free_flyer: bool = False, diagnose: bool = False,
                                 xacro=XacroInput(tuple(xacro), xacro_environment()),
                                 packages=package_paths(meshes), urdf_only=urdf_only,
                                 data=data)
-            gc.freeze()  # the model lives to the end: its million objects out of the walks
+            if freeze:  # the model lives to the process's end (dyn's): its million objects
+                gc.freeze()  # out of the collector's walks (a library caller's heap is its own)
         if not diagnose:
             check_finite(model.description)
         return coupled(model) if mimic else model

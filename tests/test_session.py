@@ -70,3 +70,18 @@ def test_the_state_rows_are_the_engine_s_for_python_callers():
     assert len(row.labels) == J.size
     with pytest.raises(UsageError, match="no link, body, joint or site named 'elbow'"):
         state_row("frames", layout, frame=["elbow"])
+
+
+def test_a_library_caller_s_heap_is_not_frozen():
+    """load_model as a Python program calls it leaves the garbage collector as it was (the
+    dyn program alone asks for the freeze); parsed the same either way."""
+    import gc
+
+    from treedyn.session.models import load_model
+
+    arm = str(ARM)
+    before = gc.get_freeze_count()
+    model = load_model(arm)
+    assert gc.get_freeze_count() == before
+    assert np.array_equal(crba(model, np.zeros((1, model.nq))),
+                          crba(parse_model(arm), np.zeros((1, model.nq))))

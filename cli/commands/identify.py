@@ -1,4 +1,6 @@
 """``dyn identify``: inertial parameters fitted to a log of q, v, a and measured tau."""
+import os
+
 from treedyn.engine.analysis.identify_report import report
 from treedyn.pipeline.errors import UsageError
 from treedyn.pipeline.layout import Layout
@@ -17,6 +19,7 @@ from ..render.identify import identify_table
 from treedyn.pipeline.reports import identify_document
 from treedyn.pipeline.chunks import MEMORY
 from treedyn.pipeline.drives import Drives
+from treedyn.pipeline.heap import for_many_states
 from ..run.progress import bar
 from treedyn.session.environment import STREAM_CHUNK
 from .regressor import SmoothOpt, StribeckOpt, TermsOpt, parse_terms
@@ -67,7 +70,7 @@ def identify(
         check_write_target(model, write, loaded.format,
                            files + ([validate] if isinstance(validate, str) else []))
     layout = Layout.of(loaded, degrees)
-    with bar() as advance:
+    with for_many_states(os.environ), bar() as advance:  # (the process dyn's, for the run)
         result = identify_stream(layout, files,
                                  parse_terms(terms, stribeck_velocity, smooth_velocity),
                                  parse_gravity(gravity), validate, prior_weight, loss,
