@@ -25,7 +25,11 @@ def torques(layout: Layout, path: str, result, gravity, prefix: str | None = Non
     :class:`~treedyn.engine.analysis.identify_report.Identification`), every state (the
     held-out ones too; a log of positions with v and a estimated as the fit did)."""
     columns = result.layout
-    pi = {"ols": result.ols.full(result.base), "consistent": result.fit.pi}
+    pi = {"ols": result.ols.full(result.base), "consistent": result.fit.pi.copy()}
+    index, values = Drives(False, tuple(result.settings.get("known", {}).items())).columns(
+        columns)  # --known: fixed, not fitted; the predictions hold them
+    for parameters in pi.values():
+        parameters[index] = values
     found = {"measured": [], "ols": [], "consistent": []}
     rows = Rows(layout, columns, gravity, Drives(), (np.zeros(0, dtype=int), np.zeros(0)))
     with warnings.catch_warnings():  # (the fit's read of the log said them already)

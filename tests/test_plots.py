@@ -353,3 +353,20 @@ def test_the_reports_fit_the_terminal(width):
     assert code == 0 and "weakest direction there" in condition
     assert max(len(line) for line in condition.split("\n") if not line.startswith(fixed)) \
         <= width
+
+
+def test_identify_draws_the_fit_with_its_known_parameters():
+    """With --known, the drawn predictions hold the known values (fixed, not fitted): their
+    RMS against the log's tau is the report's, as without."""
+    from treedyn.engine.analysis.identify_report import report
+    from treedyn.pipeline.drives import Drives
+    from treedyn.pipeline.layout import Layout
+    from treedyn.pipeline.regression import identify_stream
+
+    layout = Layout.of(load_model(str(ARM)))
+    result = identify_stream(layout, str(LOG), drives=Drives.of(False, ["link2.m=0.9"]))
+    residuals = report(result, layout.v_labels)["residuals"]["train"]
+    series = fit.torques(layout, str(LOG), result, None)
+    for key in ("ols", "consistent"):
+        rms = np.sqrt(np.mean((series["measured"] - series[key]) ** 2, axis=0))
+        np.testing.assert_allclose(rms, residuals[key], rtol=1e-6)
