@@ -41,6 +41,8 @@ class Drives:
                 value = float("nan")
             if not np.isfinite(value):
                 raise UsageError(f"dyn: --known {spec!r}: expected NAME=VALUE, a finite number")
+            if name in dict(pairs):
+                raise UsageError(f"dyn: --known {spec!r}: {name} is given twice")
             pairs.append((name, value))
         return cls(current, tuple(pairs))
 

@@ -21,6 +21,7 @@ from treedyn.engine import Model, rnea
 from treedyn.engine.excitation import Excitation, Trajectory, excite
 from treedyn.engine.named import Frames, frame_set
 
+from .chunks import MEMORY
 from .errors import UsageError
 from .layout import TIME, Layout
 from .naming import q_labels
@@ -128,7 +129,13 @@ def excitation_log(model: Model, path: str, plan: Plan) -> tuple[Trajectory, int
     ``plan.noise`` seeded by ``plan.seed``). Returns the trajectory and the states
     written."""
     frames, heights = floor_frames(model, plan.floor)
-    times = np.arange(int(round((plan.duration or plan.period) * plan.rate))) / plan.rate
+    count = (plan.duration or plan.period) * plan.rate
+    held = count * (4 * model.nv + 1) * 8  # q, v, a, tau and t of every state, at once
+    if not held <= MEMORY:
+        raise UsageError(f"dyn: --duration x --rate gives {count:.3g} states, about "
+                         f"{held / 2 ** 30:.3g} GiB at once: more than the "
+                         f"{MEMORY / 2 ** 30:g} GiB a run may hold")
+    times = np.arange(int(round(count))) / plan.rate
     if len(times) < 2 or (plan.noise and not plan.torques):
         raise UsageError("dyn: --noise needs --torques" if len(times) > 1 else
                          "dyn: --duration x --rate gives fewer than 2 states")

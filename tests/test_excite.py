@@ -154,6 +154,8 @@ def test_the_documented_fit_is_what_identify_writes(tmp_path, capsys):
     (["--floor", "link2=nan"], "dyn: --floor 'link2=nan': expected FRAME=HEIGHT (metres, the "
      "world's z, a finite number)"),
     (["--noise", "0.1"], "dyn: --noise needs --torques"),
+    (["--duration", "1e300"], "dyn: --duration x --rate gives 1e+302 states, about "
+     "6.71e+294 GiB at once: more than the 4 GiB a run may hold"),
 ])
 def test_excite_refusals_are_one_line(args, message, tmp_path, capsys):
     with pytest.raises(SystemExit) as ended:
