@@ -123,7 +123,7 @@ class Excitation:
         that share (of the position range, of the velocity and acceleration bounds);
         infinite where there is none."""
         span = self.upper - self.lower
-        inset = np.where(np.isfinite(span), tighter * np.where(np.isfinite(span), span, 0), 0)
+        inset = tighter * np.where(np.isfinite(span), span, 0.0)
         bound = np.full(len(self.dofs), self.acceleration_limit) * (1 - tighter)
         return [(self.lower + inset, self.upper - inset),
                 (-self.v_max * (1 - tighter), self.v_max * (1 - tighter)), (-bound, bound)]

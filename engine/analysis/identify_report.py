@@ -83,8 +83,7 @@ def report(result: Identification, dof_labels) -> dict:
         residuals["validate_normalised"] = {
             key: rms / np.where(measured > 0, measured, np.nan)
             for key, rms in residuals["validate"].items()}
-    ols_pi = result.ols.full(base)
-    files = [{**log, "states": count, "rms": joint_rms(gram, ols_pi, count)}
+    files = [{**log, "states": count, "rms": joint_rms(gram, candidates["ols"], count)}
              for log, (count, gram) in zip(result.logs, problem.files)]
     return {
         "model": result.model.name,

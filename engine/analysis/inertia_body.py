@@ -144,8 +144,8 @@ class Samples:
         bound = largest_eigenvalue_bounds(model, self.diagonal_traces())
         if not np.all(np.isfinite(bound) & (bound > 0)):
             return False
-        ratios = (low / bound).min(axis=1)  # (joints,), finite: block_passes of each
-        return bool(np.all((ratios > 1e-15) & (ratios >= options.min_block_ratio)))
+        ratios = (low / bound).min(axis=1)  # (joints,), finite
+        return all(block_passes(ratio, options) for ratio in ratios.tolist())
 
     def diagonal_traces(self) -> np.ndarray:
         """(samples, joints): the trace of every joint's diagonal block of M, armature
