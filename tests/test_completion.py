@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from in_process import dyn_here
+from treedyn.cli.run.completion import MODEL_SUFFIXES
 
 ROOT = Path(__file__).resolve().parents[1]
 ARM = "fixtures/two_link_arm.urdf"
@@ -101,7 +102,7 @@ def test_bash_completes_commands_options_paths_and_names(bash_dyn):
     assert set(got["command"].split()) == {"check-inertia", "check-limits"}
     assert got["option"].split() == ["--free-flyer"]
     models = {f"fixtures/{path.name}" for path in (ROOT / "fixtures").glob("tw*")
-              if path.suffix in (".urdf", ".sdf")}  # the models, not the logs (.csv)
+              if path.suffix in MODEL_SUFFIXES}  # the models, not the logs (.csv)
     assert "fixtures/two_link_arm.sdf" in models
     assert set(got["path"].split()) == models
     assert got["joint"].split() == ["joint1=", "joint2="]
