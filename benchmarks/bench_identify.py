@@ -42,12 +42,15 @@ ROOT = os.path.dirname(HERE)
 
 
 def model_path(name: str) -> str:
+    """The model file of ``name``: the fixture's two-link arm, or example-robot-data's."""
     if name == "two_link":
         return os.path.join(ROOT, "fixtures", "two_link_arm.urdf")
     sys.path.insert(0, os.path.join(ROOT, "tests"))
     from reference_models import robots_root
 
-    return os.path.join(robots_root(), "ur_description", "urdf", "ur5_robot.urdf")
+    return os.path.join(robots_root(), *{"ur5": ("ur_description", "urdf", "ur5_robot.urdf"),
+                                          "panda": ("panda_description", "urdf",
+                                                    "panda.urdf")}[name])
 
 
 def one_size(path: str, count: int, chunk: int, terms: tuple, validate: float) -> dict:
@@ -91,14 +94,7 @@ def one_size(path: str, count: int, chunk: int, terms: tuple, validate: float) -
     return {"states": count, "parameters": layout.size, "rank": base.rank,
             "accumulate_s": accumulating, "fit_s": fitting, "generate_s": generating,
             "states_per_s": count / accumulating, "converged": fit.converged,
-            "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}
-
-
-def panda_path() -> str:
-    sys.path.insert(0, os.path.join(ROOT, "tests"))
-    from reference_models import robots_root
-
-    return os.path.join(robots_root(), "panda_description", "urdf", "panda.urdf")
+            "peak_rss_mb": peak_mb()}
 
 
 def against_pinocchio(count: int, reference: int, repeats: int) -> None:
@@ -113,7 +109,7 @@ def against_pinocchio(count: int, reference: int, repeats: int) -> None:
     from treedyn.pipeline.heap import for_many_states
     from treedyn.pipeline.regression import identify_stream
 
-    path = panda_path()
+    path = model_path("panda")
     model = load_model(path)
     rng = np.random.default_rng(0)
     q = model.random_configuration(rng, count)
@@ -161,7 +157,8 @@ def peak_mb() -> float:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--states", type=int, nargs="+", default=[100_000, 10_000_000])
+    parser.add_argument("--states", type=int, nargs="+",
+                        help="default: 100000 10000000; with --against-pinocchio 1000000")
     parser.add_argument("--model", choices=("ur5", "two_link"), default="ur5")
     parser.add_argument("--terms", default="viscous,coulomb")
     parser.add_argument("--chunk", type=int, default=4096)
@@ -172,8 +169,8 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=3)
     args = parser.parse_args()
     if args.against_pinocchio:
-        against_pinocchio(args.states[0] if args.states != parser.get_default("states")
-                          else 1_000_000, args.reference_states, args.repeats)
+        against_pinocchio((args.states or [1_000_000])[0], args.reference_states,
+                          args.repeats)
         return
     terms = tuple(t for t in args.terms.split(",") if t)
     path = model_path(args.model)
@@ -184,7 +181,7 @@ def main() -> None:
           f"validate {args.validate}, OPENBLAS_NUM_THREADS={os.environ['OPENBLAS_NUM_THREADS']}")
     print("| states | P | rank | accumulate s | fits s | states/s | peak RSS MB |")
     print("|---:|---:|---:|---:|---:|---:|---:|")
-    for count in args.states:
+    for count in args.states or [100_000, 10_000_000]:
         out = subprocess.run([sys.executable, __file__, "--one", str(count), "--model",
                               args.model, "--terms", args.terms, "--chunk", str(args.chunk),
                               "--validate", str(args.validate)],
