@@ -19,6 +19,7 @@ from treedyn.engine.regressor import Layout as Columns
 from treedyn.engine.regressor import term_columns
 
 from .errors import UsageError
+from .vectors import name_value
 
 
 @dataclass(frozen=True)
@@ -34,11 +35,7 @@ class Drives:
         """From ``--current`` and the ``--known NAME=VALUE`` texts."""
         pairs = []
         for spec in specs or ():
-            name, _, text = spec.rpartition("=")
-            try:
-                value = float(text)
-            except ValueError:
-                value = float("nan")
+            name, value = name_value(spec)
             if not np.isfinite(value):
                 raise UsageError(f"dyn: --known {spec!r}: expected NAME=VALUE, a finite number")
             if name in dict(pairs):

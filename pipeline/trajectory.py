@@ -27,6 +27,7 @@ from .layout import TIME, Layout
 from .naming import q_labels
 from .outputs import csv_header, open_file, output_format
 from .sinks import CsvSink, NpzSink, Sink, TextSink, npz_extra
+from .vectors import name_value
 
 
 class StatesLines(TextSink):
@@ -106,15 +107,12 @@ def floor_frames(model: Model, specs) -> tuple[Frames | None, np.ndarray]:
         return None, np.zeros(0)
     names, heights = [], []
     for spec in specs:
-        name, _, height = spec.rpartition("=")
-        try:
-            heights.append(float(height))
-        except ValueError:
-            heights.append(float("nan"))
-        if not np.isfinite(heights[-1]):
+        name, height = name_value(spec)
+        if not np.isfinite(height):
             raise UsageError(f"dyn: --floor {spec!r}: expected FRAME=HEIGHT (metres, the "
                              "world's z, a finite number)")
         names.append(name)
+        heights.append(height)
     try:
         return frame_set(model, names), np.array(heights)
     except KeyError as error:

@@ -42,6 +42,21 @@ def parse_numbers(text: str, where: str) -> np.ndarray:
     return values
 
 
+def number(word: str) -> float:
+    """``word`` as a number in the syntax of :func:`parse_numbers` (digits 0-9, as JSON:
+    not 1_000, not full width), else NaN; callers say what they expected."""
+    word = word.strip()
+    return float(word) if NUMBER.fullmatch(word) or NON_FINITE.fullmatch(word) else math.nan
+
+
+def name_value(spec: str) -> tuple[str, float]:
+    """``NAME=VALUE`` (split at the last '=') as (NAME, VALUE), VALUE NaN unless a finite
+    :func:`number`."""
+    name, _, text = spec.rpartition("=")
+    value = number(text)
+    return name, value if math.isfinite(value) else math.nan
+
+
 def amount(count: int) -> str:
     """'1 number', '3 numbers'."""
     return "1 number" if count == 1 else f"{count} numbers"
@@ -102,16 +117,10 @@ def parse_payload(text: str | None):
     frame, offset = where or None, (0.0, 0.0, 0.0)
     if where and ":" in where:
         head, _, tail = where.rpartition(":")
-        try:
-            numbers = tuple(float(x) for x in tail.split(","))
-        except ValueError:
-            numbers = ()
-        if len(numbers) == 3 and head:
+        numbers = tuple(number(x) for x in tail.split(","))
+        if len(numbers) == 3 and head and not any(map(math.isnan, numbers)):
             frame, offset = head, numbers
-    try:
-        mass = float(mass_text)
-    except ValueError:
-        mass = math.nan
+    mass = number(mass_text)
     if not (math.isfinite(mass) and mass >= 0) or not all(map(math.isfinite, offset)):
         raise UsageError(f"dyn: --payload {text!r}: expected KG[@FRAME[:x,y,z]] with a mass "
                          ">= 0 in kg and an offset in metres in the frame's axes")

@@ -153,6 +153,8 @@ def test_the_documented_fit_is_what_identify_writes(tmp_path, capsys):
      "z, a finite number)"),
     (["--floor", "link2=nan"], "dyn: --floor 'link2=nan': expected FRAME=HEIGHT (metres, the "
      "world's z, a finite number)"),
+    (["--floor", "link2=\u0663"], "dyn: --floor 'link2=\u0663': expected FRAME=HEIGHT (metres, "
+     "the world's z, a finite number)"),  # an Arabic-Indic 3: digits are 0-9 here
     (["--noise", "0.1"], "dyn: --noise needs --torques"),
     (["--duration", "1e300"], "dyn: --duration x --rate gives 1e+302 states, about "
      "6.71e+294 GiB at once: more than the 4 GiB a run may hold"),

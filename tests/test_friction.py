@@ -179,6 +179,8 @@ def test_a_log_without_rests_cannot_separate_them(tmp_path, capsys):
      "TERM.DOF)"),
     (["identify", ARM, "--input", "fixtures/two_link_arm_log.csv", "--known", "link2.m=1",
       "--known", "link2.m=1"], "dyn: --known 'link2.m=1': link2.m is given twice"),
+    (["identify", ARM, "--input", "fixtures/two_link_arm_log.csv", "--known", "link2.m=1_0"],
+     "dyn: --known 'link2.m=1_0': expected NAME=VALUE, a finite number"),
     (["regressor", ARM, "--terms", "smooth", "--v", "1,1", "--smooth-velocity", "0"], None),
 ])
 def test_refusals_are_one_line(args, message, capsys):

@@ -165,7 +165,7 @@ def test_exit_codes_json_and_annotations():
     annotated = [int(line.split("line=")[1].split(",")[0]) for line in out.splitlines()]
     assert code == 1 and len(annotated) == 2
     assert all("<limit" in lines[n - 1] for n in annotated)
-    for bad in ("x@link2", "-1", "2@link2:0,0", "2@nowhere"):
+    for bad in ("x@link2", "-1", "2@link2:0,0", "2@nowhere", "1_0@link2", "\uff12@link2"):
         code, _, err = dyn("statics", ARM, "--payload", bad)
         assert code == 2 and err.count("\n") == 1, (bad, err)
 
