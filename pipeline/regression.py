@@ -30,7 +30,7 @@ from .drives import Drives
 from .estimated import estimated, wants_estimate
 from .errors import UsageError, warn
 from .layout import TIME, Layout
-from .outputs import open_target, output_format
+from .outputs import open_file, output_format
 from .paths import same_file
 from .sinks import JsonSink, NpzSink, Sink, npz_extra
 from .source import CHUNK, Input
@@ -134,17 +134,17 @@ def regressor_sink(path: str | None, layout: Layout, columns: Columns,
     if kind not in ("npz", "json"):
         raise UsageError(f"{path}: the regressor is written as .npz (arrays Y, "
                          f"parameters, pi, dofs) or JSON Lines (.jsonl), not {kind}")
-    stream, temporary, existed = ((sys.stdout, None, False) if path is None
-                                  else open_target(path, kind == "npz"))
     if kind == "npz":
         extra = npz_extra(layout.v_labels)
         extra["parameters"] = np.array(columns.names, dtype=str)
         extra["pi"] = model_parameters(layout.model, columns)
-        sink = NpzSink(stream, "Y", (layout.model.nv, columns.size), extra, path)
-    else:
-        sink = JsonSink(stream, "Y", None, path)
-    sink.temporary, sink.existed = temporary, existed
-    return sink
+        return open_file(path, True, lambda stream: NpzSink(
+            stream, "Y", (layout.model.nv, columns.size), extra, path))
+
+    def json_lines(stream) -> Sink:
+        return JsonSink(stream, "Y", None, path)
+
+    return json_lines(sys.stdout) if path is None else open_file(path, False, json_lines)
 
 
 # ----------------------------------------------------------------------------- identify
