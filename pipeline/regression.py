@@ -74,10 +74,20 @@ def opened(model: Model | Layout, source) -> tuple[Layout, Input]:
 
 
 # ---------------------------------------------------------------------------- regressor
+def regressor_columns(model: Model, terms) -> Columns:
+    """The regressor's columns of ``terms``; a usage error for the gain term, whose column
+    is a logged current (identify fits it), not a function of q, v and a."""
+    columns = layout_of(model, terms)
+    if "gain" in columns.terms:
+        raise UsageError("dyn: --terms gain: its column is a logged current, not a function "
+                         "of q, v, a (dyn identify --current fits it)")
+    return columns
+
+
 def regressor_document(layout: Layout, states, terms=(), gravity=None) -> dict:
     """``dyn regressor``'s JSON document of one state: Y (nv x P), the dofs, the
     parameters' names and the model's values pi of them (Y pi is inverse dynamics)."""
-    columns = layout_of(layout.model, terms)
+    columns = regressor_columns(layout.model, terms)
     Y = joint_torque_regressor(layout.model, states.q, states.v, states.a, gravity, terms)[0]
     return {"Y": Y.tolist(), "dofs": list(layout.v_labels), "parameters": list(columns.names),
             "pi": model_parameters(layout.model, columns).tolist()}
@@ -92,7 +102,7 @@ def write_regressor(model: Model | Layout, source: Input | str | os.PathLike,
     (names of ``JOINT_TERMS``, or a ``JointTerms``); ``progress`` as for
     :func:`.stream.run`. Returns the closed sink; an interrupted or failed run keeps what :func:`.stream.stopped` says."""
     layout, source = opened(model, source)
-    columns = layout_of(layout.model, terms)
+    columns = regressor_columns(layout.model, terms)
     if not isinstance(sink, Sink):
         sink = regressor_sink(None if sink is None else os.fspath(sink), layout, columns,
                               "-" if source.name == STDIN else source.name)

@@ -194,3 +194,20 @@ def test_write_regressor_from_python_streams_y_with_y_pi_the_rnea(tmp_path):
     assert sink.count == 300 and written["Y"].shape == (300, model.nv, 22)
     np.testing.assert_allclose(np.einsum("nvp,p->nv", written["Y"], written["pi"]),
                                rnea(model, q, v, a), rtol=0, atol=1e-12)
+
+
+def test_the_library_refuses_the_gain_term_as_the_command_does(tmp_path):
+    """A Python caller asking write_regressor or regressor_document for the gain term (a
+    logged current's column, no function of q, v, a) is refused, not given zeros."""
+    from treedyn.pipeline.errors import UsageError
+    from treedyn.pipeline.layout import Layout
+    from treedyn.pipeline.regression import regressor_document, write_regressor
+
+    arm = load_model(os.path.join(os.path.dirname(__file__), "..", "fixtures",
+                                  "two_link_arm.urdf"))
+    np.savez(tmp_path / "s.npz", q=np.zeros((2, 2)), v=np.zeros((2, 2)), a=np.zeros((2, 2)))
+    with pytest.raises(UsageError, match="gain"):
+        write_regressor(arm, tmp_path / "s.npz", tmp_path / "Y.npz", terms=("gain",))
+    with pytest.raises(UsageError, match="gain"):
+        regressor_document(Layout.of(arm), None, ("gain",))
+    assert sorted(os.listdir(tmp_path)) == ["s.npz"]

@@ -65,9 +65,6 @@ def regressor(model: ModelArg, q: QOpt = None, v: VOpt = None, a: AOpt = None,
     loaded = load(model, free_flyer)
     layout = Layout.of(loaded, degrees)
     chosen = parse_terms(terms, stribeck_velocity, smooth_velocity)
-    if "gain" in chosen.names:
-        raise UsageError("dyn: --terms gain: its column is a logged current, not a function "
-                         "of q, v, a (dyn identify --current fits it)")
     g = parse_gravity(gravity)
     if input_file is not None:
         refuse_beside_input({"q": q, "v": v, "a": a})
@@ -76,13 +73,13 @@ def regressor(model: ModelArg, q: QOpt = None, v: VOpt = None, a: AOpt = None,
         return
     if output_file is not None:
         raise UsageError("dyn: --output needs --input (one state is printed)")
+    if fmt is not None and fmt.value == "csv":
+        raise UsageError("dyn: regressor prints one state as a table or json, not csv")
     needing = [t for t in chosen.names if t in VELOCITY_TERMS]
     if needing and v is None:
         raise UsageError(f"dyn: --terms {needing[0]} needs the joint velocities: give --v")
     document = regressor_document(layout, single_state(layout, {"q": q, "v": v, "a": a}, {}),
                                   chosen, g)
-    if fmt is not None and fmt.value == "csv":
-        raise UsageError("dyn: regressor prints one state as a table or json, not csv")
     if fmt is not None and fmt.value == "json":
         print_document(document, "regressor")
     else:
