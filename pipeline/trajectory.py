@@ -15,7 +15,6 @@ from __future__ import annotations
 from typing import NamedTuple
 
 import numpy as np
-import orjson
 
 from treedyn.engine import Model, rnea
 from treedyn.engine.excitation import Excitation, Trajectory, excite
@@ -26,27 +25,30 @@ from .errors import UsageError
 from .layout import TIME, Layout
 from .naming import q_labels
 from .outputs import csv_header, open_file, output_format
-from .sinks import CsvSink, NpzSink, Sink, TextSink, npz_extra
+from .sinks import CsvSink, NpzSink, Sink, TextSink, npz_extra, numbers_text
 from .vectors import name_value
 
 
 class StatesLines(TextSink):
     """JSON Lines of whole states: rows of the ``kinds`` side by side, parted at
-    ``widths``, then t when ``times``."""
+    ``widths``, then t when ``times``; spaced as :class:`~.sinks.JsonSink` spaces its
+    lines, each kind's rows cut from one text of its block (:func:`~.sinks.numbers_text`)."""
 
     def __init__(self, stream, kinds, widths, path: str | None = None, times: bool = True):
         super().__init__(stream, path)
         self.kinds, self.cuts, self.times = kinds, np.cumsum(widths), times
 
     def text(self, result) -> str:
-        lines = []
-        for row in result:
-            vectors = np.split(row, self.cuts)
-            state = dict(zip(self.kinds, vectors[:len(self.kinds)]))
-            if self.times:
-                state[TIME] = float(vectors[-1][0])
-            lines.append(orjson.dumps(state, option=orjson.OPT_SERIALIZE_NUMPY))
-        return (b"\n".join(lines) + b"\n").decode() if lines else ""
+        if not len(result):
+            return ""
+        blocks = np.split(result, self.cuts, axis=1)  # (N, width) each, then t's (N, 1)
+        fields = [[b'"%s": [%s]' % (kind.encode(), row) for row in
+                   numbers_text(block).replace(b",", b", ")[2:-2].split(b"], [")]
+                  for kind, block in zip(self.kinds, blocks)]
+        if self.times:
+            fields.append([b'"%s": %s' % (TIME.encode(), t) for t in
+                           numbers_text(blocks[-1][:, 0])[1:-1].split(b",")])
+        return b"".join(b"{" + b", ".join(state) + b"}\n" for state in zip(*fields)).decode()
 
 
 def write_states(path: str, states: dict, t: np.ndarray | None = None,

@@ -192,3 +192,22 @@ def test_base_columns_are_the_ones_identify_takes_from_the_same_states():
     log.add(Y, np.ones(Y.shape[:2]))
     np.testing.assert_array_equal(setting.base,
                                   np.sort(base_parameters(log.finish()).independent))
+
+
+def test_states_written_as_json_lines_read_back_to_the_bit(tmp_path):
+    """write_states' JSON Lines (each kind's rows cut from one text of its block) hold every
+    double as it was, t included, and nv = 0's empty vectors."""
+    import json
+
+    from treedyn.pipeline.trajectory import write_states
+
+    rng = np.random.default_rng(3)
+    states = {"q": rng.normal(size=(5, 3)), "v": np.zeros((5, 0)), "a": rng.normal(size=(5, 3))}
+    states["q"][2, 1] = 5e-324
+    t = np.linspace(0, 1, 5)
+    write_states(str(tmp_path / "m.jsonl"), states, t)
+    lines = [json.loads(line) for line in (tmp_path / "m.jsonl").read_text().splitlines()]
+    assert len(lines) == 5 and [list(line) for line in lines] == [["q", "v", "a", "t"]] * 5
+    for key, array in states.items():
+        assert np.array_equal(np.array([line[key] for line in lines]).reshape(array.shape), array)
+    assert np.array_equal([line["t"] for line in lines], t)
