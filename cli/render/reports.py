@@ -115,9 +115,9 @@ def _cond_line(report, options) -> str:
     regular = report.cond[~report.singular] if report.singular is not None else report.cond
     limit = f"(warning above {options.max_cond:.3g})"
     if not report.singular_count:
-        return (f"  min {np.min(regular):.4g}, median {np.median(regular):.4g}, "
+        return (f"min {np.min(regular):.4g}, median {np.median(regular):.4g}, "
                 f"max {np.max(regular):.4g} {limit}")
-    head = (f"  M is singular at {report.singular_count} of {len(report.cond)} configurations "
+    head = (f"M is singular at {report.singular_count} of {len(report.cond)} configurations "
             "(a pivot of its L^T D L factor at or below nv eps of its largest diagonal)")
     if not regular.size:
         return head
@@ -137,19 +137,21 @@ def condition_table(report, model, names: Sequence[str], q_names: Sequence[str],
     configuration = ", ".join(f"{name}={value:.4g}" for name, value in zip(q_names,
                                                                             report.q[worst]))
     lines = [
-        f"cond(M) of {model.name} over {len(report.q)} configurations (neutral first, then "
-        f"random within the limits, seed {options.seed}):",
-        _cond_line(report, options),
+        wrapped(f"cond(M) of {model.name} over {len(report.q)} configurations (neutral "
+                f"first, then random within the limits, seed {options.seed}):"),
+        wrapped(_cond_line(report, options), indent="  "),
         wrapped(f"worst configuration (sample {worst}): "  # wrapped to the terminal
                 f"{configuration or '(no coordinates)'}"),
         wrapped(f"weakest direction there (lambda_min = {eigen[worst, 0]:.4g}, lambda_max = "
                 f"{eigen[worst, -1]:.4g}): {weakest_direction(report.weakest, names)}"),
-        *([f"M is singular there: the motions of joints {', '.join(report.coinciding)} "
-           "coincide (nothing with mass or inertia moves between them)"]
+        *([wrapped(f"M is singular there: the motions of joints "
+                   f"{', '.join(report.coinciding)} coincide (nothing with mass or inertia "
+                   "moves between them)")]
           if len(report.coinciding) > 1 else []),
         "",
-        f"ABA's local D-blocks, worst over the samples (smallest {len(blocks)} of "
-        f"{len(report.blocks)}; ratio = lambda_min(D) / lambda_max(M), cond(M) >= 1/ratio):",
+        wrapped(f"ABA's local D-blocks, worst over the samples (smallest {len(blocks)} of "
+                f"{len(report.blocks)}; ratio = lambda_min(D) / lambda_max(M), cond(M) >= "
+                "1/ratio):"),
         fitted(table(block_rows, ["joint", "lambda_min(D)", "ratio",
                                   *(["cond(D)"] if several else [])])),
         "",
@@ -158,7 +160,7 @@ def condition_table(report, model, names: Sequence[str], q_names: Sequence[str],
         if ratio_rows else "  (no parent/child pairs)",
         "",
         "warnings:" + ("" if report.warnings else " none"),
-        *[f"  {w}" for w in report.warnings],
+        *[wrapped(w, indent="  ") for w in report.warnings],
     ]
     return "\n".join(lines)
 

@@ -57,12 +57,13 @@ def terminal_width() -> int:
     return shutil.get_terminal_size((100, 24)).columns
 
 
-def wrapped(text: str, width: int | None = None) -> str:
-    """A line of prose wrapped to ``width`` (default: the terminal's; at least 60), its
-    continuation lines indented."""
+def wrapped(text: str, width: int | None = None, indent: str = "") -> str:
+    """A line of prose wrapped to ``width`` (default: the terminal's; at least 60), after
+    ``indent``, its continuation lines indented two more."""
     import textwrap
 
-    return textwrap.fill(text, break_on_hyphens=False, subsequent_indent="  ",
+    return textwrap.fill(text, break_on_hyphens=False, initial_indent=indent,
+                         subsequent_indent=indent + "  ",
                          width=max(60, terminal_width() if width is None else width))
 
 
