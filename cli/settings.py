@@ -11,7 +11,7 @@ is a terminal whose ``TERM`` is not ``dumb``.
 import os
 import sys
 
-from treedyn.session.environment import COUNTS
+from treedyn.session.environment import COUNTS, count
 
 VERSION = "0.1.0"  # the package's version (pyproject.toml reads it from here)
 
@@ -31,7 +31,7 @@ def check_environment() -> None:
     (before any module reads it)."""
     for name in COUNTS:
         value = os.environ.get(name, "").strip()
-        if value and not (value.isascii() and value.isdigit() and int(value) >= 1):
+        if value and count(name, None) is None:
             if sys.stderr is not None:
                 print(f"dyn: {name}={value!r} is not a positive whole number", file=sys.stderr)
             os._exit(2)
