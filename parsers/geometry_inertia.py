@@ -50,18 +50,6 @@ class LinkResult:
     reason: str = ""
     hulls: tuple[str, ...] = ()  # mesh files (as written) whose convex hull stood in
 
-    def document(self) -> dict:
-        """The link's JSON object: its new inertia (link frame: mass, density, com, the
-        tensor's ixx, ixy, ixz, iyy, iyz, izz about the com), or why it is left alone."""
-        entry = {"link": self.link, "status": self.status}
-        if self.inertia is None:
-            return {**entry, "reason": self.reason}
-        inertia, tensor = self.inertia, self.inertia.inertia
-        return {**entry, "mass": inertia.mass, "measure": self.measure,
-                "density": inertia.mass / self.measure, "com": inertia.com.tolist(),
-                "inertia": [tensor[0, 0], tensor[0, 1], tensor[0, 2], tensor[1, 1],
-                            tensor[1, 2], tensor[2, 2]], "hull": list(self.hulls)}
-
 
 def geometry_inertias(description: TreeDescription, model_path: str,
                       packages: PackagePaths = PackagePaths(), role: str = "collision",

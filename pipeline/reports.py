@@ -1,5 +1,6 @@
-"""The reports' machine formats: CSV rows of ``info``, ``check-inertia``, ``condition``
-and ``verify``, the JSON documents of ``info``, ``identify`` and ``verify``, and GitHub
+"""The reports' machine formats: CSV rows of ``info``, ``check-inertia``, ``condition``,
+``verify`` and ``inertia-from-geometry``, the JSON documents of ``info``, ``identify``,
+``verify`` and ``inertia-from-geometry``, and GitHub
 Actions annotations (``check-inertia``'s, ``statics``'; ``diff``'s are
 :func:`treedyn.pipeline.diff_report.diff_github`) (the other JSON documents are the engine's:
 :mod:`treedyn.engine.analysis.check_report`, :mod:`treedyn.engine.analysis.condition_report`).
@@ -133,3 +134,46 @@ def identify_document(document: dict) -> dict:
     """The report of :func:`treedyn.engine.analysis.identify_report.report`, plain JSON
     (non-finite numbers as null)."""
     return plain_data(document, nulls=True)
+
+
+GEOMETRY_COLUMNS = ("link", "status", "mass", "density", "com x", "com y", "com z", "ixx",
+                    "ixy", "ixz", "iyy", "iyz", "izz", "note")
+
+
+def geometry_link(result) -> dict:
+    """A link's object in ``inertia-from-geometry``'s document, from its
+    :class:`treedyn.parsers.geometry_inertia.LinkResult`: its new inertia (link frame: mass,
+    density, com, the tensor's ixx, ixy, ixz, iyy, iyz, izz about the com), or why it is
+    left alone."""
+    entry = {"link": result.link, "status": result.status}
+    if result.inertia is None:
+        return {**entry, "reason": result.reason}
+    inertia, tensor = result.inertia, result.inertia.inertia
+    return {**entry, "mass": inertia.mass, "measure": result.measure,
+            "density": inertia.mass / result.measure, "com": inertia.com.tolist(),
+            "inertia": [tensor[0, 0], tensor[0, 1], tensor[0, 2], tensor[1, 1],
+                        tensor[1, 2], tensor[2, 2]], "hull": list(result.hulls)}
+
+
+def geometry_document(model: str, role: str, shell: bool, results) -> dict:
+    """What ``dyn inertia-from-geometry --format json`` prints: the model file, the shapes'
+    ``role`` ("collision" or "visual"), ``shell``, and a :func:`geometry_link` per link."""
+    return {"model": model, "from": role, "shell": shell,
+            "links": [geometry_link(result) for result in results]}
+
+
+def geometry_rows(document: dict) -> list[list]:
+    """A row per link of :func:`geometry_document`, as :data:`GEOMETRY_COLUMNS` name its
+    cells (empty where a link is left alone): the CSV's rows and the table's."""
+    return [[entry["link"], entry["status"], entry.get("mass", ""), entry.get("density", ""),
+             *entry.get("com", [""] * 3), *entry.get("inertia", [""] * 6),
+             entry.get("reason") or ("convex hull: " + ", ".join(entry["hull"])
+                                     if entry["hull"] else "")]
+            for entry in document["links"]]
+
+
+def geometry_csv(document: dict, stream) -> None:
+    """``inertia-from-geometry``'s rows as CSV (spaces in the headers as ``_``)."""
+    writer = csv_writer(stream)
+    writer.writerow([column.replace(" ", "_") for column in GEOMETRY_COLUMNS])
+    writer.writerows(geometry_rows(document))

@@ -8,6 +8,7 @@ import typer
 
 from treedyn.parsers.geometry_inertia import geometry_inertias
 from treedyn.pipeline.errors import UsageError
+from treedyn.pipeline.reports import geometry_csv, geometry_document
 from treedyn.session.fitted import check_write_target, write_inertias
 from treedyn.session.models import package_paths
 
@@ -15,7 +16,7 @@ from ..console import print_document, show_text, warn
 from ..model import load, xacro_arguments
 from ..options import (MESH_PATHS, ModelArg, choices, ReportFormat, ReportFormatOpt, XacroArgOpt,
                        XacroArgs, epilog, examples)
-from ..render.geometry import geometry_csv, geometry_table
+from ..render.geometry import geometry_table
 
 GEOMETRY_EXAMPLES = examples(
     "dyn inertia-from-geometry fixtures/shapes.urdf",
@@ -69,8 +70,7 @@ def inertia_from_geometry(
         for mesh in result.hulls:
             warn(f"{mesh} (link '{result.link}') is not a closed surface: its convex hull "
                  "gives its inertia (MuJoCo's <mesh inertia=\"convex\">)")
-    document = {"model": model, "from": role.value, "shell": shell,
-                "links": [result.document() for result in results]}
+    document = geometry_document(model, role.value, shell, results)
     if write is not None:
         document["written"] = write_inertias(model, write, description, results,
                                              MESH_PATHS, warn)
