@@ -53,7 +53,8 @@ from ..errors import ParseError, quoted
 from ..meshes import stl_problem
 from ..packages import PackagePaths, resolve_uri
 from .converted import Converted
-from .text import attribute, comment, number, numbers, unique, where
+from ..names import unique
+from .text import attribute, comment, number, numbers, where
 
 MINVAL = 1e-15  # MuJoCo's mjMINVAL: the least mass and moment of a moving body
 JOINT_KINDS = {"revolute": "hinge", "continuous": "hinge", "prismatic": "slide"}

@@ -1,5 +1,6 @@
 """The pieces of model text both writers write: numbers that read back bit for bit, XML
-comments that hold any text, where an element came from, and names not yet taken."""
+comments that hold any text, and where an element came from (names not yet taken:
+:func:`treedyn.parsers.names.unique`)."""
 from __future__ import annotations
 
 from xml.sax.saxutils import quoteattr
@@ -42,11 +43,3 @@ def where(source: SourceRef) -> str:
     """file:line of a source, the file alone when its line is unknown (a note names the
     element itself)."""
     return f"{source.file}:{source.line}" if source.line else source.file
-
-
-def unique(name: str, taken) -> str:
-    """``name``, with ``_`` appended while ``taken`` (a set or a dict of names) holds it
-    (the caller adds it; also the MJCF reader's names of unnamed bodies and joints)."""
-    while name in taken:
-        name += "_"
-    return name

@@ -38,7 +38,8 @@ from treedyn.engine.rotations import axis_angle_matrix, matrix_rpy
 
 from ..errors import ParseError
 from .converted import Converted
-from .text import attribute, comment, number, numbers, unique, where
+from ..names import unique
+from .text import attribute, comment, number, numbers, where
 
 NO_LIMIT = sys.float_info.max  # an absent limit, as Pinocchio holds one
 FLOATING = ("free", "free_world")
