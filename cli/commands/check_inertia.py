@@ -1,7 +1,7 @@
 """``dyn check-inertia``: physical consistency of every link's inertia (exit 1 on errors)."""
 
 import sys
-from typing import Annotated, Optional
+from typing import Annotated
 
 import typer
 
@@ -18,7 +18,7 @@ from ..console import print_document, show_text, warn
 from ..model import load, xacro_arguments
 from ..options import (MESH_PATHS, BaselineOpt, CheckFormat, FreeFlyerOpt, IgnoreOpt,
                        ModelArg, SeedOpt, SelectOpt, XacroArgOpt, XacroArgs, epilog, examples,
-                       not_nan, samples_option)
+                       format_option, not_nan, samples_option)
 from ..render import reports
 from ..render.findings import print_sarif
 
@@ -45,11 +45,9 @@ def check_inertia(
         fix: Annotated[bool, typer.Option(
             "--fix", help="Print the nearest consistent (or plausible) inertia for each "
             "failing link, ready to paste. Never changes the file.")] = False,
-        fmt: Annotated[Optional[CheckFormat], typer.Option(
-            "--format", "-f", case_sensitive=False, show_default=False,
-            help="table (default), json, csv (one row per finding), github "
-            "(::error file=...,line=...:: annotations) or sarif (SARIF 2.1.0)."
-        )] = None,
+        fmt: format_option(CheckFormat, "table (default), json, csv (one row per finding), "
+                           "github (::error file=...,line=...:: annotations) or sarif "
+                           "(SARIF 2.1.0).") = None,
         show_all: Annotated[bool, typer.Option(
             "--all", help="List the passing and skipped checks too (table and CSV rows; JSON "
             "keys passes and skipped).")] = False,

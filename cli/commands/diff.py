@@ -10,7 +10,7 @@ from treedyn.engine.analysis.diff import diff as run_diff
 from ..console import print_document, show_text
 from ..model import load
 from ..options import (DiffFormat, FreeFlyerOpt, PlotSizeOpt, SeedOpt, epilog, examples,
-                       model_argument, not_nan, plot_option, samples_option)
+                       format_option, model_argument, not_nan, plot_option, samples_option)
 from ..render import diff as render
 from treedyn.pipeline.diff_report import diff_document, diff_github
 from treedyn.pipeline.chunks import diff_bytes, refuse_past_memory
@@ -39,9 +39,8 @@ def diff(
         samples: samples_option("Configurations for M(q): the neutral one, then random "
                                 "ones within OLD's limits.") = 20,
         seed: SeedOpt = 0,
-        fmt: Annotated[Optional[DiffFormat], typer.Option(
-            "--format", "-f", case_sensitive=False, show_default=False,
-            help="table (default), json, or github (::warning/::error annotations).")] = None,
+        fmt: format_option(DiffFormat, "table (default), json, or github (::warning/::error "
+                           "annotations).") = None,
         plot: plot_option("the relative change of each entry of M") = None,
         plot_size: PlotSizeOpt = None,
 ) -> None:
