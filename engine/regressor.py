@@ -83,8 +83,7 @@ class JointTerms:
         given = terms if isinstance(terms, JointTerms) else cls(tuple(terms))
         unknown = [t for t in given.names if t not in JOINT_TERMS]
         if unknown:
-            raise ValueError(f"unknown per-joint term {unknown[0]!r}; known: "
-                             f"{', '.join(JOINT_TERMS)}")
+            raise ValueError(f"unknown term {unknown[0]!r} (known: {', '.join(JOINT_TERMS)})")
         for name, value in (("stribeck_velocity", given.stribeck_velocity),
                             ("smooth_velocity", given.smooth_velocity)):
             if not (np.isfinite(value) and value > 0):

@@ -3,7 +3,7 @@ from typing import Annotated, Optional
 
 import typer
 
-from treedyn.engine.regressor import JOINT_TERMS, VELOCITY_TERMS, JointTerms
+from treedyn.engine.regressor import VELOCITY_TERMS, JointTerms
 from treedyn.pipeline.errors import UsageError
 from treedyn.pipeline.layout import Layout
 from treedyn.pipeline.regression import regressor_document, write_regressor
@@ -37,13 +37,13 @@ SmoothOpt = Annotated[float, typer.Option(
 
 
 def parse_terms(text: Optional[str], stribeck: float = 0.1, smooth: float = 0.01) -> JointTerms:
-    """The --terms list, checked, with the shape options."""
-    terms = tuple(t.strip() for t in text.split(",")) if text else ()
-    for term in terms:
-        if term not in JOINT_TERMS:
-            raise UsageError(f"dyn: --terms: unknown term '{term}' (known: "
-                             f"{', '.join(JOINT_TERMS)})")
-    return JointTerms(terms, stribeck, smooth)
+    """The --terms list with the shape options, checked as the engine checks terms
+    (:meth:`treedyn.engine.regressor.JointTerms.of`)."""
+    names = tuple(t.strip() for t in text.split(",")) if text else ()
+    try:
+        return JointTerms.of(JointTerms(names, stribeck, smooth))
+    except ValueError as error:
+        raise UsageError(f"dyn: --terms: {error}") from None
 
 
 @epilog(REGRESSOR_EXAMPLES)
