@@ -6,7 +6,8 @@ engine's description and geometry only; the engine imports none of them and read
 environment, nor do the pipeline and the parsers (the session reads it for them). Inside the CLI, layers import only downward: app →
 commands → run → model → render → the bottom modules (console, settings, options). No import cycle among modules, counting
 function-level imports; no module over about 600 lines; no function over about 80 lines
-except where a comment on its ``def`` line says why.
+except where a comment on its ``def`` line says why; no command module over 120 lines (a
+command is options, one call and rendering).
 """
 import ast
 import re
@@ -266,3 +267,10 @@ def long_units():
 
 def test_no_long_module_or_function():
     assert long_units() == []
+
+
+def test_every_command_module_is_options_one_call_and_rendering_in_120_lines():
+    sizes = {name: len(path.read_text(encoding="utf-8").splitlines())
+             for name, path in MODULES.items() if name.startswith("treedyn.cli.commands.")}
+    assert len(sizes) >= 20  # (the commands were found)
+    assert {name: size for name, size in sizes.items() if size > 120} == {}
