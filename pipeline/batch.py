@@ -23,10 +23,10 @@ from typing import TYPE_CHECKING
 from treedyn.engine.analysis.sparsity import DENSE_KEYS, sparsity_document
 
 from .errors import Ended, UsageError, warn
-from .compute import COMPUTATIONS
+from .compute import COMPUTATIONS, Computation
 from .layout import Layout
 from .outputs import file_sink, open_sink, output_format
-from .paths import same_file
+from .paths import refuse_input_as_output
 from .schema import versioned
 from .sinks import Sink
 from .source import CHUNK, INPUT_FORMATS, Input
@@ -121,12 +121,14 @@ def results_sink(layout: Layout, command: str, kind: str, output: str | None,
     return file_sink(stream, None, kind, computation.key, shape, labels, extra, pattern)
 
 
-def solve(layout: Layout, command: str, input: str, output: str | None, kind: str,
+def solve(layout: Layout, command: str | Computation, input: str, output: str | None, kind: str,
           open_results: Callable[[], Sink], gravity=None, wrenches: dict | None = None,
           chunk: int = CHUNK, progress: Progress | None = None, workers: int = 1,
           part_bytes: int | None = None, dataset_prefix: str | None = None) -> None:
     """The states of the file ``input`` (``"-"``: stdin; an HDF5 one's group
-    ``dataset_prefix``) through ``COMPUTATIONS[command]`` of ``layout`` into the sink
+    ``dataset_prefix``) through ``COMPUTATIONS[command]`` (or ``command`` itself, a
+    state command's :class:`.compute.Computation`, which runs in one process) of ``layout``
+    into the sink
     ``open_results()`` opens, results of format ``kind`` into the file ``output`` (None:
     stdout): over ``workers`` processes, parts of ``part_bytes`` (else PART_BYTES), when
     :func:`splits` says so, else in this one. ``gravity``, ``wrenches``, ``chunk`` and
@@ -134,10 +136,7 @@ def solve(layout: Layout, command: str, input: str, output: str | None, kind: st
     from .parts import PART_BYTES  # (these two, with their pools: not on a one-state path)
     from .stream import run
 
-    if output is not None and same_file(input, output):
-        raise UsageError(f"dyn: --output {output} is the input file"
-                         f"{' (on stdin)' if input == '-' else ''}: it would be "
-                         "replaced by the results computed from it; write to another file")
+    refuse_input_as_output(input, output)
     part_bytes = part_bytes or PART_BYTES
     arguments = (layout, command, input, open_results, output, kind, workers, part_bytes,
                  gravity, wrenches, chunk, progress)
@@ -147,7 +146,7 @@ def solve(layout: Layout, command: str, input: str, output: str | None, kind: st
                 wrenches, chunk, progress)
 
 
-def splits(command: str, path: str, kind: str, workers: int, part_bytes: int) -> bool:
+def splits(command: str | Computation, path: str, kind: str, workers: int, part_bytes: int) -> bool:
     """Whether the input ``path`` is cut over ``workers`` processes: a regular JSON Lines
     file of two parts or more, results as JSON Lines, CSV or .npz (Parquet and HDF5 are
     written by one process; a table is the caller's). ``mass`` into an .npz runs in one
@@ -155,9 +154,11 @@ def splits(command: str, path: str, kind: str, workers: int, part_bytes: int) ->
     1.15x faster (benchmarks/bench_parts.py). A CSV input is never split: pyarrow's
     threaded reader (:mod:`.csvfile`) came within 1.28x of the split (7-dof arm), and beat
     it on the two-link arm. JSON Lines: the split beat pyarrow's threaded JSON reader by
-    2.13x on 7-dof arm states and 1.55x on the two-link arm's."""
-    if (path == "-" or kind not in ("json", "csv", "npz") or workers < 2
-            or (command == "mass" and kind == "npz") or not os.path.isfile(path)):
+    2.13x on 7-dof arm states and 1.55x on the two-link arm's. A state command's row (a
+    :class:`.compute.Computation`, not a name the workers look up) runs in one process."""
+    if (not isinstance(command, str) or path == "-" or kind not in ("json", "csv", "npz")
+            or workers < 2 or (command == "mass" and kind == "npz")
+            or not os.path.isfile(path)):
         return False
     return (INPUT_FORMATS.get(os.path.splitext(path)[1].lower()) == "jsonl"
             and os.path.getsize(path) >= split_bytes(part_bytes))

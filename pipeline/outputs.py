@@ -12,7 +12,7 @@ import stat
 from collections.abc import Callable, Sequence
 
 from .errors import UsageError
-from .paths import remove_stale, same_file, temporary_name
+from .paths import refuse_input_as_output, remove_stale, temporary_name
 from .sinks import OUTPUT_FORMATS, CsvSink, JsonSink, LimitsSink, NpzSink, Sink, npz_extra
 
 BINARY = ("npz", "parquet", "hdf5")  # the formats written as bytes
@@ -72,8 +72,7 @@ def open_limits_sink(path: str, layout, head: dict, input_name: str | None = Non
     if output_format(path, None) != "json":
         raise UsageError(f"{path}: the limits' summary is one JSON document: name the "
                          "file .json")
-    if input_name is not None and same_file(input_name, path):
-        raise UsageError(f"dyn: --output {path} is the input file; write to another file")
+    refuse_input_as_output(input_name, path)
     return open_file(path, False, lambda stream: LimitsSink(stream, layout, head, path))
 
 

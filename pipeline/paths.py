@@ -31,6 +31,16 @@ def same_file(source: str, target: str) -> bool:
     return file_identity(source) is not None and file_identity(source) == file_identity(target)
 
 
+
+def refuse_input_as_output(input: str | None, output: str | None) -> None:
+    """A usage error when the output ``output`` is the input ``input`` (:func:`same_file`):
+    written, it would replace the states it is computed from. Every command that reads
+    states and writes a file asks this before it opens the output."""
+    if input is not None and output is not None and same_file(input, output):
+        raise UsageError(f"dyn: --output {output} is the input file"
+                         f"{' (on stdin)' if input == '-' else ''}: it would be replaced by "
+                         "the results computed from it; write to another file")
+
 # ---------------------------------------------------------------------- output files
 # Every output file is written to a temporary in its folder, owned by this run, and renamed
 # onto its name only once complete; a run that does not finish renames what it completed to

@@ -31,7 +31,7 @@ from .estimated import estimated, wants_estimate
 from .errors import UsageError, warn
 from .layout import TIME, Layout
 from .outputs import open_file, output_format
-from .paths import same_file
+from .paths import refuse_input_as_output
 from .sinks import JsonSink, NpzSink, Sink, npz_extra
 from .source import CHUNK, Input
 from .stream import Progress, stopped
@@ -138,8 +138,7 @@ def regressor_sink(path: str | None, layout: Layout, columns: Columns,
                    input_name: str | None = None) -> Sink:
     """The regressor's sink: an .npz or a .jsonl file at ``path`` (not the input file
     ``input_name``, ``"-"``: stdin), or JSON Lines on stdout (``path`` None)."""
-    if path is not None and input_name is not None and same_file(input_name, path):
-        raise UsageError(f"dyn: --output {path} is the input file; write to another file")
+    refuse_input_as_output(input_name, path)
     kind = "json" if path is None else output_format(path, None)
     if kind not in ("npz", "json"):
         raise UsageError(f"{path}: the regressor is written as .npz (arrays Y, "

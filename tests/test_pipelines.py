@@ -405,6 +405,15 @@ def test_progress_bar_on_a_terminal_only(tmp_path):
     assert code == 0 and "states/s" not in printed  # results on the terminal: no bar
 
 
+@pytest.mark.skipif(sys.platform != "linux", reason="pty")
+def test_the_state_commands_show_the_same_bar(tmp_path):
+    source = tmp_path / "many.jsonl"
+    write_many_jsonl(source, 40_000)
+    code, shown = run_on_terminal(["com", str(ARM), "-i", str(source), "-o",
+                                   str(tmp_path / "com.npz")])
+    assert code == 0 and "100% 40,000 states" in shown, shown
+
+
 def test_the_bar_never_starts_at_zero_states(monkeypatch):
     """Text made by formatting workers reaches the output after the chunk that produced it:
     the first advances count 0 states, which drew a '0% 0 states 0 states/s' frame."""
@@ -464,9 +473,17 @@ def test_single_state_does_not_import_rich_or_the_pipeline_modules():
 
 # ----------------------------------------------------------------------------- input hygiene
 
-def test_an_output_that_is_the_input_is_refused(tmp_path, states):
+# every command that reads states and writes a file (a state command's own options after)
+READING_STATES = [["inverse"], ["forward"], ["mass"], ["regressor"], ["frames"],
+                  ["jacobian", "--frame", "link2"], ["com"], ["coriolis"], ["centroidal"],
+                  ["energy"]]
+
+
+@pytest.mark.parametrize("command", READING_STATES, ids=lambda c: c[0])
+def test_an_output_that_is_the_input_is_refused(tmp_path, states, command):
     """Opening the output first would empty the input: refused before anything is opened,
-    also through another spelling of the path or a link."""
+    also through another spelling of the path or a link, by every command that reads
+    states into a file (the state commands once replaced the input with their results)."""
     files = write_inputs(tmp_path, *states)
     for name in ("npz", "jsonl", "csv"):
         source = files[name]
@@ -474,15 +491,39 @@ def test_an_output_that_is_the_input_is_refused(tmp_path, states):
         link = tmp_path / f"link.{source.suffix[1:]}"
         link.symlink_to(source)
         for output in (source, tmp_path / "." / source.name, link):
-            assert_usage_error(dyn("inverse", ARM, "-i", source, "-o", output, check=False),
-                               f"--output {output} is the input file")
+            assert_usage_error(dyn(command[0], ARM, *command[1:], "-i", source, "-o", output,
+                                   check=False), f"--output {output} is the input file")
         with open(source, "rb") as stdin:  # `dyn ... -i - -o FILE < FILE`
-            redirected = subprocess.run([sys.executable, "-m", "treedyn.cli", "inverse",
-                                         str(ARM), "-i", "-", "-o", str(link)], stdin=stdin,
-                                        capture_output=True, cwd=ROOT, timeout=60)
+            redirected = subprocess.run([sys.executable, "-m", "treedyn.cli", command[0],
+                                         str(ARM), *command[1:], "-i", "-", "-o", str(link)],
+                                        stdin=stdin, capture_output=True, cwd=ROOT, timeout=60)
         assert_usage_error(redirected, f"--output {link} is the input file (on stdin)")
         assert source.read_bytes() == before
+        assert sorted(path.name for path in tmp_path.iterdir()) == sorted(
+            [path.name for path in files.values()] + [link.name])  # (no temporary left)
         link.unlink()
+
+
+def test_check_limits_refuses_an_output_that_is_its_input(tmp_path):
+    source = tmp_path / "log.csv"
+    source.write_bytes((ROOT / "fixtures" / "two_link_arm_limits_log.csv").read_bytes())
+    link = tmp_path / "summary.json"
+    link.symlink_to(source)
+    assert_usage_error(dyn("check-limits", ARM, "-i", source, "-o", link, check=False),
+                       f"--output {link} is the input file")
+    assert source.read_bytes() == (ROOT / "fixtures" / "two_link_arm_limits_log.csv"
+                                   ).read_bytes()
+
+
+@pytest.mark.parametrize("command", [c for c in READING_STATES if c[0] not in ("regressor",)],
+                         ids=lambda c: c[0])
+def test_a_dataset_prefix_needs_an_hdf5_file(tmp_path, states, command):
+    """--dataset-prefix without an HDF5 input or output is refused, not ignored."""
+    source = write_inputs(tmp_path, *states)["npz"]
+    for where in (["--q", "0.1,0.2"], ["-i", str(source)]):
+        assert_usage_error(dyn(command[0], ARM, *command[1:], *where, "--dataset-prefix",
+                               "data", "-f", "json", check=False),
+                           "--dataset-prefix names the group of an .h5/.hdf5")
 
 
 def test_a_byte_order_mark_is_skipped(tmp_path, states):

@@ -32,10 +32,10 @@ LAST_LINE = re.compile(r"dyn: (ended by a signal|interrupted); (.*) is not writt
 pytestmark = pytest.mark.skipif(sys.platform != "linux", reason="POSIX signals, /proc")
 
 
-def start(out: Path) -> subprocess.Popen:
-    """``dyn inverse ARM --input - --output OUT`` reading a pipe the test writes."""
+def start(out: Path, command: str = "inverse") -> subprocess.Popen:
+    """``dyn COMMAND ARM --input - --output OUT`` reading a pipe the test writes."""
     return subprocess.Popen(
-        [sys.executable, "-m", "treedyn.cli", "inverse", str(ARM), "--input", "-",
+        [sys.executable, "-m", "treedyn.cli", command, str(ARM), "--input", "-",
          "--output", str(out), "--quiet"], cwd=ROOT, stdin=subprocess.PIPE,
         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
         env={**os.environ, "TREEDYN_PROCESSES": "1", "TREEDYN_STREAM_CHUNK": "500"})
@@ -85,6 +85,30 @@ def test_a_stopped_run_leaves_a_whole_file_and_says_what_it_holds(tmp_path, suff
     assert match.group(2) == str(out) and match.group(4) == str(partial)
     assert held(partial) == int(match.group(3)) and GIVEN - 1000 <= held(partial) <= GIVEN
     assert sorted(os.listdir(tmp_path)) == [partial.name]  # nothing left beside it
+
+
+@pytest.mark.parametrize("command,key", [("com", "com"), ("energy", "energy")])
+def test_a_state_command_stopped_by_sigterm_ends_as_the_dynamics_do(tmp_path, command, key):
+    """The state commands run their --input through the same pipeline: SIGTERM leaves the
+    states computed in out.partial.npz, says so, and no temporary beside it."""
+    out = tmp_path / "out.npz"
+    process = start(out, command)
+    try:
+        process.stdin.write("".join(json.dumps({"q": [0.1 * k, 0.2]}) + "\n"
+                                    for k in range(GIVEN)).encode())
+        process.stdin.flush()
+        wait_reading(process)
+        process.send_signal(signal.SIGTERM)
+        _, err = process.communicate(timeout=60)
+    finally:
+        if process.poll() is None:
+            process.kill()
+    assert process.returncode == -signal.SIGTERM, err
+    match = LAST_LINE.fullmatch(err.decode().splitlines()[-1])
+    assert match and match.group(1) == "ended by a signal", err
+    with np.load(tmp_path / "out.partial.npz") as archive:
+        assert len(archive[key]) == int(match.group(3)) >= GIVEN - 1000
+    assert sorted(os.listdir(tmp_path)) == ["out.partial.npz"]
 
 
 def test_an_npz_appears_only_once_complete(tmp_path):

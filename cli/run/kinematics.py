@@ -1,8 +1,8 @@
 """The state commands (``dyn frames``, ``jacobian``, ``com``, ``coriolis``, ``centroidal``,
 ``energy``), made by :func:`state_command`: one state from the command line (q, and v for
-the rows that read it), or the states of ``--input`` streamed through the pipeline
-(:func:`treedyn.pipeline.stream.run`) into ``--output`` or stdout, by the row
-:func:`treedyn.pipeline.kinematics.state_row` makes for what the options ask."""
+the rows that read it), or the states of ``--input`` streamed through the pipeline as
+the dynamics' are (:func:`treedyn.pipeline.batch.solve`) into ``--output`` or stdout, by
+the row :func:`treedyn.pipeline.kinematics.state_row` makes for what the options ask."""
 from __future__ import annotations
 
 import sys
@@ -11,19 +11,18 @@ from inspect import Parameter
 
 import numpy as np
 
-from treedyn.pipeline.batch import sink_kind
+from treedyn.pipeline import batch
 from treedyn.pipeline.chunks import kinematics_chunk
 from treedyn.pipeline.compute import compute
 from treedyn.pipeline.errors import UsageError
 from treedyn.pipeline.kinematics import StateRow, state_row, state_sink
 from treedyn.pipeline.layout import Layout
-from treedyn.pipeline.source import Input
-from treedyn.pipeline.stream import run
 from treedyn.pipeline.vectors import refuse_beside_input, single_state
 from treedyn.session.environment import STREAM_CHUNK
 
 from ..console import print_document, saying_kept
 from ..model import given_layout
+from .progress import bar
 from ..options import (DatasetPrefixOpt, DegreesOpt, FormatOpt, FreeFlyerOpt, InputOpt,
                        MimicOpt, ModelArg, OutputOpt, QOpt, VOpt, XacroArgOpt,
                        XacroArgs, command_of, epilog, examples)
@@ -39,9 +38,10 @@ def solve_kinematics(given: dict, name: str, asked: dict, text: Text) -> None:
     layout = given_layout(given)
     row = state_row(name, layout, **asked)
     input, output, prefix = given["input_file"], given["output_file"], given["dataset_prefix"]
-    kind = sink_kind(input, output, given["fmt"] and given["fmt"].value,
+    kind = batch.sink_kind(input, output, given["fmt"] and given["fmt"].value,
                      "table" if sys.stdout.isatty() else "json")
     vectors = {"q": given["q"], "v": given.get("v")}
+    batch.check_prefix(input, output, prefix)
     if input is None:  # (every refusal before the output's temporary is opened)
         states = single_state(layout, vectors, {})
         result = compute(row.computation, layout, states, None)
@@ -55,10 +55,11 @@ def solve_kinematics(given: dict, name: str, asked: dict, text: Text) -> None:
     if kind == "table":
         raise UsageError("dyn: many states are written as json or csv (--format), or to "
                          "--output FILE")
-    sink = state_sink(layout, row, kind, input, output, prefix, sys.stdout)
-    with saying_kept():
-        run(layout, row.computation, Input.open(input, prefix), sink, chunk=kinematics_chunk(
-            layout.model, row.computation.shape(layout.model.nv), STREAM_CHUNK))
+    chunk = kinematics_chunk(layout.model, row.computation.shape(layout.model.nv), STREAM_CHUNK)
+    with saying_kept(), bar(results_on_stdout=output is None) as advance:
+        batch.solve(layout, row.computation, input, output, kind,
+                    lambda: state_sink(layout, row, kind, input, output, prefix, sys.stdout),
+                    chunk=chunk, progress=advance, dataset_prefix=prefix)
 
 
 def state_command(name: str, text: Text, doc: str, lines: tuple, extra: dict | None = None,
