@@ -8,26 +8,25 @@ vectors is :func:`.compute.compute` and :meth:`.sinks.Sink.write_whole`; many fi
 pattern, an output folder, a Dask cluster) are :mod:`.cluster`'s.
 
 Runs that have clean-up to do (worker processes, temporary parts, a cluster's outputs) end
-by SIGTERM and SIGHUP as by Ctrl-C: :func:`ended_by_signals`.
+by SIGTERM and SIGHUP as by Ctrl-C: :func:`.signals.ended_by_signals`.
 """
 from __future__ import annotations
 
-import contextlib
 import glob
 import os
 import signal
-import threading
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from treedyn.engine.analysis.sparsity import DENSE_KEYS, sparsity_document
 
-from .errors import Ended, UsageError, warn
+from .errors import UsageError, warn
 from .compute import COMPUTATIONS, Computation
 from .layout import Layout
 from .outputs import file_sink, open_sink, output_format
 from .paths import refuse_input_as_output
 from .schema import versioned
+from .signals import ended_by_signals
 from .sinks import Sink
 from .source import CHUNK, INPUT_FORMATS, Input
 
@@ -141,7 +140,7 @@ def solve(layout: Layout, command: str | Computation, input: str, output: str | 
     arguments = (layout, command, input, open_results, output, kind, workers, part_bytes,
                  gravity, wrenches, chunk, progress)
     if not (splits(command, input, kind, workers, part_bytes) and split(*arguments)):
-        with ended_by_signals():  # SIGTERM, SIGHUP: the output ended as for Ctrl-C
+        with ended_by_signals():  # (from before the output is opened)
             run(layout, command, Input.open(input, dataset_prefix), open_results(), gravity,
                 wrenches, chunk, progress)
 
@@ -197,32 +196,3 @@ def split(layout, command, path, open_sink, output, kind, workers, part_bytes, *
             signal.signal(signal.SIGPIPE, signal.SIG_DFL if quiet_end else signal.SIG_IGN)
             if broken_pipe:
                 os.kill(os.getpid(), signal.SIGPIPE)
-
-
-@contextlib.contextmanager
-def ended_by_signals():
-    """Within: SIGTERM and SIGHUP (``kill``, ``timeout``, a cancelled CI job) raise
-    :class:`Ended` in this process, so the clean-up of the ``try``/``finally`` blocks inside
-    runs; the handlers are restored before it leaves, the :class:`Ended` with it (its
-    ``kept`` says what the output kept): whoever runs the process ends it by that signal
-    (``dyn`` does: :func:`treedyn.cli.app.run_app`). A process forked inside that has not
-    set its own handlers yet ends by the signal at once. Outside the main thread (a program
-    that runs a computation in a thread) nothing changes."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-    parent = os.getpid()
-
-    def raise_ended(number, frame) -> None:
-        if os.getpid() != parent:
-            signal.signal(number, signal.SIG_DFL)
-            os.kill(os.getpid(), number)
-        raise Ended(number)
-
-    previous = {number: signal.signal(number, raise_ended)
-                for number in (signal.SIGTERM, signal.SIGHUP)}
-    try:
-        yield
-    finally:
-        for number, handler in previous.items():
-            signal.signal(number, handler)

@@ -121,7 +121,8 @@ def solve_many(layout: Layout, command: str, pattern: str, folder: str | None,
     of each file here, of the whole run on a cluster (its ``advance`` the ``progress``
     callback, closed after); ``sparsity``: M's pattern stored beside each result;
     ``gravity``, ``wrenches``, ``chunk``, ``prefix`` as :func:`.stream.run` takes them."""
-    from .batch import ended_by_signals, results_sink, structure
+    from .batch import results_sink, structure
+    from .signals import ended_by_signals
     from .stream import run
 
     files, outputs, counts = plan(layout, command, pattern, folder, fmt, address, prefix)

@@ -32,6 +32,7 @@ from .errors import UsageError, warn
 from .layout import TIME, Layout
 from .outputs import open_file, output_format
 from .paths import refuse_input_as_output
+from .signals import ended_by_signals
 from .sinks import JsonSink, NpzSink, Sink, npz_extra
 from .source import CHUNK, Input
 from .stream import Progress, stopped
@@ -110,17 +111,18 @@ def write_regressor(model: Model | Layout, source: Input | str | os.PathLike,
         sink.total = lambda: source.total
     warned = False
     try:
-        for states in source.chunks(layout, KINDS[:3], {},
-                                    regressor_chunk(layout.model, columns.size, chunk)):
-            needs_velocity(source.name, columns, states)
-            if states.wrenches and not warned:
-                warn(f"{source.name}: its external forces do not enter the regressor "
-                     "(tau + sum J^T f_ext = Y pi): not used")
-                warned = True
-            sink.put(chunk_regressor(layout, columns, states, gravity), states)
-            if progress is not None:
-                progress(states.count, source.total, source.consumed())
-        sink.close()
+        with ended_by_signals():  # SIGTERM, SIGHUP: the output kept as for Ctrl-C
+            for states in source.chunks(layout, KINDS[:3], {},
+                                        regressor_chunk(layout.model, columns.size, chunk)):
+                needs_velocity(source.name, columns, states)
+                if states.wrenches and not warned:
+                    warn(f"{source.name}: its external forces do not enter the regressor "
+                         "(tau + sum J^T f_ext = Y pi): not used")
+                    warned = True
+                sink.put(chunk_regressor(layout, columns, states, gravity), states)
+                if progress is not None:
+                    progress(states.count, source.total, source.consumed())
+            sink.close()
     except BaseException as error:
         raise stopped(sink, error) from None
     return sink

@@ -17,6 +17,7 @@ from .chunks import computation_chunk
 from .compute import Computation, collect, compute, computation_of
 from .errors import CorruptInput, Ended, OutputError, UsageError
 from .layout import Layout
+from .signals import ended_by_signals
 from .sinks import NpzSink, Sink, states_text
 from .source import CHUNK, Input
 
@@ -43,7 +44,8 @@ def run(model: Model | Layout, command: str | Computation, source: Input | str |
     A chunk is computed on a worker thread while the next one is read and the previous one
     written (numpy releases the GIL in the engine, so parsing and writing overlap it);
     results are written in input order. On an error, the states before the bad one are
-    computed and written, kept as :func:`stopped` says, and the error raised.
+    computed and written, kept as :func:`stopped` says, and the error raised; SIGTERM and
+    SIGHUP in the main thread stop it as Ctrl-C does (:func:`.signals.ended_by_signals`).
     """
     layout = model if isinstance(model, Layout) else Layout.of(model)
     if not isinstance(source, Input):
@@ -61,20 +63,21 @@ def run(model: Model | Layout, command: str | Computation, source: Input | str |
         sink.total = lambda: source.total
     worker = ThreadPoolExecutor(1, thread_name_prefix="dyn-compute")
     try:
-        pending = None  # (future, states, share of the input read) of the chunk computed
-        for states in ahead(chunks):
-            done = None if pending is None else (
-                collect(pending[0].result, pending[1], sink), *pending[1:])
-            pending = None if states is None else (
-                worker.submit(compute, command, layout, states, gravity), states,
-                source.consumed())
-            if done is not None:
-                result, states_done, consumed = done
-                before = sink.count
-                sink.put(result, states_done)
-                if progress is not None:
-                    progress(sink.count - before, source.total, consumed)
-        sink.close()  # (a signal while the file is completed: kept as for any other)
+        with ended_by_signals():  # SIGTERM, SIGHUP: the output kept as for Ctrl-C
+            pending = None  # (future, states, share of the input read) of the chunk computed
+            for states in ahead(chunks):
+                done = None if pending is None else (
+                    collect(pending[0].result, pending[1], sink), *pending[1:])
+                pending = None if states is None else (
+                    worker.submit(compute, command, layout, states, gravity), states,
+                    source.consumed())
+                if done is not None:
+                    result, states_done, consumed = done
+                    before = sink.count
+                    sink.put(result, states_done)
+                    if progress is not None:
+                        progress(sink.count - before, source.total, consumed)
+            sink.close()  # (a signal while the file is completed: kept as for any other)
     except BaseException as error:
         raise stopped(sink, error) from None
     finally:

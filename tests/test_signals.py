@@ -87,11 +87,15 @@ def test_a_stopped_run_leaves_a_whole_file_and_says_what_it_holds(tmp_path, suff
     assert sorted(os.listdir(tmp_path)) == [partial.name]  # nothing left beside it
 
 
-@pytest.mark.parametrize("command,key", [("com", "com"), ("energy", "energy")])
-def test_a_state_command_stopped_by_sigterm_ends_as_the_dynamics_do(tmp_path, command, key):
-    """The state commands run their --input through the same pipeline: SIGTERM leaves the
-    states computed in out.partial.npz, says so, and no temporary beside it."""
-    out = tmp_path / "out.npz"
+@pytest.mark.parametrize("command,key,suffix", [
+    ("com", "com", ".npz"), ("energy", "energy", ".npz"), ("regressor", "Y", ".npz"),
+    ("check-limits", "states", ".json")])
+def test_every_streamed_command_stopped_by_sigterm_ends_as_the_dynamics_do(
+        tmp_path, command, key, suffix):
+    """The state commands, the regressor and check-limits stream their --input too: SIGTERM
+    leaves the states computed in out.partial.EXT, says so, and no temporary beside it (a
+    .part temporary and no line, before)."""
+    out = tmp_path / f"out{suffix}"
     process = start(out, command)
     try:
         process.stdin.write("".join(json.dumps({"q": [0.1 * k, 0.2]}) + "\n"
@@ -106,9 +110,14 @@ def test_a_state_command_stopped_by_sigterm_ends_as_the_dynamics_do(tmp_path, co
     assert process.returncode == -signal.SIGTERM, err
     match = LAST_LINE.fullmatch(err.decode().splitlines()[-1])
     assert match and match.group(1) == "ended by a signal", err
-    with np.load(tmp_path / "out.partial.npz") as archive:
-        assert len(archive[key]) == int(match.group(3)) >= GIVEN - 1000
-    assert sorted(os.listdir(tmp_path)) == ["out.partial.npz"]
+    partial = tmp_path / f"out.partial{suffix}"
+    if suffix == ".json":  # check-limits' summary of the states read
+        held = json.loads(partial.read_text())[key]
+    else:
+        with np.load(partial) as archive:
+            held = len(archive[key])
+    assert held == int(match.group(3)) >= GIVEN - 1000
+    assert sorted(os.listdir(tmp_path)) == [partial.name]
 
 
 def test_an_npz_appears_only_once_complete(tmp_path):
