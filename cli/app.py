@@ -18,6 +18,7 @@ import typer
 
 from .console import console, one_line
 from treedyn.pipeline.errors import Ended, StatesWarning, UsageError
+from treedyn.pipeline.paths import guarded
 
 from .errors import worded
 from .options import (ColourOpt, QuietOpt, VerboseOpt, examples, set_global,
@@ -265,7 +266,7 @@ def run_app(args: list) -> None:
             warnings.simplefilter("always", StatesWarning)  # each one said, in dyn's words
             console.others, warnings.showwarning = warnings.showwarning, console.show_warning
             command = click_command(args)
-            with console.stage("the whole run"):
+            with console.stage("the whole run"), guarded():  # (no output replaces an input)
                 code = command.main(args=args or ["--help"], prog_name="dyn",
                                     standalone_mode=False)
     except UsageError as error:

@@ -34,7 +34,7 @@ from .errors import Ended, UsageError
 from .layout import Layout
 from .npz import npz_chunks
 from .outputs import open_sink
-from .paths import file_identity, remove_stale
+from .paths import file_identity, remove_stale, writing
 from .progress import Tally
 from .sinks import OUTPUT_FORMATS, NpzSink
 from .source import ARRAYS, CHUNK, INPUT_FORMATS, Input
@@ -101,6 +101,8 @@ def plan(layout: Layout, command: str, pattern: str, folder: str | None, fmt: st
         require_dask()
     files = expand(pattern)
     outputs = targets(files, folder)
+    for output in outputs:  # (none of the run's inputs, the model, ...: refused now)
+        writing(output)
     if fmt is not None:
         raise UsageError(f"dyn: --format {fmt} conflicts with --output DIR/: the "
                          "files written there are .npz")

@@ -16,6 +16,7 @@ from typing import NamedTuple
 import orjson
 
 from .errors import UsageError
+from .paths import reading
 
 # command -> the key naming a finding's subject in its JSON ("findings": [{..}])
 SUBJECTS = {"check-inertia": "body", "statics": "joint", "check-limits": "dof"}
@@ -118,6 +119,7 @@ def named(text: str, names: tuple, option: str) -> list[str]:
 def baseline_findings(path: str, command: str) -> frozenset:
     """The (check, subject) pairs of the findings in the ``--format json`` output of
     ``command`` at ``path``."""
+    reading(path, "the --baseline file")
     try:
         with open(path, "rb") as stream:
             document = orjson.loads(stream.read())  # (nesting past 1024: an error)

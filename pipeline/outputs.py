@@ -12,7 +12,7 @@ import stat
 from collections.abc import Callable, Sequence
 
 from .errors import UsageError
-from .paths import refuse_input_as_output, remove_stale, temporary_name
+from .paths import refuse_input_as_output, remove_stale, temporary_name, writing
 from .sinks import OUTPUT_FORMATS, CsvSink, JsonSink, LimitsSink, NpzSink, Sink, npz_extra
 
 BINARY = ("npz", "parquet", "hdf5")  # the formats written as bytes
@@ -109,7 +109,9 @@ def open_target(path: str, binary: bool):
     first), with the mode of the file it will replace (else 0666 less the umask), which the
     sink renames onto ``path`` once complete; or ``path`` itself (temporary None) when it
     exists and is not a regular file (a device, a pipe), written as the results come.
-    ``existed``: a file was at ``path`` before."""
+    ``existed``: a file was at ``path`` before. A file the run reads is refused
+    (:func:`.paths.writing`)."""
+    writing(path)
     target = os.path.realpath(path)  # through a link: the file it names
     existed = os.path.exists(target)
     if existed and not os.path.isfile(target):

@@ -1,8 +1,11 @@
 """Input and output files by path: whether two names are one file (the output must not be
-the input, which it would empty before it is read); an output's temporary, its rename."""
+the input, which it would empty before it is read); the files one run reads and writes
+(:func:`guarded`); an output's temporary, its rename."""
 import contextlib
 import os
+import stat
 import sys
+from contextvars import ContextVar
 
 from .errors import UsageError
 
@@ -40,6 +43,98 @@ def refuse_input_as_output(input: str | None, output: str | None) -> None:
         raise UsageError(f"dyn: --output {output} is the input file"
                          f"{' (on stdin)' if input == '-' else ''}: it would be replaced by "
                          "the results computed from it; write to another file")
+
+
+# ---------------------------------------------------------------------- one run's files
+# Within :func:`guarded` (a dyn command: treedyn.cli.app.run_app) every file the run reads
+# is recorded -- the model and the files it includes, the meshes it names, the states, a
+# baseline (:func:`reading`) -- and every output it writes (:func:`writing`), whichever
+# comes first: an output that is one of those files (also through a link, or stdin
+# redirected from it), or another output of the run, is refused before it is written.
+# Outside it (a Python caller's runs) nothing is recorded.
+
+
+class RunFiles:
+    """What one run reads and writes."""
+
+    def __init__(self) -> None:
+        self.read: dict = {}  # (device, inode) -> what the file is ("the model file m.urdf")
+        self.written: dict = {}  # real path -> the output's name as given
+
+
+RUN_FILES: ContextVar = ContextVar("treedyn_run_files", default=None)
+
+
+@contextlib.contextmanager
+def guarded(files: bool = True):
+    """Within: one run, whose outputs may be none of the files it reads, nor one another;
+    ``files`` False: nothing recorded (``dyn bench``'s scratch folder, whose files it writes,
+    reads and writes again)."""
+    token = RUN_FILES.set(RunFiles() if files else None)
+    try:
+        yield
+    finally:
+        RUN_FILES.reset(token)
+
+
+def recording() -> bool:
+    """Whether a run records its files here (:func:`guarded`): what costs to find (the
+    meshes a model names) is looked for only then."""
+    return RUN_FILES.get() is not None
+
+
+def regular_identity(path: str):
+    """(device, inode) of the regular file ``path`` (``-``: stdin's, when it is redirected
+    from one), else None (missing, a folder, a device, a pipe)."""
+    try:
+        status = os.fstat(sys.stdin.fileno()) if path == "-" else os.stat(path)
+    except (OSError, ValueError, AttributeError):
+        return None
+    return (status.st_dev, status.st_ino) if stat.S_ISREG(status.st_mode) else None
+
+
+def reading(path: str, what: str) -> None:
+    """This run reads the file ``path`` (``-``: stdin), which is ``what`` ("the model file",
+    "the input file"); a UsageError when an output of the run declared before is that file."""
+    files = RUN_FILES.get()
+    identity = None if files is None else regular_identity(path)
+    if identity is None:
+        return
+    files.read.setdefault(identity, f"{what} {path}" if path != "-" else f"{what} on stdin")
+    for output in files.written.values():
+        if regular_identity(output) == identity:
+            raise overwrites(output, files.read[identity])
+
+
+def writing(path: str) -> None:
+    """This run writes the file ``path``: a UsageError when it is a file the run reads
+    (:func:`reading`) or another output of the run (through a link too)."""
+    files = RUN_FILES.get()
+    if files is None:
+        return
+    identity = regular_identity(path)
+    if identity in files.read:
+        raise overwrites(path, files.read[identity])
+    real = os.path.realpath(path)
+    for other_real, other in files.written.items():
+        if other != path and (other_real == real or (
+                identity is not None and regular_identity(other) == identity)):
+            raise UsageError(f"dyn: {path} and {other} are one file, which this run would "
+                             "write twice; write two files")
+    files.written[real] = path
+
+
+def written(target: str) -> None:
+    """The output at the real path ``target`` is complete: a file like any other from now
+    on, which the run may read (``dyn bench`` reads the states it wrote)."""
+    files = RUN_FILES.get()
+    if files is not None:
+        files.written.pop(target, None)
+
+
+def overwrites(output: str, what: str) -> UsageError:
+    return UsageError(f"dyn: {output} is {what}: writing it would replace a file this run "
+                      "reads; write to another file")
 
 # ---------------------------------------------------------------------- output files
 # Every output file is written to a temporary in its folder, owned by this run, and renamed
@@ -138,14 +233,21 @@ def settle(stream, temporary: str, target: str) -> None:
         finally:
             os.close(descriptor)
     os.replace(temporary, target)
+    written(target)
 
 
 def replace_checked(target: str, data: bytes, check) -> None:
     """``data`` written to a temporary beside ``target`` (named as the temporaries above,
     with ``target``'s extension), read back by ``check`` (its path -> a problem, or ""),
     then renamed onto ``target``: a file there from before is untouched unless the new one
-    is complete and checked, whatever stops the run (a UsageError says why not)."""
+    is complete and checked, whatever stops the run (a UsageError says why not). A folder
+    or a device there is refused, not replaced; so is a file the run reads
+    (:func:`writing`)."""
+    writing(target)
     real = os.path.realpath(target)
+    if os.path.exists(real) and not os.path.isfile(real):
+        what = "a folder" if os.path.isdir(real) else "not a regular file (a device, a pipe)"
+        raise UsageError(f"{target}: is {what}; name a file to write")
     ending = ".part" + os.path.splitext(target)[1]
     remove_stale(real, (ending,))
     temporary = temporary_name(real, ending)
@@ -162,6 +264,7 @@ def replace_checked(target: str, data: bytes, check) -> None:
             raise UsageError(f"{target}: {problem.replace(temporary, target)}; nothing is "
                              "written")
         os.replace(temporary, real)
+        written(real)
     except BaseException:
         with contextlib.suppress(OSError):
             os.remove(temporary)

@@ -28,6 +28,7 @@ from .jsonl import jsonl_chunks
 from .layout import Layout
 from .npz import npz_chunks, npz_members
 from .parquet import parquet_members, require_arrow
+from .paths import reading
 from .text import STDIN, no_states, text_lines, window
 from .vectors import States
 
@@ -69,6 +70,7 @@ class Input:
     def open(path: str, prefix: str | None = None) -> "Input":
         """``path`` (``-`` for stdin) opened, its format told; an HDF5 file's datasets are
         looked for in the group ``prefix`` (``--dataset-prefix``)."""
+        reading(path, "the input file")  # (stdin too, when redirected from a file)
         source = Input._open(path)
         source.prefix = prefix
         return source

@@ -25,6 +25,8 @@ from .errors import UsageError
 from .layout import TIME, Layout
 from .naming import q_labels
 from .outputs import csv_header, open_file, output_format
+from .paths import writing
+from .signals import ended_by_signals
 from .sinks import CsvSink, NpzSink, Sink, TextSink, npz_extra, numbers_text
 from .vectors import name_value
 
@@ -83,7 +85,8 @@ def write_states(path: str, states: dict, t: np.ndarray | None = None,
             return StatesLines(stream, tuple(states), [x.shape[1] for x in states.values()],
                                path, times=bool(timed))
     sink = open_file(path, kind == "npz", make)
-    sink.write_whole(rows, None)
+    with ended_by_signals():  # SIGTERM, SIGHUP: the temporary removed, as for Ctrl-C
+        sink.write_whole(rows, None)
     return sink
 
 
@@ -128,6 +131,7 @@ def excitation_log(model: Model, path: str, plan: Plan) -> tuple[Trajectory, int
     ``plan.torques`` tau, the model's inverse dynamics plus normal noise of deviation
     ``plan.noise`` seeded by ``plan.seed``). Returns the trajectory and the states
     written."""
+    writing(path)  # (refused before the search when the run reads that file)
     frames, heights = floor_frames(model, plan.floor)
     count = (plan.duration or plan.period) * plan.rate
     held = count * (4 * model.nv + 1) * 8  # q, v, a, tau and t of every state, at once

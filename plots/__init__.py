@@ -18,6 +18,7 @@ import warnings
 from dataclasses import dataclass
 
 from treedyn.pipeline.errors import UsageError
+from treedyn.pipeline.paths import writing
 
 SUFFIXES = (".png", ".svg", ".pdf")
 DPI = 100  # pixels per inch of a PNG (a size in px is divided by it)
@@ -109,7 +110,8 @@ def metadata(path: str) -> dict:
 def requested(path: str | None, size: str | None) -> Plot | None:
     """The picture the options ask for, checked before any work: None without ``path``;
     a usage error for a suffix other than .png, .svg or .pdf, a bad size, a size without
-    a picture, or matplotlib missing."""
+    a picture, matplotlib missing, a folder that is not there, or a file the run reads
+    (:func:`treedyn.pipeline.paths.writing`)."""
     if path is None:
         if size is not None:
             raise UsageError("dyn: --plot-size needs --plot FILE")
@@ -122,4 +124,10 @@ def requested(path: str | None, size: str | None) -> Plot | None:
         import matplotlib  # noqa: F401  (checked now, not after a long run)
     except ImportError:
         raise UsageError(MISSING) from None
+    folder = os.path.dirname(path) or "."
+    if not os.path.isdir(folder):
+        raise UsageError(f"dyn: --plot {path[:200]}: no folder {folder[:200]} to write it in")
+    if os.path.isdir(path):
+        raise UsageError(f"dyn: --plot {path[:200]}: is a folder; name a file")
+    writing(path)  # (none of the run's inputs, nor another of its outputs)
     return Plot(path, chosen)

@@ -22,7 +22,7 @@ from treedyn.parsers.files import MODEL_BYTES, read_bounded
 from treedyn.parsers.inertial_writer import Change, WriteError, rewrite_inertials
 from treedyn.parsers.writers import convert
 from treedyn.pipeline.errors import UsageError
-from treedyn.pipeline.paths import replace_checked, same_file
+from treedyn.pipeline.paths import replace_checked, same_file, writing
 
 from .models import load_model, package_paths
 
@@ -49,13 +49,14 @@ def check_write_target(model: str, target: str, kind: str, logs) -> None:
     logs = [logs] if isinstance(logs, str) else logs
     refuse_inputs("--write", target, [(model, "the model file")]
                   + [(log, "a log") for log in logs])
+    writing(target)  # (nor any other file the run reads, nor another output)
 
 
 def refuse_inputs(option: str, target: str, inputs) -> None:
     """The output ``target`` (given by ``option``) is none of ``inputs``, (path, what it
     is) pairs: a UsageError naming the one it is."""
     for other, what in inputs:
-        if other != "-" and same_file(other, target):
+        if same_file(other, target):  # (stdin redirected from it too)
             raise UsageError(f"dyn: {option} {target} is {what}; write a new file and "
                              "review it (dyn diff)")
 

@@ -15,8 +15,10 @@ from treedyn.parsers import (PackagePaths, ParseError, XacroInput, check_finite,
                               collector_paused)
 from treedyn.parsers import load_model as parse_model
 from treedyn.parsers.files import MODEL_BYTES
+from treedyn.parsers.packages import resolve_uri
 from treedyn.pipeline.errors import UsageError
 from treedyn.pipeline.heap import for_model_loading
+from treedyn.pipeline.paths import reading, recording
 
 from .environment import count, model_search, package_search, xacro_environment
 
@@ -58,6 +60,7 @@ def load_model(path: str, free_flyer: bool = False, diagnose: bool = False,
                 gc.freeze()  # out of the collector's walks (a library caller's heap is its own)
         if not diagnose:
             check_finite(model.description)
+        record_reads(model, "-" if data is not None else path, meshes)
         return coupled(model) if mimic else model
     except ParseError as error:
         raise UsageError(str(error)) from None
@@ -65,6 +68,24 @@ def load_model(path: str, free_flyer: bool = False, diagnose: bool = False,
         raise UsageError(f"{path}: {error}") from None
     except OSError as error:
         raise UsageError(f"{path}: cannot read ({error.strerror or error})") from None
+
+
+def record_reads(model: Model, path: str, meshes: Sequence[str]) -> None:
+    """The model's files as this run's reads (:func:`treedyn.pipeline.paths.reading`),
+    which no output may replace: the file (or stdin), the files it includes, and, in a run
+    that records them, the mesh files it names that are found."""
+    reading(path, "the model file")
+    for file in model.description.files:
+        reading(file, "a file of the model")
+    if not recording():
+        return
+    packages = package_paths(meshes)
+    named = {shape.mesh for link in model.description.links for shape in link.geometry
+             if shape.mesh}
+    for mesh in sorted(named):
+        found = resolve_uri(mesh, model.source, packages)
+        if found is not None:
+            reading(str(found), "a mesh of the model")
 
 
 def configure_engine() -> None:

@@ -238,7 +238,8 @@ def test_cli_below_the_app_loads_no_numpy_for_help():
     light = {"treedyn.cli", "treedyn.cli.app", "treedyn.cli.console", "treedyn.cli.settings",
              "treedyn.cli.options", "treedyn.pipeline", "treedyn.pipeline.errors",
              "treedyn.pipeline.naming", "treedyn.pipeline.schema", "treedyn.cli.errors",
-             "treedyn.pipeline.heap", "treedyn.session", "treedyn.session.environment"}
+             "treedyn.pipeline.heap", "treedyn.pipeline.paths", "treedyn.session",
+             "treedyn.session.environment"}
     for name in light:
         text = MODULES[name].read_text(encoding="utf-8")
         tree = ast.parse(text)
