@@ -59,8 +59,13 @@ def xacro_arguments(positional: Sequence[str] | None, options: Sequence[str] | N
     values, in that order (a later one of a name wins, as in xacro); a word that is not
     ``name:=value`` is a UsageError (it is a stray argument, not a mapping)."""
     pairs = []
-    for word in [*(positional or ()), *(options or ())]:
+    given = [(word, False) for word in positional or ()] + [(word, True) for word in
+                                                           options or ()]
+    for word, option in given:
         match = MAPPING.fullmatch(word)
+        if match is None and option:
+            raise UsageError(f"dyn: --xacro-arg {word!r}: expected NAME:=VALUE, NAME a xacro "
+                             "argument's name (letters, digits, _)")
         if match is None:
             raise UsageError(f"unexpected argument {word!r}: after the model only xacro "
                              "arguments NAME:=VALUE are taken")

@@ -7,6 +7,7 @@ Imports typer only: the app reads :func:`examples` from here before any command 
 """
 import functools
 import inspect
+import os
 from enum import Enum
 from typing import Annotated, Optional
 
@@ -269,17 +270,29 @@ def with_global_options(function):
 
 def with_model_options(function):
     """The command ``function`` taking --mesh-path too, when it loads a model (a parameter
-    of :data:`MODEL_PARAMETERS`): the folders go to :data:`MESH_PATHS`, where the model
-    loader finds them. Stdin cannot be both a model and --input: a UsageError."""
+    of :data:`MODEL_PARAMETERS`): the folders (each must be one) go to :data:`MESH_PATHS`,
+    where the model loader finds them. Stdin cannot give two of the model, OLD and NEW,
+    and the states (--input, --validate): a UsageError."""
     if not set(MODEL_PARAMETERS) & set(inspect.signature(function).parameters):
         return function
 
     def take(chosen: dict, values: dict) -> None:
-        MESH_PATHS[:] = chosen["mesh_path"] or ()
-        stdin = [name for name in (*MODEL_PARAMETERS, "input_file") if values.get(name) == "-"]
-        if len(stdin) > 1:
-            from treedyn.pipeline.errors import UsageError
+        from treedyn.pipeline.errors import UsageError
 
+        MESH_PATHS[:] = chosen["mesh_path"] or ()
+        for folder in MESH_PATHS:
+            if not os.path.isdir(folder):
+                raise UsageError(f"dyn: --mesh-path {folder}: no such folder")
+        def stdin(value) -> bool:  # ("-", or a list of files holding "-")
+            return value == "-" or (isinstance(value, list) and "-" in value)
+
+        models = [name for name in MODEL_PARAMETERS if stdin(values.get(name))]
+        states = [name for name in ("input_file", "inputs", "validate")
+                  if stdin(values.get(name))]
+        if len(models) > 1:
+            raise UsageError("dyn: stdin ('-') can give OLD or NEW, not both: give one of "
+                             "them as a file")
+        if models and states:
             raise UsageError("dyn: stdin ('-') can give the model or the states, not both: "
                              "give one of them as a file")
     return with_options(function, {"mesh_path": (MeshPathOpt, None)}, take)

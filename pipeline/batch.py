@@ -85,10 +85,13 @@ def sink_kind(input: str | None, output: str | None, fmt: str | None, default: s
 
 
 def check_prefix(input: str | None, output: str | None, prefix: str | None) -> None:
-    """An HDF5 group ``prefix`` needs an HDF5 input or output (stdin may be one; a pattern
-    of input files, when it matches one)."""
+    """An HDF5 group ``prefix`` (names joined by /) needs an HDF5 input or output (stdin
+    may be one; a pattern of input files, when it matches one)."""
     if prefix is None:
         return
+    if any(part in (".", "..") for part in prefix.strip("/").split("/")) or "//" in prefix:
+        raise UsageError(f"dyn: --dataset-prefix {prefix!r}: a group path is names joined by "
+                         "/ (no '.', '..' or empty names)")
     files = [path for path in (input, output) if path is not None]
     if input is not None and glob.has_magic(input):
         files += glob.glob(input)

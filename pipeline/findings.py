@@ -119,6 +119,8 @@ def named(text: str, names: tuple, option: str) -> list[str]:
 def baseline_findings(path: str, command: str) -> frozenset:
     """The (check, subject) pairs of the findings in the ``--format json`` output of
     ``command`` at ``path``."""
+    if path == "-":
+        raise UsageError("dyn: --baseline -: give the previous output as a file, not stdin")
     reading(path, "the --baseline file")
     try:
         with open(path, "rb") as stream:

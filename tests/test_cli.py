@@ -509,6 +509,16 @@ def test_start_up_does_not_import_heavy_modules():
     (["inverse", ARM, "--format", "xml"], ["--format"]),
     (["frobnicate"], ["frobnicate"]),
     (["mass", ARM, "--sparsity", "--format", "csv"], ["--sparsity"]),
+    (["info", ARM, "--mesh-path", "no/such/folder"], ["--mesh-path no/such/folder: no such "
+                                                      "folder"]),
+    (["diff", "-", "-"], ["stdin ('-') can give OLD or NEW, not both"]),
+    (["identify", "-", "--input", "-"], ["stdin ('-') can give the model or the states"]),
+    (["check-limits", ARM, "--input", ROOT / "fixtures/two_link_arm_limits_log.csv",
+      "--baseline", "-"], ["--baseline -: give the previous output as a file"]),
+    (["frames", ROOT / "fixtures/xacro/arm_description/urdf/arm.urdf.xacro", "--xacro-arg",
+      "length"], ["--xacro-arg 'length': expected NAME:=VALUE"]),
+    (["energy", ARM, "--input", ROOT / "fixtures/two_link_arm_log.csv", "--output",
+      "no/such/e.h5", "--dataset-prefix", "x/../y"], ["--dataset-prefix 'x/../y'"]),
 ])
 def test_usage_errors_exit_2_with_one_line(args, fragments):
     assert_usage_error(dyn(*args, check=False), *fragments)
