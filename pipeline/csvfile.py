@@ -103,13 +103,6 @@ def csv_plan(header: list[str], name: str, layout: Layout, kinds: Sequence[str],
             raise UsageError(f"{where}: the same {kind} entry appears twice")
         entry.columns.append(column)
         entry.targets.append(target)
-    if foreign and plan and warns:
-        listed = listing([repr(t) for t in foreign], 3)
-        warn(f"{at}: column{'s' if len(foreign) > 1 else ''} {listed} not read: dyn "
-             "reads the columns q0.., v0.., a0.., tau0.. or q:<joint>, v:<joint>, ...")
-    if plan and warns:
-        warn_unused_kinds(sorted(unused, key=KINDS.index), kinds, at,
-                          ("the columns of", "the columns of"))
     if not plan:
         titles = listing([repr(t.strip()) for t in header], 4)
         forms = ", ".join(f"{kind}0.. or {kind}:<joint>" for kind in kinds if kind in KINDS)
@@ -121,6 +114,13 @@ def csv_plan(header: list[str], name: str, layout: Layout, kinds: Sequence[str],
             raise UsageError(f"{at}: has {len(entry.targets)} {kind}<k> columns, "
                              f"{layout.need(kind, len(entry.targets))} "
                              f"({kind}0..{kind}{layout.width(kind) - 1})")
+    if foreign and warns:  # (once the header is good: a refusal is the run's one line)
+        listed = listing([repr(t) for t in foreign], 3)
+        warn(f"{at}: column{'s' if len(foreign) > 1 else ''} {listed} not read: dyn "
+             "reads the columns q0.., v0.., a0.., tau0.. or q:<joint>, v:<joint>, ...")
+    if warns:
+        warn_unused_kinds(sorted(unused, key=KINDS.index), kinds, at,
+                          ("the columns of", "the columns of"))
     return list(plan.values())
 
 

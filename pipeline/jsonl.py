@@ -178,7 +178,7 @@ def _jsonl_row(line: str, where: str, layout: Layout, kinds, chunk: Chunk, seen:
             value = state[kind]  # the time "t": a number
             _json_vector([value] if kind == TIME and _is_number(value) else value, kind,
                          layout, chunk.vector(kind)[row], where)
-    if "fext" in state:
+    if "fext" in state and FORCES & set(kinds):  # (else said not read, and not checked)
         _json_fext(state["fext"], layout.model, chunk, row, seen.links, where)
 
 

@@ -152,16 +152,6 @@ def check_members(members, names, name, layout, kinds, per_state=None, what="arr
     states each. With ``per_state`` (whether the array called so has one row per state),
     arrays dyn does not read are named in one warning, and those of external forces and of
     vectors this command does not take in others; ``what`` names the arrays in them."""
-    if per_state is not None:
-        warn_ignored_forces(names, name, what)
-        warn_unused_kinds([kind for kind in KINDS if kind in names and kind not in kinds],
-                          kinds, name, (what, f"{what}s"))
-        foreign = [n for n in names if n not in KINDS and not FORCE_NAME.match(n)
-                   and n not in ("dofs", TIME) and per_state(n)]
-        if foreign:
-            listed = listing([repr(n) for n in foreign], 3)
-            warn(f"{name}: {what}{'s' if len(foreign) > 1 else ''} {listed} not read: dyn "
-                 f"reads the {what}s q, v, a and tau")
     for member in members:
         width = layout.width(member.kind)
         if (len(member.shape) not in (1, 2) or member.width != width
@@ -172,6 +162,16 @@ def check_members(members, names, name, layout, kinds, per_state=None, what="arr
     if len({member.count for member in members}) > 1:
         shapes = ", ".join(f"{m.kind} {m.shape}" for m in members)
         raise UsageError(f"{name}: {what}s have different numbers of states ({shapes})")
+    if per_state is not None:  # (once the arrays are good: a refusal is the run's one line)
+        warn_ignored_forces(names, name, what)
+        warn_unused_kinds([kind for kind in KINDS if kind in names and kind not in kinds],
+                          kinds, name, (what, f"{what}s"))
+        foreign = [n for n in names if n not in KINDS and not FORCE_NAME.match(n)
+                   and n not in ("dofs", TIME) and per_state(n)]
+        if foreign:
+            listed = listing([repr(n) for n in foreign], 3)
+            warn(f"{name}: {what}{'s' if len(foreign) > 1 else ''} {listed} not read: dyn "
+                 f"reads the {what}s q, v, a and tau")
 
 
 def _npy_header(stream) -> tuple | None:

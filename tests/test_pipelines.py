@@ -1091,3 +1091,25 @@ def test_a_run_over_many_states_leaves_the_garbage_collector_as_it_was(tmp_path)
     dyn("inverse", ARM, "-i", good, "-f", "json")
     dyn("inverse", ARM, "-i", bad, "-f", "json", check=False)
     assert gc.get_threshold() == before and gc.get_freeze_count() == 0
+
+
+def test_a_refused_header_is_the_one_line_without_the_warnings_before_it(tmp_path):
+    """The warnings about arrays or columns not read come once the file is found good: a
+    file refused says its one line alone."""
+    np.savez(tmp_path / "w.npz", q=np.zeros((5, 3)), v=np.zeros((5, 2)))
+    (tmp_path / "w.csv").write_text("q0,q1,q2,v0\n1,2,3,4\n")
+    assert_usage_error(dyn("frames", ARM, "--input", tmp_path / "w.npz", check=False),
+                       "array q is float64 (5, 3)")
+    assert_usage_error(dyn("frames", ARM, "--input", tmp_path / "w.csv", check=False),
+                       "column 'q2': out of range")
+
+
+def test_external_forces_a_command_does_not_read_are_not_checked(tmp_path):
+    """energy, frames, mass ... say "fext" is not read, and do not refuse its bodies."""
+    source = tmp_path / "s.jsonl"
+    source.write_text('{"q": [1, 2], "fext": {"nope": [1, 2, 3, 4, 5, 6]}}\n')
+    for command in ("energy", "frames", "mass"):
+        result = dyn(command, ARM, "--input", source, "-f", "json")
+        assert 'key "fext" not read' in result.stderr.decode()
+    assert_usage_error(dyn("inverse", ARM, "--input", source, check=False),
+                       "unknown body 'nope'")
