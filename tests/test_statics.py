@@ -207,3 +207,27 @@ def test_a_model_too_large_for_the_search_is_refused_in_one_line(tmp_path):
     assert code == 2 and out == "" and err.count("\n") == 1
     assert "statics of this model would hold about" in err and "internal error" not in err
     assert time.perf_counter() - start < 20
+
+
+@pytest.mark.parametrize("offset", ["0,0,nan", "0,0", "a,b,c", "0,0,0,0", "0,0,inf", "0,,1"])
+def test_a_bad_payload_offset_is_said_as_such(offset):
+    """An offset that is not three finite numbers is refused as an offset (it was once
+    read as part of the frame's name: "no link ... named 'link2:0,0,nan'")."""
+    payload = f"1@link2:{offset}"
+    code, out, err = dyn("statics", ARM, "--payload", payload)
+    assert (code, out) == (2, "")
+    assert err == (f"dyn: --payload {payload!r}: the offset must be three finite numbers "
+                   "x,y,z (metres in the frame's axes)\n")
+
+
+def test_too_many_samples_name_the_option_and_the_most_that_fit():
+    """--samples past the memory a run may hold blames --samples, with the largest count
+    that fits (the bytes are linear in the samples), not the model."""
+    from treedyn.engine.statics import search_bytes
+    from treedyn.pipeline.chunks import MEMORY
+    code, out, err = dyn("statics", ARM, "--samples", 10 ** 9)
+    assert (code, out, err.count("\n")) == (2, "", 1)
+    assert err.startswith("dyn: --samples 1000000000 would hold about 59.6 GiB at once")
+    most = int(err.split("at most ")[1].split()[0])
+    model = model_of(ARM)
+    assert search_bytes(model, most) <= MEMORY < search_bytes(model, most + 1)
