@@ -308,8 +308,8 @@ def plot_option(what: str) -> object:
 
 PlotSizeOpt = Annotated[Optional[str], typer.Option(
     "--plot-size", metavar="WxH", show_default=False,
-    help="The --plot picture's size: inches (8x5) or pixels (1200x800px, at 100 per inch). "
-    "Default: a size that suits the picture.")]
+    help="The --plot picture's size: inches (8x5) or pixels (1200x800px, at 100 per inch), "
+    "each side from 1 inch (100px) to 100 inches. Default: a size that suits the picture.")]
 
 
 # identify's options (dyn identify: the log, the held-out states, the fits)

@@ -49,8 +49,17 @@ def quaternion_matrix(w: np.ndarray, x: np.ndarray, y: np.ndarray, z: np.ndarray
                       out: np.ndarray | None = None) -> np.ndarray:
     """Rotation matrices (N, 3, 3) of quaternions given by components (N,), normalised here;
     one shorter than :data:`SHORTEST_QUATERNION` (zero) is the identity, as in MuJoCo.
+    One whose squares overflow (a component past 1.3e154) is scaled by its largest
+    component first: its direction, not the identity its infinite norm would make of it.
     ``out`` (3, 3, N): written there instead, states last (the same numbers)."""
-    norm = np.sqrt(w * w + x * x + y * y + z * z)
+    with np.errstate(over="ignore"):
+        norm = np.sqrt(w * w + x * x + y * y + z * z)
+    huge = norm == np.inf
+    if huge.any():
+        largest = np.maximum(np.maximum(abs(w), abs(x)), np.maximum(abs(y), abs(z)))
+        scale = np.where(huge, largest, 1.0)
+        w, x, y, z = w / scale, x / scale, y / scale, z / scale
+        norm = np.sqrt(w * w + x * x + y * y + z * z)
     short = norm < SHORTEST_QUATERNION
     if short.any():
         w, norm = np.where(short, 1.0, w), np.where(short, 1.0, norm)

@@ -38,6 +38,7 @@ Conventions
 from __future__ import annotations
 
 import dataclasses
+import math
 from typing import NamedTuple
 
 import numpy as np
@@ -48,6 +49,13 @@ from .model import ONE_DOF_TYPES, Model, build_model
 from .rnea import generalized_gravity
 
 TOLERANCE = 1e-6  # relative: "certified" when the maximum found is this close to the bound
+STEP = 1e-4  # the search's finite-difference step (rad or m)
+# the largest load (N m or N) whose second differences (4 |g| / STEP^2) a double holds
+LARGEST_LOAD = float(np.finfo(float).max) * STEP ** 2 / 4
+
+
+class LoadOverflow(ValueError):
+    """The gravity loads (with the payload) pass the largest double: no number to report."""
 
 
 class Payload(NamedTuple):
@@ -115,7 +123,9 @@ def payload_model(model: Model, payload: Payload) -> Model:
 def statics(model: Model, payload: Payload | None = None, samples: int = 2048,
             starts: int = 8, seed: int = 0) -> Statics:
     """The statics of every actuated dof (module doc); ``payload``: its point also sets
-    where the capacity is computed (None: 0 kg at :func:`common_body`'s origin)."""
+    where the capacity is computed (None: 0 kg at :func:`common_body`'s origin).
+    :class:`LoadOverflow` when the loads (their bound, or a sample's) pass
+    :data:`LARGEST_LOAD`: they, or their finite differences, overflow."""
     if payload is None:
         body = common_body(model)
         payload = Payload(0.0, body, np.zeros(3)) if body >= 0 else None
@@ -138,8 +148,17 @@ def statics(model: Model, payload: Payload | None = None, samples: int = 2048,
     mass = payload.mass if payload is not None else 0.0
     dofs = np.flatnonzero(model.actuated)
     relevant = dependence(model)  # (nv, nj) bool
+    bounds = upper_bounds(model, payload)
     Q = space.sample(samples, seed)
     G, S = loads(Q)
+    with np.errstate(over="ignore", invalid="ignore"):
+        finite = np.isfinite(G + mass * S).all()
+    if not np.all(bounds[dofs] <= LARGEST_LOAD):
+        raise LoadOverflow(f"the gravity loads pass {LARGEST_LOAD:.2g} (N m or N), the most "
+                           "the search's finite differences hold: too large to compute")
+    if not finite:  # (a point so far out that its inertia about the body overflows)
+        raise LoadOverflow("the gravity loads overflow on the way (a mass or distance past "
+                           "what a double holds squared): too large to compute")
     problems = []
     for i in dofs:
         mask = relevant[i][space.joints]
@@ -152,7 +171,6 @@ def statics(model: Model, payload: Payload | None = None, samples: int = 2048,
             problems += [Problem(int(i), "capacity", 1.0, Q[k], mask)
                          for k in np.argsort(h)[:starts]]
     solved = refine(space, loads, mass, problems)
-    bounds = upper_bounds(model, payload)
     return Statics(tuple(_dof(model, space, i, relevant[i], solved, bounds[i])
                          for i in dofs), payload, space.notes)
 
@@ -207,8 +225,7 @@ def _dof(model, space, i, relevant, solved, bound) -> DofStatics:
         worst = min(capacities, key=lambda p: p[1])
         capacity, capacity_q = worst[1], space.neutral_outside(worst[2], relevant)
     bound = max(bound, max_abs)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        ratio = 0.0 if max_abs == 0 else max_abs / limit
+    ratio = 0.0 if max_abs == 0 else np.inf if limit == 0 else max_abs / limit
     varied = tuple(int(j) for j in space.joints if relevant[j])
     return DofStatics(int(i), max_abs, q, varied, bound,
                       bound - max_abs <= TOLERANCE * bound, limit, float(ratio),
@@ -348,7 +365,7 @@ def ascend(objective, X: np.ndarray, masks: np.ndarray, lower: np.ndarray,
     optimum); periodic variables are unbounded here. ``objective(X (M, d), which (M,))
     -> (M,)`` evaluates problem ``which[m]`` at ``X[m]``, all in one batch."""
     n, d = X.shape
-    h = 1e-4
+    h = STEP
     steps = [stencil(mask, h) for mask in masks]
     low = np.where(periodic, -np.inf, lower)
     high = np.where(periodic, np.inf, upper)
@@ -420,6 +437,12 @@ def upper_bounds(model: Model, payload: Payload | None) -> np.ndarray:
         else:
             total = np.dot(mass, reach[below] + com[below])
             if extra:
-                total += payload.mass * (reach[payload.body] + np.linalg.norm(payload.point))
+                total += payload.mass * (reach[payload.body] + distance(payload.point))
         bounds[model.idx_v[j]] = weight * total
     return bounds
+
+
+def distance(point: np.ndarray) -> float:
+    """|point|, without overflow (numpy's norm squares first; hypot where that overflows)."""
+    norm = float(np.linalg.norm(point))
+    return norm if np.isfinite(norm) else math.hypot(*point)

@@ -89,15 +89,21 @@ def diff_bytes(old, new) -> int:
 
 def refuse_search_past_memory(model, samples: int) -> None:
     """A usage error when ``statics`` from ``samples`` starts would hold more than
-    :data:`MEMORY` at once (:func:`treedyn.engine.statics.search_bytes`: quadratic in the
-    joints a torque depends on)."""
+    :data:`MEMORY` at once (:func:`treedyn.engine.statics.search_bytes`: linear in the
+    samples, quadratic in the joints a torque depends on): naming ``--samples`` when fewer
+    would do, the model when even one sample is too many."""
     from treedyn.engine.statics import search_bytes
 
-    need = search_bytes(model, samples)
-    if need > MEMORY:
+    need, base = search_bytes(model, samples), search_bytes(model, 0)
+    each = search_bytes(model, 1) - base
+    if base + each > MEMORY:
         raise UsageError(f"dyn: {model.source}: statics of this model would hold about "
                          f"{need / 2 ** 30:.3g} GiB at once ({model.nv} dofs), more than the "
                          f"{MEMORY / 2 ** 30:g} GiB a run may hold: it is too large for it")
+    if need > MEMORY:
+        raise UsageError(f"dyn: --samples {samples} would hold about {need / 2 ** 30:.3g} GiB "
+                         f"at once, more than the {MEMORY / 2 ** 30:g} GiB a run may hold; "
+                         f"at most {(MEMORY - base) // each} on this model")
 
 
 def refuse_past_memory(count: int, each: int, option: str) -> None:

@@ -107,21 +107,25 @@ def parse_vector(text: str, kind: str, layout: Layout) -> np.ndarray:
 
 
 def parse_payload(text: str | None):
-    """``--payload KG[@FRAME[:x,y,z]]`` as a PayloadSpec (the offset only when the last ':'
-    part is three numbers: a frame may be 'joint:NAME'); None: no payload."""
+    """``--payload KG[@FRAME[:x,y,z]]`` as a PayloadSpec; None: no payload. The offset is
+    the part after the last ':' when it holds a ',' (a frame may be 'joint:NAME'; one whose
+    name holds ',' takes an offset, ':0,0,0'): three finite :func:`number` s, else a usage
+    error saying so."""
     from treedyn.engine.analysis.statics import PayloadSpec
 
     if text is None:
         return PayloadSpec()
     mass_text, _, where = text.partition("@")
     frame, offset = where or None, (0.0, 0.0, 0.0)
-    if where and ":" in where:
-        head, _, tail = where.rpartition(":")
-        numbers = tuple(number(x) for x in tail.split(","))
-        if len(numbers) == 3 and head and not any(map(math.isnan, numbers)):
-            frame, offset = head, numbers
+    head, _, tail = where.rpartition(":")
+    if head and "," in tail:
+        offset = tuple(number(x) for x in tail.split(","))
+        if len(offset) != 3 or not all(map(math.isfinite, offset)):
+            raise UsageError(f"dyn: --payload {text!r}: the offset must be three finite "
+                             "numbers x,y,z (metres in the frame's axes)")
+        frame = head
     mass = number(mass_text)
-    if not (math.isfinite(mass) and mass >= 0) or not all(map(math.isfinite, offset)):
+    if not (math.isfinite(mass) and mass >= 0):
         raise UsageError(f"dyn: --payload {text!r}: expected KG[@FRAME[:x,y,z]] with a mass "
                          ">= 0 in kg and an offset in metres in the frame's axes")
     return PayloadSpec(mass, frame, offset)

@@ -23,6 +23,8 @@ from treedyn.pipeline.paths import writing
 SUFFIXES = (".png", ".svg", ".pdf")
 DPI = 100  # pixels per inch of a PNG (a size in px is divided by it)
 SIZE = (10.0, 6.5)  # inches, when a figure function names no size of its own
+SMALLEST = 1.0  # inches (100 px) a side at least: a smaller picture has no room to draw in
+LARGEST = 100.0  # inches a side at most
 SIZE_TEXT = re.compile(r"\s*(\d+(?:\.\d*)?)\s*[xX]\s*(\d+(?:\.\d*)?)\s*(px|in)?\s*")
 MISSING = "dyn: --plot needs matplotlib: pip install 'treedyn[plot]'"
 
@@ -37,16 +39,18 @@ def sized(width: float, height: float):
 
 def parse_size(text: str | None) -> tuple[float, float] | None:
     """``WxH`` in inches (``8x5``, ``8x5in``) or in pixels (``1200x800px``) as inches at
-    :data:`DPI`; None for None. A usage error for anything else."""
+    :data:`DPI`, each side from :data:`SMALLEST` to :data:`LARGEST`; None for None. A usage
+    error for anything else."""
     if text is None:
         return None
     match = SIZE_TEXT.fullmatch(text)
     width, height = (float(match[1]), float(match[2])) if match else (0.0, 0.0)
     if match and match[3] == "px":
         width, height = width / DPI, height / DPI
-    if not (0 < width <= 100 and 0 < height <= 100):
+    if not (SMALLEST <= width <= LARGEST and SMALLEST <= height <= LARGEST):
         raise UsageError(f"dyn: --plot-size {text[:40]!r}: expected WxH in inches (8x5) or "
-                         "pixels (1200x800px), each above 0 and at most 100 inches")
+                         f"pixels (1200x800px), each side from {SMALLEST:g} inch "
+                         f"({SMALLEST * DPI:g}px) to {LARGEST:g} inches")
     return width, height
 
 

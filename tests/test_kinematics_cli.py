@@ -10,7 +10,7 @@ import math
 import numpy as np
 import pytest
 
-from test_cli import ARM, SOLO, assert_usage_error, dyn, dyn_json, numbers
+from test_cli import ARM, ROOT, SOLO, assert_usage_error, dyn, dyn_json, numbers
 from treedyn.engine.named import center_of_mass, frame_jacobians, frame_set
 from treedyn.parsers import load_model
 
@@ -122,3 +122,28 @@ def test_a_refused_run_leaves_no_temporary_beside_the_output(tmp_path, args):
     assert run.returncode == 2, run.stderr
     assert sorted(p.name for p in tmp_path.iterdir()) == ["out.npz", "states.jsonl"]
     assert (tmp_path / "out.npz").read_bytes() == b"previous"
+
+
+def test_a_huge_quaternion_is_its_direction_on_the_command_line_and_in_a_file(tmp_path):
+    """A quaternion past 1.3e154 (its squares overflow) is the rotation of its direction
+    -- here a half turn about (1, 1, 0) -- not the identity it once silently was: --q,
+    --input, a free flyer and MJCF ball joints."""
+    half_turn = [0.0, 0.0, 0.0, 1.0, 1.0, 0.0, 0.0, 0.0, 0.0]
+    huge = [0.0, 0.0, 0.0, 1e200, 1e200, 0.0, 0.0, 0.0, 0.0]
+    unit = dyn_json("frames", ARM, "--free-flyer", "--q", numbers(half_turn),
+                    "--frame", "link2")
+    assert np.allclose(unit["R"][0], [[0, 1, 0], [1, 0, 0], [0, 0, -1]], atol=1e-15)
+    given = dyn_json("frames", ARM, "--free-flyer", "--q", numbers(huge), "--frame", "link2")
+    np.testing.assert_allclose(given["R"], unit["R"], rtol=0, atol=1e-15)
+    np.testing.assert_allclose(given["p"], unit["p"], rtol=0, atol=1e-15)
+    states = tmp_path / "states.jsonl"
+    states.write_text(json.dumps({"q": huge}) + "\n")
+    out = tmp_path / "frames.jsonl"
+    dyn("frames", ARM, "--free-flyer", "--frame", "link2", "--input", states, "--output", out)
+    T = np.array(json.loads(out.read_text())["T"])[0]
+    np.testing.assert_allclose(T[:, :3], unit["R"][0], rtol=0, atol=1e-15)
+    mjcf = ROOT / "fixtures" / "mjcf" / "multijoint.xml"
+    ball = {scale: dyn_json("inverse", mjcf, "--q", f"ball:0=0,ball:1={scale},ball:2=0,"
+                            f"ball:3={-scale},tip_ball:0={scale},tip_ball:1=0,"
+                            f"tip_ball:2={scale},tip_ball:3=0") for scale in (1, 1e300)}
+    np.testing.assert_allclose(ball[1e300]["tau"], ball[1]["tau"], rtol=0, atol=1e-12)

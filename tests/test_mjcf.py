@@ -913,6 +913,50 @@ def test_a_zero_quaternion_is_the_identity_as_in_mujoco(tmp_path):
         np.testing.assert_allclose(aba(model, q, v, tau), a, rtol=0, atol=1e-9)
 
 
+def quaternion_slots(model) -> list[slice]:
+    """The q entries of every quaternion (free and ball joints, a free flyer's)."""
+    slots = []
+    for j, joint in enumerate(model.joint_models):
+        parts = [k for k, part in enumerate(joint.q_parts) if part in ("qw", "qx", "qy", "qz")]
+        if len(parts) == 4:
+            slots.append(slice(model.idx_q[j] + parts[0], model.idx_q[j] + parts[0] + 4))
+    return slots
+
+
+@pytest.mark.parametrize("scale", [1e155, 1e200, 5e306])
+def test_a_quaternion_is_its_direction_at_any_size(scale):
+    """q's quaternions are normalised, so a quaternion times any positive number is the
+    same rotation: one past 1.3e154, whose squares overflow, was the identity (MuJoCo's
+    own mju_normalize4 overflows the same way); batched and reference paths, free flyer,
+    free and ball joints."""
+    from treedyn.engine.named import frame_placements, frame_set
+    from treedyn.engine.reference import rnea_reference
+    from treedyn.parsers import load_model
+
+    arm = os.path.join(os.path.dirname(HERE), "fixtures", "two_link_arm.urdf")
+    # (the arm's massless base turns freely about joint1's axis: M is singular, no aba)
+    for model, forward in ((build_model(parse_mjcf(os.path.join(FIXTURES, "multijoint.xml"))),
+                            True), (load_model(arm, free_flyer=True), False)):
+        rng = np.random.default_rng(11)
+        q = model.random_configuration(rng, 1)[0]
+        v, a = rng.normal(size=(2, model.nv))
+        scaled = q.copy()
+        slots = quaternion_slots(model)
+        for k, slot in enumerate(slots):
+            scaled[slot] *= scale * (k + 1)  # (a different size for each)
+        assert slots and not np.array_equal(scaled, q)
+        tau = rnea(model, q, v, a)
+        np.testing.assert_allclose(rnea(model, scaled, v, a), tau, rtol=0, atol=1e-12)
+        np.testing.assert_allclose(rnea_reference(model, scaled, v, a), tau, rtol=0, atol=1e-12)
+        np.testing.assert_allclose(crba(model, scaled), crba(model, q), rtol=0, atol=1e-12)
+        if forward:
+            np.testing.assert_allclose(aba(model, scaled, v, tau), a, rtol=0, atol=1e-9)
+        frames = frame_set(model, list(model.body_names))
+        for ours, unit in zip(frame_placements(model, scaled[None], frames),
+                              frame_placements(model, q[None], frames)):
+            np.testing.assert_allclose(ours, unit, rtol=0, atol=1e-12)
+
+
 def write(path, text: str) -> str:
     """Write ``text`` to ``path`` (a pathlib.Path), creating folders; the path as str."""
     path.parent.mkdir(parents=True, exist_ok=True)

@@ -88,7 +88,7 @@ def test_each_format_is_written_at_the_size_asked(tmp_path):
     (["--plot", "m.jpg"], "dyn: --plot m.jpg: the picture's format follows its suffix: "
                           ".png, .svg or .pdf"),
     (["--plot", "m.png", "--plot-size", "8x"], "dyn: --plot-size '8x': expected WxH in "
-     "inches (8x5) or pixels (1200x800px), each above 0 and at most 100 inches"),
+     "inches (8x5) or pixels (1200x800px), each side from 1 inch (100px) to 100 inches"),
     (["--plot-size", "8x5"], "dyn: --plot-size needs --plot FILE"),
 ])
 def test_a_bad_picture_is_one_line_before_any_work(args, message, tmp_path):
@@ -285,14 +285,16 @@ def test_identify_draws_measured_and_predicted_torques_and_the_residuals():
     assert math.isclose(gaussian.max(), 1 / (sigma * math.sqrt(2 * math.pi)), rel_tol=1e-4)
 
 
+RUNS = {"mass": ["mass", ARM, "--free-flyer", "--sparsity"],  # each command's picture
+        "condition": ["condition", ARM, "--samples", 5],
+        "statics": ["statics", ARM, "--samples", 32],
+        "diff": ["diff", ARM, HEAVIER, "--samples", 3],
+        "check-limits": ["check-limits", ARM, "--input", LIMITS_LOG],
+        "identify": ["identify", ARM, "--input", LOG]}
+
+
 def test_every_picture_is_written_by_its_command(tmp_path):
-    runs = {"mass": ["mass", ARM, "--free-flyer", "--sparsity"],
-            "condition": ["condition", ARM, "--samples", 5],
-            "statics": ["statics", ARM, "--samples", 32],
-            "diff": ["diff", ARM, HEAVIER, "--samples", 3],
-            "check-limits": ["check-limits", ARM, "--input", LIMITS_LOG],
-            "identify": ["identify", ARM, "--input", LOG]}
-    for name, args in runs.items():
+    for name, args in RUNS.items():
         target = tmp_path / f"{name}.png"
         code, _, err = dyn(*args, "--plot", target, "--plot-size", "320x200px", "-f", "json")
         assert code in (0, 1) and err == "", (name, err)
@@ -301,6 +303,21 @@ def test_every_picture_is_written_by_its_command(tmp_path):
         "dyn: --plot reads the log again: give it as a file, not stdin\n"
     assert dyn("mass", ARM, "--plot", tmp_path / "m.png")[2] == \
         "dyn: --plot draws M's pattern: give --sparsity too\n"
+
+
+@pytest.mark.parametrize("name", sorted(RUNS))
+def test_a_picture_too_small_to_draw_is_refused_before_any_work(name, tmp_path):
+    """A side below 1 inch (100 px) has no room for a picture (a PNG under one pixel once
+    ended in an internal error, after the JSON was printed): one line, nothing printed;
+    the smallest size allowed is drawn at that size."""
+    target = tmp_path / f"{name}.png"
+    for size in ("0.001x5", "0.4x0.4px", "99x500px"):
+        code, out, err = dyn(*RUNS[name], "--plot", target, "--plot-size", size, "-f", "json")
+        assert (code, out, err.count("\n")) == (2, "", 1), (size, err)
+        assert err.startswith(f"dyn: --plot-size '{size}': ") and "1 inch (100px)" in err
+        assert not target.exists()
+    code, _, err = dyn(*RUNS[name], "--plot", target, "--plot-size", "100x100px", "-f", "json")
+    assert code in (0, 1) and err == "" and png_size(target) == (100, 100), err
 
 
 # ------------------------------------------------------------------ tables that fit

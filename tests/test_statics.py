@@ -207,3 +207,71 @@ def test_a_model_too_large_for_the_search_is_refused_in_one_line(tmp_path):
     assert code == 2 and out == "" and err.count("\n") == 1
     assert "statics of this model would hold about" in err and "internal error" not in err
     assert time.perf_counter() - start < 20
+
+
+@pytest.mark.parametrize("offset", ["0,0,nan", "0,0", "a,b,c", "0,0,0,0", "0,0,inf", "0,,1"])
+def test_a_bad_payload_offset_is_said_as_such(offset):
+    """An offset that is not three finite numbers is refused as an offset (it was once
+    read as part of the frame's name: "no link ... named 'link2:0,0,nan'")."""
+    payload = f"1@link2:{offset}"
+    code, out, err = dyn("statics", ARM, "--payload", payload)
+    assert (code, out) == (2, "")
+    assert err == (f"dyn: --payload {payload!r}: the offset must be three finite numbers "
+                   "x,y,z (metres in the frame's axes)\n")
+
+
+def test_too_many_samples_name_the_option_and_the_most_that_fit():
+    """--samples past the memory a run may hold blames --samples, with the largest count
+    that fits (the bytes are linear in the samples), not the model."""
+    from treedyn.engine.statics import search_bytes
+    from treedyn.pipeline.chunks import MEMORY
+    code, out, err = dyn("statics", ARM, "--samples", 10 ** 9)
+    assert (code, out, err.count("\n")) == (2, "", 1)
+    assert err.startswith("dyn: --samples 1000000000 would hold about 59.6 GiB at once")
+    most = int(err.split("at most ")[1].split()[0])
+    model = model_of(ARM)
+    assert search_bytes(model, most) <= MEMORY < search_bytes(model, most + 1)
+
+
+@pytest.mark.parametrize("payload", ["1e308", "1@link2:0,0,1e308", "1e300@link2",
+                                     "1e-300@link2:0,0,1e160"])
+def test_a_payload_whose_loads_overflow_is_refused(payload):
+    """Loads past what the search's finite differences hold were once reported with exit 0:
+    max |g| -inf, "weakest" another joint, JSON null with "certified": true."""
+    code, out, err = dyn("statics", ARM, "--samples", 64, "--payload", payload, "-f", "json")
+    assert (code, out, err.count("\n")) == (2, "", 1), err
+    assert err.startswith(f"dyn: {ARM}: --payload {payload!r}: the gravity loads ")
+    from treedyn.engine.statics import LARGEST_LOAD, LoadOverflow
+    model = model_of(ARM)
+    with pytest.raises(LoadOverflow):
+        statics(model, Payload(1e308, 1, np.zeros(3)), samples=64)
+    # the largest payload below the limit: exact (joint1 horizontal, the point 1 m out)
+    mass = LARGEST_LOAD / 9.81 / 2
+    result = statics(model, Payload(mass, 1, np.zeros(3)), samples=64)
+    assert result.dofs[0].certified
+    assert result.dofs[0].max_abs == pytest.approx(9.81 * (mass + 2.0), rel=1e-12)
+
+
+def test_a_zero_effort_limit_holds_nothing(tmp_path):
+    """URDF effort="0" is a limit of zero (Pinocchio's effortLimit 0): a joint that must
+    hold a load is over it, ratio inf (JSON null), capacity 0 where the point loads it; it
+    once ended in an internal ZeroDivisionError."""
+    text = Path(ARM).read_text().splitlines(keepends=True)
+    text[28] = text[28].replace('effort="100"', 'effort="0"')  # joint2's <limit>
+    path = tmp_path / "zero.urdf"
+    path.write_text("".join(text))
+    report = statics_report(load_model(str(path)), PayloadSpec(0.0, "link2", (0, 0, -1)),
+                            samples=64)
+    joint1, joint2 = report.rows
+    assert (joint2.limit, joint2.ratio, joint2.capacity) == (0.0, np.inf, 0.0)
+    assert joint2.max_abs == pytest.approx(4.905, rel=1e-9) and joint1.ratio < 1
+    assert report.weakest is joint2 and report.over(None) == [joint2]
+    code, out, err = dyn("statics", path, "--samples", 64, "-f", "json")
+    document = json.loads(out)
+    assert (code, err) == (1, "") and document["weakest"] == {"joint": "joint2", "ratio": None}
+    assert document["joints"][1]["limit"] == 0.0 and document["joints"][1]["ratio"] is None
+    assert [f["joint"] for f in document["findings"]] == ["joint2"]
+    code, out, err = dyn("statics", path, "--samples", 64)
+    row = next(line.split() for line in out.splitlines() if line.startswith("joint2"))
+    assert (code, err, row[2:4]) == (1, "", ["0", "inf"])
+    assert "weakest: joint2 (ratio inf)" in out and "FAIL: joint2" in out

@@ -54,6 +54,7 @@ def statics(
     Exit 1 when a ratio exceeds 1 (or --fail-above).
     """
     from treedyn.engine.analysis.statics import statics_document, statics_report
+    from treedyn.engine.statics import LoadOverflow
     from treedyn.pipeline.chunks import refuse_search_past_memory
     from treedyn.pipeline.errors import UsageError
     from treedyn.pipeline.reports import statics_github
@@ -73,6 +74,9 @@ def statics(
     try:
         report = selected_statics(statics_report(loaded, spec, samples=samples, seed=seed),
                                   chosen)
+    except LoadOverflow as error:
+        said = f"--payload {payload!r}: " if payload is not None else ""
+        raise UsageError(f"dyn: {loaded.source}: {said}{error}") from None
     except KeyError as error:
         raise UsageError(f"dyn: {loaded.source}: --payload: no link, body, joint or site named "
                          f"{error.args[0]!r}") from None
