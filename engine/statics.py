@@ -148,7 +148,8 @@ def statics(model: Model, payload: Payload | None = None, samples: int = 2048,
     mass = payload.mass if payload is not None else 0.0
     dofs = np.flatnonzero(model.actuated)
     relevant = dependence(model)  # (nv, nj) bool
-    bounds = upper_bounds(model, payload)
+    with np.errstate(over="ignore"):  # (a bound past a double: refused below)
+        bounds = upper_bounds(model, payload)
     Q = space.sample(samples, seed)
     G, S = loads(Q)
     with np.errstate(over="ignore", invalid="ignore"):
