@@ -156,7 +156,8 @@ def limiting(plan: Plan) -> str:
     options = [f"--acceleration-limit {plan.acceleration_limit:g}"
                ] if plan.acceleration_limit is not None else []
     options += ["--floor"] if plan.floor else []
-    return "set by " + (" and ".join(options) or "the model's joint limits")
+    return (f"set by {' and '.join(options) or 'the joint limits of the model'} at --period "
+            f"{plan.period:g} s")
 
 
 def excitation_log(model: Model, path: str, plan: Plan) -> tuple[Trajectory, int]:

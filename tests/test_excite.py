@@ -171,7 +171,7 @@ def test_the_documented_fit_is_what_identify_writes(tmp_path, capsys):
      "(a longer --period, fewer --harmonics or a higher --rate)"),
     (["--acceleration-limit", "1e-300"], "dyn: fixtures/two_link_arm.urdf: the limits leave "
      "no motion to excite: the base regressor's condition number is not finite (set by "
-     "--acceleration-limit 1e-300)"),
+     "--acceleration-limit 1e-300 at --period 10 s)"),
 ])
 def test_excite_refusals_are_one_line(args, message, tmp_path, capsys):
     with pytest.raises(SystemExit) as ended:
