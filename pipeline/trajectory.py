@@ -147,7 +147,12 @@ def sample_times(model: Model, plan: Plan) -> np.ndarray:
                          f"reach {highest:.6g} Hz, not below half of --rate {plan.rate:g} Hz: "
                          "the log would alias them (a longer --period, fewer --harmonics or "
                          "a higher --rate)")
-    refuse_past_memory(plan.samples, sample_bytes(model, plan.harmonics), "--samples")
+    each = sample_bytes(model, plan.harmonics)
+    if each > MEMORY:  # (refuse_past_memory's reason would be M's)
+        raise UsageError(f"dyn: {model.source}: one sample of the objective would hold about "
+                         f"{each / 2 ** 30:.3g} GiB at --harmonics {plan.harmonics}, more "
+                         f"than the {MEMORY / 2 ** 30:g} GiB a run may hold: fewer --harmonics")
+    refuse_past_memory(plan.samples, each, "--samples")
     return times
 
 

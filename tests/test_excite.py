@@ -255,3 +255,20 @@ def test_samples_are_refused_past_the_objectives_memory(tmp_path, capsys):
             tracemalloc.stop()
     per_sample = (peaks[1] - peaks[0]) / 6000  # (the constant part left out)
     assert each / 4 < per_sample < each, (per_sample, each)
+
+
+def test_a_model_whose_one_sample_passes_the_memory_names_the_harmonics(monkeypatch):
+    """Where even one of the objective's samples passes the run's memory, fewer --samples
+    cannot help: the line names the model and --harmonics (the memory made small here)."""
+    from treedyn.engine.excitation import sample_bytes
+    from treedyn.pipeline import trajectory
+    from treedyn.pipeline.errors import UsageError
+
+    model = load_model(ARM)
+    monkeypatch.setattr(trajectory, "MEMORY", sample_bytes(model, 5) - 1)
+    with pytest.raises(UsageError) as refused:
+        trajectory.sample_times(model, trajectory.Plan(duration=1.0))
+    assert str(refused.value).startswith(f"dyn: {ARM}: one sample of the objective would "
+                                         "hold about")
+    assert str(refused.value).endswith("GiB a run may hold: fewer --harmonics")
+    trajectory.sample_times(model, trajectory.Plan(duration=1.0, harmonics=4))  # fits
