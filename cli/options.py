@@ -324,8 +324,8 @@ ValidateOpt = Annotated[str, typer.Option(
     "log), or a log FILE of its own, and report the torque RMS per dof on them (also over "
     "the measured torques' RMS).")]
 CutoffOpt = Annotated[Optional[float], typer.Option(
-    "--cutoff", metavar="HZ", min=0.0, show_default=False,
-    callback=lambda x: x if x is None else not_nan(x),
+    "--cutoff", metavar="HZ", show_default=False,
+    callback=lambda x: x if x is None else positive(x),
     help="A log of q, tau and the times t (no v, a): the low-pass cut-off (Hz) before v "
     "and a are estimated. Default: 20 Hz, at most a fifth of the sample rate.")]
 WeightsOpt = Annotated[str, typer.Option(
@@ -333,7 +333,7 @@ WeightsOpt = Annotated[str, typer.Option(
     help="auto: each joint's rows weighted by 1/sigma_j, its residual standard deviation "
     "in a first fit, and fitted again (IDIM-WLS); none: unweighted.")]
 PriorWeightOpt = Annotated[float, typer.Option(
-    "--prior-weight", min=0.0, callback=not_nan,
+    "--prior-weight", min=0.0, callback=finite,
     help="Weight of the file's inertias in the consistent fit, in equations: a "
     "body's relative change of pseudo-inertia weighs like this many torque "
     "equations one sigma off.")]
@@ -342,7 +342,7 @@ LossOpt = Annotated[str, typer.Option(
     "soft_l1, huber, cauchy or arctan (not linear: keeps the training rows in "
     "memory).")]
 LossScaleOpt = Annotated[Optional[float], typer.Option(
-    "--loss-scale", min=0.0, callback=lambda x: x if x is None else not_nan(x),
+    "--loss-scale", callback=lambda x: x if x is None else positive(x),
     show_default=False, help="Residual (N m) where the robust loss bends. "
     "Default: 1.345 x the residuals' robust spread (1.4826 MAD).")]
 RankTolOpt = Annotated[float, typer.Option(

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from treedyn.engine.regressor import Layout as Columns
-from treedyn.engine.regressor import term_columns
+from treedyn.engine.regressor import SIGNED_TERMS, signed_columns, term_columns
 
 from .errors import UsageError
 from .vectors import name_value
@@ -56,11 +56,13 @@ class Drives:
             raise UsageError("dyn: --current needs a scale: --known NAME=VALUE (a mass, a "
                              "first moment or one drive's gain.DOF)")
         index = []
-        for name, _ in self.known:
+        for name, value in self.known:
             if name not in columns.names:
                 raise UsageError(f"dyn: --known {name}: no such parameter (names as "
                                  "identify's: BODY.m, BODY.mx, ..., TERM.DOF)")
             index.append(columns.names.index(name))
+            if value < 0 and index[-1] in non_negative(columns):
+                raise UsageError(f"dyn: --known {name}={value:g}: {impossible(name)}")
         return np.array(index, dtype=int), np.array([v for _, v in self.known], dtype=float)
 
     def target(self, columns: Columns, known, Y: np.ndarray, tau: np.ndarray,
@@ -75,6 +77,39 @@ class Drives:
             Y[:, columns.term_dofs, term_columns(columns, "gain")] = -tau[:, columns.term_dofs]
         index, values = known
         if len(index):
+            with np.errstate(over="ignore", invalid="ignore"):
+                torques = Y[:, :, index] * values  # (m, nv, k): each known parameter's
+                squares = np.einsum("mjk,mjk->k", torques, torques)
+            if not np.isfinite(squares).all():  # (the fit sums squares of the target)
+                name, value = self.known[int(np.flatnonzero(~np.isfinite(squares))[0])]
+                raise UsageError(f"dyn: --known {name}={value:g}: its torques overflow (the "
+                                 "sums of their squares pass 1e308): not a value the log "
+                                 "can be fitted with")
             target = target - Y[:, :, index] @ values
             Y[:, :, index] = 0.0
         return target
+
+
+# the regressor's parameters no body can have negative: its mass and the moments of inertia
+# about the axes of its frame (the diagonal of a positive semi-definite inertia)
+NON_NEGATIVE = ("m", "Ixx", "Iyy", "Izz")
+
+
+def non_negative(columns: Columns) -> set:
+    """The columns whose value cannot be negative: each body's :data:`NON_NEGATIVE`, and
+    the per-joint terms the fit keeps non-negative (all but the signed ones)."""
+    inertial = {i for i, name in enumerate(columns.names[:columns.inertial])
+                if name.rsplit(".", 1)[1] in NON_NEGATIVE}
+    signed = set(signed_columns(columns).tolist())
+    return inertial | (set(range(columns.inertial, columns.size)) - signed)
+
+
+def impossible(name: str) -> str:
+    """Why the parameter ``name`` (a :func:`non_negative` column's) cannot be negative."""
+    kind = name.rsplit(".", 1)[1]
+    if kind == "m":
+        return "a mass cannot be negative"
+    if kind in NON_NEGATIVE:
+        return "a moment of inertia about an axis cannot be negative"
+    return (f"the fit keeps {name.split('.', 1)[0]} coefficients non-negative (of the "
+            f"per-joint terms, only {', '.join(SIGNED_TERMS)} may be negative)")

@@ -122,7 +122,9 @@ def _settings(name: str, t: np.ndarray, cutoff: float | None) -> Estimation:
                          "estimated from q")
     rate = float(f"{1.0 / float(np.median(steps)):.12g}")  # (1 / 0.001: 1000, not 999.99..)
     chosen = min(CUTOFF, rate / 5.0) if cutoff is None else cutoff
-    if not 0.0 < chosen < rate / 2.0:
+    if not chosen > 0.0:
+        raise UsageError(f"dyn: --cutoff {chosen:g}: not a positive frequency (Hz)")
+    if not chosen < rate / 2.0:
         raise UsageError(f"{name}: a cut-off of {chosen:.6g} Hz is not below half the log's "
                          f"sample rate ({rate:.6g} Hz): lower --cutoff")
     return Estimation(rate, chosen)

@@ -15,7 +15,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from treedyn.engine import Model, external_forces, joint_torque_regressor
-from treedyn.engine.analysis.consistent import LOSSES, consistent_fit
+from treedyn.engine.analysis.consistent import LOSSES, ScaleTooSmall, consistent_fit
 from treedyn.engine.analysis.identify import (Accumulator, UnfitLog, base_parameters,
                                               joint_sigma, known_torques,
                                               ordinary_least_squares)
@@ -186,6 +186,10 @@ def identify_stream(model: Model | Layout, source, terms=(), gravity=None,
         raise UsageError(f"dyn: --loss: unknown loss '{loss}' (known: {', '.join(LOSSES)})")
     if weights not in ("auto", "none"):
         raise UsageError(f"dyn: --weights: '{weights}' is not auto or none")
+    if not 0.0 <= prior_weight < np.inf:
+        raise UsageError(f"dyn: --prior-weight {prior_weight}: not a finite number >= 0")
+    if loss_scale is not None and not 0.0 < loss_scale < np.inf:
+        raise UsageError(f"dyn: --loss-scale {loss_scale}: not a positive number")
     layout = model if isinstance(model, Layout) else Layout.of(model)
     columns = layout_of(layout.model, terms)
     rows = Rows(layout, columns, gravity, drives, drives.columns(columns))
@@ -280,9 +284,16 @@ def fits(rows: Rows, problem, base, settings: dict, logs: list) -> Identificatio
     if "gain" in columns.terms:  # the file has no gain: the prior is the data's estimate
         gains = term_columns(columns, "gain")
         prior[gains] = ols.full(base)[gains]
-    fit = consistent_fit(fitted, prior, len(columns.bodies), ols.sigma,
-                         settings["prior_weight"], settings["loss"], settings["loss_scale"],
-                         signed=signed_columns(columns))
+    try:
+        fit = consistent_fit(fitted, prior, len(columns.bodies), ols.sigma,
+                             settings["prior_weight"], settings["loss"],
+                             settings["loss_scale"], signed=signed_columns(columns),
+                             determined=base.rank)
+    except ScaleTooSmall as error:
+        raise UsageError(f"dyn: --loss-scale {error.scale:g}: far below the residuals' "
+                         f"robust spread ({error.spread:.3g} N m): the log would weigh fewer "
+                         f"equations than its {error.determined} base parameters and the fit "
+                         f"keep the file's; give at least {error.least:.3g}") from None
     if drives.current or drives.known:
         settings.update(current=drives.current, known=dict(drives.known))
     for name in ("stribeck", "smooth"):

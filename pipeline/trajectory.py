@@ -17,10 +17,10 @@ from typing import NamedTuple
 import numpy as np
 
 from treedyn.engine import Model, rnea
-from treedyn.engine.excitation import Excitation, Trajectory, excite
+from treedyn.engine.excitation import Excitation, NoMotion, Trajectory, excite, sample_bytes
 from treedyn.engine.named import Frames, frame_set
 
-from .chunks import MEMORY
+from .chunks import MEMORY, refuse_past_memory
 from .errors import UsageError
 from .layout import TIME, Layout
 from .naming import q_labels
@@ -125,6 +125,46 @@ def floor_frames(model: Model, specs) -> tuple[Frames | None, np.ndarray]:
                          f"{error.args[0]!r}") from None
 
 
+def sample_times(model: Model, plan: Plan) -> np.ndarray:
+    """The log's times (N,) of ``plan``, checked: at most :data:`MEMORY` of states, at
+    least two, the harmonics below half the rate, the objective's samples within
+    :data:`MEMORY` (:func:`~treedyn.engine.excitation.sample_bytes`); --noise with
+    --torques. A usage error naming the options otherwise."""
+    length = "--duration" if plan.duration is not None else "--period"  # (one by default)
+    count = (plan.duration or plan.period) * plan.rate
+    held = count * (4 * model.nv + 1) * 8  # q, v, a, tau and t of every state, at once
+    if not held <= MEMORY:
+        raise UsageError(f"dyn: {length} x --rate gives {count:.3g} states, about "
+                         f"{held / 2 ** 30:.3g} GiB at once: more than the "
+                         f"{MEMORY / 2 ** 30:g} GiB a run may hold")
+    times = np.arange(int(round(count))) / plan.rate
+    if len(times) < 2 or (plan.noise and not plan.torques):
+        raise UsageError("dyn: --noise needs --torques" if len(times) > 1 else
+                         f"dyn: {length} x --rate gives fewer than 2 states")
+    highest = plan.harmonics / plan.period  # Hz
+    if not highest < plan.rate / 2:
+        raise UsageError(f"dyn: --harmonics {plan.harmonics} of --period {plan.period:g} s "
+                         f"reach {highest:.6g} Hz, not below half of --rate {plan.rate:g} Hz: "
+                         "the log would alias them (a longer --period, fewer --harmonics or "
+                         "a higher --rate)")
+    each = sample_bytes(model, plan.harmonics)
+    if each > MEMORY:  # (refuse_past_memory's reason would be M's)
+        raise UsageError(f"dyn: {model.source}: one sample of the objective would hold about "
+                         f"{each / 2 ** 30:.3g} GiB at --harmonics {plan.harmonics}, more "
+                         f"than the {MEMORY / 2 ** 30:g} GiB a run may hold: fewer --harmonics")
+    refuse_past_memory(plan.samples, each, "--samples")
+    return times
+
+
+def limiting(plan: Plan) -> str:
+    """The options that may hold the joints still, in words (for :class:`NoMotion`)."""
+    options = [f"--acceleration-limit {plan.acceleration_limit:g}"
+               ] if plan.acceleration_limit is not None else []
+    options += ["--floor"] if plan.floor else []
+    return (f"set by {' and '.join(options) or 'the joint limits of the model'} at --period "
+            f"{plan.period:g} s")
+
+
 def excitation_log(model: Model, path: str, plan: Plan) -> tuple[Trajectory, int]:
     """An excitation (:mod:`treedyn.engine.excitation`) of ``model`` as ``plan`` says,
     written at ``plan.rate`` into the log ``path`` (:func:`write_states`; with
@@ -133,21 +173,14 @@ def excitation_log(model: Model, path: str, plan: Plan) -> tuple[Trajectory, int
     written."""
     writing(path)  # (refused before the search when the run reads that file)
     frames, heights = floor_frames(model, plan.floor)
-    count = (plan.duration or plan.period) * plan.rate
-    held = count * (4 * model.nv + 1) * 8  # q, v, a, tau and t of every state, at once
-    if not held <= MEMORY:
-        raise UsageError(f"dyn: --duration x --rate gives {count:.3g} states, about "
-                         f"{held / 2 ** 30:.3g} GiB at once: more than the "
-                         f"{MEMORY / 2 ** 30:g} GiB a run may hold")
-    times = np.arange(int(round(count))) / plan.rate
-    if len(times) < 2 or (plan.noise and not plan.torques):
-        raise UsageError("dyn: --noise needs --torques" if len(times) > 1 else
-                         "dyn: --duration x --rate gives fewer than 2 states")
+    times = sample_times(model, plan)
     limit = np.inf if plan.acceleration_limit is None else plan.acceleration_limit
     try:
         setting = Excitation(model, plan.harmonics, plan.period, plan.samples, limit, frames,
                              heights)
         trajectory = excite(setting, plan.seed, plan.iterations, times)
+    except NoMotion as error:
+        raise UsageError(f"dyn: {model.source}: {error} ({limiting(plan)})") from None
     except ValueError as error:
         raise UsageError(f"dyn: {model.source}: {error}") from None
     states = dict(zip(("q", "v", "a"), trajectory.states(times)))

@@ -158,6 +158,20 @@ def test_the_documented_fit_is_what_identify_writes(tmp_path, capsys):
     (["--noise", "0.1"], "dyn: --noise needs --torques"),
     (["--duration", "1e300"], "dyn: --duration x --rate gives 1e+302 states, about "
      "6.71e+294 GiB at once: more than the 4 GiB a run may hold"),
+    (["--period", "1e300"], "dyn: --period x --rate gives 1e+302 states, about "
+     "6.71e+294 GiB at once: more than the 4 GiB a run may hold"),
+    (["--period", "1e-300"], "dyn: --period x --rate gives fewer than 2 states"),
+    (["--torques", "--noise", "inf"], "dyn excite: Invalid value for '--noise': inf is not a "
+     "finite number (see 'dyn excite --help')"),
+    (["--period", "0.001", "--duration", "10"], "dyn: --harmonics 5 of --period 0.001 s "
+     "reach 5000 Hz, not below half of --rate 100 Hz: the log would alias them (a longer "
+     "--period, fewer --harmonics or a higher --rate)"),
+    (["--period", "1", "--harmonics", "50", "--rate", "100"], "dyn: --harmonics 50 of "
+     "--period 1 s reach 50 Hz, not below half of --rate 100 Hz: the log would alias them "
+     "(a longer --period, fewer --harmonics or a higher --rate)"),
+    (["--acceleration-limit", "1e-300"], "dyn: fixtures/two_link_arm.urdf: the limits leave "
+     "no motion to excite: the base regressor's condition number is not finite (set by "
+     "--acceleration-limit 1e-300 at --period 10 s)"),
 ])
 def test_excite_refusals_are_one_line(args, message, tmp_path, capsys):
     with pytest.raises(SystemExit) as ended:
@@ -211,3 +225,50 @@ def test_states_written_as_json_lines_read_back_to_the_bit(tmp_path):
     for key, array in states.items():
         assert np.array_equal(np.array([line[key] for line in lines]).reshape(array.shape), array)
     assert np.array_equal([line["t"] for line in lines], t)
+
+
+def test_samples_are_refused_past_the_objectives_memory(tmp_path, capsys):
+    """--samples is refused where the objective's samples would pass the run's memory, by
+    an estimate that bounds what the search holds per sample: measured by tracemalloc
+    (numpy reports its arrays to it) on the two-link arm at two sample counts, the peak's
+    growth per sample stays below the estimate and above a quarter of it."""
+    import tracemalloc
+
+    from treedyn.engine.excitation import sample_bytes
+    from treedyn.pipeline.chunks import MEMORY
+
+    model = load_model(ARM)
+    each = sample_bytes(model, 5)
+    with pytest.raises(SystemExit) as ended:
+        run(["excite", ARM, "-o", str(tmp_path / "x.npz"), "--samples", "10000000"])
+    assert ended.value.code == 2
+    assert capsys.readouterr().err.strip().splitlines() == [
+        f"dyn: --samples 10000000 would hold about {1e7 * each / 2 ** 30:.3g} GiB at once; "
+        f"at most {MEMORY // each} on this model"]
+    peaks = []
+    for samples in (2000, 8000):
+        tracemalloc.start()
+        try:
+            excite(Excitation(model, harmonics=5, period=10.0, samples=samples), 0, 2)
+            peaks.append(tracemalloc.get_traced_memory()[1])
+        finally:
+            tracemalloc.stop()
+    per_sample = (peaks[1] - peaks[0]) / 6000  # (the constant part left out)
+    assert each / 4 < per_sample < each, (per_sample, each)
+
+
+def test_a_model_whose_one_sample_passes_the_memory_names_the_harmonics(monkeypatch):
+    """Where even one of the objective's samples passes the run's memory, fewer --samples
+    cannot help: the line names the model and --harmonics (the memory made small here)."""
+    from treedyn.engine.excitation import sample_bytes
+    from treedyn.pipeline import trajectory
+    from treedyn.pipeline.errors import UsageError
+
+    model = load_model(ARM)
+    monkeypatch.setattr(trajectory, "MEMORY", sample_bytes(model, 5) - 1)
+    with pytest.raises(UsageError) as refused:
+        trajectory.sample_times(model, trajectory.Plan(duration=1.0))
+    assert str(refused.value).startswith(f"dyn: {ARM}: one sample of the objective would "
+                                         "hold about")
+    assert str(refused.value).endswith("GiB a run may hold: fewer --harmonics")
+    trajectory.sample_times(model, trajectory.Plan(duration=1.0, harmonics=4))  # fits

@@ -375,3 +375,75 @@ def test_file_base_parameters_are_their_named_combinations(capsys):
     base = {row["name"]: row["file"] for row in json.loads(out)["base"]}
     assert base["link1.mx"] == 0.0 and base["link2.mx"] == 0.0
     assert base["link2.mz"] == -0.5 and base["link2.Iyy"] == pytest.approx(0.334167, abs=1e-6)
+
+
+LOG = "fixtures/two_link_arm_log.csv"
+POSITIONS = "fixtures/two_link_arm_positions.csv"
+
+
+@pytest.mark.parametrize("args,message", [
+    (["--loss", "huber", "--loss-scale", "0"], "dyn identify: Invalid value for "
+     "'--loss-scale': 0.0 is not a positive number (see 'dyn identify --help')"),
+    (["--loss", "huber", "--loss-scale", "inf"], "dyn identify: Invalid value for "
+     "'--loss-scale': inf is not a finite number (see 'dyn identify --help')"),
+    (["--loss", "huber", "--loss-scale", "1e-300"], "dyn: --loss-scale 1e-300: far below "
+     "the residuals' robust spread (0.0203 N m): the log would weigh fewer equations than "
+     "its 6 base parameters and the fit keep the file's; give at least ..."),
+    (["--loss", "cauchy", "--loss-scale", "1e-300"], "dyn: --loss-scale 1e-300: far below "
+     "the residuals' robust spread (0.0203 N m): ..."),
+    (["--prior-weight", "inf"], "dyn identify: Invalid value for '--prior-weight': inf is "
+     "not a finite number (see 'dyn identify --help')"),
+    (["--known", "link2.m=-1"], "dyn: --known link2.m=-1: a mass cannot be negative"),
+    (["--known", "link1.Izz=-0.5"], "dyn: --known link1.Izz=-0.5: a moment of inertia about "
+     "an axis cannot be negative"),
+    (["--terms", "viscous", "--known", "viscous.joint2=-1"], "dyn: --known "
+     "viscous.joint2=-1: the fit keeps viscous coefficients non-negative (of the per-joint "
+     "terms, only offset may be negative)"),
+    (["--known", "link2.m=1e308"], "dyn: --known link2.m=1e+308: its torques overflow (the "
+     "sums of their squares pass 1e308): not a value the log can be fitted with"),
+    (["--input", POSITIONS, "--cutoff", "0"], "dyn identify: Invalid value for '--cutoff': "
+     "0.0 is not a positive number (see 'dyn identify --help')"),
+    (["--input", POSITIONS, "--cutoff", "1e-300"], f"{POSITIONS}: too short for the filter: "
+     "2000 states; estimating v and a from q at this cut-off needs at least ..."),
+])
+def test_identify_refusals_are_one_line(args, message, tmp_path, capsys):
+    """Bad settings end with exit 2 and one line naming the option, before any file is
+    written (``...``: the line starts so)."""
+    inputs = [] if "--input" in args else ["--input", LOG]
+    code, out, err = dyn("identify", ARM, *inputs, *args, "--write",
+                         str(tmp_path / "fit.urdf"), "--format", "json", capsys=capsys)
+    assert code == 2 and out == "" and len(err.strip().splitlines()) == 1, (code, err)
+    line = err.strip()
+    assert line.startswith(message[:-3]) if message.endswith("...") else line == message
+    assert not os.listdir(tmp_path)
+
+
+@pytest.mark.parametrize("loss", ["huber", "cauchy", "arctan"])
+def test_loss_scale_bound_gives_the_log_its_base_parameters_weight(loss):
+    """The smallest loss scale accepted is where the rows' weights (rho' of each residual
+    over the scale, 1 at full weight) sum to the base parameters' count: refused just
+    below it, fitted just above; the bound is in N m whatever the joints' weighting (the
+    two joints' noise is alike, so both give about one bound)."""
+    from treedyn.engine.analysis.consistent import ScaleTooSmall, data_weight
+    from treedyn.pipeline.regression import identify_stream
+
+    model = load_model(ARM)
+    least = {}
+    for weights in ("none", "auto"):
+        with pytest.raises(Exception) as refused:
+            identify_stream(model, LOG, loss=loss, loss_scale=1e-300, weights=weights)
+        cause = refused.value.__context__ or refused.value
+        assert isinstance(cause, ScaleTooSmall), refused.value
+        least[weights] = cause.least
+        assert abs(cause.spread / 0.02 - 1) < 0.1  # the log's noise: 0.02 N m
+        fit = identify_stream(model, LOG, loss=loss, loss_scale=cause.least * 1.01,
+                              weights=weights)
+        assert fit.fit.converged
+        with pytest.raises(Exception):
+            identify_stream(model, LOG, loss=loss, loss_scale=cause.least * 0.99,
+                            weights=weights)
+    assert 0.5 < least["auto"] / least["none"] < 2.0, least
+    rng = np.random.default_rng(0)
+    r = rng.normal(size=1000)
+    assert data_weight(loss, r, 1e12) == pytest.approx(1000)
+    assert data_weight(loss, r, 1e-300) < 1e-100

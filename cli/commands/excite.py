@@ -6,8 +6,7 @@ import typer
 
 from ..console import show_text
 from ..model import load
-from ..options import (FreeFlyerOpt, ModelArg, SeedOpt, epilog, examples, not_nan,
-                       positive)
+from ..options import FreeFlyerOpt, ModelArg, SeedOpt, epilog, examples, finite, positive
 
 EXCITE_EXAMPLES = examples(
     "dyn excite fixtures/two_link_arm.urdf -o traj.npz --period 5 --harmonics 3",
@@ -44,7 +43,7 @@ def excite(
             "--torques", help="Also write tau: the model's inverse dynamics along it.")
         ] = False,
         noise: Annotated[float, typer.Option(
-            "--noise", metavar="SIGMA", min=0.0, callback=not_nan,
+            "--noise", metavar="SIGMA", min=0.0, callback=finite,
             help="With --torques: add normal noise of this deviation (N m or N) to tau, "
             "seeded by --seed: a simulated log.")] = 0.0,
         samples: Annotated[int, typer.Option(

@@ -23,7 +23,11 @@ friction) are linear and kept non-negative, the ``signed`` ones (offsets) free.
 Robust losses (scipy's names: soft_l1, huber, cauchy, arctan) are applied by iteratively
 reweighted least squares on the training rows, reweighting only the data term (the
 prior stays quadratic; sigma is then the residuals' robust spread, 1.4826 MAD): weight rho'((r / f)^2) per equation, f the loss scale (given,
-or 1.345 times the robust spread of each round's residuals, 1.4826 MAD).
+or 1.345 times the robust spread of each round's residuals, 1.4826 MAD). A given scale is in
+N m, so rows weighted per joint (:meth:`Problem.weighted`) take it weighted alike; one so
+far below the residuals that the log would weigh fewer equations (the sum of the rows'
+rho') than the base parameters it determines is refused (:class:`ScaleTooSmall`): the fit
+would be the prior's.
 """
 from __future__ import annotations
 
@@ -88,10 +92,13 @@ class _Prior:
 
 def consistent_fit(problem: Problem, pi_file: np.ndarray, nb: int, sigma: float,
                    prior_weight: float = 1.0, loss: str = "linear",
-                   loss_scale: float | None = None, rounds: int = 30, signed=()) -> Fit:
+                   loss_scale: float | None = None, rounds: int = 30, signed=(),
+                   determined: int = 1) -> Fit:
     """The consistent fit (module doc): sigma (N m) the residual standard deviation per
     equation; ``loss_scale`` in N m (default 1.345 times the robust spread, 1.4826 MAD,
-    of each round's residuals); ``signed``: per-joint columns that may be negative."""
+    of each round's residuals; ScaleTooSmall when it leaves the log fewer equations'
+    weight than the ``determined`` parameters, its base parameters' count); ``signed``:
+    per-joint columns that may be negative."""
     if loss not in LOSSES:
         raise ValueError(f"unknown loss {loss!r}; known: {', '.join(LOSSES)}")
     prior = _Prior(pi_file, nb, signed)
@@ -101,10 +108,13 @@ def consistent_fit(problem: Problem, pi_file: np.ndarray, nb: int, sigma: float,
     Y, tau = problem.rows["Y"], problem.rows["tau"]
     fit = _solve(problem.R, problem.size, pi_file, nb, prior, prior_weight, sigma,
                       problem.equations)
+    unit = _row_weights(problem, len(tau))  # a row's N m in the fit's units
+    if loss_scale is not None:
+        check_scale(loss, Y @ fit.pi - tau, loss_scale, unit, determined)
     for round_ in range(rounds):
         r = Y @ fit.pi - tau
-        spread = max(1.4826 * float(np.median(np.abs(r - np.median(r)))), np.finfo(float).tiny)
-        scale = 1.345 * spread if loss_scale is None else max(loss_scale, np.finfo(float).tiny)
+        spread = robust_spread(r)
+        scale = 1.345 * spread if loss_scale is None else loss_scale * unit
         w = np.sqrt(_weight(loss, (r / scale) ** 2))
         A = np.column_stack([Y * w[:, None], tau * w])
         R = scipy.linalg.qr(A, mode="r", check_finite=False)[0][:problem.size + 1]
@@ -116,6 +126,60 @@ def consistent_fit(problem: Problem, pi_file: np.ndarray, nb: int, sigma: float,
         if np.linalg.norm(fit.pi - previous) <= 1e-10 * max(np.linalg.norm(previous), 1e-300):
             break
     return fit
+
+
+class ScaleTooSmall(ValueError):
+    """A loss scale so far below the residuals that the whole log would weigh fewer
+    equations than the ``determined`` parameters it fits: the fit would be the prior's.
+    ``spread``: the residuals' robust spread, ``least``: the smallest scale that gives the
+    log that weight (both N m)."""
+
+    def __init__(self, scale: float, spread: float, least: float, determined: int):
+        super().__init__(f"a loss scale of {scale:g} N m is far below the residuals' robust "
+                         f"spread ({spread:.3g} N m): the log would weigh fewer equations "
+                         f"than the {determined} parameters it determines, and the fit keep "
+                         f"the prior's (at least {least:.3g} N m)")
+        self.scale, self.spread, self.least = scale, spread, least
+        self.determined = determined
+
+
+def robust_spread(r: np.ndarray) -> float:
+    """1.4826 MAD of the residuals r (n,), at least the smallest positive double."""
+    return max(1.4826 * float(np.median(np.abs(r - np.median(r)))), np.finfo(float).tiny)
+
+
+def _row_weights(problem: Problem, rows: int) -> np.ndarray:
+    """(rows,) what each kept row was multiplied by (:meth:`Problem.weighted`; ones)."""
+    if problem.joint_weights is None:
+        return np.ones(rows)
+    return problem.joint_weights[np.arange(rows) % problem.nv]
+
+
+def data_weight(loss: str, r: np.ndarray, scale) -> float:
+    """The equations the rows of residuals r weigh together at the loss ``scale`` (a number
+    or one per row): the sum of rho'((r / scale)^2), each 1 at full weight."""
+    with np.errstate(divide="ignore", over="ignore", invalid="ignore"):
+        z = np.where(r == 0.0, 0.0, (r / scale) ** 2)
+        return float(_weight(loss, z).sum())
+
+
+def check_scale(loss: str, r: np.ndarray, scale: float, unit: np.ndarray,
+                determined: int = 1) -> None:
+    """ScaleTooSmall when the loss ``scale`` (N m; a row's N m are ``unit`` (n,) of the
+    residuals r (n,)) gives the rows fewer equations' weight (:func:`data_weight`) than
+    the ``determined`` parameters (at most the rows); ValueError unless it is a positive
+    number."""
+    if not 0.0 < scale < np.inf:
+        raise ValueError(f"the loss scale must be a positive number, not {scale!r}")
+    need = min(max(determined, 1), len(r))
+    if data_weight(loss, r, scale * unit) >= need:
+        return
+    low, high = np.log(scale), np.log(max(float(np.abs(r / unit).max()), scale)) + 20.0
+    for _ in range(60):  # the weight grows with the scale: bisect its logarithm
+        middle = (low + high) / 2
+        low, high = (middle, high) if data_weight(loss, r, np.exp(middle) * unit) < need \
+            else (low, middle)
+    raise ScaleTooSmall(scale, robust_spread(r / unit), float(np.exp(high)), need)
 
 
 def _solve(R: np.ndarray, P: int, pi_file: np.ndarray, nb: int, prior: _Prior,

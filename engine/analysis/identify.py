@@ -71,6 +71,7 @@ class Problem:
     varied: bool = True  # some training state's rows differ from the first one's
     files: list = field(default_factory=list)  # per log file: (states, gram (nv, P+1, P+1))
     joint_R: np.ndarray | None = None  # (nv, P + 1, P + 1) each joint's training rows' R
+    joint_weights: np.ndarray | None = None  # (nv,) what :meth:`weighted` multiplied by
 
     def weighted(self, sigma: np.ndarray) -> "Problem":
         """The training rows of joint j divided by ``sigma[j]`` (nv,): the R factor and the
@@ -81,7 +82,7 @@ class Problem:
         if rows:
             joint = w[np.arange(len(rows["tau"])) % self.nv]
             rows = {"Y": rows["Y"] * joint[:, None], "tau": rows["tau"] * joint}
-        return replace(self, R=R, rows=rows)
+        return replace(self, R=R, rows=rows, joint_weights=w)
 
     @property
     def equations(self) -> int:

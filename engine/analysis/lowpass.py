@@ -52,17 +52,25 @@ def radius(sos: np.ndarray) -> float:
     return max(float(np.abs(np.roots([1.0, *section[4:]])).max()) for section in sos)
 
 
+def decay_rows(sos: np.ndarray, log_level: float) -> int:
+    """Rows after which a transient decays to exp(``log_level``) of itself: log_level /
+    log(r), r the :func:`radius`; a radius that rounds to 1 (a cut-off a tiny share of the rate) is
+    taken as the largest double below 1, so the count is finite (and huge)."""
+    r = min(radius(sos), 1.0 - np.finfo(float).epsneg)
+    return int(np.ceil(log_level / np.log(r)))
+
+
 def settle(sos: np.ndarray) -> int:
     """Rows after which the filter's transient is below :data:`DECAY`: 1.5 log(DECAY) /
     log(r) (the margin for the factors of repeated sections), plus the padding."""
-    return int(np.ceil(1.5 * np.log(DECAY) / np.log(radius(sos)))) + padding(sos)
+    return decay_rows(sos, 1.5 * np.log(DECAY)) + padding(sos)
 
 
 def edge(sos: np.ndarray) -> int:
     """Rows at each end of a log whose differences are left out: the filter pads a log's
     ends by their odd extension, which keeps q and v continuous but not a, and the
     transient of that jump decays to 1e-6 of it after log(1e-6) / log(r) rows."""
-    return max(int(np.ceil(np.log(1e-6) / np.log(radius(sos)))), 1)
+    return max(decay_rows(sos, np.log(1e-6)), 1)
 
 
 class ZeroPhase:
