@@ -41,6 +41,20 @@ def start(out: Path, command: str = "inverse") -> subprocess.Popen:
         env={**os.environ, "TREEDYN_PROCESSES": "1", "TREEDYN_STREAM_CHUNK": "500"})
 
 
+def stopped_by(process: subprocess.Popen, number: int, lines: str) -> bytes:
+    """Its stderr, once ``process`` has computed ``lines`` (states), waits on the open pipe
+    for more, and has ended by the signal ``number`` (killed if it hangs)."""
+    try:
+        process.stdin.write(lines.encode())
+        process.stdin.flush()
+        wait_reading(process)  # the states given are computed; dyn waits on the open pipe
+        process.send_signal(number)
+        return process.communicate(timeout=60)[1]
+    finally:
+        if process.poll() is None:
+            process.kill()
+
+
 def held(path: Path) -> int:
     """States in a complete output file (raises if it is not complete)."""
     if path.suffix == ".npz":
@@ -63,18 +77,9 @@ def test_a_stopped_run_leaves_a_whole_file_and_says_what_it_holds(tmp_path, suff
     out = tmp_path / f"out{suffix}"
     rng = np.random.default_rng(int(number))
     process = start(out)
-    try:
-        lines = "".join(json.dumps({"q": rng.normal(size=2).tolist(),
-                                    "v": rng.normal(size=2).tolist()}) + "\n"
-                        for _ in range(GIVEN))
-        process.stdin.write(lines.encode())
-        process.stdin.flush()
-        wait_reading(process)  # the states given are computed; dyn waits on the open pipe
-        process.send_signal(number)
-        _, err = process.communicate(timeout=60)
-    finally:
-        if process.poll() is None:
-            process.kill()
+    err = stopped_by(process, number, "".join(
+        json.dumps({"q": rng.normal(size=2).tolist(), "v": rng.normal(size=2).tolist()})
+        + "\n" for _ in range(GIVEN)))
     expected = 130 if number == signal.SIGINT else -number
     assert process.returncode == expected, err
     last = err.decode().splitlines()[-1]
@@ -97,16 +102,8 @@ def test_every_streamed_command_stopped_by_sigterm_ends_as_the_dynamics_do(
     .part temporary and no line, before)."""
     out = tmp_path / f"out{suffix}"
     process = start(out, command)
-    try:
-        process.stdin.write("".join(json.dumps({"q": [0.1 * k, 0.2]}) + "\n"
-                                    for k in range(GIVEN)).encode())
-        process.stdin.flush()
-        wait_reading(process)
-        process.send_signal(signal.SIGTERM)
-        _, err = process.communicate(timeout=60)
-    finally:
-        if process.poll() is None:
-            process.kill()
+    err = stopped_by(process, signal.SIGTERM, "".join(
+        json.dumps({"q": [0.1 * k, 0.2]}) + "\n" for k in range(GIVEN)))
     assert process.returncode == -signal.SIGTERM, err
     match = LAST_LINE.fullmatch(err.decode().splitlines()[-1])
     assert match and match.group(1) == "ended by a signal", err
