@@ -15,7 +15,7 @@ from treedyn.engine import Model
 
 from .chunks import computation_chunk
 from .compute import Computation, collect, compute, computation_of
-from .errors import CorruptInput, Ended, OutputError, UsageError
+from .errors import CorruptInput, Ended, OutputError, UsageError, warn
 from .layout import Layout
 from .signals import ended_by_signals
 from .sinks import NpzSink, Sink, states_text
@@ -57,6 +57,7 @@ def run(model: Model | Layout, command: str | Computation, source: Input | str |
         sink = open_sink(os.fspath(sink), computation.key,
                          computation.shape(layout.model.nv), layout.v_labels)
     kinds = computation_of(command).kinds
+    about_v = kinds == ("q", "v")  # (C, the momentum, the energy, Jdot: v is half of it)
     size = computation_chunk(command, layout.model, chunk)  # (fewer for large M)
     chunks = source.chunks(layout, kinds, wrenches or {}, size)
     if isinstance(sink, NpzSink):  # the count is known once the first chunk is read
@@ -66,6 +67,9 @@ def run(model: Model | Layout, command: str | Computation, source: Input | str |
         with ended_by_signals():  # SIGTERM, SIGHUP: the output kept as for Ctrl-C
             pending = None  # (future, states, share of the input read) of the chunk computed
             for states in ahead(chunks):
+                if about_v and states is not None and states.v is None:  # (said once)
+                    about_v = False
+                    warn(f"{source.name}: the states have no v: computed with v = 0")
                 done = None if pending is None else (
                     collect(pending[0].result, pending[1], sink), *pending[1:])
                 pending = None if states is None else (

@@ -1113,3 +1113,18 @@ def test_external_forces_a_command_does_not_read_are_not_checked(tmp_path):
         assert 'key "fext" not read' in result.stderr.decode()
     assert_usage_error(dyn("inverse", ARM, "--input", source, check=False),
                        "unknown body 'nope'")
+
+
+def test_a_state_command_about_v_says_when_the_states_have_none(tmp_path):
+    """C(q, v), the momentum, the kinetic energy and Jdot of states without v are those of
+    v = 0: said once; commands of q alone (frames) and the dynamics (documented zeros) say
+    nothing."""
+    source = tmp_path / "q.csv"
+    source.write_text("q0,q1\n0.1,0.2\n0.3,0.4\n")
+    said = "the states have no v: computed with v = 0"
+    for args in (["coriolis"], ["energy"], ["centroidal"], ["jacobian", "--frame", "link2",
+                                                             "--dot"]):
+        err = dyn(args[0], ARM, *args[1:], "--input", source, "-f", "json").stderr.decode()
+        assert err.count(said) == 1, (args, err)
+    for command in ("frames", "inverse", "mass"):
+        assert said not in dyn(command, ARM, "--input", source, "-f", "json").stderr.decode()
