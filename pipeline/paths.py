@@ -55,10 +55,12 @@ def refuse_input_as_output(input: str | None, output: str | None) -> None:
 
 
 class RunFiles:
-    """What one run reads and writes."""
+    """What one run reads and writes. Outputs are renamed onto their names, so another
+    name of a file (a hard link) keeps its contents: a file read is known by its real path
+    (links followed), stdin by the (device, inode) of the file it is redirected from."""
 
     def __init__(self) -> None:
-        self.read: dict = {}  # (device, inode) -> what the file is ("the model file m.urdf")
+        self.read: dict = {}  # real path, or stdin's (device, inode) -> what the file is
         self.written: dict = {}  # real path -> the output's name as given
 
 
@@ -97,30 +99,32 @@ def reading(path: str, what: str) -> None:
     """This run reads the file ``path`` (``-``: stdin), which is ``what`` ("the model file",
     "the input file"); a UsageError when an output of the run declared before is that file."""
     files = RUN_FILES.get()
-    identity = None if files is None else regular_identity(path)
-    if identity is None:
+    if files is None:
         return
-    files.read.setdefault(identity, f"{what} {path}" if path != "-" else f"{what} on stdin")
-    for output in files.written.values():
-        if regular_identity(output) == identity:
-            raise overwrites(output, files.read[identity])
+    key = regular_identity("-") if path == "-" else (
+        os.path.realpath(path) if os.path.isfile(path) else None)
+    if key is None:  # (a pipe, a device: nothing a file output could replace)
+        return
+    files.read.setdefault(key, f"{what} {path}" if path != "-" else f"{what} on stdin")
+    for real, output in files.written.items():
+        if key in (real, regular_identity(output)):
+            raise overwrites(output, files.read[key])
 
 
 def writing(path: str) -> None:
     """This run writes the file ``path``: a UsageError when it is a file the run reads
-    (:func:`reading`) or another output of the run (through a link too)."""
+    (:func:`reading`), or another output of the run (through symbolic links)."""
     files = RUN_FILES.get()
     if files is None:
         return
-    identity = regular_identity(path)
-    if identity in files.read:
-        raise overwrites(path, files.read[identity])
     real = os.path.realpath(path)
-    for other_real, other in files.written.items():
-        if other != path and (other_real == real or (
-                identity is not None and regular_identity(other) == identity)):
-            raise UsageError(f"dyn: {path} and {other} are one file, which this run would "
-                             "write twice; write two files")
+    for key in (real, regular_identity(path)):  # (the identity: stdin's file, if it is)
+        if key in files.read:
+            raise overwrites(path, files.read[key])
+    other = files.written.get(real)
+    if other is not None and other != path:
+        raise UsageError(f"dyn: {path} and {other} are one file, which this run would "
+                         "write twice; write two files")
     files.written[real] = path
 
 

@@ -149,3 +149,29 @@ def test_a_folder_or_a_pipe_is_not_replaced_by_a_written_file(folder, monkeypatc
     assert sorted(os.listdir(folder / name) if kind == "folder" else []) == []
     assert not [entry for entry in os.listdir(folder) if entry.endswith(".part")
                 or ".part." in entry]
+
+
+def test_a_hard_link_is_another_name_that_an_output_leaves_whole(folder, monkeypatch):
+    """Outputs are renamed onto their names: another name of the same file (a hard link, as
+    deduplicating tools and DVC make them) keeps its contents, so it is not refused -- a
+    baseline linked to the last report, two identical outputs linked together."""
+    monkeypatch.chdir(folder)
+    log = "two_link_arm_limits_log.csv"
+    assert dyn("check-limits", "two_link_arm.urdf", "-i", log, "-o", "limits.json",
+               check=False).returncode == 1  # (its findings)
+    os.link("limits.json", "baseline.json")
+    kept = (folder / "baseline.json").read_bytes()
+    result = dyn("check-limits", "two_link_arm.urdf", "-i", log, "--baseline",
+                 "baseline.json", "-o", "limits.json", check=False)
+    assert result.returncode == 0, result.stderr.decode()
+    assert (folder / "baseline.json").read_bytes() == kept
+    (folder / "logs").mkdir()
+    for name in ("a", "b"):
+        shutil.copy("two_link_arm_log.csv", folder / "logs" / f"{name}.csv")
+    arguments = ("inverse", "two_link_arm.urdf", "--input", "logs/*.csv", "--output", "out/",
+                 "-q")
+    dyn(*arguments)
+    os.remove(folder / "out" / "b.npz")
+    os.link(folder / "out" / "a.npz", folder / "out" / "b.npz")
+    dyn(*arguments)  # (each name replaced by its own new file)
+    assert os.stat(folder / "out" / "a.npz").st_ino != os.stat(folder / "out" / "b.npz").st_ino
