@@ -283,6 +283,7 @@ def with_model_options(function):
         for folder in MESH_PATHS:
             if not os.path.isdir(folder):
                 raise UsageError(f"dyn: --mesh-path {folder}: no such folder")
+
         def stdin(value) -> bool:  # ("-", or a list of files holding "-")
             return value == "-" or (isinstance(value, list) and "-" in value)
 

@@ -59,7 +59,6 @@ def centroidal_matrices(model: Model, q) -> tuple[np.ndarray, np.ndarray]:
         return Ag @ c.G, Ig
     poses = WorldPoses(model, q, np.arange(model.njoints))  # (views of the work arena)
     R = np.moveaxis(poses.R, -1, 0)  # (N, nj, 3, 3)
-    p = np.moveaxis(poses.p, -1, 0)  # (N, nj, 3)
     _, w, u = poses.motions()  # every dof in order, (nv, 3, N) each: world axes, at 0
     w, u = np.moveaxis(w, -1, 0), np.moveaxis(u, -1, 0)  # (N, nv, 3)
     m = model.body_mass  # (nj,)

@@ -123,17 +123,16 @@ def results_sink(layout: Layout, command: str, kind: str, output: str | None,
     return file_sink(stream, None, kind, computation.key, shape, labels, extra, pattern)
 
 
-def solve(layout: Layout, command: str | Computation, input: str, output: str | None, kind: str,
-          open_results: Callable[[], Sink], gravity=None, wrenches: dict | None = None,
+def solve(layout: Layout, command: str | Computation, input: str, output: str | None,
+          kind: str, open_results: Callable[[], Sink], gravity=None, wrenches: dict | None = None,
           chunk: int = CHUNK, progress: Progress | None = None, workers: int = 1,
           part_bytes: int | None = None, dataset_prefix: str | None = None) -> None:
     """The states of the file ``input`` (``"-"``: stdin; an HDF5 one's group
-    ``dataset_prefix``) through ``COMPUTATIONS[command]`` (or ``command`` itself, a
-    state command's :class:`.compute.Computation`, which runs in one process) of ``layout``
-    into the sink
-    ``open_results()`` opens, results of format ``kind`` into the file ``output`` (None:
-    stdout): over ``workers`` processes, parts of ``part_bytes`` (else PART_BYTES), when
-    :func:`splits` says so, else in this one. ``gravity``, ``wrenches``, ``chunk`` and
+    ``dataset_prefix``) through ``COMPUTATIONS[command]`` (or ``command`` itself, a state
+    command's :class:`.compute.Computation`, which runs in one process) of ``layout`` into
+    the sink ``open_results()`` opens, results of format ``kind`` into the file ``output``
+    (None: stdout): over ``workers`` processes, parts of ``part_bytes`` (else PART_BYTES),
+    when :func:`splits` says so, else in this one. ``gravity``, ``wrenches``, ``chunk`` and
     ``progress`` as for :func:`.stream.run`. An output that is the input is refused."""
     from .parts import PART_BYTES  # (these two, with their pools: not on a one-state path)
     from .stream import run
@@ -148,7 +147,8 @@ def solve(layout: Layout, command: str | Computation, input: str, output: str | 
                 wrenches, chunk, progress)
 
 
-def splits(command: str | Computation, path: str, kind: str, workers: int, part_bytes: int) -> bool:
+def splits(command: str | Computation, path: str, kind: str, workers: int,
+           part_bytes: int) -> bool:
     """Whether the input ``path`` is cut over ``workers`` processes: a regular JSON Lines
     file of two parts or more, results as JSON Lines, CSV or .npz (Parquet and HDF5 are
     written by one process; a table is the caller's). ``mass`` into an .npz runs in one

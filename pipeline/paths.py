@@ -3,7 +3,6 @@ the input, which it would empty before it is read); the files one run reads and 
 (:func:`guarded`); an output's temporary, its rename."""
 import contextlib
 import os
-import stat
 import sys
 from contextvars import ContextVar
 
@@ -20,19 +19,25 @@ def file_identity(path: str):
     return status.st_dev, status.st_ino
 
 
+def stdin_identity():
+    """(device, inode) of what stdin reads (a file it is redirected from, a pipe), else None
+    (no descriptor)."""
+    try:
+        status = os.fstat(sys.stdin.fileno())
+    except (OSError, ValueError, AttributeError):
+        return None
+    return status.st_dev, status.st_ino
+
+
 def same_file(source: str, target: str) -> bool:
     """Whether the input ``source`` (a path, or - for stdin) and the output ``target`` are
     one file (also through links, or stdin redirected from it); False if one does not exist."""
     if source == "-":
-        try:
-            stdin = os.fstat(sys.stdin.fileno())
-        except (OSError, ValueError, AttributeError):  # stdin without a descriptor
-            return False
-        return (stdin.st_dev, stdin.st_ino) == file_identity(target)
+        stdin = stdin_identity()
+        return stdin is not None and stdin == file_identity(target)
     if os.path.realpath(source) == os.path.realpath(target):
         return True
     return file_identity(source) is not None and file_identity(source) == file_identity(target)
-
 
 
 def refuse_input_as_output(input: str | None, output: str | None) -> None:
@@ -85,29 +90,19 @@ def recording() -> bool:
     return RUN_FILES.get() is not None
 
 
-def regular_identity(path: str):
-    """(device, inode) of the regular file ``path`` (``-``: stdin's, when it is redirected
-    from one), else None (missing, a folder, a device, a pipe)."""
-    try:
-        status = os.fstat(sys.stdin.fileno()) if path == "-" else os.stat(path)
-    except (OSError, ValueError, AttributeError):
-        return None
-    return (status.st_dev, status.st_ino) if stat.S_ISREG(status.st_mode) else None
-
-
 def reading(path: str, what: str) -> None:
     """This run reads the file ``path`` (``-``: stdin), which is ``what`` ("the model file",
     "the input file"); a UsageError when an output of the run declared before is that file."""
     files = RUN_FILES.get()
     if files is None:
         return
-    key = regular_identity("-") if path == "-" else (
+    key = stdin_identity() if path == "-" else (
         os.path.realpath(path) if os.path.isfile(path) else None)
-    if key is None:  # (a pipe, a device: nothing a file output could replace)
+    if key is None:  # (a folder, a device: nothing a file output could replace)
         return
     files.read.setdefault(key, f"{what} {path}" if path != "-" else f"{what} on stdin")
     for real, output in files.written.items():
-        if key in (real, regular_identity(output)):
+        if key in (real, file_identity(output)):
             raise overwrites(output, files.read[key])
 
 
@@ -118,7 +113,7 @@ def writing(path: str) -> None:
     if files is None:
         return
     real = os.path.realpath(path)
-    for key in (real, regular_identity(path)):  # (the identity: stdin's file, if it is)
+    for key in (real, file_identity(path)):  # (the identity: stdin's file, if it is)
         if key in files.read:
             raise overwrites(path, files.read[key])
     other = files.written.get(real)
@@ -139,6 +134,7 @@ def written(target: str) -> None:
 def overwrites(output: str, what: str) -> UsageError:
     return UsageError(f"dyn: {output} is {what}: writing it would replace a file this run "
                       "reads; write to another file")
+
 
 # ---------------------------------------------------------------------- output files
 # Every output file is written to a temporary in its folder, owned by this run, and renamed

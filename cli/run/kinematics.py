@@ -22,10 +22,10 @@ from treedyn.session.environment import STREAM_CHUNK
 
 from ..console import print_document, saying_kept
 from ..model import given_layout
-from .progress import bar
 from ..options import (DatasetPrefixOpt, DegreesOpt, FormatOpt, FreeFlyerOpt, InputOpt,
                        MimicOpt, ModelArg, OutputOpt, QOpt, VOpt, XacroArgOpt,
                        XacroArgs, command_of, epilog, examples)
+from .progress import bar
 
 # (layout, the row) -> the table for people of one state's result
 Text = Callable[[Layout, StateRow], Callable[[np.ndarray], str]]
@@ -39,7 +39,7 @@ def solve_kinematics(given: dict, name: str, asked: dict, text: Text) -> None:
     row = state_row(name, layout, **asked)
     input, output, prefix = given["input_file"], given["output_file"], given["dataset_prefix"]
     kind = batch.sink_kind(input, output, given["fmt"] and given["fmt"].value,
-                     "table" if sys.stdout.isatty() else "json")
+                           "table" if sys.stdout.isatty() else "json")
     vectors = {"q": given["q"], "v": given.get("v")}
     batch.check_prefix(input, output, prefix)
     if input is None:  # (every refusal before the output's temporary is opened)

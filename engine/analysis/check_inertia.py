@@ -247,12 +247,12 @@ def link_contexts(model: Model, geometry: dict[str, LinkGeometry]) -> tuple[Cont
 
     contexts = Contexts(make, every)
     heavy = (model.body_mass > MINVAL).tolist()
-    for k, (link, placeholder) in enumerate(zip(every, calm.tolist())):
+    for k, (link, calm_link) in enumerate(zip(every, calm.tolist())):
         body = body_of.get(link.name)
         if body is None or not (link.has_inertial or link.source.line or body >= 0):
             continue  # a world link a parser (or a free-flyer root) made up
         contexts[link.name] = k
-        quiet[k] = placeholder and (body < 0 or heavy[body]
+        quiet[k] = calm_link and (body < 0 or heavy[body]
                                     or model.body_names[body] != link.name)
     return contexts, quiet[contexts.indices()].tolist()
 

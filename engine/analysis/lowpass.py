@@ -54,8 +54,8 @@ def radius(sos: np.ndarray) -> float:
 
 def decay_rows(sos: np.ndarray, log_level: float) -> int:
     """Rows after which a transient decays to exp(``log_level``) of itself: log_level /
-    log(r), r the :func:`radius`; a radius that rounds to 1 (a cut-off a tiny share of the rate) is
-    taken as the largest double below 1, so the count is finite (and huge)."""
+    log(r), r the :func:`radius`; a radius that rounds to 1 (a cut-off a tiny share of the
+    rate) is taken as the largest double below 1, so the count is finite (and huge)."""
     r = min(radius(sos), 1.0 - np.finfo(float).epsneg)
     return int(np.ceil(log_level / np.log(r)))
 
