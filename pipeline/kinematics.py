@@ -178,8 +178,19 @@ def state_row(command: str, layout, **asked) -> StateRow:
     """The row of the state command ``command`` (a key of :data:`STATE_ROWS`) for the
     model of ``layout`` and what is ``asked`` (frames: ``frame``, a list of names; jacobian: ``frame``,
     ``reference`` of :data:`REFERENCES`, ``dot``, and ``v``, which needs ``dot``; com:
-    ``subtree``); a UsageError for a frame that is not there or a centre of no mass."""
-    return STATE_ROWS[command](layout, **asked)
+    ``subtree``); a UsageError for a frame that is not there, a centre of no mass, or a
+    state's result of more than :data:`.batch.MASS_CAP` numbers (before anything is
+    computed)."""
+    from .batch import MASS_CAP
+
+    row = STATE_ROWS[command](layout, **asked)
+    computation, model = row.computation, layout.model
+    size = prod(computation.shape(model.nv))
+    if size > MASS_CAP:  # (C is nv x nv, as M: the same cap)
+        raise UsageError(f"dyn: {model.source}: one state's {computation.key} of this model "
+                         f"holds {size:,} numbers ({8 * size / 2 ** 30:.3g} GiB of doubles), "
+                         f"past the {MASS_CAP:,} a state's result may hold")
+    return row
 
 
 def state_sink(layout, row: StateRow, kind: str, input: str | None, output: str | None,
@@ -187,17 +198,10 @@ def state_sink(layout, row: StateRow, kind: str, input: str | None, output: str 
     """The sink of a state command's results of format ``kind`` (:func:`.batch.sink_kind`):
     into the file ``output`` (an HDF5 one's group ``prefix``), else into ``stream``
     (stdout) for the states of an ``input`` or CSV; None: one state's result is the
-    caller's to show (its ``row.document``, or a table). A state's result of more than
-    :data:`.batch.MASS_CAP` numbers is refused first, before anything is computed."""
-    from .batch import MASS_CAP
-
-    computation, model = row.computation, layout.model
-    shape = computation.shape(model.nv)
-    size = prod(shape)
-    if size > MASS_CAP:  # (C is nv x nv, as M: the same cap)
-        raise UsageError(f"dyn: {model.source}: one state's {computation.key} of this model "
-                         f"holds {size:,} numbers ({8 * size / 2 ** 30:.3g} GiB of doubles), "
-                         f"past the {MASS_CAP:,} a state's result may hold")
+    caller's to show (its ``row.document``, or a table). (:func:`state_row` has refused a
+    result too large to hold.)"""
+    computation = row.computation
+    shape = computation.shape(layout.model.nv)
     if output is not None:
         return open_sink(output, computation.key, shape, row.labels, kind,
                          dataset_prefix=prefix)

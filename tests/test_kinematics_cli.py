@@ -147,3 +147,15 @@ def test_a_huge_quaternion_is_its_direction_on_the_command_line_and_in_a_file(tm
                             f"ball:3={-scale},tip_ball:0={scale},tip_ball:1=0,"
                             f"tip_ball:2={scale},tip_ball:3=0") for scale in (1, 1e300)}
     np.testing.assert_allclose(ball[1e300]["tau"], ball[1]["tau"], rtol=0, atol=1e-12)
+
+
+def test_a_result_past_the_cap_is_refused_before_it_is_computed(monkeypatch):
+    """One state's C of a model past the cap (here lowered to 3 numbers) is refused before
+    the engine builds it: on a large model, computing first took seconds and memory."""
+    from treedyn.cli.run import kinematics as run_kinematics
+    from treedyn.pipeline import batch
+
+    monkeypatch.setattr(batch, "MASS_CAP", 3)
+    monkeypatch.setattr(run_kinematics, "compute", lambda *args: pytest.fail("computed"))
+    assert_usage_error(dyn("coriolis", ARM, "--q", "0.1,0.2", "--v", "1,0", check=False),
+                       "one state's C of this model holds 4 numbers")
