@@ -42,13 +42,11 @@ def whole(name: str, default: int | None) -> int | None:
     value = os.environ.get(name)
     if not value:
         return default
-    try:
-        number = int(value)
-    except ValueError:
-        raise UsageError(f"dyn: {name}={value!r} is not a whole number") from None
-    if number < 1:  # -1 or 0 meant something else to whoever set it: say so
+    text = value.strip()
+    # -1 or 0 meant something else to whoever set it: say so; digits as count reads them
+    if not (text.isascii() and text.isdigit()) or int(text) < 1:  # (not "1_0", "+2")
         raise UsageError(f"dyn: {name}={value!r} is not a positive whole number")
-    return number
+    return int(text)
 
 
 MAX_PROCESSES = 8

@@ -149,10 +149,11 @@ def test_check_inertia_reports_the_overflow_as_its_finding(tmp_path):
 
 
 def test_a_process_count_below_one_is_refused(tmp_path):
-    """TREEDYN_PROCESSES=-1 used to run as 1 without a word."""
+    """TREEDYN_PROCESSES=-1 used to run as 1 without a word; 1_0 and +2 (which int() reads)
+    are refused as the other counts refuse them."""
     path = tmp_path / "s.jsonl"
     path.write_text('{"q": [0.1, 0.2]}\n' * 10)
-    for value in ("-1", "0"):
+    for value in ("-1", "0", "1_0", "+2", "\u0663"):
         done = subprocess.run([sys.executable, "-m", "treedyn.cli", "inverse", str(ARM), "-i",
                                str(path), "-o", str(tmp_path / "out.csv")], cwd=ROOT,
                               capture_output=True, text=True, timeout=30,
