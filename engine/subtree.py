@@ -23,8 +23,9 @@ Conventions (those of :mod:`treedyn.engine.reference`)
   that product: relative residual under ``tol`` (1e-9 by default), so lambda_max is exact
   to about ``tol`` relative (the Ritz value is a lower bound of the true one).
 * ``largest_eigenvalue_bounds`` is an upper bound of lambda_max(M) from the traces of M's
-  diagonal blocks alone (``TreeSweeps.diagonal_traces``), exact on a star: a check that
-  passes against it passes against lambda_max, which is then not computed.
+  diagonal blocks alone (``TreeSweeps.diagonal_traces``), exact on a star of 1-dof joints
+  on a fixed base (M diagonal): a check that passes against it passes against lambda_max,
+  which is then not computed.
 """
 from __future__ import annotations
 

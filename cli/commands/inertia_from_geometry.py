@@ -61,7 +61,7 @@ def inertia_from_geometry(
         if model.lower().endswith(".xacro"):
             raise UsageError(f"dyn: --write {write}: the model must be a URDF file to copy "
                              "(expand a xacro file first: xacro robot.urdf.xacro > robot.urdf)")
-        check_write_target(model, write, "urdf", "-")
+        check_write_target(model, write, "urdf", ())
     results = geometry_inertias(description, loaded.source, package_paths(MESH_PATHS),
                                 role.value, shell)
     for result in results:
