@@ -283,7 +283,7 @@ def test_a_bad_setting_is_a_usage_error(tmp_path):
     write_jsonl(path, states(10))
     done = run(["inverse", ARM, "-i", path], 2, TREEDYN_PART_BYTES="16M")
     assert done.returncode == 2 and done.stderr.decode().strip() == (
-        "dyn: TREEDYN_PART_BYTES='16M' is not a whole number")
+        "dyn: TREEDYN_PART_BYTES='16M' is not a positive whole number")
 
 
 @pytest.mark.parametrize("text", [
