@@ -288,7 +288,7 @@ def fits(rows: Rows, problem, base, settings: dict, logs: list) -> Identificatio
         fit = consistent_fit(fitted, prior, len(columns.bodies), ols.sigma,
                              settings["prior_weight"], settings["loss"],
                              settings["loss_scale"], signed=signed_columns(columns),
-                             determined=base.rank)
+                             determined=base.rank, known=known)
     except ScaleTooSmall as error:
         raise UsageError(f"dyn: --loss-scale {error.scale:g}: far below the residuals' "
                          f"robust spread ({error.spread:.3g} N m): the log would weigh fewer "

@@ -447,3 +447,27 @@ def test_loss_scale_bound_gives_the_log_its_base_parameters_weight(loss):
     r = rng.normal(size=1000)
     assert data_weight(loss, r, 1e12) == pytest.approx(1000)
     assert data_weight(loss, r, 1e-300) < 1e-100
+
+
+@pytest.mark.parametrize("known", ["link2.mz=-0.75", "link2.m=0.9", "link1.Izz=0.05"])
+def test_a_known_parameter_is_held_in_the_fit_and_the_written_model(tmp_path, capsys, known):
+    """--known is not fitted: the consistent parameters hold its value exactly, so the
+    model --write writes predicts the log's torques with the RMS the report gives (the
+    body's prior used to pull it away: link2.mz=-0.75 wrote -0.898, an RMS of 4.6 N m
+    against a reported 0.02)."""
+    written = tmp_path / "fit.urdf"
+    with pytest.raises(SystemExit) as ended:
+        run(["identify", ARM, "--input", LOG, "--known", known, "--write", str(written),
+             "--format", "json", "-q"])
+    assert ended.value.code == 0
+    document = json.loads(capsys.readouterr().out)
+    model = load_model(str(written))
+    name, value = known.split("=")
+    columns = layout_of(model, ())
+    assert model_parameters(model, columns)[columns.names.index(name)] == pytest.approx(
+        float(value), rel=1e-9)  # (written as mass and com: their product rounds)
+    log = np.loadtxt(LOG, delimiter=",", skiprows=1)
+    q, v, a, tau = log[:, 0:2], log[:, 2:4], log[:, 4:6], log[:, 6:8]
+    from treedyn.engine import rnea
+    rms = np.sqrt(((rnea(model, q, v, a) - tau) ** 2).mean(axis=0))
+    np.testing.assert_allclose(rms, document["residuals"]["train"]["consistent"], rtol=1e-6)

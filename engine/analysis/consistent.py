@@ -71,7 +71,7 @@ def _weight(loss: str, z: np.ndarray) -> np.ndarray:
 class _Prior:
     """The file's bodies: which are fitted, their whitened pseudo-inertias, the start."""
 
-    def __init__(self, pi_file: np.ndarray, nb: int, signed=()):
+    def __init__(self, pi_file: np.ndarray, nb: int, signed=(), known=((), ())):
         bodies = pi_file[:10 * nb].reshape(nb, 10)
         self.fitted = bodies[:, 0] > 0
         J = nearest_definite(pseudo_inertia(bodies[self.fitted])) if self.fitted.any() else np.zeros((0, 4, 4))
@@ -83,6 +83,8 @@ class _Prior:
         self.rows, self.cols = upper
         self.factor = np.where(self.rows == self.cols, 1.0, np.sqrt(2.0))
         self.signed = np.asarray(signed, dtype=int)  # per-joint columns that may be negative
+        # (indices, values) of the parameters known beforehand: held at their values
+        self.known = (np.asarray(known[0], dtype=int), np.asarray(known[1], dtype=float))
 
     def residual(self, J: np.ndarray) -> np.ndarray:
         """(nf, 10) whitened differences (upper entries, Frobenius weights)."""
@@ -93,15 +95,17 @@ class _Prior:
 def consistent_fit(problem: Problem, pi_file: np.ndarray, nb: int, sigma: float,
                    prior_weight: float = 1.0, loss: str = "linear",
                    loss_scale: float | None = None, rounds: int = 30, signed=(),
-                   determined: int = 1) -> Fit:
+                   determined: int = 1, known=((), ())) -> Fit:
     """The consistent fit (module doc): sigma (N m) the residual standard deviation per
     equation; ``loss_scale`` in N m (default 1.345 times the robust spread, 1.4826 MAD,
     of each round's residuals; ScaleTooSmall when it leaves the log fewer equations'
     weight than the ``determined`` parameters, its base parameters' count); ``signed``:
-    per-joint columns that may be negative."""
+    per-joint columns that may be negative; ``known``: (indices, values) of parameters
+    known beforehand, whose columns the data no longer holds: held at their values (rows
+    of weight :data:`HOLD`, then set exactly), not pulled by their body's prior."""
     if loss not in LOSSES:
         raise ValueError(f"unknown loss {loss!r}; known: {', '.join(LOSSES)}")
-    prior = _Prior(pi_file, nb, signed)
+    prior = _Prior(pi_file, nb, signed, known)
     if loss == "linear" or not problem.rows:
         return _solve(problem.R, problem.size, pi_file, nb, prior, prior_weight, sigma,
                       problem.equations)
@@ -182,6 +186,22 @@ def check_scale(loss: str, r: np.ndarray, scale: float, unit: np.ndarray,
     raise ScaleTooSmall(scale, robust_spread(r / unit), float(np.exp(high)), need)
 
 
+HOLD = 1e6  # the weight of a known parameter's row, per its own size
+
+
+def _held(prior: _Prior, body_cols: np.ndarray, terms: np.ndarray, pi_file: np.ndarray):
+    """(slots, values, weights) of the known parameters among the fitted ones: their
+    places in the order of the solver's parameters (the fitted bodies' 10 each, then the
+    per-joint terms), their values, and :data:`HOLD` over their size (at least 1e-3 of
+    the file's largest inertial parameter, so a known 0 is held in the same units)."""
+    place = {int(k): p for p, k in enumerate(np.concatenate([body_cols, terms]))}
+    chosen = [(place[int(k)], float(v)) for k, v in zip(*prior.known) if int(k) in place]
+    slots = np.array([p for p, _ in chosen], dtype=int)
+    values = np.array([v for _, v in chosen], dtype=float)
+    floor = 1e-3 * max(float(np.abs(pi_file).max(initial=0.0)), np.finfo(float).tiny)
+    return slots, values, HOLD / np.maximum(np.abs(values), floor)
+
+
 def _solve(R: np.ndarray, P: int, pi_file: np.ndarray, nb: int, prior: _Prior,
            prior_weight: float, sigma: float, equations: int,
            start: Fit | None = None) -> Fit:
@@ -198,6 +218,7 @@ def _solve(R: np.ndarray, P: int, pi_file: np.ndarray, nb: int, prior: _Prior,
     nf = int(prior.fitted.sum())
     c = np.linalg.norm(RY[:, terms], axis=0) / tau_norm / np.sqrt(equations)
     root_w = np.sqrt(prior_weight)
+    slots, targets, hold = _held(prior, body_cols, terms, pi_file)  # x's own order
 
     def unpack(x):
         pi = pi_file.copy()
@@ -211,7 +232,8 @@ def _solve(R: np.ndarray, P: int, pi_file: np.ndarray, nb: int, prior: _Prior,
         data = (RY @ pi - z) / tau_norm
         inertia = root_w * prior.residual(pseudo_inertia(pis)).ravel()
         linear = root_w * c * (x[10 * nf:] - pi_file[terms])
-        return np.concatenate([data, inertia, linear])
+        known = hold * (np.concatenate([pis.ravel(), x[10 * nf:]])[slots] - targets)
+        return np.concatenate([data, inertia, linear, known])
 
     def jacobian(x):
         _, pis, dpi = unpack(x)  # dpi (nf, 10, 10)
@@ -228,7 +250,14 @@ def _solve(R: np.ndarray, P: int, pi_file: np.ndarray, nb: int, prior: _Prior,
                 D[:, prior.rows, prior.cols] * prior.factor).T * root_w
         Jl = np.zeros((len(terms), len(x)))
         Jl[:, 10 * nf:] = np.diag(root_w * c)
-        return np.vstack([Jd, Jp, Jl])
+        Jk = np.zeros((len(slots), len(x)))
+        for row, slot in enumerate(slots):  # d(body parameter)/d theta, or 1 for a term's
+            if slot < 10 * nf:
+                b = slot // 10
+                Jk[row, 10 * b:10 * b + 10] = hold[row] * dpi[b][slot % 10]
+            else:
+                Jk[row, slot] = hold[row]
+        return np.vstack([Jd, Jp, Jl, Jk])
 
     lower = np.concatenate([np.full(10 * nf, -np.inf),
                             np.where(np.isin(terms, prior.signed), -np.inf, 0.0)])
@@ -239,9 +268,15 @@ def _solve(R: np.ndarray, P: int, pi_file: np.ndarray, nb: int, prior: _Prior,
                              .ravel() if nf else np.zeros(0), start.pi[terms]])
     if not len(x0):
         return Fit(pi_file.copy(), prior.fitted, 0.0, 0, True, "nothing to fit")
-    result = scipy.optimize.least_squares(residual, x0, jac=jacobian, bounds=(lower, np.inf),
-                                          method="trf", x_scale="jac", xtol=1e-10,
-                                          ftol=1e-10, gtol=1e-10, max_nfev=1000)
+    full = hold.copy()
+    for step in (1e-4, 1e-2, 1.0) if len(slots) else (1.0,):  # known parameters: held
+        hold[:] = full * step  # harder each solve, from the last one's result
+        with np.errstate(over="ignore", invalid="ignore"):  # (a trial step that overflows
+            result = scipy.optimize.least_squares(  # is not finite: trf shortens it)
+                residual, x0, jac=jacobian, bounds=(lower, np.inf), method="trf",
+                x_scale="jac", xtol=1e-10, ftol=1e-10, gtol=1e-10, max_nfev=1000)
+        x0 = result.x
     pi, _, _ = unpack(result.x)
+    pi[prior.known[0]] = prior.known[1]  # (held to about 1e-12 of themselves: now exact)
     return Fit(pi, prior.fitted, float(2 * result.cost), int(result.nfev),
                bool(result.status > 0), str(result.message))
