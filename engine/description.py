@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from .names import unique
 from .rotations import skew
 
 # the defaults' values, copied for each new object (a copy is several times faster than
@@ -240,14 +241,8 @@ class TreeDescription:
         its lookup by name finds the free-flyer), the free-flyer is ``name_``, ``name__``...
         so that every moving joint keeps one name; ``notes`` says so.
         """
-        taken = {link.name for link in self.links}
-        world = "universe"
-        while world in taken:
-            world += "_"
-        moving = {joint.name for joint in self.joints if joint.type != "fixed"}
-        chosen = name
-        while chosen in moving:
-            chosen += "_"
+        world = unique("universe", {link.name for link in self.links})
+        chosen = unique(name, {joint.name for joint in self.joints if joint.type != "fixed"})
         notes = self.notes
         if chosen != name:
             holder = next(joint for joint in self.joints if joint.name == name)

@@ -46,6 +46,7 @@ import numpy as np
 from .coupling import couple
 from .description import Inertia, JointSpec, LinkSpec
 from .model import ONE_DOF_TYPES, Model, build_model
+from .names import unique
 from .rnea import generalized_gravity
 
 TOLERANCE = 1e-6  # relative: "certified" when the maximum found is this close to the bound
@@ -105,10 +106,7 @@ def common_body(model: Model) -> int:
 def payload_model(model: Model, payload: Payload) -> Model:
     """The model with 1 kg more at the payload point (its g minus the model's is s)."""
     description = model.description
-    links = {link.name for link in description.links}
-    name = "payload"
-    while name in links:
-        name += "_"
+    name = unique("payload", {link.name for link in description.links})
     full = model.coupling.full if model.coupling is not None else model
     parent = full.body_frames[payload.body]
     link = LinkSpec(name, Inertia(1.0, np.zeros(3), np.zeros((3, 3))))

@@ -22,7 +22,7 @@ from treedyn.engine.description import (
 )
 from treedyn.engine.rotations import IDENTITY_QUAT, quat_matrix
 
-from ..names import unique
+from treedyn.engine.names import unique
 from . import geometry as geo
 from .state import BuildState
 from .types import WORLD, BodyBuild, Inertial, JointBuild, Pose

@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from ..errors import quoted
-from ..names import unique
+from treedyn.engine.names import unique
 from .state import BuildState
 from .types import WORLD
 

@@ -47,13 +47,13 @@ import os
 import numpy as np
 
 from treedyn.engine.description import JointSpec, LinkSpec, Shape, TreeDescription
+from treedyn.engine.names import unique
 from treedyn.engine.rotations import EPS, matrix_quat
 
 from ..errors import ParseError, quoted
 from ..meshes import stl_problem
 from ..packages import PackagePaths, resolve_uri
 from .converted import Converted
-from ..names import unique
 from .text import attribute, comment, number, numbers, where
 
 MINVAL = 1e-15  # MuJoCo's mjMINVAL: the least mass and moment of a moving body

@@ -1,6 +1,6 @@
 """The pieces of model text both writers write: numbers that read back bit for bit, XML
 comments that hold any text, and where an element came from (names not yet taken:
-:func:`treedyn.parsers.names.unique`)."""
+:func:`treedyn.engine.names.unique`)."""
 from __future__ import annotations
 
 from xml.sax.saxutils import quoteattr

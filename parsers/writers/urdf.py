@@ -34,11 +34,11 @@ import numpy as np
 
 from treedyn.engine.description import (GRAVITY, JointSpec, LinkSpec, Shape, SiteSpec,
                                         TreeDescription)
+from treedyn.engine.names import unique
 from treedyn.engine.rotations import axis_angle_matrix, matrix_rpy
 
 from ..errors import ParseError
 from .converted import Converted
-from ..names import unique
 from .text import attribute, comment, number, numbers, where
 
 NO_LIMIT = sys.float_info.max  # an absent limit, as Pinocchio holds one
