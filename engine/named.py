@@ -202,8 +202,7 @@ def center_of_mass(model: Model, q, root: int = -1) -> tuple[float, np.ndarray, 
         m = m / mass  # (J,) the weights m_i / m: NaN when there is no mass
         h = poses.centres()  # (J, 3, N): c_i, then
         h *= m[:, None, None]  # the weighted first moments m_i c_i / m,
-        m_k = poses.add_to_parents(m.copy())  # (J,) m_k / m
-        c, dofs = _columns(poses, h, m_k)  # (3, N), (m,)
+        c, dofs = _columns(poses, h, m)  # (3, N), (m,); m becomes the subtrees' m_k / m
     poses.W.cols[:3] += 0.0  # -0.0, a product of exact zeros, prints as 0.0
     columns_states_first(poses.W.cols[:3], dofs, Jcom)
     if not mass > 0:
@@ -214,9 +213,10 @@ def center_of_mass(model: Model, q, root: int = -1) -> tuple[float, np.ndarray, 
 def _columns(poses: WorldPoses, h: np.ndarray, m_k: np.ndarray) -> tuple[np.ndarray, list]:
     """The centre of mass c (3, N) and the dofs (m,) whose Jcom columns (3, m, N) are then
     in ``poses.W.cols[:3]``, from the bodies' own weighted first moments h (J, 3, N) and
-    the subtrees' weights m_k (J,): one pass from the leaves adds each row, complete, to
-    its parent's, turns it into the lever ``h_k - m_k p_k`` and crosses the joint's
-    motion with it while it is in cache (h is overwritten)."""
+    weights m (J,): one pass from the leaves adds each row, complete, to its parent's (its
+    first moment and its weight, so m becomes the subtrees' m_k), turns it into the lever
+    ``h_k - m_k p_k`` and crosses the joint's motion with it while it is in cache (h and
+    m are overwritten)."""
     c = np.zeros(h.shape[1:])
     parent, slot, p, cols = poses.model.parent, poses.slot, poses.p, poses.W.cols
     turn = np.empty(h.shape[1:])  # (3, N) m_k p_k
@@ -226,6 +226,8 @@ def _columns(poses: WorldPoses, h: np.ndarray, m_k: np.ndarray) -> tuple[np.ndar
         up = parent[poses.joints[row]]
         total = h[slot[up]] if up >= 0 else c
         total += h[row]
+        if up >= 0:  # (the children's rows, after this one, are in m_k[row] already)
+            m_k[slot[up]] += m_k[row]
         h[row] -= np.multiply(p[row], m_k[row], out=turn)
         dofs[row] = poses.column(row, h[row], m_k[row], cols[:3, first[row]:], None)
     return c, [d for ds in dofs for d in ds]

@@ -195,16 +195,6 @@ class WorldPoses:
             body = self.model.parent[body]
         return rows[::-1]
 
-    def add_to_parents(self, x: np.ndarray) -> np.ndarray:
-        """``x`` (J, ...) summed over each swept joint's swept subtree, in place: children
-        into parents, the last row first (rows are depth first)."""
-        parent, slot = self.model.parent, self.slot
-        for row in range(len(self.joints) - 1, -1, -1):
-            up = parent[self.joints[row]]
-            if up >= 0:
-                x[slot[up]] += x[row]
-        return x
-
     def columns(self, rows, lever: np.ndarray, scale, out: np.ndarray) -> list[int]:
         """The dofs (m,) of the swept joints at ``rows``, in that order, and each one's
         motion, component-major: ``out[3:, n] = w_d = R_k S_ang`` and ``out[:3, n] =
