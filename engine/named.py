@@ -145,9 +145,8 @@ class _Shared:
     def __init__(self, poses: WorldPoses):
         self.dofs = poses.motions()[0]  # (m,); poses.W.cols (6, m, N) holds (u, w)
         self.cols = poses.W.cols
-        widths = poses.model.nv_joint[poses.joints]
-        self.first = np.cumsum(widths) - widths  # (J,) each row's first position
-        self.widths = widths
+        self.first = poses.first  # (J,) each row's first position
+        self.widths = poses.model.nv_joint[poses.joints]
 
     def moved(self, rows, origin) -> tuple[np.ndarray, np.ndarray]:
         """(dofs (m',), block (6, m', N), a new array) of the joints at ``rows``, the
@@ -220,7 +219,7 @@ def _columns(poses: WorldPoses, h: np.ndarray, m_k: np.ndarray) -> tuple[np.ndar
     c = np.zeros(h.shape[1:])
     parent, slot, p, cols = poses.model.parent, poses.slot, poses.p, poses.W.cols
     turn = np.empty(h.shape[1:])  # (3, N) m_k p_k
-    first = np.cumsum(poses.model.nv_joint[poses.joints]) - poses.model.nv_joint[poses.joints]
+    first = poses.first
     dofs = [None] * len(poses.joints)
     for row in range(len(poses.joints) - 1, -1, -1):
         up = parent[poses.joints[row]]

@@ -62,6 +62,8 @@ class WorldPoses:
         self.q = q  # (N, nq)
         count = len(q)
         self.slot = np.full(model.njoints, -1)
+        widths = model.nv_joint[joints]  # (J,)
+        self.first = np.cumsum(widths) - widths  # (J,) each row's first dof in the columns
         self.slot[joints] = np.arange(len(joints))
         self.turns = _turns(model, joints)  # per row: (angle, k, sign, plain) or None
         angles = [row for row, turn in enumerate(self.turns) if turn is not None]
